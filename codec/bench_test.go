@@ -1,0 +1,61 @@
+package codec
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func benchFile(b *testing.B, name string) ([]byte, []Segment) {
+	d := needShared(b)
+	src, err := os.ReadFile(filepath.Join(d, "models/bench", name))
+	if err != nil {
+		b.Skip(err)
+	}
+	return src, safetensorsSegments(src)
+}
+
+func benchCompress(b *testing.B, name string, threads int) {
+	src, segs := benchFile(b, name)
+	opt := Options{Threads: threads}
+	var buf bytes.Buffer
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		buf.Reset()
+		if _, err := Encode(&buf, []Input{{Name: "x", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, opt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(src))/float64(buf.Len()), "ratio")
+}
+
+func benchDecompress(b *testing.B, name string, threads int, skipHash bool) {
+	src, segs := benchFile(b, name)
+	arc, err := CompressBytes(src, segs, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rd, err := NewReader(bytes.NewReader(arc), int64(len(arc)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	opt := Options{Threads: threads, SkipHash: skipHash}
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := rd.WriteFile(io.Discard, 0, opt); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCompressBF16T1(b *testing.B)         { benchCompress(b, "real-bf16.safetensors", 1) }
+func BenchmarkCompressBF16T2(b *testing.B)         { benchCompress(b, "real-bf16.safetensors", 2) }
+func BenchmarkDecompressBF16T1(b *testing.B)       { benchDecompress(b, "real-bf16.safetensors", 1, false) }
+func BenchmarkDecompressBF16T1NoHash(b *testing.B) { benchDecompress(b, "real-bf16.safetensors", 1, true) }
+func BenchmarkDecompressBF16T2(b *testing.B)       { benchDecompress(b, "real-bf16.safetensors", 2, false) }

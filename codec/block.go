@@ -1,0 +1,289 @@
+package codec
+
+import (
+	"math"
+
+	"github.com/klauspost/compress/zstd"
+
+	"neuralzip/dtype"
+)
+
+// Block kinds as stored in the index.
+const (
+	kindStored = 0 // payload is the original bytes
+	kindZstd   = 1 // payload is one zstd frame
+	kindFloat  = 2 // payload is a float block (see doc.go)
+)
+
+// Float block forms.
+const (
+	formFields = 0 // symbol stream + residual planes
+	formPlanes = 1 // one stream per byte of the value
+)
+
+// blockEncoder is one worker's reusable encoding state.
+type blockEncoder struct {
+	st     streamEncoder
+	zstd   *zstd.Encoder
+	syms   []byte
+	planes [8][]byte
+	hist   [256]uint32
+	stats  fieldStats
+}
+
+func (b *blockEncoder) buffers(n, np int) {
+	if cap(b.syms) < n+1 {
+		b.syms = make([]byte, n+1)
+	}
+	b.syms = b.syms[:n]
+	for p := 0; p < np; p++ {
+		if cap(b.planes[p]) < n+1 {
+			b.planes[p] = make([]byte, n+1)
+		}
+		b.planes[p] = b.planes[p][:n]
+	}
+}
+
+// encodeGeneric codes non-float bytes: zstd, or stored when zstd does not
+// make them smaller.
+func (b *blockEncoder) encodeGeneric(dst, src []byte) ([]byte, byte) {
+	mark := len(dst)
+	if len(src) >= 16 {
+		dst = b.zstd.EncodeAll(src, dst)
+		if len(dst)-mark < len(src) {
+			return dst, kindZstd
+		}
+		dst = dst[:mark]
+	}
+	return append(dst, src...), kindStored
+}
+
+// encodeFloat codes len(src)/size values of float type d. len(src) must be a
+// multiple of the element size.
+func (b *blockEncoder) encodeFloat(dst, src []byte, d dtype.DType) []byte {
+	f, ok := specFor(d)
+	if !ok {
+		return b.encodePlanes(dst, src, d.Size())
+	}
+	n := len(src) / f.size
+	histOK := true
+	if f.maxJoin() == 0 {
+		// No join possible: split once with tz=0, then again only if the
+		// residuals have known-zero low bits.
+		b.buffers(n, f.planes())
+		var orR uint64
+		orR, histOK = split(src, n, f, b.syms, b.planes[:f.planes()], &b.hist)
+		if tz := chooseTZ(orR, f); tz > 0 {
+			f.tz = tz
+			b.buffers(n, f.planes())
+			splitGeneric(src, n, f, b.syms, b.planes[:f.planes()], &b.hist)
+			histOK = true
+		}
+	} else {
+		statsGeneric(src, n, f, &b.stats)
+		f.j, f.tz = chooseJoin(&b.stats, f, n)
+		b.buffers(n, f.planes())
+		splitGeneric(src, n, f, b.syms, b.planes[:f.planes()], &b.hist)
+	}
+	dst = append(dst, formFields, byte(f.j), byte(f.tz))
+	if histOK {
+		dst = b.st.appendStream(dst, b.syms, f.symW(), &b.hist, true)
+	} else {
+		dst = b.st.appendSymbols(dst, b.syms, f.symW())
+	}
+	for p := 0; p < f.planes(); p++ {
+		dst = b.appendPlane(dst, b.planes[p], f.planeW(p))
+	}
+	return dst
+}
+
+// encodePlanes codes each byte of the values as its own stream.
+func (b *blockEncoder) encodePlanes(dst, src []byte, size int) []byte {
+	n := len(src) / size
+	b.buffers(n, size)
+	for i := 0; i < n; i++ {
+		for p := 0; p < size; p++ {
+			b.planes[p][i] = src[i*size+p]
+		}
+	}
+	dst = append(dst, formPlanes)
+	for p := 0; p < size; p++ {
+		dst = b.appendPlane(dst, b.planes[p], 8)
+	}
+	return dst
+}
+
+// appendPlane codes a residual plane. Sign+mantissa bits of trained weights
+// are close to uniform, so for long planes a sample decides first whether
+// counting and entropy coding can pay at all.
+func (b *blockEncoder) appendPlane(dst, p []byte, w uint) []byte {
+	if len(p) >= planeSampleMin {
+		var h [256]uint32
+		n := 0
+		for i := 0; i < len(p); i += planeSampleStep {
+			h[p[i]]++
+			n++
+		}
+		bits, _ := entropyBits(&h, n)
+		if bits >= float64(n)*float64(w)*planeSampleGain {
+			dst = append(dst, smPacked)
+			return appendPacked(dst, p, w)
+		}
+	}
+	countHist(&b.hist, p)
+	return b.st.appendStream(dst, p, w, &b.hist, false)
+}
+
+// Plane sampling: planes of at least planeSampleMin values are sampled every
+// planeSampleStep values; when the sample's order-0 entropy is above
+// planeSampleGain of the raw width, the plane is stored packed.
+const (
+	planeSampleMin  = 8192
+	planeSampleStep = 16
+	planeSampleGain = 0.985
+)
+
+// chooseJoin picks the join width and the dropped trailing bits by the
+// estimated cost: order-0 bits of the symbols, raw residual bits and a table
+// estimate.
+func chooseJoin(st *fieldStats, f fieldSpec, n int) (j, tz uint) {
+	best := math.Inf(1)
+	for jj := uint(0); jj <= st.jmax; jj++ {
+		var h [256]uint32
+		for s, c := range st.top {
+			h[s>>(st.jmax-jj)] += c
+		}
+		bits, distinct := entropyBits(&h, n)
+		g := f
+		g.j = jj
+		t := chooseTZ(st.orR, g)
+		g.tz = t
+		cost := bits + float64(n)*float64(g.restW()) + float64(8*(distinct/2+4))
+		if cost < best-1e-9 {
+			best, j, tz = cost, jj, t
+		}
+	}
+	return j, tz
+}
+
+// countHist sets hist to the histogram of p.
+func countHist(hist *[256]uint32, p []byte) {
+	var h [4][256]uint32
+	i := 0
+	for ; i+4 <= len(p); i += 4 {
+		h[0][p[i]]++
+		h[1][p[i+1]]++
+		h[2][p[i+2]]++
+		h[3][p[i+3]]++
+	}
+	for ; i < len(p); i++ {
+		h[0][p[i]]++
+	}
+	for s := range hist {
+		hist[s] = h[0][s] + h[1][s] + h[2][s] + h[3][s]
+	}
+}
+
+// blockDecoder is one worker's reusable decoding state.
+type blockDecoder struct {
+	st     streamDecoder
+	zstd   *zstd.Decoder
+	syms   []byte
+	planes [8][]byte
+}
+
+func (b *blockDecoder) buffers(n, np int) {
+	if cap(b.syms) < n+1 {
+		b.syms = make([]byte, n+1)
+	}
+	b.syms = b.syms[:n+1]
+	for p := 0; p < np; p++ {
+		if cap(b.planes[p]) < n+1 {
+			b.planes[p] = make([]byte, n+1)
+		}
+		b.planes[p] = b.planes[p][:n+1]
+	}
+}
+
+// decode decodes a block payload into dst, whose length is the block's
+// original length.
+func (b *blockDecoder) decode(dst, src []byte, kind byte, d dtype.DType) error {
+	switch kind {
+	case kindStored:
+		if len(src) != len(dst) {
+			return errf("stored block: %d bytes, want %d", len(src), len(dst))
+		}
+		copy(dst, src)
+		return nil
+	case kindZstd:
+		out, err := b.zstd.DecodeAll(src, dst[:0])
+		if err != nil {
+			return errf("zstd: %v", err)
+		}
+		if len(out) != len(dst) || (len(out) > 0 && &out[0] != &dst[0]) {
+			return errf("zstd: %d bytes, want %d", len(out), len(dst))
+		}
+		return nil
+	case kindFloat:
+		return b.decodeFloat(dst, src, d)
+	}
+	return errf("unknown block kind %d", kind)
+}
+
+func (b *blockDecoder) decodeFloat(dst, src []byte, d dtype.DType) error {
+	size := d.Size()
+	if size == 0 || len(dst)%size != 0 {
+		return errf("float block of %v: length %d is not a whole number of values", d, len(dst))
+	}
+	n := len(dst) / size
+	if len(src) < 1 {
+		return errf("float block: empty payload")
+	}
+	form := src[0]
+	src = src[1:]
+	var err error
+	switch form {
+	case formFields:
+		f, ok := specFor(d)
+		if !ok {
+			return errf("float block: fields form is not defined for %v", d)
+		}
+		if len(src) < 2 {
+			return errf("float block: short header")
+		}
+		f.j, f.tz = uint(src[0]), uint(src[1])
+		src = src[2:]
+		if f.j > f.maxJoin() || f.tz > f.w()-f.j {
+			return errf("float block: bad join %d / zero bits %d for %v", f.j, f.tz, d)
+		}
+		np := f.planes()
+		b.buffers(n, np)
+		if src, err = b.st.decodeStream(b.syms[:n], src, f.symW()); err != nil {
+			return err
+		}
+		for p := 0; p < np; p++ {
+			if src, err = b.st.decodeStream(b.planes[p][:n], src, f.planeW(p)); err != nil {
+				return err
+			}
+		}
+		merge(dst, n, f, b.syms, b.planes[:np])
+	case formPlanes:
+		b.buffers(n, size)
+		for p := 0; p < size; p++ {
+			if src, err = b.st.decodeStream(b.planes[p][:n], src, 8); err != nil {
+				return err
+			}
+		}
+		for i := 0; i < n; i++ {
+			for p := 0; p < size; p++ {
+				dst[i*size+p] = b.planes[p][i]
+			}
+		}
+	default:
+		return errf("float block: unknown form %d", form)
+	}
+	if len(src) != 0 {
+		return errf("float block: %d trailing bytes", len(src))
+	}
+	return nil
+}

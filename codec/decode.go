@@ -1,0 +1,352 @@
+package codec
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"sort"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Reader reads an archive: its index, whole files (streamed, in parallel)
+// and any byte range or tensor of a file (random access).
+type Reader struct {
+	r    io.ReaderAt
+	size int64
+	idx  *indexData
+	zdec *zstd.Decoder
+	mu   sync.Mutex
+	bd   *blockDecoder // for ReadAt
+}
+
+// NewReader opens an archive of the given size. It reads and checks the
+// header, trailer and index; block payloads are read on demand.
+func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
+	if size < headerLen+trailerLen {
+		return nil, fmt.Errorf("%w: %d bytes is too short", ErrNotArchive, size)
+	}
+	var hdr [headerLen]byte
+	if err := readFull(r, hdr[:], 0); err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(hdr[:8], Magic[:]) {
+		return nil, ErrNotArchive
+	}
+	if v := binary.LittleEndian.Uint16(hdr[8:]); v != Version {
+		return nil, fmt.Errorf("%w %d (this build reads version %d)", ErrVersion, v, Version)
+	}
+	if flags := binary.LittleEndian.Uint16(hdr[10:]); flags != 0 {
+		return nil, &CorruptError{Offset: 10, Block: -1, Msg: fmt.Sprintf("unknown header flags %#x", flags), Err: ErrCorrupt}
+	}
+	var tr [trailerLen]byte
+	if err := readFull(r, tr[:], size-trailerLen); err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(tr[24:], TrailerMagic[:]) {
+		return nil, &CorruptError{Offset: size - 8, Block: -1, Msg: "trailer magic missing (truncated archive?)", Err: ErrCorrupt}
+	}
+	indexOff := int64(binary.LittleEndian.Uint64(tr[0:]))
+	indexLen := int64(binary.LittleEndian.Uint64(tr[8:]))
+	rawLen := int64(binary.LittleEndian.Uint32(tr[16:]))
+	indexCRC := binary.LittleEndian.Uint32(tr[20:])
+	if indexOff < headerLen || indexLen < 0 || indexOff > size-trailerLen || indexLen != size-trailerLen-indexOff {
+		return nil, &CorruptError{Offset: size - trailerLen, Block: -1, Msg: fmt.Sprintf("index at %d (+%d) does not end at the trailer", indexOff, indexLen), Err: ErrCorrupt}
+	}
+	if rawLen > maxIndexRaw || rawLen > 1024*indexLen+1<<16 {
+		return nil, &CorruptError{Offset: size - trailerLen + 16, Block: -1, Msg: fmt.Sprintf("index size %d is implausible", rawLen), Err: ErrTooLarge}
+	}
+	ix := make([]byte, indexLen)
+	if err := readFull(r, ix, indexOff); err != nil {
+		return nil, err
+	}
+	if crc32.Checksum(ix, castagnoli) != indexCRC {
+		return nil, &CorruptError{Offset: indexOff, Block: -1, Msg: "index checksum mismatch", Err: ErrChecksum}
+	}
+	zdec, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(uint64(max(rawLen, maxBlockLen))+1<<16),
+		zstd.WithDecoderConcurrency(0))
+	if err != nil {
+		return nil, err
+	}
+	raw, err := zdec.DecodeAll(ix, make([]byte, 0, rawLen))
+	if err != nil || int64(len(raw)) != rawLen {
+		zdec.Close()
+		return nil, &CorruptError{Offset: indexOff, Block: -1, Msg: fmt.Sprintf("index does not decompress: %v", err), Err: ErrCorrupt}
+	}
+	x, err := unmarshalIndex(raw, indexOff-headerLen)
+	if err != nil {
+		zdec.Close()
+		return nil, &CorruptError{Offset: indexOff, Block: -1, Msg: err.Error(), Err: ErrCorrupt}
+	}
+	return &Reader{r: r, size: size, idx: x, zdec: zdec}, nil
+}
+
+// Close releases the decoder's resources.
+func (r *Reader) Close() error {
+	r.zdec.Close()
+	return nil
+}
+
+// Files returns the files in the archive, in the order they were stored.
+func (r *Reader) Files() []*FileInfo { return r.idx.files }
+
+// ChunkValues is the chunk size the archive was written with.
+func (r *Reader) ChunkValues() int { return r.idx.chunkValues }
+
+// File returns the index of the file with the given name.
+func (r *Reader) File(name string) (int, error) {
+	for i, f := range r.idx.files {
+		if f.Name == name {
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("%w: file %q", ErrNotFound, name)
+}
+
+func (r *Reader) newBlockDecoder() *blockDecoder { return &blockDecoder{zstd: r.zdec} }
+
+// decodeBlock reads and decodes block bi of file fi into dst (len origLen),
+// checking its CRC.
+func (r *Reader) decodeBlock(bd *blockDecoder, fi, bi int, dst []byte, comp *[]byte) error {
+	f := r.idx.files[fi]
+	b := f.blocks[bi]
+	if cap(*comp) < int(b.compLen) {
+		*comp = make([]byte, b.compLen)
+	}
+	c := (*comp)[:b.compLen]
+	if err := readFull(r.r, c, b.compOff); err != nil {
+		return err
+	}
+	mk := func(msg string, e error) error {
+		return &CorruptError{Offset: b.compOff, File: f.Name, Block: bi, FileOffset: b.origOff, Msg: msg, Err: e}
+	}
+	if err := bd.decode(dst, c, b.kind, b.dtype); err != nil {
+		return mk(err.Error(), ErrCorrupt)
+	}
+	if crc32.Checksum(dst, castagnoli) != b.crc {
+		return mk("CRC-32C mismatch", ErrChecksum)
+	}
+	return nil
+}
+
+type decTask struct {
+	block int
+	out   *[]byte
+	err   error
+	done  chan struct{}
+}
+
+// WriteFile decodes file fi and writes it to w in order, decoding blocks in
+// parallel. It checks every block's CRC-32C and, unless opt.SkipHash, the
+// file's SHA-256.
+func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
+	if fi < 0 || fi >= len(r.idx.files) {
+		return fmt.Errorf("%w: file %d", ErrNotFound, fi)
+	}
+	if err := opt.validate(); err != nil {
+		return err
+	}
+	f := r.idx.files[fi]
+	threads := opt.threads()
+	ctx, cancel := context.WithCancel(opt.ctx())
+	defer cancel()
+	window := 2*threads + 2
+	order := make(chan *decTask, window)
+	work := make(chan *decTask)
+	var wg sync.WaitGroup
+	for t := 0; t < threads; t++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bd := r.newBlockDecoder()
+			comp := getBuf(0)
+			defer putBuf(comp)
+			for t := range work {
+				t.out = getBuf(int(f.blocks[t.block].origLen))
+				t.err = r.decodeBlock(bd, fi, t.block, *t.out, comp)
+				close(t.done)
+			}
+		}()
+	}
+	go func() {
+		defer close(work)
+		defer close(order)
+		for i := range f.blocks {
+			t := &decTask{block: i, done: make(chan struct{})}
+			select {
+			case order <- t:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case work <- t:
+			case <-ctx.Done():
+				close(t.done)
+				return
+			}
+		}
+	}()
+	h := sha256.New()
+	var werr error
+	var done int64
+	for t := range order {
+		<-t.done
+		if werr == nil {
+			werr = t.err
+		}
+		if werr == nil && ctx.Err() != nil {
+			werr = ctx.Err()
+		}
+		if werr == nil {
+			if !opt.SkipHash {
+				h.Write(*t.out)
+			}
+			if _, err := w.Write(*t.out); err != nil {
+				werr = err
+			}
+			done += int64(len(*t.out))
+			if opt.Progress != nil {
+				opt.Progress(done, f.Size)
+			}
+		}
+		if werr != nil {
+			cancel()
+		}
+		putBuf(t.out)
+	}
+	wg.Wait()
+	if werr != nil {
+		return werr
+	}
+	if !opt.SkipHash {
+		var sum [32]byte
+		copy(sum[:], h.Sum(nil))
+		if sum != f.SHA256 {
+			return &CorruptError{Offset: -1, File: f.Name, Block: -1, Msg: fmt.Sprintf("file %q: SHA-256 %x does not match the stored %x", f.Name, sum, f.SHA256), Err: ErrChecksum}
+		}
+	}
+	return nil
+}
+
+// Verify decodes every file and checks every checksum, without writing
+// anything. It returns the first problem found.
+func (r *Reader) Verify(opt Options) error {
+	opt.SkipHash = false
+	for i := range r.idx.files {
+		if err := r.WriteFile(io.Discard, i, opt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadAt reads len(p) bytes of file fi at offset off, decoding only the
+// blocks that cover them. It is safe for concurrent use (calls are
+// serialised).
+func (r *Reader) ReadAt(fi int, p []byte, off int64) (int, error) {
+	if fi < 0 || fi >= len(r.idx.files) {
+		return 0, fmt.Errorf("%w: file %d", ErrNotFound, fi)
+	}
+	f := r.idx.files[fi]
+	if off < 0 || off > f.Size {
+		return 0, fmt.Errorf("codec: offset %d outside file %q of %d bytes", off, f.Name, f.Size)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.bd == nil {
+		r.bd = r.newBlockDecoder()
+	}
+	n := 0
+	end := min(off+int64(len(p)), f.Size)
+	// first block containing off
+	bi := sort.Search(len(f.blocks), func(i int) bool { return f.blocks[i].origOff+f.blocks[i].origLen > off })
+	comp := getBuf(0)
+	defer putBuf(comp)
+	for pos := off; pos < end && bi < len(f.blocks); bi++ {
+		b := f.blocks[bi]
+		buf := getBuf(int(b.origLen))
+		if err := r.decodeBlock(r.bd, fi, bi, *buf, comp); err != nil {
+			putBuf(buf)
+			return n, err
+		}
+		c := copy(p[n:], (*buf)[pos-b.origOff:min(b.origLen, end-b.origOff)])
+		putBuf(buf)
+		n += c
+		pos += int64(c)
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// Tensor finds a tensor by name (in any file) and returns its bytes,
+// decoding only the blocks that hold it.
+func (r *Reader) Tensor(name string) ([]byte, TensorInfo, error) {
+	for fi, f := range r.idx.files {
+		for _, t := range f.Tensors {
+			if t.Name == name {
+				buf := make([]byte, t.Length)
+				if _, err := r.ReadAt(fi, buf, t.Offset); err != nil && !errors.Is(err, io.EOF) {
+					return nil, t, err
+				}
+				return buf, t, nil
+			}
+		}
+	}
+	return nil, TensorInfo{}, fmt.Errorf("%w: tensor %q", ErrNotFound, name)
+}
+
+// Decode writes the single file of an archive to w. Archives of several
+// files need Reader.WriteFile.
+func Decode(w io.Writer, r io.ReaderAt, size int64, opt Options) error {
+	rd, err := NewReader(r, size)
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	if len(rd.idx.files) != 1 {
+		return fmt.Errorf("codec: archive holds %d files; use Reader.WriteFile", len(rd.idx.files))
+	}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	if err := rd.WriteFile(bw, 0, opt); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// CompressBytes is Encode for one in-memory file.
+func CompressBytes(src []byte, segs []Segment, opt Options) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(len(src)/2 + 1024)
+	_, err := Encode(&buf, []Input{{Name: "model.bin", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, opt)
+	return buf.Bytes(), err
+}
+
+// DecompressBytes is Decode for an in-memory archive of one file.
+func DecompressBytes(archive []byte, opt Options) ([]byte, error) {
+	rd, err := NewReader(bytes.NewReader(archive), int64(len(archive)))
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	if len(rd.idx.files) != 1 {
+		return nil, fmt.Errorf("codec: archive holds %d files", len(rd.idx.files))
+	}
+	f := rd.idx.files[0]
+	// f.Size was checked against the blocks, and every block against the
+	// archive's payload, but a block may expand a lot; the size is bounded
+	// by maxBlockLen per block.
+	out := bytes.NewBuffer(make([]byte, 0, min(f.Size, 64*int64(len(archive))+1<<20)))
+	if err := rd.WriteFile(out, 0, opt); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}

@@ -1,0 +1,144 @@
+// Package codec implements the .nzip archive: lossless compression of
+// neural-network checkpoint files that restores the original file bytes
+// exactly.
+//
+// # Use
+//
+// A loader (package checkpoint) describes a file as segments (tensors with a
+// dtype, and opaque bytes). Encode codes float tensors through the float
+// pipeline and everything else with zstd, in parallel, and writes one
+// archive; Reader gives back whole files (streamed), byte ranges or single
+// tensors (random access):
+//
+//	res, err := codec.Encode(w, []codec.Input{{Name: "model.safetensors", R: f, Size: size, Segments: segs}}, codec.Options{})
+//	rd, err := codec.NewReader(archive, archiveSize)
+//	err = rd.WriteFile(out, 0, codec.Options{})
+//	data, info, err := rd.Tensor("model.embed_tokens.weight")
+//
+// Options is a plain struct whose zero value works: GOMAXPROCS threads,
+// 65536 values per chunk, zstd level 3. The archive bytes never depend on
+// the thread count.
+//
+// # Format, version 1
+//
+// All integers are little-endian; "uvarint" is encoding/binary's unsigned
+// varint, "varint" its zigzag signed one, "string" a uvarint length and that
+// many bytes. An archive is
+//
+//	Header | Payload | Index | Trailer
+//
+// Header, 16 bytes: the magic 89 4E 5A 49 50 0D 0A 1A ("\x89NZIP\r\n\x1a"),
+// u16 version (1), u16 flags (0; a reader rejects unknown flags), u32 zero.
+//
+// Payload: the payloads of all blocks of all files, back to back in index
+// order, with nothing between them.
+//
+// Index: one zstd frame holding the raw index below.
+//
+// Trailer, 32 bytes at the end of the archive: u64 index offset, u64 index
+// length (so offset+length+32 equals the archive size), u32 raw index
+// length, u32 CRC-32C (Castagnoli) of the index bytes as stored, and the
+// magic "NZIPEND\x00".
+//
+// Raw index:
+//
+//	uvarint chunk      float values per chunk the writer used (informative)
+//	uvarint files
+//	per file:
+//	  string  name     file name (multi-file models keep their file names)
+//	  uvarint size     original size in bytes
+//	  [32]byte sha256  SHA-256 of the original file
+//	  string  format   loader's format name ("safetensors", "gguf", "unknown", ...)
+//	  uvarint blocks
+//	  per block:
+//	    u8      kind   0 stored, 1 zstd, 2 float
+//	    u8      dtype  (kind 2 only) dtype of the values, numbered as in package dtype
+//	    uvarint length original bytes of the block
+//	    uvarint clen   payload bytes of the block
+//	    u32     crc    CRC-32C of the original bytes of the block
+//	  uvarint tensors
+//	  per tensor (in file order):
+//	    uvarint prefix  bytes shared with the previous tensor's name
+//	    string  suffix  the rest of the name
+//	    u8      dtype   (0 = none of package dtype's types; then:)
+//	    string  type    (dtype 0 only) the format's own type name, e.g. "Q4_K"
+//	    uvarint rank, rank × uvarint dims
+//	    varint  offset  relative to the previous tensor's end (first: to 0)
+//	    uvarint length
+//
+// Blocks cover their file in order: a block's original offset is the sum of
+// the lengths before it, and its payload offset is 16 plus the sum of all
+// earlier clen (across files). A reader checks that the lengths add up to
+// each file's size and the clen to the payload size. The tensor list is for
+// listing and random access only; decoding a file needs just the blocks.
+//
+// # Blocks
+//
+// Kind 0 (stored): the payload is the original bytes.
+//
+// Kind 1 (zstd): the payload is one zstd frame that decodes to the block.
+//
+// Kind 2 (float): the block is length/size values of the dtype. The payload
+// starts with a form byte.
+//
+// Form 1 (byte planes, used for F64): one stream (below) of width 8 per byte
+// of the value, byte 0 (least significant) first; value i byte p is symbol i
+// of stream p.
+//
+// Form 0 (fields): for a dtype with S sign bits (0 or 1), E exponent bits and
+// M mantissa bits (F16 1/5/10, BF16 1/8/7, F32 1/8/23, F8_E4M3 1/4/3,
+// F8_E5M2 1/5/2, F8_E8M0 0/8/0), each value v splits into
+//
+//	e = v>>M & (2^E-1)                       exponent
+//	R = (v>>(M+E))<<M | v & (2^M-1)          residual: sign and mantissa, W = S+M bits
+//
+// The payload continues with u8 j and u8 z (j ≤ min(8-E, W), z ≤ W-j), then a
+// symbol stream of width E+j whose symbol i is e<<j | R>>(W-j) (the exponent
+// joined with the top j residual bits), then the remaining W-j-z residual
+// bits of each value, (R & (2^(W-j)-1)) >> z, as byte planes: plane p holds
+// bits 8p..8p+7 and has width min(8, W-j-z-8p). The z dropped low bits are
+// zero in every value of the block. No bytes may follow the last stream.
+// To decode, R = (s & (2^j-1))<<(W-j) | rest<<z, e = s>>j, and
+// v = (R>>M)<<(M+E) | e<<M | R & (2^M-1).
+//
+// # Streams
+//
+// A stream codes n symbols of width w (both known from the context). It
+// starts with a mode byte:
+//
+//	0 packed  ceil(n·w/8) bytes, symbol i at bits i·w.. (LSB first)
+//	1 const   one byte: every symbol
+//	2 huff1   uvarint L, then L bytes: a huff0 block, 1 stream
+//	3 huff4   uvarint L, then L bytes: a huff0 block, 4 streams
+//	4 pair1   pairs (below), codes in a 1-stream huff0 block
+//	5 pair4   pairs, codes in a 4-stream huff0 block
+//
+// A huff0 block is the Huffman-coded literals format of zstd (RFC 8878,
+// section 4.2.1 and 4.2.2 on Huffman tree description and streams), as
+// github.com/klauspost/compress/huff0 reads it: the tree description (a
+// header byte, then FSE-compressed or 4-bit direct weights), then for 1
+// stream the bit stream, for 4 streams a jump table of three u16 sizes and
+// four bit streams of ceil(n/4), ceil(n/4), ceil(n/4) and the remaining
+// symbols. Code lengths are at most 11 bits.
+//
+// Pair modes code the floor(n/2) pairs (s[2i], s[2i+1]) as one code each:
+//
+//	u8 k             1..15
+//	k bytes t        symbols
+//	uvarint L, L bytes huff0 block of floor(n/2) codes
+//	uvarint x        exception symbols
+//	stream           x symbols of width w (modes 0..3 only)
+//
+// Code c < k·k is the pair (t[c/k], t[c%k]); code k·k is an escape: the
+// pair's two symbols are the next two exception symbols. A last odd symbol
+// is the last exception. Codes above k·k are invalid, and the exceptions
+// must be used up exactly.
+//
+// # Integrity
+//
+// Every block carries the CRC-32C of its original bytes and every file its
+// SHA-256; the index carries its own CRC-32C. Readers check every length
+// against the archive before allocating and report damage as a
+// CorruptError naming the archive offset, the file, the block and the
+// block's original offset.
+package codec

@@ -1,0 +1,319 @@
+package codec
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Options configures encoding and decoding. The zero value is ready to use.
+type Options struct {
+	// Threads bounds the number of blocks coded at once; 0 means GOMAXPROCS.
+	// The archive bytes do not depend on it.
+	Threads int
+	// ChunkValues is the number of float values per block (0 means
+	// DefaultChunkValues; MinChunkValues..MaxChunkValues).
+	ChunkValues int
+	// ZstdLevel is the zstd level (1..22) for opaque bytes and non-float
+	// tensors; 0 means 3.
+	ZstdLevel int
+	// Progress, when set, is called after each block with the original
+	// bytes done so far and the total. Calls come from one goroutine.
+	Progress func(done, total int64)
+	// SkipHash skips the whole-file SHA-256 check when decoding (block
+	// CRC-32C checks still run). Encoding always computes the hash.
+	SkipHash bool
+	// Context, when set, cancels the work.
+	Context context.Context
+}
+
+func (o *Options) threads() int {
+	if o.Threads > 0 {
+		return o.Threads
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+func (o *Options) ctx() context.Context {
+	if o.Context != nil {
+		return o.Context
+	}
+	return context.Background()
+}
+
+func (o *Options) validate() error {
+	if o.ChunkValues != 0 && (o.ChunkValues < MinChunkValues || o.ChunkValues > MaxChunkValues) {
+		return fmt.Errorf("codec: chunk size %d outside %d..%d", o.ChunkValues, MinChunkValues, MaxChunkValues)
+	}
+	if o.ZstdLevel < 0 || o.ZstdLevel > 22 {
+		return fmt.Errorf("codec: zstd level %d outside 1..22", o.ZstdLevel)
+	}
+	if o.Threads < 0 {
+		return fmt.Errorf("codec: negative thread count %d", o.Threads)
+	}
+	return nil
+}
+
+// Input is one original file to compress.
+type Input struct {
+	Name     string      // stored in the archive (e.g. the base name)
+	R        io.ReaderAt // read concurrently with ReadAt
+	Size     int64
+	Format   string    // loader format name, recorded for inspection
+	Segments []Segment // layout; nil means all opaque
+}
+
+// Result summarises an encode.
+type Result struct {
+	Original   int64 // bytes of all inputs
+	Compressed int64 // bytes of the archive
+}
+
+// encTask is one block in flight.
+type encTask struct {
+	file    int
+	plan    blockPlan
+	in      *[]byte
+	out     *[]byte
+	kind    byte
+	crc     uint32
+	err     error
+	done    chan struct{}
+	lastOfF bool
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1<<16); return &b }}
+
+func getBuf(n int) *[]byte {
+	p := bufPool.Get().(*[]byte)
+	if cap(*p) < n {
+		*p = make([]byte, n)
+	}
+	*p = (*p)[:n]
+	return p
+}
+
+func putBuf(p *[]byte) {
+	if p != nil && cap(*p) <= 8<<20 {
+		bufPool.Put(p)
+	}
+}
+
+// Encode writes an archive of the inputs to w. Blocks are coded in parallel
+// (opt.Threads), written in order, with memory bounded by a few blocks per
+// thread. The same inputs give the same bytes at any thread count.
+func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
+	var res Result
+	if err := opt.validate(); err != nil {
+		return res, err
+	}
+	chunk := opt.ChunkValues
+	if chunk == 0 {
+		chunk = DefaultChunkValues
+	}
+	level := opt.ZstdLevel
+	if level == 0 {
+		level = 3
+	}
+	threads := opt.threads()
+	ctx, cancel := context.WithCancel(opt.ctx())
+	defer cancel()
+
+	// Plan every file first (cheap: segment lists only).
+	idx := &indexData{chunkValues: chunk}
+	type job struct {
+		file int
+		plan blockPlan
+		last bool
+	}
+	var jobs []job
+	var total int64
+	for i, in := range inputs {
+		if in.Size < 0 {
+			return res, fmt.Errorf("codec: input %q: negative size", in.Name)
+		}
+		plans, err := planBlocks(in.Segments, in.Size, chunk)
+		if err != nil {
+			return res, fmt.Errorf("codec: input %q: %w", in.Name, err)
+		}
+		for j, p := range plans {
+			jobs = append(jobs, job{i, p, j == len(plans)-1})
+		}
+		f := &FileInfo{Name: in.Name, Size: in.Size, Format: in.Format}
+		for _, s := range in.Segments {
+			if s.IsTensor() {
+				f.Tensors = append(f.Tensors, TensorInfo{Name: s.Name, DType: s.DType, Type: s.Type, Shape: s.Shape, Offset: s.Offset, Length: s.Length})
+			}
+		}
+		idx.files = append(idx.files, f)
+		total += in.Size
+	}
+	res.Original = total
+
+	zenc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
+		zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false), zstd.WithZeroFrames(true),
+		zstd.WithLowerEncoderMem(true))
+	if err != nil {
+		return res, err
+	}
+	defer zenc.Close()
+
+	window := 2*threads + 2
+	order := make(chan *encTask, window)
+	work := make(chan *encTask)
+	var wg sync.WaitGroup
+	for t := 0; t < threads; t++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			be := &blockEncoder{zstd: zenc}
+			for t := range work {
+				t.err = encodeOne(be, inputs[t.file].R, t)
+				close(t.done)
+			}
+		}()
+	}
+	go func() {
+		defer close(work)
+		defer close(order)
+		for _, j := range jobs {
+			t := &encTask{file: j.file, plan: j.plan, done: make(chan struct{}), lastOfF: j.last}
+			select {
+			case order <- t:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case work <- t:
+			case <-ctx.Done():
+				close(t.done)
+				return
+			}
+		}
+	}()
+
+	bw := bufio.NewWriterSize(w, 1<<20)
+	var written int64
+	write := func(p []byte) error {
+		n, err := bw.Write(p)
+		written += int64(n)
+		return err
+	}
+	var hdr [headerLen]byte
+	copy(hdr[:], Magic[:])
+	binary.LittleEndian.PutUint16(hdr[8:], Version)
+	werr := write(hdr[:])
+
+	hashes := make([]hash.Hash, len(inputs))
+	for i := range hashes {
+		hashes[i] = sha256.New()
+	}
+	// empty files have no blocks
+	var done int64
+	for t := range order {
+		<-t.done
+		if werr == nil && t.err == nil && ctx.Err() != nil {
+			werr = ctx.Err()
+		}
+		if werr == nil && t.err != nil {
+			werr = t.err
+		}
+		if werr == nil {
+			hashes[t.file].Write(*t.in)
+			f := idx.files[t.file]
+			f.blocks = append(f.blocks, blockInfo{kind: t.kind, dtype: t.plan.dtype, origLen: t.plan.length, compLen: int64(len(*t.out)), crc: t.crc})
+			werr = write(*t.out)
+			done += t.plan.length
+			if opt.Progress != nil {
+				opt.Progress(done, total)
+			}
+		}
+		if werr != nil {
+			cancel()
+		}
+		putBuf(t.in)
+		putBuf(t.out)
+	}
+	wg.Wait()
+	if werr != nil {
+		return res, werr
+	}
+	for i, f := range idx.files {
+		copy(f.SHA256[:], hashes[i].Sum(nil))
+		if len(f.blocks) == 0 && f.Size != 0 {
+			return res, errors.New("codec: internal error: file without blocks")
+		}
+	}
+	// Index and trailer.
+	raw := idx.marshal()
+	ix := zenc.EncodeAll(raw, nil)
+	indexOff := written
+	if err := write(ix); err != nil {
+		return res, err
+	}
+	var tr [trailerLen]byte
+	binary.LittleEndian.PutUint64(tr[0:], uint64(indexOff))
+	binary.LittleEndian.PutUint64(tr[8:], uint64(len(ix)))
+	binary.LittleEndian.PutUint32(tr[16:], uint32(len(raw)))
+	binary.LittleEndian.PutUint32(tr[20:], crc32.Checksum(ix, castagnoli))
+	copy(tr[24:], TrailerMagic[:])
+	if err := write(tr[:]); err != nil {
+		return res, err
+	}
+	if err := bw.Flush(); err != nil {
+		return res, err
+	}
+	res.Compressed = written
+	return res, nil
+}
+
+// encodeOne reads and codes one block.
+func encodeOne(be *blockEncoder, r io.ReaderAt, t *encTask) error {
+	t.in = getBuf(int(t.plan.length))
+	if err := readFull(r, *t.in, t.plan.off); err != nil {
+		return err
+	}
+	in := *t.in
+	t.crc = crc32.Checksum(in, castagnoli)
+	t.out = getBuf(0)
+	out := (*t.out)[:0]
+	if t.plan.float {
+		out = be.encodeFloat(out, in, t.plan.dtype)
+		t.kind = kindFloat
+		// A float block never stores more than the raw bytes plus a
+		// small header; if it would, store it.
+		if len(out) >= len(in)+1 {
+			out = append(out[:0], in...)
+			t.kind = kindStored
+		}
+	} else {
+		out, t.kind = be.encodeGeneric(out, in)
+	}
+	*t.out = out
+	return nil
+}
+
+// readFull reads len(p) bytes at off; a short read is an error even when the
+// reader reports io.EOF.
+func readFull(r io.ReaderAt, p []byte, off int64) error {
+	n, err := r.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("codec: read %d bytes at offset %d: %w", len(p), off, err)
+}

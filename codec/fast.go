@@ -1,0 +1,135 @@
+package codec
+
+// Fast paths of the field split for the common cases (no join, no dropped
+// bits). Each has the pure-Go reference in fields.go as its twin; tests
+// compare them on real and generated data.
+
+// split writes symbols and residual planes for the block's spec and returns
+// the OR of all residuals (so the caller can decide to drop zero bits).
+// hist receives the symbol histogram when histOK; the BF16 fast path leaves
+// counting to the stream coder, which derives it from the pair codes.
+func split(src []byte, n int, f fieldSpec, syms []byte, planes [][]byte, hist *[256]uint32) (orR uint64, histOK bool) {
+	if n == 0 {
+		*hist = [256]uint32{}
+		return 0, true
+	}
+	if f.j == 0 && f.tz == 0 {
+		switch {
+		case f.size == 2 && f.e == 8: // BF16
+			return uint64(splitBF16(src[:2*n], syms[:n], planes[0][:n])), false
+		case f.size == 4 && f.e == 8: // F32
+			return splitF32(src[:4*n], syms[:n], planes[0][:n], planes[1][:n], planes[2][:n], hist), true
+		}
+	}
+	splitGeneric(src, n, f, syms, planes, hist)
+	var st fieldStats
+	statsGeneric(src, n, f, &st)
+	return st.orR, true
+}
+
+// splitBF16 splits BF16 values into exponents e and sign+mantissa bytes r
+// and returns the OR of all r.
+func splitBF16(src, e, r []byte) byte {
+	done, or := splitBF16Asm(src, e, r)
+	return or | splitBF16Go(src[2*done:], e[done:], r[done:])
+}
+
+// splitBF16Go is the pure-Go twin of the assembly split.
+func splitBF16Go(src, e, r []byte) byte {
+	var or byte
+	n := len(e)
+	if n == 0 {
+		return 0
+	}
+	_ = r[n-1]
+	_ = src[2*n-1]
+	for i := 0; i < n; i++ {
+		lo, hi := src[2*i], src[2*i+1]
+		rx := hi&0x80 | lo&0x7f
+		e[i], r[i] = hi<<1|lo>>7, rx
+		or |= rx
+	}
+	return or
+}
+
+func splitF32(src, e, p0, p1, p2 []byte, hist *[256]uint32) uint64 {
+	var h [4][256]uint32
+	var or uint32
+	n := len(e)
+	_ = p0[n-1]
+	_ = p1[n-1]
+	_ = p2[n-1]
+	_ = src[4*n-1]
+	for i := 0; i < n; i++ {
+		s := src[4*i : 4*i+4]
+		b0, b1, b2, b3 := s[0], s[1], s[2], s[3]
+		ex := b3<<1 | b2>>7
+		p0[i] = b0
+		p1[i] = b1
+		t := b3&0x80 | b2&0x7f
+		p2[i] = t
+		e[i] = ex
+		or |= uint32(b0) | uint32(b1)<<8 | uint32(t)<<16
+		h[i&3][ex]++
+	}
+	for s := range hist {
+		hist[s] = h[0][s] + h[1][s] + h[2][s] + h[3][s]
+	}
+	// residual layout: sign<<23 | mantissa; t holds sign at bit 7 of byte 2
+	return uint64(or)
+}
+
+// merge is the inverse of the split for the block's spec.
+func merge(dst []byte, n int, f fieldSpec, syms []byte, planes [][]byte) {
+	if n == 0 {
+		return
+	}
+	if f.j == 0 && f.tz == 0 {
+		switch {
+		case f.size == 2 && f.e == 8:
+			mergeBF16(dst[:2*n], syms[:n], planes[0][:n])
+			return
+		case f.size == 4 && f.e == 8:
+			mergeF32(dst[:4*n], syms[:n], planes[0][:n], planes[1][:n], planes[2][:n])
+			return
+		}
+	}
+	mergeGeneric(dst, n, f, syms, planes)
+}
+
+func mergeBF16(dst, e, r []byte) {
+	done := mergeBF16Asm(dst, e, r)
+	mergeBF16Go(dst[2*done:], e[done:], r[done:])
+}
+
+// mergeBF16Go is the pure-Go twin of the assembly merge.
+func mergeBF16Go(dst, e, r []byte) {
+	n := len(e)
+	if n == 0 {
+		return
+	}
+	_ = r[n-1]
+	_ = dst[2*n-1]
+	for i := 0; i < n; i++ {
+		ex, rx := e[i], r[i]
+		d := dst[2*i : 2*i+2]
+		d[0] = ex<<7 | rx&0x7f
+		d[1] = rx&0x80 | ex>>1
+	}
+}
+
+func mergeF32(dst, e, p0, p1, p2 []byte) {
+	n := len(e)
+	_ = p0[n-1]
+	_ = p1[n-1]
+	_ = p2[n-1]
+	_ = dst[4*n-1]
+	for i := 0; i < n; i++ {
+		ex, t := e[i], p2[i]
+		d := dst[4*i : 4*i+4]
+		d[0] = p0[i]
+		d[1] = p1[i]
+		d[2] = ex<<7 | t&0x7f
+		d[3] = t&0x80 | ex>>1
+	}
+}

@@ -1,0 +1,102 @@
+package codec
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"neuralzip/dtype"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata")
+
+// goldenInput builds a deterministic little safetensors-like file with a
+// tensor of every float type, an integer tensor and opaque bytes.
+func goldenInput() ([]byte, []Segment) {
+	var file []byte
+	var segs []Segment
+	hdr := []byte(`{"__metadata__":{"golden":"neuralzip"}}`)
+	file = binary.LittleEndian.AppendUint64(file, uint64(len(hdr)))
+	file = append(file, hdr...)
+	segs = append(segs, Segment{Offset: 0, Length: int64(len(file))})
+	for i, d := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32, dtype.F64, dtype.F8E4M3, dtype.F8E5M2} {
+		v := goldenValues(d, 3000+i*17, uint64(100+i))
+		segs = append(segs, Segment{Name: "t." + d.String(), DType: d, Shape: []int64{int64(len(v) / d.Size())}, Offset: int64(len(file)), Length: int64(len(v))})
+		file = append(file, v...)
+	}
+	ints := make([]byte, 4000)
+	for i := range ints {
+		ints[i] = byte(i * i % 251)
+	}
+	segs = append(segs, Segment{Name: "ids", DType: dtype.I32, Shape: []int64{1000}, Offset: int64(len(file)), Length: 4000})
+	file = append(file, ints...)
+	return file, segs
+}
+
+// TestGolden pins the archive format: the golden archive must decode to the
+// golden input, and encoding the input must give the golden bytes. A change
+// of either is a format change: bump Version and regenerate with
+// `go test ./codec -run Golden -update`.
+func TestGolden(t *testing.T) {
+	path := filepath.Join("testdata", "golden-v1.nzip")
+	src, segs := goldenInput()
+	arc, err := CompressBytes(src, segs, Options{ChunkValues: 1024, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile(path, arc, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	golden, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	out, err := DecompressBytes(golden, Options{})
+	if err != nil {
+		t.Fatalf("golden archive does not decode: %v", err)
+	}
+	if sha256.Sum256(out) != sha256.Sum256(src) {
+		t.Fatal("golden archive decodes to different bytes")
+	}
+	if !bytes.Equal(arc, golden) {
+		t.Fatalf("encoder output changed (%d bytes, golden %d): a format or coding change must be deliberate; bump Version if the format changed and regenerate with -update", len(arc), len(golden))
+	}
+}
+
+// goldenValues makes weight-like bit patterns with integer arithmetic only
+// (no floating point, no library RNG), so the golden input is the same on
+// every platform and Go version: a geometric exponent below a scale, random
+// sign and mantissa.
+func goldenValues(d dtype.DType, n int, seed uint64) []byte {
+	l, _ := d.FloatLayout()
+	size := d.Size()
+	out := make([]byte, n*size)
+	x := seed
+	next := func() uint64 { // splitmix64
+		x += 0x9e3779b97f4a7c15
+		z := x
+		z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+		z = (z ^ z>>27) * 0x94d049bb133111eb
+		return z ^ z>>31
+	}
+	top := uint64(1)<<(l.Exp-1) - 3 // a bit below 1.0
+	for i := 0; i < n; i++ {
+		r := next()
+		tz := uint64(0)
+		for r&1 == 1 && tz < top {
+			r >>= 1
+			tz++
+		}
+		e := top - tz
+		m := next() & (1<<l.Mant - 1)
+		s := next() & 1
+		storeValue(out, i, size, s<<(l.Exp+l.Mant)|e<<l.Mant|m)
+	}
+	return out
+}

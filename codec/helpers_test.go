@@ -1,0 +1,86 @@
+package codec
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"neuralzip/dtype"
+)
+
+// sharedDir locates ../shared (the corpus), or "" when absent.
+func sharedDir() string {
+	for _, d := range []string{"../../shared", "../shared", "../../../shared"} {
+		if st, err := os.Stat(filepath.Join(d, "models")); err == nil && st.IsDir() {
+			return d
+		}
+	}
+	return ""
+}
+
+func needShared(t testing.TB) string {
+	d := sharedDir()
+	if d == "" {
+		t.Skip("../shared (real-weights corpus) not present; skipping real-file test")
+	}
+	return d
+}
+
+// safetensorsSegments is a minimal safetensors layout reader for tests (the
+// real loader lives in package checkpoint, which codec does not import).
+func safetensorsSegments(b []byte) []Segment {
+	if len(b) < 8 {
+		return nil
+	}
+	n := binary.LittleEndian.Uint64(b)
+	if n > uint64(len(b)-8) || n == 0 || b[8] != '{' {
+		return nil
+	}
+	var hdr map[string]json.RawMessage
+	if json.Unmarshal(b[8:8+n], &hdr) != nil {
+		return nil
+	}
+	base := int64(8 + n)
+	segs := []Segment{{Offset: 0, Length: base}}
+	var ts []Segment
+	for k, v := range hdr {
+		if k == "__metadata__" {
+			continue
+		}
+		var x struct {
+			Dtype   string
+			Shape   []int64
+			Offsets [2]int64 `json:"data_offsets"`
+		}
+		if json.Unmarshal(v, &x) != nil {
+			return nil
+		}
+		d, _ := dtype.Parse(x.Dtype)
+		ts = append(ts, Segment{Name: k, DType: d, Shape: x.Shape, Offset: base + x.Offsets[0], Length: x.Offsets[1] - x.Offsets[0]})
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Offset < ts[j].Offset || ts[i].Offset == ts[j].Offset && ts[i].Name < ts[j].Name })
+	return append(segs, ts...)
+}
+
+// roundTrip compresses and decompresses src and fails unless the bytes and
+// SHA-256 match. It returns the archive.
+func roundTrip(t testing.TB, src []byte, segs []Segment, opt Options) []byte {
+	t.Helper()
+	arc, err := CompressBytes(src, segs, opt)
+	if err != nil {
+		t.Fatalf("compress: %v", err)
+	}
+	out, err := DecompressBytes(arc, opt)
+	if err != nil {
+		t.Fatalf("decompress: %v", err)
+	}
+	if !bytes.Equal(out, src) || sha256.Sum256(out) != sha256.Sum256(src) {
+		t.Fatalf("roundtrip mismatch: %d bytes in, %d out", len(src), len(out))
+	}
+	return arc
+}

@@ -1,0 +1,156 @@
+package codec
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/klauspost/compress/huff0"
+)
+
+// huffInputs are symbol streams with different shapes.
+func huffInputs() map[string][]byte {
+	r := rand.New(rand.NewPCG(7, 7))
+	in := map[string][]byte{}
+	geo := func(n int, p float64, base byte) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			k := 0
+			for r.Float64() > p && k < 200 {
+				k++
+			}
+			b[i] = base + byte(k)
+		}
+		return b
+	}
+	in["two-symbols"] = []byte{1, 2, 1, 1, 2, 1, 2, 2, 1, 1, 1, 1, 1, 2}
+	in["geometric-small"] = geo(100, 0.5, 100)
+	in["geometric-4x"] = geo(70000, 0.4, 90)
+	in["skewed-long-codes"] = geo(5000, 0.9, 0) // forces length limiting
+	u := make([]byte, 4096)
+	for i := range u {
+		u[i] = byte(r.IntN(256))
+	}
+	in["uniform-256"] = u
+	sk := make([]byte, 20000)
+	for i := range sk {
+		if r.IntN(1000) == 0 {
+			sk[i] = byte(r.IntN(256))
+		} else {
+			sk[i] = 7
+		}
+	}
+	in["one-dominant-many-rare"] = sk
+	return in
+}
+
+func TestHuffRoundTripThroughHuff0(t *testing.T) {
+	for name, src := range huffInputs() {
+		t.Run(name, func(t *testing.T) {
+			var hist [256]uint32
+			countHist(&hist, src)
+			var ht huffTable
+			if err := ht.build(&hist); err != nil {
+				t.Fatal(err)
+			}
+			if ht.tl > huffMaxBits {
+				t.Fatalf("table log %d", ht.tl)
+			}
+			// Kraft sum must be exactly 1 (huff0 requires complete codes).
+			var kraft uint64
+			for s := range 256 {
+				if l := ht.enc[s] >> 16; l != 0 {
+					kraft += 1 << (huffMaxBits - l)
+				}
+			}
+			if kraft != 1<<huffMaxBits {
+				t.Fatalf("Kraft sum %d/%d", kraft, 1<<huffMaxBits)
+			}
+			for _, x4 := range []bool{false, true} {
+				if x4 && len(src) < 16 {
+					continue
+				}
+				var out []byte
+				var err error
+				if x4 {
+					out, err = ht.append4X(nil, src)
+				} else {
+					out, err = ht.append1X(nil, src)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				var s huff0.Scratch
+				s2, rest, err := huff0.ReadTable(out, &s)
+				if err != nil {
+					t.Fatalf("x4=%v: huff0 rejects our table: %v", x4, err)
+				}
+				dst := make([]byte, 0, len(src))
+				var got []byte
+				if x4 {
+					got, err = s2.Decoder().Decompress4X(dst, rest)
+				} else {
+					got, err = s2.Decoder().Decompress1X(dst, rest)
+				}
+				if err != nil || !bytes.Equal(got, src) {
+					t.Fatalf("x4=%v: huff0 decode: %v (equal=%v)", x4, err, bytes.Equal(got, src))
+				}
+				// Twin: huff0's own encoder with our table gives the same bits.
+				s2.Reuse = huff0.ReusePolicyMust
+				var ref []byte
+				if x4 {
+					ref, _, err = huff0.Compress4X(src, s2)
+				} else {
+					ref, _, err = huff0.Compress1X(src, s2)
+				}
+				hdr, _ := ht.appendHeader(nil)
+				if err != nil {
+					// huff0 refuses to reuse a table when the output would
+					// not shrink (uniform input); nothing to compare then.
+					if name != "uniform-256" && name != "two-symbols" {
+						t.Fatalf("x4=%v: huff0 would not encode with our table: %v", x4, err)
+					}
+				} else if !bytes.Equal(ref, out[len(hdr):]) {
+					t.Fatalf("x4=%v: stream differs from huff0's encoder with the same table", x4)
+				}
+			}
+		})
+	}
+}
+
+// The code lengths must be optimal: compare with an unrestricted Huffman
+// code where the limit does not bind.
+func TestHuffOptimal(t *testing.T) {
+	hist := [256]uint32{10: 45, 11: 13, 12: 12, 13: 16, 14: 9, 15: 5}
+	var ht huffTable
+	if err := ht.build(&hist); err != nil {
+		t.Fatal(err)
+	}
+	// classic example: optimal cost is 224 bits
+	if c := ht.cost(&hist); c != 224 {
+		t.Fatalf("cost %d, want 224", c)
+	}
+}
+
+func BenchmarkHuffEncode4X(b *testing.B) {
+	src := huffInputs()["geometric-4x"][:1<<15]
+	var hist [256]uint32
+	countHist(&hist, src)
+	var ht huffTable
+	var out []byte
+	b.SetBytes(int64(len(src)))
+	for i := 0; i < b.N; i++ {
+		ht.build(&hist)
+		out, _ = ht.append4X(out[:0], src)
+	}
+}
+
+func BenchmarkHuff0Encode4X(b *testing.B) {
+	src := huffInputs()["geometric-4x"][:1<<15]
+	var s huff0.Scratch
+	s.Reuse = huff0.ReusePolicyNone
+	b.SetBytes(int64(len(src)))
+	for i := 0; i < b.N; i++ {
+		huff0.Compress4X(src, &s)
+	}
+}

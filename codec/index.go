@@ -1,0 +1,334 @@
+package codec
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"neuralzip/dtype"
+)
+
+// Container constants (see doc.go).
+const (
+	// Version is the archive format version this package writes and reads.
+	Version = 1
+
+	headerLen  = 16
+	trailerLen = 32
+
+	maxIndexRaw = 1 << 30 // decoded index size limit
+)
+
+// Magic starts every archive; TrailerMagic ends it.
+var (
+	Magic        = [8]byte{0x89, 'N', 'Z', 'I', 'P', '\r', '\n', 0x1a}
+	TrailerMagic = [8]byte{'N', 'Z', 'I', 'P', 'E', 'N', 'D', 0}
+)
+
+// FileInfo describes one original file stored in an archive.
+type FileInfo struct {
+	Name    string
+	Size    int64
+	SHA256  [32]byte
+	Format  string // the loader's format name ("safetensors", "gguf", "unknown", ...)
+	Tensors []TensorInfo
+	blocks  []blockInfo
+	// Compressed is the total payload size of the file's blocks.
+	Compressed int64
+}
+
+// TensorInfo is a tensor of an original file as recorded in the index.
+type TensorInfo struct {
+	Name   string
+	DType  dtype.DType
+	Type   string // format's own type name when DType is Invalid
+	Shape  []int64
+	Offset int64 // in the original file
+	Length int64
+}
+
+// blockInfo is one index entry.
+type blockInfo struct {
+	kind    byte
+	dtype   dtype.DType
+	origOff int64 // offset in the original file (derived)
+	origLen int64
+	compOff int64 // offset in the archive (derived)
+	compLen int64
+	crc     uint32
+}
+
+// BlockInfo is the public view of one block, for inspection.
+type BlockInfo struct {
+	Kind       string // "stored", "zstd" or "float"
+	DType      dtype.DType
+	Offset     int64 // in the original file
+	Length     int64
+	Compressed int64
+}
+
+func kindName(k byte) string {
+	switch k {
+	case kindStored:
+		return "stored"
+	case kindZstd:
+		return "zstd"
+	case kindFloat:
+		return "float"
+	}
+	return fmt.Sprintf("kind%d", k)
+}
+
+// Blocks lists the blocks of the file.
+func (f *FileInfo) Blocks() []BlockInfo {
+	out := make([]BlockInfo, len(f.blocks))
+	for i, b := range f.blocks {
+		out[i] = BlockInfo{Kind: kindName(b.kind), DType: b.dtype, Offset: b.origOff, Length: b.origLen, Compressed: b.compLen}
+	}
+	return out
+}
+
+// indexData is the decoded index.
+type indexData struct {
+	chunkValues int
+	files       []*FileInfo
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+// marshal encodes the index (before zstd).
+func (x *indexData) marshal() []byte {
+	var b []byte
+	b = binary.AppendUvarint(b, uint64(x.chunkValues))
+	b = binary.AppendUvarint(b, uint64(len(x.files)))
+	for _, f := range x.files {
+		b = appendString(b, f.Name)
+		b = binary.AppendUvarint(b, uint64(f.Size))
+		b = append(b, f.SHA256[:]...)
+		b = appendString(b, f.Format)
+		b = binary.AppendUvarint(b, uint64(len(f.blocks)))
+		for _, k := range f.blocks {
+			b = append(b, k.kind)
+			if k.kind == kindFloat {
+				b = append(b, byte(k.dtype))
+			}
+			b = binary.AppendUvarint(b, uint64(k.origLen))
+			b = binary.AppendUvarint(b, uint64(k.compLen))
+			b = binary.LittleEndian.AppendUint32(b, k.crc)
+		}
+		b = binary.AppendUvarint(b, uint64(len(f.Tensors)))
+		prev := ""
+		var prevEnd int64
+		for _, t := range f.Tensors {
+			p := commonPrefix(prev, t.Name)
+			b = binary.AppendUvarint(b, uint64(p))
+			b = appendString(b, t.Name[p:])
+			prev = t.Name
+			b = append(b, byte(t.DType))
+			if t.DType == dtype.Invalid {
+				b = appendString(b, t.Type)
+			}
+			b = binary.AppendUvarint(b, uint64(len(t.Shape)))
+			for _, d := range t.Shape {
+				b = binary.AppendUvarint(b, uint64(d))
+			}
+			// offsets are stored relative to the previous tensor's end
+			// (tensors are in file order), zigzag for safety
+			b = binary.AppendVarint(b, t.Offset-prevEnd)
+			b = binary.AppendUvarint(b, uint64(t.Length))
+			prevEnd = t.Offset + t.Length
+		}
+	}
+	return b
+}
+
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
+// indexReader decodes with bounds checks; every count is checked against
+// the bytes left before anything is allocated.
+type indexReader struct {
+	b   []byte
+	err error
+}
+
+func (r *indexReader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf(format, args...)
+	}
+}
+
+func (r *indexReader) uvarint(max uint64, what string) uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, k := binary.Uvarint(r.b)
+	if k <= 0 {
+		r.fail("index: bad %s", what)
+		return 0
+	}
+	if v > max {
+		r.fail("index: %s %d exceeds %d", what, v, max)
+		return 0
+	}
+	r.b = r.b[k:]
+	return v
+}
+
+func (r *indexReader) varint(what string) int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, k := binary.Varint(r.b)
+	if k <= 0 {
+		r.fail("index: bad %s", what)
+		return 0
+	}
+	r.b = r.b[k:]
+	return v
+}
+
+func (r *indexReader) bytes(n int, what string) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n > len(r.b) {
+		r.fail("index: %s: need %d bytes, have %d", what, n, len(r.b))
+		return nil
+	}
+	v := r.b[:n]
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *indexReader) str(what string) string {
+	n := r.uvarint(uint64(len(r.b)), what+" length")
+	return string(r.bytes(int(n), what))
+}
+
+func (r *indexReader) u8(what string) byte {
+	v := r.bytes(1, what)
+	if v == nil {
+		return 0
+	}
+	return v[0]
+}
+
+// unmarshalIndex decodes an index. payloadLen is the number of payload bytes
+// in the archive; block lengths must add up to it.
+func unmarshalIndex(b []byte, payloadLen int64) (*indexData, error) {
+	r := &indexReader{b: b}
+	x := &indexData{}
+	x.chunkValues = int(r.uvarint(MaxChunkValues, "chunk size"))
+	nf := r.uvarint(uint64(len(r.b)), "file count")
+	compOff := int64(headerLen)
+	for i := uint64(0); i < nf && r.err == nil; i++ {
+		f := &FileInfo{}
+		f.Name = r.str("file name")
+		f.Size = int64(r.uvarint(math.MaxInt64, "file size"))
+		copy(f.SHA256[:], r.bytes(32, "SHA-256"))
+		f.Format = r.str("format")
+		nb := r.uvarint(uint64(len(r.b)/7), "block count")
+		if r.err != nil {
+			break
+		}
+		f.blocks = make([]blockInfo, 0, nb)
+		var origOff int64
+		for j := uint64(0); j < nb && r.err == nil; j++ {
+			var k blockInfo
+			k.kind = r.u8("block kind")
+			if k.kind > kindFloat {
+				r.fail("index: file %q block %d: unknown kind %d", f.Name, j, k.kind)
+				break
+			}
+			if k.kind == kindFloat {
+				k.dtype = dtype.DType(r.u8("block dtype"))
+				if floatType(k.dtype) != k.dtype || k.dtype == dtype.Invalid {
+					r.fail("index: file %q block %d: %v is not a float block type", f.Name, j, k.dtype)
+					break
+				}
+			}
+			k.origLen = int64(r.uvarint(maxBlockLen, "block length"))
+			k.compLen = int64(r.uvarint(uint64(payloadLen), "block compressed length"))
+			c := r.bytes(4, "block CRC")
+			if c != nil {
+				k.crc = binary.LittleEndian.Uint32(c)
+			}
+			if k.origLen > f.Size-origOff {
+				r.fail("index: file %q: blocks exceed the file size %d", f.Name, f.Size)
+				break
+			}
+			if k.compLen > payloadLen-(compOff-headerLen) {
+				r.fail("index: file %q: blocks exceed the payload of %d bytes", f.Name, payloadLen)
+				break
+			}
+			k.origOff, k.compOff = origOff, compOff
+			origOff += k.origLen
+			compOff += k.compLen
+			f.Compressed += k.compLen
+			f.blocks = append(f.blocks, k)
+		}
+		if r.err == nil && origOff != f.Size {
+			r.fail("index: file %q: blocks cover %d of %d bytes", f.Name, origOff, f.Size)
+		}
+		nt := r.uvarint(uint64(len(r.b)/6), "tensor count")
+		if r.err != nil {
+			break
+		}
+		f.Tensors = make([]TensorInfo, 0, nt)
+		prev := ""
+		var prevEnd int64
+		for j := uint64(0); j < nt && r.err == nil; j++ {
+			var t TensorInfo
+			p := r.uvarint(uint64(len(prev)), "name prefix")
+			t.Name = prev[:p] + r.str("tensor name")
+			prev = t.Name
+			t.DType = dtype.DType(r.u8("tensor dtype"))
+			if t.DType == dtype.Invalid {
+				t.Type = r.str("tensor type")
+			} else if t.DType.Bits() == 0 {
+				r.fail("index: tensor %q: unknown dtype %d", t.Name, t.DType)
+			}
+			nd := r.uvarint(uint64(len(r.b)), "rank")
+			if r.err != nil {
+				break
+			}
+			t.Shape = make([]int64, nd)
+			for d := range t.Shape {
+				t.Shape[d] = int64(r.uvarint(math.MaxInt64, "dimension"))
+			}
+			delta := r.varint("tensor offset")
+			if delta < -prevEnd || delta > f.Size-prevEnd {
+				r.fail("index: tensor %q: offset outside the file", t.Name)
+				break
+			}
+			t.Offset = prevEnd + delta
+			t.Length = int64(r.uvarint(math.MaxInt64, "tensor length"))
+			if r.err == nil && (t.Offset < 0 || t.Offset > f.Size || t.Length > f.Size-t.Offset) {
+				r.fail("index: tensor %q [%d,+%d) outside the file", t.Name, t.Offset, t.Length)
+			}
+			prevEnd = t.Offset + t.Length
+			f.Tensors = append(f.Tensors, t)
+		}
+		x.files = append(x.files, f)
+	}
+	if r.err == nil && compOff-headerLen != payloadLen {
+		r.fail("index: blocks cover %d of %d payload bytes", compOff-headerLen, payloadLen)
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("index: %d trailing bytes", len(r.b))
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return x, nil
+}

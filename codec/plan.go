@@ -1,0 +1,112 @@
+package codec
+
+import (
+	"fmt"
+	"sort"
+
+	"neuralzip/dtype"
+)
+
+// Chunking limits.
+const (
+	// DefaultChunkValues is the number of float values per block unless
+	// Options.ChunkValues says otherwise.
+	DefaultChunkValues = 1 << 16
+	// MaxChunkValues is the largest chunk: huff0 codes at most this many
+	// symbols per block.
+	MaxChunkValues = 1<<18 - 1
+	// MinChunkValues is the smallest chunk accepted in Options.
+	MinChunkValues = 256
+
+	// genericBlockSize bounds zstd/stored blocks.
+	genericBlockSize = 1 << 20
+	// minFloatValues: float tensors smaller than this are coded with the
+	// surrounding opaque bytes (a float block's headers would outweigh
+	// any gain).
+	minFloatValues = 64
+
+	// maxBlockLen is the largest original block length a reader accepts.
+	maxBlockLen = 1 << 22
+)
+
+// blockPlan is one block to encode: a byte range of a file and how to code it.
+type blockPlan struct {
+	off, length int64
+	float       bool
+	dtype       dtype.DType // float pipeline type (C64 is coded as F32)
+}
+
+// floatType returns the type whose float pipeline codes d, or Invalid.
+func floatType(d dtype.DType) dtype.DType {
+	switch d {
+	case dtype.F16, dtype.BF16, dtype.F32, dtype.F64, dtype.F8E4M3, dtype.F8E5M2, dtype.F8E8M0:
+		return d
+	case dtype.C64:
+		return dtype.F32
+	}
+	return dtype.Invalid
+}
+
+// normalizeSegments sorts a copy of segs by offset and checks that they lie
+// inside [0,size) without overlapping. Gaps are allowed (they become opaque).
+func normalizeSegments(segs []Segment, size int64) ([]Segment, error) {
+	s := append([]Segment(nil), segs...)
+	sort.SliceStable(s, func(i, j int) bool { return s[i].Offset < s[j].Offset })
+	var end int64
+	for i, g := range s {
+		if g.Offset < 0 || g.Length < 0 || g.Offset > size || g.Length > size-g.Offset {
+			return nil, fmt.Errorf("codec: segment %d (%q) [%d,+%d) outside the file of %d bytes", i, g.Name, g.Offset, g.Length, size)
+		}
+		if g.Offset < end {
+			return nil, fmt.Errorf("codec: segment %d (%q) at offset %d overlaps the previous one ending at %d", i, g.Name, g.Offset, end)
+		}
+		end = g.Offset + g.Length
+	}
+	return s, nil
+}
+
+// planBlocks cuts a file of the given size into blocks.
+func planBlocks(segs []Segment, size int64, chunk int) ([]blockPlan, error) {
+	segs, err := normalizeSegments(segs, size)
+	if err != nil {
+		return nil, err
+	}
+	var out []blockPlan
+	var runStart, runEnd int64 // pending generic bytes [runStart, runEnd)
+	flush := func() {
+		for runStart < runEnd {
+			l := min(runEnd-runStart, genericBlockSize)
+			out = append(out, blockPlan{off: runStart, length: l})
+			runStart += l
+		}
+	}
+	pos := int64(0)
+	for _, g := range segs {
+		ft := floatType(g.DType)
+		size := int64(ft.Size())
+		if ft == dtype.Invalid || g.Length%size != 0 || g.Length/size < minFloatValues {
+			continue // stays in the generic run
+		}
+		// generic bytes before this tensor
+		if g.Offset > pos {
+			runEnd = g.Offset
+		}
+		flush()
+		n := g.Length / size
+		nch := (n + int64(chunk) - 1) / int64(chunk)
+		off := g.Offset
+		for c := int64(0); c < nch; c++ {
+			cn := n / nch
+			if c < n%nch {
+				cn++
+			}
+			out = append(out, blockPlan{off: off, length: cn * size, float: true, dtype: ft})
+			off += cn * size
+		}
+		pos = g.Offset + g.Length
+		runStart, runEnd = pos, pos
+	}
+	runEnd = size
+	flush()
+	return out, nil
+}

@@ -1,0 +1,548 @@
+package codec
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/klauspost/compress/huff0"
+)
+
+// Symbol streams. Every field of a float block (exponent symbols, residual
+// byte planes) is a stream of n symbols of a known width w ≤ 8; n and w come
+// from the context, so a stream only records how it is coded:
+//
+//	mode 0 packed: packedLen(n, w) bytes, LSB-first
+//	mode 1 const:  one byte, the symbol repeated n times
+//	mode 2 huff1:  uvarint L, L bytes of a huff0 1X block (table + data)
+//	mode 3 huff4:  uvarint L, L bytes of a huff0 4X block (table + data)
+//	mode 4 pair1 / mode 5 pair4: pairs of symbols coded as one (below)
+//
+// Pair modes code the n/2 pairs (s[2i], s[2i+1]) as one byte each: with the
+// k (1..15) most frequent symbols t[0..k-1], a pair of two of them is the
+// code a*k+b (t[a], t[b]); every other pair is the escape code k*k and its
+// two symbols go to an exception stream, which also holds the last symbol
+// when n is odd. Layout:
+//
+//	u8 k, k bytes t, uvarint L, L bytes huff0 block of the n/2 codes
+//	(1X for mode 4, 4X for mode 5), uvarint x, then the x exception
+//	symbols as a nested stream (modes 0..3) of width w.
+//
+// Pairs halve the symbols huff0 has to decode and capture the correlation
+// of neighbouring exponents.
+const (
+	smPacked = 0
+	smConst  = 1
+	smHuff1  = 2
+	smHuff4  = 3
+	smPair1  = 4
+	smPair4  = 5
+)
+
+const (
+	minHuffSymbols = 32   // below this a stream is stored packed
+	min4XSymbols   = 2048 // from here on the 4-stream huff0 layout decodes faster
+	minPairSymbols = 1024 // pair coding is tried from this many symbols on
+	maxPairK       = 15
+	pairSampleStep = 8 // appendSymbols ranks symbols by every 8th one
+)
+
+// streamEncoder holds the reusable state of one worker's stream coding.
+type streamEncoder struct {
+	single, pair huffTable
+	hist         [256]uint32
+	hdr          []byte
+	// pair coding state, filled by preparePairs
+	codes    []byte
+	exc      []byte
+	excEnc   []byte
+	codeHist [256]uint32
+	top      []byte
+	excW     uint
+	// the nested encoder for exception streams
+	inner *streamEncoder
+	// lastMode is the mode of the last stream written (for tests)
+	lastMode byte
+}
+
+// entropyBits returns Σ c·log2(n/c) over hist, the order-0 cost of the
+// stream in bits, and the number of distinct symbols.
+func entropyBits(hist *[256]uint32, n int) (float64, int) {
+	if n == 0 {
+		return 0, 0
+	}
+	lnN := math.Log2(float64(n))
+	var h float64
+	d := 0
+	for _, c := range hist {
+		if c != 0 {
+			h += float64(c) * (lnN - math.Log2(float64(c)))
+			d++
+		}
+	}
+	return h, d
+}
+
+// huffSize is the size of a huff0 block of n symbols whose data is bits
+// long, given the header size: one end bit per stream and byte rounding,
+// plus the jump table for 4 streams.
+func huffSize(hdr int, bits int64, n int) int {
+	if n >= min4XSymbols {
+		return hdr + 6 + int(bits+4*8)/8
+	}
+	return hdr + int(bits+8)/8
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+const (
+	pairsNone     = iota // do not consider pairs
+	pairsCompute         // rank by the exact histogram and compute pair codes
+	pairsPrepared        // preparePairs already ran
+)
+
+// appendStream appends the coded form of syms (each < 1<<w) to dst. hist must
+// be the exact histogram of syms. Pair coding is considered when allowPairs.
+// Every candidate's size is computed exactly, so only the chosen one is
+// encoded.
+func (e *streamEncoder) appendStream(dst, syms []byte, w uint, hist *[256]uint32, allowPairs bool) []byte {
+	pairs := pairsNone
+	if allowPairs && len(syms) >= minPairSymbols {
+		pairs = pairsCompute
+	}
+	return e.choose(dst, syms, w, hist, pairs)
+}
+
+// appendSymbols is appendStream for a stream whose histogram is not known
+// yet: the pair coding ranks symbols by a sample, and the exact histogram
+// is then derived from the code histogram and the exceptions, which saves a
+// counting pass over the symbols.
+func (e *streamEncoder) appendSymbols(dst, syms []byte, w uint) []byte {
+	n := len(syms)
+	if n < minPairSymbols {
+		countHist(&e.hist, syms)
+		return e.choose(dst, syms, w, &e.hist, pairsNone)
+	}
+	var sh [256]uint32
+	for i := 0; i < n; i += pairSampleStep {
+		sh[syms[i]]++
+	}
+	e.preparePairs(syms, w, &sh)
+	// exact histogram: pairs from the codes, the rest from the exceptions
+	e.hist = [256]uint32{}
+	k := len(e.top)
+	for c, cnt := range e.codeHist[:k*k] {
+		if cnt != 0 {
+			e.hist[e.top[c/k]] += cnt
+			e.hist[e.top[c%k]] += cnt
+		}
+	}
+	for _, s := range e.exc {
+		e.hist[s]++
+	}
+	return e.choose(dst, syms, w, &e.hist, pairsPrepared)
+}
+
+// choose picks the smallest coding of syms and appends it.
+func (e *streamEncoder) choose(dst, syms []byte, w uint, hist *[256]uint32, pairs int) []byte {
+	n := len(syms)
+	raw := packedLen(n, w)
+	distinct := 0
+	for _, c := range hist {
+		if c != 0 {
+			distinct++
+		}
+	}
+	if n > 0 && distinct == 1 {
+		e.lastMode = smConst
+		return append(dst, smConst, syms[0])
+	}
+	best, bestMode := raw, byte(smPacked)
+	if n >= minHuffSymbols {
+		if e.single.build(hist) == nil {
+			if h, err := e.single.appendHeader(e.hdr[:0]); err == nil {
+				e.hdr = h
+				sz := huffSize(len(h), e.single.cost(hist), n)
+				sz += uvarintLen(uint64(sz))
+				if sz < best {
+					best, bestMode = sz, smHuff1
+				}
+			}
+		}
+		if pairs == pairsCompute {
+			e.preparePairs(syms, w, hist)
+		}
+		if pairs != pairsNone {
+			if sz, ok := e.pairCost(); ok && sz < best {
+				best, bestMode = sz, smPair1
+			}
+		}
+	}
+	mark := len(dst)
+	switch bestMode {
+	case smHuff1:
+		if out, ok := e.appendHuff(dst, &e.single, syms, smHuff1); ok {
+			e.lastMode = out[mark]
+			return out
+		}
+	case smPair1:
+		if out, ok := e.appendPairs(dst); ok {
+			e.lastMode = out[mark]
+			return out
+		}
+	}
+	e.lastMode = smPacked
+	dst = append(dst, smPacked)
+	return appendPacked(dst, syms, w)
+}
+
+// appendHuff appends mode (+1 for the 4X layout when long), uvarint size and
+// the huff0 block of syms under table t.
+func (e *streamEncoder) appendHuff(dst []byte, t *huffTable, syms []byte, mode byte) ([]byte, bool) {
+	x4 := len(syms) >= min4XSymbols
+	if x4 {
+		mode++
+	}
+	mark := len(dst)
+	// Encode after a gap for the size: 4 bytes of uvarint hold any block.
+	dst = append(dst, mode, 0, 0, 0, 0)
+	body := len(dst)
+	var err error
+	if x4 {
+		dst, err = t.append4X(dst, syms)
+	} else {
+		dst, err = t.append1X(dst, syms)
+	}
+	if err != nil {
+		return dst[:mark], false
+	}
+	l := len(dst) - body
+	k := uvarintLen(uint64(l))
+	binary.PutUvarint(dst[mark+1:], uint64(l))
+	copy(dst[mark+1+k:], dst[body:])
+	return dst[:mark+1+k+l], true
+}
+
+// topSymbols returns up to maxPairK symbols of hist by decreasing count
+// (ties by symbol value).
+func topSymbols(hist *[256]uint32, top []byte) []byte {
+	top = top[:0]
+	for s, c := range hist {
+		if c == 0 {
+			continue
+		}
+		// insert s keeping the order; drop what falls off the end
+		i := len(top)
+		if i < maxPairK {
+			top = append(top, byte(s))
+		} else if c <= hist[top[i-1]] {
+			continue
+		} else {
+			i--
+			top[i] = byte(s)
+		}
+		for ; i > 0 && hist[top[i-1]] < c; i-- {
+			top[i-1], top[i] = top[i], top[i-1]
+		}
+	}
+	return top
+}
+
+// preparePairs computes the pair codes of syms with the top symbols of
+// rankHist (an exact or sampled histogram), the code histogram and the
+// exception symbols.
+func (e *streamEncoder) preparePairs(syms []byte, w uint, rankHist *[256]uint32) {
+	e.top = topSymbols(rankHist, e.top)
+	k := len(e.top)
+	if k == 0 {
+		e.top = append(e.top, syms[0])
+		k = 1
+	}
+	var r16 [256]byte
+	for i := range r16 {
+		r16[i] = 15
+	}
+	for i, s := range e.top {
+		r16[s] = byte(i)
+	}
+	var pt [256]byte
+	esc := byte(k * k)
+	for i := range pt {
+		a, b := i>>4, i&15
+		if a < k && b < k {
+			pt[i] = byte(a*k + b)
+		} else {
+			pt[i] = esc
+		}
+	}
+	m := len(syms) / 2
+	if cap(e.codes) < m {
+		e.codes = make([]byte, m)
+	}
+	e.codes = e.codes[:m]
+	e.exc = pairize(e.codes, syms, &r16, &pt, esc, e.exc[:0])
+	countHist(&e.codeHist, e.codes)
+	e.excW = w
+}
+
+// pairize writes the code of each pair of syms into codes (len(syms)/2) and
+// returns exc with the symbols of escaped pairs (and an odd last symbol)
+// appended.
+func pairize(codes, syms []byte, r16, pt *[256]byte, esc byte, exc []byte) []byte {
+	m := len(codes)
+	_ = syms[2*m-1+len(syms)&1]
+	for i := 0; i < m; i++ {
+		s0, s1 := syms[2*i], syms[2*i+1]
+		c := pt[r16[s0]<<4|r16[s1]]
+		codes[i] = c
+		if c == esc {
+			exc = append(exc, s0, s1)
+		}
+	}
+	if len(syms)&1 != 0 {
+		exc = append(exc, syms[len(syms)-1])
+	}
+	return exc
+}
+
+// pairCost builds the table of the prepared codes, codes the exceptions and
+// returns the exact size of the pair stream.
+func (e *streamEncoder) pairCost() (int, bool) {
+	if e.pair.build(&e.codeHist) != nil {
+		return 0, false
+	}
+	h, err := e.pair.appendHeader(e.hdr[:0])
+	if err != nil {
+		return 0, false
+	}
+	e.hdr = h
+	if e.inner == nil {
+		e.inner = &streamEncoder{}
+	}
+	var xh [256]uint32
+	countHist(&xh, e.exc)
+	e.excEnc = e.inner.choose(e.excEnc[:0], e.exc, e.excW, &xh, pairsNone)
+	m := len(e.codes)
+	sz := huffSize(len(h), e.pair.cost(&e.codeHist), m)
+	sz += 2 + len(e.top) + uvarintLen(uint64(sz)) + uvarintLen(uint64(len(e.exc))) + len(e.excEnc)
+	return sz, true
+}
+
+// appendPairs writes the prepared pair coding.
+func (e *streamEncoder) appendPairs(dst []byte) ([]byte, bool) {
+	mark := len(dst)
+	dst = append(dst, 0, byte(len(e.top)))
+	dst = append(dst, e.top...)
+	body := len(dst)
+	out, ok := e.appendHuff(dst, &e.pair, e.codes, smPair1)
+	if !ok {
+		return dst[:mark], false
+	}
+	// appendHuff wrote its mode byte at body; move it to the front.
+	out[mark] = out[body]
+	copy(out[body:], out[body+1:])
+	out = out[:len(out)-1]
+	out = binary.AppendUvarint(out, uint64(len(e.exc)))
+	return append(out, e.excEnc...), true
+}
+
+// streamDecoder holds the reusable state of one worker's stream decoding.
+type streamDecoder struct {
+	huf   huff0.Scratch
+	codes []byte
+	exc   []byte
+}
+
+// readUvarint reads a uvarint that must be ≤ max.
+func readUvarint(src []byte, max uint64) (uint64, []byte, error) {
+	v, k := binary.Uvarint(src)
+	if k <= 0 {
+		return 0, nil, errf("bad varint")
+	}
+	if v > max {
+		return 0, nil, errf("length %d exceeds %d", v, max)
+	}
+	return v, src[k:], nil
+}
+
+// decodeStream decodes len(dst) symbols of width w from src into dst and
+// returns the rest of src.
+func (d *streamDecoder) decodeStream(dst, src []byte, w uint) ([]byte, error) {
+	return d.decode(dst, src, w, true)
+}
+
+func (d *streamDecoder) decode(dst, src []byte, w uint, allowPairs bool) ([]byte, error) {
+	n := len(dst)
+	if len(src) < 1 {
+		return nil, errf("missing stream")
+	}
+	mode := src[0]
+	src = src[1:]
+	switch mode {
+	case smPacked:
+		l := packedLen(n, w)
+		if len(src) < l {
+			return nil, errf("packed stream: need %d bytes, have %d", l, len(src))
+		}
+		unpack(dst, src, w)
+		return src[l:], nil
+	case smConst:
+		if len(src) < 1 {
+			return nil, errf("const stream: missing symbol")
+		}
+		s := src[0]
+		if w < 8 && s >= 1<<w {
+			return nil, errf("const stream: symbol %d out of range", s)
+		}
+		for i := range dst {
+			dst[i] = s
+		}
+		return src[1:], nil
+	case smHuff1, smHuff4:
+		l, rest, err := readUvarint(src, uint64(len(src)))
+		if err != nil {
+			return nil, err
+		}
+		if err := d.huffDecode(dst[:0:n], rest[:l], mode == smHuff4); err != nil {
+			return nil, err
+		}
+		if w < 8 && !symbolsFit(dst, w) {
+			return nil, errf("huffman stream: symbol out of range")
+		}
+		return rest[l:], nil
+	case smPair1, smPair4:
+		if !allowPairs {
+			return nil, errf("pair stream not allowed here")
+		}
+		return d.decodePairs(dst, src, w, mode == smPair4)
+	}
+	return nil, errf("unknown stream mode %d", mode)
+}
+
+func symbolsFit(p []byte, w uint) bool {
+	var or byte
+	for _, s := range p {
+		or |= s
+	}
+	return or < 1<<w
+}
+
+func (d *streamDecoder) decodePairs(dst, src []byte, w uint, x4 bool) ([]byte, error) {
+	n := len(dst)
+	if len(src) < 1 {
+		return nil, errf("pair stream: short header")
+	}
+	k := int(src[0])
+	if k < 1 || k > maxPairK || len(src) < 1+k {
+		return nil, errf("pair stream: bad alphabet size %d", k)
+	}
+	top := src[1 : 1+k]
+	if w < 8 && !symbolsFit(top, w) {
+		return nil, errf("pair stream: symbol out of range")
+	}
+	l, rest, err := readUvarint(src[1+k:], uint64(len(src)))
+	if err != nil {
+		return nil, err
+	}
+	m := n / 2
+	if cap(d.codes) < m {
+		d.codes = make([]byte, m)
+	}
+	codes := d.codes[:0:m]
+	if err := d.huffDecode(codes, rest[:l], x4); err != nil {
+		return nil, err
+	}
+	codes = codes[:m]
+	rest = rest[l:]
+	x, rest, err := readUvarint(rest, uint64(n))
+	if err != nil {
+		return nil, err
+	}
+	if cap(d.exc) < int(x) {
+		d.exc = make([]byte, x)
+	}
+	exc := d.exc[:x]
+	// The exceptions are a plain stream; d.codes is still in use, but
+	// decode does not touch it for non-pair modes.
+	if rest, err = d.decode(exc, rest, w, false); err != nil {
+		return nil, err
+	}
+	var tab [256]uint16
+	for a := 0; a < k; a++ {
+		for b := 0; b < k; b++ {
+			tab[a*k+b] = uint16(top[a]) | uint16(top[b])<<8
+		}
+	}
+	if !expandPairs(dst, codes, &tab, byte(k*k), exc) {
+		return nil, errf("pair stream: codes and %d exceptions do not make %d symbols", x, n)
+	}
+	return rest, nil
+}
+
+// expandPairs writes the symbol pairs of codes into dst, taking escaped
+// pairs (and an odd last symbol) from exc, which must be used up exactly.
+// Codes above esc are invalid.
+func expandPairs(dst, codes []byte, tab *[256]uint16, esc byte, exc []byte) bool {
+	m := len(codes)
+	if len(dst) < 2*m {
+		return false
+	}
+	x := 0
+	bad := false
+	for i, c := range codes {
+		if c >= esc {
+			if c > esc || x+2 > len(exc) {
+				bad = true
+				break
+			}
+			dst[2*i], dst[2*i+1] = exc[x], exc[x+1]
+			x += 2
+			continue
+		}
+		binary.LittleEndian.PutUint16(dst[2*i:], tab[c])
+	}
+	if bad {
+		return false
+	}
+	if len(dst)&1 != 0 {
+		if x >= len(exc) {
+			return false
+		}
+		dst[len(dst)-1] = exc[x]
+		x++
+	}
+	return x == len(exc)
+}
+
+// huffDecode decodes a huff0 block (table + data) into dst, whose capacity
+// is the exact symbol count.
+func (d *streamDecoder) huffDecode(dst, src []byte, x4 bool) error {
+	n := cap(dst)
+	if n == 0 {
+		return errf("huffman block for no symbols")
+	}
+	d.huf.MaxDecodedSize = n
+	s, rest, err := huff0.ReadTable(src, &d.huf)
+	if err != nil {
+		return errf("huffman table: %v", err)
+	}
+	var out []byte
+	if x4 {
+		out, err = s.Decoder().Decompress4X(dst, rest)
+	} else {
+		out, err = s.Decoder().Decompress1X(dst, rest)
+	}
+	if err != nil {
+		return errf("huffman data: %v", err)
+	}
+	if len(out) != n {
+		return errf("huffman data: %d symbols, want %d", len(out), n)
+	}
+	return nil
+}
