@@ -1,0 +1,245 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"neuralzip/dtype"
+)
+
+// Kind says whether a segment is a tensor or opaque bytes.
+type Kind uint8
+
+const (
+	Opaque Kind = iota // headers, JSON, padding, gaps, trailing bytes
+	Tensor             // the data of one tensor
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Opaque:
+		return "opaque"
+	case Tensor:
+		return "tensor"
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// A Segment is a byte range [Offset, Offset+Length) of a file.
+//
+// For a tensor, Name is its name in the file, Type the format's own name for
+// its element type ("F32", "BF16", "Q4_K") and DType the same type in the
+// shared vocabulary of package dtype, or dtype.Invalid for types that package
+// does not cover (quantised GGUF blocks). Shape is in row-major order, the
+// outermost dimension first, for every format; an empty shape is a scalar.
+//
+// For opaque bytes, Name and Type are empty, DType is dtype.Invalid and Shape
+// is nil.
+type Segment struct {
+	Kind   Kind
+	Name   string
+	DType  dtype.DType
+	Type   string
+	Shape  []int64
+	Offset int64
+	Length int64
+}
+
+// End returns Offset+Length.
+func (s Segment) End() int64 { return s.Offset + s.Length }
+
+// NumElements returns the product of the shape (1 for a scalar). ok is false
+// when a dimension is negative or the product overflows int64.
+func (s Segment) NumElements() (n int64, ok bool) { return numElements(s.Shape) }
+
+// A Layout is the map of one file.
+type Layout struct {
+	// Format is the name of the format that read the file ("safetensors",
+	// "safetensors-index", "gguf") or "unknown".
+	Format string
+
+	// Size is the file size in bytes.
+	Size int64
+
+	// Segments covers [0, Size) in order, without gaps or overlaps. Only
+	// tensors with zero elements have zero length. An empty file has none.
+	Segments []Segment
+
+	// Metadata holds the file's free-form key/value pairs: the safetensors
+	// __metadata__ object, the GGUF key/values (arrays of more than a few
+	// elements summarised as "<array of N type>") or the "metadata" object of
+	// a sharded index. It is nil when the file has none.
+	Metadata map[string]string
+
+	// Shards lists, for a sharded index, the shard file names it references,
+	// sorted and without duplicates. It is nil for other formats.
+	Shards []string
+}
+
+// Tensors returns the tensor segments of l in file order.
+func (l *Layout) Tensors() []Segment {
+	var ts []Segment
+	for _, s := range l.Segments {
+		if s.Kind == Tensor {
+			ts = append(ts, s)
+		}
+	}
+	return ts
+}
+
+// Validate checks the invariants of a layout: the segments are contiguous and
+// cover [0, Size) exactly, lengths are not negative, only tensors have zero
+// length, opaque segments carry no tensor fields, tensor names are non-empty
+// and unique, shapes have no negative dimensions, and a tensor whose DType is
+// known is exactly as long as its shape requires. Shards must be sorted and
+// unique.
+func (l *Layout) Validate() error {
+	if l == nil {
+		return errors.New("checkpoint: nil layout")
+	}
+	if l.Format == "" {
+		return errors.New("checkpoint: layout has no format name")
+	}
+	if l.Size < 0 {
+		return fmt.Errorf("checkpoint: negative size %d", l.Size)
+	}
+	names := make(map[string]struct{})
+	var pos int64
+	for i, s := range l.Segments {
+		if s.Offset != pos {
+			return fmt.Errorf("checkpoint: segment %d starts at %d, want %d", i, s.Offset, pos)
+		}
+		if s.Length < 0 || s.Length > l.Size-pos {
+			return fmt.Errorf("checkpoint: segment %d at %d has length %d, beyond size %d", i, s.Offset, s.Length, l.Size)
+		}
+		pos += s.Length
+		switch s.Kind {
+		case Opaque:
+			if s.Length == 0 {
+				return fmt.Errorf("checkpoint: opaque segment %d at %d is empty", i, s.Offset)
+			}
+			if s.Name != "" || s.Type != "" || s.DType != dtype.Invalid || s.Shape != nil {
+				return fmt.Errorf("checkpoint: opaque segment %d at %d has tensor fields", i, s.Offset)
+			}
+		case Tensor:
+			if s.Name == "" {
+				return fmt.Errorf("checkpoint: tensor segment %d at %d has no name", i, s.Offset)
+			}
+			if _, dup := names[s.Name]; dup {
+				return fmt.Errorf("checkpoint: tensor %q appears twice", s.Name)
+			}
+			names[s.Name] = struct{}{}
+			n, ok := numElements(s.Shape)
+			if !ok {
+				return fmt.Errorf("checkpoint: tensor %q has invalid shape %v", s.Name, s.Shape)
+			}
+			if s.Length == 0 && n != 0 {
+				return fmt.Errorf("checkpoint: tensor %q with %d elements is empty", s.Name, n)
+			}
+			if s.DType != dtype.Invalid {
+				want, ok := s.DType.ByteLen(n)
+				if !ok || want != s.Length {
+					return fmt.Errorf("checkpoint: tensor %q: %d bytes for shape %v of %v", s.Name, s.Length, s.Shape, s.DType)
+				}
+			}
+		default:
+			return fmt.Errorf("checkpoint: segment %d has unknown kind %v", i, s.Kind)
+		}
+	}
+	if pos != l.Size {
+		return fmt.Errorf("checkpoint: segments end at %d, size is %d", pos, l.Size)
+	}
+	for i := 1; i < len(l.Shards); i++ {
+		if l.Shards[i-1] >= l.Shards[i] {
+			return fmt.Errorf("checkpoint: shards not sorted and unique at %q", l.Shards[i])
+		}
+	}
+	return nil
+}
+
+// numElements returns the product of dims; a zero dimension makes it zero
+// even when the other dimensions would overflow.
+func numElements(dims []int64) (int64, bool) {
+	n := int64(1)
+	zero := false
+	for _, d := range dims {
+		if d < 0 {
+			return 0, false
+		}
+		if d == 0 {
+			zero = true
+		}
+	}
+	if zero {
+		return 0, true
+	}
+	for _, d := range dims {
+		if n > maxInt64/d {
+			return 0, false
+		}
+		n *= d
+	}
+	return n, true
+}
+
+const maxInt64 = 1<<63 - 1
+
+// build returns the layout of a file of the given size whose header occupies
+// [0, headerEnd) and whose tensors are ts (absolute offsets, any order).
+// Tensors are placed in offset order, zero-length ones before a tensor that
+// starts at the same offset and otherwise in the order given; gaps and the
+// bytes after the last tensor become opaque segments. A tensor that overlaps
+// another or runs past the end of the file is an error naming its offset.
+func build(format string, size, headerEnd int64, ts []Segment) (*Layout, error) {
+	slices.SortStableFunc(ts, func(a, b Segment) int {
+		if a.Offset != b.Offset {
+			if a.Offset < b.Offset {
+				return -1
+			}
+			return 1
+		}
+		if a.Length != b.Length {
+			if a.Length < b.Length {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	l := &Layout{Format: format, Size: size, Segments: make([]Segment, 0, 2*len(ts)+2)}
+	if headerEnd > 0 {
+		l.Segments = append(l.Segments, Segment{Kind: Opaque, Offset: 0, Length: headerEnd})
+	}
+	pos := headerEnd
+	prev := -1 // index in ts of the last non-empty tensor, which ends at pos
+	for i := range ts {
+		t := &ts[i]
+		if t.Offset < 0 || t.Length < 0 {
+			return nil, formatErr(format, max(t.Offset, 0), ErrOutOfRange, "tensor %q has negative range [%d,+%d)", t.Name, t.Offset, t.Length)
+		}
+		if t.Offset > size || t.Length > size-t.Offset {
+			return nil, formatErr(format, t.Offset, ErrTruncated, "tensor %q data [%d,%d) runs past end of file (size %d)", t.Name, t.Offset, uint64(t.Offset)+uint64(t.Length), size)
+		}
+		if t.Offset < pos {
+			if prev < 0 {
+				return nil, formatErr(format, t.Offset, ErrOverlap, "tensor %q data at %d overlaps the header, which ends at %d", t.Name, t.Offset, pos)
+			}
+			p := &ts[prev]
+			return nil, formatErr(format, t.Offset, ErrOverlap, "tensor %q [%d,%d) overlaps tensor %q [%d,%d)", t.Name, t.Offset, t.End(), p.Name, p.Offset, p.End())
+		}
+		if t.Offset > pos {
+			l.Segments = append(l.Segments, Segment{Kind: Opaque, Offset: pos, Length: t.Offset - pos})
+		}
+		t.Kind = Tensor
+		l.Segments = append(l.Segments, *t)
+		if t.Length > 0 {
+			prev = i
+		}
+		pos = t.End()
+	}
+	if pos < size {
+		l.Segments = append(l.Segments, Segment{Kind: Opaque, Offset: pos, Length: size - pos})
+	}
+	return l, nil
+}
