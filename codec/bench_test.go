@@ -54,8 +54,10 @@ func benchDecompress(b *testing.B, name string, threads int, skipHash bool) {
 	}
 }
 
-func BenchmarkCompressBF16T1(b *testing.B)         { benchCompress(b, "real-bf16.safetensors", 1) }
-func BenchmarkCompressBF16T2(b *testing.B)         { benchCompress(b, "real-bf16.safetensors", 2) }
-func BenchmarkDecompressBF16T1(b *testing.B)       { benchDecompress(b, "real-bf16.safetensors", 1, false) }
-func BenchmarkDecompressBF16T1NoHash(b *testing.B) { benchDecompress(b, "real-bf16.safetensors", 1, true) }
-func BenchmarkDecompressBF16T2(b *testing.B)       { benchDecompress(b, "real-bf16.safetensors", 2, false) }
+func BenchmarkCompressBF16T1(b *testing.B)   { benchCompress(b, "real-bf16.safetensors", 1) }
+func BenchmarkCompressBF16T2(b *testing.B)   { benchCompress(b, "real-bf16.safetensors", 2) }
+func BenchmarkDecompressBF16T1(b *testing.B) { benchDecompress(b, "real-bf16.safetensors", 1, false) }
+func BenchmarkDecompressBF16T1NoHash(b *testing.B) {
+	benchDecompress(b, "real-bf16.safetensors", 1, true)
+}
+func BenchmarkDecompressBF16T2(b *testing.B) { benchDecompress(b, "real-bf16.safetensors", 2, false) }

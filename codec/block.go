@@ -117,26 +117,34 @@ func (b *blockEncoder) encodePlanes(dst, src []byte, size int) []byte {
 // are close to uniform, so for long planes a sample decides first whether
 // counting and entropy coding can pay at all.
 func (b *blockEncoder) appendPlane(dst, p []byte, w uint) []byte {
+	var bits float64
+	var n int
 	if len(p) >= planeSampleMin {
 		var h [256]uint32
-		n := 0
 		for i := 0; i < len(p); i += planeSampleStep {
 			h[p[i]]++
 			n++
 		}
-		bits, _ := entropyBits(&h, n)
-		if bits >= float64(n)*float64(w)*planeSampleGain {
-			dst = append(dst, smPacked)
-			return appendPacked(dst, p, w)
-		}
+		bits, _ = entropyBits(&h, n)
+	} else {
+		countHist(&b.hist, p)
+		n = len(p)
+		bits, _ = entropyBits(&b.hist, n)
 	}
-	countHist(&b.hist, p)
+	if bits >= float64(n)*float64(w)*planeSampleGain {
+		dst = append(dst, smPacked)
+		return appendPacked(dst, p, w)
+	}
+	if len(p) >= planeSampleMin {
+		countHist(&b.hist, p)
+	}
 	return b.st.appendStream(dst, p, w, &b.hist, false)
 }
 
 // Plane sampling: planes of at least planeSampleMin values are sampled every
-// planeSampleStep values; when the sample's order-0 entropy is above
-// planeSampleGain of the raw width, the plane is stored packed.
+// planeSampleStep values (shorter ones are counted whole); when the order-0
+// entropy is above planeSampleGain of the raw width, the plane is stored
+// packed without building a Huffman table.
 const (
 	planeSampleMin  = 8192
 	planeSampleStep = 16
@@ -187,7 +195,6 @@ func countHist(hist *[256]uint32, p []byte) {
 // blockDecoder is one worker's reusable decoding state.
 type blockDecoder struct {
 	st     streamDecoder
-	zstd   *zstd.Decoder
 	syms   []byte
 	planes [8][]byte
 }
@@ -216,12 +223,12 @@ func (b *blockDecoder) decode(dst, src []byte, kind byte, d dtype.DType) error {
 		copy(dst, src)
 		return nil
 	case kindZstd:
-		out, err := b.zstd.DecodeAll(src, dst[:0])
+		out, err := zstdDecode(dst[:0], src, len(dst), false)
 		if err != nil {
-			return errf("zstd: %v", err)
+			return err
 		}
-		if len(out) != len(dst) || (len(out) > 0 && &out[0] != &dst[0]) {
-			return errf("zstd: %d bytes, want %d", len(out), len(dst))
+		if len(out) > 0 && &out[0] != &dst[0] {
+			copy(dst, out)
 		}
 		return nil
 	case kindFloat:

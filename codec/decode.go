@@ -12,8 +12,6 @@ import (
 	"io"
 	"sort"
 	"sync"
-
-	"github.com/klauspost/compress/zstd"
 )
 
 // Reader reads an archive: its index, whole files (streamed, in parallel)
@@ -22,7 +20,6 @@ type Reader struct {
 	r    io.ReaderAt
 	size int64
 	idx  *indexData
-	zdec *zstd.Decoder
 	mu   sync.Mutex
 	bd   *blockDecoder // for ReadAt
 }
@@ -70,27 +67,26 @@ func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
 	if crc32.Checksum(ix, castagnoli) != indexCRC {
 		return nil, &CorruptError{Offset: indexOff, Block: -1, Msg: "index checksum mismatch", Err: ErrChecksum}
 	}
-	zdec, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(uint64(max(rawLen, maxBlockLen))+1<<16),
-		zstd.WithDecoderConcurrency(0))
+	raw, err := zstdDecode(make([]byte, 0, rawLen), ix, int(rawLen), true)
 	if err != nil {
-		return nil, err
-	}
-	raw, err := zdec.DecodeAll(ix, make([]byte, 0, rawLen))
-	if err != nil || int64(len(raw)) != rawLen {
-		zdec.Close()
 		return nil, &CorruptError{Offset: indexOff, Block: -1, Msg: fmt.Sprintf("index does not decompress: %v", err), Err: ErrCorrupt}
 	}
 	x, err := unmarshalIndex(raw, indexOff-headerLen)
 	if err != nil {
-		zdec.Close()
 		return nil, &CorruptError{Offset: indexOff, Block: -1, Msg: err.Error(), Err: ErrCorrupt}
 	}
-	return &Reader{r: r, size: size, idx: x, zdec: zdec}, nil
+	return &Reader{r: r, size: size, idx: x}, nil
 }
 
-// Close releases the decoder's resources.
+// Close releases the reader's resources (it does not close the
+// underlying io.ReaderAt).
 func (r *Reader) Close() error {
-	r.zdec.Close()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.bd != nil {
+		blockDecoders.Put(r.bd)
+		r.bd = nil
+	}
 	return nil
 }
 
@@ -110,7 +106,7 @@ func (r *Reader) File(name string) (int, error) {
 	return -1, fmt.Errorf("%w: file %q", ErrNotFound, name)
 }
 
-func (r *Reader) newBlockDecoder() *blockDecoder { return &blockDecoder{zstd: r.zdec} }
+func (r *Reader) newBlockDecoder() *blockDecoder { return blockDecoders.Get().(*blockDecoder) }
 
 // decodeBlock reads and decodes block bi of file fi into dst (len origLen),
 // checking its CRC.
@@ -166,6 +162,7 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 		go func() {
 			defer wg.Done()
 			bd := r.newBlockDecoder()
+			defer blockDecoders.Put(bd)
 			comp := getBuf(0)
 			defer putBuf(comp)
 			for t := range work {
@@ -325,7 +322,7 @@ func Decode(w io.Writer, r io.ReaderAt, size int64, opt Options) error {
 // CompressBytes is Encode for one in-memory file.
 func CompressBytes(src []byte, segs []Segment, opt Options) ([]byte, error) {
 	var buf bytes.Buffer
-	buf.Grow(len(src)/2 + 1024)
+	buf.Grow(len(src)*3/4 + 4096)
 	_, err := Encode(&buf, []Input{{Name: "model.bin", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, opt)
 	return buf.Bytes(), err
 }

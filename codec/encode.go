@@ -12,8 +12,6 @@ import (
 	"io"
 	"runtime"
 	"sync"
-
-	"github.com/klauspost/compress/zstd"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -162,13 +160,10 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	}
 	res.Original = total
 
-	zenc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
-		zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false), zstd.WithZeroFrames(true),
-		zstd.WithLowerEncoderMem(true))
+	zenc, err := zstdEncoder(level)
 	if err != nil {
 		return res, err
 	}
-	defer zenc.Close()
 
 	window := 2*threads + 2
 	order := make(chan *encTask, window)
@@ -178,7 +173,9 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			be := &blockEncoder{zstd: zenc}
+			be := blockEncoders.Get().(*blockEncoder)
+			be.zstd = zenc
+			defer blockEncoders.Put(be)
 			for t := range work {
 				t.err = encodeOne(be, inputs[t.file].R, t)
 				close(t.done)

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"neuralzip/dtype"
@@ -14,26 +17,46 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
 
-// goldenInput builds a deterministic little safetensors-like file with a
-// tensor of every float type, an integer tensor and opaque bytes.
+// goldenInput builds a deterministic, valid safetensors file with a tensor
+// of every float type the float pipeline handles and an integer tensor. It
+// doubles as the example model of `make run`.
 func goldenInput() ([]byte, []Segment) {
-	var file []byte
-	var segs []Segment
-	hdr := []byte(`{"__metadata__":{"golden":"neuralzip"}}`)
-	file = binary.LittleEndian.AppendUint64(file, uint64(len(hdr)))
-	file = append(file, hdr...)
-	segs = append(segs, Segment{Offset: 0, Length: int64(len(file))})
+	type tensor struct {
+		name  string
+		d     dtype.DType
+		shape []int64
+		data  []byte
+	}
+	var ts []tensor
 	for i, d := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32, dtype.F64, dtype.F8E4M3, dtype.F8E5M2} {
-		v := goldenValues(d, 3000+i*17, uint64(100+i))
-		segs = append(segs, Segment{Name: "t." + d.String(), DType: d, Shape: []int64{int64(len(v) / d.Size())}, Offset: int64(len(file)), Length: int64(len(v))})
-		file = append(file, v...)
+		rows := int64(24 + 8*i)
+		ts = append(ts, tensor{"layers." + strconv.Itoa(i) + ".weight." + d.String(), d, []int64{rows, 128}, goldenValues(d, int(rows*128), uint64(100+i))})
 	}
 	ints := make([]byte, 4000)
 	for i := range ints {
 		ints[i] = byte(i * i % 251)
 	}
-	segs = append(segs, Segment{Name: "ids", DType: dtype.I32, Shape: []int64{1000}, Offset: int64(len(file)), Length: 4000})
-	file = append(file, ints...)
+	ts = append(ts, tensor{"token_ids", dtype.I32, []int64{1000}, ints})
+	var hdr bytes.Buffer
+	hdr.WriteString(`{"__metadata__":{"format":"pt","source":"neuralzip codec/golden_test.go"}`)
+	var off int64
+	for _, t := range ts {
+		shape, _ := json.Marshal(t.shape)
+		fmt.Fprintf(&hdr, `,%q:{"dtype":%q,"shape":%s,"data_offsets":[%d,%d]}`, t.name, t.d.String(), shape, off, off+int64(len(t.data)))
+		off += int64(len(t.data))
+	}
+	hdr.WriteString("}")
+	for hdr.Len()%8 != 0 {
+		hdr.WriteByte(' ')
+	}
+	var file []byte
+	file = binary.LittleEndian.AppendUint64(file, uint64(hdr.Len()))
+	file = append(file, hdr.Bytes()...)
+	segs := []Segment{{Offset: 0, Length: int64(len(file))}}
+	for _, t := range ts {
+		segs = append(segs, Segment{Name: t.name, DType: t.d, Shape: t.shape, Offset: int64(len(file)), Length: int64(len(t.data))})
+		file = append(file, t.data...)
+	}
 	return file, segs
 }
 
@@ -44,10 +67,16 @@ func goldenInput() ([]byte, []Segment) {
 func TestGolden(t *testing.T) {
 	path := filepath.Join("testdata", "golden-v1.nzip")
 	src, segs := goldenInput()
-	arc, err := CompressBytes(src, segs, Options{ChunkValues: 1024, Threads: 2})
+	// the test's own layout must agree with the minimal safetensors reader
+	if got := safetensorsSegments(src); len(got) != len(segs) {
+		t.Fatalf("golden input is not valid safetensors: %d segments, want %d", len(got), len(segs))
+	}
+	var buf bytes.Buffer
+	_, err := Encode(&buf, []Input{{Name: "example.safetensors", Format: "safetensors", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, Options{ChunkValues: 1024, Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
+	arc := buf.Bytes()
 	if *update {
 		if err := os.WriteFile(path, arc, 0o644); err != nil {
 			t.Fatal(err)

@@ -63,7 +63,9 @@ func safetensorsSegments(b []byte) []Segment {
 		d, _ := dtype.Parse(x.Dtype)
 		ts = append(ts, Segment{Name: k, DType: d, Shape: x.Shape, Offset: base + x.Offsets[0], Length: x.Offsets[1] - x.Offsets[0]})
 	}
-	sort.Slice(ts, func(i, j int) bool { return ts[i].Offset < ts[j].Offset || ts[i].Offset == ts[j].Offset && ts[i].Name < ts[j].Name })
+	sort.Slice(ts, func(i, j int) bool {
+		return ts[i].Offset < ts[j].Offset || ts[i].Offset == ts[j].Offset && ts[i].Name < ts[j].Name
+	})
 	return append(segs, ts...)
 }
 

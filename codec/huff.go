@@ -3,7 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"errors"
-	"sort"
+	"slices"
 
 	"github.com/klauspost/compress/fse"
 )
@@ -30,93 +30,182 @@ type huffTable struct {
 	tl     uint8       // table log: the longest code length
 	maxSym int         // largest symbol present
 	// scratch
-	fs    fse.Scratch
-	order []uint16
-	freq  []uint64
-	lens  [256]uint8
-	pm    [huffMaxBits][]pmItem
+	fs   fse.Scratch
+	keys []uint64
+	lens [256]uint8
+	// the table description, made once per build
+	hdr      []byte
+	hdrErr   error
+	hdrValid bool
 }
 
-type pmItem struct {
-	w    uint64
-	leaf bool
-}
-
-// build makes a code for hist, which must hold at least two symbols. Code
-// lengths are optimal under the huffMaxBits limit (package-merge).
+// build makes a code for hist, which must hold at least two symbols: a
+// Huffman code (Moffat–Katajainen, in place on the sorted counts) whose
+// lengths above huffMaxBits are then folded back the way JPEG (ITU T.81
+// annex K.3) does it. The code stays complete (Kraft sum exactly 1), as
+// huff0 requires. buildOptimal (package-merge) is the exact reference.
 func (t *huffTable) build(hist *[256]uint32) error {
-	t.order = t.order[:0]
+	t.hdrValid = false
+	// symbols by ascending count, then symbol: count<<8 | symbol sorts so
+	t.keys = t.keys[:0]
 	for s, c := range hist {
 		if c != 0 {
-			t.order = append(t.order, uint16(s))
+			t.keys = append(t.keys, uint64(c)<<8|uint64(s))
 		}
 	}
-	n := len(t.order)
+	n := len(t.keys)
 	if n < 2 {
 		return errHuffTooFew
 	}
-	sort.Slice(t.order, func(i, j int) bool {
-		a, b := t.order[i], t.order[j]
-		return hist[a] < hist[b] || hist[a] == hist[b] && a < b
-	})
-	t.freq = t.freq[:0]
-	for _, s := range t.order {
-		t.freq = append(t.freq, uint64(hist[s]))
+	slices.Sort(t.keys)
+	var a [256]uint64
+	for i, k := range t.keys {
+		a[i] = k >> 8
 	}
-	// Package-merge: level 0 holds the leaves; each higher level merges the
-	// leaves with the pairs of the level below. The first 2n-2 items of the
-	// top level are the solution; a leaf's code length is the number of
-	// levels at which it is selected.
+	huffmanLengths(a[:n])
+	// a[i] is now the length of the i-th least frequent symbol
+	var count [64]int
+	maxLen := 0
+	for _, l := range a[:n] {
+		count[l]++
+		maxLen = max(maxLen, int(l))
+	}
+	for i := maxLen; i > huffMaxBits; i-- {
+		for count[i] > 0 {
+			j := i - 2
+			for count[j] == 0 {
+				j--
+			}
+			count[i] -= 2
+			count[i-1]++
+			count[j+1] += 2
+			count[j]--
+		}
+	}
+	// longest codes to the least frequent symbols
+	t.lens = [256]uint8{}
+	t.maxSym = 0
+	l := min(maxLen, huffMaxBits)
+	t.tl = uint8(l)
+	for _, k := range t.keys {
+		for count[l] == 0 {
+			l--
+		}
+		count[l]--
+		s := byte(k)
+		t.lens[s] = uint8(l)
+		t.maxSym = max(t.maxSym, int(s))
+	}
+	t.assignCodes()
+	return nil
+}
+
+// huffmanLengths replaces the ascending counts in a (at least two) by the
+// code lengths of a Huffman code for them (Moffat and Katajainen, "In-place
+// calculation of minimum-redundancy codes", 1995).
+func huffmanLengths(a []uint64) {
+	n := len(a)
+	a[0] += a[1]
+	root, leaf := 0, 2
+	for next := 1; next < n-1; next++ {
+		if leaf >= n || a[root] < a[leaf] {
+			a[next] = a[root]
+			a[root] = uint64(next)
+			root++
+		} else {
+			a[next] = a[leaf]
+			leaf++
+		}
+		if leaf >= n || (root < next && a[root] < a[leaf]) {
+			a[next] += a[root]
+			a[root] = uint64(next)
+			root++
+		} else {
+			a[next] += a[leaf]
+			leaf++
+		}
+	}
+	a[n-2] = 0
+	for next := n - 3; next >= 0; next-- {
+		a[next] = a[a[next]] + 1
+	}
+	avbl, used, dpth := 1, 0, uint64(0)
+	root, next := n-2, n-1
+	for avbl > 0 {
+		for root >= 0 && a[root] == dpth {
+			used++
+			root--
+		}
+		for avbl > used {
+			a[next] = dpth
+			next--
+			avbl--
+		}
+		avbl = 2 * used
+		dpth++
+		used = 0
+	}
+}
+
+// buildOptimal makes the optimal length-limited code (package-merge). It is
+// slower than build and serves as its reference in tests.
+func (t *huffTable) buildOptimal(hist *[256]uint32) error {
+	t.hdrValid = false
+	t.keys = t.keys[:0]
+	for s, c := range hist {
+		if c != 0 {
+			t.keys = append(t.keys, uint64(c)<<8|uint64(s))
+		}
+	}
+	n := len(t.keys)
+	if n < 2 {
+		return errHuffTooFew
+	}
+	slices.Sort(t.keys)
+	// Level 0 holds the leaves; each higher level merges the leaves with
+	// the pairs of the level below. An item is its weight<<1, plus 1 for a
+	// leaf. The first 2n-2 items of the top level are the solution; a
+	// leaf's code length is the number of levels at which it is selected.
 	const L = huffMaxBits
-	prev := t.pm[0][:0]
-	for _, f := range t.freq {
-		prev = append(prev, pmItem{f, true})
+	var pm [L][]uint64
+	for _, k := range t.keys {
+		pm[0] = append(pm[0], (k>>8)<<1|1)
 	}
-	t.pm[0] = prev
 	for l := 1; l < L; l++ {
-		cur := t.pm[l][:0]
-		li, pi := 0, 0
-		np := len(prev) / 2
+		prev := pm[l-1]
+		li, pi, np := 0, 0, len(prev)/2
 		for li < n || pi < np {
-			if pi >= np || (li < n && t.freq[li] <= prev[2*pi].w+prev[2*pi+1].w) {
-				cur = append(cur, pmItem{t.freq[li], true})
+			var pw uint64
+			if pi < np {
+				pw = (prev[2*pi]>>1 + prev[2*pi+1]>>1) << 1
+			}
+			if pi >= np || (li < n && pm[0][li] <= pw|1) {
+				pm[l] = append(pm[l], pm[0][li])
 				li++
 			} else {
-				cur = append(cur, pmItem{prev[2*pi].w + prev[2*pi+1].w, false})
+				pm[l] = append(pm[l], pw)
 				pi++
 			}
 		}
-		t.pm[l] = cur
-		prev = cur
 	}
 	var lens [256]uint8
 	m := 2*n - 2
 	for l := L - 1; l >= 0 && m > 0; l-- {
-		list := t.pm[l]
-		if m > len(list) {
-			return errHuffTable // cannot happen for n ≤ 2^L
-		}
 		c := 0
-		for _, it := range list[:m] {
-			if it.leaf {
-				c++
-			}
+		for _, it := range pm[l][:m] {
+			c += int(it & 1)
 		}
 		for i := 0; i < c; i++ {
 			lens[i]++
 		}
 		m = 2 * (m - c)
 	}
-	// map back to symbols
 	t.lens = [256]uint8{}
-	tl := uint8(0)
-	for i, s := range t.order {
+	t.tl, t.maxSym = 0, 0
+	for i, k := range t.keys {
+		s := byte(k)
 		t.lens[s] = lens[i]
-		tl = max(tl, lens[i])
-	}
-	t.tl = tl
-	t.maxSym = int(t.order[0])
-	for _, s := range t.order {
+		t.tl = max(t.tl, lens[i])
 		t.maxSym = max(t.maxSym, int(s))
 	}
 	t.assignCodes()
@@ -172,6 +261,17 @@ func (t *huffTable) cost(hist *[256]uint32) int64 {
 // byte, then either FSE-compressed weights (byte < 128 is their size) or
 // 4-bit weights (byte-127 of them). The last symbol's weight is implied.
 func (t *huffTable) appendHeader(dst []byte) ([]byte, error) {
+	if !t.hdrValid {
+		t.hdr, t.hdrErr = t.makeHeader(t.hdr[:0])
+		t.hdrValid = true
+	}
+	if t.hdrErr != nil {
+		return dst, t.hdrErr
+	}
+	return append(dst, t.hdr...), nil
+}
+
+func (t *huffTable) makeHeader(dst []byte) ([]byte, error) {
 	var weights [256]byte
 	nw := t.maxSym // weights written: symbols 0..maxSym-1
 	for s := 0; s < nw; s++ {
@@ -276,17 +376,119 @@ func (t *huffTable) append4X(dst, src []byte) ([]byte, error) {
 	seg := (len(src) + 3) / 4
 	jt := len(dst)
 	dst = append(dst, 0, 0, 0, 0, 0, 0)
-	for k := 0; k < 4; k++ {
-		part := src[min(k*seg, len(src)):min((k+1)*seg, len(src))]
+	var parts [4][]byte
+	for k := range parts {
+		parts[k] = src[min(k*seg, len(src)):min((k+1)*seg, len(src))]
+	}
+	// streams 0+1 and 2+3 are coded in pairs into scratch space after dst
+	var lens [4]int
+	for k := 0; k < 4; k += 2 {
 		s := len(dst)
-		dst = t.appendStream1(dst, part)
-		if k < 3 {
-			l := len(dst) - s
-			if l > 0xffff {
-				return dst[:mark], errHuffTooLarge
-			}
-			binary.LittleEndian.PutUint16(dst[jt+2*k:], uint16(l))
+		m0, m1 := huffStreamMax(len(parts[k])), huffStreamMax(len(parts[k+1]))
+		dst = grow(dst, m0+m1)
+		l0, l1 := encodeHuffStreams2(dst[s:s+m0], dst[s+m0:s+m0+m1], parts[k], parts[k+1], &t.enc)
+		copy(dst[s+l0:], dst[s+m0:s+m0+l1])
+		dst = dst[:s+l0+l1]
+		lens[k], lens[k+1] = l0, l1
+	}
+	for k := 0; k < 3; k++ {
+		if lens[k] > 0xffff {
+			return dst[:mark], errHuffTooLarge
 		}
+		binary.LittleEndian.PutUint16(dst[jt+2*k:], uint16(lens[k]))
 	}
 	return dst, nil
+}
+
+// encodeHuffStreams2 writes two streams at once (independent bit containers
+// give the CPU two dependency chains to overlap). Each out must have
+// huffStreamMax bytes; it returns the two lengths. Same output as two calls
+// of encodeHuffStream.
+func encodeHuffStreams2(out0, out1, src0, src1 []byte, enc *[256]uint32) (int, int) {
+	var c0, c1 uint64
+	var nb0, nb1 uint
+	p0, p1 := 0, 0
+	i0, i1 := len(src0), len(src1)
+	_ = out0[huffStreamMax(len(src0))-1]
+	_ = out1[huffStreamMax(len(src1))-1]
+	// bring the longer stream down to the shorter one's length
+	for i0 > i1 {
+		i0--
+		e := enc[src0[i0]]
+		c0 |= uint64(e&0xffff) << (nb0 & 63)
+		nb0 += uint(e >> 16)
+		binary.LittleEndian.PutUint64(out0[p0:], c0)
+		p0 += int(nb0 >> 3)
+		c0 >>= (nb0 &^ 7) & 63
+		nb0 &= 7
+	}
+	for i1 > i0 {
+		i1--
+		e := enc[src1[i1]]
+		c1 |= uint64(e&0xffff) << (nb1 & 63)
+		nb1 += uint(e >> 16)
+		binary.LittleEndian.PutUint64(out1[p1:], c1)
+		p1 += int(nb1 >> 3)
+		c1 >>= (nb1 &^ 7) & 63
+		nb1 &= 7
+	}
+	for i := i0; i >= 5; i -= 5 {
+		s := src0[i-5 : i]
+		t := src1[i-5 : i]
+		a4, a3, a2, a1, a0 := enc[s[4]], enc[s[3]], enc[s[2]], enc[s[1]], enc[s[0]]
+		b4, b3, b2, b1, b0 := enc[t[4]], enc[t[3]], enc[t[2]], enc[t[1]], enc[t[0]]
+		c0 |= uint64(a4&0xffff) << (nb0 & 63)
+		nb0 += uint(a4 >> 16)
+		c1 |= uint64(b4&0xffff) << (nb1 & 63)
+		nb1 += uint(b4 >> 16)
+		c0 |= uint64(a3&0xffff) << (nb0 & 63)
+		nb0 += uint(a3 >> 16)
+		c1 |= uint64(b3&0xffff) << (nb1 & 63)
+		nb1 += uint(b3 >> 16)
+		c0 |= uint64(a2&0xffff) << (nb0 & 63)
+		nb0 += uint(a2 >> 16)
+		c1 |= uint64(b2&0xffff) << (nb1 & 63)
+		nb1 += uint(b2 >> 16)
+		c0 |= uint64(a1&0xffff) << (nb0 & 63)
+		nb0 += uint(a1 >> 16)
+		c1 |= uint64(b1&0xffff) << (nb1 & 63)
+		nb1 += uint(b1 >> 16)
+		c0 |= uint64(a0&0xffff) << (nb0 & 63)
+		nb0 += uint(a0 >> 16)
+		c1 |= uint64(b0&0xffff) << (nb1 & 63)
+		nb1 += uint(b0 >> 16)
+		binary.LittleEndian.PutUint64(out0[p0:], c0)
+		binary.LittleEndian.PutUint64(out1[p1:], c1)
+		p0 += int(nb0 >> 3)
+		p1 += int(nb1 >> 3)
+		c0 >>= (nb0 &^ 7) & 63
+		c1 >>= (nb1 &^ 7) & 63
+		nb0 &= 7
+		nb1 &= 7
+		i0 = i - 5
+	}
+	for i0 > 0 {
+		i0--
+		e := enc[src0[i0]]
+		c0 |= uint64(e&0xffff) << (nb0 & 63)
+		nb0 += uint(e >> 16)
+		binary.LittleEndian.PutUint64(out0[p0:], c0)
+		p0 += int(nb0 >> 3)
+		c0 >>= (nb0 &^ 7) & 63
+		nb0 &= 7
+		f := enc[src1[i0]]
+		c1 |= uint64(f&0xffff) << (nb1 & 63)
+		nb1 += uint(f >> 16)
+		binary.LittleEndian.PutUint64(out1[p1:], c1)
+		p1 += int(nb1 >> 3)
+		c1 >>= (nb1 &^ 7) & 63
+		nb1 &= 7
+	}
+	c0 |= 1 << nb0
+	nb0++
+	binary.LittleEndian.PutUint64(out0[p0:], c0)
+	c1 |= 1 << nb1
+	nb1++
+	binary.LittleEndian.PutUint64(out1[p1:], c1)
+	return p0 + int(nb0+7)/8, p1 + int(nb1+7)/8
 }

@@ -154,3 +154,86 @@ func BenchmarkHuff0Encode4X(b *testing.B) {
 		huff0.Compress4X(src, &s)
 	}
 }
+
+// The two-stream encoder must equal two single-stream encodes for any pair
+// of lengths.
+func TestHuffStreams2Twin(t *testing.T) {
+	src := huffInputs()["geometric-4x"]
+	var hist [256]uint32
+	countHist(&hist, src)
+	var ht huffTable
+	if err := ht.build(&hist); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range [][2]int{{0, 0}, {1, 0}, {0, 7}, {5, 5}, {13, 9}, {100, 101}, {4096, 4093}, {333, 1000}} {
+		a, b := src[:l[0]], src[l[0]:l[0]+l[1]]
+		o0, o1 := make([]byte, huffStreamMax(len(a))), make([]byte, huffStreamMax(len(b)))
+		n0, n1 := encodeHuffStreams2(o0, o1, a, b, &ht.enc)
+		r0, r1 := make([]byte, huffStreamMax(len(a))), make([]byte, huffStreamMax(len(b)))
+		m0 := encodeHuffStream(r0, a, &ht.enc)
+		m1 := encodeHuffStream(r1, b, &ht.enc)
+		if !bytes.Equal(o0[:n0], r0[:m0]) || !bytes.Equal(o1[:n1], r1[:m1]) {
+			t.Fatalf("lengths %v: two-stream encoder differs", l)
+		}
+	}
+}
+
+// build must match the optimal (package-merge) code where the length limit
+// does not bind, and stay close to it where it does.
+func TestHuffBuildNearOptimal(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	inputs := huffInputs()
+	// plus random histograms of many shapes
+	for i := 0; i < 300; i++ {
+		var h [256]uint32
+		k := 2 + r.IntN(255)
+		for j := 0; j < k; j++ {
+			h[r.IntN(256)] = uint32(1 + r.ExpFloat64()*float64(1+r.IntN(100000)))
+		}
+		var b []byte
+		for s, c := range h {
+			for range min(c, 3) {
+				b = append(b, byte(s))
+			}
+		}
+		_ = b
+		var fast, opt huffTable
+		e1, e2 := fast.build(&h), opt.buildOptimal(&h)
+		if (e1 == nil) != (e2 == nil) {
+			t.Fatalf("build errors differ: %v / %v", e1, e2)
+		}
+		if e1 != nil {
+			continue
+		}
+		cf, co := fast.cost(&h), opt.cost(&h)
+		if cf < co {
+			t.Fatalf("fast code beats the optimum: %d < %d", cf, co)
+		}
+		if float64(cf) > float64(co)*1.01 {
+			t.Fatalf("fast code %.3f%% above optimum", 100*(float64(cf)/float64(co)-1))
+		}
+		var kraft uint64
+		for s := range 256 {
+			if l := fast.enc[s] >> 16; l != 0 {
+				if l > huffMaxBits {
+					t.Fatalf("length %d", l)
+				}
+				kraft += 1 << (huffMaxBits - l)
+			}
+		}
+		if kraft != 1<<huffMaxBits {
+			t.Fatalf("Kraft sum %d", kraft)
+		}
+	}
+	for name, src := range inputs {
+		var h [256]uint32
+		countHist(&h, src)
+		var fast, opt huffTable
+		if fast.build(&h) != nil || opt.buildOptimal(&h) != nil {
+			continue
+		}
+		if opt.tl < huffMaxBits && fast.cost(&h) != opt.cost(&h) {
+			t.Fatalf("%s: unlimited Huffman cost %d != optimal %d", name, fast.cost(&h), opt.cost(&h))
+		}
+	}
+}

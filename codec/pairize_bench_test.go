@@ -29,10 +29,13 @@ func BenchmarkExpandPairs(b *testing.B) {
 	var st streamEncoder
 	st.preparePairs(e, 8, &h)
 	k := len(st.top)
-	var tab [256]uint16
+	var tab [256]uint32
+	for c := range tab {
+		tab[c] = 1 << 16
+	}
 	for a := 0; a < k; a++ {
 		for c := 0; c < k; c++ {
-			tab[a*k+c] = uint16(st.top[a]) | uint16(st.top[c])<<8
+			tab[a*k+c] = uint32(st.top[a]) | uint32(st.top[c])<<8
 		}
 	}
 	dst := make([]byte, n)

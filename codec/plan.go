@@ -34,6 +34,7 @@ type blockPlan struct {
 	off, length int64
 	float       bool
 	dtype       dtype.DType // float pipeline type (C64 is coded as F32)
+	merged      bool        // a block of small tensors that more may join
 }
 
 // floatType returns the type whose float pipeline codes d, or Invalid.
@@ -93,6 +94,18 @@ func planBlocks(segs []Segment, size int64, chunk int) ([]blockPlan, error) {
 		}
 		flush()
 		n := g.Length / size
+		// A small tensor right after a float block of the same type joins
+		// that block while it stays within the chunk size: one table
+		// instead of several saves more than the mixed statistics cost.
+		if n < int64(mergeValues) && len(out) > 0 && g.Offset == pos {
+			last := &out[len(out)-1]
+			if last.float && last.dtype == ft && last.off+last.length == g.Offset && last.length/size+n <= int64(chunk) && last.merged {
+				last.length += g.Length
+				pos = g.Offset + g.Length
+				runStart, runEnd = pos, pos
+				continue
+			}
+		}
 		nch := (n + int64(chunk) - 1) / int64(chunk)
 		off := g.Offset
 		for c := int64(0); c < nch; c++ {
@@ -100,7 +113,7 @@ func planBlocks(segs []Segment, size int64, chunk int) ([]blockPlan, error) {
 			if c < n%nch {
 				cn++
 			}
-			out = append(out, blockPlan{off: off, length: cn * size, float: true, dtype: ft})
+			out = append(out, blockPlan{off: off, length: cn * size, float: true, dtype: ft, merged: n < int64(mergeValues)})
 			off += cn * size
 		}
 		pos = g.Offset + g.Length
@@ -110,3 +123,8 @@ func planBlocks(segs []Segment, size int64, chunk int) ([]blockPlan, error) {
 	flush()
 	return out, nil
 }
+
+// mergeValues: float tensors with fewer values than this share blocks with
+// their small neighbours (see planBlocks). A variable so tests and
+// measurements can change it.
+var mergeValues = 4096

@@ -2,7 +2,6 @@ package codec
 
 import (
 	"encoding/binary"
-	"math"
 
 	"github.com/klauspost/compress/huff0"
 )
@@ -43,7 +42,12 @@ const (
 	min4XSymbols   = 2048 // from here on the 4-stream huff0 layout decodes faster
 	minPairSymbols = 1024 // pair coding is tried from this many symbols on
 	maxPairK       = 15
-	pairSampleStep = 8 // appendSymbols ranks symbols by every 8th one
+	pairSampleStep = 8   // appendSymbols ranks symbols by every 8th one
+	minExcHuff     = 128 // fewer exceptions than this are stored packed
+	// pairsSkipSingles: when fewer than 1 in this many symbols are
+	// exceptions, the singles coding is not tried.
+	pairsSkipSingles    = 16
+	pairsSkipSinglesMin = 16384
 )
 
 // streamEncoder holds the reusable state of one worker's stream coding.
@@ -58,28 +62,12 @@ type streamEncoder struct {
 	codeHist [256]uint32
 	top      []byte
 	excW     uint
+	pc       *[65536]byte
+	pcSet    []uint16
 	// the nested encoder for exception streams
 	inner *streamEncoder
 	// lastMode is the mode of the last stream written (for tests)
 	lastMode byte
-}
-
-// entropyBits returns Σ c·log2(n/c) over hist, the order-0 cost of the
-// stream in bits, and the number of distinct symbols.
-func entropyBits(hist *[256]uint32, n int) (float64, int) {
-	if n == 0 {
-		return 0, 0
-	}
-	lnN := math.Log2(float64(n))
-	var h float64
-	d := 0
-	for _, c := range hist {
-		if c != 0 {
-			h += float64(c) * (lnN - math.Log2(float64(c)))
-			d++
-		}
-	}
-	return h, d
 }
 
 // huffSize is the size of a huff0 block of n symbols whose data is bits
@@ -165,7 +153,13 @@ func (e *streamEncoder) choose(dst, syms []byte, w uint, hist *[256]uint32, pair
 	}
 	best, bestMode := raw, byte(smPacked)
 	if n >= minHuffSymbols {
-		if e.single.build(hist) == nil {
+		if pairs == pairsCompute {
+			e.preparePairs(syms, w, hist)
+		}
+		// With few exceptions pairs beat singles on every real tensor we
+		// measured; skip building the singles table then.
+		trySingles := pairs == pairsNone || n < pairsSkipSinglesMin || len(e.exc)*pairsSkipSingles > n
+		if trySingles && e.single.build(hist) == nil {
 			if h, err := e.single.appendHeader(e.hdr[:0]); err == nil {
 				e.hdr = h
 				sz := huffSize(len(h), e.single.cost(hist), n)
@@ -174,9 +168,6 @@ func (e *streamEncoder) choose(dst, syms []byte, w uint, hist *[256]uint32, pair
 					best, bestMode = sz, smHuff1
 				}
 			}
-		}
-		if pairs == pairsCompute {
-			e.preparePairs(syms, w, hist)
 		}
 		if pairs != pairsNone {
 			if sz, ok := e.pairCost(); ok && sz < best {
@@ -264,21 +255,20 @@ func (e *streamEncoder) preparePairs(syms []byte, w uint, rankHist *[256]uint32)
 		e.top = append(e.top, syms[0])
 		k = 1
 	}
-	var r16 [256]byte
-	for i := range r16 {
-		r16[i] = 15
+	// pc maps the two symbols of a pair (s0 | s1<<8) to its code+1; 0 is
+	// an escape. Only the entries set for the previous stream are cleared.
+	if e.pc == nil {
+		e.pc = new([65536]byte)
 	}
-	for i, s := range e.top {
-		r16[s] = byte(i)
+	for _, i := range e.pcSet {
+		e.pc[i] = 0
 	}
-	var pt [256]byte
-	esc := byte(k * k)
-	for i := range pt {
-		a, b := i>>4, i&15
-		if a < k && b < k {
-			pt[i] = byte(a*k + b)
-		} else {
-			pt[i] = esc
+	e.pcSet = e.pcSet[:0]
+	for a, sa := range e.top {
+		for b, sb := range e.top {
+			i := uint16(sa) | uint16(sb)<<8
+			e.pc[i] = byte(a*k+b) + 1
+			e.pcSet = append(e.pcSet, i)
 		}
 	}
 	m := len(syms) / 2
@@ -286,28 +276,48 @@ func (e *streamEncoder) preparePairs(syms []byte, w uint, rankHist *[256]uint32)
 		e.codes = make([]byte, m)
 	}
 	e.codes = e.codes[:m]
-	e.exc = pairize(e.codes, syms, &r16, &pt, esc, e.exc[:0])
+	e.exc = pairize(e.codes, syms, e.pc, byte(k*k), e.exc[:0])
 	countHist(&e.codeHist, e.codes)
 	e.excW = w
 }
 
 // pairize writes the code of each pair of syms into codes (len(syms)/2) and
 // returns exc with the symbols of escaped pairs (and an odd last symbol)
-// appended.
-func pairize(codes, syms []byte, r16, pt *[256]byte, esc byte, exc []byte) []byte {
+// appended. pc maps s0 | s1<<8 to code+1, or 0 for an escape.
+func pairize(codes, syms []byte, pc *[65536]byte, esc byte, exc []byte) []byte {
 	m := len(codes)
-	_ = syms[2*m-1+len(syms)&1]
-	for i := 0; i < m; i++ {
-		s0, s1 := syms[2*i], syms[2*i+1]
-		c := pt[r16[s0]<<4|r16[s1]]
-		codes[i] = c
-		if c == esc {
-			exc = append(exc, s0, s1)
+	i := 0
+	for ; i+4 <= m; i += 4 {
+		v := binary.LittleEndian.Uint64(syms[2*i:])
+		c0 := pc[uint16(v)]
+		c1 := pc[uint16(v>>16)]
+		c2 := pc[uint16(v>>32)]
+		c3 := pc[uint16(v>>48)]
+		if c0 != 0 && c1 != 0 && c2 != 0 && c3 != 0 {
+			binary.LittleEndian.PutUint32(codes[i:], uint32(c0)|uint32(c1)<<8|uint32(c2)<<16|uint32(c3)<<24-0x01010101)
+			continue
 		}
+		for j := i; j < i+4; j++ {
+			exc = pairOne(codes, syms, j, pc, esc, exc)
+		}
+	}
+	for ; i < m; i++ {
+		exc = pairOne(codes, syms, i, pc, esc, exc)
 	}
 	if len(syms)&1 != 0 {
 		exc = append(exc, syms[len(syms)-1])
 	}
+	return exc
+}
+
+func pairOne(codes, syms []byte, i int, pc *[65536]byte, esc byte, exc []byte) []byte {
+	s0, s1 := syms[2*i], syms[2*i+1]
+	c := pc[uint16(s0)|uint16(s1)<<8]
+	if c == 0 {
+		codes[i] = esc
+		return append(exc, s0, s1)
+	}
+	codes[i] = c - 1
 	return exc
 }
 
@@ -325,9 +335,13 @@ func (e *streamEncoder) pairCost() (int, bool) {
 	if e.inner == nil {
 		e.inner = &streamEncoder{}
 	}
-	var xh [256]uint32
-	countHist(&xh, e.exc)
-	e.excEnc = e.inner.choose(e.excEnc[:0], e.exc, e.excW, &xh, pairsNone)
+	if len(e.exc) < minExcHuff {
+		e.excEnc = appendPacked(append(e.excEnc[:0], smPacked), e.exc, e.excW)
+	} else {
+		var xh [256]uint32
+		countHist(&xh, e.exc)
+		e.excEnc = e.inner.choose(e.excEnc[:0], e.exc, e.excW, &xh, pairsNone)
+	}
 	m := len(e.codes)
 	sz := huffSize(len(h), e.pair.cost(&e.codeHist), m)
 	sz += 2 + len(e.top) + uvarintLen(uint64(sz)) + uvarintLen(uint64(len(e.exc))) + len(e.excEnc)
@@ -473,10 +487,13 @@ func (d *streamDecoder) decodePairs(dst, src []byte, w uint, x4 bool) ([]byte, e
 	if rest, err = d.decode(exc, rest, w, false); err != nil {
 		return nil, err
 	}
-	var tab [256]uint16
+	var tab [256]uint32
+	for c := range tab {
+		tab[c] = 1 << 16 // escape or invalid
+	}
 	for a := 0; a < k; a++ {
 		for b := 0; b < k; b++ {
-			tab[a*k+b] = uint16(top[a]) | uint16(top[b])<<8
+			tab[a*k+b] = uint32(top[a]) | uint32(top[b])<<8
 		}
 	}
 	if !expandPairs(dst, codes, &tab, byte(k*k), exc) {
@@ -487,28 +504,33 @@ func (d *streamDecoder) decodePairs(dst, src []byte, w uint, x4 bool) ([]byte, e
 
 // expandPairs writes the symbol pairs of codes into dst, taking escaped
 // pairs (and an odd last symbol) from exc, which must be used up exactly.
-// Codes above esc are invalid.
-func expandPairs(dst, codes []byte, tab *[256]uint16, esc byte, exc []byte) bool {
+// tab maps a pair code to its two symbols and marks the escape and invalid
+// codes with bit 16. Codes above esc are invalid.
+func expandPairs(dst, codes []byte, tab *[256]uint32, esc byte, exc []byte) bool {
 	m := len(codes)
 	if len(dst) < 2*m {
 		return false
 	}
 	x := 0
-	bad := false
-	for i, c := range codes {
-		if c >= esc {
-			if c > esc || x+2 > len(exc) {
-				bad = true
-				break
-			}
-			dst[2*i], dst[2*i+1] = exc[x], exc[x+1]
-			x += 2
+	i := 0
+	// four codes at a time with one 8-byte store when none escapes
+	for ; i+4 <= m; i += 4 {
+		c := codes[i : i+4 : i+4]
+		t0, t1, t2, t3 := tab[c[0]], tab[c[1]], tab[c[2]], tab[c[3]]
+		if (t0|t1|t2|t3)>>16 == 0 {
+			binary.LittleEndian.PutUint64(dst[2*i:], uint64(t0)|uint64(t1)<<16|uint64(t2)<<32|uint64(t3)<<48)
 			continue
 		}
-		binary.LittleEndian.PutUint16(dst[2*i:], tab[c])
+		for j := i; j < i+4; j++ {
+			if !expandOne(dst, codes[j], j, tab, esc, exc, &x) {
+				return false
+			}
+		}
 	}
-	if bad {
-		return false
+	for ; i < m; i++ {
+		if !expandOne(dst, codes[i], i, tab, esc, exc, &x) {
+			return false
+		}
 	}
 	if len(dst)&1 != 0 {
 		if x >= len(exc) {
@@ -518,6 +540,20 @@ func expandPairs(dst, codes []byte, tab *[256]uint16, esc byte, exc []byte) bool
 		x++
 	}
 	return x == len(exc)
+}
+
+func expandOne(dst []byte, c byte, i int, tab *[256]uint32, esc byte, exc []byte, x *int) bool {
+	t := tab[c]
+	if t>>16 == 0 {
+		dst[2*i], dst[2*i+1] = byte(t), byte(t>>8)
+		return true
+	}
+	if c != esc || *x+2 > len(exc) {
+		return false
+	}
+	dst[2*i], dst[2*i+1] = exc[*x], exc[*x+1]
+	*x += 2
+	return true
 }
 
 // huffDecode decodes a huff0 block (table + data) into dst, whose capacity

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"neuralzip/codec"
+)
+
+func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("decompress", "[-o OUT] [-f] [-threads N] [-tensor NAME] [-q] IN.nzip", stderr)
+	out := fs.String("o", "", "output file, - for stdout (default IN without .nzip); a directory for multi-file archives (default beside IN)")
+	force := fs.Bool("f", false, "overwrite existing output files")
+	threads := fs.Int("threads", 0, "blocks decoded in parallel (default: all CPUs)")
+	tensor := fs.String("tensor", "", "write only this tensor's raw bytes (decodes only the blocks that hold it); needs -o")
+	quiet := fs.Bool("q", false, "print nothing on success")
+	if err := parse(fs, args, 1, 1); err != nil {
+		return err
+	}
+	if *threads < 0 {
+		fmt.Fprintln(stderr, "nzip decompress: -threads must not be negative")
+		return errUsage
+	}
+	in := fs.Arg(0)
+	rd, f, err := openArchive(in)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	defer rd.Close()
+	opt := codec.Options{Threads: *threads, Context: ctx}
+
+	if *tensor != "" {
+		if *out == "" {
+			fmt.Fprintln(stderr, "nzip decompress: -tensor needs -o FILE (or -o - for stdout)")
+			return errUsage
+		}
+		data, info, err := rd.Tensor(*tensor)
+		if err != nil {
+			return fmt.Errorf("%s: %w", in, err)
+		}
+		if err := writeOutput(*out, *force, in, stdout, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+			return err
+		}
+		if !*quiet && *out != "-" {
+			fmt.Fprintf(stderr, "%s: tensor %s (%v %v, %s) -> %s\n", in, info.Name, info.DType, info.Shape, humanBytes(info.Length), *out)
+		}
+		return nil
+	}
+
+	files := rd.Files()
+	start := time.Now()
+	var total int64
+	for _, fi := range files {
+		total += fi.Size
+	}
+	bar := newProgress(stderr, total, "decompress", *quiet || *out == "-")
+	var base int64
+	opt.Progress = func(done, _ int64) { bar.update(base+done, total) }
+	defer bar.finish()
+
+	if len(files) == 1 {
+		dest := *out
+		if dest == "" {
+			if !strings.HasSuffix(in, ".nzip") || len(in) == len(".nzip") {
+				fmt.Fprintf(stderr, "nzip decompress: %s does not end in .nzip; name the output with -o\n", in)
+				return errUsage
+			}
+			dest = strings.TrimSuffix(in, ".nzip")
+		}
+		err := writeOutput(dest, *force, in, stdout, func(w io.Writer) error { return rd.WriteFile(w, 0, opt) })
+		if err != nil {
+			return err
+		}
+		if !*quiet && dest != "-" {
+			el := time.Since(start).Seconds()
+			fmt.Fprintf(stderr, "%s: %s in %.2fs, %.0f MB/s -> %s (SHA-256 verified)\n", in, humanBytes(total), el, float64(total)/el/1e6, dest)
+		}
+		return nil
+	}
+
+	// several files: restore them into a directory
+	dir := *out
+	if dir == "-" {
+		return fmt.Errorf("%s: holds %d files; cannot write them to stdout", in, len(files))
+	}
+	if dir == "" {
+		dir = filepath.Dir(in)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i, fi := range files {
+		if err := safeName(fi.Name); err != nil {
+			return fmt.Errorf("%s: %w", in, err)
+		}
+		dest := filepath.Join(dir, fi.Name)
+		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+			return err
+		}
+		if err := writeOutput(dest, *force, in, stdout, func(w io.Writer) error { return rd.WriteFile(w, i, opt) }); err != nil {
+			return err
+		}
+		base += fi.Size
+	}
+	if !*quiet {
+		el := time.Since(start).Seconds()
+		fmt.Fprintf(stderr, "%s: %d files, %s in %.2fs -> %s (SHA-256 verified)\n", in, len(files), humanBytes(total), el, dir)
+	}
+	return nil
+}
+
+// writeOutput writes through fill to dest ("-" is stdout) via a temporary
+// file that replaces dest only when everything succeeded.
+func writeOutput(dest string, force bool, input string, stdout io.Writer, fill func(io.Writer) error) error {
+	if dest == "-" {
+		bw := bufio.NewWriterSize(stdout, 1<<20)
+		if err := fill(bw); err != nil {
+			return fmt.Errorf("%s: %w", input, err)
+		}
+		return bw.Flush()
+	}
+	w, err := createOutput(dest, force, []string{input}, 0o644)
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	bw := bufio.NewWriterSize(w, 1<<20)
+	if err := fill(bw); err != nil {
+		return fmt.Errorf("%s: %w", input, err)
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return w.Commit()
+}

@@ -1,0 +1,295 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"neuralzip/analysis"
+	"neuralzip/codec"
+	"neuralzip/dtype"
+)
+
+type tensorReport struct {
+	Name       string  `json:"name"`
+	DType      string  `json:"dtype"`
+	Type       string  `json:"type,omitempty"`
+	Shape      []int64 `json:"shape"`
+	Offset     int64   `json:"offset"`
+	Bytes      int64   `json:"bytes"`
+	Values     int64   `json:"values,omitempty"`
+	ExpEntropy float64 `json:"exp_entropy_bits,omitempty"`
+	Bound      float64 `json:"bound_bytes,omitempty"`
+	Compressed float64 `json:"compressed_bytes,omitempty"`
+	float      bool
+}
+
+type fileReport struct {
+	Name        string         `json:"name"`
+	Format      string         `json:"format"`
+	Size        int64          `json:"size"`
+	SHA256      string         `json:"sha256,omitempty"`
+	Compressed  int64          `json:"compressed_bytes,omitempty"`
+	Tensors     []tensorReport `json:"tensors"`
+	FloatValues int64          `json:"float_values"`
+	FloatBytes  int64          `json:"float_bytes"`
+	ExpEntropy  float64        `json:"exp_entropy_bits"` // value-weighted mean over float tensors
+	Bound       float64        `json:"bound_bytes"`      // float tensors at their order-0 bound, all other bytes raw
+	BoundRatio  float64        `json:"bound_ratio"`      // size / bound
+	Ratio       float64        `json:"ratio,omitempty"`  // size / compressed (archives)
+}
+
+type inspectReport struct {
+	Path         string       `json:"path"`
+	Kind         string       `json:"kind"` // "checkpoint" or "archive"
+	ArchiveBytes int64        `json:"archive_bytes,omitempty"`
+	Files        []fileReport `json:"files"`
+}
+
+func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("inspect", "[-json] FILE", stderr)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parse(fs, args, 1, 1); err != nil {
+		return err
+	}
+	path := fs.Arg(0)
+	rep, err := inspectPath(ctx, path, stderr)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", " ")
+		return enc.Encode(rep)
+	}
+	printInspect(stdout, rep)
+	return nil
+}
+
+func isArchive(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var m [8]byte
+	n, _ := io.ReadFull(f, m[:])
+	return n == 8 && m == codec.Magic
+}
+
+func inspectPath(ctx context.Context, path string, stderr io.Writer) (*inspectReport, error) {
+	if isArchive(path) {
+		return inspectArchive(ctx, path)
+	}
+	files, err := openModel(path, stderr)
+	if err != nil {
+		return nil, err
+	}
+	defer closeInputs(files)
+	rep := &inspectReport{Path: path, Kind: "checkpoint"}
+	for _, f := range files {
+		fr := fileReport{Name: f.name, Format: f.format, Size: f.size}
+		for _, s := range f.segs {
+			if !s.IsTensor() {
+				continue
+			}
+			tr := newTensorReport(s.Name, s.DType, s.Type, s.Shape, s.Offset, s.Length)
+			if acc, ok := analysis.NewAccumulator(s.DType); ok {
+				if err := copyRange(acc, f.f, s.Offset, s.Length); err != nil {
+					return nil, fmt.Errorf("%s: %w", f.path, err)
+				}
+				tr.setStats(acc.Stats())
+			}
+			fr.Tensors = append(fr.Tensors, tr)
+		}
+		fr.finish()
+		rep.Files = append(rep.Files, fr)
+	}
+	return rep, nil
+}
+
+func newTensorReport(name string, d dtype.DType, typ string, shape []int64, off, length int64) tensorReport {
+	ds := d.String()
+	if d == dtype.Invalid {
+		ds = "-"
+	}
+	if shape == nil {
+		shape = []int64{}
+	}
+	return tensorReport{Name: name, DType: ds, Type: typ, Shape: shape, Offset: off, Bytes: length}
+}
+
+func (t *tensorReport) setStats(st analysis.FloatStats) {
+	t.float = true
+	t.Values = st.Values
+	t.ExpEntropy = st.ExpEntropy
+	t.Bound = st.Bound()
+}
+
+// finish computes a file's totals.
+func (fr *fileReport) finish() {
+	var hsum float64
+	for _, t := range fr.Tensors {
+		if !t.float {
+			continue
+		}
+		fr.FloatValues += t.Values
+		fr.FloatBytes += t.Bytes
+		fr.Bound += t.Bound
+		hsum += t.ExpEntropy * float64(t.Values)
+	}
+	if fr.FloatValues > 0 {
+		fr.ExpEntropy = hsum / float64(fr.FloatValues)
+	}
+	fr.Bound += float64(fr.Size - fr.FloatBytes)
+	if fr.Bound > 0 {
+		fr.BoundRatio = float64(fr.Size) / fr.Bound
+	}
+	if fr.Compressed > 0 {
+		fr.Ratio = float64(fr.Size) / float64(fr.Compressed)
+	}
+}
+
+func copyRange(w io.Writer, r io.ReaderAt, off, n int64) error {
+	_, err := io.Copy(w, io.NewSectionReader(r, off, n))
+	return err
+}
+
+// tensorTee receives a file's bytes in order and feeds each float tensor's
+// accumulator.
+type tensorTee struct {
+	pos     int64
+	tensors []codec.TensorInfo
+	accs    []*analysis.Accumulator
+	next    int
+}
+
+func (t *tensorTee) Write(p []byte) (int, error) {
+	end := t.pos + int64(len(p))
+	for t.next < len(t.tensors) && t.tensors[t.next].Offset+t.tensors[t.next].Length <= t.pos {
+		t.next++
+	}
+	for j := t.next; j < len(t.tensors) && t.tensors[j].Offset < end; j++ {
+		tn := t.tensors[j]
+		if t.accs[j] == nil {
+			continue
+		}
+		a := max(tn.Offset, t.pos)
+		b := min(tn.Offset+tn.Length, end)
+		if a < b {
+			t.accs[j].Write(p[a-t.pos : b-t.pos])
+		}
+	}
+	t.pos = end
+	return len(p), nil
+}
+
+func inspectArchive(ctx context.Context, path string) (*inspectReport, error) {
+	rd, f, err := openArchive(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	defer rd.Close()
+	st, _ := f.Stat()
+	rep := &inspectReport{Path: path, Kind: "archive", ArchiveBytes: st.Size()}
+	for i, fi := range rd.Files() {
+		fr := fileReport{Name: fi.Name, Format: fi.Format, Size: fi.Size, SHA256: hex.EncodeToString(fi.SHA256[:]), Compressed: fi.Compressed}
+		tee := &tensorTee{tensors: fi.Tensors, accs: make([]*analysis.Accumulator, len(fi.Tensors))}
+		for j, tn := range fi.Tensors {
+			tee.accs[j], _ = analysis.NewAccumulator(tn.DType)
+		}
+		if err := rd.WriteFile(tee, i, codec.Options{Context: ctx}); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		blocks := fi.Blocks()
+		for j, tn := range fi.Tensors {
+			tr := newTensorReport(tn.Name, tn.DType, tn.Type, tn.Shape, tn.Offset, tn.Length)
+			if tee.accs[j] != nil {
+				tr.setStats(tee.accs[j].Stats())
+			}
+			tr.Compressed = compressedShare(blocks, tn.Offset, tn.Length)
+			fr.Tensors = append(fr.Tensors, tr)
+		}
+		fr.finish()
+		rep.Files = append(rep.Files, fr)
+	}
+	return rep, nil
+}
+
+// compressedShare is the archive bytes attributable to [off, off+n): each
+// overlapping block contributes its compressed size in proportion to the
+// overlap (blocks that hold several small tensors are shared).
+func compressedShare(blocks []codec.BlockInfo, off, n int64) float64 {
+	var s float64
+	for _, b := range blocks {
+		a := max(b.Offset, off)
+		e := min(b.Offset+b.Length, off+n)
+		if a < e && b.Length > 0 {
+			s += float64(b.Compressed) * float64(e-a) / float64(b.Length)
+		}
+	}
+	return s
+}
+
+func printInspect(w io.Writer, rep *inspectReport) {
+	for _, fr := range rep.Files {
+		fmt.Fprintf(w, "%s  (%s, %s, %d tensors)\n", fr.Name, fr.Format, humanBytes(fr.Size), len(fr.Tensors))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		hdr := "NAME\tDTYPE\tSHAPE\tBYTES\tH(EXP)\tBOUND\t"
+		if rep.Kind == "archive" {
+			hdr += "ARCHIVE\tRATIO\t"
+		}
+		fmt.Fprintln(tw, hdr)
+		for _, t := range fr.Tensors {
+			dt := t.DType
+			if dt == "-" {
+				dt = t.Type
+			}
+			line := fmt.Sprintf("%s\t%s\t%s\t%d\t", t.Name, dt, shapeString(t.Shape), t.Bytes)
+			if t.float {
+				line += fmt.Sprintf("%.3f\t%.0f\t", t.ExpEntropy, t.Bound)
+			} else {
+				line += "-\t-\t"
+			}
+			if rep.Kind == "archive" {
+				r := "-"
+				if t.Compressed > 0 {
+					r = fmt.Sprintf("%.3f", float64(t.Bytes)/t.Compressed)
+				}
+				line += fmt.Sprintf("%.0f\t%s\t", t.Compressed, r)
+			}
+			fmt.Fprintln(tw, line)
+		}
+		tw.Flush()
+		fmt.Fprintf(w, "float tensors: %d values, %s, mean exponent entropy %.3f bits\n", fr.FloatValues, humanBytes(fr.FloatBytes), fr.ExpEntropy)
+		fmt.Fprintf(w, "order-0 bound (exponents at their per-tensor entropy, other bits raw): %s, ratio %.4f\n", humanBytes(int64(fr.Bound)), fr.BoundRatio)
+		if rep.Kind == "archive" {
+			fmt.Fprintf(w, "archive: %s for this file, ratio %.4f (%.4f of the bound ratio)\n", humanBytes(fr.Compressed), fr.Ratio, fr.Ratio/fr.BoundRatio)
+			fmt.Fprintf(w, "sha256: %s\n", fr.SHA256)
+		}
+		fmt.Fprintln(w)
+	}
+	if rep.Kind == "archive" {
+		fmt.Fprintf(w, "archive %s: %s\n", rep.Path, humanBytes(rep.ArchiveBytes))
+	}
+}
+
+func shapeString(s []int64) string {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i, d := range s {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprint(&b, d)
+	}
+	b.WriteByte(']')
+	return strings.TrimSpace(b.String())
+}

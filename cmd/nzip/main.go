@@ -1,0 +1,113 @@
+// Command nzip compresses neural-network checkpoints losslessly.
+//
+//	nzip compress   [-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-q] IN
+//	nzip decompress [-o OUT] [-f] [-threads N] [-tensor NAME] [-q] IN.nzip
+//	nzip verify     [-threads N] IN.nzip
+//	nzip inspect    [-json] FILE
+//	nzip bench      [-json] [-codecs LIST] [-threads N] [-runs N] FILE...
+//
+// Exit status: 0 success, 1 failure (message on stderr starting with
+// "nzip:"), 2 usage error.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `nzip: lossless compression of neural-network checkpoints
+
+usage:
+  nzip compress   [-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-q] IN
+  nzip decompress [-o OUT] [-f] [-threads N] [-tensor NAME] [-q] IN.nzip
+  nzip verify     [-threads N] IN.nzip
+  nzip inspect    [-json] FILE
+  nzip bench      [-json] [-codecs LIST] [-threads N] [-runs N] FILE...
+
+Run "nzip COMMAND -h" for the flags of a command.
+`
+
+// errUsage marks a usage error (exit status 2); the message has been printed.
+var errUsage = errors.New("usage")
+
+type command struct {
+	run func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]command{
+	"compress":   {runCompress},
+	"decompress": {runDecompress},
+	"verify":     {runVerify},
+	"inspect":    {runInspect},
+	"bench":      {runBench},
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes one command line and returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "nzip: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	err := c.run(ctx, args[1:], stdout, stderr)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	}
+	fmt.Fprintf(stderr, "nzip: %v\n", err)
+	return 1
+}
+
+// newFlags returns a flag set that reports errors instead of exiting.
+func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: nzip %s %s\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags; wrong flags and a wrong number of arguments are usage
+// errors.
+func parse(fs *flag.FlagSet, args []string, minArgs, maxArgs int) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return flag.ErrHelp
+		}
+		return errUsage
+	}
+	if n := fs.NArg(); n < minArgs || (maxArgs >= 0 && n > maxArgs) {
+		fmt.Fprintf(fs.Output(), "nzip %s: wrong number of arguments\n", fs.Name())
+		fs.Usage()
+		return errUsage
+	}
+	return nil
+}

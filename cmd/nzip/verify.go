@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"neuralzip/codec"
+)
+
+func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("verify", "[-threads N] IN.nzip", stderr)
+	threads := fs.Int("threads", 0, "blocks decoded in parallel (default: all CPUs)")
+	if err := parse(fs, args, 1, 1); err != nil {
+		return err
+	}
+	in := fs.Arg(0)
+	rd, f, err := openArchive(in)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	defer rd.Close()
+	start := time.Now()
+	var total, blocks int64
+	for _, fi := range rd.Files() {
+		total += fi.Size
+		blocks += int64(len(fi.Blocks()))
+	}
+	bar := newProgress(stderr, total, "verify", false)
+	var base int64
+	opt := codec.Options{Threads: *threads, Context: ctx, Progress: func(done, _ int64) { bar.update(base+done, total) }}
+	for i, fi := range rd.Files() {
+		if err := rd.WriteFile(io.Discard, i, opt); err != nil {
+			bar.finish()
+			return fmt.Errorf("%s: not bit-exact: %w", in, err)
+		}
+		base += fi.Size
+	}
+	bar.finish()
+	fmt.Fprintf(stdout, "%s: OK: %d file(s), %s in %d blocks; every block CRC-32C and file SHA-256 match (%.2fs)\n",
+		in, len(rd.Files()), humanBytes(total), blocks, time.Since(start).Seconds())
+	return nil
+}

@@ -1,0 +1,108 @@
+package baseline
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"runtime"
+	"time"
+
+	"neuralzip/codec"
+)
+
+// Measurement is one codec on one file, as `nzip bench -json` prints it.
+type Measurement struct {
+	File          string  `json:"file"`
+	Codec         string  `json:"codec"`
+	OriginalBytes int64   `json:"original_bytes"`
+	Compressed    int64   `json:"compressed_bytes"`
+	Ratio         float64 `json:"ratio"` // original / compressed
+	CompressMBs   float64 `json:"compress_mb_s"`
+	DecompressMBs float64 `json:"decompress_mb_s"`
+	RoundtripOK   bool    `json:"roundtrip_ok"`
+	Threads       int     `json:"threads"`
+	Runs          int     `json:"runs"`
+	Error         string  `json:"error,omitempty"`
+}
+
+// MeasureOptions bounds a measurement.
+type MeasureOptions struct {
+	Threads int           // passed to the codec (0 = GOMAXPROCS)
+	Runs    int           // compress and decompress up to this many times (0 = 3) ...
+	MaxTime time.Duration // ... but stop repeating once this much time went by (0 = 10s)
+}
+
+// Measure compresses and decompresses src with the codec called name,
+// keeping the best time of the runs (MB/s of original bytes, 1 MB = 10^6
+// bytes), and checks that the roundtrip is bit-exact (bytes and SHA-256).
+func Measure(name, file string, src []byte, segs []codec.Segment, opt MeasureOptions) Measurement {
+	m := Measurement{File: file, Codec: name, OriginalBytes: int64(len(src)), Threads: opt.Threads}
+	if m.Threads == 0 {
+		m.Threads = runtime.GOMAXPROCS(0)
+	}
+	runs := opt.Runs
+	if runs <= 0 {
+		runs = 3
+	}
+	maxTime := opt.MaxTime
+	if maxTime <= 0 {
+		maxTime = 10 * time.Second
+	}
+	c, err := New(name, Options{Threads: opt.Threads})
+	if err != nil {
+		m.Error = err.Error()
+		return m
+	}
+	var comp []byte
+	best := time.Duration(1<<63 - 1)
+	start := time.Now()
+	for r := 0; r < runs; r++ {
+		runtime.GC()
+		t0 := time.Now()
+		out, err := c.Compress(src, segs)
+		el := time.Since(t0)
+		if err != nil {
+			m.Error = fmt.Sprintf("compress: %v", err)
+			return m
+		}
+		comp = out
+		best = min(best, el)
+		m.Runs = r + 1
+		if time.Since(start) > maxTime {
+			break
+		}
+	}
+	m.Compressed = int64(len(comp))
+	if m.Compressed > 0 {
+		m.Ratio = float64(len(src)) / float64(m.Compressed)
+	}
+	m.CompressMBs = mbs(len(src), best)
+	var dec []byte
+	best = time.Duration(1<<63 - 1)
+	start = time.Now()
+	for r := 0; r < runs; r++ {
+		runtime.GC()
+		t0 := time.Now()
+		out, err := c.Decompress(comp)
+		el := time.Since(t0)
+		if err != nil {
+			m.Error = fmt.Sprintf("decompress: %v", err)
+			return m
+		}
+		dec = out
+		best = min(best, el)
+		if time.Since(start) > maxTime {
+			break
+		}
+	}
+	m.DecompressMBs = mbs(len(src), best)
+	m.RoundtripOK = bytes.Equal(dec, src) && sha256.Sum256(dec) == sha256.Sum256(src)
+	return m
+}
+
+func mbs(n int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds() / 1e6
+}
