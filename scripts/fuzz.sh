@@ -1,13 +1,29 @@
 #!/bin/sh
 # Run every Go fuzz target of the module for $FUZZTIME each.
+#
+# Go 1.26's fuzz coordinator can end a duration-limited run with a spurious
+# "context deadline exceeded" and no crasher (golang/go#75804, fixed in Go
+# 1.27). A run counts as failed only when the target wrote a new failing
+# input to testdata/fuzz/ or failed for another reason.
 set -eu
 FUZZTIME=${FUZZTIME:-3s}
 GO=${GO:-go}
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 for pkg in $($GO list ./...); do
   dir=$($GO list -f '{{.Dir}}' "$pkg")
   targets=$(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u || true)
   for t in $targets; do
     echo "fuzz $pkg $t ($FUZZTIME)"
-    $GO test -run "^$" -fuzz "^$t\$" -fuzztime "$FUZZTIME" -fuzzminimizetime 5s "$pkg" >/tmp/nzip-fuzz.log 2>&1 || { cat /tmp/nzip-fuzz.log; exit 1; }
+    before=$(ls "$dir/testdata/fuzz/$t" 2>/dev/null | wc -l)
+    if ! $GO test -run '^$' -fuzz "^$t\$" -fuzztime "$FUZZTIME" -fuzzminimizetime 5s "$pkg" >"$log" 2>&1; then
+      after=$(ls "$dir/testdata/fuzz/$t" 2>/dev/null | wc -l)
+      if [ "$after" = "$before" ] && grep -q 'context deadline exceeded' "$log" && ! grep -q 'Failing input' "$log"; then
+        echo "  (ignored golang/go#75804 shutdown race: no failing input was written)"
+        continue
+      fi
+      cat "$log"
+      exit 1
+    fi
   done
 done
