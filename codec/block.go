@@ -268,12 +268,14 @@ func (b *blockDecoder) decodeFloat(dst, src []byte, d dtype.DType) error {
 		if src, err = b.st.decodeStream(b.syms[:n], src, f.symW()); err != nil {
 			return err
 		}
+		var planes [8][]byte
 		for p := 0; p < np; p++ {
-			if src, err = b.st.decodeStream(b.planes[p][:n], src, f.planeW(p)); err != nil {
+			// a packed 8-bit plane is used where it lies, without a copy
+			if planes[p], src, err = b.st.decodeStreamRef(b.planes[p][:n], src, f.planeW(p)); err != nil {
 				return err
 			}
 		}
-		merge(dst, n, f, b.syms, b.planes[:np])
+		merge(dst, n, f, b.syms, planes[:np])
 	case formPlanes:
 		b.buffers(n, size)
 		for p := 0; p < size; p++ {

@@ -132,11 +132,13 @@ func (r *Reader) decodeBlock(bd *blockDecoder, fi, bi int, dst []byte, comp *[]b
 	return nil
 }
 
+// decTask is a run of consecutive blocks of one file, decoded by one
+// worker (see encTask).
 type decTask struct {
-	block int
-	out   *[]byte
-	err   error
-	done  chan struct{}
+	first, end int // blocks [first, end)
+	out        *[]byte
+	err        error
+	done       chan struct{}
 }
 
 // WriteFile decodes file fi and writes it to w in order, decoding blocks in
@@ -155,7 +157,7 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 	defer cancel()
 	window := 2*threads + 2
 	order := make(chan *decTask, window)
-	work := make(chan *decTask)
+	work := make(chan *decTask, window)
 	var wg sync.WaitGroup
 	for t := 0; t < threads; t++ {
 		wg.Add(1)
@@ -166,8 +168,13 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 			comp := getBuf(0)
 			defer putBuf(comp)
 			for t := range work {
-				t.out = getBuf(int(f.blocks[t.block].origLen))
-				t.err = r.decodeBlock(bd, fi, t.block, *t.out, comp)
+				base := f.blocks[t.first].origOff
+				last := f.blocks[t.end-1]
+				t.out = getBuf(int(last.origOff + last.origLen - base))
+				for b := t.first; b < t.end && t.err == nil; b++ {
+					k := f.blocks[b]
+					t.err = r.decodeBlock(bd, fi, b, (*t.out)[k.origOff-base:k.origOff-base+k.origLen], comp)
+				}
 				close(t.done)
 			}
 		}()
@@ -175,8 +182,14 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 	go func() {
 		defer close(work)
 		defer close(order)
-		for i := range f.blocks {
-			t := &decTask{block: i, done: make(chan struct{})}
+		for i := 0; i < len(f.blocks); {
+			j, sz := i, int64(0)
+			for j < len(f.blocks) && (sz < minTaskBytes || j == i) {
+				sz += f.blocks[j].origLen
+				j++
+			}
+			t := &decTask{first: i, end: j, done: make(chan struct{})}
+			i = j
 			select {
 			case order <- t:
 			case <-ctx.Done():

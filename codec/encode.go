@@ -79,33 +79,52 @@ type Result struct {
 	Compressed int64 // bytes of the archive
 }
 
-// encTask is one block in flight.
+// encTask is a run of consecutive blocks of one file in flight: they are
+// read with one ReadAt and coded by one worker, so small blocks do not each
+// pay for a hand-off between goroutines.
 type encTask struct {
-	file    int
-	plan    blockPlan
-	in      *[]byte
-	out     *[]byte
-	kind    byte
-	crc     uint32
-	err     error
-	done    chan struct{}
-	lastOfF bool
+	file  int
+	plans []blockPlan
+	in    *[]byte // original bytes of all blocks
+	out   *[]byte // payloads of all blocks, back to back
+	info  []blockInfo
+	err   error
+	done  chan struct{}
 }
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1<<16); return &b }}
+// minTaskBytes: consecutive blocks are grouped into tasks of at least this
+// many original bytes (or the rest of the file).
+const minTaskBytes = 256 << 10
+
+// freeBufs recycles block buffers (inputs, payloads, outputs) between
+// blocks and calls. A bounded free list rather than a sync.Pool: the pool
+// is emptied at every garbage collection and hands buffers to other Ps, and
+// block buffers are large enough that reallocating them dominated small
+// blocks.
+var freeBufs = make(chan *[]byte, 64)
 
 func getBuf(n int) *[]byte {
-	p := bufPool.Get().(*[]byte)
+	var p *[]byte
+	select {
+	case p = <-freeBufs:
+	default:
+		b := make([]byte, 0, max(n, 1<<16))
+		p = &b
+	}
 	if cap(*p) < n {
-		*p = make([]byte, n)
+		*p = make([]byte, n, n+n/4)
 	}
 	*p = (*p)[:n]
 	return p
 }
 
 func putBuf(p *[]byte) {
-	if p != nil && cap(*p) <= 8<<20 {
-		bufPool.Put(p)
+	if p == nil || cap(*p) > 8<<20 {
+		return
+	}
+	select {
+	case freeBufs <- p:
+	default:
 	}
 }
 
@@ -129,14 +148,10 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	ctx, cancel := context.WithCancel(opt.ctx())
 	defer cancel()
 
-	// Plan every file first (cheap: segment lists only).
+	// Plan every file first (cheap: segment lists only) and group the
+	// blocks into tasks.
 	idx := &indexData{chunkValues: chunk}
-	type job struct {
-		file int
-		plan blockPlan
-		last bool
-	}
-	var jobs []job
+	var tasks []*encTask
 	var total int64
 	for i, in := range inputs {
 		if in.Size < 0 {
@@ -146,8 +161,14 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		if err != nil {
 			return res, fmt.Errorf("codec: input %q: %w", in.Name, err)
 		}
-		for j, p := range plans {
-			jobs = append(jobs, job{i, p, j == len(plans)-1})
+		for j := 0; j < len(plans); {
+			k, sz := j, int64(0)
+			for k < len(plans) && (sz < minTaskBytes || k == j) {
+				sz += plans[k].length
+				k++
+			}
+			tasks = append(tasks, &encTask{file: i, plans: plans[j:k]})
+			j = k
 		}
 		f := &FileInfo{Name: in.Name, Size: in.Size, Format: in.Format}
 		for _, s := range in.Segments {
@@ -167,7 +188,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 
 	window := 2*threads + 2
 	order := make(chan *encTask, window)
-	work := make(chan *encTask)
+	work := make(chan *encTask, window)
 	var wg sync.WaitGroup
 	for t := 0; t < threads; t++ {
 		wg.Add(1)
@@ -177,7 +198,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 			be.zstd = zenc
 			defer blockEncoders.Put(be)
 			for t := range work {
-				t.err = encodeOne(be, inputs[t.file].R, t)
+				t.err = encodeTask(be, inputs[t.file].R, t)
 				close(t.done)
 			}
 		}()
@@ -185,8 +206,8 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	go func() {
 		defer close(work)
 		defer close(order)
-		for _, j := range jobs {
-			t := &encTask{file: j.file, plan: j.plan, done: make(chan struct{}), lastOfF: j.last}
+		for _, t := range tasks {
+			t.done = make(chan struct{})
 			select {
 			case order <- t:
 			case <-ctx.Done():
@@ -230,9 +251,9 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		if werr == nil {
 			hashes[t.file].Write(*t.in)
 			f := idx.files[t.file]
-			f.blocks = append(f.blocks, blockInfo{kind: t.kind, dtype: t.plan.dtype, origLen: t.plan.length, compLen: int64(len(*t.out)), crc: t.crc})
+			f.blocks = append(f.blocks, t.info...)
 			werr = write(*t.out)
-			done += t.plan.length
+			done += int64(len(*t.in))
 			if opt.Progress != nil {
 				opt.Progress(done, total)
 			}
@@ -276,27 +297,37 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	return res, nil
 }
 
-// encodeOne reads and codes one block.
-func encodeOne(be *blockEncoder, r io.ReaderAt, t *encTask) error {
-	t.in = getBuf(int(t.plan.length))
-	if err := readFull(r, *t.in, t.plan.off); err != nil {
+// encodeTask reads the blocks of a task and codes them one by one.
+func encodeTask(be *blockEncoder, r io.ReaderAt, t *encTask) error {
+	first, last := t.plans[0], t.plans[len(t.plans)-1]
+	t.in = getBuf(int(last.off + last.length - first.off))
+	if err := readFull(r, *t.in, first.off); err != nil {
 		return err
 	}
-	in := *t.in
-	t.crc = crc32.Checksum(in, castagnoli)
 	t.out = getBuf(0)
 	out := (*t.out)[:0]
-	if t.plan.float {
-		out = be.encodeFloat(out, in, t.plan.dtype)
-		t.kind = kindFloat
-		// A float block never stores more than the raw bytes plus a
-		// small header; if it would, store it.
-		if len(out) >= len(in)+1 {
-			out = append(out[:0], in...)
-			t.kind = kindStored
+	t.info = t.info[:0]
+	for _, p := range t.plans {
+		in := (*t.in)[p.off-first.off : p.off-first.off+p.length]
+		mark := len(out)
+		var kind byte
+		if p.float {
+			out = be.encodeFloat(out, in, p.dtype)
+			kind = kindFloat
+			// A float block never stores more than the raw bytes plus a
+			// small header; if it would, store it.
+			if len(out)-mark >= len(in)+1 {
+				out = append(out[:mark], in...)
+				kind = kindStored
+			}
+		} else {
+			out, kind = be.encodeGeneric(out, in)
 		}
-	} else {
-		out, t.kind = be.encodeGeneric(out, in)
+		d := p.dtype
+		if kind != kindFloat {
+			d = 0
+		}
+		t.info = append(t.info, blockInfo{kind: kind, dtype: d, origLen: p.length, compLen: int64(len(out) - mark), crc: crc32.Checksum(in, castagnoli)})
 	}
 	*t.out = out
 	return nil

@@ -20,10 +20,6 @@ const (
 
 	// genericBlockSize bounds zstd/stored blocks.
 	genericBlockSize = 1 << 20
-	// minFloatValues: float tensors smaller than this are coded with the
-	// surrounding opaque bytes (a float block's headers would outweigh
-	// any gain).
-	minFloatValues = 64
 
 	// maxBlockLen is the largest original block length a reader accepts.
 	maxBlockLen = 1 << 22
@@ -85,7 +81,7 @@ func planBlocks(segs []Segment, size int64, chunk int) ([]blockPlan, error) {
 	for _, g := range segs {
 		ft := floatType(g.DType)
 		size := int64(ft.Size())
-		if ft == dtype.Invalid || g.Length%size != 0 || g.Length/size < minFloatValues {
+		if ft == dtype.Invalid || g.Length%size != 0 || g.Length == 0 {
 			continue // stays in the generic run
 		}
 		// generic bytes before this tensor

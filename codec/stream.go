@@ -40,14 +40,10 @@ const (
 const (
 	minHuffSymbols = 32   // below this a stream is stored packed
 	min4XSymbols   = 2048 // from here on the 4-stream huff0 layout decodes faster
-	minPairSymbols = 1024 // pair coding is tried from this many symbols on
+	minPairSymbols = 1024 // default of minPairSymbolsVar
 	maxPairK       = 15
 	pairSampleStep = 8   // appendSymbols ranks symbols by every 8th one
-	minExcHuff     = 128 // fewer exceptions than this are stored packed
-	// pairsSkipSingles: when fewer than 1 in this many symbols are
-	// exceptions, the singles coding is not tried.
-	pairsSkipSingles    = 16
-	pairsSkipSinglesMin = 16384
+	minExcHuff     = 1024 // fewer exceptions than this are stored packed
 )
 
 // streamEncoder holds the reusable state of one worker's stream coding.
@@ -101,7 +97,7 @@ const (
 // encoded.
 func (e *streamEncoder) appendStream(dst, syms []byte, w uint, hist *[256]uint32, allowPairs bool) []byte {
 	pairs := pairsNone
-	if allowPairs && len(syms) >= minPairSymbols {
+	if allowPairs && len(syms) >= minPairSymbolsVar {
 		pairs = pairsCompute
 	}
 	return e.choose(dst, syms, w, hist, pairs)
@@ -113,7 +109,7 @@ func (e *streamEncoder) appendStream(dst, syms []byte, w uint, hist *[256]uint32
 // counting pass over the symbols.
 func (e *streamEncoder) appendSymbols(dst, syms []byte, w uint) []byte {
 	n := len(syms)
-	if n < minPairSymbols {
+	if n < minPairSymbolsVar {
 		countHist(&e.hist, syms)
 		return e.choose(dst, syms, w, &e.hist, pairsNone)
 	}
@@ -156,22 +152,24 @@ func (e *streamEncoder) choose(dst, syms []byte, w uint, hist *[256]uint32, pair
 		if pairs == pairsCompute {
 			e.preparePairs(syms, w, hist)
 		}
-		// With few exceptions pairs beat singles on every real tensor we
-		// measured; skip building the singles table then.
-		trySingles := pairs == pairsNone || n < pairsSkipSinglesMin || len(e.exc)*pairsSkipSingles > n
-		if trySingles && e.single.build(hist) == nil {
-			if h, err := e.single.appendHeader(e.hdr[:0]); err == nil {
-				e.hdr = h
-				sz := huffSize(len(h), e.single.cost(hist), n)
-				sz += uvarintLen(uint64(sz))
-				if sz < best {
-					best, bestMode = sz, smHuff1
-				}
-			}
-		}
 		if pairs != pairsNone {
 			if sz, ok := e.pairCost(); ok && sz < best {
 				best, bestMode = sz, smPair1
+			}
+		}
+		// Singles cannot code below their order-0 entropy (plus a header
+		// of at least two bytes); build their table only when that bound
+		// leaves them a chance.
+		if hb, _ := entropyBits(hist, n); int(hb/8)+2 < best {
+			if e.single.build(hist) == nil {
+				if h, err := e.single.appendHeader(e.hdr[:0]); err == nil {
+					e.hdr = h
+					sz := huffSize(len(h), e.single.cost(hist), n)
+					sz += uvarintLen(uint64(sz))
+					if sz < best {
+						best, bestMode = sz, smHuff1
+					}
+				}
 			}
 		}
 	}
@@ -391,6 +389,18 @@ func (d *streamDecoder) decodeStream(dst, src []byte, w uint) ([]byte, error) {
 	return d.decode(dst, src, w, true)
 }
 
+// decodeStreamRef is decodeStream, except that a packed stream of width 8
+// is returned as a slice of src instead of being copied into dst. It
+// returns the symbols and the rest of src.
+func (d *streamDecoder) decodeStreamRef(dst, src []byte, w uint) (syms, rest []byte, err error) {
+	n := len(dst)
+	if w == 8 && len(src) > n && src[0] == smPacked {
+		return src[1 : 1+n], src[1+n:], nil
+	}
+	rest, err = d.decode(dst, src, w, true)
+	return dst, rest, err
+}
+
 func (d *streamDecoder) decode(dst, src []byte, w uint, allowPairs bool) ([]byte, error) {
 	n := len(dst)
 	if len(src) < 1 {
@@ -582,3 +592,6 @@ func (d *streamDecoder) huffDecode(dst, src []byte, x4 bool) error {
 	}
 	return nil
 }
+
+// minPairSymbolsVar: pair coding is tried from this many symbols on.
+var minPairSymbolsVar = minPairSymbols
