@@ -80,10 +80,23 @@ func (b *blockEncoder) encodeFloat(dst, src []byte, d dtype.DType) []byte {
 			histOK = true
 		}
 	} else {
-		statsGeneric(src, n, f, &b.stats)
+		if f.size == 2 && f.e == 5 {
+			statsF16(src[:2*n], &b.stats)
+		} else {
+			statsGeneric(src, n, f, &b.stats)
+		}
 		f.j, f.tz = chooseJoin(&b.stats, f, n)
 		b.buffers(n, f.planes())
-		splitGeneric(src, n, f, b.syms, b.planes[:f.planes()], &b.hist)
+		if f.size == 2 && f.e == 5 && f.tz == 0 {
+			splitF16(src[:2*n], f.j, b.syms[:n], b.planes[:f.planes()])
+			// the symbol histogram follows from the joint one
+			b.hist = [256]uint32{}
+			for s, c := range b.stats.top {
+				b.hist[s>>(b.stats.jmax-f.j)] += c
+			}
+		} else {
+			splitGeneric(src, n, f, b.syms, b.planes[:f.planes()], &b.hist)
+		}
 	}
 	dst = append(dst, formFields, byte(f.j), byte(f.tz))
 	if histOK {

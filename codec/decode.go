@@ -335,7 +335,7 @@ func Decode(w io.Writer, r io.ReaderAt, size int64, opt Options) error {
 // CompressBytes is Encode for one in-memory file.
 func CompressBytes(src []byte, segs []Segment, opt Options) ([]byte, error) {
 	var buf bytes.Buffer
-	buf.Grow(len(src)*3/4 + 4096)
+	buf.Grow(len(src) + len(src)/64 + 4096) // archives are at most slightly larger than the input
 	_, err := Encode(&buf, []Input{{Name: "model.bin", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, opt)
 	return buf.Bytes(), err
 }

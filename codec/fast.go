@@ -84,6 +84,10 @@ func merge(dst []byte, n int, f fieldSpec, syms []byte, planes [][]byte) {
 	if n == 0 {
 		return
 	}
+	if f.size == 2 && f.e == 5 && f.tz == 0 {
+		mergeF16(dst[:2*n], f.j, syms[:n], planes)
+		return
+	}
 	if f.j == 0 && f.tz == 0 {
 		switch {
 		case f.size == 2 && f.e == 8:
@@ -131,5 +135,99 @@ func mergeF32(dst, e, p0, p1, p2 []byte) {
 		d[1] = p1[i]
 		d[2] = ex<<7 | t&0x7f
 		d[3] = t&0x80 | ex>>1
+	}
+}
+
+// F16 (s1 e5 m10): the high byte of a value is s e5 m9 m8 and the low byte
+// m7..m0. For every join width j the symbol (e<<j | top j residual bits)
+// and the second residual plane (the other 3-j of s, m9, m8) are functions
+// of the high byte alone, and the first plane is the low byte (tz = 0). So
+// the split is a table lookup per value, and the merge the inverse lookup.
+
+// f16Perm[hi] = e<<3 | s<<2 | m9<<1 | m8, a permutation of the high byte.
+var f16Perm, f16Inv = func() (p, inv [256]byte) {
+	for hi := 0; hi < 256; hi++ {
+		e := hi >> 2 & 31
+		v := e<<3 | (hi>>7)<<2 | hi&3
+		p[hi] = byte(v)
+		inv[v] = byte(hi)
+	}
+	return
+}()
+
+// statsF16 computes fieldStats (jmax = 3) from the high bytes.
+func statsF16(src []byte, st *fieldStats) {
+	var h [4][256]uint32
+	var orLo, orHi byte
+	n := len(src) / 2
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		s := src[2*i : 2*i+8 : 2*i+8]
+		h[0][s[1]]++
+		h[1][s[3]]++
+		h[2][s[5]]++
+		h[3][s[7]]++
+		orLo |= s[0] | s[2] | s[4] | s[6]
+		orHi |= s[1] | s[3] | s[5] | s[7]
+	}
+	for ; i < n; i++ {
+		h[0][src[2*i+1]]++
+		orLo |= src[2*i]
+		orHi |= src[2*i+1]
+	}
+	*st = fieldStats{jmax: 3}
+	for hi := range 256 {
+		st.top[f16Perm[hi]] = h[0][hi] + h[1][hi] + h[2][hi] + h[3][hi]
+	}
+	// residual = s<<10 | m: sign bit 7 and m9 m8 of the high byte
+	st.orR = uint64(orLo) | uint64(orHi&3)<<8 | uint64(orHi>>7)<<10
+}
+
+// splitF16 is the fast split for F16 with tz = 0.
+func splitF16(src []byte, j uint, syms []byte, planes [][]byte) {
+	n := len(syms)
+	if n == 0 {
+		return
+	}
+	p0 := planes[0][:n]
+	_ = src[2*n-1]
+	if j == 3 {
+		for i := 0; i < n; i++ {
+			p0[i] = src[2*i]
+			syms[i] = f16Perm[src[2*i+1]]
+		}
+		return
+	}
+	p1 := planes[1][:n]
+	sh := 3 - j
+	mask := byte(1)<<sh - 1
+	for i := 0; i < n; i++ {
+		p0[i] = src[2*i]
+		c := f16Perm[src[2*i+1]]
+		syms[i] = c >> sh
+		p1[i] = c & mask
+	}
+}
+
+// mergeF16 is the inverse of splitF16.
+func mergeF16(dst []byte, j uint, syms []byte, planes [][]byte) {
+	n := len(syms)
+	if n == 0 {
+		return
+	}
+	p0 := planes[0][:n]
+	_ = dst[2*n-1]
+	if j == 3 {
+		for i := 0; i < n; i++ {
+			dst[2*i] = p0[i]
+			dst[2*i+1] = f16Inv[syms[i]]
+		}
+		return
+	}
+	p1 := planes[1][:n]
+	sh := 3 - j
+	for i := 0; i < n; i++ {
+		dst[2*i] = p0[i]
+		dst[2*i+1] = f16Inv[syms[i]<<sh|p1[i]]
 	}
 }

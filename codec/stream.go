@@ -97,10 +97,33 @@ const (
 // encoded.
 func (e *streamEncoder) appendStream(dst, syms []byte, w uint, hist *[256]uint32, allowPairs bool) []byte {
 	pairs := pairsNone
-	if allowPairs && len(syms) >= minPairSymbolsVar {
+	if allowPairs && len(syms) >= minPairSymbolsVar && pairCoverage(hist, len(syms)) {
 		pairs = pairsCompute
 	}
 	return e.choose(dst, syms, w, hist, pairs)
+}
+
+// pairCoverage reports whether the most frequent symbols cover enough of
+// the stream for pair coding to pay: with wide alphabets (exponents joined
+// with mantissa bits) most pairs would escape.
+func pairCoverage(hist *[256]uint32, n int) bool {
+	var top [maxPairK]uint32
+	for _, c := range hist {
+		if c > top[maxPairK-1] {
+			i := maxPairK - 1
+			for i > 0 && top[i-1] < c {
+				top[i] = top[i-1]
+				i--
+			}
+			top[i] = c
+		}
+	}
+	var cov uint64
+	for _, c := range top {
+		cov += uint64(c)
+	}
+	// the share of pairs with both symbols among the top must be ≥ 50 %
+	return cov*cov*10 >= uint64(n)*uint64(n)*5
 }
 
 // appendSymbols is appendStream for a stream whose histogram is not known

@@ -22,7 +22,7 @@ func twinInputs(t *testing.T, size int) [][]byte {
 		out = append(out, b)
 	}
 	if d := sharedDir(); d != "" {
-		for _, name := range []string{"real-bf16.safetensors", "real-f32.safetensors"} {
+		for _, name := range []string{"real-bf16.safetensors", "real-f32.safetensors", "real-f16.safetensors", "real-f16-native.safetensors"} {
 			src := realChunk(t, name, 100003)
 			if len(src)%size == 0 {
 				out = append(out, src)
@@ -150,4 +150,40 @@ func TestForcedFallbackRoundTrip(t *testing.T) {
 	defer func() { useAVX2 = true }()
 	src := realisticValues(dtype.BF16, 100000, 9)
 	roundTrip(t, src, []Segment{{Name: "w", DType: dtype.BF16, Offset: 0, Length: int64(len(src))}}, Options{})
+}
+
+func TestF16FastPathTwins(t *testing.T) {
+	base, _ := specFor(dtype.F16)
+	for _, src := range twinInputs(t, 2) {
+		n := len(src) / 2
+		var st1, st2 fieldStats
+		statsF16(src, &st1)
+		statsGeneric(src, n, base, &st2)
+		if st1 != st2 {
+			t.Fatalf("n=%d: statsF16 differs from statsGeneric", n)
+		}
+		for j := uint(0); j <= 3; j++ {
+			f := base
+			f.j = j
+			s1, s2 := make([]byte, n), make([]byte, n)
+			p1 := [][]byte{make([]byte, n), make([]byte, n)}
+			p2 := [][]byte{make([]byte, n), make([]byte, n)}
+			splitF16(src, j, s1, p1[:f.planes()])
+			var h [256]uint32
+			splitGeneric(src, n, f, s2, p2[:f.planes()], &h)
+			if !bytes.Equal(s1, s2) {
+				t.Fatalf("n=%d j=%d: symbols differ", n, j)
+			}
+			for p := 0; p < f.planes(); p++ {
+				if !bytes.Equal(p1[p], p2[p]) {
+					t.Fatalf("n=%d j=%d: plane %d differs", n, j, p)
+				}
+			}
+			out := make([]byte, 2*n)
+			merge(out, n, f, s1, p1[:f.planes()])
+			if !bytes.Equal(out, src) {
+				t.Fatalf("n=%d j=%d: merge does not restore", n, j)
+			}
+		}
+	}
 }
