@@ -236,7 +236,7 @@ func (b *blockDecoder) decode(dst, src []byte, kind byte, d dtype.DType) error {
 		copy(dst, src)
 		return nil
 	case kindZstd:
-		out, err := zstdDecode(dst[:0], src, len(dst), false)
+		out, err := zstdDecode(dst[:0:len(dst)], src, len(dst), false) // cap-limited: DecodeAll may use spare capacity
 		if err != nil {
 			return err
 		}

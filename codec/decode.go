@@ -350,13 +350,85 @@ func DecompressBytes(archive []byte, opt Options) ([]byte, error) {
 	if len(rd.idx.files) != 1 {
 		return nil, fmt.Errorf("codec: archive holds %d files", len(rd.idx.files))
 	}
-	f := rd.idx.files[0]
-	// f.Size was checked against the blocks, and every block against the
-	// archive's payload, but a block may expand a lot; the size is bounded
-	// by maxBlockLen per block.
-	out := bytes.NewBuffer(make([]byte, 0, min(f.Size, 64*int64(len(archive))+1<<20)))
-	if err := rd.WriteFile(out, 0, opt); err != nil {
+	return rd.ReadFile(0, opt)
+}
+
+// ReadFile decodes file fi into memory, decoding its blocks in parallel
+// straight into the result. It checks every block's CRC-32C and, unless
+// opt.SkipHash, the file's SHA-256.
+func (r *Reader) ReadFile(fi int, opt Options) ([]byte, error) {
+	if fi < 0 || fi >= len(r.idx.files) {
+		return nil, fmt.Errorf("%w: file %d", ErrNotFound, fi)
+	}
+	if err := opt.validate(); err != nil {
 		return nil, err
 	}
-	return out.Bytes(), nil
+	f := r.idx.files[fi]
+	// The size comes from the index, whose blocks were checked against the
+	// archive; still, a tiny archive can describe a huge file of zeros.
+	// Allocate up front only what a sane archive could hold and stream
+	// the rest.
+	if f.Size > 4096*r.size+64<<20 {
+		var buf bytes.Buffer
+		if err := r.WriteFile(&buf, fi, opt); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	}
+	out := make([]byte, f.Size)
+	threads := opt.threads()
+	ctx, cancel := context.WithCancel(opt.ctx())
+	defer cancel()
+	var next int64 // next block, taken atomically in task-sized runs
+	var mu sync.Mutex
+	var firstErr error
+	var firstBlock = len(f.blocks)
+	var wg sync.WaitGroup
+	for t := 0; t < threads; t++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bd := r.newBlockDecoder()
+			defer blockDecoders.Put(bd)
+			comp := getBuf(0)
+			defer putBuf(comp)
+			for ctx.Err() == nil {
+				mu.Lock()
+				i := int(next)
+				j, sz := i, int64(0)
+				for j < len(f.blocks) && (sz < minTaskBytes || j == i) {
+					sz += f.blocks[j].origLen
+					j++
+				}
+				next = int64(j)
+				mu.Unlock()
+				if i >= len(f.blocks) {
+					return
+				}
+				for b := i; b < j; b++ {
+					k := f.blocks[b]
+					if err := r.decodeBlock(bd, fi, b, out[k.origOff:k.origOff+k.origLen], comp); err != nil {
+						mu.Lock()
+						if b < firstBlock { // report the first damaged block
+							firstBlock, firstErr = b, err
+						}
+						mu.Unlock()
+						cancel()
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := opt.ctx().Err(); err != nil {
+		return nil, err
+	}
+	if !opt.SkipHash && sha256.Sum256(out) != f.SHA256 {
+		return nil, &CorruptError{Offset: -1, File: f.Name, Block: -1, Msg: fmt.Sprintf("file %q: SHA-256 does not match the stored %x", f.Name, f.SHA256), Err: ErrChecksum}
+	}
+	return out, nil
 }
