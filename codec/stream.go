@@ -42,7 +42,7 @@ const (
 	min4XSymbols   = 2048 // from here on the 4-stream huff0 layout decodes faster
 	minPairSymbols = 1024 // default of minPairSymbolsVar
 	maxPairK       = 15
-	pairSampleStep = 8   // appendSymbols ranks symbols by every 8th one
+	pairSampleStep = 8    // appendSymbols ranks symbols by every 8th one
 	minExcHuff     = 1024 // fewer exceptions than this are stored packed
 )
 
