@@ -20,7 +20,7 @@ type Measurement struct {
 	CompressMBs   float64 `json:"compress_mb_s"`
 	DecompressMBs float64 `json:"decompress_mb_s"`
 	RoundtripOK   bool    `json:"roundtrip_ok"`
-	Threads       int     `json:"threads"`
+	Threads       int     `json:"threads"` // threads the codec actually used
 	Runs          int     `json:"runs"`
 	Error         string  `json:"error,omitempty"`
 }
@@ -52,6 +52,9 @@ func Measure(name, file string, src []byte, segs []codec.Segment, opt MeasureOpt
 	if err != nil {
 		m.Error = err.Error()
 		return m
+	}
+	if st, ok := c.(interface{ Threads() int }); ok {
+		m.Threads = st.Threads() // a codec that does not parallelise says so
 	}
 	var comp []byte
 	best := time.Duration(1<<63 - 1)
