@@ -108,6 +108,24 @@ func (r *Reader) File(name string) (int, error) {
 
 func (r *Reader) newBlockDecoder() *blockDecoder { return blockDecoders.Get().(*blockDecoder) }
 
+// startWorkers runs fn on n goroutines, each with its own block decoder
+// and payload buffer; the returned function waits for them.
+func (r *Reader) startWorkers(n int, fn func(bd *blockDecoder, comp *[]byte)) (wait func()) {
+	var wg sync.WaitGroup
+	for t := 0; t < n; t++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bd := r.newBlockDecoder()
+			defer blockDecoders.Put(bd)
+			comp := getBuf(0)
+			defer putBuf(comp)
+			fn(bd, comp)
+		}()
+	}
+	return wg.Wait
+}
+
 // decodeBlock reads and decodes block bi of file fi into dst (len origLen),
 // checking its CRC.
 func (r *Reader) decodeBlock(bd *blockDecoder, fi, bi int, dst []byte, comp *[]byte) error {
@@ -158,36 +176,23 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 	window := 2*threads + 2
 	order := make(chan *decTask, window)
 	work := make(chan *decTask, window)
-	var wg sync.WaitGroup
-	for t := 0; t < threads; t++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			bd := r.newBlockDecoder()
-			defer blockDecoders.Put(bd)
-			comp := getBuf(0)
-			defer putBuf(comp)
-			for t := range work {
-				base := f.blocks[t.first].origOff
-				last := f.blocks[t.end-1]
-				t.out = getBuf(int(last.origOff + last.origLen - base))
-				for b := t.first; b < t.end && t.err == nil; b++ {
-					k := f.blocks[b]
-					t.err = r.decodeBlock(bd, fi, b, (*t.out)[k.origOff-base:k.origOff-base+k.origLen], comp)
-				}
-				close(t.done)
+	wait := r.startWorkers(threads, func(bd *blockDecoder, comp *[]byte) {
+		for t := range work {
+			base := f.blocks[t.first].origOff
+			last := f.blocks[t.end-1]
+			t.out = getBuf(int(last.origOff + last.origLen - base))
+			for b := t.first; b < t.end && t.err == nil; b++ {
+				k := f.blocks[b]
+				t.err = r.decodeBlock(bd, fi, b, (*t.out)[k.origOff-base:k.origOff-base+k.origLen], comp)
 			}
-		}()
-	}
+			close(t.done)
+		}
+	})
 	go func() {
 		defer close(work)
 		defer close(order)
 		for i := 0; i < len(f.blocks); {
-			j, sz := i, int64(0)
-			for j < len(f.blocks) && (sz < minTaskBytes || j == i) {
-				sz += f.blocks[j].origLen
-				j++
-			}
+			j := taskEnd(len(f.blocks), i, f.blockLen)
 			t := &decTask{first: i, end: j, done: make(chan struct{})}
 			i = j
 			select {
@@ -231,7 +236,7 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 		}
 		putBuf(t.out)
 	}
-	wg.Wait()
+	wait()
 	if werr != nil {
 		return werr
 	}
@@ -383,44 +388,31 @@ func (r *Reader) ReadFile(fi int, opt Options) ([]byte, error) {
 	var mu sync.Mutex
 	var firstErr error
 	var firstBlock = len(f.blocks)
-	var wg sync.WaitGroup
-	for t := 0; t < threads; t++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			bd := r.newBlockDecoder()
-			defer blockDecoders.Put(bd)
-			comp := getBuf(0)
-			defer putBuf(comp)
-			for ctx.Err() == nil {
-				mu.Lock()
-				i := int(next)
-				j, sz := i, int64(0)
-				for j < len(f.blocks) && (sz < minTaskBytes || j == i) {
-					sz += f.blocks[j].origLen
-					j++
-				}
-				next = int64(j)
-				mu.Unlock()
-				if i >= len(f.blocks) {
+	wait := r.startWorkers(threads, func(bd *blockDecoder, comp *[]byte) {
+		for ctx.Err() == nil {
+			mu.Lock()
+			i := int(next)
+			j := taskEnd(len(f.blocks), i, f.blockLen)
+			next = int64(j)
+			mu.Unlock()
+			if i >= len(f.blocks) {
+				return
+			}
+			for b := i; b < j; b++ {
+				k := f.blocks[b]
+				if err := r.decodeBlock(bd, fi, b, out[k.origOff:k.origOff+k.origLen], comp); err != nil {
+					mu.Lock()
+					if b < firstBlock { // report the first damaged block
+						firstBlock, firstErr = b, err
+					}
+					mu.Unlock()
+					cancel()
 					return
 				}
-				for b := i; b < j; b++ {
-					k := f.blocks[b]
-					if err := r.decodeBlock(bd, fi, b, out[k.origOff:k.origOff+k.origLen], comp); err != nil {
-						mu.Lock()
-						if b < firstBlock { // report the first damaged block
-							firstBlock, firstErr = b, err
-						}
-						mu.Unlock()
-						cancel()
-						return
-					}
-				}
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
+	wait()
 	if firstErr != nil {
 		return nil, firstErr
 	}

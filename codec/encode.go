@@ -96,6 +96,17 @@ type encTask struct {
 // many original bytes (or the rest of the file).
 const minTaskBytes = 256 << 10
 
+// taskEnd returns the end of the task that starts at block i of n, where
+// length(b) is block b's original length.
+func taskEnd(n, i int, length func(int) int64) int {
+	j, sz := i, int64(0)
+	for j < n && (sz < minTaskBytes || j == i) {
+		sz += length(j)
+		j++
+	}
+	return j
+}
+
 // freeBufs recycles block buffers (inputs, payloads, outputs) between
 // blocks and calls. A bounded free list rather than a sync.Pool: the pool
 // is emptied at every garbage collection and hands buffers to other Ps, and
@@ -162,11 +173,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 			return res, fmt.Errorf("codec: input %q: %w", in.Name, err)
 		}
 		for j := 0; j < len(plans); {
-			k, sz := j, int64(0)
-			for k < len(plans) && (sz < minTaskBytes || k == j) {
-				sz += plans[k].length
-				k++
-			}
+			k := taskEnd(len(plans), j, func(b int) int64 { return plans[b].length })
 			tasks = append(tasks, &encTask{file: i, plans: plans[j:k]})
 			j = k
 		}

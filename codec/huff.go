@@ -45,19 +45,10 @@ type huffTable struct {
 // annex K.3) does it. The code stays complete (Kraft sum exactly 1), as
 // huff0 requires. buildOptimal (package-merge) is the exact reference.
 func (t *huffTable) build(hist *[256]uint32) error {
-	t.hdrValid = false
-	// symbols by ascending count, then symbol: count<<8 | symbol sorts so
-	t.keys = t.keys[:0]
-	for s, c := range hist {
-		if c != 0 {
-			t.keys = append(t.keys, uint64(c)<<8|uint64(s))
-		}
+	n, err := t.sortKeys(hist)
+	if err != nil {
+		return err
 	}
-	n := len(t.keys)
-	if n < 2 {
-		return errHuffTooFew
-	}
-	slices.Sort(t.keys)
 	var a [256]uint64
 	for i, k := range t.keys {
 		a[i] = k >> 8
@@ -98,6 +89,23 @@ func (t *huffTable) build(hist *[256]uint32) error {
 	}
 	t.assignCodes()
 	return nil
+}
+
+// sortKeys fills t.keys with count<<8 | symbol of the symbols present, in
+// ascending order (by count, then symbol), and returns how many there are.
+func (t *huffTable) sortKeys(hist *[256]uint32) (int, error) {
+	t.hdrValid = false
+	t.keys = t.keys[:0]
+	for s, c := range hist {
+		if c != 0 {
+			t.keys = append(t.keys, uint64(c)<<8|uint64(s))
+		}
+	}
+	if len(t.keys) < 2 {
+		return 0, errHuffTooFew
+	}
+	slices.Sort(t.keys)
+	return len(t.keys), nil
 }
 
 // huffmanLengths replaces the ascending counts in a (at least two) by the
@@ -150,18 +158,10 @@ func huffmanLengths(a []uint64) {
 // buildOptimal makes the optimal length-limited code (package-merge). It is
 // slower than build and serves as its reference in tests.
 func (t *huffTable) buildOptimal(hist *[256]uint32) error {
-	t.hdrValid = false
-	t.keys = t.keys[:0]
-	for s, c := range hist {
-		if c != 0 {
-			t.keys = append(t.keys, uint64(c)<<8|uint64(s))
-		}
+	n, err := t.sortKeys(hist)
+	if err != nil {
+		return err
 	}
-	n := len(t.keys)
-	if n < 2 {
-		return errHuffTooFew
-	}
-	slices.Sort(t.keys)
 	// Level 0 holds the leaves; each higher level merges the leaves with
 	// the pairs of the level below. An item is its weight<<1, plus 1 for a
 	// leaf. The first 2n-2 items of the top level are the solution; a
@@ -311,6 +311,25 @@ func (t *huffTable) appendStream1(dst, src []byte) []byte {
 	return dst[:start+n]
 }
 
+// putCode adds one code (code | length<<16) to a bit container and flushes
+// its whole bytes to out at pos.
+func putCode(out []byte, c uint64, nb uint, pos int, e uint32) (uint64, uint, int) {
+	c |= uint64(e&0xffff) << (nb & 63)
+	nb += uint(e >> 16)
+	binary.LittleEndian.PutUint64(out[pos:], c)
+	pos += int(nb >> 3)
+	return c >> ((nb &^ 7) & 63), nb & 7, pos
+}
+
+// endStream adds the end-of-stream 1 bit and writes the last bytes; it
+// returns the stream length.
+func endStream(out []byte, c uint64, nb uint, pos int) int {
+	c |= 1 << nb
+	nb++
+	binary.LittleEndian.PutUint64(out[pos:], c)
+	return pos + int(nb+7)/8
+}
+
 // encodeHuffStream writes the stream into out (which has huffStreamMax
 // bytes) and returns its length.
 func encodeHuffStream(out, src []byte, enc *[256]uint32) int {
@@ -341,18 +360,9 @@ func encodeHuffStream(out, src []byte, enc *[256]uint32) int {
 	}
 	for i > 0 {
 		i--
-		e := enc[src[i]]
-		c |= uint64(e&0xffff) << (nb & 63)
-		nb += uint(e >> 16)
-		binary.LittleEndian.PutUint64(out[pos:], c)
-		pos += int(nb >> 3)
-		c >>= (nb &^ 7) & 63
-		nb &= 7
+		c, nb, pos = putCode(out, c, nb, pos, enc[src[i]])
 	}
-	c |= 1 << nb
-	nb++
-	binary.LittleEndian.PutUint64(out[pos:], c)
-	return pos + int(nb+7)/8
+	return endStream(out, c, nb, pos)
 }
 
 // append1X appends header and a 1-stream block.
@@ -414,23 +424,11 @@ func encodeHuffStreams2(out0, out1, src0, src1 []byte, enc *[256]uint32) (int, i
 	// bring the longer stream down to the shorter one's length
 	for i0 > i1 {
 		i0--
-		e := enc[src0[i0]]
-		c0 |= uint64(e&0xffff) << (nb0 & 63)
-		nb0 += uint(e >> 16)
-		binary.LittleEndian.PutUint64(out0[p0:], c0)
-		p0 += int(nb0 >> 3)
-		c0 >>= (nb0 &^ 7) & 63
-		nb0 &= 7
+		c0, nb0, p0 = putCode(out0, c0, nb0, p0, enc[src0[i0]])
 	}
 	for i1 > i0 {
 		i1--
-		e := enc[src1[i1]]
-		c1 |= uint64(e&0xffff) << (nb1 & 63)
-		nb1 += uint(e >> 16)
-		binary.LittleEndian.PutUint64(out1[p1:], c1)
-		p1 += int(nb1 >> 3)
-		c1 >>= (nb1 &^ 7) & 63
-		nb1 &= 7
+		c1, nb1, p1 = putCode(out1, c1, nb1, p1, enc[src1[i1]])
 	}
 	for i := i0; i >= 5; i -= 5 {
 		s := src0[i-5 : i]
@@ -469,26 +467,8 @@ func encodeHuffStreams2(out0, out1, src0, src1 []byte, enc *[256]uint32) (int, i
 	}
 	for i0 > 0 {
 		i0--
-		e := enc[src0[i0]]
-		c0 |= uint64(e&0xffff) << (nb0 & 63)
-		nb0 += uint(e >> 16)
-		binary.LittleEndian.PutUint64(out0[p0:], c0)
-		p0 += int(nb0 >> 3)
-		c0 >>= (nb0 &^ 7) & 63
-		nb0 &= 7
-		f := enc[src1[i0]]
-		c1 |= uint64(f&0xffff) << (nb1 & 63)
-		nb1 += uint(f >> 16)
-		binary.LittleEndian.PutUint64(out1[p1:], c1)
-		p1 += int(nb1 >> 3)
-		c1 >>= (nb1 &^ 7) & 63
-		nb1 &= 7
+		c0, nb0, p0 = putCode(out0, c0, nb0, p0, enc[src0[i0]])
+		c1, nb1, p1 = putCode(out1, c1, nb1, p1, enc[src1[i0]])
 	}
-	c0 |= 1 << nb0
-	nb0++
-	binary.LittleEndian.PutUint64(out0[p0:], c0)
-	c1 |= 1 << nb1
-	nb1++
-	binary.LittleEndian.PutUint64(out1[p1:], c1)
-	return p0 + int(nb0+7)/8, p1 + int(nb1+7)/8
+	return endStream(out0, c0, nb0, p0), endStream(out1, c1, nb1, p1)
 }

@@ -79,6 +79,8 @@ func kindName(k byte) string {
 	return fmt.Sprintf("kind%d", k)
 }
 
+func (f *FileInfo) blockLen(b int) int64 { return f.blocks[b].origLen }
+
 // Blocks lists the blocks of the file.
 func (f *FileInfo) Blocks() []BlockInfo {
 	out := make([]BlockInfo, len(f.blocks))

@@ -143,3 +143,16 @@ func uvarintLen(v int) int {
 	}
 	return n
 }
+
+// begin reads an archive's header and trailer and the segment count that
+// follows the header; every segment entry takes at least minEntry bytes.
+func (r *reader) begin(magic string, minEntry int) (origLen int, sum uint32, nseg int, err error) {
+	if origLen, err = r.header(magic); err != nil {
+		return
+	}
+	if sum, err = r.trailer(); err != nil {
+		return
+	}
+	nseg, err = r.length(r.remaining()/minEntry, "segment count")
+	return
+}

@@ -327,15 +327,7 @@ type dfDecBlk struct {
 
 func (c *dfloat11Codec) Decompress(comp []byte) ([]byte, error) {
 	r := &reader{codec: "dfloat11", b: comp}
-	origLen, err := r.header(magicDFloat11)
-	if err != nil {
-		return nil, err
-	}
-	sum, err := r.trailer()
-	if err != nil {
-		return nil, err
-	}
-	nseg, err := r.length(r.remaining()/3, "segment count")
+	origLen, sum, nseg, err := r.begin(magicDFloat11, 3)
 	if err != nil {
 		return nil, err
 	}

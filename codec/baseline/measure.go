@@ -57,23 +57,14 @@ func Measure(name, file string, src []byte, segs []codec.Segment, opt MeasureOpt
 		m.Threads = st.Threads() // a codec that does not parallelise says so
 	}
 	var comp []byte
-	best := time.Duration(1<<63 - 1)
-	start := time.Now()
-	for r := 0; r < runs; r++ {
-		runtime.GC()
-		t0 := time.Now()
-		out, err := c.Compress(src, segs)
-		el := time.Since(t0)
-		if err != nil {
-			m.Error = fmt.Sprintf("compress: %v", err)
-			return m
-		}
-		comp = out
-		best = min(best, el)
-		m.Runs = r + 1
-		if time.Since(start) > maxTime {
-			break
-		}
+	best, runsDone, err := bestOf(runs, maxTime, func() (err error) {
+		comp, err = c.Compress(src, segs)
+		return err
+	})
+	m.Runs = runsDone
+	if err != nil {
+		m.Error = fmt.Sprintf("compress: %v", err)
+		return m
 	}
 	m.Compressed = int64(len(comp))
 	if m.Compressed > 0 {
@@ -81,22 +72,13 @@ func Measure(name, file string, src []byte, segs []codec.Segment, opt MeasureOpt
 	}
 	m.CompressMBs = mbs(len(src), best)
 	var dec []byte
-	best = time.Duration(1<<63 - 1)
-	start = time.Now()
-	for r := 0; r < runs; r++ {
-		runtime.GC()
-		t0 := time.Now()
-		out, err := c.Decompress(comp)
-		el := time.Since(t0)
-		if err != nil {
-			m.Error = fmt.Sprintf("decompress: %v", err)
-			return m
-		}
-		dec = out
-		best = min(best, el)
-		if time.Since(start) > maxTime {
-			break
-		}
+	best, _, err = bestOf(runs, maxTime, func() (err error) {
+		dec, err = c.Decompress(comp)
+		return err
+	})
+	if err != nil {
+		m.Error = fmt.Sprintf("decompress: %v", err)
+		return m
 	}
 	m.DecompressMBs = mbs(len(src), best)
 	m.RoundtripOK = bytes.Equal(dec, src) && sha256.Sum256(dec) == sha256.Sum256(src)
@@ -108,4 +90,27 @@ func mbs(n int, d time.Duration) float64 {
 		return 0
 	}
 	return float64(n) / d.Seconds() / 1e6
+}
+
+// bestOf runs fn up to runs times (at least once, fewer once maxTime has
+// passed) and returns the shortest run and how many ran.
+func bestOf(runs int, maxTime time.Duration, fn func() error) (time.Duration, int, error) {
+	best := time.Duration(1<<63 - 1)
+	start := time.Now()
+	n := 0
+	for n < runs {
+		runtime.GC()
+		t0 := time.Now()
+		err := fn()
+		el := time.Since(t0)
+		n++
+		if err != nil {
+			return 0, n, err
+		}
+		best = min(best, el)
+		if time.Since(start) > maxTime {
+			break
+		}
+	}
+	return best, n, nil
 }

@@ -202,16 +202,8 @@ func (c *zipnnCodec) Compress(src []byte, segs []codec.Segment) ([]byte, error) 
 
 func (c *zipnnCodec) Decompress(comp []byte) ([]byte, error) {
 	r := &reader{codec: "zipnn", b: comp}
-	origLen, err := r.header(magicZipNN)
-	if err != nil {
-		return nil, err
-	}
-	sum, err := r.trailer()
-	if err != nil {
-		return nil, err
-	}
-	// Segment table: each entry takes at least two bytes.
-	nseg, err := r.length(r.remaining()/2, "segment count")
+	// segment table entries take at least two bytes
+	origLen, sum, nseg, err := r.begin(magicZipNN, 2)
 	if err != nil {
 		return nil, err
 	}
