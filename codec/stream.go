@@ -40,7 +40,7 @@ const (
 const (
 	minHuffSymbols = 32   // below this a stream is stored packed
 	min4XSymbols   = 2048 // from here on the 4-stream huff0 layout decodes faster
-	minPairSymbols = 1024 // default of minPairSymbolsVar
+	minPairSymbols = 8192 // default of minPairSymbolsVar: below this pairs gain too little for a second table
 	maxPairK       = 15
 	pairSampleStep = 8    // appendSymbols ranks symbols by every 8th one
 	minExcHuff     = 1024 // fewer exceptions than this are stored packed
