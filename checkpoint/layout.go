@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"neuralzip/dtype"
 )
@@ -75,6 +76,45 @@ type Layout struct {
 	// Shards lists, for a sharded index, the shard file names it references,
 	// sorted and without duplicates. It is nil for other formats.
 	Shards []string
+
+	// Companions lists the other files this file refers to and needs, sorted
+	// by name without duplicates: the shards of a sharded index, the weight
+	// files of a TF.js model.json, the external data of an ONNX model.
+	// OpenPath opens them; Open alone only describes them.
+	Companions []Companion
+}
+
+// A Companion is a file that another file of a model refers to.
+//
+// Name is relative to the referring file's directory, with "/" separators;
+// it is never absolute and never leaves that directory.
+//
+// When Segments is nil the companion describes itself: OpenPath reads it
+// with Open and requires Format (unless Format is empty). Otherwise the
+// companion holds bare bytes that the referring file describes (TF.js weight
+// shards, ONNX external data): Segments are its tensors, in any order, with
+// gaps allowed; OpenPath checks them against the file's size, fills the gaps
+// with opaque segments and names the result DataFormat.
+type Companion struct {
+	Name       string
+	Format     string
+	Segments   []Segment
+	DataFormat string
+}
+
+// ValidCompanionName reports whether name is a relative path that stays in
+// its directory: no empty, "." or ".." elements, no leading "/", no "\" or
+// NUL.
+func ValidCompanionName(name string) bool {
+	if name == "" || strings.ContainsAny(name, "\\\x00") || strings.HasPrefix(name, "/") {
+		return false
+	}
+	for _, e := range strings.Split(name, "/") {
+		if e == "" || e == "." || e == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // Tensors returns the tensor segments of l in file order.
@@ -153,6 +193,19 @@ func (l *Layout) Validate() error {
 	for i := 1; i < len(l.Shards); i++ {
 		if l.Shards[i-1] >= l.Shards[i] {
 			return fmt.Errorf("checkpoint: shards not sorted and unique at %q", l.Shards[i])
+		}
+	}
+	for i, c := range l.Companions {
+		if !ValidCompanionName(c.Name) {
+			return fmt.Errorf("checkpoint: companion name %q leaves its directory", c.Name)
+		}
+		if i > 0 && l.Companions[i-1].Name >= c.Name {
+			return fmt.Errorf("checkpoint: companions not sorted and unique at %q", c.Name)
+		}
+		for _, s := range c.Segments {
+			if s.Kind != Tensor || s.Offset < 0 || s.Length < 0 {
+				return fmt.Errorf("checkpoint: companion %q: bad segment %+v", c.Name, s)
+			}
 		}
 	}
 	return nil

@@ -21,11 +21,13 @@ type Model struct {
 	Files  []File
 }
 
-// OpenPath opens the checkpoint at path. A plain file is a model of one
-// File. A sharded safetensors index is the index file first, then every shard
-// it references, in sorted order, read from the index's directory, each with
-// its own layout. A missing shard, a shard that is not safetensors, or a
-// weight_map tensor that its shard does not hold is an error.
+// OpenPath opens the checkpoint at path with every file it needs. A plain
+// file is a model of one File. A file with companions (a sharded safetensors
+// index, a TF.js model.json, an ONNX model with external data) comes first,
+// followed by its companions in name order, read from its directory.
+// A missing companion, one of the wrong format, or one that cannot hold the
+// tensors the first file places in it is an error; so is a weight_map tensor
+// of a sharded index that its shard does not hold.
 func OpenPath(path string) (*Model, error) {
 	var wm map[string]string
 	f, err := openFile(path, func(r *os.File, size int64) (err error) {
@@ -36,37 +38,113 @@ func OpenPath(path string) (*Model, error) {
 		return nil, err
 	}
 	m := &Model{Format: f.Layout.Format, Files: []File{f}}
-	if f.Layout.Format != FormatSafetensorsIndex {
-		return m, nil
-	}
-	held := make(map[string]map[string]struct{}, len(f.Layout.Shards))
 	dir := filepath.Dir(path)
-	for _, shard := range f.Layout.Shards {
-		sf, err := openFile(filepath.Join(dir, shard), nil)
+	for _, c := range f.Layout.Companions {
+		cf, err := openCompanion(dir, f.Layout.Format, c)
 		if err != nil {
-			return nil, fmt.Errorf("checkpoint: %s: shard %q: %w", FormatSafetensorsIndex, shard, err)
+			return nil, err
 		}
-		if sf.Layout.Format != "safetensors" {
-			return nil, formatErr(FormatSafetensorsIndex, -1, ErrMalformed, "shard %q is %s, not safetensors", shard, sf.Layout.Format)
-		}
-		names := make(map[string]struct{})
-		for _, t := range sf.Layout.Tensors() {
-			names[t.Name] = struct{}{}
-		}
-		held[shard] = names
-		m.Files = append(m.Files, sf)
+		m.Files = append(m.Files, cf)
 	}
-	tensors := make([]string, 0, len(wm))
-	for name := range wm {
-		tensors = append(tensors, name)
-	}
-	slices.Sort(tensors)
-	for _, name := range tensors {
-		if _, ok := held[wm[name]][name]; !ok {
-			return nil, formatErr(FormatSafetensorsIndex, -1, ErrMalformed, "tensor %q not found in shard %q", name, wm[name])
+	if f.Layout.Format == FormatSafetensorsIndex {
+		held := make(map[string]map[string]struct{})
+		for _, sf := range m.Files[1:] {
+			names := make(map[string]struct{})
+			for _, t := range sf.Layout.Tensors() {
+				names[t.Name] = struct{}{}
+			}
+			held[sf.Name] = names
+		}
+		tensors := make([]string, 0, len(wm))
+		for name := range wm {
+			tensors = append(tensors, name)
+		}
+		slices.Sort(tensors)
+		for _, name := range tensors {
+			if _, ok := held[wm[name]][name]; !ok {
+				return nil, formatErr(FormatSafetensorsIndex, -1, ErrMalformed, "tensor %q not found in shard %q", name, wm[name])
+			}
 		}
 	}
 	return m, nil
+}
+
+// openCompanion opens companion c of a file of format owner in dir.
+func openCompanion(dir, owner string, c Companion) (File, error) {
+	if !ValidCompanionName(c.Name) {
+		return File{}, formatErr(owner, -1, ErrMalformed, "companion file %q leaves the model's directory", c.Name)
+	}
+	p := filepath.Join(dir, filepath.FromSlash(c.Name))
+	what := "companion"
+	if owner == FormatSafetensorsIndex {
+		what = "shard"
+	}
+	if c.Segments == nil {
+		cf, err := openFile(p, nil)
+		if err != nil {
+			return File{}, fmt.Errorf("checkpoint: %s: %s %q: %w", owner, what, c.Name, err)
+		}
+		if c.Format != "" && cf.Layout.Format != c.Format {
+			return File{}, formatErr(owner, -1, ErrMalformed, "%s %q is %s, not %s", what, c.Name, cf.Layout.Format, c.Format)
+		}
+		cf.Name = c.Name
+		return cf, nil
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return File{}, fmt.Errorf("checkpoint: %s: companion %q: %w", owner, c.Name, err)
+	}
+	if !st.Mode().IsRegular() {
+		return File{}, fmt.Errorf("checkpoint: %s: companion %q is not a regular file", owner, c.Name)
+	}
+	l, err := describedLayout(owner, c, st.Size())
+	if err != nil {
+		return File{}, err
+	}
+	return File{Path: p, Name: c.Name, Size: st.Size(), Layout: l}, nil
+}
+
+// describedLayout makes the layout of a companion of the given size from
+// the tensors its referring file places in it: tensors in offset order,
+// gaps and the rest of the file opaque.
+func describedLayout(owner string, c Companion, size int64) (*Layout, error) {
+	ts := slices.Clone(c.Segments)
+	slices.SortStableFunc(ts, func(a, b Segment) int {
+		switch {
+		case a.Offset < b.Offset:
+			return -1
+		case a.Offset > b.Offset:
+			return 1
+		}
+		return 0
+	})
+	format := c.DataFormat
+	if format == "" {
+		format = owner + "-data"
+	}
+	l := &Layout{Format: format, Size: size}
+	var pos int64
+	for _, t := range ts {
+		if t.Offset < 0 || t.Length < 0 || t.Offset > size || t.Length > size-t.Offset {
+			return nil, formatErr(owner, -1, ErrOutOfRange, "tensor %q at [%d,+%d) lies beyond the %d bytes of %q", t.Name, t.Offset, t.Length, size, c.Name)
+		}
+		if t.Offset < pos {
+			return nil, formatErr(owner, -1, ErrOverlap, "tensor %q at %d of %q overlaps the previous tensor ending at %d", t.Name, t.Offset, c.Name, pos)
+		}
+		if t.Offset > pos {
+			l.Segments = append(l.Segments, Segment{Kind: Opaque, Offset: pos, Length: t.Offset - pos})
+		}
+		t.Kind = Tensor
+		l.Segments = append(l.Segments, t)
+		pos = t.Offset + t.Length
+	}
+	if pos < size {
+		l.Segments = append(l.Segments, Segment{Kind: Opaque, Offset: pos, Length: size - pos})
+	}
+	if err := l.Validate(); err != nil {
+		return nil, formatErr(owner, -1, ErrMalformed, "companion %q: %v", c.Name, err)
+	}
+	return l, nil
 }
 
 // openFile opens one file and reads its layout. When the file is a sharded

@@ -82,6 +82,9 @@ func readIndex(r io.ReaderAt, size int64) (*Layout, map[string]string, error) {
 	}
 	slices.Sort(l.Shards)
 	l.Shards = slices.Compact(l.Shards)
+	for _, sh := range l.Shards {
+		l.Companions = append(l.Companions, Companion{Name: sh, Format: "safetensors"})
+	}
 	if len(idx.Metadata) > 0 {
 		l.Metadata = make(map[string]string, len(idx.Metadata))
 		for k, v := range idx.Metadata {
