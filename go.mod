@@ -10,6 +10,9 @@ require (
 )
 
 require (
+	github.com/google/flatbuffers v25.12.19+incompatible // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
+	github.com/nlpodyssey/gopickle v0.2.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 )

@@ -242,34 +242,3 @@ func sameMultiset(a, b []string) bool {
 	return true
 }
 
-// TestRealUnknownFiles checks that checkpoint formats this package does not
-// read yet (ONNX, TFLite, TorchScript, torch.save, rwkv.cpp, TF.js) open as
-// one opaque segment.
-func TestRealUnknownFiles(t *testing.T) {
-	dir := sharedDir(t)
-	var files []string
-	for _, pat := range []string{"*.onnx", "*.tflite", "*.jit", "*.pt", "*.bin", "*/*.json", "*/*.bin"} {
-		m, _ := filepath.Glob(filepath.Join(dir, "models/original", pat))
-		files = append(files, m...)
-	}
-	if len(files) < 10 {
-		t.Fatalf("found only %d non-checkpoint files: %v", len(files), files)
-	}
-	for _, f := range files {
-		m, err := OpenPath(f)
-		if err != nil {
-			t.Errorf("%s: %v", f, err)
-			continue
-		}
-		if len(m.Files) != 1 {
-			t.Fatalf("%s: %d files", f, len(m.Files))
-		}
-		l := m.Files[0].Layout
-		if m.Format != FormatUnknown || l.Format != FormatUnknown || len(l.Segments) != 1 || l.Segments[0].Length != m.Files[0].Size {
-			t.Errorf("%s: format %q with %d segments, want one opaque segment", f, l.Format, len(l.Segments))
-		}
-		if err := l.Validate(); err != nil {
-			t.Errorf("%s: %v", f, err)
-		}
-	}
-}
