@@ -241,4 +241,3 @@ func sameMultiset(a, b []string) bool {
 	}
 	return true
 }
-
