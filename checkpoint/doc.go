@@ -31,14 +31,32 @@
 //   - gguf.go: "gguf", GGUF versions 2 and 3, including quantised tensors
 //     (ggml.go holds the ggml type table). Shapes are reported in row-major
 //     order, the reverse of the ggml dims stored in the file.
+//   - rwkv.go: "rwkv", rwkv.cpp model files ("ggmf"): F32/F16 and quantised
+//     tensors, shapes reversed from ggml order like GGUF.
+//   - onnx.go: "onnx", protobuf ModelProto walked with protowire: initializers,
+//     tensors in node attributes (Constant nodes) at any subgraph depth,
+//     sparse initializers and functions; external data becomes companions
+//     ("onnx-external-data").
+//   - tflite.go: "tflite", the FlatBuffer model read by a small bounds-checked
+//     reader: each buffer a tensor typed by the first tensor that uses it.
+//   - tfjs.go: "tfjs", a TF.js model.json (graph or layers model). Its layout
+//     is one opaque segment; its weight files are companions whose tensors it
+//     describes ("tfjs-weights"), placed by the files' real sizes in OpenPath.
+//     A weight split across two files becomes "name" and "name#1".
+//   - pytorch.go: "pytorch", torch.save zips and TorchScript archives: the
+//     pickle (pickle.go, a bounded unpickler that executes nothing) names
+//     the storages (stored zip members, zipfile.go) by their tensors.
+//   - numpy.go: "npy" (.npy v1-v3) and "npz" (zips of .npy; stored members
+//     only). Big-endian multi-byte types keep dtype.Invalid and their descr.
 //
 // [Open] sniffs by content only; extensions are informative. A file that no
 // format matches has Format [FormatUnknown] and is one opaque segment (none
 // when it is empty); that is never an error. The unknown fallback is not a
 // registered format and [Formats] does not list it.
 //
-// A checkpoint that spans several files is a [Model]: [OpenPath] opens a
-// sharded index and every shard beside it.
+// A checkpoint that spans several files is a [Model]: [OpenPath] opens the
+// file and its [Companion] files (the shards of a sharded index, the weight
+// files of a TF.js model, ONNX external data) beside it.
 //
 // Only headers are read. Tensor data is never touched, so opening a file
 // costs time and memory in proportion to its header, not its size.

@@ -57,7 +57,9 @@ func (s Segment) NumElements() (n int64, ok bool) { return numElements(s.Shape) 
 // A Layout is the map of one file.
 type Layout struct {
 	// Format is the name of the format that read the file ("safetensors",
-	// "safetensors-index", "gguf") or "unknown".
+	// "safetensors-index", "gguf", "rwkv", "onnx", "tflite", "tfjs",
+	// "pytorch", "npy", "npz"), of the format that described a companion
+	// ("tfjs-weights", "onnx-external-data"), or "unknown".
 	Format string
 
 	// Size is the file size in bytes.

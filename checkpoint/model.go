@@ -37,6 +37,13 @@ func OpenPath(path string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f.Layout.Format == FormatTFJS {
+		// model.json does not record where its weight files cut the
+		// weights: place them by the files' real sizes.
+		if err := tfjsPlaceInShards(&f); err != nil {
+			return nil, err
+		}
+	}
 	m := &Model{Format: f.Layout.Format, Files: []File{f}}
 	dir := filepath.Dir(path)
 	for _, c := range f.Layout.Companions {

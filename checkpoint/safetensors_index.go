@@ -33,7 +33,8 @@ const indexMaxSize = 100 << 20
 
 func matchSafetensorsIndex(head []byte, size int64) bool {
 	h := bytes.TrimLeft(head, " \t\r\n")
-	return len(h) > 0 && h[0] == '{' && bytes.Contains(head, []byte(`"weight_map"`))
+	return len(h) > 0 && h[0] == '{' && bytes.Contains(head, []byte(`"weight_map"`)) &&
+		!bytes.Contains(head, []byte(`"weightsManifest"`)) && !bytes.Contains(head, []byte(`"modelTopology"`))
 }
 
 func openSafetensorsIndex(r io.ReaderAt, size int64) (*Layout, error) {

@@ -254,3 +254,53 @@ func TestSafeName(t *testing.T) {
 		}
 	}
 }
+
+// Multi-file models of every kind restore all their files: an ONNX model
+// with external data and a TF.js model with weights in a subdirectory.
+func TestMultiFileFixtures(t *testing.T) {
+	for _, c := range []struct {
+		dir, main string
+		files     []string
+	}{
+		{"../../checkpoint/testdata/onnx", "external.onnx", []string{"external.onnx", "external.bin", "whole.bin"}},
+		{"../../checkpoint/testdata/tfjs", "model.json", nil},
+	} {
+		work := t.TempDir()
+		// copy the fixture directory
+		filepath.Walk(c.dir, func(p string, info os.FileInfo, err error) error {
+			if err != nil || !info.Mode().IsRegular() {
+				return err
+			}
+			rel, _ := filepath.Rel(c.dir, p)
+			b, _ := os.ReadFile(p)
+			os.MkdirAll(filepath.Join(work, "in", filepath.Dir(rel)), 0o755)
+			return os.WriteFile(filepath.Join(work, "in", rel), b, 0o644)
+		})
+		in := filepath.Join(work, "in", c.main)
+		arc := filepath.Join(work, "m.nzip")
+		if code, _, errs := nzip(t, "compress", "-q", "-o", arc, in); code != 0 {
+			t.Fatalf("%s: compress: %s", c.main, errs)
+		}
+		out := filepath.Join(work, "out")
+		if code, _, errs := nzip(t, "decompress", "-q", "-o", out, arc); code != 0 {
+			t.Fatalf("%s: decompress: %s", c.main, errs)
+		}
+		n := 0
+		filepath.Walk(out, func(p string, info os.FileInfo, err error) error {
+			if err != nil || !info.Mode().IsRegular() {
+				return err
+			}
+			rel, _ := filepath.Rel(out, p)
+			want, err := os.ReadFile(filepath.Join(work, "in", rel))
+			got, _ := os.ReadFile(p)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s: %s not restored: %v", c.main, rel, err)
+			}
+			n++
+			return nil
+		})
+		if n < 2 || (c.files != nil && n != len(c.files)) {
+			t.Errorf("%s: %d files restored", c.main, n)
+		}
+	}
+}
