@@ -362,11 +362,7 @@ func (u *unpickler) step(op byte, at int) error {
 		}
 		return u.appendTo(at, items...)
 	case 's': // SETITEM
-		v, err := u.pop(at)
-		if err != nil {
-			return err
-		}
-		k, err := u.pop(at)
+		k, v, err := u.pop2(at)
 		if err != nil {
 			return err
 		}
@@ -430,11 +426,7 @@ func (u *unpickler) step(op byte, at int) error {
 		}
 		u.push(&pyGlobal{Module: module, Name: name})
 	case 0x93: // STACK_GLOBAL
-		name, err := u.pop(at)
-		if err != nil {
-			return err
-		}
-		module, err := u.pop(at)
+		module, name, err := u.pop2(at)
 		if err != nil {
 			return err
 		}
@@ -445,11 +437,7 @@ func (u *unpickler) step(op byte, at int) error {
 		}
 		u.push(&pyGlobal{Module: m, Name: n})
 	case 'R': // REDUCE
-		args, err := u.pop(at)
-		if err != nil {
-			return err
-		}
-		fn, err := u.pop(at)
+		fn, args, err := u.pop2(at)
 		if err != nil {
 			return err
 		}
@@ -463,21 +451,13 @@ func (u *unpickler) step(op byte, at int) error {
 		}
 		u.push(v)
 	case 0x81: // NEWOBJ
-		args, err := u.pop(at)
-		if err != nil {
-			return err
-		}
-		cls, err := u.pop(at)
+		cls, args, err := u.pop2(at)
 		if err != nil {
 			return err
 		}
 		u.push(&pyObject{Class: cls, Args: args})
 	case 0x92: // NEWOBJ_EX
-		kw, err := u.pop(at)
-		if err != nil {
-			return err
-		}
-		args, err := u.pop(at)
+		args, kw, err := u.pop2(at)
 		if err != nil {
 			return err
 		}
@@ -581,6 +561,18 @@ func (u *unpickler) floor() int {
 		return 0
 	}
 	return u.marks[len(u.marks)-1]
+}
+
+// pop2 pops the top two values and returns them in stack order (the one
+// below first).
+func (u *unpickler) pop2(at int) (below, top any, err error) {
+	if top, err = u.pop(at); err != nil {
+		return nil, nil, err
+	}
+	if below, err = u.pop(at); err != nil {
+		return nil, nil, err
+	}
+	return below, top, nil
 }
 
 func (u *unpickler) pop(at int) (any, error) {
