@@ -23,7 +23,9 @@ const (
 
 // blockEncoder is one worker's reusable encoding state.
 type blockEncoder struct {
-	st     streamEncoder
+	setup     *Setup  // shared tables, or nil
+	threshold float64 // see Options.SetupThreshold
+	st        streamEncoder
 	zstd   *zstd.Encoder
 	syms   []byte
 	planes [8][]byte
@@ -67,6 +69,47 @@ func (b *blockEncoder) encodeFloat(dst, src []byte, d dtype.DType) []byte {
 	}
 	n := len(src) / f.size
 	histOK := true
+	sec := b.setup.Section(d)
+	if sec != nil && n >= minSharedSymbols {
+		// the section fixes the join width; only the dropped bits vary
+		f.j = sec.Join
+		b.buffers(n, f.planes())
+		var orR uint64
+		if f.j == 0 {
+			orR, histOK = split(src, n, f, b.syms, b.planes[:f.planes()], &b.hist)
+		} else {
+			var st fieldStats
+			if f.size == 2 && f.e == 5 {
+				statsF16(src[:2*n], &st)
+			} else {
+				statsGeneric(src, n, f, &st)
+			}
+			orR = st.orR
+			histOK = false
+			if f.size == 2 && f.e == 5 {
+				splitF16(src[:2*n], f.j, b.syms[:n], b.planes[:f.planes()])
+			} else {
+				splitGeneric(src, n, f, b.syms, b.planes[:f.planes()], &b.hist)
+				histOK = true
+			}
+		}
+		if tz := chooseTZ(orR, f); tz > 0 {
+			f.tz = tz
+			b.buffers(n, f.planes())
+			splitGeneric(src, n, f, b.syms, b.planes[:f.planes()], &b.hist)
+			histOK = true
+		}
+		dst = append(dst, formFields, byte(f.j), byte(f.tz))
+		var hist *[256]uint32
+		if histOK {
+			hist = &b.hist
+		}
+		dst = b.st.appendShared(dst, b.syms, f.symW(), sec, hist, b.threshold)
+		for p := 0; p < f.planes(); p++ {
+			dst = b.appendPlane(dst, b.planes[p], f.planeW(p))
+		}
+		return dst
+	}
 	if f.maxJoin() == 0 {
 		// No join possible: split once with tz=0, then again only if the
 		// residuals have known-zero low bits.
@@ -207,6 +250,7 @@ func countHist(hist *[256]uint32, p []byte) {
 
 // blockDecoder is one worker's reusable decoding state.
 type blockDecoder struct {
+	setup  *Setup // the archive's setup, or nil
 	st     streamDecoder
 	syms   []byte
 	planes [8][]byte
@@ -278,7 +322,13 @@ func (b *blockDecoder) decodeFloat(dst, src []byte, d dtype.DType) error {
 		}
 		np := f.planes()
 		b.buffers(n, np)
-		if src, err = b.st.decodeStream(b.syms[:n], src, f.symW()); err != nil {
+		b.st.sec = nil
+		if sec := b.setup.Section(d); sec != nil && sec.Join == f.j {
+			b.st.sec = sec
+		}
+		src, err = b.st.decodeStream(b.syms[:n], src, f.symW())
+		b.st.sec = nil
+		if err != nil {
 			return err
 		}
 		var planes [8][]byte

@@ -17,10 +17,11 @@ import (
 // Reader reads an archive: its index, whole files (streamed, in parallel)
 // and any byte range or tensor of a file (random access).
 type Reader struct {
-	r    io.ReaderAt
-	size int64
-	idx  *indexData
-	mu   sync.Mutex
+	r     io.ReaderAt
+	size  int64
+	idx   *indexData
+	setup *Setup
+	mu    sync.Mutex
 	bd   *blockDecoder // for ReadAt
 }
 
@@ -37,8 +38,9 @@ func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
 	if !bytes.Equal(hdr[:8], Magic[:]) {
 		return nil, ErrNotArchive
 	}
-	if v := binary.LittleEndian.Uint16(hdr[8:]); v != Version {
-		return nil, fmt.Errorf("%w %d (this build reads version %d)", ErrVersion, v, Version)
+	version := int(binary.LittleEndian.Uint16(hdr[8:]))
+	if version < 1 || version > Version {
+		return nil, fmt.Errorf("%w %d (this build reads versions 1 to %d)", ErrVersion, version, Version)
 	}
 	if flags := binary.LittleEndian.Uint16(hdr[10:]); flags != 0 {
 		return nil, &CorruptError{Offset: 10, Block: -1, Msg: fmt.Sprintf("unknown header flags %#x", flags), Err: ErrCorrupt}
@@ -71,11 +73,63 @@ func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
 	if err != nil {
 		return nil, &CorruptError{Offset: indexOff, Block: -1, Msg: fmt.Sprintf("index does not decompress: %v", err), Err: ErrCorrupt}
 	}
-	x, err := unmarshalIndex(raw, indexOff-headerLen)
+	x, err := unmarshalIndex(raw, indexOff-headerLen, version)
 	if err != nil {
 		return nil, &CorruptError{Offset: indexOff, Block: -1, Msg: err.Error(), Err: ErrCorrupt}
 	}
-	return &Reader{r: r, size: size, idx: x}, nil
+	rd := &Reader{r: r, size: size, idx: x}
+	if x.setupMode == setupEmbedded {
+		s, err := ParseSetup(x.setupRaw)
+		if err != nil {
+			return nil, &CorruptError{Offset: indexOff, Block: -1, Msg: fmt.Sprintf("embedded setup: %v", err), Err: ErrCorrupt}
+		}
+		rd.setup = s
+	}
+	return rd, nil
+}
+
+// SetupID returns the ID of the setup the archive was written with and how
+// it holds it: "embedded", "external" (the caller must supply it with
+// UseSetup) or "" when the archive uses none.
+func (r *Reader) SetupID() (id [16]byte, how string) {
+	switch r.idx.setupMode {
+	case setupEmbedded:
+		return r.idx.setupID, "embedded"
+	case setupExternal:
+		return r.idx.setupID, "external"
+	}
+	return id, ""
+}
+
+// Setup returns the setup the reader decodes with (embedded, or given to
+// UseSetup), or nil.
+func (r *Reader) Setup() *Setup { return r.setup }
+
+// UseSetup supplies the setup of an archive that references it externally.
+// It must be the setup the archive was written with.
+func (r *Reader) UseSetup(s *Setup) error {
+	switch r.idx.setupMode {
+	case setupNone:
+		return nil // not needed; harmless
+	case setupEmbedded:
+		if s.ID() != r.idx.setupID {
+			return fmt.Errorf("%w: the archive embeds setup %x, not %s", ErrSetupMismatch, r.idx.setupID, s.IDString())
+		}
+		return nil
+	}
+	if s.ID() != r.idx.setupID {
+		return fmt.Errorf("%w: the archive needs setup %x, not %s", ErrSetupMismatch, r.idx.setupID, s.IDString())
+	}
+	r.setup = s
+	return nil
+}
+
+// needSetup reports a missing external setup.
+func (r *Reader) needSetup() error {
+	if r.idx.setupMode == setupExternal && r.setup == nil {
+		return fmt.Errorf("%w %x (pass it with -setup / Reader.UseSetup)", ErrSetupMissing, r.idx.setupID)
+	}
+	return nil
 }
 
 // Close releases the reader's resources (it does not close the
@@ -106,7 +160,11 @@ func (r *Reader) File(name string) (int, error) {
 	return -1, fmt.Errorf("%w: file %q", ErrNotFound, name)
 }
 
-func (r *Reader) newBlockDecoder() *blockDecoder { return blockDecoders.Get().(*blockDecoder) }
+func (r *Reader) newBlockDecoder() *blockDecoder {
+	bd := blockDecoders.Get().(*blockDecoder)
+	bd.setup = r.setup
+	return bd
+}
 
 // startWorkers runs fn on n goroutines, each with its own block decoder
 // and payload buffer; the returned function waits for them.
@@ -167,6 +225,9 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 		return fmt.Errorf("%w: file %d", ErrNotFound, fi)
 	}
 	if err := opt.validate(); err != nil {
+		return err
+	}
+	if err := r.needSetup(); err != nil {
 		return err
 	}
 	f := r.idx.files[fi]
@@ -273,11 +334,15 @@ func (r *Reader) ReadAt(fi int, p []byte, off int64) (int, error) {
 	if off < 0 || off > f.Size {
 		return 0, fmt.Errorf("codec: offset %d outside file %q of %d bytes", off, f.Name, f.Size)
 	}
+	if err := r.needSetup(); err != nil {
+		return 0, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.bd == nil {
 		r.bd = r.newBlockDecoder()
 	}
+	r.bd.setup = r.setup
 	n := 0
 	end := min(off+int64(len(p)), f.Size)
 	// first block containing off
@@ -330,6 +395,11 @@ func Decode(w io.Writer, r io.ReaderAt, size int64, opt Options) error {
 	if len(rd.idx.files) != 1 {
 		return fmt.Errorf("codec: archive holds %d files; use Reader.WriteFile", len(rd.idx.files))
 	}
+	if opt.Setup != nil {
+		if err := rd.UseSetup(opt.Setup); err != nil {
+			return err
+		}
+	}
 	bw := bufio.NewWriterSize(w, 1<<20)
 	if err := rd.WriteFile(bw, 0, opt); err != nil {
 		return err
@@ -355,6 +425,11 @@ func DecompressBytes(archive []byte, opt Options) ([]byte, error) {
 	if len(rd.idx.files) != 1 {
 		return nil, fmt.Errorf("codec: archive holds %d files", len(rd.idx.files))
 	}
+	if opt.Setup != nil {
+		if err := rd.UseSetup(opt.Setup); err != nil {
+			return nil, err
+		}
+	}
 	return rd.ReadFile(0, opt)
 }
 
@@ -366,6 +441,9 @@ func (r *Reader) ReadFile(fi int, opt Options) ([]byte, error) {
 		return nil, fmt.Errorf("%w: file %d", ErrNotFound, fi)
 	}
 	if err := opt.validate(); err != nil {
+		return nil, err
+	}
+	if err := r.needSetup(); err != nil {
 		return nil, err
 	}
 	f := r.idx.files[fi]

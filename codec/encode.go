@@ -35,6 +35,16 @@ type Options struct {
 	SkipHash bool
 	// Context, when set, cancels the work.
 	Context context.Context
+	// Setup, when set, gives encoding its shared tables (and decoding the
+	// setup of an archive that references one externally).
+	Setup *Setup
+	// SetupExternal stores only the setup's ID in the archive instead of
+	// the setup itself; decoding then needs the setup file.
+	SetupExternal bool
+	// SetupThreshold: a block builds its own table when the best shared one
+	// is estimated to cost more than this fraction above it (0 means
+	// DefaultSetupThreshold).
+	SetupThreshold float64
 }
 
 func (o *Options) threads() int {
@@ -60,6 +70,9 @@ func (o *Options) validate() error {
 	}
 	if o.Threads < 0 {
 		return fmt.Errorf("codec: negative thread count %d", o.Threads)
+	}
+	if o.SetupThreshold < 0 {
+		return fmt.Errorf("codec: negative setup threshold %v", o.SetupThreshold)
 	}
 	return nil
 }
@@ -161,7 +174,19 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 
 	// Plan every file first (cheap: segment lists only) and group the
 	// blocks into tasks.
-	idx := &indexData{chunkValues: chunk}
+	idx := &indexData{version: Version, chunkValues: chunk}
+	if opt.Setup != nil {
+		idx.setupID = opt.Setup.ID()
+		idx.setupMode = setupEmbedded
+		idx.setupRaw = opt.Setup.Bytes()
+		if opt.SetupExternal {
+			idx.setupMode, idx.setupRaw = setupExternal, nil
+		}
+	}
+	threshold := opt.SetupThreshold
+	if threshold == 0 {
+		threshold = DefaultSetupThreshold
+	}
 	var tasks []*encTask
 	var total int64
 	for i, in := range inputs {
@@ -203,6 +228,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 			defer wg.Done()
 			be := blockEncoders.Get().(*blockEncoder)
 			be.zstd = zenc
+			be.setup, be.threshold = opt.Setup, threshold
 			defer blockEncoders.Put(be)
 			for t := range work {
 				t.err = encodeTask(be, inputs[t.file].R, t)

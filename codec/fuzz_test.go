@@ -107,13 +107,13 @@ func FuzzIndex(f *testing.F) {
 		if payload < 0 {
 			return
 		}
-		x, err := unmarshalIndex(raw, payload)
+		x, err := unmarshalIndex(raw, payload, Version)
 		if err != nil {
 			return
 		}
 		// what decodes must survive encode → decode unchanged
 		m := x.marshal()
-		y, err := unmarshalIndex(m, payload)
+		y, err := unmarshalIndex(m, payload, Version)
 		if err != nil {
 			t.Fatalf("re-encoded index does not decode: %v", err)
 		}

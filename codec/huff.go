@@ -383,6 +383,17 @@ func (t *huffTable) append4X(dst, src []byte) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
+	dst, err = t.appendData4X(dst, src)
+	if err != nil {
+		return dst[:mark], err
+	}
+	return dst, nil
+}
+
+// appendData4X appends the 4-stream data of src without a table
+// description (for tables the decoder already has).
+func (t *huffTable) appendData4X(dst, src []byte) ([]byte, error) {
+	mark := len(dst)
 	seg := (len(src) + 3) / 4
 	jt := len(dst)
 	dst = append(dst, 0, 0, 0, 0, 0, 0)

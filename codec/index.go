@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -10,8 +11,9 @@ import (
 
 // Container constants (see doc.go).
 const (
-	// Version is the archive format version this package writes and reads.
-	Version = 1
+	// Version is the archive format version this package writes. It also
+	// reads version 1 (archives without a setup reference).
+	Version = 2
 
 	headerLen  = 16
 	trailerLen = 32
@@ -92,9 +94,20 @@ func (f *FileInfo) Blocks() []BlockInfo {
 
 // indexData is the decoded index.
 type indexData struct {
+	version     int
 	chunkValues int
+	setupMode   byte     // setupNone, setupEmbedded, setupExternal
+	setupID     [16]byte // ID of the setup (embedded or external)
+	setupRaw    []byte   // the embedded setup file
 	files       []*FileInfo
 }
+
+// How an archive refers to its setup.
+const (
+	setupNone     = 0
+	setupEmbedded = 1
+	setupExternal = 2
+)
 
 func appendString(dst []byte, s string) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(s)))
@@ -105,6 +118,16 @@ func appendString(dst []byte, s string) []byte {
 func (x *indexData) marshal() []byte {
 	var b []byte
 	b = binary.AppendUvarint(b, uint64(x.chunkValues))
+	if x.version >= 2 {
+		b = append(b, x.setupMode)
+		switch x.setupMode {
+		case setupEmbedded:
+			b = binary.AppendUvarint(b, uint64(len(x.setupRaw)))
+			b = append(b, x.setupRaw...)
+		case setupExternal:
+			b = append(b, x.setupID[:]...)
+		}
+	}
 	b = binary.AppendUvarint(b, uint64(len(x.files)))
 	for _, f := range x.files {
 		b = appendString(b, f.Name)
@@ -227,10 +250,27 @@ func (r *indexReader) u8(what string) byte {
 
 // unmarshalIndex decodes an index. payloadLen is the number of payload bytes
 // in the archive; block lengths must add up to it.
-func unmarshalIndex(b []byte, payloadLen int64) (*indexData, error) {
+func unmarshalIndex(b []byte, payloadLen int64, version int) (*indexData, error) {
 	r := &indexReader{b: b}
-	x := &indexData{}
+	x := &indexData{version: version}
 	x.chunkValues = int(r.uvarint(MaxChunkValues, "chunk size"))
+	if version >= 2 {
+		x.setupMode = r.u8("setup mode")
+		switch x.setupMode {
+		case setupNone:
+		case setupEmbedded:
+			n := r.uvarint(uint64(len(r.b)), "setup length")
+			x.setupRaw = r.bytes(int(n), "setup")
+			if r.err == nil {
+				sum := sha256.Sum256(x.setupRaw)
+				copy(x.setupID[:], sum[:16])
+			}
+		case setupExternal:
+			copy(x.setupID[:], r.bytes(16, "setup ID"))
+		default:
+			r.fail("index: unknown setup mode %d", x.setupMode)
+		}
+	}
 	nf := r.uvarint(uint64(len(r.b)), "file count")
 	compOff := int64(headerLen)
 	for i := uint64(0); i < nf && r.err == nil; i++ {

@@ -392,6 +392,7 @@ type streamDecoder struct {
 	huf   huff0.Scratch
 	codes []byte
 	exc   []byte
+	sec   *SetupSection // the setup section of the block's dtype, for modes 6 and 7
 }
 
 // readUvarint reads a uvarint that must be ≤ max.
@@ -468,6 +469,11 @@ func (d *streamDecoder) decode(dst, src []byte, w uint, allowPairs bool) ([]byte
 			return nil, errf("pair stream not allowed here")
 		}
 		return d.decodePairs(dst, src, w, mode == smPair4)
+	case smShared1, smShared4:
+		if !allowPairs {
+			return nil, errf("shared stream not allowed here")
+		}
+		return d.decodeShared(dst, src, w, mode == smShared4)
 	}
 	return nil, errf("unknown stream mode %d", mode)
 }
@@ -618,3 +624,323 @@ func (d *streamDecoder) huffDecode(dst, src []byte, x4 bool) error {
 
 // minPairSymbolsVar: pair coding is tried from this many symbols on.
 var minPairSymbolsVar = minPairSymbols
+
+// Shared-table streams (modes 6 and 7) code their symbols with a table of
+// the archive's setup instead of one of their own:
+//
+//	uvarint t        the table's index in the setup section of the block's dtype
+//	varint d         the shift that aligns the symbols (0 for sections with a join)
+//	u8 kind          0: singles code, 1: pairs code
+//	uvarint L, L bytes huff0 data without a table description: one stream
+//	                 (mode 6) or a jump table and four streams (mode 7), of
+//	                 n codes (singles) or floor(n/2) codes (pairs)
+//	uvarint x        exception symbols
+//	stream           x symbols of width w (modes 0..3)
+//
+// Codes stand for aligned symbols: symbol s of the block is aligned(s) of
+// the table's alphabet (see the rotation in setup.go). Singles code i is
+// Alphabet[i]; pairs code a*k+b is (PairTop[a], PairTop[b]); the last code
+// of each is the escape: the next exception symbol (two for a pair), which
+// is stored as is, not aligned. A last odd symbol of a pairs stream is the
+// last exception.
+const (
+	smShared1 = 6
+	smShared4 = 7
+)
+
+// minSharedSymbols: shorter streams keep their own coding.
+const minSharedSymbols = 64
+
+// DefaultSetupThreshold is the default of Options.SetupThreshold: a block
+// builds its own table when the best shared one is estimated to cost more
+// than this fraction above the block's own order-0 entropy plus a table.
+const DefaultSetupThreshold = 0.05
+
+// appendShared codes syms with the cheapest table of sec (and the best
+// alignment), or with a table of its own when that is estimated to be
+// cheaper by more than threshold. hist is the exact histogram of syms, or
+// nil (then a sample picks the table).
+func (e *streamEncoder) appendShared(dst, syms []byte, w uint, sec *SetupSection, hist *[256]uint32, threshold float64) []byte {
+	n := len(syms)
+	if n < minSharedSymbols {
+		if hist == nil {
+			countHist(&e.hist, syms)
+			hist = &e.hist
+		}
+		return e.appendStream(dst, syms, w, hist, true)
+	}
+	var h [256]uint32
+	sampled := 0
+	if hist != nil {
+		h = *hist
+		sampled = n
+	} else {
+		step := 1
+		if n >= 4096 {
+			step = 4
+		}
+		for i := 0; i < n; i += step {
+			h[syms[i]]++
+			sampled++
+		}
+	}
+	best, bestD, bestCost := 0, 0, ^uint64(0)
+	blockMode := modeOf(&h, w)
+	var nzb [256]byte
+	nz := nzb[:0]
+	for s, c := range h {
+		if c != 0 {
+			nz = append(nz, byte(s))
+		}
+	}
+	for i, t := range sec.Tables {
+		if !sec.shifts {
+			if c := t.costNonzero(&h, nz, 0, w); c < bestCost {
+				best, bestD, bestCost = i, 0, c
+			}
+			continue
+		}
+		d0 := blockMode - int(t.mode)
+		for d := d0 - 1; d <= d0+1; d++ {
+			if c := t.costNonzero(&h, nz, d, w); c < bestCost {
+				best, bestD, bestCost = i, d, c
+			}
+		}
+	}
+	// A table of its own cannot beat the order-0 entropy plus its
+	// description; use the shared one unless that leaves a clear gain.
+	hb, distinct := entropyBits(&h, sampled)
+	ownEst := hb + float64(8*(distinct/2+8))*float64(sampled)/float64(n)
+	if float64(bestCost) > (1+threshold)*ownEst {
+		if hist == nil {
+			countHist(&e.hist, syms)
+			hist = &e.hist
+		}
+		return e.appendStream(dst, syms, w, hist, true)
+	}
+	return e.appendWithTable(dst, syms, w, sec.Tables[best], best, bestD)
+}
+
+// appendWithTable writes syms as a shared-table stream coded with table t
+// (index ti of its section) after aligning by shift d.
+func (e *streamEncoder) appendWithTable(dst, syms []byte, w uint, t *SetupTable, ti, d int) []byte {
+	n := len(syms)
+	fwd, inv := rotation(d, w)
+	e.exc = e.exc[:0]
+	var codes []byte
+	code := &t.single
+	kind := byte(0)
+	if t.hasPair && n >= 2 {
+		code, kind = &t.pair, 1
+		// the pair map for this shift: s0 | s1<<8 of the block's symbols
+		if e.pc == nil {
+			e.pc = new([65536]byte)
+		}
+		for _, i := range e.pcSet {
+			e.pc[i] = 0
+		}
+		e.pcSet = e.pcSet[:0]
+		k := len(t.PairTop)
+		for a, x := range t.PairTop {
+			for b, y := range t.PairTop {
+				if t.PairLengths[a*k+b] != 0 {
+					i := uint16(inv[x]) | uint16(inv[y])<<8
+					e.pc[i] = byte(a*k+b) + 1
+					e.pcSet = append(e.pcSet, i)
+				}
+			}
+		}
+		m := n / 2
+		if cap(e.codes) < m {
+			e.codes = make([]byte, m)
+		}
+		codes = e.codes[:m]
+		e.exc = pairize(codes, syms, e.pc, code.esc, e.exc)
+	} else {
+		// the huff0 symbol of a code is the aligned symbol itself
+		var local [256]byte
+		for s := range local {
+			u := fwd[s]
+			if code.lens[u] != 0 {
+				local[s] = u
+			} else {
+				local[s] = code.esc
+			}
+		}
+		if cap(e.codes) < n {
+			e.codes = make([]byte, n)
+		}
+		codes = e.codes[:n]
+		for i, s := range syms {
+			c := local[s]
+			codes[i] = c
+			if c == code.esc {
+				e.exc = append(e.exc, s)
+			}
+		}
+	}
+	mode := byte(smShared1)
+	if len(codes) >= min4XSymbols {
+		mode = smShared4
+	}
+	modeAt := len(dst)
+	dst = append(dst, mode)
+	dst = binary.AppendUvarint(dst, uint64(ti))
+	dst = binary.AppendVarint(dst, int64(d))
+	dst = append(dst, kind)
+	// data after a gap for its size (4 bytes of uvarint hold any block)
+	mark := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	body := len(dst)
+	if mode == smShared4 {
+		var err error
+		if dst, err = code.huff.appendData4X(dst, codes); err != nil {
+			// a stream over 64 KiB cannot be described in the jump
+			// table: use one stream
+			dst = code.huff.appendStream1(dst[:body], codes)
+			mode = smShared1
+			dst[modeAt] = mode
+		}
+	} else {
+		dst = code.huff.appendStream1(dst, codes)
+	}
+	l := len(dst) - body
+	k := uvarintLen(uint64(l))
+	binary.PutUvarint(dst[mark:], uint64(l))
+	copy(dst[mark+k:], dst[body:])
+	dst = dst[:mark+k+l]
+	dst = binary.AppendUvarint(dst, uint64(len(e.exc)))
+	if len(e.exc) < minExcHuff {
+		dst = append(dst, smPacked)
+		dst = appendPacked(dst, e.exc, w)
+	} else {
+		if e.inner == nil {
+			e.inner = &streamEncoder{}
+		}
+		var xh [256]uint32
+		countHist(&xh, e.exc)
+		dst = e.inner.choose(dst, e.exc, w, &xh, pairsNone)
+	}
+	e.lastMode = mode
+	return dst
+}
+
+// decodeShared decodes a shared-table stream (after its mode byte) into dst.
+func (d *streamDecoder) decodeShared(dst, src []byte, w uint, x4 bool) ([]byte, error) {
+	n := len(dst)
+	sec := d.sec
+	if sec == nil {
+		return nil, errf("stream uses a setup table, but no setup is loaded")
+	}
+	ti, rest, err := readUvarint(src, uint64(len(sec.Tables)-1))
+	if err != nil {
+		return nil, errf("setup table index: %v", err)
+	}
+	t := sec.Tables[ti]
+	sh, k := binary.Varint(rest)
+	if k <= 0 || sh < -255 || sh > 255 || (!sec.shifts && sh != 0) {
+		return nil, errf("bad alignment shift")
+	}
+	rest = rest[k:]
+	if len(rest) < 1 || rest[0] > 1 || (rest[0] == 1 && !t.hasPair) {
+		return nil, errf("bad shared code kind")
+	}
+	pairs := rest[0] == 1
+	rest = rest[1:]
+	l, rest, err := readUvarint(rest, uint64(len(rest)))
+	if err != nil {
+		return nil, err
+	}
+	data := rest[:l]
+	rest = rest[l:]
+	code := &t.single
+	m := n
+	if pairs {
+		code, m = &t.pair, n/2
+	}
+	var codes []byte
+	if pairs {
+		if cap(d.codes) < m {
+			d.codes = make([]byte, m)
+		}
+		codes = d.codes[:0:m]
+	} else {
+		codes = dst[:0:n] // singles decode straight into the output
+	}
+	if m > 0 {
+		var out []byte
+		if x4 {
+			out, err = code.dec.Decompress4X(codes, data)
+		} else {
+			out, err = code.dec.Decompress1X(codes, data)
+		}
+		if err != nil {
+			return nil, errf("shared huffman data: %v", err)
+		}
+		if len(out) != m {
+			return nil, errf("shared huffman data: %d codes, want %d", len(out), m)
+		}
+	} else if len(data) != 0 {
+		return nil, errf("shared stream: data for no codes")
+	}
+	codes = codes[:m]
+	x, rest, err := readUvarint(rest, uint64(n))
+	if err != nil {
+		return nil, err
+	}
+	if cap(d.exc) < int(x) {
+		d.exc = make([]byte, x)
+	}
+	exc := d.exc[:x]
+	d.sec = nil // the exceptions are a plain stream
+	rest, err = d.decode(exc, rest, w, false)
+	d.sec = sec
+	if err != nil {
+		return nil, err
+	}
+	if !pairs {
+		// align back and fill in the escapes, in one pass when needed
+		if sh == 0 && x == 0 {
+			return rest, nil
+		}
+		_, inv := rotation(int(sh), w)
+		esc := code.esc
+		xi := 0
+		for i, u := range dst[:n] {
+			if u == esc {
+				if xi >= len(exc) {
+					return nil, errf("shared stream: more escapes than %d exceptions", len(exc))
+				}
+				dst[i] = exc[xi]
+				xi++
+				continue
+			}
+			dst[i] = inv[u]
+		}
+		if xi != len(exc) {
+			return nil, errf("shared stream: %d of %d exceptions used", xi, len(exc))
+		}
+		return rest, nil
+	}
+	var tab [256]uint32
+	ncodes := int(code.esc) + 1
+	if sh == 0 {
+		copy(tab[:ncodes], code.expand[:ncodes])
+	} else {
+		_, inv := rotation(int(sh), w)
+		for c, v := range code.expand[:ncodes] {
+			if v>>16 != 0 {
+				tab[c] = v
+				continue
+			}
+			tab[c] = uint32(inv[byte(v)]) | uint32(inv[byte(v>>8)])<<8
+		}
+	}
+	for c := ncodes; c < 256; c++ {
+		tab[c] = 1 << 16
+	}
+	if !expandPairs(dst, codes, &tab, code.esc, exc) {
+		return nil, errf("shared stream: codes and %d exceptions do not make %d symbols", x, n)
+	}
+	return rest, nil
+}

@@ -1,0 +1,559 @@
+package codec
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+
+	"github.com/klauspost/compress/huff0"
+
+	"neuralzip/dtype"
+)
+
+// A Setup holds shared Huffman tables for the exponent streams of float
+// blocks, built once from sample models (BuildSetup) and reused by every
+// later encode: a block picks the cheapest table from its histogram instead
+// of building one of its own. Tables are per dtype (a SetupSection).
+//
+// Exponent histograms of weight tensors have much the same shape at every
+// scale: a tensor with twice the standard deviation has its exponents one
+// higher. Tables therefore live in an aligned alphabet, and a block names a
+// shift that moves its exponents there (see align). Every table codes single
+// symbols and may also code pairs of consecutive symbols; symbols outside a
+// table's alphabet escape to an exception stream, so any block is encodable
+// with any table.
+//
+// A Setup is immutable once built or parsed and safe for concurrent use.
+type Setup struct {
+	ChunkValues int           // chunk size the setup was built with
+	Builder     string        // program that built it
+	Sources     []SetupSource // the files it was built from
+	Sections    []*SetupSection
+
+	id  [16]byte
+	raw []byte // the encoded file
+}
+
+// SetupSource records one file a setup was built from.
+type SetupSource struct {
+	Name   string
+	Size   int64
+	SHA256 [32]byte
+	Format string
+}
+
+// A SetupSection holds the tables for one dtype.
+type SetupSection struct {
+	DType  dtype.DType
+	Join   uint // residual bits joined into the symbol (see doc.go), fixed for the section
+	Tables []*SetupTable
+
+	spec   fieldSpec
+	shifts bool // symbols can be aligned (no join)
+}
+
+// A SetupTable is one cluster's code, in the aligned alphabet.
+type SetupTable struct {
+	// Singles: the symbols with a code, increasing, and their code lengths
+	// (1..11), plus the escape's length last. The huff0 symbol of a code is
+	// the (aligned) symbol itself; the escape is the smallest byte value not
+	// in the alphabet.
+	Alphabet []byte
+	Lengths  []uint8
+	// Pairs, when PairTop is not empty: code a*k+b is the pair
+	// (PairTop[a], PairTop[b]), the last code (k*k) the escape; a code of
+	// length 0 does not exist (its pair escapes).
+	PairTop     []byte
+	PairLengths []uint8
+	Centroid    [256]uint64 // aligned symbol histogram of the cluster's sample chunks
+	Chunks      int         // sample chunks in the cluster
+
+	// derived
+	mode    byte // most frequent symbol of the centroid (aligned)
+	single  tableCode
+	pair    tableCode
+	hasPair bool
+}
+
+// tableCode is the coding state of one code of a table.
+type tableCode struct {
+	huff   huffTable
+	dec    *huff0.Decoder
+	expand [256]uint32 // pairs: code -> two symbols, bit 16 = escape/invalid
+	esc    byte       // the escape's huff0 symbol
+	lens   [256]uint8 // singles: aligned symbol -> code length (0 = escapes)
+}
+
+// ID identifies a setup: the first 16 bytes of the SHA-256 of its encoding.
+func (s *Setup) ID() [16]byte { return s.id }
+
+// IDString is the ID in hex.
+func (s *Setup) IDString() string { return hex.EncodeToString(s.id[:]) }
+
+// Bytes returns the encoded setup (the .nzsetup file).
+func (s *Setup) Bytes() []byte { return s.raw }
+
+// Section returns the section for dtype d, or nil.
+func (s *Setup) Section(d dtype.DType) *SetupSection {
+	if s == nil {
+		return nil
+	}
+	for _, sec := range s.Sections {
+		if sec.DType == d {
+			return sec
+		}
+	}
+	return nil
+}
+
+// HasPairs reports whether the table codes pairs.
+func (t *SetupTable) HasPairs() bool { return len(t.PairTop) > 0 }
+
+// Setup file constants.
+var setupMagic = [8]byte{0x89, 'N', 'Z', 'S', 'E', 'T', '\r', '\n'}
+
+const (
+	setupVersion   = 1
+	maxSetupTables = 256
+)
+
+// Sentinel errors of setups.
+var (
+	// ErrSetup means a setup file is damaged or not a setup.
+	ErrSetup = errors.New("codec: invalid setup")
+	// ErrSetupMissing means an archive needs a setup that was not given.
+	ErrSetupMissing = errors.New("codec: archive needs its setup")
+	// ErrSetupMismatch means the given setup is not the one an archive was written with.
+	ErrSetupMismatch = errors.New("codec: wrong setup for this archive")
+)
+
+// Alignment. For a symbol width w, the symbols 0 (zero and subnormal
+// exponents) and 2^w-1 (infinity, NaN) keep their place; the others rotate
+// within 1..2^w-2 by a shift d: aligned(s) = 1 + (s-1-d) mod (2^w-2). A
+// block's shift moves its most frequent symbol to the table's.
+
+// rotation returns the maps symbol -> aligned and aligned -> symbol for a
+// shift d and width w (identity when w < 3 or d == 0).
+func rotation(d int, w uint) (fwd, inv [256]byte) {
+	for s := range 256 {
+		fwd[s], inv[s] = byte(s), byte(s)
+	}
+	m := 1<<w - 2
+	if w < 3 || d == 0 {
+		return
+	}
+	// aligned(1) = 1 + (-d mod m), then consecutive, wrapping after m
+	a := 1 + ((-d)%m+m)%m
+	for s := 1; s <= m; s++ {
+		fwd[s], inv[a] = byte(a), byte(s)
+		if a++; a > m {
+			a = 1
+		}
+	}
+	return
+}
+
+// modeOf returns the most frequent symbol of a histogram among 1..2^w-2
+// (ties: the smallest), or 1<<(w-1)-1 when there is none.
+func modeOf(h *[256]uint32, w uint) int {
+	best, bc := 1<<(w-1)-1, uint32(0)
+	for s := 1; s <= 1<<w-2 && s < 256; s++ {
+		if h[s] > bc {
+			best, bc = s, h[s]
+		}
+	}
+	return best
+}
+
+// costShifted is the exact size in bits of coding a histogram with the
+// table's singles code after aligning it by shift d (escapes cost their
+// code and the raw symbol).
+func (t *SetupTable) costShifted(h *[256]uint32, d int, w uint) uint64 {
+	var nz [256]byte
+	k := 0
+	for s, c := range h {
+		if c != 0 {
+			nz[k] = byte(s)
+			k++
+		}
+	}
+	return t.costNonzero(h, nz[:k], d, w)
+}
+
+// costNonzero is costShifted for a histogram whose nonzero symbols are
+// listed in nz (so many tables and shifts cost little).
+func (t *SetupTable) costNonzero(h *[256]uint32, nz []byte, d int, w uint) uint64 {
+	m := 1<<w - 2
+	esc := uint64(t.single.huff.lens[t.single.esc]) + uint64(w)
+	off := 0
+	if w >= 3 && d != 0 {
+		off = ((-d)%m + m) % m
+	}
+	var bits uint64
+	for _, s := range nz {
+		a := int(s)
+		if off != 0 && a >= 1 && a <= m {
+			a += off
+			if a > m {
+				a -= m
+			}
+		}
+		l := uint64(t.single.lens[a])
+		if l == 0 {
+			l = esc
+		}
+		bits += uint64(h[s]) * l
+	}
+	return bits
+}
+
+// ExpectedBits is the mean singles code length per symbol of the table on
+// its own cluster's sample.
+func (t *SetupTable) ExpectedBits(w uint) float64 {
+	var h [256]uint32
+	var total uint64
+	for s, c := range t.Centroid {
+		h[s] = uint32(min(c, math.MaxUint32))
+		total += uint64(h[s])
+	}
+	if total == 0 {
+		return 0
+	}
+	return float64(t.costShifted(&h, 0, w)) / float64(total)
+}
+
+// prepare derives the coding state of a table and checks it.
+func (t *SetupTable) prepare(w uint) error {
+	if err := checkAlphabet(t.Alphabet, w, 255); err != nil {
+		return err
+	}
+	if len(t.Lengths) != len(t.Alphabet)+1 {
+		return fmt.Errorf("%d singles code lengths for %d symbols", len(t.Lengths), len(t.Alphabet))
+	}
+	var lens [256]uint8
+	var in [256]bool
+	for i, s := range t.Alphabet {
+		if i > 0 && s <= t.Alphabet[i-1] {
+			return errors.New("singles alphabet not increasing")
+		}
+		if t.Lengths[i] == 0 {
+			return fmt.Errorf("symbol %d without a code", s)
+		}
+		lens[s] = t.Lengths[i]
+		in[s] = true
+	}
+	esc := 0
+	for in[esc] {
+		esc++
+	}
+	lens[esc] = t.Lengths[len(t.Alphabet)]
+	n := max(esc, int(t.Alphabet[len(t.Alphabet)-1])) + 1
+	if err := t.single.init(lens[:n], esc); err != nil {
+		return fmt.Errorf("singles code: %v", err)
+	}
+	for _, s := range t.Alphabet {
+		t.single.lens[s] = lens[s]
+	}
+	t.hasPair = len(t.PairTop) > 0
+	if t.hasPair {
+		k := len(t.PairTop)
+		if err := checkAlphabet(t.PairTop, w, maxPairK); err != nil {
+			return fmt.Errorf("pairs: %v", err)
+		}
+		if len(t.PairLengths) != k*k+1 {
+			return fmt.Errorf("%d pair code lengths for %d symbols", len(t.PairLengths), k)
+		}
+		if err := t.pair.init(t.PairLengths, k*k); err != nil {
+			return fmt.Errorf("pairs code: %v", err)
+		}
+		for a, x := range t.PairTop {
+			for b, y := range t.PairTop {
+				if t.PairLengths[a*k+b] != 0 {
+					t.pair.expand[a*k+b] = uint32(x) | uint32(y)<<8
+				}
+			}
+		}
+	} else if len(t.PairLengths) != 0 {
+		return errors.New("pair code lengths without pair symbols")
+	}
+	var h [256]uint32
+	for s, n := range t.Centroid {
+		h[s] = uint32(min(n, math.MaxUint32))
+	}
+	t.mode = byte(modeOf(&h, w))
+	return nil
+}
+
+func checkAlphabet(a []byte, w uint, max int) error {
+	if len(a) == 0 || len(a) > max {
+		return fmt.Errorf("alphabet of %d symbols", len(a))
+	}
+	var seen [256]bool
+	for _, s := range a {
+		if w < 8 && uint(s) >= 1<<w {
+			return fmt.Errorf("symbol %d wider than %d bits", s, w)
+		}
+		if seen[s] {
+			return fmt.Errorf("symbol %d twice", s)
+		}
+		seen[s] = true
+	}
+	return nil
+}
+
+// init makes the huff0 code of the given lengths (0 = no code; the escape
+// esc must have one) and its decoder.
+func (c *tableCode) init(lengths []uint8, esc int) error {
+	var kraft uint64
+	c.huff = huffTable{}
+	for i, l := range lengths {
+		if l > huffMaxBits {
+			return fmt.Errorf("code length %d", l)
+		}
+		if l != 0 {
+			kraft += 1 << (huffMaxBits - l)
+			c.huff.lens[i] = l
+			c.huff.tl = max(c.huff.tl, l)
+			c.huff.maxSym = i
+		}
+	}
+	if kraft != 1<<huffMaxBits || esc >= len(lengths) || lengths[esc] == 0 {
+		return errors.New("lengths do not form a complete code with an escape")
+	}
+	c.esc = byte(esc)
+	c.huff.assignCodes()
+	hdr, err := c.huff.appendHeader(nil)
+	if err != nil {
+		return err
+	}
+	var s huff0.Scratch
+	s2, rest, err := huff0.ReadTable(hdr, &s)
+	if err != nil || len(rest) != 0 {
+		return fmt.Errorf("table description: %v", err)
+	}
+	c.dec = s2.Decoder()
+	for i := range c.expand {
+		c.expand[i] = 1 << 16
+	}
+	return nil
+}
+
+func (sec *SetupSection) prepare() error {
+	f, ok := specFor(sec.DType)
+	if !ok {
+		return fmt.Errorf("%w: section for %v, which has no field split", ErrSetup, sec.DType)
+	}
+	if sec.Join > f.maxJoin() {
+		return fmt.Errorf("%w: join %d for %v", ErrSetup, sec.Join, sec.DType)
+	}
+	f.j = sec.Join
+	sec.spec = f
+	sec.shifts = f.j == 0 && f.symW() >= 3
+	if len(sec.Tables) == 0 || len(sec.Tables) > maxSetupTables {
+		return fmt.Errorf("%w: %v section with %d tables", ErrSetup, sec.DType, len(sec.Tables))
+	}
+	for i, t := range sec.Tables {
+		if err := t.prepare(f.symW()); err != nil {
+			return fmt.Errorf("%w: %v table %d: %v", ErrSetup, sec.DType, i, err)
+		}
+	}
+	return nil
+}
+
+func appendNibbles(p []byte, v []uint8) []byte {
+	for i := 0; i < len(v); i += 2 {
+		b := v[i] << 4
+		if i+1 < len(v) {
+			b |= v[i+1]
+		}
+		p = append(p, b)
+	}
+	return p
+}
+
+func (r *indexReader) nibbles(n int, what string) []uint8 {
+	b := r.bytes((n+1)/2, what)
+	if b == nil {
+		return nil
+	}
+	out := make([]uint8, n)
+	for i := range out {
+		v := b[i/2]
+		if i%2 == 0 {
+			v >>= 4
+		}
+		out[i] = v & 15
+	}
+	return out
+}
+
+// marshal encodes s (see doc.go, "Setup files").
+func (s *Setup) marshal() []byte {
+	var p []byte
+	p = binary.AppendUvarint(p, uint64(s.ChunkValues))
+	p = appendString(p, s.Builder)
+	p = binary.AppendUvarint(p, uint64(len(s.Sources)))
+	for _, src := range s.Sources {
+		p = appendString(p, src.Name)
+		p = binary.AppendUvarint(p, uint64(src.Size))
+		p = append(p, src.SHA256[:]...)
+		p = appendString(p, src.Format)
+	}
+	p = binary.AppendUvarint(p, uint64(len(s.Sections)))
+	for _, sec := range s.Sections {
+		p = append(p, byte(sec.DType), byte(sec.Join))
+		p = binary.AppendUvarint(p, uint64(len(sec.Tables)))
+		for _, t := range sec.Tables {
+			p = append(p, byte(len(t.Alphabet)))
+			p = append(p, t.Alphabet...)
+			p = appendNibbles(p, t.Lengths)
+			p = append(p, byte(len(t.PairTop)))
+			p = append(p, t.PairTop...)
+			p = appendNibbles(p, t.PairLengths)
+			p = binary.AppendUvarint(p, uint64(t.Chunks))
+			nz := 0
+			for _, c := range t.Centroid {
+				if c != 0 {
+					nz++
+				}
+			}
+			p = binary.AppendUvarint(p, uint64(nz))
+			for sym, c := range t.Centroid {
+				if c != 0 {
+					p = append(p, byte(sym))
+					p = binary.AppendUvarint(p, c)
+				}
+			}
+		}
+	}
+	out := make([]byte, 0, len(p)+20)
+	out = append(out, setupMagic[:]...)
+	out = binary.LittleEndian.AppendUint16(out, setupVersion)
+	out = binary.LittleEndian.AppendUint16(out, 0)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(p)))
+	out = append(out, p...)
+	out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
+	return out
+}
+
+// finish prepares a built setup's tables and computes its encoding and ID.
+func (s *Setup) finish() error {
+	for _, sec := range s.Sections {
+		if err := sec.prepare(); err != nil {
+			return err
+		}
+	}
+	s.raw = s.marshal()
+	sum := sha256.Sum256(s.raw)
+	copy(s.id[:], sum[:16])
+	return nil
+}
+
+// ParseSetup reads a setup file.
+func ParseSetup(b []byte) (*Setup, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrSetup, fmt.Sprintf(format, args...))
+	}
+	if len(b) < 20 || !bytes.Equal(b[:8], setupMagic[:]) {
+		return nil, bad("not a NeuralZip setup file")
+	}
+	if v := binary.LittleEndian.Uint16(b[8:]); v != setupVersion {
+		return nil, bad("version %d (this build reads %d)", v, setupVersion)
+	}
+	if f := binary.LittleEndian.Uint16(b[10:]); f != 0 {
+		return nil, bad("unknown flags %#x", f)
+	}
+	if n := binary.LittleEndian.Uint32(b[12:]); uint64(n) != uint64(len(b))-20 {
+		return nil, bad("payload of %d bytes in a file of %d", n, len(b))
+	}
+	if crc32.Checksum(b[:len(b)-4], castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
+		return nil, bad("checksum mismatch")
+	}
+	r := &indexReader{b: b[16 : len(b)-4]}
+	s := &Setup{}
+	s.ChunkValues = int(r.uvarint(MaxChunkValues, "chunk size"))
+	s.Builder = r.str("builder")
+	ns := r.uvarint(uint64(len(r.b)/36), "source count")
+	for i := uint64(0); i < ns && r.err == nil; i++ {
+		var src SetupSource
+		src.Name = r.str("source name")
+		src.Size = int64(r.uvarint(math.MaxInt64, "source size"))
+		copy(src.SHA256[:], r.bytes(32, "source SHA-256"))
+		src.Format = r.str("source format")
+		s.Sources = append(s.Sources, src)
+	}
+	nsec := r.uvarint(uint64(len(r.b)/3), "section count")
+	for i := uint64(0); i < nsec && r.err == nil; i++ {
+		sec := &SetupSection{}
+		sec.DType = dtype.DType(r.u8("dtype"))
+		sec.Join = uint(r.u8("join"))
+		nt := r.uvarint(maxSetupTables, "table count")
+		for j := uint64(0); j < nt && r.err == nil; j++ {
+			t := &SetupTable{}
+			a := int(r.u8("alphabet size"))
+			t.Alphabet = append([]byte(nil), r.bytes(a, "alphabet")...)
+			t.Lengths = r.nibbles(a+1, "code lengths")
+			k := int(r.u8("pair symbols"))
+			t.PairTop = append([]byte(nil), r.bytes(k, "pair symbols")...)
+			if k > 0 {
+				t.PairLengths = r.nibbles(k*k+1, "pair code lengths")
+			}
+			t.Chunks = int(r.uvarint(math.MaxInt32, "chunk count"))
+			nz := r.uvarint(256, "centroid size")
+			for c := uint64(0); c < nz && r.err == nil; c++ {
+				sym := r.u8("centroid symbol")
+				t.Centroid[sym] = r.uvarint(math.MaxInt64, "centroid count")
+			}
+			sec.Tables = append(sec.Tables, t)
+		}
+		s.Sections = append(s.Sections, sec)
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("%d trailing bytes", len(r.b))
+	}
+	if r.err != nil {
+		return nil, bad("%v", r.err)
+	}
+	seen := map[dtype.DType]bool{}
+	for _, sec := range s.Sections {
+		if seen[sec.DType] {
+			return nil, bad("two sections for %v", sec.DType)
+		}
+		seen[sec.DType] = true
+		if err := sec.prepare(); err != nil {
+			return nil, err
+		}
+	}
+	s.raw = append([]byte(nil), b...)
+	sum := sha256.Sum256(s.raw)
+	copy(s.id[:], sum[:16])
+	return s, nil
+}
+
+// SymbolBits is the width of the section's symbols: the exponent bits plus
+// the joined residual bits.
+func (sec *SetupSection) SymbolBits() uint { return sec.spec.symW() }
+
+// Shifts reports whether blocks align their symbols to the tables (sections
+// without joined bits).
+func (sec *SetupSection) Shifts() bool { return sec.shifts }
+
+// DescriptionBytes is the size of the table's huff0 descriptions (singles,
+// plus pairs when present): what a block would otherwise store inline.
+func (t *SetupTable) DescriptionBytes() int {
+	n := 0
+	if h, err := t.single.huff.appendHeader(nil); err == nil {
+		n += len(h)
+	}
+	if t.hasPair {
+		if h, err := t.pair.huff.appendHeader(nil); err == nil {
+			n += len(h)
+		}
+	}
+	return n
+}

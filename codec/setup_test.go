@@ -1,0 +1,170 @@
+package codec
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"neuralzip/dtype"
+)
+
+func fileInput(t testing.TB, path string) (Input, []byte) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Skip(err)
+	}
+	return Input{Name: filepath.Base(path), R: bytes.NewReader(src), Size: int64(len(src)), Segments: safetensorsSegments(src)}, src
+}
+
+func TestSetupRoundTripAndReuse(t *testing.T) {
+	d := needShared(t)
+	in, src := fileInput(t, filepath.Join(d, "models/bench/real-bf16.safetensors"))
+	t0 := time.Now()
+	s, err := BuildSetup([]Input{in}, SetupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("built in %v: %d bytes, ID %s", time.Since(t0), len(s.Bytes()), s.IDString())
+	for _, sec := range s.Sections {
+		pairs := 0
+		for _, tb := range sec.Tables {
+			if tb.HasPairs() {
+				pairs++
+			}
+		}
+		t.Logf("section %v join %d: %d tables (%d pairs)", sec.DType, sec.Join, len(sec.Tables), pairs)
+	}
+	// the file form parses back to the same setup
+	s2, err := ParseSetup(s.Bytes())
+	if err != nil || s2.ID() != s.ID() || !bytes.Equal(s2.Bytes(), s.Bytes()) {
+		t.Fatalf("setup does not roundtrip: %v", err)
+	}
+	for _, name := range []string{"models/bench/real-bf16.safetensors", "trajectories/tinygpt-fortunes/step_001000.bf16.safetensors", "models/original/stories260K.bf16.safetensors"} {
+		_, data := fileInput(t, filepath.Join(d, name))
+		segs := safetensorsSegments(data)
+		plain := roundTrip(t, data, segs, Options{})
+		with := roundTrip(t, data, segs, Options{Setup: s})
+		a2 := roundTrip(t, data, segs, Options{Setup: s, Threads: 1})
+		if !bytes.Equal(with, a2) {
+			t.Fatal("setup archive depends on the thread count")
+		}
+		t.Logf("%s: per-chunk tables %.4f, setup %.4f", filepath.Base(name), float64(len(data))/float64(len(plain)), float64(len(data))/float64(len(with)))
+	}
+	_ = src
+}
+
+func TestSetupExternalAndMismatch(t *testing.T) {
+	data := realisticValues(dtype.BF16, 300000, 1)
+	segs := []Segment{{Name: "w", DType: dtype.BF16, Length: int64(len(data))}}
+	in := Input{Name: "x", R: bytes.NewReader(data), Size: int64(len(data)), Segments: segs}
+	s, err := BuildSetup([]Input{in}, SetupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := BuildSetup([]Input{in}, SetupOptions{K: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.ID() == s.ID() {
+		t.Skip("both builds gave the same setup")
+	}
+	arc, err := CompressBytes(data, segs, Options{Setup: s, SetupExternal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecompressBytes(arc, Options{}); !errors.Is(err, ErrSetupMissing) {
+		t.Fatalf("missing setup: %v", err)
+	}
+	if _, err := DecompressBytes(arc, Options{Setup: other}); !errors.Is(err, ErrSetupMismatch) {
+		t.Fatalf("wrong setup: %v", err)
+	}
+	out, err := DecompressBytes(arc, Options{Setup: s})
+	if err != nil || !bytes.Equal(out, data) {
+		t.Fatalf("external setup: %v", err)
+	}
+	// embedded: no flags needed
+	arc2, _ := CompressBytes(data, segs, Options{Setup: s})
+	if out, err := DecompressBytes(arc2, Options{}); err != nil || !bytes.Equal(out, data) {
+		t.Fatalf("embedded setup: %v", err)
+	}
+	if len(arc2) <= len(arc) {
+		t.Fatal("embedded archive is not larger than the external one")
+	}
+}
+
+// A chunk whose exponents the setup never saw still codes (escapes) and
+// roundtrips.
+func TestSetupUnseenExponents(t *testing.T) {
+	data := realisticValues(dtype.BF16, 200000, 2)
+	segs := []Segment{{Name: "w", DType: dtype.BF16, Length: int64(len(data))}}
+	s, err := BuildSetup([]Input{{Name: "x", R: bytes.NewReader(data), Size: int64(len(data)), Segments: segs}}, SetupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// values of a very different scale, plus specials
+	other := realisticValues(dtype.F32, 100000, 3)
+	odd := make([]byte, 0, 100000)
+	for i := 0; i+3 < len(other); i += 4 {
+		odd = append(odd, other[i+2], other[i+3]^0x20) // exponents far away
+	}
+	odd = append(odd, fill(dtype.BF16, specials(dtype.BF16))...)
+	segs2 := []Segment{{Name: "odd", DType: dtype.BF16, Length: int64(len(odd))}}
+	roundTrip(t, odd, segs2, Options{Setup: s, SetupThreshold: 1e9}) // never fall back to own tables
+	roundTrip(t, odd, segs2, Options{Setup: s})
+	// every edge case of the dtype, with the setup
+	for name, tensor := range edgeTensors(dtype.BF16) {
+		roundTrip(t, tensor, []Segment{{Name: name, DType: dtype.BF16, Length: int64(len(tensor))}}, Options{Setup: s, SetupThreshold: 1e9, ChunkValues: 1024})
+	}
+}
+
+func FuzzSetup(f *testing.F) {
+	data := realisticValues(dtype.BF16, 50000, 4)
+	f16 := realisticValues(dtype.F16, 50000, 5)
+	segs := []Segment{{Name: "a", DType: dtype.BF16, Length: int64(len(data))}}
+	s, err := BuildSetup([]Input{{Name: "x", R: bytes.NewReader(data), Size: int64(len(data)), Segments: segs},
+		{Name: "y", R: bytes.NewReader(f16), Size: int64(len(f16)), Segments: []Segment{{Name: "b", DType: dtype.F16, Length: int64(len(f16))}}}}, SetupOptions{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(s.Bytes())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := ParseSetup(b)
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(s.Bytes(), b) {
+			t.Fatal("parsed setup changed its bytes")
+		}
+	})
+}
+
+// costNonzero must agree with a cost computed through the rotation tables.
+func TestCostShiftedMatchesRotation(t *testing.T) {
+	data := realisticValues(dtype.BF16, 100000, 8)
+	s, err := BuildSetup([]Input{{Name: "x", R: bytes.NewReader(data), Size: int64(len(data)), Segments: []Segment{{Name: "w", DType: dtype.BF16, Length: int64(len(data))}}}}, SetupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := s.Sections[0].Tables[0]
+	var h [256]uint32
+	for i := range h {
+		h[i] = uint32(i*7919) % 13
+	}
+	for d := -300; d <= 300; d += 7 {
+		fwd, _ := rotation(d, 8)
+		var want uint64
+		for sym, c := range h {
+			l := uint64(tb.single.lens[fwd[sym]])
+			if l == 0 {
+				l = uint64(tb.single.huff.lens[tb.single.esc]) + 8
+			}
+			want += uint64(c) * l
+		}
+		if got := tb.costShifted(&h, d, 8); got != want {
+			t.Fatalf("shift %d: %d, want %d", d, got, want)
+		}
+	}
+}
