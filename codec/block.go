@@ -26,11 +26,11 @@ type blockEncoder struct {
 	setup     *Setup  // shared tables, or nil
 	threshold float64 // see Options.SetupThreshold
 	st        streamEncoder
-	zstd   *zstd.Encoder
-	syms   []byte
-	planes [8][]byte
-	hist   [256]uint32
-	stats  fieldStats
+	zstd      *zstd.Encoder
+	syms      []byte
+	planes    [8][]byte
+	hist      [256]uint32
+	stats     fieldStats
 }
 
 func (b *blockEncoder) buffers(n, np int) {

@@ -22,7 +22,7 @@ type Reader struct {
 	idx   *indexData
 	setup *Setup
 	mu    sync.Mutex
-	bd   *blockDecoder // for ReadAt
+	bd    *blockDecoder // for ReadAt
 }
 
 // NewReader opens an archive of the given size. It reads and checks the

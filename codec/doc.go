@@ -19,7 +19,7 @@
 // 65536 values per chunk, zstd level 3. The archive bytes never depend on
 // the thread count.
 //
-// # Format, version 1
+// # Format, version 2
 //
 // All integers are little-endian; "uvarint" is encoding/binary's unsigned
 // varint, "varint" its zigzag signed one, "string" a uvarint length and that
@@ -28,7 +28,8 @@
 //	Header | Payload | Index | Trailer
 //
 // Header, 16 bytes: the magic 89 4E 5A 49 50 0D 0A 1A ("\x89NZIP\r\n\x1a"),
-// u16 version (1), u16 flags (0; a reader rejects unknown flags), u32 zero.
+// u16 version (2; readers also read 1), u16 flags (0; a reader rejects
+// unknown flags), u32 zero.
 //
 // Payload: the payloads of all blocks of all files, back to back in index
 // order, with nothing between them.
@@ -43,6 +44,10 @@
 // Raw index:
 //
 //	uvarint chunk      float values per chunk the writer used (informative)
+//	u8      setup      (version 2 only) 0 none, 1 embedded, 2 external
+//	uvarint len, len bytes  (setup 1) the setup file (see Setups); its ID is
+//	                   the first 16 bytes of the SHA-256 of these bytes
+//	[16]byte id        (setup 2) the ID of the setup the reader must supply
 //	uvarint files
 //	per file:
 //	  string  name     file name (multi-file models keep their file names)
@@ -112,6 +117,11 @@
 //	3 huff4   uvarint L, then L bytes: a huff0 block, 4 streams
 //	4 pair1   pairs (below), codes in a 1-stream huff0 block
 //	5 pair4   pairs, codes in a 4-stream huff0 block
+//	6 shared1 a table of the archive's setup (below), 1 stream
+//	7 shared4 a table of the archive's setup, 4 streams
+//
+// Modes 4 to 7 occur only in the symbol stream of a fields-form block,
+// never in planes or exception streams.
 //
 // A huff0 block is the Huffman-coded literals format of zstd (RFC 8878,
 // section 4.2.1 and 4.2.2 on Huffman tree description and streams), as
@@ -133,6 +143,55 @@
 // pair's two symbols are the next two exception symbols. A last odd symbol
 // is the last exception. Codes above k·k are invalid, and the exceptions
 // must be used up exactly.
+//
+// Shared modes code the symbols with a table of the archive's setup: the
+// setup section of the block's dtype (whose join must equal the block's j):
+//
+//	uvarint t        table index in the section
+//	varint  d        alignment shift (0 when the section's join is not 0)
+//	u8      kind     0 singles code, 1 pairs code (the table must have one)
+//	uvarint L, L bytes huff0 streams without a table description (the
+//	                 decoder builds the table from the setup's code
+//	                 lengths): 1 stream (mode 6), or the jump table and 4
+//	                 streams (mode 7), of n codes (singles) or floor(n/2)
+//	                 codes (pairs)
+//	uvarint x        exception symbols
+//	stream           x symbols of width w (modes 0..3)
+//
+// Alignment rotates the symbols 1..2^w-2 of width w by d, leaving 0 and
+// 2^w-1 in place: aligned(s) = 1 + (s-1-d) mod (2^w-2). A singles code's
+// huff0 symbol is the aligned symbol itself, except the escape, which is
+// the smallest byte value not in the table's alphabet and stands for the
+// next exception. A pairs code a*k+b stands for the two symbols whose
+// aligned values are PairTop[a] and PairTop[b]; code k*k is the escape (the
+// next two exceptions). A last odd symbol of a pairs stream is the last
+// exception. Exceptions are the symbols themselves, not aligned.
+//
+// # Setups
+//
+// A setup file (.nzsetup) holds the shared tables:
+//
+//	[8]byte magic 89 4E 5A 53 45 54 0D 0A ("\x89NZSET\r\n")
+//	u16 version (1), u16 flags (0), u32 payload length
+//	payload:
+//	  uvarint chunk, string builder
+//	  uvarint sources; per source: string name, uvarint size, [32]byte
+//	    SHA-256, string format
+//	  uvarint sections; per section:
+//	    u8 dtype, u8 join, uvarint tables; per table:
+//	      u8 a, a bytes alphabet (increasing), a+1 code lengths as 4-bit
+//	        nibbles (high nibble first; the escape's last)
+//	      u8 k (0 = no pairs), k bytes pair symbols, k*k+1 nibbles of pair
+//	        code lengths (0 = no code; the escape's last)
+//	      uvarint sample chunks, uvarint c, c × (u8 symbol, uvarint count):
+//	        the cluster's aligned histogram (informative)
+//	u32 CRC-32C of everything before it
+//
+// Code lengths are at most 11 and must form a complete prefix code (Kraft
+// sum exactly 1) including the escape; codes are canonical as in huff0 (see
+// the huff0 table description). A reader rejects sections for a dtype
+// twice, joins above the dtype's maximum and alphabets wider than the
+// symbol width.
 //
 // # Integrity
 //

@@ -85,8 +85,8 @@ type tableCode struct {
 	huff   huffTable
 	dec    *huff0.Decoder
 	expand [256]uint32 // pairs: code -> two symbols, bit 16 = escape/invalid
-	esc    byte       // the escape's huff0 symbol
-	lens   [256]uint8 // singles: aligned symbol -> code length (0 = escapes)
+	esc    byte        // the escape's huff0 symbol
+	lens   [256]uint8  // singles: aligned symbol -> code length (0 = escapes)
 }
 
 // ID identifies a setup: the first 16 bytes of the SHA-256 of its encoding.
