@@ -38,3 +38,48 @@ func splitBF16Asm(src, e, r []byte) (int, byte) {
 	}
 	return n, o
 }
+
+//go:noescape
+func expandPairsAsm(dst, codes *byte, m int, tab *[256]uint32) int
+
+// expandPairsFast writes the symbols of codes[i:] until the first escape or
+// invalid code and returns the index it stopped at. dst must hold 2*len(codes)
+// bytes.
+func expandPairsFast(dst, codes []byte, i int, tab *[256]uint32) int {
+	if !useAVX2 || i >= len(codes) { // the scalar assembly needs nothing more, but shares the switch
+		return i
+	}
+	_ = dst[2*len(codes)-1]
+	return i + expandPairsAsm(&dst[2*i], &codes[i], len(codes)-i, tab)
+}
+
+//go:noescape
+func encodeHuffStreamAsm(out, src *byte, n int, enc *[256]uint32) int
+
+//go:noescape
+func pairizeAsm(codes, syms *byte, m int, pc *[65536]byte) int
+
+// encodeHuffStreamFast is encodeHuffStream in assembly (out must have
+// huffStreamMax(len(src)) bytes).
+func encodeHuffStreamFast(out, src []byte, enc *[256]uint32) int {
+	if !useAVX2 {
+		return encodeHuffStream(out, src, enc)
+	}
+	_ = out[huffStreamMax(len(src))-1]
+	var p *byte
+	if len(src) > 0 {
+		p = &src[0]
+	}
+	return encodeHuffStreamAsm(&out[0], p, len(src), enc)
+}
+
+// pairizeFast codes pairs from index i until the first escape and returns
+// the index it stopped at.
+func pairizeFast(codes, syms []byte, i int, pc *[65536]byte) int {
+	m := len(codes)
+	if !useAVX2 || i >= m {
+		return i
+	}
+	_ = syms[2*m-1]
+	return i + pairizeAsm(&codes[i], &syms[2*i], m-i, pc)
+}

@@ -99,3 +99,177 @@ sdone:
 	VMOVDQU Y13, (BX)
 	VZEROUPPER
 	RET
+
+// func expandPairsAsm(dst *byte, codes *byte, m int, tab *[256]uint32) int
+// Writes the two symbols of each code (tab entry, low 16 bits) to dst,
+// stopping before the first code whose entry has bit 16 set (an escape or
+// invalid code); returns the number of codes written.
+TEXT ·expandPairsAsm(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ codes+8(FP), SI
+	MOVQ m+16(FP), CX
+	MOVQ tab+24(FP), DX
+	XORQ R8, R8               // i
+
+eloop4:
+	LEAQ 4(R8), R9
+	CMPQ R9, CX
+	JA   eloop1
+	MOVBQZX 0(SI)(R8*1), AX
+	MOVBQZX 1(SI)(R8*1), BX
+	MOVBQZX 2(SI)(R8*1), R10
+	MOVBQZX 3(SI)(R8*1), R11
+	MOVL (DX)(AX*4), AX
+	MOVL (DX)(BX*4), BX
+	MOVL (DX)(R10*4), R10
+	MOVL (DX)(R11*4), R11
+	MOVL AX, R12
+	ORL  BX, R12
+	ORL  R10, R12
+	ORL  R11, R12
+	TESTL $0xffff0000, R12
+	JNZ  eloop1
+	MOVW AX, 0(DI)(R8*2)
+	MOVW BX, 2(DI)(R8*2)
+	MOVW R10, 4(DI)(R8*2)
+	MOVW R11, 6(DI)(R8*2)
+	MOVQ R9, R8
+	JMP  eloop4
+
+eloop1:
+	CMPQ R8, CX
+	JAE  edone
+	MOVBQZX 0(SI)(R8*1), AX
+	MOVL (DX)(AX*4), AX
+	TESTL $0xffff0000, AX
+	JNZ  edone
+	MOVW AX, 0(DI)(R8*2)
+	INCQ R8
+	JMP  eloop1
+
+edone:
+	MOVQ R8, ret+32(FP)
+	RET
+
+// func encodeHuffStreamAsm(out *byte, src *byte, n int, enc *[256]uint32) int
+// The same bit stream as encodeHuffStream: symbols coded last to first into
+// an LSB-first container flushed 8 bytes at a time, then a 1 end bit.
+// Entries of enc are code | length<<16 with lengths of at most 11 bits, so
+// five codes fit on top of the at most 7 bits a flush leaves.
+TEXT ·encodeHuffStreamAsm(SB), NOSPLIT, $0-40
+	MOVQ out+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), R8
+	MOVQ enc+24(FP), DX
+	XORQ R9, R9               // container
+	XORQ CX, CX               // bits in the container
+	XORQ R10, R10             // output position
+
+#define PUTCODE \
+	DECQ R8 \
+	MOVBLZX (SI)(R8*1), AX \
+	MOVL (DX)(AX*4), AX \
+	MOVL AX, BX \
+	SHRL $16, BX \
+	ANDL $0xffff, AX \
+	SHLQ CL, AX \
+	ORQ AX, R9 \
+	ADDQ BX, CX
+
+#define FLUSH \
+	MOVQ R9, (DI)(R10*1) \
+	MOVQ CX, AX \
+	SHRQ $3, AX \
+	ADDQ AX, R10 \
+	MOVQ CX, R11 \
+	ANDQ $56, CX \
+	SHRQ CL, R9 \
+	MOVQ R11, CX \
+	ANDQ $7, CX
+
+hloop5:
+	CMPQ R8, $5
+	JL   hloop1
+	PUTCODE
+	PUTCODE
+	PUTCODE
+	PUTCODE
+	PUTCODE
+	FLUSH
+	JMP  hloop5
+
+hloop1:
+	TESTQ R8, R8
+	JZ   hend
+	PUTCODE
+	FLUSH
+	JMP  hloop1
+
+hend:
+	MOVQ $1, AX
+	SHLQ CL, AX
+	ORQ  AX, R9
+	INCQ CX
+	MOVQ R9, (DI)(R10*1)
+	ADDQ $7, CX
+	SHRQ $3, CX
+	ADDQ CX, R10
+	MOVQ R10, ret+32(FP)
+	RET
+
+// func pairizeAsm(codes *byte, syms *byte, m int, pc *[65536]byte) int
+// codes[i] = pc[syms[2i] | syms[2i+1]<<8] - 1 until the first pair whose
+// entry is 0 (an escape); returns the number of codes written.
+TEXT ·pairizeAsm(SB), NOSPLIT, $0-40
+	MOVQ codes+0(FP), DI
+	MOVQ syms+8(FP), SI
+	MOVQ m+16(FP), CX
+	MOVQ pc+24(FP), DX
+	XORQ R8, R8
+
+ploop4:
+	LEAQ 4(R8), R9
+	CMPQ R9, CX
+	JA   ploop1
+	MOVWLZX 0(SI)(R8*2), AX
+	MOVWLZX 2(SI)(R8*2), BX
+	MOVWLZX 4(SI)(R8*2), R10
+	MOVWLZX 6(SI)(R8*2), R11
+	MOVBLZX (DX)(AX*1), AX
+	MOVBLZX (DX)(BX*1), BX
+	MOVBLZX (DX)(R10*1), R10
+	MOVBLZX (DX)(R11*1), R11
+	TESTL AX, AX
+	JZ   ploop1
+	TESTL BX, BX
+	JZ   ploop1
+	TESTL R10, R10
+	JZ   ploop1
+	TESTL R11, R11
+	JZ   ploop1
+	DECL AX
+	DECL BX
+	DECL R10
+	DECL R11
+	MOVB AX, 0(DI)(R8*1)
+	MOVB BX, 1(DI)(R8*1)
+	MOVB R10, 2(DI)(R8*1)
+	MOVB R11, 3(DI)(R8*1)
+	MOVQ R9, R8
+	JMP  ploop4
+
+ploop1:
+	CMPQ R8, CX
+	JAE  pdone
+	MOVWLZX 0(SI)(R8*2), AX
+	MOVBLZX (DX)(AX*1), AX
+	TESTL AX, AX
+	JZ   pdone
+	DECL AX
+	MOVB AX, 0(DI)(R8*1)
+	INCQ R8
+	JMP  ploop1
+
+pdone:
+	MOVQ R8, ret+32(FP)
+	RET

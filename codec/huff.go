@@ -307,7 +307,7 @@ func huffStreamMax(n int) int { return (n*huffMaxBits+7)/8 + 16 }
 func (t *huffTable) appendStream1(dst, src []byte) []byte {
 	start := len(dst)
 	dst = grow(dst, huffStreamMax(len(src)))
-	n := encodeHuffStream(dst[start:], src, &t.enc)
+	n := encodeHuffStreamFast(dst[start:], src, &t.enc)
 	return dst[:start+n]
 }
 
@@ -401,9 +401,18 @@ func (t *huffTable) appendData4X(dst, src []byte) ([]byte, error) {
 	for k := range parts {
 		parts[k] = src[min(k*seg, len(src)):min((k+1)*seg, len(src))]
 	}
-	// streams 0+1 and 2+3 are coded in pairs into scratch space after dst
 	var lens [4]int
-	for k := 0; k < 4; k += 2 {
+	if useAVX2 {
+		// the assembly codes one stream at a time, straight into place
+		for k := range parts {
+			s := len(dst)
+			dst = grow(dst, huffStreamMax(len(parts[k])))
+			lens[k] = encodeHuffStreamFast(dst[s:], parts[k], &t.enc)
+			dst = dst[:s+lens[k]]
+		}
+	}
+	// else streams 0+1 and 2+3 are coded in pairs into scratch space after dst
+	for k := 0; k < 4 && !useAVX2; k += 2 {
 		s := len(dst)
 		m0, m1 := huffStreamMax(len(parts[k])), huffStreamMax(len(parts[k+1]))
 		dst = grow(dst, m0+m1)

@@ -32,6 +32,8 @@ func TestICount(t *testing.T) {
 		opt.SetupThreshold = 1e9
 		if th := os.Getenv("NZ_ICOUNT_TH"); th == "default" {
 			opt.SetupThreshold = 0
+		} else if th != "" {
+			opt.SetupThreshold, _ = strconv.ParseFloat(th, 64)
 		}
 	}
 	ops := os.Getenv("NZ_ICOUNT_OPS")

@@ -308,6 +308,13 @@ func (e *streamEncoder) preparePairs(syms []byte, w uint, rankHist *[256]uint32)
 func pairize(codes, syms []byte, pc *[65536]byte, esc byte, exc []byte) []byte {
 	m := len(codes)
 	i := 0
+	// the assembly runs until an escape; Go codes the escape and the rest
+	for useAVX2 && i < m {
+		if i = pairizeFast(codes, syms, i, pc); i < m {
+			exc = pairOne(codes, syms, i, pc, esc, exc)
+			i++
+		}
+	}
 	for ; i+4 <= m; i += 4 {
 		v := binary.LittleEndian.Uint64(syms[2*i:])
 		c0 := pc[uint16(v)]
@@ -552,6 +559,18 @@ func expandPairs(dst, codes []byte, tab *[256]uint32, esc byte, exc []byte) bool
 	}
 	x := 0
 	i := 0
+	// the assembly runs until an escape; the Go loop below handles it and
+	// anything the assembly left
+	for i < m {
+		i = expandPairsFast(dst, codes, i, tab)
+		if i >= m || !useAVX2 {
+			break
+		}
+		if !expandOne(dst, codes[i], i, tab, esc, exc, &x) {
+			return false
+		}
+		i++
+	}
 	// four codes at a time with one 8-byte store when none escapes
 	for ; i+4 <= m; i += 4 {
 		c := codes[i : i+4 : i+4]

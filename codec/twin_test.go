@@ -187,3 +187,110 @@ func TestF16FastPathTwins(t *testing.T) {
 		}
 	}
 }
+
+// expandPairs with the assembly fast path and without it give the same
+// symbols, also around escapes and invalid codes.
+func TestExpandPairsTwin(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	var tab [256]uint32
+	k := 12
+	for c := range tab {
+		tab[c] = 1 << 16
+	}
+	for c := 0; c < k*k; c++ {
+		if c%17 != 5 { // some codes have no pair
+			tab[c] = uint32(r.IntN(256)) | uint32(r.IntN(256))<<8
+		}
+	}
+	esc := byte(k * k)
+	for _, m := range []int{0, 1, 3, 4, 5, 100, 1001} {
+		for _, escRate := range []int{0, 50, 3} {
+			codes := make([]byte, m)
+			var exc []byte
+			for i := range codes {
+				c := byte(r.IntN(k * k))
+				if tab[c]>>16 != 0 {
+					c = 0
+				}
+				if escRate > 0 && r.IntN(escRate) == 0 {
+					c = esc
+					exc = append(exc, byte(r.Uint32()), byte(r.Uint32()))
+				}
+				codes[i] = c
+			}
+			for _, odd := range []int{0, 1} {
+				if odd == 1 {
+					exc = append(exc, 7)
+				}
+				d1 := make([]byte, 2*m+odd)
+				d2 := make([]byte, 2*m+odd)
+				ok1 := expandPairs(d1, codes, &tab, esc, exc)
+				saved := useAVX2
+				useAVX2 = false
+				ok2 := expandPairs(d2, codes, &tab, esc, exc)
+				useAVX2 = saved
+				if ok1 != ok2 || !bytes.Equal(d1, d2) || !ok1 {
+					t.Fatalf("m=%d esc=%d odd=%d: %v/%v, equal %v", m, escRate, odd, ok1, ok2, bytes.Equal(d1, d2))
+				}
+				// an invalid code is refused by both
+				if m > 2 {
+					bad := append([]byte(nil), codes...)
+					bad[m/2] = byte(k*k + 1)
+					useAVX2 = false
+					okb2 := expandPairs(d2, bad, &tab, esc, exc)
+					useAVX2 = saved
+					if expandPairs(d1, bad, &tab, esc, exc) || okb2 {
+						t.Fatal("invalid code accepted")
+					}
+				}
+				if odd == 1 {
+					exc = exc[:len(exc)-1]
+				}
+			}
+		}
+	}
+}
+
+// The assembly Huffman stream encoder and pair coder against their Go twins.
+func TestHuffAndPairizeAsmTwins(t *testing.T) {
+	r := rand.New(rand.NewPCG(10, 11))
+	for _, n := range []int{0, 1, 4, 5, 6, 9, 10, 11, 1000, 65537} {
+		src := make([]byte, n)
+		var h [256]uint32
+		for i := range src {
+			src[i] = byte(r.ExpFloat64() * 6)
+			h[src[i]]++
+		}
+		h[200]++
+		h[201]++
+		var ht huffTable
+		if err := ht.build(&h); err != nil {
+			t.Fatal(err)
+		}
+		o1, o2 := make([]byte, huffStreamMax(n)), make([]byte, huffStreamMax(n))
+		l1 := encodeHuffStreamFast(o1, src, &ht.enc)
+		l2 := encodeHuffStream(o2, src, &ht.enc)
+		if l1 != l2 || !bytes.Equal(o1[:l1], o2[:l2]) {
+			t.Fatalf("n=%d: assembly Huffman stream differs from Go", n)
+		}
+		// pairs: a table with holes (escapes)
+		pc := new([65536]byte)
+		for a := 0; a < 6; a++ {
+			for b := 0; b < 6; b++ {
+				if (a+b)%5 != 3 {
+					pc[uint16(a)|uint16(b)<<8] = byte(a*6+b) + 1
+				}
+			}
+		}
+		m := n / 2
+		c1, c2 := make([]byte, m), make([]byte, m)
+		e1 := pairize(c1, src, pc, 36, nil)
+		saved := useAVX2
+		useAVX2 = false
+		e2 := pairize(c2, src, pc, 36, nil)
+		useAVX2 = saved
+		if !bytes.Equal(c1, c2) || !bytes.Equal(e1, e2) {
+			t.Fatalf("n=%d: assembly pair coding differs from Go", n)
+		}
+	}
+}
