@@ -64,6 +64,10 @@ func TestWriteSetupFile(t *testing.T) {
 	if pb := os.Getenv("NZ_SETUP_PAIRBIAS"); pb != "" {
 		opt.PairBias, _ = strconv.ParseFloat(pb, 64)
 	}
+	if k := os.Getenv("NZ_SETUP_K"); k != "" {
+		opt.K, _ = strconv.Atoi(k)
+		opt.MaxK = max(opt.K, 16)
+	}
 	s, err := BuildSetup([]Input{in}, opt)
 	if err != nil {
 		t.Fatal(err)

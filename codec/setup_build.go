@@ -27,7 +27,7 @@ type SetupOptions struct {
 	MaxSampleValues int // 0 means 1<<25
 	// PairBias: a cluster codes pairs when their cost on the sample is at
 	// most (1+PairBias) times the singles cost (pairs decode faster).
-	// 0 means 0.002.
+	// 0 means 0.01; negative values turn pairs off.
 	PairBias float64
 	Builder  string // recorded in the setup
 }
@@ -46,7 +46,7 @@ func (o *SetupOptions) defaults() {
 		o.MaxSampleValues = 1 << 25
 	}
 	if o.PairBias == 0 {
-		o.PairBias = 0.002
+		o.PairBias = 0.01
 	}
 	if o.Builder == "" {
 		o.Builder = "neuralzip codec"

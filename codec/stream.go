@@ -673,7 +673,7 @@ const minSharedSymbols = 64
 // DefaultSetupThreshold is the default of Options.SetupThreshold: a block
 // builds its own table when the best shared one is estimated to cost more
 // than this fraction above the block's own order-0 entropy plus a table.
-const DefaultSetupThreshold = 0.05
+const DefaultSetupThreshold = 0.03
 
 // appendShared codes syms with the cheapest table of sec (and the best
 // alignment), or with a table of its own when that is estimated to be

@@ -36,6 +36,16 @@ type MeasureOptions struct {
 // keeping the best time of the runs (MB/s of original bytes, 1 MB = 10^6
 // bytes), and checks that the roundtrip is bit-exact (bytes and SHA-256).
 func Measure(name, file string, src []byte, segs []codec.Segment, opt MeasureOptions) Measurement {
+	c, err := New(name, Options{Threads: opt.Threads})
+	if err != nil {
+		return Measurement{File: file, Codec: name, OriginalBytes: int64(len(src)), Threads: opt.Threads, Error: err.Error()}
+	}
+	return MeasureCodec(c, name, file, src, segs, opt)
+}
+
+// MeasureCodec is Measure for a codec value (for codecs that need more
+// than Options, such as nzip with a setup; see NewNZip).
+func MeasureCodec(c Codec, name, file string, src []byte, segs []codec.Segment, opt MeasureOptions) Measurement {
 	m := Measurement{File: file, Codec: name, OriginalBytes: int64(len(src)), Threads: opt.Threads}
 	if m.Threads == 0 {
 		m.Threads = runtime.GOMAXPROCS(0)
@@ -47,11 +57,6 @@ func Measure(name, file string, src []byte, segs []codec.Segment, opt MeasureOpt
 	maxTime := opt.MaxTime
 	if maxTime <= 0 {
 		maxTime = 10 * time.Second
-	}
-	c, err := New(name, Options{Threads: opt.Threads})
-	if err != nil {
-		m.Error = err.Error()
-		return m
 	}
 	if st, ok := c.(interface{ Threads() int }); ok {
 		m.Threads = st.Threads() // a codec that does not parallelise says so

@@ -12,9 +12,21 @@ func init() {
 	})
 }
 
-type nzipCodec struct{ opt codec.Options }
+type nzipCodec struct {
+	name string
+	opt  codec.Options
+}
 
-func (c *nzipCodec) Name() string { return "nzip" }
+// NewNZip returns the nzip codec with the given options (for example a
+// setup: the bench codec "nzip+setup").
+func NewNZip(name string, opt codec.Options) Codec { return &nzipCodec{name: name, opt: opt} }
+
+func (c *nzipCodec) Name() string {
+	if c.name == "" {
+		return "nzip"
+	}
+	return c.name
+}
 
 func (c *nzipCodec) Compress(src []byte, segs []codec.Segment) ([]byte, error) {
 	return codec.CompressBytes(src, segs, c.opt)
