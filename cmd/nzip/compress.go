@@ -10,22 +10,41 @@ import (
 )
 
 func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("compress", "[-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-q] IN", stderr)
+	fs := newFlags("compress", "[-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-q] IN", stderr)
 	out := fs.String("o", "", "output archive (default IN.nzip)")
 	force := fs.Bool("f", false, "overwrite OUT if it exists")
 	threads := fs.Int("threads", 0, "blocks coded in parallel (default: all CPUs); the archive is the same for any value")
 	chunk := fs.Int("chunk", 0, fmt.Sprintf("float values per block, %d..%d (default %d)", codec.MinChunkValues, codec.MaxChunkValues, codec.DefaultChunkValues))
 	level := fs.Int("level", 0, "zstd level for non-float bytes, 1..22 (default 3)")
+	setupPath := fs.String("setup", "", "code float blocks with the shared tables of this setup (-chunk defaults to the setup's)")
+	setupExternal := fs.Bool("setup-external", false, "store only the setup's ID, not the setup; decompress then needs -setup")
+	setupThreshold := fs.Float64("setup-threshold", 0, fmt.Sprintf("a block builds its own table when the best shared one costs more than this fraction above it (default %g)", codec.DefaultSetupThreshold))
 	quiet := fs.Bool("q", false, "print nothing on success")
 	if err := parse(fs, args, 1, 1); err != nil {
 		return err
 	}
 	in := fs.Arg(0)
-	opt := codec.Options{Threads: *threads, ChunkValues: *chunk, ZstdLevel: *level, Context: ctx}
-	if *threads < 0 || (*chunk != 0 && (*chunk < codec.MinChunkValues || *chunk > codec.MaxChunkValues)) || *level < 0 || *level > 22 {
-		fmt.Fprintln(stderr, "nzip compress: -threads, -chunk or -level out of range")
+	opt := codec.Options{Threads: *threads, ChunkValues: *chunk, ZstdLevel: *level, Context: ctx, SetupExternal: *setupExternal, SetupThreshold: *setupThreshold}
+	if *threads < 0 || (*chunk != 0 && (*chunk < codec.MinChunkValues || *chunk > codec.MaxChunkValues)) || *level < 0 || *level > 22 || *setupThreshold < 0 {
+		fmt.Fprintln(stderr, "nzip compress: -threads, -chunk, -level or -setup-threshold out of range")
 		fs.Usage()
 		return errUsage
+	}
+	if *setupPath == "" && (*setupExternal || flagSet(fs, "setup-threshold")) {
+		fmt.Fprintln(stderr, "nzip compress: -setup-external and -setup-threshold need -setup")
+		return errUsage
+	}
+	if *setupPath != "" {
+		s, err := loadSetup(*setupPath)
+		if err != nil {
+			return err
+		}
+		opt.Setup = s
+		if opt.ChunkValues == 0 {
+			opt.ChunkValues = s.ChunkValues
+		} else if opt.ChunkValues != s.ChunkValues && !*quiet {
+			fmt.Fprintf(stderr, "nzip: warning: -chunk %d differs from the chunk size the setup was built with (%d); its tables may fit less well\n", opt.ChunkValues, s.ChunkValues)
+		}
 	}
 	dest := *out
 	if dest == "" {
@@ -68,6 +87,13 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		el := time.Since(start).Seconds()
 		fmt.Fprintf(stderr, "%s: %s -> %s (%.3fx) in %.2fs, %.0f MB/s -> %s\n", in, humanBytes(res.Original), humanBytes(res.Compressed),
 			ratio(res.Original, res.Compressed), el, float64(res.Original)/el/1e6, dest)
+		if opt.Setup != nil {
+			how := "embedded"
+			if opt.SetupExternal {
+				how = "external: decompress needs -setup " + *setupPath
+			}
+			fmt.Fprintf(stderr, "%s: setup %s (%s)\n", dest, opt.Setup.IDString(), how)
+		}
 	}
 	return nil
 }

@@ -43,23 +43,37 @@ type fileReport struct {
 	Bound       float64        `json:"bound_bytes"`      // float tensors at their order-0 bound, all other bytes raw
 	BoundRatio  float64        `json:"bound_ratio"`      // size / bound
 	Ratio       float64        `json:"ratio,omitempty"`  // size / compressed (archives)
+	noStats     bool           // not decoded (external setup not given)
+}
+
+// archiveSetup is the setup an archive was written with.
+type archiveSetup struct {
+	ID      string `json:"id"`
+	How     string `json:"how"`             // "embedded" or "external"
+	Bytes   int    `json:"bytes,omitempty"` // the setup's size, when known
+	Path    string `json:"path,omitempty"`  // the -setup file given
+	Missing bool   `json:"missing,omitempty"`
+	// Missing: external and not given, so the tensors were not decoded
+	// (no entropy or bound figures)
 }
 
 type inspectReport struct {
-	Path         string       `json:"path"`
-	Kind         string       `json:"kind"` // "checkpoint" or "archive"
-	ArchiveBytes int64        `json:"archive_bytes,omitempty"`
-	Files        []fileReport `json:"files"`
+	Path         string        `json:"path"`
+	Kind         string        `json:"kind"` // "checkpoint" or "archive"
+	ArchiveBytes int64         `json:"archive_bytes,omitempty"`
+	Setup        *archiveSetup `json:"setup,omitempty"` // archives written with a setup
+	Files        []fileReport  `json:"files"`
 }
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("inspect", "[-json] FILE", stderr)
+	fs := newFlags("inspect", "[-json] [-setup S.nzsetup] FILE", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	setupPath := fs.String("setup", "", "archives: the setup the archive references (without it, such an archive is listed but not decoded)")
 	if err := parse(fs, args, 1, 1); err != nil {
 		return err
 	}
 	path := fs.Arg(0)
-	rep, err := inspectPath(ctx, path, stderr)
+	rep, err := inspectPath(ctx, path, *setupPath, stderr)
 	if err != nil {
 		return err
 	}
@@ -83,9 +97,9 @@ func isArchive(path string) bool {
 	return n == 8 && m == codec.Magic
 }
 
-func inspectPath(ctx context.Context, path string, stderr io.Writer) (*inspectReport, error) {
+func inspectPath(ctx context.Context, path, setupPath string, stderr io.Writer) (*inspectReport, error) {
 	if isArchive(path) {
-		return inspectArchive(ctx, path)
+		return inspectArchive(ctx, path, setupPath, stderr)
 	}
 	files, err := openModel(path, stderr)
 	if err != nil {
@@ -147,9 +161,11 @@ func (fr *fileReport) finish() {
 	if fr.FloatValues > 0 {
 		fr.ExpEntropy = hsum / float64(fr.FloatValues)
 	}
-	fr.Bound += float64(fr.Size - fr.FloatBytes)
-	if fr.Bound > 0 {
-		fr.BoundRatio = float64(fr.Size) / fr.Bound
+	if !fr.noStats {
+		fr.Bound += float64(fr.Size - fr.FloatBytes)
+		if fr.Bound > 0 {
+			fr.BoundRatio = float64(fr.Size) / fr.Bound
+		}
 	}
 	if fr.Compressed > 0 {
 		fr.Ratio = float64(fr.Size) / float64(fr.Compressed)
@@ -190,7 +206,7 @@ func (t *tensorTee) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func inspectArchive(ctx context.Context, path string) (*inspectReport, error) {
+func inspectArchive(ctx context.Context, path, setupPath string, stderr io.Writer) (*inspectReport, error) {
 	rd, f, err := openArchive(path)
 	if err != nil {
 		return nil, err
@@ -199,14 +215,32 @@ func inspectArchive(ctx context.Context, path string) (*inspectReport, error) {
 	defer rd.Close()
 	st, _ := f.Stat()
 	rep := &inspectReport{Path: path, Kind: "archive", ArchiveBytes: st.Size()}
-	for i, fi := range rd.Files() {
-		fr := fileReport{Name: fi.Name, Format: fi.Format, Size: fi.Size, SHA256: hex.EncodeToString(fi.SHA256[:]), Compressed: fi.Compressed}
-		tee := &tensorTee{tensors: fi.Tensors, accs: make([]*analysis.Accumulator, len(fi.Tensors))}
-		for j, tn := range fi.Tensors {
-			tee.accs[j], _ = analysis.NewAccumulator(tn.DType)
+	decode := true
+	if id, how := rd.SetupID(); how != "" {
+		rep.Setup = &archiveSetup{ID: hex.EncodeToString(id[:]), How: how, Path: setupPath}
+		if how == "external" && setupPath == "" {
+			rep.Setup.Missing = true
+			decode = false
 		}
-		if err := rd.WriteFile(tee, i, codec.Options{Context: ctx}); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if decode {
+		if err := useSetup(rd, path, setupPath, stderr); err != nil {
+			return nil, err
+		}
+		if s := rd.Setup(); s != nil && rep.Setup != nil {
+			rep.Setup.Bytes = len(s.Bytes())
+		}
+	}
+	for i, fi := range rd.Files() {
+		fr := fileReport{Name: fi.Name, Format: fi.Format, Size: fi.Size, SHA256: hex.EncodeToString(fi.SHA256[:]), Compressed: fi.Compressed, noStats: !decode}
+		tee := &tensorTee{tensors: fi.Tensors, accs: make([]*analysis.Accumulator, len(fi.Tensors))}
+		if decode {
+			for j, tn := range fi.Tensors {
+				tee.accs[j], _ = analysis.NewAccumulator(tn.DType)
+			}
+			if err := rd.WriteFile(tee, i, codec.Options{Context: ctx}); err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
 		}
 		blocks := fi.Blocks()
 		for j, tn := range fi.Tensors {
@@ -268,16 +302,34 @@ func printInspect(w io.Writer, rep *inspectReport) {
 			fmt.Fprintln(tw, line)
 		}
 		tw.Flush()
-		fmt.Fprintf(w, "float tensors: %d values, %s, mean exponent entropy %.3f bits\n", fr.FloatValues, humanBytes(fr.FloatBytes), fr.ExpEntropy)
-		fmt.Fprintf(w, "order-0 bound (exponents at their per-tensor entropy, other bits raw): %s, ratio %.4f\n", humanBytes(int64(fr.Bound)), fr.BoundRatio)
+		if !fr.noStats {
+			fmt.Fprintf(w, "float tensors: %d values, %s, mean exponent entropy %.3f bits\n", fr.FloatValues, humanBytes(fr.FloatBytes), fr.ExpEntropy)
+			fmt.Fprintf(w, "order-0 bound (exponents at their per-tensor entropy, other bits raw): %s, ratio %.4f\n", humanBytes(int64(fr.Bound)), fr.BoundRatio)
+		}
 		if rep.Kind == "archive" {
-			fmt.Fprintf(w, "archive: %s for this file, ratio %.4f (%.4f of the bound ratio)\n", humanBytes(fr.Compressed), fr.Ratio, fr.Ratio/fr.BoundRatio)
+			if fr.noStats {
+				fmt.Fprintf(w, "archive: %s for this file, ratio %.4f\n", humanBytes(fr.Compressed), fr.Ratio)
+			} else {
+				fmt.Fprintf(w, "archive: %s for this file, ratio %.4f (%.4f of the bound ratio)\n", humanBytes(fr.Compressed), fr.Ratio, fr.Ratio/fr.BoundRatio)
+			}
 			fmt.Fprintf(w, "sha256: %s\n", fr.SHA256)
 		}
 		fmt.Fprintln(w)
 	}
 	if rep.Kind == "archive" {
 		fmt.Fprintf(w, "archive %s: %s\n", rep.Path, humanBytes(rep.ArchiveBytes))
+		if s := rep.Setup; s != nil {
+			switch {
+			case s.Missing:
+				fmt.Fprintf(w, "setup: %s (external, not given: tensors not decoded; pass -setup FILE.nzsetup)\n", s.ID)
+			case s.How == "external":
+				fmt.Fprintf(w, "setup: %s (external, %d bytes, from %s)\n", s.ID, s.Bytes, s.Path)
+			default:
+				fmt.Fprintf(w, "setup: %s (embedded, %d bytes)\n", s.ID, s.Bytes)
+			}
+		} else {
+			fmt.Fprintln(w, "setup: none (per-block tables)")
+		}
 	}
 }
 

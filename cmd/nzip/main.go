@@ -1,10 +1,13 @@
 // Command nzip compresses neural-network checkpoints losslessly.
 //
-//	nzip compress   [-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-q] IN
-//	nzip decompress [-o OUT] [-f] [-threads N] [-tensor NAME] [-q] IN.nzip
-//	nzip verify     [-threads N] IN.nzip
-//	nzip inspect    [-json] FILE
-//	nzip bench      [-json] [-codecs LIST] [-threads N] [-runs N] FILE...
+//	nzip compress   [-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-q] IN
+//	nzip decompress [-o OUT] [-f] [-threads N] [-tensor NAME] [-setup S.nzsetup] [-q] IN.nzip
+//	nzip verify     [-threads N] [-setup S.nzsetup] IN.nzip
+//	nzip inspect    [-json] [-setup S.nzsetup] FILE
+//	nzip bench      [-json] [-codecs LIST] [-threads N] [-runs N] [-setup S.nzsetup [-setup-external]] FILE...
+//	nzip setup build   -o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-chunk N] [-sample F] [-pair-bias X] [-q] FILE...
+//	nzip setup show    [-json] FILE.nzsetup
+//	nzip setup compare [-json] -setups S1,S2,... [-threads N] [-runs N] [-setup-external] FILE...
 //
 // Exit status: 0 success, 1 failure (message on stderr starting with
 // "nzip:"), 2 usage error.
@@ -24,13 +27,18 @@ import (
 const usage = `nzip: lossless compression of neural-network checkpoints
 
 usage:
-  nzip compress   [-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-q] IN
-  nzip decompress [-o OUT] [-f] [-threads N] [-tensor NAME] [-q] IN.nzip
-  nzip verify     [-threads N] IN.nzip
-  nzip inspect    [-json] FILE
-  nzip bench      [-json] [-codecs LIST] [-threads N] [-runs N] FILE...
+  nzip compress   [-o OUT] [-f] [-threads N] [-chunk N] [-level N]
+                  [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-q] IN
+  nzip decompress [-o OUT] [-f] [-threads N] [-tensor NAME] [-setup S.nzsetup] [-q] IN.nzip
+  nzip verify     [-threads N] [-setup S.nzsetup] IN.nzip
+  nzip inspect    [-json] [-setup S.nzsetup] FILE
+  nzip bench      [-json] [-codecs LIST] [-threads N] [-runs N] [-setup S.nzsetup [-setup-external]] FILE...
+  nzip setup build   -o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-chunk N] [-sample F]
+                     [-pair-bias X] [-q] FILE...
+  nzip setup show    [-json] FILE.nzsetup
+  nzip setup compare [-json] -setups S1,S2,... [-threads N] [-runs N] [-setup-external] FILE...
 
-Run "nzip COMMAND -h" for the flags of a command.
+Run "nzip COMMAND -h" (or "nzip setup SUBCOMMAND -h") for the flags of a command.
 `
 
 // errUsage marks a usage error (exit status 2); the message has been printed.
@@ -46,6 +54,7 @@ var commands = map[string]command{
 	"verify":     {runVerify},
 	"inspect":    {runInspect},
 	"bench":      {runBench},
+	"setup":      {runSetup},
 }
 
 func main() {

@@ -10,8 +10,9 @@ import (
 )
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("verify", "[-threads N] IN.nzip", stderr)
+	fs := newFlags("verify", "[-threads N] [-setup S.nzsetup] IN.nzip", stderr)
 	threads := fs.Int("threads", 0, "blocks decoded in parallel (default: all CPUs)")
+	setupPath := fs.String("setup", "", "the setup the archive was written with (needed when it references it externally)")
 	if err := parse(fs, args, 1, 1); err != nil {
 		return err
 	}
@@ -22,6 +23,9 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer f.Close()
 	defer rd.Close()
+	if err := useSetup(rd, in, *setupPath, stderr); err != nil {
+		return err
+	}
 	start := time.Now()
 	var total, blocks int64
 	for _, fi := range rd.Files() {
@@ -39,7 +43,11 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		base += fi.Size
 	}
 	bar.finish()
-	fmt.Fprintf(stdout, "%s: OK: %d file(s), %s in %d blocks; every block CRC-32C and file SHA-256 match (%.2fs)\n",
-		in, len(rd.Files()), humanBytes(total), blocks, time.Since(start).Seconds())
+	setup := ""
+	if id, how := rd.SetupID(); how != "" {
+		setup = fmt.Sprintf("; setup %x (%s)", id, how)
+	}
+	fmt.Fprintf(stdout, "%s: OK: %d file(s), %s in %d blocks; every block CRC-32C and file SHA-256 match (%.2fs)%s\n",
+		in, len(rd.Files()), humanBytes(total), blocks, time.Since(start).Seconds(), setup)
 	return nil
 }

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"neuralzip/codec"
+)
+
+const setupUsage = `usage:
+  nzip setup build   -o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-chunk N] [-sample F] [-pair-bias X] [-q] FILE...
+  nzip setup show    [-json] FILE.nzsetup
+  nzip setup compare [-json] -setups S1,S2,... [-threads N] [-runs N] [-setup-external] FILE...
+
+A setup holds shared Huffman tables for the exponents of float tensors,
+built once from sample checkpoints; "nzip compress -setup S.nzsetup" then
+codes every block with the cheapest shared table instead of building its own.
+`
+
+// runSetup dispatches the setup subcommands.
+func runSetup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, "nzip setup: missing subcommand\n"+setupUsage)
+		return errUsage
+	}
+	switch args[0] {
+	case "build":
+		return runSetupBuild(ctx, args[1:], stdout, stderr)
+	case "show":
+		return runSetupShow(ctx, args[1:], stdout, stderr)
+	case "compare":
+		return runSetupCompare(ctx, args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, setupUsage)
+		return flag.ErrHelp
+	}
+	fmt.Fprintf(stderr, "nzip setup: unknown subcommand %q\n%s", args[0], setupUsage)
+	return errUsage
+}
+
+// loadSetup reads and parses a .nzsetup file.
+func loadSetup(path string) (*codec.Setup, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := codec.ParseSetup(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// useSetup gives an opened archive the setup named by -setup (path, may be
+// empty) and checks that it is the one the archive was written with. An
+// archive that references its setup externally needs it; one that uses no
+// setup ignores it with a warning.
+func useSetup(rd *codec.Reader, archive, path string, stderr io.Writer) error {
+	id, how := rd.SetupID()
+	if path == "" {
+		if how == "external" {
+			return fmt.Errorf("%s: %w %x: the archive references its setup instead of holding it; pass the setup file with -setup FILE.nzsetup", archive, codec.ErrSetupMissing, id)
+		}
+		return nil
+	}
+	s, err := loadSetup(path)
+	if err != nil {
+		return err
+	}
+	if how == "" {
+		fmt.Fprintf(stderr, "nzip: warning: %s uses no setup; -setup %s is not needed\n", archive, path)
+		return nil
+	}
+	if s.ID() != id {
+		return fmt.Errorf("%s: %w: the archive was written with setup %x, but %s is setup %s", archive, codec.ErrSetupMismatch, id, path, s.IDString())
+	}
+	if err := rd.UseSetup(s); err != nil {
+		return fmt.Errorf("%s: %w", archive, err)
+	}
+	return nil
+}
+
+// setupReport is `nzip setup show -json`.
+type setupReport struct {
+	Path        string          `json:"path"`
+	ID          string          `json:"id"`
+	Bytes       int             `json:"bytes"`
+	Builder     string          `json:"builder"`
+	ChunkValues int             `json:"chunk_values"`
+	Sources     []sourceReport  `json:"sources"`
+	Sections    []sectionReport `json:"sections"`
+}
+
+type sourceReport struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+	Format string `json:"format"`
+}
+
+type sectionReport struct {
+	DType        string        `json:"dtype"`
+	Join         uint          `json:"join"`        // residual bits joined into the symbol
+	SymbolBits   uint          `json:"symbol_bits"` // exponent bits + join
+	Shifts       bool          `json:"shifts"`      // blocks align their symbols to the tables
+	Tables       []tableReport `json:"tables"`
+	PairTables   int           `json:"pair_tables"`   // tables that also code pairs
+	ExpectedBits float64       `json:"expected_bits"` // mean over the sample, weighted by the clusters' symbols
+}
+
+type tableReport struct {
+	Index            int     `json:"index"`
+	Chunks           int     `json:"chunks"`   // sample chunks in the cluster
+	Alphabet         int     `json:"alphabet"` // symbols with a code of their own
+	Pairs            int     `json:"pairs"`    // k: pairs of the k most frequent symbols; 0 = singles only
+	ExpectedBits     float64 `json:"expected_bits"`
+	DescriptionBytes int     `json:"description_bytes"`
+}
+
+func newSetupReport(path string, s *codec.Setup) *setupReport {
+	rep := &setupReport{Path: path, ID: s.IDString(), Bytes: len(s.Bytes()), Builder: s.Builder, ChunkValues: s.ChunkValues,
+		Sources: []sourceReport{}, Sections: []sectionReport{}}
+	for _, src := range s.Sources {
+		rep.Sources = append(rep.Sources, sourceReport{Name: src.Name, Size: src.Size, SHA256: hex.EncodeToString(src.SHA256[:]), Format: src.Format})
+	}
+	for _, sec := range s.Sections {
+		w := sec.SymbolBits()
+		sr := sectionReport{DType: sec.DType.String(), Join: sec.Join, SymbolBits: w, Shifts: sec.Shifts()}
+		var bits, syms float64
+		for i, t := range sec.Tables {
+			tr := tableReport{Index: i, Chunks: t.Chunks, Alphabet: len(t.Alphabet), Pairs: len(t.PairTop),
+				ExpectedBits: t.ExpectedBits(w), DescriptionBytes: t.DescriptionBytes()}
+			if t.HasPairs() {
+				sr.PairTables++
+			}
+			var n float64
+			for _, c := range t.Centroid {
+				n += float64(c)
+			}
+			bits += tr.ExpectedBits * n
+			syms += n
+			sr.Tables = append(sr.Tables, tr)
+		}
+		if syms > 0 {
+			sr.ExpectedBits = bits / syms
+		}
+		rep.Sections = append(rep.Sections, sr)
+	}
+	return rep
+}
+
+func runSetupShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("setup show", "[-json] FILE.nzsetup", stderr)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parse(fs, args, 1, 1); err != nil {
+		return err
+	}
+	s, err := loadSetup(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	rep := newSetupReport(fs.Arg(0), s)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", " ")
+		return enc.Encode(rep)
+	}
+	printSetup(stdout, rep)
+	return nil
+}
+
+func printSetup(w io.Writer, rep *setupReport) {
+	fmt.Fprintf(w, "setup %s\n", rep.Path)
+	fmt.Fprintf(w, "id:      %s\n", rep.ID)
+	fmt.Fprintf(w, "size:    %d bytes\n", rep.Bytes)
+	fmt.Fprintf(w, "builder: %s\n", rep.Builder)
+	fmt.Fprintf(w, "chunk:   %d values\n", rep.ChunkValues)
+	fmt.Fprintf(w, "sources: %d\n", len(rep.Sources))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  NAME\tSIZE\tSHA-256\tFORMAT\t")
+	for _, src := range rep.Sources {
+		fmt.Fprintf(tw, "  %s\t%d\t%s…\t%s\t\n", src.Name, src.Size, src.SHA256[:12], src.Format)
+	}
+	tw.Flush()
+	for _, sec := range rep.Sections {
+		fmt.Fprintf(w, "\n%s: join %d, %d-bit symbols, %d tables (%d with code pairs), %.3f bits/symbol expected\n",
+			sec.DType, sec.Join, sec.SymbolBits, len(sec.Tables), sec.PairTables, sec.ExpectedBits)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  TABLE\tCHUNKS\tALPHABET\tPAIRS\tBITS/SYMBOL\tDESCRIPTION BYTES\t")
+		for _, t := range sec.Tables {
+			pairs := "-"
+			if t.Pairs > 0 {
+				pairs = fmt.Sprint(t.Pairs)
+			}
+			fmt.Fprintf(tw, "  %d\t%d\t%d\t%s\t%.3f\t%d\t\n", t.Index, t.Chunks, t.Alphabet, pairs, t.ExpectedBits, t.DescriptionBytes)
+		}
+		tw.Flush()
+	}
+}
+
+func runSetupBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("setup build", "-o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-chunk N] [-sample F] [-pair-bias X] [-q] FILE...", stderr)
+	out := fs.String("o", "", "output setup file (required)")
+	force := fs.Bool("f", false, "overwrite OUT if it exists")
+	k := fs.Int("k", 0, "tables per dtype (default: chosen by -min-gain, up to -max-k)")
+	maxK := fs.Int("max-k", 0, "most tables per dtype when -k is not given (default 16)")
+	minGain := fs.Float64("min-gain", 0, "add a table while it saves at least this fraction of the sample's coded size (default 0.001)")
+	chunk := fs.Int("chunk", 0, fmt.Sprintf("float values per chunk, %d..%d (default %d); compress with the same", codec.MinChunkValues, codec.MaxChunkValues, codec.DefaultChunkValues))
+	sample := fs.Float64("sample", 0, "fraction of chunks sampled, 0..1 (default 0: all)")
+	pairBias := fs.Float64("pair-bias", 0, "a table codes pairs when they cost at most 1+X times the singles (default 0.002)")
+	quiet := fs.Bool("q", false, "print nothing on success")
+	if err := parse(fs, args, 1, -1); err != nil {
+		return err
+	}
+	if *out == "" {
+		fmt.Fprintln(stderr, "nzip setup build: -o OUT.nzsetup is required")
+		fs.Usage()
+		return errUsage
+	}
+	if *k < 0 || *maxK < 0 || *minGain < 0 || *pairBias < 0 || *sample < 0 || *sample > 1 ||
+		(*chunk != 0 && (*chunk < codec.MinChunkValues || *chunk > codec.MaxChunkValues)) {
+		fmt.Fprintln(stderr, "nzip setup build: -k, -max-k, -min-gain, -chunk, -sample or -pair-bias out of range")
+		fs.Usage()
+		return errUsage
+	}
+	var inputs []codec.Input
+	var paths []string
+	floats := 0
+	for _, path := range fs.Args() {
+		files, err := openModel(path, stderr)
+		if err != nil {
+			return err
+		}
+		defer closeInputs(files)
+		for _, f := range files {
+			inputs = append(inputs, codec.Input{Name: f.name, R: f.f, Size: f.size, Format: f.format, Segments: f.segs})
+			paths = append(paths, f.path)
+			for _, s := range f.segs {
+				if s.IsTensor() && s.DType.IsFloat() && s.Length > 0 {
+					floats++
+				}
+			}
+		}
+	}
+	if floats == 0 {
+		return errors.New("setup build: no float tensors in the given files; a setup is built from the float tensors of checkpoints")
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	s, err := codec.BuildSetup(inputs, codec.SetupOptions{K: *k, MaxK: *maxK, MinGain: *minGain, ChunkValues: *chunk,
+		Sample: *sample, PairBias: *pairBias, Builder: "nzip setup build"})
+	if err != nil {
+		return fmt.Errorf("setup build: %w", err)
+	}
+	w, err := createOutput(*out, *force, paths, 0o644)
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	if _, err := w.Write(s.Bytes()); err != nil {
+		return err
+	}
+	if err := w.Commit(); err != nil {
+		return err
+	}
+	if !*quiet {
+		rep := newSetupReport(*out, s)
+		fmt.Fprintf(stderr, "%s: setup %s, %d bytes, chunk %d, from %d file(s)\n", *out, rep.ID, rep.Bytes, rep.ChunkValues, len(rep.Sources))
+		for _, sec := range rep.Sections {
+			fmt.Fprintf(stderr, "  %s: %d tables (%d with code pairs), %.3f bits/exponent expected\n", sec.DType, len(sec.Tables), sec.PairTables, sec.ExpectedBits)
+		}
+	}
+	return nil
+}
