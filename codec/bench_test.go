@@ -61,3 +61,46 @@ func BenchmarkDecompressBF16T1NoHash(b *testing.B) {
 	benchDecompress(b, "real-bf16.safetensors", 1, true)
 }
 func BenchmarkDecompressBF16T2(b *testing.B) { benchDecompress(b, "real-bf16.safetensors", 2, false) }
+
+// BenchmarkSetup: one thread, a trajectory checkpoint coded with per-block
+// tables ("none") and with a setup built from it, forced on every block
+// ("setup"). The ratio is reported as a metric.
+func BenchmarkSetup(b *testing.B) {
+	d := needShared(b)
+	in, data := fileInput(b, filepath.Join(d, "trajectories/tinygpt-fortunes/step_001000.bf16.safetensors"))
+	s, err := BuildSetup([]Input{in}, SetupOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	segs := safetensorsSegments(data)
+	for _, c := range []struct {
+		name string
+		opt  Options
+	}{{"none", Options{Threads: 1}}, {"setup", Options{Threads: 1, Setup: s, SetupThreshold: 1e9}}} {
+		arc, err := CompressBytes(data, segs, c.opt)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name+"/compress", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := CompressBytes(data, segs, c.opt); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(data))/float64(len(arc)), "ratio")
+		})
+		b.Run(c.name+"/decompress", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			o := c.opt
+			o.SkipHash = true
+			for i := 0; i < b.N; i++ {
+				if _, err := DecompressBytes(arc, o); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -502,3 +502,43 @@ func (r *Reader) ReadFile(fi int, opt Options) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// Census counts how an archive's blocks are coded, from the first bytes of
+// each block (nothing is decoded, so it is cheap and needs no setup).
+type Census struct {
+	Blocks       int // all blocks of all files
+	FloatBlocks  int // blocks coded as floats (fields or byte planes)
+	SharedTables int // float blocks whose exponents use a setup's shared table
+	OwnTables    int // float blocks whose exponents use their own Huffman table
+	OtherFloat   int // float blocks with packed or constant exponents, or byte planes
+}
+
+// Census reads the coding of every block; see the type.
+func (r *Reader) Census() (Census, error) {
+	var c Census
+	var hdr [4]byte
+	for _, f := range r.idx.files {
+		for _, b := range f.blocks {
+			c.Blocks++
+			if b.kind != kindFloat {
+				continue
+			}
+			c.FloatBlocks++
+			n := min(int(b.compLen), len(hdr))
+			if err := readFull(r.r, hdr[:n], b.compOff); err != nil {
+				return c, err
+			}
+			switch {
+			case n < 4 || hdr[0] != formFields:
+				c.OtherFloat++
+			case hdr[3] == smShared1 || hdr[3] == smShared4:
+				c.SharedTables++
+			case hdr[3] >= smHuff1 && hdr[3] <= smPair4:
+				c.OwnTables++
+			default:
+				c.OtherFloat++
+			}
+		}
+	}
+	return c, nil
+}

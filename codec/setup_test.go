@@ -64,12 +64,14 @@ func TestSetupExternalAndMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := BuildSetup([]Input{in}, SetupOptions{K: 1})
+	od := realisticValues(dtype.BF16, 100000, 2)
+	oin := Input{Name: "y", R: bytes.NewReader(od), Size: int64(len(od)), Segments: []Segment{{Name: "w", DType: dtype.BF16, Length: int64(len(od))}}}
+	other, err := BuildSetup([]Input{oin}, SetupOptions{K: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if other.ID() == s.ID() {
-		t.Skip("both builds gave the same setup")
+		t.Fatal("two setups from different data have one ID")
 	}
 	arc, err := CompressBytes(data, segs, Options{Setup: s, SetupExternal: true})
 	if err != nil {
@@ -166,5 +168,38 @@ func TestCostShiftedMatchesRotation(t *testing.T) {
 		if got := tb.costShifted(&h, d, 8); got != want {
 			t.Fatalf("shift %d: %d, want %d", d, got, want)
 		}
+	}
+}
+
+// Census tells shared-table blocks from own-table ones: none without a
+// setup, all (long enough) blocks with a setup forced on every block.
+func TestCensus(t *testing.T) {
+	data := realisticValues(dtype.BF16, 5*4096+50, 3)
+	segs := []Segment{{Name: "w", DType: dtype.BF16, Length: 5 * 4096 * 2}, {Name: "b", DType: dtype.BF16, Offset: 5 * 4096 * 2, Length: 100}}
+	in := Input{Name: "x", R: bytes.NewReader(data), Size: int64(len(data)), Segments: segs}
+	s, err := BuildSetup([]Input{in}, SetupOptions{ChunkValues: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	census := func(opt Options) Census {
+		t.Helper()
+		arc := roundTrip(t, data, segs, opt)
+		rd, err := NewReader(bytes.NewReader(arc), int64(len(arc)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rd.Close()
+		c, err := rd.Census()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// 5 blocks of 4096 values and one of 50 (own table: too short to share)
+	if c := census(Options{ChunkValues: 4096}); c != (Census{Blocks: 6, FloatBlocks: 6, OwnTables: 6}) {
+		t.Fatalf("no setup: %+v", c)
+	}
+	if c := census(Options{ChunkValues: 4096, Setup: s, SetupThreshold: 1e9}); c != (Census{Blocks: 6, FloatBlocks: 6, SharedTables: 5, OwnTables: 1}) {
+		t.Fatalf("forced setup: %+v", c)
 	}
 }

@@ -61,7 +61,8 @@ type inspectReport struct {
 	Path         string        `json:"path"`
 	Kind         string        `json:"kind"` // "checkpoint" or "archive"
 	ArchiveBytes int64         `json:"archive_bytes,omitempty"`
-	Setup        *archiveSetup `json:"setup,omitempty"` // archives written with a setup
+	Setup        *archiveSetup `json:"setup,omitempty"`  // archives written with a setup
+	Blocks       *codec.Census `json:"blocks,omitempty"` // archives: how the blocks are coded
 	Files        []fileReport  `json:"files"`
 }
 
@@ -215,6 +216,11 @@ func inspectArchive(ctx context.Context, path, setupPath string, stderr io.Write
 	defer rd.Close()
 	st, _ := f.Stat()
 	rep := &inspectReport{Path: path, Kind: "archive", ArchiveBytes: st.Size()}
+	census, err := rd.Census()
+	if err != nil {
+		return nil, err
+	}
+	rep.Blocks = &census
 	decode := true
 	if id, how := rd.SetupID(); how != "" {
 		rep.Setup = &archiveSetup{ID: hex.EncodeToString(id[:]), How: how, Path: setupPath}
@@ -329,6 +335,10 @@ func printInspect(w io.Writer, rep *inspectReport) {
 			}
 		} else {
 			fmt.Fprintln(w, "setup: none (per-block tables)")
+		}
+		if c := rep.Blocks; c != nil {
+			fmt.Fprintf(w, "blocks: %d, %d of floats: exponents with a shared table %d, own table %d, packed/constant/byte planes %d\n",
+				c.Blocks, c.FloatBlocks, c.SharedTables, c.OwnTables, c.OtherFloat)
 		}
 	}
 }
