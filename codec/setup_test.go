@@ -2,9 +2,14 @@ package codec
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,5 +206,62 @@ func TestCensus(t *testing.T) {
 	}
 	if c := census(Options{ChunkValues: 4096, Setup: s, SetupThreshold: 1e9}); c != (Census{Blocks: 6, FloatBlocks: 6, SharedTables: 5, OwnTables: 1}) {
 		t.Fatalf("forced setup: %+v", c)
+	}
+}
+
+// Both clustering methods find three chunk populations whose exponent
+// histograms differ in shape (alignment removes mere shifts), the automatic
+// K stops at three, and a build is deterministic.
+func TestSetupClusters(t *testing.T) {
+	const chunk = 4096
+	r := rand.New(rand.NewPCG(7, 7))
+	var data []byte
+	var segs []Segment
+	gen := []func() float64{
+		func() float64 { return r.NormFloat64() * 0.02 },    // Gaussian
+		func() float64 { return (r.Float64()*2 - 1) * 0.5 }, // uniform: geometric exponents
+		func() float64 { // 8 exponents, linearly falling weights
+			k := r.IntN(36)
+			e := 0
+			for w := 8; k >= w; w-- {
+				k -= w
+				e++
+			}
+			return math.Ldexp(1+r.Float64(), -e)
+		},
+	}
+	for rep := 0; rep < 4; rep++ {
+		for g, f := range gen {
+			off := int64(len(data))
+			for i := 0; i < chunk; i++ {
+				data = binary.LittleEndian.AppendUint16(data, uint16(math.Float32bits(float32(f()))>>16))
+			}
+			segs = append(segs, Segment{Name: fmt.Sprintf("t%d.%d", rep, g), DType: dtype.BF16, Offset: off, Length: chunk * 2})
+		}
+	}
+	in := Input{Name: "three", R: bytes.NewReader(data), Size: int64(len(data)), Segments: segs}
+	for _, m := range []string{ClusterAgglomerative, ClusterKMeans} {
+		s, err := BuildSetup([]Input{in}, SetupOptions{ChunkValues: chunk, Cluster: m, MinGain: 0.001})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables := s.Sections[0].Tables
+		if len(tables) != 3 {
+			t.Fatalf("%s: %d tables, want 3", m, len(tables))
+		}
+		for _, tb := range tables {
+			if tb.Chunks != 4 {
+				t.Fatalf("%s: a cluster of %d chunks, want 4 each", m, tb.Chunks)
+			}
+		}
+		again, err := BuildSetup([]Input{in}, SetupOptions{ChunkValues: chunk, Cluster: m, MinGain: 0.001})
+		if err != nil || !bytes.Equal(again.Bytes(), s.Bytes()) {
+			t.Fatalf("%s: a second build differs (%v)", m, err)
+		}
+		arc := roundTrip(t, data, segs, Options{ChunkValues: chunk, Setup: s, SetupThreshold: 1e9})
+		t.Logf("%s: %d tables, ratio %.4f", m, len(tables), float64(len(data))/float64(len(arc)))
+	}
+	if _, err := BuildSetup([]Input{in}, SetupOptions{Cluster: "spectral"}); err == nil || !strings.Contains(err.Error(), "spectral") {
+		t.Fatalf("unknown method: %v", err)
 	}
 }
