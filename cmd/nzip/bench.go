@@ -1,13 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"os"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"neuralzip/analysis"
-	"neuralzip/checkpoint"
 	"neuralzip/codec"
 	"neuralzip/codec/baseline"
 )
@@ -27,18 +25,20 @@ type benchRow struct {
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench", "[-json] [-codecs LIST] [-threads N] [-runs N] [-setup S.nzsetup [-setup-external]] FILE...", stderr)
+	fs := newFlags("bench", "[-json] [-codecs LIST] [-threads N] [-runs N] [-chunk N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] FILE...", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON array")
 	codecs := fs.String("codecs", strings.Join(baseline.Names(), ","), "comma-separated codecs; "+setupCodecName+" (nzip with -setup) is added when -setup is given")
 	threads := fs.Int("threads", 0, "threads per codec (default: all CPUs; zstd and gzip use one)")
 	runs := fs.Int("runs", 3, "timed runs per codec; the best counts (fewer when a codec is slow)")
 	setupPath := fs.String("setup", "", "setup file for the codec "+setupCodecName)
 	setupExternal := fs.Bool("setup-external", false, setupCodecName+": reference the setup instead of embedding it (its bytes do not count)")
+	setupThreshold := fs.Float64("setup-threshold", 0, fmt.Sprintf("%s: a block builds its own table when the best shared one costs more than this fraction above it (default %g)", setupCodecName, codec.DefaultSetupThreshold))
+	chunk := fs.Int("chunk", 0, fmt.Sprintf("values per block for nzip and %s (default: %d for nzip, the setup's for %s)", setupCodecName, codec.DefaultChunkValues, setupCodecName))
 	if err := parse(fs, args, 1, -1); err != nil {
 		return err
 	}
-	if *threads < 0 || *runs < 1 {
-		fmt.Fprintln(stderr, "nzip bench: -threads must be >= 0 and -runs >= 1")
+	if *threads < 0 || *runs < 1 || *setupThreshold < 0 || (*chunk != 0 && (*chunk < codec.MinChunkValues || *chunk > codec.MaxChunkValues)) {
+		fmt.Fprintf(stderr, "nzip bench: -threads must be >= 0, -runs >= 1, -setup-threshold >= 0, -chunk %d..%d\n", codec.MinChunkValues, codec.MaxChunkValues)
 		return errUsage
 	}
 	names := strings.Split(*codecs, ",")
@@ -60,8 +60,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return errUsage
 		}
 	}
-	if *setupExternal && *setupPath == "" {
-		fmt.Fprintln(stderr, "nzip bench: -setup-external needs -setup")
+	if *setupPath == "" && (*setupExternal || flagSet(fs, "setup-threshold")) {
+		fmt.Fprintln(stderr, "nzip bench: -setup-external and -setup-threshold need -setup")
 		return errUsage
 	}
 	var setup *codec.Setup
@@ -85,9 +85,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 			mopt := baseline.MeasureOptions{Threads: *threads, Runs: *runs, MaxTime: 10 * time.Second}
 			var m baseline.Measurement
-			if name == setupCodecName {
-				m = baseline.MeasureCodec(newSetupCodec(setup, *setupExternal, *threads), setupCodecName, filepath.Base(path), src, segs, mopt)
-			} else {
+			switch {
+			case name == setupCodecName:
+				c := newSetupCodecOpt(setup, codec.Options{Threads: *threads, SetupExternal: *setupExternal, SetupThreshold: *setupThreshold, ChunkValues: *chunk})
+				m = baseline.MeasureCodec(c, setupCodecName, filepath.Base(path), src, segs, mopt)
+			case name == "nzip" && *chunk != 0:
+				c := baseline.NewNZip("nzip", codec.Options{Threads: *threads, ChunkValues: *chunk})
+				m = baseline.MeasureCodec(c, "nzip", filepath.Base(path), src, segs, mopt)
+			default:
 				m = baseline.Measure(name, filepath.Base(path), src, segs, mopt)
 			}
 			rows = append(rows, benchRow{m, bound})
@@ -131,19 +136,39 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// readForBench reads a whole file and its layout (nil, with a warning, when
-// it is not a checkpoint: it is then measured as opaque bytes).
+// readForBench reads a model as compress sees it: every file it needs (a
+// TF.js manifest and its weight shards, a sharded safetensors index and its
+// shards, ONNX external data) concatenated in archive order, with the
+// segments of each file moved to its place, so that every codec is measured
+// on the whole model. A file that is not a checkpoint is measured as opaque
+// bytes, with a warning (as compress would code it).
 func readForBench(path string, stderr io.Writer) ([]byte, []codec.Segment, error) {
-	src, err := os.ReadFile(path)
+	files, err := openModel(path, stderr)
 	if err != nil {
 		return nil, nil, err
 	}
-	lay, err := checkpoint.Open(bytes.NewReader(src), int64(len(src)))
-	if err != nil {
-		fmt.Fprintf(stderr, "nzip: warning: %s: %v; benchmarking it as opaque bytes\n", path, err)
-		return src, nil, nil
+	defer closeInputs(files)
+	var total int64
+	for _, f := range files {
+		total += f.size
 	}
-	return src, toCodecSegments(lay.Segments), nil
+	if total > math.MaxInt32*2 {
+		return nil, nil, fmt.Errorf("%s: %d bytes is too large to benchmark in memory", path, total)
+	}
+	src := make([]byte, 0, total)
+	var segs []codec.Segment
+	for _, f := range files {
+		base := int64(len(src))
+		src = src[:base+f.size]
+		if _, err := io.ReadFull(io.NewSectionReader(f.f, 0, f.size), src[base:]); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", f.path, err)
+		}
+		for _, s := range f.segs {
+			s.Offset += base
+			segs = append(segs, s)
+		}
+	}
+	return src, segs, nil
 }
 
 // flagSet reports whether the flag called name was given.

@@ -13,5 +13,15 @@ const setupCodecName = "nzip+setup"
 // (baseline.MeasureCodec). It codes with the setup's chunk size, as
 // compress -setup does.
 func newSetupCodec(s *codec.Setup, external bool, threads int) baseline.Codec {
-	return baseline.NewNZip(setupCodecName, codec.Options{Threads: threads, Setup: s, SetupExternal: external, ChunkValues: s.ChunkValues})
+	return newSetupCodecOpt(s, codec.Options{Threads: threads, SetupExternal: external})
+}
+
+// newSetupCodecOpt is newSetupCodec with more options; a zero ChunkValues
+// means the setup's.
+func newSetupCodecOpt(s *codec.Setup, opt codec.Options) baseline.Codec {
+	opt.Setup = s
+	if opt.ChunkValues == 0 {
+		opt.ChunkValues = s.ChunkValues
+	}
+	return baseline.NewNZip(setupCodecName, opt)
 }

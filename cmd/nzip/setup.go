@@ -15,7 +15,7 @@ import (
 )
 
 const setupUsage = `usage:
-  nzip setup build   -o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-chunk N] [-sample F] [-pair-bias X] [-q] FILE...
+  nzip setup build   -o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-cluster M] [-chunk N] [-sample F] [-pair-bias X] [-pairs=false] [-q] FILE...
   nzip setup show    [-json] FILE.nzsetup
   nzip setup compare [-json] -setups S1,S2,... [-threads N] [-runs N] [-setup-external] FILE...
 
@@ -206,15 +206,17 @@ func printSetup(w io.Writer, rep *setupReport) {
 }
 
 func runSetupBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("setup build", "-o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-chunk N] [-sample F] [-pair-bias X] [-q] FILE...", stderr)
+	fs := newFlags("setup build", "-o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-cluster M] [-chunk N] [-sample F] [-pair-bias X] [-pairs=false] [-q] FILE...", stderr)
 	out := fs.String("o", "", "output setup file (required)")
 	force := fs.Bool("f", false, "overwrite OUT if it exists")
 	k := fs.Int("k", 0, "tables per dtype (default: chosen by -min-gain, up to -max-k)")
-	maxK := fs.Int("max-k", 0, "most tables per dtype when -k is not given (default 16)")
-	minGain := fs.Float64("min-gain", 0, "add a table while it saves at least this fraction of the sample's coded size (default 0.001)")
+	maxK := fs.Int("max-k", 0, fmt.Sprintf("most tables per dtype when -k is not given (default %d)", codec.DefaultSetupMaxK))
+	minGain := fs.Float64("min-gain", 0, fmt.Sprintf("keep one more table while it saves at least this fraction of the sample's coded size (default %g)", codec.DefaultSetupMinGain))
+	cluster := fs.String("cluster", codec.ClusterAgglomerative, "clustering: "+codec.ClusterAgglomerative+" or "+codec.ClusterKMeans)
 	chunk := fs.Int("chunk", 0, fmt.Sprintf("float values per chunk, %d..%d (default %d); compress with the same", codec.MinChunkValues, codec.MaxChunkValues, codec.DefaultChunkValues))
 	sample := fs.Float64("sample", 0, "fraction of chunks sampled, 0..1 (default 0: all)")
-	pairBias := fs.Float64("pair-bias", 0, "a table codes pairs when they cost at most 1+X times the singles (default 0.002)")
+	pairBias := fs.Float64("pair-bias", 0, fmt.Sprintf("a table codes exponent pairs when they cost at most 1+X times the singles (default %g)", codec.DefaultSetupPairBias))
+	pairs := fs.Bool("pairs", true, "allow pair (tuple) codes; -pairs=false: singles only")
 	quiet := fs.Bool("q", false, "print nothing on success")
 	if err := parse(fs, args, 1, -1); err != nil {
 		return err
@@ -228,6 +230,10 @@ func runSetupBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 		(*chunk != 0 && (*chunk < codec.MinChunkValues || *chunk > codec.MaxChunkValues)) {
 		fmt.Fprintln(stderr, "nzip setup build: -k, -max-k, -min-gain, -chunk, -sample or -pair-bias out of range")
 		fs.Usage()
+		return errUsage
+	}
+	if *cluster != codec.ClusterAgglomerative && *cluster != codec.ClusterKMeans {
+		fmt.Fprintf(stderr, "nzip setup build: -cluster must be %s or %s\n", codec.ClusterAgglomerative, codec.ClusterKMeans)
 		return errUsage
 	}
 	var inputs []codec.Input
@@ -255,8 +261,12 @@ func runSetupBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	s, err := codec.BuildSetup(inputs, codec.SetupOptions{K: *k, MaxK: *maxK, MinGain: *minGain, ChunkValues: *chunk,
-		Sample: *sample, PairBias: *pairBias, Builder: "nzip setup build"})
+	bias := *pairBias
+	if !*pairs {
+		bias = -1 // codec: negative turns pairs off
+	}
+	s, err := codec.BuildSetup(inputs, codec.SetupOptions{K: *k, MaxK: *maxK, MinGain: *minGain, Cluster: *cluster, ChunkValues: *chunk,
+		Sample: *sample, PairBias: bias, Builder: "nzip setup build"})
 	if err != nil {
 		return fmt.Errorf("setup build: %w", err)
 	}

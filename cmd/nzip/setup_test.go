@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"neuralzip/assets"
 	"neuralzip/codec/baseline"
 )
 
@@ -384,4 +385,60 @@ func TestSetupCorpus(t *testing.T) {
 	}
 	t.Logf("stories260K.bf16: per-chunk tables %.4f, Gaussian model (estimate) %.4f, own setup %.4f (%+.2f%%)",
 		rows[0].Ratio, rows[1].Ratio, rows[2].Ratio, (rows[2].RatioVsNone-1)*100)
+}
+
+// bench and setup compare measure a model of several files as a whole: a
+// TF.js manifest with its weight shard (the demo model from assets/).
+func TestBenchMultiFileModel(t *testing.T) {
+	dir := t.TempDir()
+	var want int64
+	var main string
+	for _, m := range assets.Models() {
+		if m.Format != "tfjs" {
+			continue
+		}
+		for _, f := range m.Files {
+			b, err := assets.FS.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dir, filepath.Base(f))
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want += int64(len(b))
+			if main == "" {
+				main = p
+			}
+		}
+		break
+	}
+	if main == "" {
+		t.Fatal("no TF.js demo model in assets")
+	}
+	code, out, errs := nzip(t, "bench", "-json", "-runs", "1", "-codecs", "nzip", main)
+	if code != 0 {
+		t.Fatalf("bench: %s", errs)
+	}
+	var rows []baseline.Measurement
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].OriginalBytes != want || !rows[0].RoundtripOK || rows[0].Ratio <= 1 {
+		t.Fatalf("bench of the whole model (%d bytes): %+v", want, rows)
+	}
+	buildSetup(t, filepath.Join(dir, "m.nzsetup"), main)
+	code, out, errs = nzip(t, "setup", "compare", "-json", "-runs", "1", "-setups", filepath.Join(dir, "m.nzsetup"), main)
+	if code != 0 {
+		t.Fatalf("compare: %s", errs)
+	}
+	var crow []compareRow
+	if err := json.Unmarshal([]byte(out), &crow); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range crow {
+		if r.OriginalBytes != want || (!r.Estimated && !r.RoundtripOK) {
+			t.Fatalf("compare row %+v, want %d bytes", r, want)
+		}
+	}
 }
