@@ -54,7 +54,16 @@ type SetupSection struct {
 	Tables []*SetupTable
 
 	spec   fieldSpec
-	shifts bool // symbols can be aligned (no join)
+	shifts bool       // symbols can be aligned (no join)
+	sel    []tableSel // per table, what choosing a table reads (contiguous)
+}
+
+// tableSel is what choosing a table for a block reads, kept together for
+// all tables of a section.
+type tableSel struct {
+	mode byte       // most frequent symbol of the centroid (aligned)
+	eff  [256]uint8 // cost in bits of each aligned symbol, escapes included
+	eff2 [512]uint8 // eff2[a+off] = eff of symbol a (1..m) rotated by off (0..m-1)
 }
 
 // A SetupTable is one cluster's code, in the aligned alphabet.
@@ -75,6 +84,7 @@ type SetupTable struct {
 
 	// derived
 	mode    byte // most frequent symbol of the centroid (aligned)
+	sel     tableSel
 	single  tableCode
 	pair    tableCode
 	hasPair bool
@@ -186,28 +196,51 @@ func (t *SetupTable) costShifted(h *[256]uint32, d int, w uint) uint64 {
 }
 
 // costNonzero is costShifted for a histogram whose nonzero symbols are
-// listed in nz (so many tables and shifts cost little).
+// listed in nz.
 func (t *SetupTable) costNonzero(h *[256]uint32, nz []byte, d int, w uint) uint64 {
+	return t.sel.cost(h, nz, d, w)
+}
+
+// init fills the selection data of table t.
+func (sel *tableSel) init(t *SetupTable, w uint) {
+	sel.mode = t.mode
+	escBits := t.single.huff.lens[t.single.esc] + uint8(w)
+	for a := range sel.eff {
+		sel.eff[a] = escBits
+		if l := t.single.lens[a]; l != 0 {
+			sel.eff[a] = l
+		}
+	}
+	if w >= 3 {
+		m := 1<<w - 2
+		for i := 1; i < 2*m && i < len(sel.eff2); i++ {
+			sel.eff2[i] = sel.eff[1+(i-1)%m]
+		}
+	}
+}
+
+// cost is the exact size in bits of coding the histogram h (nonzero
+// symbols nz) with the table's singles code after aligning by shift d.
+func (sel *tableSel) cost(h *[256]uint32, nz []byte, d int, w uint) uint64 {
 	m := 1<<w - 2
-	esc := uint64(t.single.huff.lens[t.single.esc]) + uint64(w)
 	off := 0
 	if w >= 3 && d != 0 {
 		off = ((-d)%m + m) % m
 	}
 	var bits uint64
+	if off == 0 {
+		for _, s := range nz {
+			bits += uint64(h[s]) * uint64(sel.eff[s])
+		}
+		return bits
+	}
 	for _, s := range nz {
 		a := int(s)
-		if off != 0 && a >= 1 && a <= m {
-			a += off
-			if a > m {
-				a -= m
-			}
+		l := sel.eff[a]
+		if a >= 1 && a <= m {
+			l = sel.eff2[a+off]
 		}
-		l := uint64(t.single.lens[a])
-		if l == 0 {
-			l = esc
-		}
-		bits += uint64(h[s]) * l
+		bits += uint64(h[s]) * uint64(l)
 	}
 	return bits
 }
@@ -286,6 +319,7 @@ func (t *SetupTable) prepare(w uint) error {
 		h[s] = uint32(min(n, math.MaxUint32))
 	}
 	t.mode = byte(modeOf(&h, w))
+	t.sel.init(t, w)
 	return nil
 }
 
@@ -357,10 +391,12 @@ func (sec *SetupSection) prepare() error {
 	if len(sec.Tables) == 0 || len(sec.Tables) > maxSetupTables {
 		return fmt.Errorf("%w: %v section with %d tables", ErrSetup, sec.DType, len(sec.Tables))
 	}
+	sec.sel = make([]tableSel, len(sec.Tables))
 	for i, t := range sec.Tables {
 		if err := t.prepare(f.symW()); err != nil {
 			return fmt.Errorf("%w: %v table %d: %v", ErrSetup, sec.DType, i, err)
 		}
+		sec.sel[i] = t.sel
 	}
 	return nil
 }

@@ -60,6 +60,17 @@ type streamEncoder struct {
 	excW     uint
 	pc       *[65536]byte
 	pcSet    []uint16
+	// shared-table state (appendWithTable), cached between blocks
+	spc            *[65536]byte
+	spcSet         []uint16
+	spcTab         *SetupTable
+	spcD           int
+	spcW           uint
+	rotFwd, rotInv [256]byte
+	rotD           int
+	rotW           uint
+	rotOK          bool
+	perm           *huffTable
 	// the nested encoder for exception streams
 	inner *streamEncoder
 	// lastMode is the mode of the last stream written (for tests)
@@ -678,104 +689,101 @@ const DefaultSetupThreshold = 0.03
 // appendShared codes syms with the cheapest table of sec (and the best
 // alignment), or with a table of its own when that is estimated to be
 // cheaper by more than threshold. hist is the exact histogram of syms, or
-// nil (then a sample picks the table).
+// nil (then it is counted here).
 func (e *streamEncoder) appendShared(dst, syms []byte, w uint, sec *SetupSection, hist *[256]uint32, threshold float64) []byte {
 	n := len(syms)
+	if hist == nil {
+		countHist(&e.hist, syms)
+		hist = &e.hist
+	}
 	if n < minSharedSymbols {
-		if hist == nil {
-			countHist(&e.hist, syms)
-			hist = &e.hist
-		}
 		return e.appendStream(dst, syms, w, hist, true)
 	}
-	var h [256]uint32
-	sampled := 0
-	if hist != nil {
-		h = *hist
-		sampled = n
-	} else {
-		step := 1
-		if n >= 4096 {
-			step = 4
-		}
-		for i := 0; i < n; i += step {
-			h[syms[i]]++
-			sampled++
-		}
-	}
-	best, bestD, bestCost := 0, 0, ^uint64(0)
-	blockMode := modeOf(&h, w)
+	h := hist
+	// the nonzero symbols, and the most frequent one of 1..2^w-2 (modeOf)
 	var nzb [256]byte
 	nz := nzb[:0]
+	blockMode, mc := 1<<(w-1)-1, uint32(0)
+	top := 1<<w - 2
 	for s, c := range h {
 		if c != 0 {
 			nz = append(nz, byte(s))
+			if c > mc && s >= 1 && s <= top {
+				blockMode, mc = s, c
+			}
 		}
 	}
-	for i, t := range sec.Tables {
+	best, bestD, bestCost := 0, 0, ^uint64(0)
+	for i := range sec.sel {
+		t := &sec.sel[i]
 		if !sec.shifts {
-			if c := t.costNonzero(&h, nz, 0, w); c < bestCost {
+			if c := t.cost(h, nz, 0, w); c < bestCost {
 				best, bestD, bestCost = i, 0, c
 			}
 			continue
 		}
 		d0 := blockMode - int(t.mode)
 		for d := d0 - 1; d <= d0+1; d++ {
-			if c := t.costNonzero(&h, nz, d, w); c < bestCost {
+			if c := t.cost(h, nz, d, w); c < bestCost {
 				best, bestD, bestCost = i, d, c
 			}
 		}
 	}
 	// A table of its own cannot beat the order-0 entropy plus its
 	// description; use the shared one unless that leaves a clear gain.
-	hb, distinct := entropyBits(&h, sampled)
-	ownEst := hb + float64(8*(distinct/2+8))*float64(sampled)/float64(n)
+	hb, distinct := entropyBits(h, n)
+	ownEst := hb + float64(8*(distinct/2+8))
 	if float64(bestCost) > (1+threshold)*ownEst {
-		if hist == nil {
-			countHist(&e.hist, syms)
-			hist = &e.hist
-		}
 		return e.appendStream(dst, syms, w, hist, true)
 	}
-	return e.appendWithTable(dst, syms, w, sec.Tables[best], best, bestD)
+	t := sec.Tables[best]
+	noEsc := false
+	if !t.hasPair {
+		fwd, _ := e.rotation(bestD, w)
+		noEsc = true
+		for _, s := range nz {
+			if t.single.lens[fwd[s]] == 0 {
+				noEsc = false
+				break
+			}
+		}
+	}
+	return e.appendWithTable(dst, syms, w, t, best, bestD, noEsc)
 }
 
 // appendWithTable writes syms as a shared-table stream coded with table t
-// (index ti of its section) after aligning by shift d.
-func (e *streamEncoder) appendWithTable(dst, syms []byte, w uint, t *SetupTable, ti, d int) []byte {
+// (index ti of its section) after aligning by shift d. noEsc says that
+// every symbol of syms has a singles code after the shift (known from an
+// exact histogram); the singles path then codes syms in place.
+func (e *streamEncoder) appendWithTable(dst, syms []byte, w uint, t *SetupTable, ti, d int, noEsc bool) []byte {
 	n := len(syms)
-	fwd, inv := rotation(d, w)
+	fwd, inv := e.rotation(d, w)
 	e.exc = e.exc[:0]
 	var codes []byte
 	code := &t.single
+	huff := &code.huff
 	kind := byte(0)
-	if t.hasPair && n >= 2 {
+	switch {
+	case t.hasPair && n >= 2:
 		code, kind = &t.pair, 1
-		// the pair map for this shift: s0 | s1<<8 of the block's symbols
-		if e.pc == nil {
-			e.pc = new([65536]byte)
-		}
-		for _, i := range e.pcSet {
-			e.pc[i] = 0
-		}
-		e.pcSet = e.pcSet[:0]
-		k := len(t.PairTop)
-		for a, x := range t.PairTop {
-			for b, y := range t.PairTop {
-				if t.PairLengths[a*k+b] != 0 {
-					i := uint16(inv[x]) | uint16(inv[y])<<8
-					e.pc[i] = byte(a*k+b) + 1
-					e.pcSet = append(e.pcSet, i)
-				}
-			}
-		}
+		huff = &code.huff
 		m := n / 2
 		if cap(e.codes) < m {
 			e.codes = make([]byte, m)
 		}
 		codes = e.codes[:m]
-		e.exc = pairize(codes, syms, e.pc, code.esc, e.exc)
-	} else {
+		e.exc = pairize(codes, syms, e.sharedPairMap(t, d, w, inv), code.esc, e.exc)
+	case noEsc:
+		// the code of symbol s is that of its aligned symbol: permute the
+		// encoding table instead of the symbols
+		if e.perm == nil {
+			e.perm = new(huffTable)
+		}
+		for s := range e.perm.enc {
+			e.perm.enc[s] = code.huff.enc[fwd[s]]
+		}
+		huff, codes = e.perm, syms
+	default:
 		// the huff0 symbol of a code is the aligned symbol itself
 		var local [256]byte
 		for s := range local {
@@ -813,15 +821,15 @@ func (e *streamEncoder) appendWithTable(dst, syms []byte, w uint, t *SetupTable,
 	body := len(dst)
 	if mode == smShared4 {
 		var err error
-		if dst, err = code.huff.appendData4X(dst, codes); err != nil {
+		if dst, err = huff.appendData4X(dst, codes); err != nil {
 			// a stream over 64 KiB cannot be described in the jump
 			// table: use one stream
-			dst = code.huff.appendStream1(dst[:body], codes)
+			dst = huff.appendStream1(dst[:body], codes)
 			mode = smShared1
 			dst[modeAt] = mode
 		}
 	} else {
-		dst = code.huff.appendStream1(dst, codes)
+		dst = huff.appendStream1(dst, codes)
 	}
 	l := len(dst) - body
 	k := uvarintLen(uint64(l))
@@ -842,6 +850,44 @@ func (e *streamEncoder) appendWithTable(dst, syms []byte, w uint, t *SetupTable,
 	}
 	e.lastMode = mode
 	return dst
+}
+
+// rotation is the package's rotation for shift d and width w, cached (blocks
+// of a tensor mostly share one shift).
+func (e *streamEncoder) rotation(d int, w uint) (fwd, inv *[256]byte) {
+	if !e.rotOK || e.rotD != d || e.rotW != w {
+		e.rotFwd, e.rotInv = rotation(d, w)
+		e.rotD, e.rotW, e.rotOK = d, w, true
+	}
+	return &e.rotFwd, &e.rotInv
+}
+
+// sharedPairMap returns the pair map of table t for shift d (s0 | s1<<8 of
+// the block's symbols -> pair code + 1), rebuilt only when the table or the
+// shift changes.
+func (e *streamEncoder) sharedPairMap(t *SetupTable, d int, w uint, inv *[256]byte) *[65536]byte {
+	if e.spc == nil {
+		e.spc = new([65536]byte)
+	}
+	if e.spcTab == t && e.spcD == d && e.spcW == w {
+		return e.spc
+	}
+	for _, i := range e.spcSet {
+		e.spc[i] = 0
+	}
+	e.spcSet = e.spcSet[:0]
+	k := len(t.PairTop)
+	for a, x := range t.PairTop {
+		for b, y := range t.PairTop {
+			if t.PairLengths[a*k+b] != 0 {
+				i := uint16(inv[x]) | uint16(inv[y])<<8
+				e.spc[i] = byte(a*k+b) + 1
+				e.spcSet = append(e.spcSet, i)
+			}
+		}
+	}
+	e.spcTab, e.spcD, e.spcW = t, d, w
+	return e.spc
 }
 
 // decodeShared decodes a shared-table stream (after its mode byte) into dst.
