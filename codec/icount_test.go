@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestICount compresses (and decompresses) a file once; run under callgrind
@@ -43,6 +45,10 @@ func TestICount(t *testing.T) {
 		sha256.Sum256(src)
 		return
 	}
+	if r, _ := strconv.Atoi(os.Getenv("NZ_ICOUNT_REPEAT")); r > 0 {
+		cpuTimes(t, src, segs, opt, r)
+		return
+	}
 	arc, _ := CompressBytes(src, segs, opt)
 	if ops == "enc" {
 		return
@@ -73,4 +79,31 @@ func TestWriteSetupFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(out, s.Bytes(), 0o644)
+}
+
+// cpuTimes prints the CPU time (user+system, of the whole process) per
+// compress and per decompress, averaged over r runs each: unlike wall time
+// it does not count the time other processes hold the CPU.
+func cpuTimes(t *testing.T, src []byte, segs []Segment, opt Options, r int) {
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	arc, err := CompressBytes(src, segs, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c0 := cpu()
+	for range r {
+		CompressBytes(src, segs, opt)
+	}
+	c1 := cpu()
+	for range r {
+		DecompressBytes(arc, opt)
+	}
+	c2 := cpu()
+	mb := float64(len(src)) / 1e6
+	fmt.Printf("ratio %.4f compress %.0f MB/s decompress %.0f MB/s (CPU time, %d runs)\n",
+		float64(len(src))/float64(len(arc)), mb/((c1-c0).Seconds()/float64(r)), mb/((c2-c1).Seconds()/float64(r)), r)
 }

@@ -678,6 +678,9 @@ const (
 	smShared4 = 7
 )
 
+// selNeighbours: tables whose neighbouring alignment shifts are tried.
+const selNeighbours = 4
+
 // minSharedSymbols: shorter streams keep their own coding.
 const minSharedSymbols = 64
 
@@ -713,19 +716,46 @@ func (e *streamEncoder) appendShared(dst, syms []byte, w uint, sec *SetupSection
 			}
 		}
 	}
+	// every table at the shift that aligns the modes; then the neighbouring
+	// shifts of the few best (a shift off by one rarely wins elsewhere)
 	best, bestD, bestCost := 0, 0, ^uint64(0)
+	var cand [selNeighbours]struct {
+		i    int
+		cost uint64
+	}
+	nc := 0
 	for i := range sec.sel {
 		t := &sec.sel[i]
-		if !sec.shifts {
-			if c := t.cost(h, nz, 0, w); c < bestCost {
-				best, bestD, bestCost = i, 0, c
-			}
-			continue
+		d := 0
+		if sec.shifts {
+			d = blockMode - int(t.mode)
 		}
-		d0 := blockMode - int(t.mode)
-		for d := d0 - 1; d <= d0+1; d++ {
-			if c := t.cost(h, nz, d, w); c < bestCost {
-				best, bestD, bestCost = i, d, c
+		c := t.cost(h, nz, d, w)
+		if c < bestCost {
+			best, bestD, bestCost = i, d, c
+		}
+		// keep the selNeighbours cheapest (ties: the lower index)
+		j := nc
+		if nc < len(cand) {
+			nc++
+		} else if c >= cand[j-1].cost {
+			continue
+		} else {
+			j--
+		}
+		for ; j > 0 && cand[j-1].cost > c; j-- {
+			cand[j] = cand[j-1]
+		}
+		cand[j].i, cand[j].cost = i, c
+	}
+	if sec.shifts {
+		for _, k := range cand[:nc] {
+			t := &sec.sel[k.i]
+			d0 := blockMode - int(t.mode)
+			for _, d := range [2]int{d0 - 1, d0 + 1} {
+				if c := t.cost(h, nz, d, w); c < bestCost || (c == bestCost && k.i < best) {
+					best, bestD, bestCost = k.i, d, c
+				}
 			}
 		}
 	}

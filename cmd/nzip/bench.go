@@ -27,7 +27,7 @@ type benchRow struct {
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", "[-json] [-codecs LIST] [-threads N] [-runs N] [-chunk N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] FILE...", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON array")
-	codecs := fs.String("codecs", strings.Join(baseline.Names(), ","), "comma-separated codecs; "+setupCodecName+" (nzip with -setup) is added when -setup is given")
+	codecs := fs.String("codecs", strings.Join(baseline.Names(), ","), "comma-separated codecs; "+setupCodecName+" (nzip with -setup) joins the default list when -setup is given")
 	threads := fs.Int("threads", 0, "threads per codec (default: all CPUs; zstd and gzip use one)")
 	runs := fs.Int("runs", 3, "timed runs per codec; the best counts (fewer when a codec is slow)")
 	setupPath := fs.String("setup", "", "setup file for the codec "+setupCodecName)
