@@ -106,6 +106,12 @@ func (b *blockEncoder) encodeFloat(dst, src []byte, d dtype.DType) []byte {
 		}
 		dst = b.st.appendShared(dst, b.syms, f.symW(), sec, hist, b.threshold)
 		for p := 0; p < f.planes(); p++ {
+			if sec.RawPlanes>>p&1 != 0 {
+				// the setup measured that coding this plane does not pay
+				dst = append(dst, smPacked)
+				dst = appendPacked(dst, b.planes[p], f.planeW(p))
+				continue
+			}
 			dst = b.appendPlane(dst, b.planes[p], f.planeW(p))
 		}
 		return dst

@@ -172,13 +172,14 @@
 // A setup file (.nzsetup) holds the shared tables:
 //
 //	[8]byte magic 89 4E 5A 53 45 54 0D 0A ("\x89NZSET\r\n")
-//	u16 version (1), u16 flags (0), u32 payload length
+//	u16 version (2; 1 is read too), u16 flags (0), u32 payload length
 //	payload:
 //	  uvarint chunk, string builder
 //	  uvarint sources; per source: string name, uvarint size, [32]byte
 //	    SHA-256, string format
 //	  uvarint sections; per section:
-//	    u8 dtype, u8 join, uvarint tables; per table:
+//	    u8 dtype, u8 join, u8 raw planes (version 2 only; version 1: 0),
+//	    uvarint tables; per table:
 //	      u8 a, a bytes alphabet (increasing), a+1 code lengths as 4-bit
 //	        nibbles (high nibble first; the escape's last)
 //	      u8 k (0 = no pairs), k bytes pair symbols, k*k+1 nibbles of pair
@@ -186,6 +187,13 @@
 //	      uvarint sample chunks, uvarint c, c × (u8 symbol, uvarint count):
 //	        the cluster's aligned histogram (informative)
 //	u32 CRC-32C of everything before it
+//
+// Raw planes is a bit set over the residual planes of the section's blocks
+// (plane p: bit p): the encoder stores those planes packed (mode 0)
+// without trying an entropy code, because on the setup's sample the code
+// saved too little. It only guides the encoder; decoding reads each plane's
+// mode as always. Bits at or above the dtype's plane count (for the
+// section's join and no dropped bits) are an error.
 //
 // Code lengths are at most 11 and must form a complete prefix code (Kraft
 // sum exactly 1) including the escape; codes are canonical as in huff0 (see

@@ -49,9 +49,15 @@ type SetupSource struct {
 
 // A SetupSection holds the tables for one dtype.
 type SetupSection struct {
-	DType  dtype.DType
-	Join   uint // residual bits joined into the symbol (see doc.go), fixed for the section
-	Tables []*SetupTable
+	DType dtype.DType
+	Join  uint // residual bits joined into the symbol (see doc.go), fixed for the section
+	// RawPlanes: bit p set means residual plane p (bits 8p..8p+7 of the
+	// coded residual) is stored packed without trying an entropy code,
+	// because on the sample the code saved less than the build's
+	// PlaneMinGain (sign and mantissa bits of trained weights are close to
+	// uniform). Setup files of version 1 have none.
+	RawPlanes uint8
+	Tables    []*SetupTable
 
 	spec   fieldSpec
 	shifts bool       // symbols can be aligned (no join)
@@ -128,7 +134,7 @@ func (t *SetupTable) HasPairs() bool { return len(t.PairTop) > 0 }
 var setupMagic = [8]byte{0x89, 'N', 'Z', 'S', 'E', 'T', '\r', '\n'}
 
 const (
-	setupVersion   = 1
+	setupVersion   = 2 // 1 is read too (no RawPlanes)
 	maxSetupTables = 256
 )
 
@@ -386,6 +392,9 @@ func (sec *SetupSection) prepare() error {
 		return fmt.Errorf("%w: join %d for %v", ErrSetup, sec.Join, sec.DType)
 	}
 	f.j = sec.Join
+	if sec.RawPlanes>>f.planes() != 0 {
+		return fmt.Errorf("%w: raw planes %#x for %v with %d planes", ErrSetup, sec.RawPlanes, sec.DType, f.planes())
+	}
 	sec.spec = f
 	sec.shifts = f.j == 0 && f.symW() >= 3
 	if len(sec.Tables) == 0 || len(sec.Tables) > maxSetupTables {
@@ -442,7 +451,7 @@ func (s *Setup) marshal() []byte {
 	}
 	p = binary.AppendUvarint(p, uint64(len(s.Sections)))
 	for _, sec := range s.Sections {
-		p = append(p, byte(sec.DType), byte(sec.Join))
+		p = append(p, byte(sec.DType), byte(sec.Join), sec.RawPlanes)
 		p = binary.AppendUvarint(p, uint64(len(sec.Tables)))
 		for _, t := range sec.Tables {
 			p = append(p, byte(len(t.Alphabet)))
@@ -498,8 +507,9 @@ func ParseSetup(b []byte) (*Setup, error) {
 	if len(b) < 20 || !bytes.Equal(b[:8], setupMagic[:]) {
 		return nil, bad("not a NeuralZip setup file")
 	}
-	if v := binary.LittleEndian.Uint16(b[8:]); v != setupVersion {
-		return nil, bad("version %d (this build reads %d)", v, setupVersion)
+	version := binary.LittleEndian.Uint16(b[8:])
+	if version < 1 || version > setupVersion {
+		return nil, bad("version %d (this build reads 1..%d)", version, setupVersion)
 	}
 	if f := binary.LittleEndian.Uint16(b[10:]); f != 0 {
 		return nil, bad("unknown flags %#x", f)
@@ -528,6 +538,9 @@ func ParseSetup(b []byte) (*Setup, error) {
 		sec := &SetupSection{}
 		sec.DType = dtype.DType(r.u8("dtype"))
 		sec.Join = uint(r.u8("join"))
+		if version >= 2 {
+			sec.RawPlanes = r.u8("raw planes")
+		}
 		nt := r.uvarint(maxSetupTables, "table count")
 		for j := uint64(0); j < nt && r.err == nil; j++ {
 			t := &SetupTable{}

@@ -32,7 +32,12 @@ type SetupOptions struct {
 	// Cluster is the clustering method: ClusterAgglomerative (the
 	// default) or ClusterKMeans.
 	Cluster string
-	Builder string // recorded in the setup
+	// PlaneMinGain: a residual plane is stored packed, without trying an
+	// entropy code, when coding it saved less than this fraction of its
+	// packed size on the sample. 0 means DefaultSetupPlaneMinGain;
+	// negative values keep every plane adaptive.
+	PlaneMinGain float64
+	Builder      string // recorded in the setup
 }
 
 // Defaults of SetupOptions, chosen by measurement on ../shared (README,
@@ -45,6 +50,11 @@ const (
 	// DefaultSetupPairBias: pairs decode faster, so a cluster takes them
 	// when they cost at most 1 % more than singles on the sample.
 	DefaultSetupPairBias = 0.01
+	// DefaultSetupPlaneMinGain: a plane whose entropy code saved less than
+	// 0.2 % of its bytes on the sample is stored packed (at most 0.1 % of
+	// a BF16 file, whose planes are half of it; skipping the code trials
+	// makes compression faster).
+	DefaultSetupPlaneMinGain = 0.002
 )
 
 // Clustering methods of SetupOptions.Cluster.
@@ -75,6 +85,9 @@ func (o *SetupOptions) defaults() {
 	}
 	if o.PairBias == 0 {
 		o.PairBias = DefaultSetupPairBias
+	}
+	if o.PlaneMinGain == 0 {
+		o.PlaneMinGain = DefaultSetupPlaneMinGain
 	}
 	if o.Builder == "" {
 		o.Builder = "neuralzip codec"
@@ -182,6 +195,10 @@ func BuildSetup(inputs []Input, opt SetupOptions) (*Setup, error) {
 			f.j, _ = chooseJoin(&st, f, n)
 		}
 		chunks := make([]sampleChunk, len(raws))
+		// per residual plane: packed bytes, and bytes as the encoder codes it
+		var packed, coded [8]int64
+		var pe blockEncoder
+		var pbuf []byte
 		for i, raw := range raws {
 			cn := len(raw) / f.size
 			c := &chunks[i]
@@ -191,6 +208,11 @@ func BuildSetup(inputs []Input, opt SetupOptions) (*Setup, error) {
 				planes[p] = make([]byte, cn)
 			}
 			splitGeneric(raw, cn, f, c.syms, planes, &c.hist)
+			for p, pl := range planes {
+				packed[p] += int64(packedLen(cn, f.planeW(p))) + 1
+				pbuf = pe.appendPlane(pbuf[:0], pl, f.planeW(p))
+				coded[p] += int64(len(pbuf))
+			}
 			if f.j == 0 && f.symW() >= 3 {
 				// align: the chunk's most frequent symbol goes to the middle
 				w := f.symW()
@@ -209,7 +231,14 @@ func BuildSetup(inputs []Input, opt SetupOptions) (*Setup, error) {
 			continue
 		}
 		tables := clusterChunks(chunks, f.symW(), opt)
-		s.Sections = append(s.Sections, &SetupSection{DType: d, Join: f.j, Tables: tables})
+		sec := &SetupSection{DType: d, Join: f.j, Tables: tables}
+		for p := 0; p < f.planes() && opt.PlaneMinGain >= 0; p++ {
+			// integer comparison: saved < gain × packed, gain in 1e-6
+			if (packed[p]-coded[p])*1_000_000 < packed[p]*int64(opt.PlaneMinGain*1e6) {
+				sec.RawPlanes |= 1 << p
+			}
+		}
+		s.Sections = append(s.Sections, sec)
 	}
 	if len(s.Sections) == 0 {
 		return nil, errors.New("codec: no float tensors to build a setup from")

@@ -265,3 +265,60 @@ func TestSetupClusters(t *testing.T) {
 		t.Fatalf("unknown method: %v", err)
 	}
 }
+
+// Planes whose entropy code does not pay on the sample are marked raw and
+// stored packed; the marks survive the file; bad marks are refused.
+func TestSetupRawPlanes(t *testing.T) {
+	src, segs := goldenInput()
+	in := Input{Name: "x", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}
+	adaptive, err := BuildSetup([]Input{in}, SetupOptions{ChunkValues: 1024, PlaneMinGain: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := BuildSetup([]Input{in}, SetupOptions{ChunkValues: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sec := range adaptive.Sections {
+		if sec.RawPlanes != 0 {
+			t.Errorf("%v: raw planes %#x with PlaneMinGain < 0", sec.DType, sec.RawPlanes)
+		}
+	}
+	// the golden input's sign and mantissa bits are uniform: no plane pays
+	bf := raw.Section(dtype.BF16)
+	if bf == nil || bf.RawPlanes != 1 {
+		t.Fatalf("BF16 section: %+v, want raw plane 0", bf)
+	}
+	p, err := ParseSetup(raw.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, sec := range p.Sections {
+		if sec.RawPlanes != raw.Sections[i].RawPlanes {
+			t.Errorf("%v: raw planes %#x after parsing, built %#x", sec.DType, sec.RawPlanes, raw.Sections[i].RawPlanes)
+		}
+	}
+	var sizes []int
+	for _, s := range []*Setup{adaptive, raw} {
+		arc, err := CompressBytes(src, segs, Options{ChunkValues: 1024, Setup: s, SetupThreshold: 1e9})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := DecompressBytes(arc, Options{})
+		if err != nil || !bytes.Equal(out, src) {
+			t.Fatalf("roundtrip: %v", err)
+		}
+		sizes = append(sizes, len(arc)-len(s.Bytes()))
+	}
+	// uniform planes: packing costs at most the mode bytes of the trials
+	if d := sizes[1] - sizes[0]; d < -4096 || d > 4096 {
+		t.Errorf("raw planes change the archive by %d bytes", d)
+	}
+	// a plane the dtype does not have
+	bf.RawPlanes = 0x80
+	b := raw.marshal()
+	bf.RawPlanes = 1
+	if _, err := ParseSetup(b); !errors.Is(err, ErrSetup) {
+		t.Fatalf("raw plane 7 of BF16: %v, want ErrSetup", err)
+	}
+}

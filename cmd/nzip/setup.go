@@ -9,13 +9,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"neuralzip/codec"
 )
 
 const setupUsage = `usage:
-  nzip setup build   -o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-cluster M] [-chunk N] [-sample F] [-pair-bias X] [-pairs=false] [-q] FILE...
+  nzip setup build   -o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-cluster M] [-chunk N] [-sample F] [-pair-bias X] [-pairs=false] [-plane-min-gain X] [-q] FILE...
   nzip setup show    [-json] FILE.nzsetup
   nzip setup compare [-json] -setups S1,S2,... [-threads N] [-runs N] [-setup-external] FILE...
 
@@ -110,6 +111,7 @@ type sectionReport struct {
 	Join         uint          `json:"join"`        // residual bits joined into the symbol
 	SymbolBits   uint          `json:"symbol_bits"` // exponent bits + join
 	Shifts       bool          `json:"shifts"`      // blocks align their symbols to the tables
+	RawPlanes    []int         `json:"raw_planes"`  // residual planes stored packed without trying a code
 	Tables       []tableReport `json:"tables"`
 	PairTables   int           `json:"pair_tables"`   // tables that also code pairs
 	ExpectedBits float64       `json:"expected_bits"` // mean over the sample, weighted by the clusters' symbols
@@ -132,7 +134,12 @@ func newSetupReport(path string, s *codec.Setup) *setupReport {
 	}
 	for _, sec := range s.Sections {
 		w := sec.SymbolBits()
-		sr := sectionReport{DType: sec.DType.String(), Join: sec.Join, SymbolBits: w, Shifts: sec.Shifts()}
+		sr := sectionReport{DType: sec.DType.String(), Join: sec.Join, SymbolBits: w, Shifts: sec.Shifts(), RawPlanes: []int{}}
+		for p := range 8 {
+			if sec.RawPlanes>>p&1 != 0 {
+				sr.RawPlanes = append(sr.RawPlanes, p)
+			}
+		}
 		var bits, syms float64
 		for i, t := range sec.Tables {
 			tr := tableReport{Index: i, Chunks: t.Chunks, Alphabet: len(t.Alphabet), Pairs: len(t.PairTop),
@@ -192,6 +199,11 @@ func printSetup(w io.Writer, rep *setupReport) {
 	for _, sec := range rep.Sections {
 		fmt.Fprintf(w, "\n%s: join %d, %d-bit symbols, %d tables (%d with code pairs), %.3f bits/symbol expected\n",
 			sec.DType, sec.Join, sec.SymbolBits, len(sec.Tables), sec.PairTables, sec.ExpectedBits)
+		raw := "none"
+		if len(sec.RawPlanes) > 0 {
+			raw = strings.Trim(fmt.Sprint(sec.RawPlanes), "[]")
+		}
+		fmt.Fprintf(w, "  residual planes stored packed without a code trial: %s\n", raw)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  TABLE\tCHUNKS\tALPHABET\tPAIRS\tBITS/SYMBOL\tDESCRIPTION BYTES\t")
 		for _, t := range sec.Tables {
@@ -206,7 +218,7 @@ func printSetup(w io.Writer, rep *setupReport) {
 }
 
 func runSetupBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("setup build", "-o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-cluster M] [-chunk N] [-sample F] [-pair-bias X] [-pairs=false] [-q] FILE...", stderr)
+	fs := newFlags("setup build", "-o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-cluster M] [-chunk N] [-sample F] [-pair-bias X] [-pairs=false] [-plane-min-gain X] [-q] FILE...", stderr)
 	out := fs.String("o", "", "output setup file (required)")
 	force := fs.Bool("f", false, "overwrite OUT if it exists")
 	k := fs.Int("k", 0, "tables per dtype (default: chosen by -min-gain, up to -max-k)")
@@ -217,6 +229,7 @@ func runSetupBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 	sample := fs.Float64("sample", 0, "fraction of chunks sampled, 0..1 (default 0: all)")
 	pairBias := fs.Float64("pair-bias", 0, fmt.Sprintf("a table codes exponent pairs when they cost at most 1+X times the singles (default %g)", codec.DefaultSetupPairBias))
 	pairs := fs.Bool("pairs", true, "allow pair (tuple) codes; -pairs=false: singles only")
+	planeMinGain := fs.Float64("plane-min-gain", codec.DefaultSetupPlaneMinGain, "store a sign/mantissa byte plane packed, without trying a code, when coding it saved less than this fraction on the sample (0: never)")
 	quiet := fs.Bool("q", false, "print nothing on success")
 	if err := parse(fs, args, 1, -1); err != nil {
 		return err
@@ -226,9 +239,9 @@ func runSetupBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fs.Usage()
 		return errUsage
 	}
-	if *k < 0 || *maxK < 0 || *minGain < 0 || *pairBias < 0 || *sample < 0 || *sample > 1 ||
+	if *k < 0 || *maxK < 0 || *minGain < 0 || *pairBias < 0 || *sample < 0 || *sample > 1 || *planeMinGain < 0 || *planeMinGain > 1 ||
 		(*chunk != 0 && (*chunk < codec.MinChunkValues || *chunk > codec.MaxChunkValues)) {
-		fmt.Fprintln(stderr, "nzip setup build: -k, -max-k, -min-gain, -chunk, -sample or -pair-bias out of range")
+		fmt.Fprintln(stderr, "nzip setup build: -k, -max-k, -min-gain, -chunk, -sample, -pair-bias or -plane-min-gain out of range")
 		fs.Usage()
 		return errUsage
 	}
@@ -265,8 +278,12 @@ func runSetupBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if !*pairs {
 		bias = -1 // codec: negative turns pairs off
 	}
+	pmg := *planeMinGain
+	if pmg == 0 {
+		pmg = -1 // codec: negative keeps every plane adaptive
+	}
 	s, err := codec.BuildSetup(inputs, codec.SetupOptions{K: *k, MaxK: *maxK, MinGain: *minGain, Cluster: *cluster, ChunkValues: *chunk,
-		Sample: *sample, PairBias: bias, Builder: "nzip setup build"})
+		Sample: *sample, PairBias: bias, PlaneMinGain: pmg, Builder: "nzip setup build"})
 	if err != nil {
 		return fmt.Errorf("setup build: %w", err)
 	}
