@@ -411,6 +411,25 @@ type streamDecoder struct {
 	codes []byte
 	exc   []byte
 	sec   *SetupSection // the setup section of the block's dtype, for modes 6 and 7
+	// shared-table state cached between blocks (blocks of a tensor mostly
+	// share a table and a shift)
+	rotInv  [256]byte
+	rotD    int
+	rotW    uint
+	rotOK   bool
+	tab     [256]uint32 // pair expansion of tabCode at shift tabD
+	tabCode *tableCode
+	tabD    int
+	tabW    uint
+}
+
+// inverse returns the map aligned symbol -> symbol for shift d and width w.
+func (d *streamDecoder) inverse(sh int, w uint) *[256]byte {
+	if !d.rotOK || d.rotD != sh || d.rotW != w {
+		_, d.rotInv = rotation(sh, w)
+		d.rotD, d.rotW, d.rotOK = sh, w, true
+	}
+	return &d.rotInv
 }
 
 // readUvarint reads a uvarint that must be ≤ max.
@@ -998,7 +1017,14 @@ func (d *streamDecoder) decodeShared(dst, src []byte, w uint, x4 bool) ([]byte, 
 		if sh == 0 && x == 0 {
 			return rest, nil
 		}
-		_, inv := rotation(int(sh), w)
+		inv := d.inverse(int(sh), w)
+		if x == 0 {
+			// (an escape code here is damage, which the block CRC finds)
+			for i, u := range dst[:n] {
+				dst[i] = inv[u]
+			}
+			return rest, nil
+		}
 		esc := code.esc
 		xi := 0
 		for i, u := range dst[:n] {
@@ -1017,24 +1043,28 @@ func (d *streamDecoder) decodeShared(dst, src []byte, w uint, x4 bool) ([]byte, 
 		}
 		return rest, nil
 	}
-	var tab [256]uint32
-	ncodes := int(code.esc) + 1
-	if sh == 0 {
-		copy(tab[:ncodes], code.expand[:ncodes])
-	} else {
-		_, inv := rotation(int(sh), w)
-		for c, v := range code.expand[:ncodes] {
-			if v>>16 != 0 {
-				tab[c] = v
-				continue
+	if d.tabCode != code || d.tabD != int(sh) || d.tabW != w {
+		tab := &d.tab
+		ncodes := int(code.esc) + 1
+		if sh == 0 {
+			copy(tab[:ncodes], code.expand[:ncodes])
+		} else {
+			inv := d.inverse(int(sh), w)
+			for c, v := range code.expand[:ncodes] {
+				if v>>16 != 0 {
+					tab[c] = v
+					continue
+				}
+				tab[c] = uint32(inv[byte(v)]) | uint32(inv[byte(v>>8)])<<8
 			}
-			tab[c] = uint32(inv[byte(v)]) | uint32(inv[byte(v>>8)])<<8
 		}
+		for c := ncodes; c < 256; c++ {
+			tab[c] = 1 << 16
+		}
+		d.tabCode, d.tabD, d.tabW = code, int(sh), w
 	}
-	for c := ncodes; c < 256; c++ {
-		tab[c] = 1 << 16
-	}
-	if !expandPairs(dst, codes, &tab, code.esc, exc) {
+	tab := &d.tab
+	if !expandPairs(dst, codes, tab, code.esc, exc) {
 		return nil, errf("shared stream: codes and %d exceptions do not make %d symbols", x, n)
 	}
 	return rest, nil
