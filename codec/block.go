@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"encoding/binary"
 	"math"
 
 	"github.com/klauspost/compress/zstd"
@@ -240,11 +241,18 @@ func chooseJoin(st *fieldStats, f fieldSpec, n int) (j, tz uint) {
 func countHist(hist *[256]uint32, p []byte) {
 	var h [4][256]uint32
 	i := 0
-	for ; i+4 <= len(p); i += 4 {
-		h[0][p[i]]++
-		h[1][p[i+1]]++
-		h[2][p[i+2]]++
-		h[3][p[i+3]]++
+	// eight symbols per load, spread over four tables so that runs of one
+	// symbol do not wait on the same counter
+	for ; i+8 <= len(p); i += 8 {
+		v := binary.LittleEndian.Uint64(p[i:])
+		h[0][byte(v)]++
+		h[1][byte(v>>8)]++
+		h[2][byte(v>>16)]++
+		h[3][byte(v>>24)]++
+		h[0][byte(v>>32)]++
+		h[1][byte(v>>40)]++
+		h[2][byte(v>>48)]++
+		h[3][byte(v>>56)]++
 	}
 	for ; i < len(p); i++ {
 		h[0][p[i]]++

@@ -727,12 +727,14 @@ func (e *streamEncoder) appendShared(dst, syms []byte, w uint, sec *SetupSection
 	nz := nzb[:0]
 	blockMode, mc := 1<<(w-1)-1, uint32(0)
 	top := 1<<w - 2
-	for s, c := range h {
-		if c != 0 {
-			nz = append(nz, byte(s))
-			if c > mc && s >= 1 && s <= top {
-				blockMode, mc = s, c
-			}
+	for s := 0; s < 256; s++ {
+		c := h[s]
+		if c == 0 {
+			continue
+		}
+		nz = append(nz, byte(s))
+		if c > mc && s >= 1 && s <= top {
+			blockMode, mc = s, c
 		}
 	}
 	// every table at the shift that aligns the modes; then the neighbouring
