@@ -70,6 +70,10 @@ type tableSel struct {
 	mode byte       // most frequent symbol of the centroid (aligned)
 	eff  [256]uint8 // cost in bits of each aligned symbol, escapes included
 	eff2 [512]uint8 // eff2[a+off] = eff of symbol a (1..m) rotated by off (0..m-1)
+	// rel[r+1], r in -1..m: eff of the aligned symbol of a block symbol s
+	// with (s - blockMode) mod m = r, at the shift that aligns the block's
+	// mode with the table's; r-1 and r+1 are the neighbouring shifts
+	rel [256]uint8
 }
 
 // A SetupTable is one cluster's code, in the aligned alphabet.
@@ -222,7 +226,33 @@ func (sel *tableSel) init(t *SetupTable, w uint) {
 		for i := 1; i < 2*m && i < len(sel.eff2); i++ {
 			sel.eff2[i] = sel.eff[1+(i-1)%m]
 		}
+		for r := -1; r <= m; r++ {
+			sel.rel[r+1] = sel.eff[1+((r+int(sel.mode)-1)%m+m)%m]
+		}
 	}
+}
+
+// costRel is cost for a block whose rotating symbols are given by their
+// relative index ri (rel's index at the mode-aligning shift) and count rc,
+// at that shift plus delta (-1, 0 or 1), without the non-rotating symbols.
+func (sel *tableSel) costRel(ri []uint8, rc []uint32, delta int) uint64 {
+	var bits uint64
+	rc = rc[:len(ri)]
+	switch delta {
+	case 0:
+		for j, r := range ri {
+			bits += uint64(rc[j]) * uint64(sel.rel[r])
+		}
+	case 1:
+		for j, r := range ri {
+			bits += uint64(rc[j]) * uint64(sel.rel[r-1])
+		}
+	default:
+		for j, r := range ri {
+			bits += uint64(rc[j]) * uint64(sel.rel[r+1])
+		}
+	}
+	return bits
 }
 
 // cost is the exact size in bits of coding the histogram h (nonzero

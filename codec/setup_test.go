@@ -322,3 +322,49 @@ func TestSetupRawPlanes(t *testing.T) {
 		t.Fatalf("raw plane 7 of BF16: %v, want ErrSetup", err)
 	}
 }
+
+// The relative-index cost that picks tables (costRel, per block's mode)
+// must equal the direct cost at the same shift, for every table and
+// neighbouring shift.
+func TestCostRelMatchesCost(t *testing.T) {
+	data := realisticValues(dtype.BF16, 200000, 9)
+	s, err := BuildSetup([]Input{{Name: "x", R: bytes.NewReader(data), Size: int64(len(data)), Segments: []Segment{{Name: "w", DType: dtype.BF16, Length: int64(len(data))}}}}, SetupOptions{ChunkValues: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := s.Sections[0]
+	const w, m = 8, 254
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := 0; trial < 200; trial++ {
+		var h [256]uint32
+		for k := rng.IntN(40) + 1; k > 0; k-- {
+			h[rng.IntN(256)] += uint32(rng.IntN(5000))
+		}
+		var nz, fixed []byte
+		var ri []uint8
+		var rc []uint32
+		mode := modeOf(&h, w)
+		for sym, c := range h {
+			if c == 0 {
+				continue
+			}
+			nz = append(nz, byte(sym))
+			if sym >= 1 && sym <= m {
+				ri = append(ri, uint8((sym-mode+m)%m+1))
+				rc = append(rc, c)
+			} else {
+				fixed = append(fixed, byte(sym))
+			}
+		}
+		for i := range sec.sel {
+			sel := &sec.sel[i]
+			d0 := mode - int(sel.mode)
+			for _, delta := range []int{-1, 0, 1} {
+				got := sel.costRel(ri, rc, delta) + sel.cost(&h, fixed, 0, w)
+				if want := sel.cost(&h, nz, d0+delta, w); got != want {
+					t.Fatalf("trial %d table %d shift %d%+d: %d, want %d", trial, i, d0, delta, got, want)
+				}
+			}
+		}
+	}
+}

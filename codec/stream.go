@@ -745,13 +745,37 @@ func (e *streamEncoder) appendShared(dst, syms []byte, w uint, sec *SetupSection
 		cost uint64
 	}
 	nc := 0
+	// the rotating symbols by their index relative to the block's mode
+	// (tableSel.rel), and the others (0 and above 2^w-2), which do not move
+	var rib [256]uint8
+	var rcb [256]uint32
+	var fixb [256]byte
+	ri, rc, fixed := rib[:0], rcb[:0], fixb[:0]
+	if sec.shifts {
+		m := top
+		for _, s := range nz {
+			if s >= 1 && int(s) <= m {
+				r := int(s) - blockMode
+				if r < 0 {
+					r += m
+				}
+				ri = append(ri, uint8(r+1))
+				rc = append(rc, h[s])
+			} else {
+				fixed = append(fixed, s)
+			}
+		}
+	}
 	for i := range sec.sel {
 		t := &sec.sel[i]
+		var c uint64
 		d := 0
 		if sec.shifts {
 			d = blockMode - int(t.mode)
+			c = t.costRel(ri, rc, 0) + t.cost(h, fixed, 0, w)
+		} else {
+			c = t.cost(h, nz, 0, w)
 		}
-		c := t.cost(h, nz, d, w)
 		if c < bestCost {
 			best, bestD, bestCost = i, d, c
 		}
@@ -772,10 +796,11 @@ func (e *streamEncoder) appendShared(dst, syms []byte, w uint, sec *SetupSection
 	if sec.shifts {
 		for _, k := range cand[:nc] {
 			t := &sec.sel[k.i]
+			fc := t.cost(h, fixed, 0, w)
 			d0 := blockMode - int(t.mode)
-			for _, d := range [2]int{d0 - 1, d0 + 1} {
-				if c := t.cost(h, nz, d, w); c < bestCost || (c == bestCost && k.i < best) {
-					best, bestD, bestCost = k.i, d, c
+			for _, delta := range [2]int{-1, 1} {
+				if c := t.costRel(ri, rc, delta) + fc; c < bestCost || (c == bestCost && k.i < best) {
+					best, bestD, bestCost = k.i, d0+delta, c
 				}
 			}
 		}
