@@ -724,22 +724,39 @@ func (e *streamEncoder) appendShared(dst, syms []byte, w uint, sec *SetupSection
 	h := hist
 	// the nonzero symbols, and the most frequent one of 1..2^w-2 (modeOf)
 	var nzb [256]byte
-	nz := nzb[:0]
-	blockMode, mc := 1<<(w-1)-1, uint32(0)
 	top := 1<<w - 2
-	for s := 0; s < 256; s++ {
-		c := h[s]
-		if c == 0 {
-			continue
-		}
-		nz = append(nz, byte(s))
-		if c > mc && s >= 1 && s <= top {
-			blockMode, mc = s, c
+	k, blockMode := nonzeroSymbols(h, &nzb, top, 1<<(w-1)-1)
+	nz := nzb[:k]
+	best, bestD, bestCost := sec.pick(h, nz, blockMode, w)
+	// A table of its own cannot beat the order-0 entropy plus its
+	// description; use the shared one unless that leaves a clear gain.
+	hb, distinct := entropyBits(h, n)
+	ownEst := hb + float64(8*(distinct/2+8))
+	if float64(bestCost) > (1+threshold)*ownEst {
+		return e.appendStream(dst, syms, w, hist, true)
+	}
+	t := sec.Tables[best]
+	noEsc := false
+	if !t.hasPair {
+		fwd, _ := e.rotation(bestD, w)
+		noEsc = true
+		for _, s := range nz {
+			if t.single.lens[fwd[s]] == 0 {
+				noEsc = false
+				break
+			}
 		}
 	}
+	return e.appendWithTable(dst, syms, w, t, best, bestD, noEsc)
+}
+
+// pick returns the table of sec (and its shift) that codes the histogram h
+// (nonzero symbols nz, most frequent symbol blockMode) in the fewest bits,
+// and that cost.
+func (sec *SetupSection) pick(h *[256]uint32, nz []byte, blockMode int, w uint) (best, bestD int, bestCost uint64) {
 	// every table at the shift that aligns the modes; then the neighbouring
 	// shifts of the few best (a shift off by one rarely wins elsewhere)
-	best, bestD, bestCost := 0, 0, ^uint64(0)
+	best, bestD, bestCost = 0, 0, ^uint64(0)
 	var cand [selNeighbours]struct {
 		i    int
 		cost uint64
@@ -752,19 +769,8 @@ func (e *streamEncoder) appendShared(dst, syms []byte, w uint, sec *SetupSection
 	var fixb [256]byte
 	ri, rc, fixed := rib[:0], rcb[:0], fixb[:0]
 	if sec.shifts {
-		m := top
-		for _, s := range nz {
-			if s >= 1 && int(s) <= m {
-				r := int(s) - blockMode
-				if r < 0 {
-					r += m
-				}
-				ri = append(ri, uint8(r+1))
-				rc = append(rc, h[s])
-			} else {
-				fixed = append(fixed, s)
-			}
-		}
+		nr, nf := relativeSymbols(h, nz, 1<<w-2, blockMode, &rib, &rcb, &fixb)
+		ri, rc, fixed = rib[:nr], rcb[:nr], fixb[:nf]
 	}
 	for i := range sec.sel {
 		t := &sec.sel[i]
@@ -805,26 +811,47 @@ func (e *streamEncoder) appendShared(dst, syms []byte, w uint, sec *SetupSection
 			}
 		}
 	}
-	// A table of its own cannot beat the order-0 entropy plus its
-	// description; use the shared one unless that leaves a clear gain.
-	hb, distinct := entropyBits(h, n)
-	ownEst := hb + float64(8*(distinct/2+8))
-	if float64(bestCost) > (1+threshold)*ownEst {
-		return e.appendStream(dst, syms, w, hist, true)
-	}
-	t := sec.Tables[best]
-	noEsc := false
-	if !t.hasPair {
-		fwd, _ := e.rotation(bestD, w)
-		noEsc = true
-		for _, s := range nz {
-			if t.single.lens[fwd[s]] == 0 {
-				noEsc = false
-				break
-			}
+	return best, bestD, bestCost
+}
+
+// nonzeroSymbols lists the symbols of h with a nonzero count in nz and
+// returns their number and the most frequent of 1..top (ties: the
+// smallest; def when there is none), as modeOf does.
+func nonzeroSymbols(h *[256]uint32, nz *[256]byte, top, def int) (k, mode int) {
+	mode = def
+	var mc uint32
+	for s, c := range h {
+		if c == 0 {
+			continue
+		}
+		nz[k] = byte(s)
+		k++
+		if c > mc && s >= 1 && s <= top {
+			mode, mc = s, c
 		}
 	}
-	return e.appendWithTable(dst, syms, w, t, best, bestD, noEsc)
+	return k, mode
+}
+
+// relativeSymbols splits the nonzero symbols nz of h into the rotating
+// ones (1..m), given as their index relative to mode (see tableSel.rel) and
+// count, and the fixed ones; it returns how many of each.
+func relativeSymbols(h *[256]uint32, nz []byte, m, mode int, ri *[256]uint8, rc *[256]uint32, fixed *[256]byte) (nr, nf int) {
+	for _, s := range nz {
+		if s >= 1 && int(s) <= m {
+			r := int(s) - mode
+			if r < 0 {
+				r += m
+			}
+			ri[nr] = uint8(r + 1)
+			rc[nr] = h[s]
+			nr++
+		} else {
+			fixed[nf] = s
+			nf++
+		}
+	}
+	return nr, nf
 }
 
 // appendWithTable writes syms as a shared-table stream coded with table t
