@@ -1,7 +1,9 @@
 # NeuralZip — build, test and benchmark.
 #
-#   make run     build nzip and run it on an example model
+#   make run     build the workbench (app/) and start it on a demo model
+#   make demo    build nzip and run it on an example model (the CLI demo)
 #   make test    everything CI checks (gofmt, vet, race, tests, fuzzing, wasm build)
+#   make screenshots  PNGs of every workbench screen, light and dark (Xvfb)
 #   make bench   nzip bench on ../shared/models/bench (when present) + Go benchmarks
 #   make fuzz    longer fuzzing of every target (FUZZTIME per target)
 #   make assets  fetch the demo models again from npm (network)
@@ -11,9 +13,10 @@ SHARED    ?= ../shared
 FUZZTIME  ?= 3s
 LONGFUZZ  ?= 2m
 BIN       := bin/nzip
-PKGS_PURE := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./assets/...
+PKGS_PURE := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./assets/... ./app/core/...
+WORKBENCH := bin/workbench
 
-.PHONY: all build run test check-go fmt-check vet unit race noasm fuzz-short fuzz wasm-build purego-build bench clean assets
+.PHONY: all build run demo workbench fyne-deps screenshots test check-go fmt-check vet unit race noasm fuzz-short fuzz wasm-build purego-build bench clean assets
 
 all: build
 
@@ -25,11 +28,26 @@ check-go:
 build: check-go
 	$(GO) build -o $(BIN) ./cmd/nzip
 
-# The example: the golden archive's model, or a real one from ../shared.
-run: build
+# The workbench (Fyne, needs cgo and the OpenGL/X11 headers: fyne-deps
+# installs the Debian packages when they are missing).
+run: workbench
+	./$(WORKBENCH)
+
+workbench: check-go fyne-deps
+	$(GO) build -o $(WORKBENCH) ./app
+
+fyne-deps:
+	@./scripts/fyne-deps.sh
+
+# PNGs of every screen in the light and dark theme (Xvfb + ImageMagick).
+screenshots: check-go
+	./scripts/screenshots.sh docs/screenshots
+
+# The CLI example: the golden archive's model, or a real one from ../shared.
+demo: build
 	./scripts/demo.sh $(BIN) $(SHARED)
 
-test: check-go fmt-check vet unit race noasm fuzz-short wasm-build purego-build
+test: check-go fyne-deps fmt-check vet unit race noasm fuzz-short wasm-build purego-build
 	@echo "make test: all checks passed"
 
 fmt-check:
@@ -42,7 +60,7 @@ unit:
 	$(GO) test -count=1 ./...
 
 race:
-	$(GO) test -count=1 -race -short ./codec/... ./checkpoint/...
+	$(GO) test -count=1 -race -short ./codec/... ./checkpoint/... ./app/core/...
 
 # the pure-Go twins of every assembly path
 noasm:
@@ -58,8 +76,9 @@ fuzz:
 wasm-build:
 	GOOS=js GOARCH=wasm $(GO) build $(PKGS_PURE)
 
+# everything but the Fyne workbench, whose desktop driver needs cgo
 purego-build:
-	CGO_ENABLED=0 $(GO) build ./...
+	CGO_ENABLED=0 $(GO) build $$($(GO) list ./... | grep -v '^neuralzip/app$$')
 
 bench: build
 	@if [ -d $(SHARED)/models/bench ]; then \

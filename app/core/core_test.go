@@ -1,0 +1,238 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"neuralzip/analysis"
+	"neuralzip/assets"
+)
+
+func openDemo(t *testing.T, name string) *Model {
+	t.Helper()
+	m, err := Open(AssetPrefix+name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func TestOpenDemos(t *testing.T) {
+	for _, d := range assets.Models() {
+		m := openDemo(t, d.Name)
+		if m.Format != d.Format || len(m.Tensors) == 0 || m.FloatCount() == 0 {
+			t.Errorf("%s: format %q, %d tensors, %d float", d.Name, m.Format, len(m.Tensors), m.FloatCount())
+		}
+		var size int64
+		for _, name := range d.Files {
+			b, _ := assets.FS.ReadFile(name)
+			size += int64(len(b))
+		}
+		if m.Size != size || len(m.Files) != len(d.Files) {
+			t.Errorf("%s: %d bytes in %d files, want %d in %d", d.Name, m.Size, len(m.Files), size, len(d.Files))
+		}
+		if m.Path != AssetPrefix+d.Name {
+			t.Errorf("path %q", m.Path)
+		}
+	}
+	if _, err := Open(AssetPrefix+"nope", nil); err == nil {
+		t.Error("unknown demo: no error")
+	}
+}
+
+func TestOpenNotACheckpoint(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.bin")
+	os.WriteFile(p, []byte("hello, not a model"), 0o644)
+	m, err := Open(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if len(m.Tensors) != 0 || m.Size != 18 || m.Format != "unknown" {
+		t.Fatalf("%+v", m)
+	}
+}
+
+func TestStatsMatchAnalysis(t *testing.T) {
+	m := openDemo(t, "silero-vad")
+	var calls int
+	var last int64
+	st, err := ComputeStats(context.Background(), m, 2, func(done, total int64) {
+		calls++
+		last = max(last, done)
+		if done > total {
+			t.Errorf("progress %d > %d", done, total)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls == 0 {
+		t.Error("no progress")
+	}
+	var floatBytes int64
+	for i := range m.Tensors {
+		tn := &m.Tensors[i]
+		if !tn.IsFloat() {
+			if st[i].OK {
+				t.Errorf("%s: stats for a non-float tensor", tn.Name)
+			}
+			continue
+		}
+		floatBytes += tn.Bytes
+		b := make([]byte, tn.Bytes)
+		m.Files[tn.File].R.ReadAt(b, tn.Offset)
+		want, _ := analysis.Float(tn.DType, b)
+		if !st[i].OK || st[i].Float.ExpEntropy != want.ExpEntropy || st[i].Float.Values != want.Values {
+			t.Fatalf("%s: entropy %g (%d values), want %g (%d)", tn.Name, st[i].Float.ExpEntropy, st[i].Float.Values, want.ExpEntropy, want.Values)
+		}
+		mom, _ := analysis.ValueMoments(tn.DType, b)
+		if math.Abs(st[i].Sigma-mom.RMS()) > 1e-9*mom.RMS() {
+			t.Fatalf("%s: σ %g, want %g", tn.Name, st[i].Sigma, mom.RMS())
+		}
+	}
+	if last != floatBytes {
+		t.Errorf("progress ended at %d of %d bytes", last, floatBytes)
+	}
+	// the whole model's aggregate is the merged histogram
+	all := make([]int, len(m.Tensors))
+	for i := range all {
+		all[i] = i
+	}
+	a, ok := st.Aggregate(all)
+	if !ok || a.Tensors == 0 || a.Model == nil {
+		t.Fatalf("aggregate: %v %+v", ok, a)
+	}
+	var n uint64
+	for _, c := range a.Float.Hist {
+		n += c
+	}
+	var psum float64
+	for _, p := range a.Model {
+		psum += p
+	}
+	if int64(n) != a.Float.Values || math.Abs(psum-1) > 1e-6 || a.HuffBits < a.Float.ExpEntropy || a.HuffBits > a.Float.ExpEntropy+1 {
+		t.Errorf("aggregate: %d of %d values, model sums to %g, Huffman %g vs entropy %g", n, a.Float.Values, psum, a.HuffBits, a.Float.ExpEntropy)
+	}
+	if r := st.FileBound(m); r < 1 || r > 2 {
+		t.Errorf("bound ratio %g", r)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := ComputeStats(ctx, m, 2, nil); err == nil {
+		t.Error("cancelled: no error")
+	}
+}
+
+func TestRunRoundtrip(t *testing.T) {
+	m := openDemo(t, "blazeface-front")
+	src, segs, starts, err := m.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phases []string
+	r := Run(context.Background(), m, src, segs, starts, RunSpec{Codec: CodecNZip, Threads: 2}, func(ph string, f float64) {
+		if len(phases) == 0 || phases[len(phases)-1] != ph {
+			phases = append(phases, ph)
+		}
+	})
+	if r.Error != "" || !r.RoundtripOK || r.Ratio <= 1 || r.SHA256 != r.SHA256Decoded || len(r.SHA256) != 64 {
+		t.Fatalf("%+v", r)
+	}
+	if strings.Join(phases, ",") != "compress,decompress,verify" {
+		t.Errorf("phases %v", phases)
+	}
+	var att float64
+	for _, b := range r.TensorBytes {
+		att += b
+	}
+	if att <= 0 || att >= float64(r.Compressed) {
+		t.Errorf("attributed %g of %d bytes", att, r.Compressed)
+	}
+	z := Run(context.Background(), m, src, segs, starts, RunSpec{Codec: "zstd-3"}, nil)
+	if !z.RoundtripOK || z.Ratio <= 1 || z.TensorBytes != nil {
+		t.Fatalf("zstd-3: %+v", z)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c := Run(ctx, m, src, segs, starts, RunSpec{Codec: CodecNZip}, nil)
+	if c.Error != ErrCancelled.Error() || c.RoundtripOK {
+		t.Errorf("cancelled run: %+v", c)
+	}
+	var buf bytes.Buffer
+	if err := WriteHistoryCSV(&buf, []RunResult{r, z}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&buf).ReadAll()
+	if err != nil || len(recs) != 3 || recs[1][2] != "nzip" || recs[2][11] != "true" {
+		t.Errorf("csv: %v %v", err, recs)
+	}
+}
+
+func TestSetupBuildCompare(t *testing.T) {
+	a := openDemo(t, "selfie-segmentation")
+	b := openDemo(t, "blazeface-front")
+	s, err := BuildSetup(context.Background(), []*Model{a}, nil, 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Sections) == 0 || len(SetupSummary(s)) != 1+len(s.Sections) {
+		t.Fatalf("setup: %v", SetupSummary(s))
+	}
+	p := filepath.Join(t.TempDir(), "selfie.nzsetup")
+	os.WriteFile(p, s.Bytes(), 0o644)
+	ns, err := LoadSetup(p)
+	if err != nil || ns.Name != "selfie" || ns.Setup.ID() != s.ID() {
+		t.Fatalf("load: %v %+v", err, ns)
+	}
+	var last int
+	rows, err := CompareSetups(context.Background(), []NamedSetup{ns}, []*Model{a, b}, 2, func(d, tot int) { last = d })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4 || last != 4 {
+		t.Fatalf("%d rows, progress %d", len(rows), last)
+	}
+	for _, r := range rows {
+		if !r.RoundtripOK || r.Ratio <= 1 {
+			t.Errorf("%+v", r)
+		}
+		if r.Setup == "none" && r.RatioVsNone != 1 {
+			t.Errorf("none: %+v", r)
+		}
+	}
+}
+
+func TestLayerOfAndRecent(t *testing.T) {
+	for in, want := range map[string]string{
+		"model.layers.3.mlp.up.weight": "model.layers.3",
+		"conv1.weight":                 "conv1",
+		"bias":                         "(top level)",
+		"a/b/c":                        "a.b",
+		"blocks/0/conv/kernel":         "blocks.0",
+	} {
+		if got := LayerOf(in); got != want {
+			t.Errorf("LayerOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+	l := PushRecent(nil, "a")
+	l = PushRecent(l, "b")
+	l = PushRecent(l, "a")
+	if strings.Join(l, ",") != "a,b" {
+		t.Errorf("recent %v", l)
+	}
+	for i := 0; i < 20; i++ {
+		l = PushRecent(l, string(rune('c'+i)))
+	}
+	if len(l) != MaxRecent {
+		t.Errorf("%d recent", len(l))
+	}
+}

@@ -1,0 +1,284 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+	"time"
+
+	"neuralzip/codec"
+	"neuralzip/codec/baseline"
+)
+
+// Codec names of the run screen besides baseline.Names.
+const (
+	CodecNZip      = "nzip"
+	CodecNZipSetup = "nzip+setup"
+)
+
+// BackendCPU is the only backend so far; GPU backends join the list when
+// they exist.
+const BackendCPU = "CPU"
+
+// Backends lists the backends a run can use.
+func Backends() []string { return []string{BackendCPU} }
+
+// Codecs lists the codecs a run can use: nzip, nzip+setup (when a setup is
+// loaded) and every baseline.
+func Codecs(haveSetup bool) []string {
+	out := []string{CodecNZip}
+	if haveSetup {
+		out = append(out, CodecNZipSetup)
+	}
+	for _, n := range baseline.Names() {
+		if n != CodecNZip {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// RunSpec says what to run.
+type RunSpec struct {
+	Codec     string
+	Threads   int // 0: GOMAXPROCS
+	Backend   string
+	Setup     *codec.Setup // for CodecNZipSetup
+	SetupName string
+}
+
+// RunResult is one compress + decompress of a model: a row of the history.
+type RunResult struct {
+	When          time.Time `json:"when"`
+	Model         string    `json:"model"`
+	Codec         string    `json:"codec"`
+	Setup         string    `json:"setup,omitempty"`
+	Backend       string    `json:"backend"`
+	Threads       int       `json:"threads"`
+	OriginalBytes int64     `json:"original_bytes"`
+	Compressed    int64     `json:"compressed_bytes"`
+	Ratio         float64   `json:"ratio"`
+	CompressMBs   float64   `json:"compress_mb_s"`
+	DecompressMBs float64   `json:"decompress_mb_s"`
+	RoundtripOK   bool      `json:"roundtrip_ok"`
+	SHA256        string    `json:"sha256_original"`
+	SHA256Decoded string    `json:"sha256_decoded"`
+	Error         string    `json:"error,omitempty"`
+
+	// TensorBytes is, for nzip runs, each tensor's share of the archive
+	// (index as in Model.Tensors; blocks shared by several tensors are
+	// split by original bytes). nil for the baselines.
+	TensorBytes []float64 `json:"-"`
+}
+
+// Phases reported by Run's progress callback.
+const (
+	PhaseCompress   = "compress"
+	PhaseDecompress = "decompress"
+	PhaseVerify     = "verify"
+)
+
+// ErrCancelled is the error of a cancelled run.
+var ErrCancelled = errors.New("cancelled")
+
+// Run compresses and decompresses the model's bytes (src and segs from
+// Model.ReadAll) with spec's codec, once each, and checks the roundtrip
+// bit-exact by comparing the bytes and their SHA-256. progress (may be nil)
+// gets the phase and the fraction done, or -1 when the codec does not
+// report progress (the baselines). nzip stops as soon as ctx is
+// cancelled; a baseline's call finishes in the background and its result
+// is discarded. m is used to attribute the archive to tensors (may be nil).
+func Run(ctx context.Context, m *Model, src []byte, segs []codec.Segment, starts []int64, spec RunSpec, progress func(phase string, frac float64)) RunResult {
+	if progress == nil {
+		progress = func(string, float64) {}
+	}
+	r := RunResult{When: time.Now(), Codec: spec.Codec, Backend: spec.Backend, Threads: spec.Threads, OriginalBytes: int64(len(src)), Setup: spec.SetupName}
+	if m != nil {
+		r.Model = m.Name
+	}
+	if r.Backend == "" {
+		r.Backend = BackendCPU
+	}
+	if r.Threads <= 0 {
+		r.Threads = runtime.GOMAXPROCS(0)
+	}
+	sum := sha256.Sum256(src)
+	r.SHA256 = hex.EncodeToString(sum[:])
+	var comp, dec []byte
+	var err error
+	var tc, td time.Duration
+	switch spec.Codec {
+	case CodecNZip, CodecNZipSetup:
+		opt := codec.Options{Threads: r.Threads, Context: ctx}
+		if spec.Codec == CodecNZipSetup {
+			if spec.Setup == nil {
+				r.Error = "no setup loaded"
+				return r
+			}
+			opt.Setup = spec.Setup
+			opt.ChunkValues = spec.Setup.ChunkValues
+		}
+		opt.Progress = func(done, total int64) { progress(PhaseCompress, frac(done, total)) }
+		t0 := time.Now()
+		comp, err = codec.CompressBytes(src, segs, opt)
+		tc = time.Since(t0)
+		if err == nil {
+			opt.Progress = func(done, total int64) { progress(PhaseDecompress, frac(done, total)) }
+			opt.SkipHash = true // checked below, on the whole model
+			progress(PhaseDecompress, 0)
+			t0 = time.Now()
+			dec, err = codec.DecompressBytes(comp, opt)
+			td = time.Since(t0)
+		}
+		if err == nil && m != nil {
+			r.TensorBytes = attribute(m, comp, starts)
+		}
+	default:
+		c, cerr := baseline.New(spec.Codec, baseline.Options{Threads: r.Threads})
+		if cerr != nil {
+			r.Error = cerr.Error()
+			return r
+		}
+		if st, ok := c.(interface{ Threads() int }); ok {
+			r.Threads = st.Threads()
+		}
+		progress(PhaseCompress, -1)
+		t0 := time.Now()
+		comp, err = await(ctx, func() ([]byte, error) { return c.Compress(src, segs) })
+		tc = time.Since(t0)
+		if err == nil {
+			progress(PhaseDecompress, -1)
+			t0 = time.Now()
+			dec, err = await(ctx, func() ([]byte, error) { return c.Decompress(comp) })
+			td = time.Since(t0)
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			err = ErrCancelled
+		}
+		r.Error = err.Error()
+		return r
+	}
+	progress(PhaseVerify, 1)
+	r.Compressed = int64(len(comp))
+	if r.Compressed > 0 {
+		r.Ratio = float64(len(src)) / float64(r.Compressed)
+	}
+	r.CompressMBs = float64(len(src)) / tc.Seconds() / 1e6
+	r.DecompressMBs = float64(len(src)) / td.Seconds() / 1e6
+	dsum := sha256.Sum256(dec)
+	r.SHA256Decoded = hex.EncodeToString(dsum[:])
+	r.RoundtripOK = dsum == sum && bytes.Equal(dec, src)
+	return r
+}
+
+func frac(done, total int64) float64 {
+	if total <= 0 {
+		return 1
+	}
+	return float64(done) / float64(total)
+}
+
+// await runs fn in a goroutine and returns its result, or ErrCancelled as
+// soon as ctx is done (fn then finishes unobserved).
+func await(ctx context.Context, fn func() ([]byte, error)) ([]byte, error) {
+	type res struct {
+		b   []byte
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		b, err := fn()
+		ch <- res{b, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.b, r.err
+	case <-ctx.Done():
+		return nil, ErrCancelled
+	}
+}
+
+// attribute splits the archive's block payloads among the model's
+// tensors: each block's compressed bytes go to the tensors it overlaps, in
+// proportion to the original bytes of the overlap.
+func attribute(m *Model, comp []byte, starts []int64) []float64 {
+	rd, err := codec.NewReader(bytes.NewReader(comp), int64(len(comp)))
+	if err != nil || len(starts) != len(m.Files) {
+		return nil
+	}
+	defer rd.Close()
+	out := make([]float64, len(m.Tensors))
+	// tensors at their offsets in the concatenated model (file order)
+	k := 0
+	var base int64 // where the archive file begins in the concatenation
+	for _, f := range rd.Files() {
+		for _, b := range f.Blocks() {
+			if b.Length <= 0 {
+				continue
+			}
+			bOff := base + b.Offset
+			bEnd := bOff + b.Length
+			for k < len(m.Tensors) && starts[m.Tensors[k].File]+m.Tensors[k].Offset+m.Tensors[k].Bytes <= bOff {
+				k++
+			}
+			for j := k; j < len(m.Tensors); j++ {
+				t := &m.Tensors[j]
+				tOff := starts[t.File] + t.Offset
+				if tOff >= bEnd {
+					break
+				}
+				lo, hi := max(tOff, bOff), min(tOff+t.Bytes, bEnd)
+				if hi > lo {
+					out[j] += float64(b.Compressed) * float64(hi-lo) / float64(b.Length)
+				}
+			}
+		}
+		base += f.Size
+	}
+	return out
+}
+
+// WriteHistoryCSV writes runs as CSV with a header row.
+func WriteHistoryCSV(w io.Writer, runs []RunResult) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"when", "model", "codec", "setup", "backend", "threads", "original_bytes", "compressed_bytes", "ratio",
+		"compress_mb_s", "decompress_mb_s", "roundtrip_ok", "sha256_original", "sha256_decoded", "error"})
+	for _, r := range runs {
+		cw.Write([]string{r.When.UTC().Format(time.RFC3339), r.Model, r.Codec, r.Setup, r.Backend, strconv.Itoa(r.Threads),
+			strconv.FormatInt(r.OriginalBytes, 10), strconv.FormatInt(r.Compressed, 10), strconv.FormatFloat(r.Ratio, 'f', 4, 64),
+			strconv.FormatFloat(r.CompressMBs, 'f', 1, 64), strconv.FormatFloat(r.DecompressMBs, 'f', 1, 64), strconv.FormatBool(r.RoundtripOK),
+			r.SHA256, r.SHA256Decoded, r.Error})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteJSON writes v as indented JSON.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", " ")
+	return enc.Encode(v)
+}
+
+// HumanBytes formats n as B, KiB, MiB or GiB.
+func HumanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,45 @@
+// Command workbench is NeuralZip's desktop workbench: open checkpoints,
+// look at their exponent statistics, cluster chunks, build and compare
+// setups and run the codec. The UI is built by newWorkbench from a
+// fyne.App and a fyne.Window (tests pass fyne's test app); all computation
+// lives in app/core, package analysis and the codec.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/app"
+)
+
+func main() {
+	open := flag.String("open", "demo:silero-vad", "checkpoint to open at start: a path or demo:NAME (empty: none)")
+	dark := flag.Bool("dark", false, "start in the dark theme")
+	shots := flag.String("screenshots", "", "write a PNG of every screen in the light and dark theme to this directory, then quit")
+	flag.Parse()
+
+	a := app.NewWithID("io.neuralzip.workbench")
+	w := a.NewWindow("NeuralZip workbench")
+	wb := newWorkbench(a, w)
+	if *dark {
+		wb.setDark(true)
+	}
+	w.Resize(fyne.NewSize(defaultWidth, defaultHeight))
+	if p := flag.Arg(0); p != "" {
+		*open = p
+	}
+	if *shots != "" {
+		go func() {
+			if err := takeScreenshots(wb, *shots, *open); err != nil {
+				fmt.Fprintln(os.Stderr, "workbench:", err)
+				os.Exit(1)
+			}
+			fyne.Do(a.Quit)
+		}()
+	} else if *open != "" {
+		wb.open(*open)
+	}
+	w.ShowAndRun()
+}

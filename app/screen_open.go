@@ -1,0 +1,248 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"neuralzip/app/core"
+	"neuralzip/assets"
+)
+
+// openScreen opens checkpoints: a file dialog, drag and drop, the recent
+// files and the embedded demo models; it lists the open models.
+type openScreen struct {
+	wb       *workbench
+	content  fyne.CanvasObject
+	openBtn  *widget.Button
+	demoBtns map[string]*widget.Button
+	recent   *fyne.Container
+	opened   *fyne.Container
+	info     *widget.Label
+}
+
+func newOpenScreen(wb *workbench) *openScreen {
+	s := &openScreen{wb: wb, demoBtns: map[string]*widget.Button{}}
+	s.openBtn = widget.NewButtonWithIcon("Open checkpoint…", theme.FolderOpenIcon(), s.openDialog)
+	s.openBtn.Importance = widget.HighImportance
+	hint := widget.NewLabel("…or drop a file onto this window. safetensors (also sharded), GGUF, PyTorch, ONNX, TFLite, TF.js, NumPy and rwkv.cpp files are read by their content; anything else opens as opaque bytes.")
+	hint.Wrapping = fyne.TextWrapWord
+
+	demos := container.NewVBox()
+	for _, d := range assets.Models() {
+		d := d
+		b := widget.NewButtonWithIcon("Open", theme.DocumentIcon(), func() { wb.open(core.AssetPrefix + d.Name) })
+		s.demoBtns[d.Name] = b
+		title := widget.NewLabelWithStyle(d.Name, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+		desc := widget.NewLabel(fmt.Sprintf("%s\n%s · %s", d.Description, d.License, d.Source))
+		desc.Wrapping = fyne.TextWrapWord
+		demos.Add(container.NewBorder(nil, nil, nil, container.NewCenter(b), container.NewVBox(title, desc)))
+	}
+	s.recent = container.NewVBox()
+	s.opened = container.NewVBox()
+	s.info = widget.NewLabel("")
+	s.info.Wrapping = fyne.TextWrapWord
+
+	left := container.NewVBox(
+		heading("Open a checkpoint"), container.NewHBox(s.openBtn), hint,
+		widget.NewSeparator(), heading("Recent files"), s.recent,
+		widget.NewSeparator(), heading("Demo models (embedded)"), demos,
+	)
+	right := container.NewVBox(heading("Open models"), s.opened, widget.NewSeparator(), heading("Current model"), s.info)
+	split := container.NewHSplit(container.NewVScroll(container.NewPadded(left)), container.NewVScroll(container.NewPadded(right)))
+	split.Offset = 0.5
+	s.content = split
+	s.refresh()
+	wb.modelListeners = append(wb.modelListeners, s.refresh)
+	return s
+}
+
+func (s *openScreen) openDialog() {
+	d := dialog.NewFileOpen(func(rc fyne.URIReadCloser, err error) {
+		if err != nil || rc == nil {
+			return
+		}
+		p := rc.URI().Path()
+		rc.Close()
+		s.wb.open(p)
+	}, s.wb.win)
+	d.Resize(fyne.NewSize(900, 600))
+	d.Show()
+}
+
+// refresh rebuilds the recent and open lists and the model summary.
+func (s *openScreen) refresh() {
+	wb := s.wb
+	s.recent.RemoveAll()
+	recent := wb.app.Preferences().StringList(prefRecent)
+	if len(recent) == 0 {
+		s.recent.Add(widget.NewLabel("None yet."))
+	}
+	for _, p := range recent {
+		p := p
+		b := widget.NewButtonWithIcon(p, theme.HistoryIcon(), func() { wb.open(p) })
+		b.Alignment = widget.ButtonAlignLeading
+		b.Importance = widget.LowImportance
+		s.recent.Add(b)
+	}
+	s.opened.RemoveAll()
+	if len(wb.models) == 0 {
+		s.opened.Add(widget.NewLabel("None: open a file or a demo model."))
+	}
+	for _, m := range wb.models {
+		m := m
+		label := fmt.Sprintf("%s  (%s, %d tensors, %s)", m.Name, m.Format, len(m.Tensors), core.HumanBytes(m.Size))
+		use := widget.NewButtonWithIcon(label, theme.NavigateNextIcon(), func() { wb.setCurrent(m) })
+		use.Alignment = widget.ButtonAlignLeading
+		if m == wb.current {
+			use.Importance = widget.HighImportance
+		} else {
+			use.Importance = widget.LowImportance
+		}
+		closeB := widget.NewButtonWithIcon("", theme.WindowCloseIcon(), func() { wb.closeModel(m) })
+		closeB.Importance = widget.LowImportance
+		s.opened.Add(container.NewBorder(nil, nil, nil, closeB, use))
+	}
+	s.info.SetText(wb.modelSummary())
+}
+
+// modelSummary describes the current model.
+func (wb *workbench) modelSummary() string {
+	m := wb.current
+	if m == nil {
+		return "No model open."
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\nformat %s, %s in %d file(s)\n%d tensors, %d of them float\nopened in %s (headers only)\n",
+		m.Path, m.Format, core.HumanBytes(m.Size), len(m.Files), len(m.Tensors), m.FloatCount(), wb.openTime.Round(time.Microsecond))
+	if st := wb.currentStats(); st != nil {
+		all := wb.all()
+		if a, ok := st.Aggregate(all); ok {
+			fmt.Fprintf(&b, "exponent entropy %.3f bits (%s, %d tensors)\norder-0 bound ratio %.4f\n", a.Float.ExpEntropy, a.DType, a.Tensors, st.FileBound(m))
+		} else {
+			b.WriteString("no float tensors to analyse\n")
+		}
+	} else {
+		b.WriteString("statistics: computing…\n")
+	}
+	for _, f := range m.Files {
+		fmt.Fprintf(&b, "  %s  %s  %s\n", f.Name, f.Format, core.HumanBytes(f.Size))
+	}
+	return b.String()
+}
+
+// open opens p (a path or demo:NAME) in the background: the tensor list
+// appears as soon as the headers are read, the statistics follow.
+func (wb *workbench) open(p string) {
+	for _, m := range wb.models {
+		if m.Path == p {
+			wb.setCurrent(m)
+			return
+		}
+	}
+	wb.setStatus("Opening %s…", p)
+	wb.go_(func() func() {
+		t0 := time.Now()
+		var warning string
+		m, err := core.Open(p, func(s string) { warning = s })
+		el := time.Since(t0)
+		return func() {
+			if err != nil {
+				wb.showError(err)
+				return
+			}
+			wb.app.Preferences().SetStringList(prefRecent, core.PushRecent(wb.app.Preferences().StringList(prefRecent), p))
+			wb.models = append(wb.models, m)
+			wb.openTime = el
+			wb.setCurrent(m)
+			if warning != "" {
+				wb.setStatus("Warning: %s", warning)
+			}
+		}
+	})
+}
+
+// setCurrent makes m the current model and starts its statistics if they
+// are missing.
+func (wb *workbench) setCurrent(m *core.Model) {
+	if wb.current != m {
+		wb.selected = map[int]bool{}
+		wb.focus = -1
+		// the first float tensor is the histogram's default
+		for i := range m.Tensors {
+			if m.Tensors[i].IsFloat() {
+				wb.focus = i
+				break
+			}
+		}
+	}
+	wb.current = m
+	wb.setStatus("%s: %d tensors, %s", m.Name, len(m.Tensors), core.HumanBytes(m.Size))
+	if _, ok := wb.stats[m]; !ok {
+		wb.computeStats(m)
+	}
+	wb.modelChanged()
+	wb.selectionChanged()
+}
+
+// computeStats reads the model's tensors in the background, with the
+// global progress bar and its cancel button.
+func (wb *workbench) computeStats(m *core.Model) {
+	ctx, gen := wb.global.start()
+	prog := wb.global.progress(gen)
+	wb.go_(func() func() {
+		t0 := time.Now()
+		st, err := core.ComputeStats(ctx, m, 0, func(done, total int64) {
+			if total > 0 {
+				prog(float64(done) / float64(total))
+			}
+		})
+		el := time.Since(t0)
+		return func() {
+			cur := wb.global.done(gen)
+			if err != nil {
+				if cur {
+					wb.setStatus("%s: statistics stopped: %v", m.Name, err)
+				}
+				return
+			}
+			wb.stats[m] = st
+			if wb.current == m {
+				wb.setStatus("%s: statistics of %d tensors in %s", m.Name, len(m.Tensors), el.Round(time.Millisecond))
+				wb.modelChanged()
+				wb.selectionChanged()
+			}
+		}
+	})
+}
+
+// closeModel forgets m.
+func (wb *workbench) closeModel(m *core.Model) {
+	for i, x := range wb.models {
+		if x == m {
+			wb.models = append(wb.models[:i], wb.models[i+1:]...)
+			break
+		}
+	}
+	delete(wb.stats, m)
+	delete(wb.achieved, m)
+	m.Close()
+	if wb.current == m {
+		wb.current = nil
+		wb.global.stop()
+		if len(wb.models) > 0 {
+			wb.setCurrent(wb.models[len(wb.models)-1])
+			return
+		}
+		wb.selected = map[int]bool{}
+		wb.focus = -1
+	}
+	wb.modelChanged()
+	wb.selectionChanged()
+}

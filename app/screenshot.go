@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+
+	"neuralzip/app/core"
+)
+
+// screens are the tabs in order, as screenshot names.
+var screens = []string{"Open", "Tensors", "Histograms", "Clusters", "Setups", "Run"}
+
+// prepareTour opens the demo models (first the one to show), builds a
+// setup, compares it and runs two codecs, so that every screen has
+// something to show. It runs off Fyne's goroutine.
+func prepareTour(wb *workbench, first string) error {
+	paths := []string{first}
+	for _, d := range []string{"selfie-segmentation", "blazeface-front", "silero-vad"} {
+		if p := core.AssetPrefix + d; p != first && len(paths) < 3 {
+			paths = append(paths, p)
+		}
+	}
+	for _, p := range paths {
+		fyne.DoAndWait(func() { wb.open(p) })
+		wb.wait()
+	}
+	var err error
+	fyne.DoAndWait(func() {
+		var cur *core.Model
+		for _, m := range wb.models {
+			if m.Path == first {
+				cur = m
+			}
+		}
+		if cur == nil {
+			err = fmt.Errorf("could not open %s", first)
+			return
+		}
+		wb.setCurrent(cur)
+	})
+	if err != nil {
+		return err
+	}
+	wb.wait()
+	fyne.DoAndWait(func() {
+		// the histogram shows the largest float tensor; the first layer is selected
+		m := wb.current
+		big := -1
+		for i := range m.Tensors {
+			if m.Tensors[i].IsFloat() && (big < 0 || m.Tensors[i].Bytes > m.Tensors[big].Bytes) {
+				big = i
+			}
+		}
+		wb.focus = big
+		wb.selectionChanged()
+		wb.setupsScr.build()
+	})
+	wb.wait()
+	fyne.DoAndWait(func() { wb.setupsScr.runCompare() })
+	wb.wait()
+	for _, c := range []string{"zstd-3", "zipnn", core.CodecNZip} {
+		fyne.DoAndWait(func() {
+			wb.run.codecSel.SetSelected(c)
+			wb.run.start()
+		})
+		wb.wait()
+	}
+	return nil
+}
+
+// takeScreenshots visits every screen in the light and the dark theme and
+// writes dir/THEME-N-SCREEN.png from the window's canvas.
+func takeScreenshots(wb *workbench, dir, first string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	time.Sleep(time.Second) // the window is up
+	if err := prepareTour(wb, first); err != nil {
+		return err
+	}
+	for _, variant := range []string{"light", "dark"} {
+		fyne.DoAndWait(func() { wb.setDark(variant == "dark") })
+		for i, name := range screens {
+			fyne.DoAndWait(func() { wb.selectTab(name) })
+			wb.wait()
+			time.Sleep(700 * time.Millisecond) // let the charts render
+			path := filepath.Join(dir, fmt.Sprintf("%s-%d-%s.png", variant, i+1, strings.ToLower(name)))
+			if err := capture(wb, path); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// capture writes the window to path: with ImageMagick's import from the X
+// server when it is there (what a person sees), else from Fyne's canvas.
+func capture(wb *workbench, path string) error {
+	if imp, err := exec.LookPath("import"); err == nil && os.Getenv("DISPLAY") != "" {
+		out, err := exec.Command(imp, "-window", "root", "-crop", fmt.Sprintf("%dx%d+0+0", defaultWidth, defaultHeight), "+repage", path).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("import: %v: %s", err, out)
+		}
+		return nil
+	}
+	var err error
+	fyne.DoAndWait(func() {
+		img := wb.win.Canvas().Capture()
+		var f *os.File
+		f, err = os.Create(path)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		err = png.Encode(f, img)
+	})
+	return err
+}
