@@ -14,6 +14,7 @@ const (
 	kindStored = 0 // payload is the original bytes
 	kindZstd   = 1 // payload is one zstd frame
 	kindFloat  = 2 // payload is a float block (see doc.go)
+	kindRef    = 3 // a copy of, or difference to, reference bytes (ref.go)
 )
 
 // Float block forms.
@@ -32,6 +33,7 @@ type blockEncoder struct {
 	planes    [8][]byte
 	hist      [256]uint32
 	stats     fieldStats
+	ref       *refEncoder // reference-conditioned blocks (ref_block.go)
 }
 
 func (b *blockEncoder) buffers(n, np int) {
@@ -268,6 +270,7 @@ type blockDecoder struct {
 	st     streamDecoder
 	syms   []byte
 	planes [8][]byte
+	ref    *refDecoder // reference-conditioned blocks (ref_block.go)
 }
 
 func (b *blockDecoder) buffers(n, np int) {

@@ -21,6 +21,7 @@ type Reader struct {
 	size  int64
 	idx   *indexData
 	setup *Setup
+	refR  []io.ReaderAt // the reference files (UseRef), as the index lists them
 	mu    sync.Mutex
 	bd    *blockDecoder // for ReadAt
 }
@@ -42,7 +43,8 @@ func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
 	if version < 1 || version > Version {
 		return nil, fmt.Errorf("%w %d (this build reads versions 1 to %d)", ErrVersion, version, Version)
 	}
-	if flags := binary.LittleEndian.Uint16(hdr[10:]); flags != 0 {
+	flags := binary.LittleEndian.Uint16(hdr[10:])
+	if flags&^flagRef != 0 {
 		return nil, &CorruptError{Offset: 10, Block: -1, Msg: fmt.Sprintf("unknown header flags %#x", flags), Err: ErrCorrupt}
 	}
 	var tr [trailerLen]byte
@@ -73,7 +75,7 @@ func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
 	if err != nil {
 		return nil, &CorruptError{Offset: indexOff, Block: -1, Msg: fmt.Sprintf("index does not decompress: %v", err), Err: ErrCorrupt}
 	}
-	x, err := unmarshalIndex(raw, indexOff-headerLen, version)
+	x, err := unmarshalIndexFlags(raw, indexOff-headerLen, version, flags)
 	if err != nil {
 		return nil, &CorruptError{Offset: indexOff, Block: -1, Msg: err.Error(), Err: ErrCorrupt}
 	}
@@ -199,7 +201,22 @@ func (r *Reader) decodeBlock(bd *blockDecoder, fi, bi int, dst []byte, comp *[]b
 	mk := func(msg string, e error) error {
 		return &CorruptError{Offset: b.compOff, File: f.Name, Block: bi, FileOffset: b.origOff, Msg: msg, Err: e}
 	}
-	if err := bd.decode(dst, c, b.kind, b.dtype); err != nil {
+	if b.kind == kindRef {
+		if r.refR == nil {
+			return r.needRef()
+		}
+		rb, err := r.readRef(b)
+		if err != nil {
+			return err
+		}
+		if len(c) == 0 {
+			copy(dst, *rb)
+		} else if err := bd.decodeRefFloat(dst, c, *rb, b.dtype); err != nil {
+			putBuf(rb)
+			return mk(err.Error(), ErrCorrupt)
+		}
+		putBuf(rb)
+	} else if err := bd.decode(dst, c, b.kind, b.dtype); err != nil {
 		return mk(err.Error(), ErrCorrupt)
 	}
 	if crc32.Checksum(dst, castagnoli) != b.crc {
@@ -228,6 +245,9 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 		return err
 	}
 	if err := r.needSetup(); err != nil {
+		return err
+	}
+	if err := r.needRef(); err != nil {
 		return err
 	}
 	f := r.idx.files[fi]
@@ -337,6 +357,9 @@ func (r *Reader) ReadAt(fi int, p []byte, off int64) (int, error) {
 	if err := r.needSetup(); err != nil {
 		return 0, err
 	}
+	if err := r.needRef(); err != nil {
+		return 0, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.bd == nil {
@@ -400,6 +423,9 @@ func Decode(w io.Writer, r io.ReaderAt, size int64, opt Options) error {
 			return err
 		}
 	}
+	if err := rd.UseRef(opt.Ref); err != nil {
+		return err
+	}
 	bw := bufio.NewWriterSize(w, 1<<20)
 	if err := rd.WriteFile(bw, 0, opt); err != nil {
 		return err
@@ -430,6 +456,9 @@ func DecompressBytes(archive []byte, opt Options) ([]byte, error) {
 			return nil, err
 		}
 	}
+	if err := rd.UseRef(opt.Ref); err != nil {
+		return nil, err
+	}
 	return rd.ReadFile(0, opt)
 }
 
@@ -444,6 +473,9 @@ func (r *Reader) ReadFile(fi int, opt Options) ([]byte, error) {
 		return nil, err
 	}
 	if err := r.needSetup(); err != nil {
+		return nil, err
+	}
+	if err := r.needRef(); err != nil {
 		return nil, err
 	}
 	f := r.idx.files[fi]

@@ -19,6 +19,12 @@
 // 65536 values per chunk, zstd level 3. The archive bytes never depend on
 // the thread count.
 //
+// With Options.Ref (a Reference made by NewReference from another model,
+// e.g. the previous checkpoint of a training run or the base model of a
+// fine-tune), Encode codes tensors as differences to the reference where
+// that is smaller (see References); decoding such an archive needs the same
+// reference (Options.Ref or Reader.UseRef), found by its SHA-256.
+//
 // # Format, version 2
 //
 // All integers are little-endian; "uvarint" is encoding/binary's unsigned
@@ -28,8 +34,10 @@
 //	Header | Payload | Index | Trailer
 //
 // Header, 16 bytes: the magic 89 4E 5A 49 50 0D 0A 1A ("\x89NZIP\r\n\x1a"),
-// u16 version (2; readers also read 1), u16 flags (0; a reader rejects
-// unknown flags), u32 zero.
+// u16 version (2; readers also read 1), u16 flags, u32 zero. Flag bit 0
+// (value 1) marks an archive coded against a reference (see References);
+// a reader rejects any other flag. Archives without a reference have flags
+// 0 and are unchanged by the reference feature.
 //
 // Payload: the payloads of all blocks of all files, back to back in index
 // order, with nothing between them.
@@ -48,6 +56,11 @@
 //	uvarint len, len bytes  (setup 1) the setup file (see Setups); its ID is
 //	                   the first 16 bytes of the SHA-256 of these bytes
 //	[16]byte id        (setup 2) the ID of the setup the reader must supply
+//	uvarint refs       (flag 1 only) reference files, then per reference file:
+//	  string  name     its name when the archive was written (informative)
+//	  uvarint size     its size in bytes
+//	  [32]byte sha256  its SHA-256: the reader must supply a file with this
+//	                   size and hash (its name may differ)
 //	uvarint files
 //	per file:
 //	  string  name     file name (multi-file models keep their file names)
@@ -56,11 +69,15 @@
 //	  string  format   loader's format name ("safetensors", "gguf", "unknown", ...)
 //	  uvarint blocks
 //	  per block:
-//	    u8      kind   0 stored, 1 zstd, 2 float
-//	    u8      dtype  (kind 2 only) dtype of the values, numbered as in package dtype
+//	    u8      kind   0 stored, 1 zstd, 2 float, 3 reference (flag 1 only)
+//	    u8      dtype  (kinds 2 and 3) dtype of the values, numbered as in
+//	                   package dtype; for kind 3 also 0 (no type: a copy)
 //	    uvarint length original bytes of the block
 //	    uvarint clen   payload bytes of the block
 //	    u32     crc    CRC-32C of the original bytes of the block
+//	    uvarint ref    (kind 3) the reference file, an index into refs
+//	    uvarint refoff (kind 3) where the block's counterpart starts in it;
+//	                   refoff+length must not exceed the file's size
 //	  uvarint tensors
 //	  per tensor (in file order):
 //	    uvarint prefix  bytes shared with the previous tensor's name
@@ -85,6 +102,13 @@
 //
 // Kind 2 (float): the block is length/size values of the dtype. The payload
 // starts with a form byte.
+//
+// Kind 3 (reference): the block's counterpart R is the length bytes at
+// refoff of reference file ref. With clen 0 the block is a copy of R. With
+// clen > 0 the dtype must be one of the fields types (F16, BF16, F32,
+// F8_E4M3, F8_E5M2, F8_E8M0), length a multiple of its size, and the
+// payload a difference block (see References) of the block's values
+// against the values of R.
 //
 // Form 1 (byte planes, used for F64): one stream (below) of width 8 per byte
 // of the value, byte 0 (least significant) first; value i byte p is symbol i
@@ -200,6 +224,71 @@
 // the huff0 table description). A reader rejects sections for a dtype
 // twice, joins above the dtype's maximum and alphabets wider than the
 // symbol width.
+//
+// # References
+//
+// An archive may be coded against a reference model (the previous
+// checkpoint of a training run, the base model of a fine-tune; "ULPack").
+// The encoder matches the archive's tensors with the reference's by name,
+// dtype and shape (the reference's layout serves only the encoder; the
+// index stores where each block's counterpart is), and codes each block of
+// a matched tensor as the smallest of: a copy (kind 3, clen 0) when the
+// bytes are equal, the independent coding (kinds 0 to 2), or a difference
+// block (kind 3). Other blocks (opaque bytes, non-float tensors) are
+// stored as copies when the bytes at the same offset of the reference file
+// of the same name (or of the only one, when both sides have one file) are
+// equal. So an archive is never larger than its independent coding by more
+// than the kind-3 index fields and the reference list. A reader must be given the reference files (by
+// SHA-256) before it decodes a kind-3 block, and reports a missing or
+// wrong reference before it writes anything.
+//
+// A difference block codes n = length/size values v_i against the
+// reference values r_i (size = B/8 bytes, little-endian; S sign bits, E
+// exponent bits, M mantissa bits as for the fields form). Values map to
+// order-preserving keys: for S = 1, key(x) = x XOR 2^(B-1) when the sign
+// bit of x is 0 and x XOR (2^B-1) when it is 1; for S = 0, key(x) = x.
+// The difference d_i = key(v_i) - key(r_i) mod 2^B is the distance in units
+// in the last place. Its magnitude a (d as a signed B-bit number; -2^(B-1)
+// has magnitude 2^(B-1) and sign 1) and sign s (1 when negative) become a
+// token and extra bits with q sub-bucket bits:
+//
+//	a = 0:          token 0, no extra bits
+//	0 < a < 2^(q+1): bucket k = a, no extra bits
+//	otherwise:      L = bit length of a, bucket k = (L-q)·2^q + the q bits
+//	                of a below its leading one, extra bits: the low L-1-q
+//	                bits of a
+//	token = 2k - 1 + (s XOR z)  (for a > 0)
+//
+// where z is the sign bit of r_i (0 when S = 0): s XOR z says whether the
+// magnitude moves away from zero (0) or towards it (1), which weight decay
+// makes the frequent case for either sign. The largest valid
+// token is T = 2·((B-q+1)·2^q - 1), which must be below 256; tokens are
+// symbols of width t = the bit length of T. The context of value i is the
+// exponent field of its reference value, c_i = e(r_i), 0 ≤ c < 2^E (the
+// size of a unit in the last place depends on it). The payload is
+//
+//	u8 method          1
+//	u8 q               sub-bucket bits (the encoder uses 3 for B ≤ 16, 2 for B = 32)
+//	u8 G               groups, 1..255
+//	uvarint m          contexts with a group of their own (m < G)
+//	m × (uvarint δ, u8 g)  context c = previous c + 1 + δ (the first: δ),
+//	                   strictly increasing, in group g (1 ≤ g < G); every
+//	                   other context is in group 0
+//	G streams          stream g (see Streams; modes 0 to 5) codes the
+//	                   tokens of the values whose context is in group g, in
+//	                   value order; its symbol count is the number of such
+//	                   values (known from the reference), its width t
+//	uvarint X, X bytes extra bits of the values in value order, each value's
+//	                   LSB first, packed LSB first; X = ceil(total bits/8)
+//
+// To decode, the reader counts the values per group from the reference,
+// decodes the streams, and for each value i takes the next token of its
+// group, rebuilds a (for bucket k ≥ 2^(q+1): L = floor(k/2^q) + q,
+// a = (2^q + (k mod 2^q))·2^(L-1-q) + extra) from k = floor((token+1)/2),
+// s = ((token+1) mod 2) XOR z and d = a (s = 0) or -a (s = 1), and sets
+// v_i = key⁻¹(key(r_i) + d mod 2^B), where for S = 1 key⁻¹(k) is
+// k XOR 2^(B-1) when the top bit of k is 1 and k XOR (2^B-1) otherwise.
+// Tokens above T are invalid.
 //
 // # Integrity
 //

@@ -45,6 +45,10 @@ type Options struct {
 	// is estimated to cost more than this fraction above it (0 means
 	// DefaultSetupThreshold).
 	SetupThreshold float64
+	// Ref, when set, is the reference model: encoding codes blocks as
+	// copies of or differences to it where that is smaller (see ref.go),
+	// and decoding needs it for archives coded against it.
+	Ref *Reference
 }
 
 func (o *Options) threads() int {
@@ -183,6 +187,10 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 			idx.setupMode, idx.setupRaw = setupExternal, nil
 		}
 	}
+	if opt.Ref != nil {
+		idx.flags |= flagRef
+		idx.refs = opt.Ref.Files()
+	}
 	threshold := opt.SetupThreshold
 	if threshold == 0 {
 		threshold = DefaultSetupThreshold
@@ -196,6 +204,11 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		plans, err := planBlocks(in.Segments, in.Size, chunk)
 		if err != nil {
 			return res, fmt.Errorf("codec: input %q: %w", in.Name, err)
+		}
+		if opt.Ref != nil {
+			if err := opt.Ref.mapPlans(plans, in.Segments, in.Size, in.Name, len(inputs)); err != nil {
+				return res, fmt.Errorf("codec: input %q: %w", in.Name, err)
+			}
 		}
 		for j := 0; j < len(plans); {
 			k := taskEnd(len(plans), j, func(b int) int64 { return plans[b].length })
@@ -231,7 +244,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 			be.setup, be.threshold = opt.Setup, threshold
 			defer blockEncoders.Put(be)
 			for t := range work {
-				t.err = encodeTask(be, inputs[t.file].R, t)
+				t.err = encodeTask(be, inputs[t.file].R, opt.Ref, t)
 				close(t.done)
 			}
 		}()
@@ -265,6 +278,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	var hdr [headerLen]byte
 	copy(hdr[:], Magic[:])
 	binary.LittleEndian.PutUint16(hdr[8:], Version)
+	binary.LittleEndian.PutUint16(hdr[10:], idx.flags)
 	werr := write(hdr[:])
 
 	hashes := make([]hash.Hash, len(inputs))
@@ -331,7 +345,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 }
 
 // encodeTask reads the blocks of a task and codes them one by one.
-func encodeTask(be *blockEncoder, r io.ReaderAt, t *encTask) error {
+func encodeTask(be *blockEncoder, r io.ReaderAt, ref *Reference, t *encTask) error {
 	first, last := t.plans[0], t.plans[len(t.plans)-1]
 	t.in = getBuf(int(last.off + last.length - first.off))
 	if err := readFull(r, *t.in, first.off); err != nil {
@@ -344,6 +358,15 @@ func encodeTask(be *blockEncoder, r io.ReaderAt, t *encTask) error {
 		in := (*t.in)[p.off-first.off : p.off-first.off+p.length]
 		mark := len(out)
 		var kind byte
+		if p.ref != 0 {
+			var info blockInfo
+			var err error
+			if out, info, err = be.encodeWithRef(out, in, ref, p); err != nil {
+				return err
+			}
+			t.info = append(t.info, info)
+			continue
+		}
 		if p.float {
 			out = be.encodeFloat(out, in, p.dtype)
 			kind = kindFloat

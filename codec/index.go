@@ -58,6 +58,8 @@ type blockInfo struct {
 	compOff int64 // offset in the archive (derived)
 	compLen int64
 	crc     uint32
+	ref     int   // kindRef: the reference file (index into indexData.refs)
+	refOff  int64 // kindRef: offset of the block's counterpart in it
 }
 
 // BlockInfo is the public view of one block, for inspection.
@@ -77,6 +79,8 @@ func kindName(k byte) string {
 		return "zstd"
 	case kindFloat:
 		return "float"
+	case kindRef:
+		return "ref"
 	}
 	return fmt.Sprintf("kind%d", k)
 }
@@ -96,9 +100,11 @@ func (f *FileInfo) Blocks() []BlockInfo {
 type indexData struct {
 	version     int
 	chunkValues int
-	setupMode   byte     // setupNone, setupEmbedded, setupExternal
-	setupID     [16]byte // ID of the setup (embedded or external)
-	setupRaw    []byte   // the embedded setup file
+	setupMode   byte      // setupNone, setupEmbedded, setupExternal
+	setupID     [16]byte  // ID of the setup (embedded or external)
+	setupRaw    []byte    // the embedded setup file
+	flags       uint16    // header flags (flagRef)
+	refs        []RefInfo // flagRef: the reference files
 	files       []*FileInfo
 }
 
@@ -128,6 +134,14 @@ func (x *indexData) marshal() []byte {
 			b = append(b, x.setupID[:]...)
 		}
 	}
+	if x.flags&flagRef != 0 {
+		b = binary.AppendUvarint(b, uint64(len(x.refs)))
+		for _, f := range x.refs {
+			b = appendString(b, f.Name)
+			b = binary.AppendUvarint(b, uint64(f.Size))
+			b = append(b, f.SHA256[:]...)
+		}
+	}
 	b = binary.AppendUvarint(b, uint64(len(x.files)))
 	for _, f := range x.files {
 		b = appendString(b, f.Name)
@@ -137,12 +151,16 @@ func (x *indexData) marshal() []byte {
 		b = binary.AppendUvarint(b, uint64(len(f.blocks)))
 		for _, k := range f.blocks {
 			b = append(b, k.kind)
-			if k.kind == kindFloat {
+			if k.kind == kindFloat || k.kind == kindRef {
 				b = append(b, byte(k.dtype))
 			}
 			b = binary.AppendUvarint(b, uint64(k.origLen))
 			b = binary.AppendUvarint(b, uint64(k.compLen))
 			b = binary.LittleEndian.AppendUint32(b, k.crc)
+			if k.kind == kindRef {
+				b = binary.AppendUvarint(b, uint64(k.ref))
+				b = binary.AppendUvarint(b, uint64(k.refOff))
+			}
 		}
 		b = binary.AppendUvarint(b, uint64(len(f.Tensors)))
 		prev := ""
@@ -251,8 +269,13 @@ func (r *indexReader) u8(what string) byte {
 // unmarshalIndex decodes an index. payloadLen is the number of payload bytes
 // in the archive; block lengths must add up to it.
 func unmarshalIndex(b []byte, payloadLen int64, version int) (*indexData, error) {
+	return unmarshalIndexFlags(b, payloadLen, version, 0)
+}
+
+// unmarshalIndexFlags is unmarshalIndex for an archive with header flags.
+func unmarshalIndexFlags(b []byte, payloadLen int64, version int, flags uint16) (*indexData, error) {
 	r := &indexReader{b: b}
-	x := &indexData{version: version}
+	x := &indexData{version: version, flags: flags}
 	x.chunkValues = int(r.uvarint(MaxChunkValues, "chunk size"))
 	if version >= 2 {
 		x.setupMode = r.u8("setup mode")
@@ -269,6 +292,16 @@ func unmarshalIndex(b []byte, payloadLen int64, version int) (*indexData, error)
 			copy(x.setupID[:], r.bytes(16, "setup ID"))
 		default:
 			r.fail("index: unknown setup mode %d", x.setupMode)
+		}
+	}
+	if flags&flagRef != 0 {
+		nr := r.uvarint(min(uint64(len(r.b)/34), maxRefFiles), "reference count")
+		for i := uint64(0); i < nr && r.err == nil; i++ {
+			var f RefInfo
+			f.Name = r.str("reference name")
+			f.Size = int64(r.uvarint(math.MaxInt64, "reference size"))
+			copy(f.SHA256[:], r.bytes(32, "reference SHA-256"))
+			x.refs = append(x.refs, f)
 		}
 	}
 	nf := r.uvarint(uint64(len(r.b)), "file count")
@@ -288,9 +321,12 @@ func unmarshalIndex(b []byte, payloadLen int64, version int) (*indexData, error)
 		for j := uint64(0); j < nb && r.err == nil; j++ {
 			var k blockInfo
 			k.kind = r.u8("block kind")
-			if k.kind > kindFloat {
+			if k.kind > kindFloat && !(k.kind == kindRef && flags&flagRef != 0) {
 				r.fail("index: file %q block %d: unknown kind %d", f.Name, j, k.kind)
 				break
+			}
+			if k.kind == kindRef {
+				k.dtype = dtype.DType(r.u8("block dtype"))
 			}
 			if k.kind == kindFloat {
 				k.dtype = dtype.DType(r.u8("block dtype"))
@@ -304,6 +340,25 @@ func unmarshalIndex(b []byte, payloadLen int64, version int) (*indexData, error)
 			c := r.bytes(4, "block CRC")
 			if c != nil {
 				k.crc = binary.LittleEndian.Uint32(c)
+			}
+			if k.kind == kindRef {
+				k.ref = int(r.uvarint(uint64(max(len(x.refs)-1, 0)), "block reference"))
+				k.refOff = int64(r.uvarint(math.MaxInt64, "block reference offset"))
+				if r.err == nil && len(x.refs) == 0 {
+					r.fail("index: file %q block %d: reference block without a reference", f.Name, j)
+				}
+				if r.err == nil && (k.refOff > x.refs[k.ref].Size || k.origLen > x.refs[k.ref].Size-k.refOff) {
+					r.fail("index: file %q block %d: reference range [%d,+%d) outside %q", f.Name, j, k.refOff, k.origLen, x.refs[k.ref].Name)
+				}
+				if r.err == nil && k.dtype != dtype.Invalid && floatType(k.dtype) != k.dtype {
+					r.fail("index: file %q block %d: %v is not a float block type", f.Name, j, k.dtype)
+				}
+				if r.err == nil && k.compLen != 0 && (!refCodable(k.dtype) || k.origLen%int64(k.dtype.Size()) != 0) {
+					r.fail("index: file %q block %d: %v cannot be coded as a difference", f.Name, j, k.dtype)
+				}
+				if r.err != nil {
+					break
+				}
 			}
 			if k.origLen > f.Size-origOff {
 				r.fail("index: file %q: blocks exceed the file size %d", f.Name, f.Size)

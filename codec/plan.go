@@ -31,6 +31,8 @@ type blockPlan struct {
 	float       bool
 	dtype       dtype.DType // float pipeline type (C64 is coded as F32)
 	merged      bool        // a block of small tensors that more may join
+	ref         int         // 1 + the reference file to code against, 0 for none (ref.go)
+	refOff      int64       // offset of the block's counterpart in that file
 }
 
 // floatType returns the type whose float pipeline codes d, or Invalid.

@@ -444,6 +444,16 @@ func readUvarint(src []byte, max uint64) (uint64, []byte, error) {
 	return v, src[k:], nil
 }
 
+// readLen reads a uvarint length of the bytes that follow it, which must
+// all be there (a slice of a larger buffer must not be read past its end).
+func readLen(src []byte) (uint64, []byte, error) {
+	l, rest, err := readUvarint(src, uint64(len(src)))
+	if err == nil && l > uint64(len(rest)) {
+		return 0, nil, errf("length %d exceeds the %d bytes left", l, len(rest))
+	}
+	return l, rest, err
+}
+
 // decodeStream decodes len(dst) symbols of width w from src into dst and
 // returns the rest of src.
 func (d *streamDecoder) decodeStream(dst, src []byte, w uint) ([]byte, error) {
@@ -490,7 +500,7 @@ func (d *streamDecoder) decode(dst, src []byte, w uint, allowPairs bool) ([]byte
 		}
 		return src[1:], nil
 	case smHuff1, smHuff4:
-		l, rest, err := readUvarint(src, uint64(len(src)))
+		l, rest, err := readLen(src)
 		if err != nil {
 			return nil, err
 		}
@@ -536,7 +546,7 @@ func (d *streamDecoder) decodePairs(dst, src []byte, w uint, x4 bool) ([]byte, e
 	if w < 8 && !symbolsFit(top, w) {
 		return nil, errf("pair stream: symbol out of range")
 	}
-	l, rest, err := readUvarint(src[1+k:], uint64(len(src)))
+	l, rest, err := readLen(src[1+k:])
 	if err != nil {
 		return nil, err
 	}
@@ -1015,7 +1025,7 @@ func (d *streamDecoder) decodeShared(dst, src []byte, w uint, x4 bool) ([]byte, 
 	}
 	pairs := rest[0] == 1
 	rest = rest[1:]
-	l, rest, err := readUvarint(rest, uint64(len(rest)))
+	l, rest, err := readLen(rest)
 	if err != nil {
 		return nil, err
 	}

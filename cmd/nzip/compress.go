@@ -10,7 +10,7 @@ import (
 )
 
 func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("compress", "[-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-q] IN", stderr)
+	fs := newFlags("compress", "[-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF] [-q] IN", stderr)
 	out := fs.String("o", "", "output archive (default IN.nzip)")
 	force := fs.Bool("f", false, "overwrite OUT if it exists")
 	threads := fs.Int("threads", 0, "blocks coded in parallel (default: all CPUs); the archive is the same for any value")
@@ -19,6 +19,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	setupPath := fs.String("setup", "", "code float blocks with the shared tables of this setup (-chunk defaults to the setup's)")
 	setupExternal := fs.Bool("setup-external", false, "store only the setup's ID, not the setup; decompress then needs -setup")
 	setupThreshold := fs.Float64("setup-threshold", 0, fmt.Sprintf("a block builds its own table when the best shared one costs more than this fraction above it (default %g)", codec.DefaultSetupThreshold))
+	refPath := fs.String("ref", "", "code tensors as differences to this reference model (matched by name, dtype, shape); decompress then needs -ref")
 	quiet := fs.Bool("q", false, "print nothing on success")
 	if err := parse(fs, args, 1, 1); err != nil {
 		return err
@@ -46,6 +47,14 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			fmt.Fprintf(stderr, "nzip: warning: -chunk %d differs from the chunk size the setup was built with (%d); its tables may fit less well\n", opt.ChunkValues, s.ChunkValues)
 		}
 	}
+	if *refPath != "" {
+		ref, done, err := loadRef(*refPath, stderr)
+		if err != nil {
+			return err
+		}
+		defer done()
+		opt.Ref = ref
+	}
 	dest := *out
 	if dest == "" {
 		dest = in + ".nzip"
@@ -62,6 +71,9 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		inputs = append(inputs, codec.Input{Name: f.name, R: f.f, Size: f.size, Format: f.format, Segments: f.segs})
 		paths = append(paths, f.path)
 		total += f.size
+	}
+	if *refPath != "" {
+		paths = append(paths, *refPath) // never overwrite the reference either
 	}
 	st, err := files[0].f.Stat()
 	if err != nil {
@@ -93,6 +105,9 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 				how = "external: decompress needs -setup " + *setupPath
 			}
 			fmt.Fprintf(stderr, "%s: setup %s (%s)\n", dest, opt.Setup.IDString(), how)
+		}
+		if opt.Ref != nil {
+			fmt.Fprintf(stderr, "%s: coded against %s (decompress needs -ref %s)\n", dest, *refPath, *refPath)
 		}
 	}
 	return nil

@@ -14,12 +14,13 @@ import (
 )
 
 func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("decompress", "[-o OUT] [-f] [-threads N] [-tensor NAME] [-setup S.nzsetup] [-q] IN.nzip", stderr)
+	fs := newFlags("decompress", "[-o OUT] [-f] [-threads N] [-tensor NAME] [-setup S.nzsetup] [-ref REF] [-q] IN.nzip", stderr)
 	out := fs.String("o", "", "output file, - for stdout (default IN without .nzip); a directory for multi-file archives (default beside IN)")
 	force := fs.Bool("f", false, "overwrite existing output files")
 	threads := fs.Int("threads", 0, "blocks decoded in parallel (default: all CPUs)")
 	tensor := fs.String("tensor", "", "write only this tensor's raw bytes (decodes only the blocks that hold it); needs -o")
 	setupPath := fs.String("setup", "", "the setup the archive was written with (needed when it references it externally)")
+	refPath := fs.String("ref", "", "the reference model the archive was coded against (compress -ref)")
 	quiet := fs.Bool("q", false, "print nothing on success")
 	if err := parse(fs, args, 1, 1); err != nil {
 		return err
@@ -36,6 +37,11 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 	defer f.Close()
 	defer rd.Close()
 	if err := useSetup(rd, in, *setupPath, stderr); err != nil {
+		return err
+	}
+	doneRef, err := useRef(rd, in, *refPath, stderr)
+	defer doneRef()
+	if err != nil {
 		return err
 	}
 	opt := codec.Options{Threads: *threads, Context: ctx}

@@ -8,6 +8,13 @@
 //	nzip setup build   -o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-chunk N] [-sample F] [-pair-bias X] [-q] FILE...
 //	nzip setup show    [-json] FILE.nzsetup
 //	nzip setup compare [-json] -setups S1,S2,... [-threads N] [-runs N] [-setup-external] FILE...
+//	nzip trajectory pack    -o RUN.nztraj [-f] [-keyframe K] [-ref-mode prev|key] [-threads N] [-chunk N] [-q] STEP...
+//	nzip trajectory append  [-threads N] [-q] RUN.nztraj STEP...
+//	nzip trajectory ls      [-json] RUN.nztraj
+//	nzip trajectory extract [-o OUT] [-f] [-threads N] [-q] RUN.nztraj NAME|INDEX
+//
+// compress, decompress and verify take -ref REF: the archive is coded
+// against (and decoded with) the reference model REF.
 //
 // Exit status: 0 success, 1 failure (message on stderr starting with
 // "nzip:"), 2 usage error.
@@ -28,15 +35,19 @@ const usage = `nzip: lossless compression of neural-network checkpoints
 
 usage:
   nzip compress   [-o OUT] [-f] [-threads N] [-chunk N] [-level N]
-                  [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-q] IN
-  nzip decompress [-o OUT] [-f] [-threads N] [-tensor NAME] [-setup S.nzsetup] [-q] IN.nzip
-  nzip verify     [-threads N] [-setup S.nzsetup] IN.nzip
+                  [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF] [-q] IN
+  nzip decompress [-o OUT] [-f] [-threads N] [-tensor NAME] [-setup S.nzsetup] [-ref REF] [-q] IN.nzip
+  nzip verify     [-threads N] [-setup S.nzsetup] [-ref REF] IN.nzip
   nzip inspect    [-json] [-setup S.nzsetup] FILE
   nzip bench      [-json] [-codecs LIST] [-threads N] [-runs N] [-setup S.nzsetup [-setup-external]] FILE...
   nzip setup build   -o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-chunk N] [-sample F]
                      [-pair-bias X] [-q] FILE...
   nzip setup show    [-json] FILE.nzsetup
   nzip setup compare [-json] -setups S1,S2,... [-threads N] [-runs N] [-setup-external] FILE...
+  nzip trajectory pack    -o RUN.nztraj [-f] [-keyframe K] [-ref-mode prev|key] [-threads N] [-chunk N] [-q] STEP...
+  nzip trajectory append  [-threads N] [-q] RUN.nztraj STEP...
+  nzip trajectory ls      [-json] RUN.nztraj
+  nzip trajectory extract [-o OUT] [-f] [-threads N] [-q] RUN.nztraj NAME|INDEX
 
 Run "nzip COMMAND -h" (or "nzip setup SUBCOMMAND -h") for the flags of a command.
 `
@@ -51,10 +62,11 @@ type command struct {
 var commands = map[string]command{
 	"compress":   {runCompress},
 	"decompress": {runDecompress},
-	"verify":     {runVerify},
+	"verify":     {runVerifyRef},
 	"inspect":    {runInspect},
 	"bench":      {runBench},
 	"setup":      {runSetup},
+	"trajectory": {runTrajectory},
 }
 
 func main() {

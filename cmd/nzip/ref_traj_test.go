@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// writeStep writes a safetensors checkpoint of a synthetic training run at
+// the given step: BF16 and F32 weights that drift a little per step.
+func writeStep(t *testing.T, path string, n, step int) []byte {
+	t.Helper()
+	var bf, f32 []byte
+	for i := 0; i < n; i++ {
+		x := float32(math.Sin(float64(i)*0.7))*0.05*float32(1+i%7) + float32(step)*1e-4*float32(math.Cos(float64(i)))
+		bf = binary.LittleEndian.AppendUint16(bf, uint16(math.Float32bits(x)>>16))
+		f32 = binary.LittleEndian.AppendUint32(f32, math.Float32bits(x*3))
+	}
+	hdr := fmt.Sprintf(`{"a.weight":{"dtype":"BF16","shape":[%d],"data_offsets":[0,%d]},"b.weight":{"dtype":"F32","shape":[%d],"data_offsets":[%d,%d]}}`,
+		n, len(bf), n, len(bf), len(bf)+len(f32))
+	for len(hdr)%8 != 0 {
+		hdr += " "
+	}
+	var file []byte
+	file = binary.LittleEndian.AppendUint64(file, uint64(len(hdr)))
+	file = append(file, hdr...)
+	file = append(file, bf...)
+	file = append(file, f32...)
+	if err := os.WriteFile(path, file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+func TestCompressRef(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base.safetensors")
+	ft := filepath.Join(dir, "ft.safetensors")
+	other := filepath.Join(dir, "other.safetensors")
+	writeStep(t, base, 30000, 0)
+	want := writeStep(t, ft, 30000, 3)
+	writeStep(t, other, 30000, 9)
+	if code, _, errs := nzip(t, "compress", "-q", "-ref", base, ft); code != 0 {
+		t.Fatalf("compress -ref: %d %s", code, errs)
+	}
+	arc := ft + ".nzip"
+	plain := filepath.Join(dir, "plain.nzip")
+	if code, _, errs := nzip(t, "compress", "-q", "-o", plain, ft); code != 0 {
+		t.Fatalf("compress: %d %s", code, errs)
+	}
+	if a, b := refFileSize(t, arc), refFileSize(t, plain); a >= b {
+		t.Fatalf("conditioned archive %d bytes, independent %d", a, b)
+	}
+	if code, out, errs := nzip(t, "verify", "-ref", base, arc); code != 0 || !strings.Contains(out, "OK") {
+		t.Fatalf("verify -ref: %d %s %s", code, out, errs)
+	}
+	out := filepath.Join(dir, "out.safetensors")
+	// missing and wrong reference: clear errors, no output
+	if code, _, errs := nzip(t, "decompress", "-q", "-o", out, arc); code != 1 || !strings.Contains(errs, "reference missing") || !strings.Contains(errs, "base.safetensors") {
+		t.Fatalf("decompress without -ref: %d %q", code, errs)
+	}
+	if code, _, errs := nzip(t, "decompress", "-q", "-o", out, "-ref", other, arc); code != 1 || !strings.Contains(errs, "wrong reference") {
+		t.Fatalf("decompress with the wrong -ref: %d %q", code, errs)
+	}
+	if code, _, errs := nzip(t, "verify", arc); code != 1 || !strings.Contains(errs, "reference missing") {
+		t.Fatalf("verify without -ref: %d %q", code, errs)
+	}
+	if code, _, errs := nzip(t, "verify", "-ref", other, arc); code != 1 || !strings.Contains(errs, "wrong reference") {
+		t.Fatalf("verify with the wrong -ref: %d %q", code, errs)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatal("output written despite a missing reference")
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			t.Fatalf("temporary file left: %s", e.Name())
+		}
+	}
+	// the reference may be renamed: it is found by its SHA-256
+	moved := filepath.Join(dir, "renamed-base.bin")
+	b, _ := os.ReadFile(base)
+	os.WriteFile(moved, b, 0o644)
+	if code, _, errs := nzip(t, "decompress", "-q", "-o", out, "-ref", moved, arc); code != 0 {
+		t.Fatalf("decompress -ref: %d %s", code, errs)
+	}
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, want) {
+		t.Fatal("decompressed file differs")
+	}
+}
+
+func refFileSize(t *testing.T, p string) int64 {
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}
+
+func TestTrajectoryCLI(t *testing.T) {
+	dir := t.TempDir()
+	var files [][]byte
+	for s := 0; s < 12; s++ {
+		files = append(files, writeStep(t, filepath.Join(dir, fmt.Sprintf("step_%d.safetensors", s)), 5000, s))
+	}
+	run := filepath.Join(dir, "run.nztraj")
+	// a quoted glob is sorted naturally: step_2 before step_10
+	if code, _, errs := nzip(t, "trajectory", "pack", "-q", "-o", run, "-keyframe", "4", filepath.Join(dir, "step_*.safetensors")); code != 0 {
+		t.Fatalf("pack: %d %s", code, errs)
+	}
+	code, out, errs := nzip(t, "trajectory", "ls", "-json", run)
+	if code != 0 {
+		t.Fatalf("ls: %d %s", code, errs)
+	}
+	var ls struct {
+		Keyframe int `json:"keyframe"`
+		Frames   []struct {
+			Name string `json:"name"`
+			Ref  int    `json:"ref"`
+		} `json:"frames"`
+	}
+	if err := json.Unmarshal([]byte(out), &ls); err != nil {
+		t.Fatal(err)
+	}
+	if len(ls.Frames) != 12 || ls.Keyframe != 4 {
+		t.Fatalf("ls: %+v", ls)
+	}
+	for i, f := range ls.Frames {
+		if f.Name != fmt.Sprintf("step_%d.safetensors", i) {
+			t.Fatalf("frame %d is %s: not in natural order", i, f.Name)
+		}
+		if (i%4 == 0) != (f.Ref < 0) {
+			t.Fatalf("frame %d: ref %d with keyframe interval 4", i, f.Ref)
+		}
+	}
+	if code, out, _ := nzip(t, "trajectory", "ls", run); code != 0 || !strings.Contains(out, "step_11.safetensors") {
+		t.Fatalf("ls: %d %s", code, out)
+	}
+	for _, name := range []string{"step_7.safetensors", "11", "0"} {
+		o := filepath.Join(dir, "x-"+name)
+		if code, _, errs := nzip(t, "trajectory", "extract", "-q", "-o", o, run, name); code != 0 {
+			t.Fatalf("extract %s: %d %s", name, code, errs)
+		}
+		got, _ := os.ReadFile(o)
+		i := 0
+		fmt.Sscanf(strings.TrimPrefix(name, "step_"), "%d", &i)
+		if !bytes.Equal(got, files[i]) {
+			t.Fatalf("extract %s differs", name)
+		}
+	}
+	if code, _, errs := nzip(t, "trajectory", "extract", "-q", "-o", filepath.Join(dir, "y"), run, "nope"); code != 1 || !strings.Contains(errs, "no such frame") {
+		t.Fatalf("extract of a missing frame: %d %q", code, errs)
+	}
+	// append after an interrupted append (garbage tail)
+	files = append(files, writeStep(t, filepath.Join(dir, "step_12.safetensors"), 5000, 12))
+	f, _ := os.OpenFile(run, os.O_APPEND|os.O_WRONLY, 0)
+	f.Write([]byte("half a frame"))
+	f.Close()
+	code, out, _ = nzip(t, "trajectory", "ls", run)
+	if code != 0 || !strings.Contains(out, "interrupted append") {
+		t.Fatalf("ls of an interrupted archive: %d %s", code, out)
+	}
+	if code, _, errs := nzip(t, "trajectory", "append", "-q", run, filepath.Join(dir, "step_12.safetensors")); code != 0 {
+		t.Fatalf("append: %d %s", code, errs)
+	}
+	o := filepath.Join(dir, "x12")
+	if code, _, errs := nzip(t, "trajectory", "extract", "-q", "-o", o, run, "step_12.safetensors"); code != 0 {
+		t.Fatalf("extract after append: %d %s", code, errs)
+	}
+	if got, _ := os.ReadFile(o); !bytes.Equal(got, files[12]) {
+		t.Fatal("appended step differs")
+	}
+	if code, out, _ := nzip(t, "trajectory", "ls", run); code != 0 || strings.Contains(out, "interrupted") || !strings.Contains(out, "step_12") {
+		t.Fatalf("ls after append: %d %s", code, out)
+	}
+	// pack refuses to overwrite; usage errors
+	if code, _, errs := nzip(t, "trajectory", "pack", "-q", "-o", run, filepath.Join(dir, "step_0.safetensors")); code != 1 || !strings.Contains(errs, "already exists") {
+		t.Fatalf("pack over an existing archive: %d %q", code, errs)
+	}
+	if code, _, _ := nzip(t, "trajectory", "pack", "-o", run, "-ref-mode", "sideways", "x"); code != 2 {
+		t.Fatalf("bad -ref-mode: %d", code)
+	}
+	if code, _, _ := nzip(t, "trajectory", "frobnicate"); code != 2 {
+		t.Fatalf("unknown subcommand: %d", code)
+	}
+}
+
+func TestNaturalLess(t *testing.T) {
+	in := []string{"step_10", "step_2", "step_1", "step_010b", "a", "step_02", "step_100", "step_2a"}
+	sort.Slice(in, func(i, j int) bool { return naturalLess(in[i], in[j]) })
+	want := "a step_1 step_2 step_2a step_02 step_10 step_010b step_100"
+	if got := strings.Join(in, " "); got != want {
+		t.Fatalf("natural order: %s, want %s", got, want)
+	}
+}

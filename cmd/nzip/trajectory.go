@@ -1,0 +1,497 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"neuralzip/codec"
+	"neuralzip/trajectory"
+)
+
+const trajectoryUsage = `usage:
+  nzip trajectory pack    -o RUN.nztraj [-f] [-keyframe K] [-ref-mode prev|key] [-threads N] [-chunk N] [-q] STEP...
+  nzip trajectory append  [-threads N] [-q] RUN.nztraj STEP...
+  nzip trajectory ls      [-json] RUN.nztraj
+  nzip trajectory extract [-o OUT] [-f] [-threads N] [-q] RUN.nztraj NAME|INDEX
+
+A trajectory archive holds the checkpoints of a training run as frames:
+every K-th frame (a keyframe) is coded on its own, the others against the
+previous frame (-ref-mode prev, the default) or their keyframe (key).
+STEP arguments are taken in the order given; a quoted glob ('step_*') is
+expanded and sorted naturally (step_2 before step_10). Appending never
+rewrites the archive: an interrupted append leaves it as it was.
+`
+
+// runTrajectory dispatches the trajectory subcommands.
+func runTrajectory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, "nzip trajectory: missing subcommand\n"+trajectoryUsage)
+		return errUsage
+	}
+	switch args[0] {
+	case "pack":
+		return runTrajPack(ctx, args[1:], stdout, stderr)
+	case "append":
+		return runTrajAppend(ctx, args[1:], stdout, stderr)
+	case "ls":
+		return runTrajLs(ctx, args[1:], stdout, stderr)
+	case "extract":
+		return runTrajExtract(ctx, args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, trajectoryUsage)
+		return flag.ErrHelp
+	}
+	fmt.Fprintf(stderr, "nzip trajectory: unknown subcommand %q\n%s", args[0], trajectoryUsage)
+	return errUsage
+}
+
+// expandSteps expands quoted globs (natural order) and keeps the order of
+// the other arguments.
+func expandSteps(args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		if _, err := os.Stat(a); err == nil || !strings.ContainsAny(a, "*?[") {
+			out = append(out, a)
+			continue
+		}
+		m, err := filepath.Glob(a)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", a, err)
+		}
+		if len(m) == 0 {
+			return nil, fmt.Errorf("%s: no file matches", a)
+		}
+		sort.SliceStable(m, func(i, j int) bool { return naturalLess(m[i], m[j]) })
+		out = append(out, m...)
+	}
+	return out, nil
+}
+
+// naturalLess orders strings with digit runs compared by value.
+func naturalLess(a, b string) bool {
+	for a != "" && b != "" {
+		da, db := digitRun(a), digitRun(b)
+		if da > 0 && db > 0 {
+			x, y := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
+			if len(x) != len(y) {
+				return len(x) < len(y)
+			}
+			if x != y {
+				return x < y
+			}
+			if da != db {
+				return da < db
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return a[0] < b[0]
+		}
+		a, b = a[1:], b[1:]
+	}
+	return len(a) < len(b)
+}
+
+func digitRun(s string) int {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// openStep opens one checkpoint for a trajectory frame.
+func openStep(path string, stderr io.Writer) (inputFile, error) {
+	files, err := openModel(path, stderr)
+	if err != nil {
+		return inputFile{}, err
+	}
+	if len(files) != 1 {
+		closeInputs(files)
+		return inputFile{}, fmt.Errorf("%s: a model of %d files; trajectory frames are single files", path, len(files))
+	}
+	return files[0], nil
+}
+
+func (f inputFile) input() codec.Input {
+	return codec.Input{Name: f.name, R: f.f, Size: f.size, Format: f.format, Segments: f.segs}
+}
+
+// appendSteps appends every step to w, keeping the files open while they
+// may serve as references.
+func appendSteps(ctx context.Context, w *trajectory.Writer, paths []string, opt codec.Options, quiet bool, stderr io.Writer) error {
+	var open []inputFile
+	defer func() { closeInputs(open) }()
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		in, err := openStep(p, stderr)
+		if err != nil {
+			return err
+		}
+		open = append(open, in)
+		start := time.Now()
+		fr, err := w.Append(in.input(), opt)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		if !quiet {
+			how := "keyframe"
+			if fr.Ref >= 0 {
+				how = fmt.Sprintf("against frame %d", fr.Ref)
+			}
+			fmt.Fprintf(stderr, "%s: %s -> %s (%.3f of raw, %s) in %.2fs\n", p, humanBytes(fr.Size), humanBytes(fr.Length),
+				float64(fr.Length)/float64(max(fr.Size, 1)), how, time.Since(start).Seconds())
+		}
+		// files that can no longer be a reference are closed
+		keep := open[:0]
+		for _, f := range open {
+			if w.Retains(f.f) {
+				keep = append(keep, f)
+			} else {
+				f.f.Close()
+			}
+		}
+		open = keep
+	}
+	return nil
+}
+
+func runTrajPack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("trajectory pack", "-o RUN.nztraj [-f] [-keyframe K] [-ref-mode prev|key] [-threads N] [-chunk N] [-q] STEP...", stderr)
+	out := fs.String("o", "", "output trajectory archive (required)")
+	force := fs.Bool("f", false, "overwrite OUT if it exists")
+	k := fs.Int("keyframe", trajectory.DefaultK, "keyframe interval: every K-th frame is coded on its own (1: all)")
+	mode := fs.String("ref-mode", "prev", "code frames against the previous frame (prev) or their keyframe (key)")
+	threads := fs.Int("threads", 0, "blocks coded in parallel (default: all CPUs); the archive is the same for any value")
+	chunk := fs.Int("chunk", 0, fmt.Sprintf("float values per block, %d..%d (default %d)", codec.MinChunkValues, codec.MaxChunkValues, codec.DefaultChunkValues))
+	quiet := fs.Bool("q", false, "print nothing on success")
+	if err := parse(fs, args, 1, -1); err != nil {
+		return err
+	}
+	m := trajectory.RefPrevious
+	switch *mode {
+	case "prev":
+	case "key":
+		m = trajectory.RefKeyframe
+	default:
+		fmt.Fprintf(stderr, "nzip trajectory pack: -ref-mode %q: want prev or key\n", *mode)
+		return errUsage
+	}
+	if *out == "" || *k < 1 || *threads < 0 || (*chunk != 0 && (*chunk < codec.MinChunkValues || *chunk > codec.MaxChunkValues)) {
+		fmt.Fprintln(stderr, "nzip trajectory pack: needs -o; -keyframe ≥ 1, -threads and -chunk in range")
+		fs.Usage()
+		return errUsage
+	}
+	paths, err := expandSteps(fs.Args())
+	if err != nil {
+		return err
+	}
+	w, err := createOutput(*out, *force, paths, 0o644)
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	tw, err := trajectory.Create(w.File, *k, m)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	opt := codec.Options{Threads: *threads, ChunkValues: *chunk, Context: ctx}
+	if err := appendSteps(ctx, tw, paths, opt, *quiet, stderr); err != nil {
+		return err
+	}
+	if err := w.Commit(); err != nil {
+		return err
+	}
+	if !*quiet {
+		a := tw.Archive()
+		var raw int64
+		for _, f := range a.Frames {
+			raw += f.Size
+		}
+		fmt.Fprintf(stderr, "%s: %d frames, %s -> %s (%.3f of raw) in %.2fs\n", *out, len(a.Frames), humanBytes(raw), humanBytes(a.End),
+			float64(a.End)/float64(max(raw, 1)), time.Since(start).Seconds())
+	}
+	return nil
+}
+
+func runTrajAppend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("trajectory append", "[-threads N] [-q] RUN.nztraj STEP...", stderr)
+	threads := fs.Int("threads", 0, "blocks coded in parallel (default: all CPUs)")
+	quiet := fs.Bool("q", false, "print nothing on success")
+	if err := parse(fs, args, 2, -1); err != nil {
+		return err
+	}
+	path := fs.Arg(0)
+	paths, err := expandSteps(fs.Args()[1:])
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	w, err := trajectory.OpenWriter(f, st.Size())
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if t := w.Archive().Tail; t > 0 && !*quiet {
+		fmt.Fprintf(stderr, "nzip: warning: %s: %d bytes of an interrupted append after the last valid index are cut off\n", path, t)
+	}
+	if err := appendSteps(ctx, w, paths, codec.Options{Threads: *threads, Context: ctx}, *quiet, stderr); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// openTraj opens a trajectory archive for reading.
+func openTraj(path string) (*trajectory.Archive, *os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	a, err := trajectory.Open(f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return a, f, nil
+}
+
+type trajFrameJSON struct {
+	Index      int     `json:"index"`
+	Name       string  `json:"name"`
+	Size       int64   `json:"size"`
+	Compressed int64   `json:"compressed"`
+	OfRaw      float64 `json:"of_raw"`
+	Ref        int     `json:"ref"` // -1 for a keyframe
+	SHA256     string  `json:"sha256"`
+}
+
+func runTrajLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("trajectory ls", "[-json] RUN.nztraj", stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args, 1, 1); err != nil {
+		return err
+	}
+	a, f, err := openTraj(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var rows []trajFrameJSON
+	var raw, comp int64
+	for i, fr := range a.Frames {
+		rows = append(rows, trajFrameJSON{Index: i, Name: fr.Name, Size: fr.Size, Compressed: fr.Length, OfRaw: float64(fr.Length) / float64(max(fr.Size, 1)), Ref: fr.Ref, SHA256: fmt.Sprintf("%x", fr.SHA256)})
+		raw += fr.Size
+		comp += fr.Length
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Keyframe int             `json:"keyframe"`
+			RefMode  string          `json:"ref_mode"`
+			Bytes    int64           `json:"bytes"`
+			Tail     int64           `json:"interrupted_tail"`
+			Frames   []trajFrameJSON `json:"frames"`
+		}{a.K, refModeName(a.Mode), a.End, a.Tail, rows})
+	}
+	fmt.Fprintf(stdout, "%s: %d frames, keyframe every %d, frames against the %s\n", fs.Arg(0), len(a.Frames), a.K, map[int]string{0: "previous frame", 1: "keyframe"}[a.Mode])
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "#\tname\tsize\tframe\tof raw\tref\t")
+	for _, r := range rows {
+		ref := "key"
+		if r.Ref >= 0 {
+			ref = fmt.Sprint(r.Ref)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%.3f\t%s\t\n", r.Index, r.Name, r.Size, r.Compressed, r.OfRaw, ref)
+	}
+	fmt.Fprintf(tw, "\ttotal\t%d\t%d\t%.3f\t\t\n", raw, comp, float64(comp)/float64(max(raw, 1)))
+	tw.Flush()
+	fmt.Fprintf(stdout, "archive: %d bytes (frames, indexes and header)\n", a.End)
+	if a.Tail > 0 {
+		fmt.Fprintf(stdout, "warning: %d bytes of an interrupted append follow the last valid index (the next append cuts them off)\n", a.Tail)
+	}
+	return nil
+}
+
+func refModeName(m int) string {
+	if m == trajectory.RefKeyframe {
+		return "key"
+	}
+	return "prev"
+}
+
+func runTrajExtract(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("trajectory extract", "[-o OUT] [-f] [-threads N] [-q] RUN.nztraj NAME|INDEX", stderr)
+	out := fs.String("o", "", "output file, - for stdout (default: the step's file name beside the archive)")
+	force := fs.Bool("f", false, "overwrite OUT if it exists")
+	threads := fs.Int("threads", 0, "blocks decoded in parallel (default: all CPUs)")
+	quiet := fs.Bool("q", false, "print nothing on success")
+	if err := parse(fs, args, 2, 2); err != nil {
+		return err
+	}
+	path := fs.Arg(0)
+	a, f, err := openTraj(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	i, err := a.Find(fs.Arg(1))
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	fr := a.Frames[i]
+	dest := *out
+	if dest == "" {
+		if err := safeName(fr.Name); err != nil || strings.Contains(fr.Name, "/") {
+			return fmt.Errorf("%s: frame %d has no usable file name; name the output with -o", path, i)
+		}
+		dest = filepath.Join(filepath.Dir(path), fr.Name)
+	}
+	start := time.Now()
+	d, err := a.Extract(i, codec.Options{Threads: *threads, Context: ctx})
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := writeOutput(dest, *force, path, stdout, func(w io.Writer) error { _, err := w.Write(d.Data); return err }); err != nil {
+		return err
+	}
+	if !*quiet && dest != "-" {
+		chain, _ := a.Chain(i)
+		fmt.Fprintf(stderr, "%s: frame %d (%s, %s) decoded from %d frame(s) in %.2fs -> %s (SHA-256 verified)\n", path, i, fr.Name,
+			humanBytes(fr.Size), len(chain), time.Since(start).Seconds(), dest)
+	}
+	return nil
+}
+
+// loadRef opens the reference model for -ref.
+func loadRef(path string, stderr io.Writer) (*codec.Reference, func(), error) {
+	files, err := openModel(path, stderr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-ref: %w", err)
+	}
+	var ins []codec.Input
+	for _, f := range files {
+		ins = append(ins, f.input())
+	}
+	ref, err := codec.NewReference(ins)
+	if err != nil {
+		closeInputs(files)
+		return nil, nil, fmt.Errorf("-ref %s: %w", path, err)
+	}
+	return ref, func() { closeInputs(files) }, nil
+}
+
+// useRef gives a reader the reference of -ref, or reports a missing one,
+// before anything is decoded or written.
+func useRef(rd *codec.Reader, archive, refPath string, stderr io.Writer) (func(), error) {
+	refs := rd.RefFiles()
+	if refPath == "" {
+		if len(refs) > 0 && rd.UsesRef() {
+			return func() {}, fmt.Errorf("%s: %w: the archive was coded against %s (%d bytes, SHA-256 %x); pass it with -ref FILE",
+				archive, codec.ErrRefMissing, refs[0].Name, refs[0].Size, refs[0].SHA256)
+		}
+		return func() {}, nil
+	}
+	ref, done, err := loadRef(refPath, stderr)
+	if err != nil {
+		return func() {}, err
+	}
+	if len(refs) == 0 {
+		fmt.Fprintf(stderr, "nzip: warning: %s was not coded against a reference; -ref %s is not needed\n", archive, refPath)
+	}
+	if err := rd.UseRef(ref); err != nil {
+		done()
+		return func() {}, fmt.Errorf("%s: %w", archive, err)
+	}
+	return done, nil
+}
+
+// runVerifyRef is "nzip verify" with -ref; without it, runVerify.
+func runVerifyRef(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	hasRef := false
+	for _, a := range args {
+		if a == "-ref" || a == "--ref" || strings.HasPrefix(a, "-ref=") || strings.HasPrefix(a, "--ref=") {
+			hasRef = true
+		}
+	}
+	if !hasRef {
+		// an archive coded against a reference says so before anything else
+		if len(args) > 0 && !strings.HasPrefix(args[len(args)-1], "-") {
+			if rd, f, err := openArchive(args[len(args)-1]); err == nil {
+				_, err := useRef(rd, args[len(args)-1], "", stderr)
+				rd.Close()
+				f.Close()
+				if err != nil {
+					return err
+				}
+			}
+		}
+		return runVerify(ctx, args, stdout, stderr)
+	}
+	fs := newFlags("verify", "[-threads N] [-setup S.nzsetup] [-ref REF] IN.nzip", stderr)
+	threads := fs.Int("threads", 0, "blocks decoded in parallel (default: all CPUs)")
+	setupPath := fs.String("setup", "", "the setup the archive was written with (needed when it references it externally)")
+	refPath := fs.String("ref", "", "the reference model the archive was coded against")
+	if err := parse(fs, args, 1, 1); err != nil {
+		return err
+	}
+	in := fs.Arg(0)
+	rd, f, err := openArchive(in)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	defer rd.Close()
+	if err := useSetup(rd, in, *setupPath, stderr); err != nil {
+		return err
+	}
+	done, err := useRef(rd, in, *refPath, stderr)
+	defer done()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	var total, blocks int64
+	for _, fi := range rd.Files() {
+		total += fi.Size
+		blocks += int64(len(fi.Blocks()))
+	}
+	opt := codec.Options{Threads: *threads, Context: ctx}
+	for i := range rd.Files() {
+		if err := rd.WriteFile(io.Discard, i, opt); err != nil {
+			return fmt.Errorf("%s: not bit-exact: %w", in, err)
+		}
+	}
+	refNote := ""
+	if refs := rd.RefFiles(); len(refs) > 0 {
+		refNote = fmt.Sprintf("; reference %s (SHA-256 %x) matches", refs[0].Name, refs[0].SHA256)
+	}
+	fmt.Fprintf(stdout, "%s: OK: %d file(s), %s in %d blocks; every block CRC-32C and file SHA-256 match (%.2fs)%s\n",
+		in, len(rd.Files()), humanBytes(total), blocks, time.Since(start).Seconds(), refNote)
+	return nil
+}

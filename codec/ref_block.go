@@ -1,0 +1,608 @@
+package codec
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"slices"
+
+	"neuralzip/dtype"
+)
+
+// Reference-conditioned float blocks (block kind 3 with a payload; see
+// doc.go, "Reference blocks"). A value v and its reference value r of B bits
+// are mapped to order-preserving integers (key), and the difference
+// d = key(v) - key(r) mod 2^B — the distance in units in the last place —
+// is coded as a token (magnitude bucket and sign) with extra bits. Tokens
+// are Huffman-coded in groups by context, the reference's exponent and sign,
+// since how many ULPs a weight moves depends on its exponent.
+
+const refMethodULP = 1
+
+// refSpec is the per-dtype arithmetic of ULP coding.
+type refSpec struct {
+	size   int
+	b      uint   // bits per value
+	s      uint   // sign bits
+	m      uint   // mantissa bits
+	emask  uint64 // exponent mask (after shifting by m)
+	mask   uint64 // 2^b - 1
+	top    uint64 // 2^(b-1)
+	q      uint   // sub-bucket bits of the magnitude buckets
+	tokW   uint   // token symbol width: bit length of maxTok
+	maxTok int    // largest valid token
+	nctx   int    // context keys: 2^e
+}
+
+func refSpecFor(d dtype.DType) (refSpec, bool) {
+	f, ok := specFor(d)
+	if !ok {
+		return refSpec{}, false
+	}
+	b := uint(8 * f.size)
+	p := refSpec{size: f.size, b: b, s: f.s, m: f.m, emask: 1<<f.e - 1, mask: 1<<b - 1, top: 1 << (b - 1), nctx: 1 << f.e}
+	p.setQ(refDefaultQ(b))
+	return p, true
+}
+
+// refDefaultQ is the encoder's sub-bucket precision: the largest with
+// tokens below 256.
+func refDefaultQ(b uint) uint {
+	if b > 16 {
+		return 2
+	}
+	return 3
+}
+
+// setQ sets the sub-bucket bits and reports whether every token fits a byte.
+func (p *refSpec) setQ(q uint) bool {
+	p.q = q
+	if q > 6 || p.b < q+1 {
+		return false
+	}
+	maxBucket := (p.b-q+1)<<q - 1
+	p.maxTok = int(2 * maxBucket)
+	p.tokW = uint(bits.Len(uint(p.maxTok)))
+	return p.maxTok < 256
+}
+
+// key maps a value to an integer that orders like the value it encodes
+// (sign-magnitude to offset binary); a bijection on b-bit patterns.
+func (p *refSpec) key(v uint64) uint64 {
+	if p.s == 0 {
+		return v
+	}
+	if v&p.top != 0 {
+		return ^v & p.mask
+	}
+	return v | p.top
+}
+
+func (p *refSpec) unkey(k uint64) uint64 {
+	if p.s == 0 {
+		return k
+	}
+	if k&p.top != 0 {
+		return k ^ p.top
+	}
+	return ^k & p.mask
+}
+
+// ctx is the context key of a reference value: its exponent.
+func (p *refSpec) ctx(r uint64) int { return int(r >> p.m & p.emask) }
+
+// sign is the sign bit of a reference value (0 for unsigned formats).
+func (p *refSpec) sign(r uint64) uint64 { return r >> (p.b - 1) & uint64(p.s) }
+
+// token returns the token of difference d (mod 2^b) and its extra bits
+// (value, count). Magnitudes a < 2^(q+1) are their own bucket; otherwise a
+// of bit length L is bucket (L-q)·2^q + h, h the q bits below its leading
+// one, with the L-1-q bits below them as extra bits. Token 0 is
+// "unchanged"; otherwise 2·bucket-1+sign, where sign is 1 when d is
+// negative, flipped when the reference value is negative (rs = 1): so it
+// says whether the magnitude shrinks, and weight decay makes that the more
+// frequent case whatever the weight's sign.
+func (p *refSpec) token(d, rs uint64) (tok byte, extra uint64, n uint) {
+	d &= p.mask
+	if d == 0 {
+		return 0, 0, 0
+	}
+	a, sg := d, rs
+	if d >= p.top {
+		a, sg = (p.mask-d+1)&p.mask, 1^rs
+	}
+	var bk uint64
+	if a < 2<<p.q {
+		bk = a
+	} else {
+		l := uint(bits.Len64(a))
+		n = l - 1 - p.q
+		bk = uint64(l-p.q)<<p.q + (a>>n)&(1<<p.q-1)
+		extra = a & (1<<n - 1)
+	}
+	return byte(2*bk - 1 + sg), extra, n
+}
+
+// refEncoder is one worker's state for reference-conditioned blocks.
+type refEncoder struct {
+	ctxs    []uint16
+	toks    []byte
+	grouped []byte
+	extra   []byte
+	rows    [][256]uint32 // token histogram per context key
+	counts  []uint32      // values per context key
+	used    []int         // context keys seen in the block
+	groupOf []byte
+	ghist   [256][256]uint32
+	order   []int
+	own     []int
+	try     []byte // a candidate payload
+	best    []byte // the smallest so far
+}
+
+// refGroupThresholds: the encoder tries these minimum context sizes (a
+// context with fewer values joins group 0) and keeps the smallest coding;
+// 1<<30 means one group.
+var refGroupThresholds = []int{1 << 30, 8192, 2048, 512, 128}
+
+// encodeRefFloat codes the values of src (float type d) against ref (the
+// same number of bytes) and appends the payload. ok is false when d has no
+// ULP coding.
+func (b *blockEncoder) encodeRefFloat(dst, src, ref []byte, d dtype.DType) ([]byte, bool) {
+	p, ok := refSpecFor(d)
+	if !ok {
+		return dst, false
+	}
+	if b.ref == nil {
+		b.ref = &refEncoder{}
+	}
+	e := b.ref
+	n := len(src) / p.size
+	if len(e.rows) < p.nctx {
+		e.rows = make([][256]uint32, p.nctx)
+		e.counts = make([]uint32, p.nctx)
+	}
+	for _, c := range e.used {
+		e.rows[c] = [256]uint32{}
+		e.counts[c] = 0
+	}
+	e.used = e.used[:0]
+	e.ctxs = slices.Grow(e.ctxs[:0], n)[:n]
+	e.toks = slices.Grow(e.toks[:0], n)[:n]
+	ex := e.extra[:0]
+	var acc uint64
+	var nb uint
+	for i := 0; i < n; i++ {
+		v, r := loadValue(src, i, p.size), loadValue(ref, i, p.size)
+		c := p.ctx(r)
+		t, x, xn := p.token(p.key(v)-p.key(r), p.sign(r))
+		e.ctxs[i] = uint16(c)
+		e.toks[i] = t
+		if e.counts[c] == 0 {
+			e.used = append(e.used, c)
+		}
+		e.counts[c]++
+		e.rows[c][t]++
+		acc |= x << nb
+		nb += xn
+		if nb >= 32 {
+			ex = binary.LittleEndian.AppendUint32(ex, uint32(acc))
+			acc >>= 32
+			nb -= 32
+		}
+	}
+	for nb > 0 {
+		ex = append(ex, byte(acc))
+		acc >>= 8
+		nb -= min(nb, 8)
+	}
+	e.extra = ex
+
+	// groups: contexts by decreasing size (ties: smaller key first)
+	counts := e.counts
+	e.order = append(e.order[:0], e.used...)
+	slices.SortFunc(e.order, func(a, b int) int {
+		if counts[a] != counts[b] {
+			if counts[a] > counts[b] {
+				return -1
+			}
+			return 1
+		}
+		return a - b
+	})
+	// the candidate groupings (contexts with a group of their own), each
+	// coded in full: the smallest wins
+	var tried []int
+	best := e.best[:0]
+	for _, th := range refGroupThresholds {
+		k := 0
+		for k < len(e.order) && k < 254 && int(counts[e.order[k]]) >= th {
+			k++
+		}
+		if slices.Contains(tried, k) {
+			continue
+		}
+		tried = append(tried, k)
+		e.try = b.appendRefGroups(e.try[:0], &p, k, n)
+		if len(best) == 0 || len(e.try) < len(best) {
+			best, e.try = e.try, best
+		}
+	}
+	e.best = best
+	dst = append(dst, best...)
+	dst = binary.AppendUvarint(dst, uint64(len(e.extra)))
+	return append(dst, e.extra...), true
+}
+
+// appendRefGroups appends the method header, the context map and the token
+// streams of the prepared block with the k largest contexts in groups of
+// their own (the others in group 0).
+func (b *blockEncoder) appendRefGroups(dst []byte, p *refSpec, k, n int) []byte {
+	e := b.ref
+	// group g ≥ 1 is the context order[g-1]; listed by increasing key
+	if len(e.groupOf) < p.nctx {
+		e.groupOf = make([]byte, p.nctx)
+	}
+	clear(e.groupOf[:p.nctx])
+	own := append(e.own[:0], e.order[:k]...)
+	e.own = own
+	for g, c := range own {
+		e.groupOf[c] = byte(g + 1)
+	}
+	slices.Sort(own)
+	G := k + 1
+	dst = append(dst, refMethodULP, byte(p.q), byte(G))
+	dst = binary.AppendUvarint(dst, uint64(len(own)))
+	prev := -1
+	for _, c := range own {
+		dst = binary.AppendUvarint(dst, uint64(c-prev-1))
+		dst = append(dst, e.groupOf[c])
+		prev = c
+	}
+	// tokens by group, in value order within each
+	var off [256]int
+	for g := 0; g < G; g++ {
+		e.ghist[g] = [256]uint32{}
+	}
+	for _, c := range e.used {
+		g := e.groupOf[c]
+		for t, v := range e.rows[c] {
+			e.ghist[g][t] += v
+		}
+	}
+	pos := 0
+	for g := 0; g < G; g++ {
+		off[g] = pos
+		for _, v := range e.ghist[g] {
+			pos += int(v)
+		}
+	}
+	e.grouped = slices.Grow(e.grouped[:0], n)[:n]
+	for i, c := range e.ctxs {
+		g := e.groupOf[c]
+		e.grouped[off[g]] = e.toks[i]
+		off[g]++
+	}
+	start := 0
+	for g := 0; g < G; g++ {
+		syms := e.grouped[start:off[g]]
+		start = off[g]
+		dst = b.st.appendStream(dst, syms, p.tokW, &e.ghist[g], true)
+	}
+	return dst
+}
+
+// refTok is the decoding of one token.
+type refTok struct {
+	base, low, neg uint32
+	n              uint8
+}
+
+// refUngroup puts the tokens of the groups (grouped, group g of the four
+// quarters of the values starting at o[k][g]) back in value order into tv
+// and returns the largest. Four quarters make four independent chains of
+// offset updates.
+func refUngroup(tv []byte, rv []uint32, grouped []byte, gtab *[512]byte, o *[4][256]int, m32 uint32, qn int) byte {
+	t0, t1, t2, t3 := tv[:qn], tv[qn:2*qn], tv[2*qn:3*qn], tv[3*qn:]
+	q0, q1, q2, q3 := rv[:qn], rv[qn:2*qn], rv[2*qn:3*qn], rv[3*qn:len(rv)]
+	t1, t2 = t1[:len(q0)], t2[:len(q0)]
+	q1, q2, q3 = q1[:len(q0)], q2[:len(q0)], q3[:len(t3)]
+	t0 = t0[:len(q0)]
+	var o0, o1, o2, o3 [256]int
+	o0, o1, o2, o3 = o[0], o[1], o[2], o[3]
+	var maxT byte
+	for i, r := range q0 {
+		g0 := gtab[(r>>m32)&511]
+		g1 := gtab[(q1[i]>>m32)&511]
+		g2 := gtab[(q2[i]>>m32)&511]
+		g3 := gtab[(q3[i]>>m32)&511]
+		x0, x1, x2, x3 := grouped[o0[g0]], grouped[o1[g1]], grouped[o2[g2]], grouped[o3[g3]]
+		o0[g0]++
+		o1[g1]++
+		o2[g2]++
+		o3[g3]++
+		t0[i], t1[i], t2[i], t3[i] = x0, x1, x2, x3
+		maxT = max(maxT, x0, x1, x2, x3)
+	}
+	for i := len(q0); i < len(t3); i++ {
+		g := gtab[(q3[i]>>m32)&511]
+		x := grouped[o3[g]]
+		o3[g]++
+		t3[i] = x
+		maxT = max(maxT, x)
+	}
+	return maxT
+}
+
+// refApply rebuilds values from reference values, tokens and extra bits.
+type refApply struct {
+	tab                       *[256]refTok
+	pad                       []byte
+	top, mask, flip, sh, sbit uint32
+}
+
+// apply16 writes the 2-byte values of rs and ts to d and returns the new
+// extra-bit position.
+func (ap *refApply) apply16(d []byte, rs []uint32, ts []byte, bp uint) uint {
+	tab, pad := ap.tab, ap.pad
+	top, mask, flip, sh, sbit := ap.top, ap.mask, ap.flip, ap.sh, ap.sbit
+	ts = ts[:len(rs)]
+	d = d[:2*len(rs)]
+	for i, r := range rs {
+		tk := &tab[ts[i]]
+		a := tk.base | uint32(binary.LittleEndian.Uint64(pad[bp>>3:])>>(bp&7))&tk.low
+		bp += uint(tk.n)
+		kr := r ^ (top | -(r>>sh)&flip) // key(r)
+		neg := tk.neg ^ -(r >> sh & sbit)
+		kr = (kr + (a ^ neg) - neg) & mask
+		kr ^= top | (kr>>sh-1)&flip // unkey
+		d[2*i] = byte(kr)
+		d[2*i+1] = byte(kr >> 8)
+	}
+	return bp
+}
+
+// apply is apply16 for values of any size, written to out.
+func (ap *refApply) apply(out []uint32, rs []uint32, ts []byte, bp uint) uint {
+	tab, pad := ap.tab, ap.pad
+	top, mask, flip, sh, sbit := ap.top, ap.mask, ap.flip, ap.sh, ap.sbit
+	ts = ts[:len(rs)]
+	out = out[:len(rs)]
+	for i, r := range rs {
+		tk := &tab[ts[i]]
+		a := tk.base | uint32(binary.LittleEndian.Uint64(pad[bp>>3:])>>(bp&7))&tk.low
+		bp += uint(tk.n)
+		kr := r ^ (top | -(r>>sh)&flip)
+		neg := tk.neg ^ -(r >> sh & sbit)
+		kr = (kr + (a ^ neg) - neg) & mask
+		out[i] = kr ^ (top | (kr>>sh-1)&flip)
+	}
+	return bp
+}
+
+// refCheckEvery: the decoder checks the extra-bit position every this many
+// values (and pads the extra bits for the reads in between).
+const refCheckEvery = 64
+
+// refDecoder is one worker's state for reference-conditioned blocks.
+type refDecoder struct {
+	grouped []byte
+	groupOf []byte
+	tv      []byte   // token of each value
+	rv, out []uint32 // reference and decoded values
+	pad     []byte   // the extra bits, padded for 8-byte reads
+}
+
+// loadAll reads len(v) values of the given size (1, 2 or 4 bytes).
+func loadAll(v []uint32, src []byte, size int) {
+	switch size {
+	case 1:
+		for i := range v {
+			v[i] = uint32(src[i])
+		}
+	case 2:
+		src = src[:2*len(v)]
+		for i := range v {
+			v[i] = uint32(src[2*i]) | uint32(src[2*i+1])<<8
+		}
+	default:
+		for i := range v {
+			v[i] = binary.LittleEndian.Uint32(src[4*i:])
+		}
+	}
+}
+
+// storeAll writes values of the given size.
+func storeAll(dst []byte, v []uint32, size int) {
+	switch size {
+	case 1:
+		for i, x := range v {
+			dst[i] = byte(x)
+		}
+	case 2:
+		for i, x := range v {
+			binary.LittleEndian.PutUint16(dst[2*i:], uint16(x))
+		}
+	default:
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(dst[4*i:], x)
+		}
+	}
+}
+
+// decodeRefFloat decodes a reference-conditioned payload into dst given the
+// reference bytes ref (len(dst) bytes).
+func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error {
+	p, ok := refSpecFor(d)
+	if !ok || p.size > 4 {
+		return errf("reference block: no difference coding for %v", d)
+	}
+	if len(dst)%p.size != 0 || len(ref) != len(dst) {
+		return errf("reference block of %v: length %d is not a whole number of values", d, len(dst))
+	}
+	if b.ref == nil {
+		b.ref = &refDecoder{}
+	}
+	e := b.ref
+	n := len(dst) / p.size
+	if len(src) < 3 || src[0] != refMethodULP {
+		return errf("reference block: unknown method")
+	}
+	if !p.setQ(uint(src[1])) {
+		return errf("reference block: bad sub-bucket bits %d for %v", src[1], d)
+	}
+	G := int(src[2])
+	if G < 1 {
+		return errf("reference block: no groups")
+	}
+	m, rest, err := readUvarint(src[3:], uint64(min(G-1, p.nctx)))
+	if err != nil {
+		return err
+	}
+	if len(e.groupOf) < p.nctx {
+		e.groupOf = make([]byte, p.nctx)
+	}
+	groupOf := e.groupOf[:p.nctx]
+	clear(groupOf)
+	key := -1
+	for j := uint64(0); j < m; j++ {
+		var delta uint64
+		if delta, rest, err = readUvarint(rest, uint64(p.nctx)); err != nil {
+			return err
+		}
+		key += int(delta) + 1
+		if key >= p.nctx || len(rest) < 1 || int(rest[0]) >= G || rest[0] == 0 {
+			return errf("reference block: bad context map")
+		}
+		groupOf[key] = rest[0]
+		rest = rest[1:]
+	}
+	e.rv = slices.Grow(e.rv[:0], n)[:n]
+	e.out = slices.Grow(e.out[:0], n)[:n]
+	e.tv = slices.Grow(e.tv[:0], n)[:n]
+	rv, out := e.rv, e.out
+	// the group of a value follows from its top bits (sign, exponent):
+	// gtab maps them to the group; hist counts them (four partial
+	// histograms break the store-to-load dependency)
+	var gtab [512]byte
+	for t := range 1 << (p.b - p.m) {
+		gtab[t] = groupOf[t&int(p.emask)]
+	}
+	var hc [4][512]uint32
+	m32 := uint32(p.m)
+	switch p.size {
+	case 1:
+		for i := range rv {
+			rv[i] = uint32(ref[i])
+		}
+	case 2:
+		ref = ref[:2*n]
+		for i := range rv {
+			rv[i] = uint32(ref[2*i]) | uint32(ref[2*i+1])<<8
+		}
+	default:
+		loadAll(rv, ref, p.size)
+	}
+	// four quarters of the values, counted apart: the quarters are put
+	// back in order by four independent chains below
+	qn := n / 4
+	q1, q2, q3 := rv[qn:2*qn], rv[2*qn:3*qn], rv[3*qn:]
+	for i, r := range rv[:qn] {
+		hc[0][(r>>m32)&511]++
+		hc[1][(q1[i]>>m32)&511]++
+		hc[2][(q2[i]>>m32)&511]++
+		hc[3][(q3[i]>>m32)&511]++
+	}
+	for _, r := range q3[qn:] {
+		hc[3][(r>>m32)&511]++
+	}
+	var count, off [256]int
+	for t := range 1 << (p.b - p.m) {
+		count[gtab[t]] += int(hc[0][t] + hc[1][t] + hc[2][t] + hc[3][t])
+	}
+	e.grouped = slices.Grow(e.grouped[:0], n+1)[:n]
+	pos := 0
+	for g := 0; g < G; g++ {
+		off[g] = pos
+		if rest, err = b.st.decodeStream(e.grouped[pos:pos+count[g]], rest, p.tokW); err != nil {
+			return err
+		}
+		pos += count[g]
+	}
+	x, rest, err := readUvarint(rest, uint64(len(rest)))
+	if err != nil {
+		return err
+	}
+	if len(rest) != int(x) {
+		return errf("reference block: %d trailing bytes", len(rest)-int(x))
+	}
+	// pad for 8-byte reads up to refCheckEvery values past the end
+	e.pad = append(e.pad[:0], rest...)
+	e.pad = append(e.pad, make([]byte, 8+refCheckEvery*4)...)
+	pad := e.pad
+	limit := uint(8 * x)
+	// token table: magnitude base, extra bits mask and count, sign mask
+	var tab [256]refTok
+	for t := 1; t < 256; t++ {
+		if t > p.maxTok {
+			continue // rejected when the tokens are put back in order
+		}
+		bk := uint32(t+1) >> 1
+		if (t+1)&1 != 0 {
+			tab[t].neg = ^uint32(0)
+		}
+		if bk < 2<<p.q {
+			tab[t].base = bk
+			continue
+		}
+		l := uint(bk>>p.q) + p.q
+		n := l - 1 - p.q
+		tab[t].base = (1<<p.q | bk&(1<<p.q-1)) << n
+		tab[t].low = 1<<n - 1
+		tab[t].n = uint8(n)
+	}
+	top, mask := uint32(p.top), uint32(p.mask)
+	flip := mask >> 1
+	if p.s == 0 {
+		top, flip = 0, 0
+	}
+	// tokens back in value order, one quarter per chain
+	var o [4][256]int
+	for t := range 1 << (p.b - p.m) {
+		g := gtab[t]
+		o[1][g] += int(hc[0][t])
+		o[2][g] += int(hc[0][t] + hc[1][t])
+		o[3][g] += int(hc[0][t] + hc[1][t] + hc[2][t])
+	}
+	for g := 0; g < G; g++ {
+		for k := range o {
+			o[k][g] += off[g]
+		}
+	}
+	tv := e.tv[:n]
+	maxT := refUngroup(tv, rv, e.grouped, &gtab, &o, m32, qn)
+	if int(maxT) > p.maxTok {
+		return errf("reference block: token %d out of range", maxT)
+	}
+	ap := refApply{tab: &tab, pad: pad, top: top, mask: mask, flip: flip, sh: uint32(p.b - 1), sbit: uint32(p.s)}
+	var bp uint
+	for c0 := 0; c0 < n; c0 += refCheckEvery {
+		// at most refCheckEvery values between checks: the padding
+		// covers their reads
+		if bp > limit {
+			return errf("reference block: extra bits exhausted")
+		}
+		c1 := min(c0+refCheckEvery, n)
+		if p.size == 2 {
+			bp = ap.apply16(dst[2*c0:2*c1], rv[c0:c1], tv[c0:c1], bp) // BF16, F16: straight into dst
+		} else {
+			bp = ap.apply(out[c0:c1], rv[c0:c1], tv[c0:c1], bp)
+		}
+	}
+	if bp > limit || (bp+7)/8 != uint(x) {
+		return errf("reference block: %d bytes of extra bits, want %d", x, (bp+7)/8)
+	}
+	if p.size != 2 {
+		storeAll(dst, out, p.size)
+	}
+	return nil
+}

@@ -1,0 +1,370 @@
+package codec
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"neuralzip/dtype"
+)
+
+// refTensor is a tensor of a generated safetensors file.
+type refT struct {
+	name  string
+	d     dtype.DType
+	shape []int64
+	data  []byte
+}
+
+// refSafetensors builds a safetensors file and its layout.
+func refSafetensors(ts []refT) ([]byte, []Segment) {
+	var hdr bytes.Buffer
+	hdr.WriteString(`{"__metadata__":{"format":"pt"}`)
+	var off int64
+	for _, t := range ts {
+		shape, _ := json.Marshal(t.shape)
+		fmt.Fprintf(&hdr, `,%q:{"dtype":%q,"shape":%s,"data_offsets":[%d,%d]}`, t.name, t.d.String(), shape, off, off+int64(len(t.data)))
+		off += int64(len(t.data))
+	}
+	hdr.WriteString("}")
+	for hdr.Len()%8 != 0 {
+		hdr.WriteByte(' ')
+	}
+	var file []byte
+	file = binary.LittleEndian.AppendUint64(file, uint64(hdr.Len()))
+	file = append(file, hdr.Bytes()...)
+	segs := []Segment{{Offset: 0, Length: int64(len(file))}}
+	for _, t := range ts {
+		segs = append(segs, Segment{Name: t.name, DType: t.d, Shape: t.shape, Offset: int64(len(file)), Length: int64(len(t.data))})
+		file = append(file, t.data...)
+	}
+	return file, segs
+}
+
+// refSpecials are the bit patterns of special values of a float layout:
+// ±0, ±Inf, NaNs with payloads, the largest finite values and subnormals.
+func refSpecials(d dtype.DType) []uint64 {
+	l, _ := d.FloatLayout()
+	m := uint64(1)<<l.Mant - 1
+	e := uint64(1)<<l.Exp - 1
+	sign := uint64(0)
+	if l.Sign != 0 {
+		sign = 1 << (l.Exp + l.Mant)
+	}
+	var out []uint64
+	for _, s := range []uint64{0, sign} {
+		out = append(out,
+			s,                       // ±0
+			s|e<<l.Mant,             // ±Inf (or NaN/max for formats without Inf)
+			s|e<<l.Mant|1,           // NaN, payload 1
+			s|e<<l.Mant|m,           // NaN, all payload bits
+			s|e<<l.Mant|(m>>1+1),    // quiet NaN
+			s|(e-1)<<l.Mant|m,       // largest finite
+			s|1,                     // smallest subnormal
+			s|m,                     // largest subnormal
+			s|1<<l.Mant,             // smallest normal
+			s|(e>>1)<<l.Mant|(m>>2), // around 1
+		)
+	}
+	return out
+}
+
+// refValues makes n values of d: weight-like values with special values
+// sprinkled in.
+func refValues(d dtype.DType, n int, r *rand.Rand) []byte {
+	out := realisticValues(d, n, r.Uint64())
+	sp := refSpecials(d)
+	for i := 0; i < n; i += 1 + r.IntN(7) {
+		storeValue(out, i, d.Size(), sp[r.IntN(len(sp))])
+	}
+	return out
+}
+
+// refPerturb returns src with every value moved by a few ULPs, some moved
+// far, some replaced by special values, some unchanged.
+func refPerturb(d dtype.DType, src []byte, r *rand.Rand) []byte {
+	size := d.Size()
+	out := bytes.Clone(src)
+	bitsN := uint(8 * size)
+	mask := uint64(1)<<bitsN - 1
+	sp := refSpecials(d)
+	for i := 0; i < len(src)/size; i++ {
+		v := loadValue(src, i, size)
+		switch k := r.IntN(10); {
+		case k < 3: // unchanged
+		case k < 7:
+			v = (v + uint64(r.IntN(9)) - 4) & mask
+		case k < 8:
+			v = r.Uint64() & mask
+		case k < 9:
+			v = sp[r.IntN(len(sp))]
+		default:
+			v ^= 1 << (bitsN - 1) // sign flip: the largest distances
+		}
+		storeValue(out, i, size, v)
+	}
+	return out
+}
+
+var refTestTypes = []dtype.DType{dtype.BF16, dtype.F16, dtype.F32, dtype.F8E4M3, dtype.F8E5M2, dtype.F8E8M0}
+
+// TestRefBlockRoundTrip codes blocks of every type against references
+// directly (no container): every pattern must come back bit-exact.
+func TestRefBlockRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	be := &blockEncoder{}
+	bd := &blockDecoder{}
+	for _, d := range refTestTypes {
+		size := d.Size()
+		for _, n := range []int{1, 2, 3, 7, 64, 1001, 4096, 65536} {
+			ref := refValues(d, n, r)
+			// worst cases: every distance, including 2^(b-1)
+			far := bytes.Clone(ref)
+			for i := 0; i < n; i++ {
+				storeValue(far, i, size, loadValue(ref, i, size)^(1<<(8*size-1)))
+			}
+			for ci, cur := range [][]byte{bytes.Clone(ref), refPerturb(d, ref, r), far, refValues(d, n, r)} {
+				p, ok := be.encodeRefFloat(nil, cur, ref, d)
+				if !ok {
+					t.Fatalf("%v: no reference coding", d)
+				}
+				got := make([]byte, len(cur))
+				if err := bd.decodeRefFloat(got, p, ref, d); err != nil {
+					t.Fatalf("%v n=%d case %d: %v", d, n, ci, err)
+				}
+				if !bytes.Equal(got, cur) {
+					t.Fatalf("%v n=%d case %d: roundtrip differs", d, n, ci)
+				}
+				// every proper prefix must fail cleanly
+				if len(p) < 200 {
+					for k := 0; k < len(p); k++ {
+						if bd.decodeRefFloat(got, p[:k], ref, d) == nil {
+							t.Fatalf("%v n=%d case %d: truncated payload (%d of %d bytes) decodes", d, n, ci, k, len(p))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// refEdgeModel is a model with matched, mismatched and unmatched tensors;
+// ref is its reference.
+func refEdgeModel(seed uint64) (cur, ref []byte, curSegs, refSegs []Segment) {
+	r := rand.New(rand.NewPCG(seed, 1))
+	var ct, rt []refT
+	add := func(name string, d dtype.DType, shape []int64, refShape []int64, refType dtype.DType, refName string) {
+		n := int64(1)
+		for _, s := range shape {
+			n *= s
+		}
+		rn := int64(1)
+		for _, s := range refShape {
+			rn *= s
+		}
+		rv := refValues(refType, int(rn), r)
+		var cv []byte
+		if refType == d && rn == n {
+			cv = refPerturb(d, rv, r)
+		} else {
+			cv = refValues(d, int(n), r)
+		}
+		ct = append(ct, refT{name, d, shape, cv})
+		rt = append(rt, refT{refName, refType, refShape, rv})
+	}
+	for _, d := range refTestTypes {
+		add("w."+d.String(), d, []int64{37, 131}, []int64{37, 131}, d, "w."+d.String()) // odd length, matched
+	}
+	add("big", dtype.BF16, []int64{70001}, []int64{70001}, dtype.BF16, "big")       // two chunks
+	add("shape", dtype.BF16, []int64{64, 32}, []int64{32, 64}, dtype.BF16, "shape") // shape mismatch
+	add("type", dtype.F16, []int64{500}, []int64{500}, dtype.BF16, "type")          // dtype mismatch
+	add("only.cur", dtype.BF16, []int64{700}, []int64{700}, dtype.BF16, "only.ref") // unmatched
+	add("empty", dtype.BF16, []int64{0}, []int64{0}, dtype.BF16, "empty")           // empty tensor
+	add("f64", dtype.F64, []int64{300}, []int64{300}, dtype.F64, "f64")             // copies only
+	add("c64", dtype.C64, []int64{100}, []int64{100}, dtype.C64, "c64")             // coded as F32
+	for i := 0; i < 5; i++ {                                                        // small: merged blocks
+		add(fmt.Sprintf("small.%d", i), dtype.BF16, []int64{int64(100 + i)}, []int64{int64(100 + i)}, dtype.BF16, fmt.Sprintf("small.%d", i))
+	}
+	// a tensor identical to its reference: a copy
+	same := refValues(dtype.BF16, 5000, r)
+	ct = append(ct, refT{"same", dtype.BF16, []int64{5000}, same})
+	rt = append(rt, refT{"same", dtype.BF16, []int64{5000}, same})
+	cur, curSegs = refSafetensors(ct)
+	ref, refSegs = refSafetensors(rt)
+	return
+}
+
+func TestRefEdgeArchive(t *testing.T) {
+	cur, refB, segs, refSegs := refEdgeModel(3)
+	ref, err := NewReference([]Input{{Name: "ref.safetensors", R: bytes.NewReader(refB), Size: int64(len(refB)), Segments: refSegs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := func(threads int, ref *Reference) []byte {
+		var buf bytes.Buffer
+		if _, err := Encode(&buf, []Input{{Name: "cur.safetensors", R: bytes.NewReader(cur), Size: int64(len(cur)), Segments: segs}}, Options{Threads: threads, Ref: ref, ChunkValues: 4096}); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	arc := enc(1, ref)
+	for _, th := range []int{2, 4} {
+		if !bytes.Equal(enc(th, ref), arc) {
+			t.Fatalf("archive differs at %d threads", th)
+		}
+	}
+	rd, err := NewReader(bytes.NewReader(arc), int64(len(arc)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rd.UsesRef() || len(rd.RefFiles()) != 1 || rd.RefFiles()[0].SHA256 != sha256.Sum256(refB) {
+		t.Fatalf("reference not recorded: %+v", rd.RefFiles())
+	}
+	kinds := map[string]int{}
+	for _, b := range rd.Files()[0].Blocks() {
+		kinds[b.Kind]++
+	}
+	if kinds["ref"] == 0 {
+		t.Fatalf("no reference blocks: %v", kinds)
+	}
+	// missing reference: an error before anything is written
+	var out bytes.Buffer
+	if err := rd.WriteFile(&out, 0, Options{}); !errors.Is(err, ErrRefMissing) || out.Len() != 0 {
+		t.Fatalf("decode without reference: %v (%d bytes written)", err, out.Len())
+	}
+	if _, _, err := rd.Tensor("w.BF16"); !errors.Is(err, ErrRefMissing) {
+		t.Fatalf("tensor without reference: %v", err)
+	}
+	// wrong reference
+	wrong, _ := NewReference([]Input{{Name: "ref.safetensors", R: bytes.NewReader(cur), Size: int64(len(cur))}})
+	if err := rd.UseRef(wrong); !errors.Is(err, ErrRefMismatch) {
+		t.Fatalf("wrong reference: %v", err)
+	}
+	// the right one, under another name and without a layout
+	bare, _ := NewReference([]Input{{Name: "renamed", R: bytes.NewReader(refB), Size: int64(len(refB))}})
+	if err := rd.UseRef(bare); err != nil {
+		t.Fatal(err)
+	}
+	for _, th := range []int{1, 3} {
+		got, err := rd.ReadFile(0, Options{Threads: th})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, cur) {
+			t.Fatal("roundtrip differs")
+		}
+	}
+	out.Reset()
+	if err := rd.WriteFile(&out, 0, Options{Threads: 2}); err != nil || !bytes.Equal(out.Bytes(), cur) {
+		t.Fatalf("streamed roundtrip: %v", err)
+	}
+	for _, s := range segs[1:] {
+		got, _, err := rd.Tensor(s.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, cur[s.Offset:s.Offset+s.Length]) {
+			t.Fatalf("tensor %q differs", s.Name)
+		}
+	}
+	// never larger than independent coding by more than the per-block
+	// index entries and the reference record
+	ind, err := CompressBytes(cur, segs, Options{ChunkValues: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb := len(rd.Files()[0].Blocks())
+	if len(arc) > len(ind)+nb*8+64 {
+		t.Fatalf("reference archive %d bytes, independent %d (+%d blocks)", len(arc), len(ind), nb)
+	}
+	t.Logf("archive %d bytes (independent %d); blocks: %v", len(arc), len(ind), kinds)
+}
+
+// TestRefUnrelated: against a reference of unrelated values of the same
+// layout, the archive is at most the block entries larger than without.
+func TestRefUnrelated(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 1))
+	var ct, rt []refT
+	for _, d := range refTestTypes {
+		ct = append(ct, refT{"w." + d.String(), d, []int64{20000}, refValues(d, 20000, r)})
+		rt = append(rt, refT{"w." + d.String(), d, []int64{20000}, refValues(d, 20000, r)})
+	}
+	cur, segs := refSafetensors(ct)
+	refB, refSegs := refSafetensors(rt)
+	ref, err := NewReference([]Input{{Name: "r", R: bytes.NewReader(refB), Size: int64(len(refB)), Segments: refSegs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := Encode(&buf, []Input{{Name: "m", R: bytes.NewReader(cur), Size: int64(len(cur)), Segments: segs}}, Options{Ref: ref}); err != nil {
+		t.Fatal(err)
+	}
+	ind, _ := CompressBytes(cur, segs, Options{})
+	if buf.Len() > len(ind)+len(segs)*8+64 {
+		t.Fatalf("unrelated reference: %d bytes, independent %d", buf.Len(), len(ind))
+	}
+	got, err := DecompressBytes(buf.Bytes(), Options{Ref: ref})
+	if err != nil || !bytes.Equal(got, cur) {
+		t.Fatalf("roundtrip: %v", err)
+	}
+}
+
+// refGoldenRef is the reference of the golden reference archive: the
+// golden input with its float tensors moved by a few ULPs.
+func refGoldenRef() ([]byte, []Segment) {
+	src, segs := goldenInput()
+	ref := bytes.Clone(src)
+	r := rand.New(rand.NewPCG(5, 5))
+	for _, s := range segs {
+		if !s.IsTensor() || floatType(s.DType) == dtype.Invalid {
+			continue
+		}
+		d := floatType(s.DType)
+		copy(ref[s.Offset:], refPerturb(d, src[s.Offset:s.Offset+s.Length], r))
+	}
+	return ref, segs
+}
+
+// TestGoldenRef pins the format of reference archives like TestGolden does
+// for plain ones: testdata/golden-ref-v2.nzip is the golden input coded
+// against refGoldenRef. Regenerate with -update after a deliberate change.
+func TestGoldenRef(t *testing.T) {
+	path := filepath.Join("testdata", "golden-ref-v2.nzip")
+	src, segs := goldenInput()
+	refB, refSegs := refGoldenRef()
+	ref, err := NewReference([]Input{{Name: "reference.safetensors", R: bytes.NewReader(refB), Size: int64(len(refB)), Segments: refSegs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := Encode(&buf, []Input{{Name: "example.safetensors", Format: "safetensors", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, Options{ChunkValues: 1024, Threads: 2, Ref: ref}); err != nil {
+		t.Fatal(err)
+	}
+	arc := buf.Bytes()
+	if *update {
+		if err := os.WriteFile(path, arc, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	golden, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	out, err := DecompressBytes(golden, Options{Ref: ref})
+	if err != nil {
+		t.Fatalf("golden reference archive does not decode: %v", err)
+	}
+	if sha256.Sum256(out) != sha256.Sum256(src) {
+		t.Fatal("golden reference archive decodes to different bytes")
+	}
+	if !bytes.Equal(arc, golden) {
+		t.Fatalf("encoder output changed (%d bytes, golden %d): a format or coding change must be deliberate; regenerate with -update", len(arc), len(golden))
+	}
+}

@@ -1,0 +1,294 @@
+package trajectory
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"strconv"
+
+	"neuralzip/codec"
+)
+
+// Archive is an open trajectory: its last valid index.
+type Archive struct {
+	r io.ReaderAt
+	Index
+	// End is the end of the last valid trailer: the archive's size. Bytes
+	// after it (Tail of them) are the remains of an interrupted append.
+	End  int64
+	Tail int64
+}
+
+// Open reads a trajectory of the given size. When the file ends in an
+// interrupted append, Open finds the last valid trailer before it (Tail
+// says how many bytes follow it).
+func Open(r io.ReaderAt, size int64) (*Archive, error) {
+	if size < headerLen {
+		return nil, fmt.Errorf("%w: %d bytes is too short", ErrNotTrajectory, size)
+	}
+	var h [headerLen]byte
+	if _, err := r.ReadAt(h[:], 0); err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(h[:8], Magic[:]) {
+		return nil, ErrNotTrajectory
+	}
+	if v := binary.LittleEndian.Uint16(h[8:]); v != Version {
+		return nil, fmt.Errorf("%w: unsupported version %d (this build reads %d)", ErrCorrupt, v, Version)
+	}
+	if f := binary.LittleEndian.Uint16(h[10:]); f != 0 {
+		return nil, fmt.Errorf("%w: unknown flags %#x", ErrCorrupt, f)
+	}
+	a := &Archive{r: r}
+	// the trailer at the end, else the last valid one before it
+	if x, err := readTrailer(r, size); err == nil {
+		a.Index, a.End = *x, size
+		return a, nil
+	}
+	end, x, err := findTrailer(r, size)
+	if err != nil {
+		return nil, err
+	}
+	a.End, a.Tail = end, size-end
+	if x != nil {
+		a.Index = *x
+	} else {
+		a.Index = Index{K: 1}
+	}
+	return a, nil
+}
+
+// readTrailer checks the trailer ending at end and decodes its index.
+func readTrailer(r io.ReaderAt, end int64) (*Index, error) {
+	if end < headerLen+trailerLen {
+		return nil, fmt.Errorf("%w: no trailer", ErrCorrupt)
+	}
+	var t [trailerLen]byte
+	if _, err := r.ReadAt(t[:], end-trailerLen); err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(t[24:], TrailerMagic[:]) {
+		return nil, fmt.Errorf("%w: offset %d: trailer magic missing", ErrCorrupt, end-8)
+	}
+	off := int64(binary.LittleEndian.Uint64(t[0:]))
+	n := int64(binary.LittleEndian.Uint64(t[8:]))
+	if off < headerLen || n < 0 || n > maxIndex || off > end-trailerLen || n != end-trailerLen-off {
+		return nil, fmt.Errorf("%w: offset %d: index at %d (+%d) does not end at the trailer", ErrCorrupt, end-trailerLen, off, n)
+	}
+	idx := make([]byte, n)
+	if _, err := r.ReadAt(idx, off); err != nil {
+		return nil, err
+	}
+	if crc32.Checksum(idx, castagnoli) != binary.LittleEndian.Uint32(t[16:]) {
+		return nil, fmt.Errorf("%w: offset %d: index checksum mismatch", ErrCorrupt, off)
+	}
+	x, err := ParseIndex(idx, off)
+	if err != nil {
+		return nil, err
+	}
+	if int(binary.LittleEndian.Uint32(t[20:])) != len(x.Frames) {
+		return nil, fmt.Errorf("%w: offset %d: trailer counts a different number of frames", ErrCorrupt, end-trailerLen)
+	}
+	return x, nil
+}
+
+// findTrailer scans backwards from size for the last valid trailer. It
+// returns its end and index, or headerLen and nil when there is none (an
+// empty trajectory whose first append was interrupted).
+func findTrailer(r io.ReaderAt, size int64) (int64, *Index, error) {
+	const win = 1 << 20
+	buf := make([]byte, win+len(TrailerMagic))
+	hi := size // candidates end at most here
+	for hi > headerLen {
+		lo := max(hi-win, headerLen)
+		n := hi - lo
+		b := buf[:n]
+		if _, err := r.ReadAt(b, lo); err != nil && !errors.Is(err, io.EOF) {
+			return 0, nil, err
+		}
+		for j := len(b); j > 0; {
+			k := bytes.LastIndex(b[:j], TrailerMagic[:])
+			if k < 0 {
+				break
+			}
+			end := lo + int64(k) + int64(len(TrailerMagic))
+			if x, err := readTrailer(r, end); err == nil {
+				return end, x, nil
+			}
+			j = k + len(TrailerMagic) - 1
+		}
+		// a magic may straddle the window boundary
+		hi = lo + int64(len(TrailerMagic)) - 1
+		if lo == headerLen {
+			break
+		}
+	}
+	return headerLen, nil, nil
+}
+
+// Find returns the index of the frame named name, or of the frame whose
+// index name is (as ls lists them).
+func (a *Archive) Find(name string) (int, error) {
+	for i, f := range a.Frames {
+		if f.Name == name {
+			return i, nil
+		}
+	}
+	if i, err := strconv.Atoi(name); err == nil && i >= 0 && i < len(a.Frames) {
+		return i, nil
+	}
+	return -1, fmt.Errorf("%w: %q", ErrNotFound, name)
+}
+
+// Chain returns the frames to decode, keyframe first, to get frame i.
+func (a *Archive) Chain(i int) ([]int, error) {
+	if i < 0 || i >= len(a.Frames) {
+		return nil, fmt.Errorf("%w: %d", ErrNotFound, i)
+	}
+	var c []int
+	for j := i; ; j = a.Frames[j].Ref {
+		c = append(c, j)
+		if a.Frames[j].Ref < 0 {
+			break
+		}
+		if a.Frames[j].Ref >= j {
+			return nil, fmt.Errorf("%w: frame %d refers forward", ErrCorrupt, j)
+		}
+	}
+	for l, r := 0, len(c)-1; l < r; l, r = l+1, r-1 {
+		c[l], c[r] = c[r], c[l]
+	}
+	return c, nil
+}
+
+// FrameReader opens frame i's .nzip archive.
+func (a *Archive) FrameReader(i int) (*codec.Reader, error) {
+	f := a.Frames[i]
+	rd, err := codec.NewReader(io.NewSectionReader(a.r, f.Offset, f.Length), f.Length)
+	if err != nil {
+		return nil, fmt.Errorf("frame %d (%s): %w", i, f.Name, err)
+	}
+	if fs := rd.Files(); len(fs) != 1 || fs[0].Size != f.Size || fs[0].SHA256 != f.SHA256 {
+		rd.Close()
+		return nil, fmt.Errorf("%w: frame %d (%s) does not hold the file the index names", ErrCorrupt, i, f.Name)
+	}
+	return rd, nil
+}
+
+// Decoded is a decoded frame: its file's bytes and layout, which serve as
+// the reference of the frames coded against it.
+type Decoded struct {
+	Frame int
+	Data  []byte
+	Segs  []codec.Segment
+}
+
+// reference makes a codec reference of a decoded frame.
+func (d *Decoded) reference(f Frame) (*codec.Reference, error) {
+	return codec.NewReferenceSums([]codec.Input{{Name: f.Name, R: bytes.NewReader(d.Data), Size: int64(len(d.Data)), Segments: d.Segs}}, [][32]byte{f.SHA256})
+}
+
+// Extract decodes frame i: its keyframe, then every frame of its reference
+// chain. Every block's CRC-32C is checked, and the SHA-256 of frame i
+// (unless opt.SkipHash), which depends on every frame before it in the
+// chain. opt.Ref is ignored.
+func (a *Archive) Extract(i int, opt codec.Options) (*Decoded, error) {
+	chain, err := a.Chain(i)
+	if err != nil {
+		return nil, err
+	}
+	var prev *Decoded
+	for k, j := range chain {
+		o := opt
+		if k < len(chain)-1 {
+			o.SkipHash = true
+		}
+		d, err := a.decodeFrame(j, prev, o)
+		if err != nil {
+			return nil, err
+		}
+		prev = d
+	}
+	return prev, nil
+}
+
+// decodeFrame decodes frame j given its decoded reference (nil for a keyframe).
+func (a *Archive) decodeFrame(j int, ref *Decoded, opt codec.Options) (*Decoded, error) {
+	f := a.Frames[j]
+	rd, err := a.FrameReader(j)
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	if f.Ref >= 0 {
+		if ref == nil || ref.Frame != f.Ref {
+			return nil, fmt.Errorf("trajectory: internal error: frame %d decoded without its reference", j)
+		}
+		cr, err := ref.reference(a.Frames[f.Ref])
+		if err != nil {
+			return nil, err
+		}
+		if err := rd.UseRef(cr); err != nil {
+			return nil, fmt.Errorf("frame %d (%s): %w", j, f.Name, err)
+		}
+	}
+	opt.Ref = nil
+	data, err := rd.ReadFile(0, opt)
+	if err != nil {
+		return nil, fmt.Errorf("frame %d (%s): %w", j, f.Name, err)
+	}
+	return &Decoded{Frame: j, Data: data, Segs: tensorSegments(rd.Files()[0])}, nil
+}
+
+// tensorSegments turns the tensor list of an archived file into a layout.
+func tensorSegments(fi *codec.FileInfo) []codec.Segment {
+	segs := make([]codec.Segment, 0, len(fi.Tensors))
+	for _, t := range fi.Tensors {
+		segs = append(segs, codec.Segment{Name: t.Name, DType: t.DType, Type: t.Type, Shape: t.Shape, Offset: t.Offset, Length: t.Length})
+	}
+	return segs
+}
+
+// Walk decodes every frame in order, each once, and calls fn with it; a
+// decoded frame is kept only while a later frame refers to it. Every
+// frame's blocks and SHA-256 are checked.
+func (a *Archive) Walk(opt codec.Options, fn func(d *Decoded) error) error {
+	last := make([]int, len(a.Frames)) // the last frame that refers to each
+	for i := range last {
+		last[i] = -1
+	}
+	for i, f := range a.Frames {
+		if f.Ref >= i {
+			return fmt.Errorf("%w: frame %d refers forward", ErrCorrupt, i)
+		}
+		if f.Ref >= 0 {
+			last[f.Ref] = i
+		}
+	}
+	keep := map[int]*Decoded{}
+	for i, f := range a.Frames {
+		var ref *Decoded
+		if f.Ref >= 0 {
+			ref = keep[f.Ref]
+		}
+		d, err := a.decodeFrame(i, ref, opt)
+		if err != nil {
+			return err
+		}
+		if err := fn(d); err != nil {
+			return err
+		}
+		if last[i] > i {
+			keep[i] = d
+		}
+		for j := range keep {
+			if last[j] <= i {
+				delete(keep, j)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package trajectory
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"neuralzip/codec"
+)
+
+// TestMeasure prints the per-step table of the real trajectories
+// (NZ_TRAJ_MEASURE=1; NZ_TRAJ_KIND=bf16,f32,optim): raw size, independent
+// nzip size, the frame coded against the previous step and against the
+// keyframe, totals for several K and both modes, and extract times.
+func TestMeasure(t *testing.T) {
+	if os.Getenv("NZ_TRAJ_MEASURE") == "" {
+		t.Skip("set NZ_TRAJ_MEASURE=1 to print the trajectory tables")
+	}
+	kinds := os.Getenv("NZ_TRAJ_KIND")
+	if kinds == "" {
+		kinds = "bf16"
+	}
+	for _, kind := range strings.Split(kinds, ",") {
+		steps := realSteps(t, kind)
+		n := len(steps)
+		ind := make([]int64, n)
+		var sumInd, sumRaw int64
+		for i, s := range steps {
+			a, err := codec.CompressBytes(s.data, s.segs, codec.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ind[i] = int64(len(a))
+			sumInd += ind[i]
+			sumRaw += int64(len(s.data))
+		}
+		frames := func(k, mode int) ([]Frame, int64) {
+			f := pack(t, steps, k, mode, 0)
+			a, err := Open(f, int64(len(f.b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a.Frames, a.End
+		}
+		prev, _ := frames(n, RefPrevious)
+		key10, _ := frames(10, RefKeyframe)
+		var b strings.Builder
+		fmt.Fprintf(&b, "\n%s: %d steps\n\n| step | raw | independent | vs previous | of raw | ÷ indep. | vs keyframe (K=10) | of raw |\n|---|---|---|---|---|---|---|---|\n", kind, n)
+		for i, s := range steps {
+			raw := float64(len(s.data))
+			fmt.Fprintf(&b, "| %s | %d | %d (%.3f) | %d | %.3f | %.3f | %d | %.3f |\n", strings.TrimSuffix(s.name, ".safetensors"), len(s.data), ind[i], float64(ind[i])/raw,
+				prev[i].Length, float64(prev[i].Length)/raw, float64(prev[i].Length)/float64(ind[i]), key10[i].Length, float64(key10[i].Length)/raw)
+		}
+		fmt.Fprintf(&b, "\nsum raw %d, sum independent %d (%.3f of raw)\n\n| mode | K | archive bytes | ÷ sum independent | of raw |\n|---|---|---|---|---|\n", sumRaw, sumInd, float64(sumInd)/float64(sumRaw))
+		for _, mode := range []int{RefPrevious, RefKeyframe} {
+			for _, k := range []int{1, 2, 5, 10, n} {
+				_, end := frames(k, mode)
+				fmt.Fprintf(&b, "| %s | %d | %d | %.4f | %.4f |\n", map[int]string{0: "prev", 1: "key"}[mode], k, end, float64(end)/float64(sumInd), float64(end)/float64(sumRaw))
+			}
+		}
+		// extract times: the last frame of a K-group vs an independent decode
+		indArc, _ := codec.CompressBytes(steps[n-1].data, steps[n-1].segs, codec.Options{})
+		best := func(fn func()) time.Duration {
+			d := time.Duration(1 << 62)
+			for r := 0; r < 5; r++ {
+				s := time.Now()
+				fn()
+				d = min(d, time.Since(s))
+			}
+			return d
+		}
+		tInd := best(func() {
+			if _, err := codec.DecompressBytes(indArc, codec.Options{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		fmt.Fprintf(&b, "\nindependent decode of %s: %.2f ms (best of 5)\n\n| mode | K | frame | chain | extract ms | ÷ independent | ≤ K? |\n|---|---|---|---|---|---|---|\n", steps[n-1].name, tInd.Seconds()*1e3)
+		for _, c := range []struct{ mode, k int }{{RefPrevious, 5}, {RefPrevious, 10}, {RefPrevious, n}, {RefKeyframe, 5}, {RefKeyframe, 10}, {RefKeyframe, n}} {
+			f := pack(t, steps, c.k, c.mode, 0)
+			a, _ := Open(f, int64(len(f.b)))
+			i := min(c.k-1, n-1) // the longest chain
+			chain, _ := a.Chain(i)
+			d := best(func() {
+				got, err := a.Extract(i, codec.Options{})
+				if err != nil || !bytes.Equal(got.Data, steps[i].data) {
+					t.Fatal("extract", err)
+				}
+			})
+			fmt.Fprintf(&b, "| %s | %d | %d | %d | %.2f | %.1f | %v |\n", map[int]string{0: "prev", 1: "key"}[c.mode], c.k, i, len(chain), d.Seconds()*1e3, d.Seconds()/tInd.Seconds(), d.Seconds() <= float64(c.k)*tInd.Seconds())
+		}
+		t.Log(b.String())
+	}
+}

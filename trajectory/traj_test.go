@@ -1,0 +1,421 @@
+package trajectory
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"neuralzip/codec"
+	"neuralzip/dtype"
+)
+
+// memFile is an in-memory File.
+type memFile struct{ b []byte }
+
+func (m *memFile) ReadAt(p []byte, off int64) (int, error) {
+	if off >= int64(len(m.b)) {
+		return 0, io.EOF
+	}
+	n := copy(p, m.b[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (m *memFile) WriteAt(p []byte, off int64) (int, error) {
+	if end := off + int64(len(p)); end > int64(len(m.b)) {
+		m.b = append(m.b, make([]byte, end-int64(len(m.b)))...)
+	}
+	return copy(m.b[off:], p), nil
+}
+
+func (m *memFile) Truncate(n int64) error { m.b = m.b[:n]; return nil }
+func (m *memFile) Sync() error            { return nil }
+
+// step is one checkpoint: a safetensors file and its layout.
+type step struct {
+	name string
+	data []byte
+	segs []codec.Segment
+}
+
+func (s step) input() codec.Input {
+	return codec.Input{Name: s.name, R: bytes.NewReader(s.data), Size: int64(len(s.data)), Format: "safetensors", Segments: s.segs}
+}
+
+// safetensorsLayout parses a safetensors header (enough for the tests).
+func safetensorsLayout(b []byte) []codec.Segment {
+	n := binary.LittleEndian.Uint64(b)
+	var hdr map[string]json.RawMessage
+	if json.Unmarshal(b[8:8+n], &hdr) != nil {
+		return nil
+	}
+	segs := []codec.Segment{{Offset: 0, Length: int64(8 + n)}}
+	for name, raw := range hdr {
+		var t struct {
+			Dtype string   `json:"dtype"`
+			Shape []int64  `json:"shape"`
+			Off   [2]int64 `json:"data_offsets"`
+		}
+		if name == "__metadata__" || json.Unmarshal(raw, &t) != nil {
+			continue
+		}
+		d := dtype.Invalid
+		switch t.Dtype {
+		case "BF16":
+			d = dtype.BF16
+		case "F16":
+			d = dtype.F16
+		case "F32":
+			d = dtype.F32
+		}
+		segs = append(segs, codec.Segment{Name: name, DType: d, Shape: t.Shape, Offset: int64(8+n) + t.Off[0], Length: t.Off[1] - t.Off[0]})
+	}
+	sort.Slice(segs, func(i, j int) bool {
+		if segs[i].Offset != segs[j].Offset {
+			return segs[i].Offset < segs[j].Offset
+		}
+		return segs[i].Length < segs[j].Length
+	})
+	return segs
+}
+
+// synthSteps makes a small synthetic training run: BF16 and F32 weights
+// that drift by a few ULPs per step, with special values and a tensor that
+// appears only later.
+func synthSteps(n int) []step {
+	r := rand.New(rand.NewPCG(42, 1))
+	w := make([]float32, 3000)
+	for i := range w {
+		w[i] = float32(r.NormFloat64() * 0.02)
+	}
+	w[0], w[1], w[2], w[3] = float32(math.Inf(1)), float32(math.Inf(-1)), math.Float32frombits(0x7fc00123), float32(math.Copysign(0, -1))
+	w[4] = math.Float32frombits(1) // subnormal
+	var out []step
+	for s := 0; s < n; s++ {
+		for i := 5; i < len(w); i++ {
+			w[i] += float32(r.NormFloat64() * 0.0005)
+		}
+		bf := make([]byte, 2*2999) // odd count
+		for i := range 2999 {
+			binary.LittleEndian.PutUint16(bf[2*i:], uint16(math.Float32bits(w[i])>>16))
+		}
+		f32 := make([]byte, 4*1000)
+		for i := range 1000 {
+			binary.LittleEndian.PutUint32(f32[4*i:], math.Float32bits(w[i]))
+		}
+		type ten struct {
+			name  string
+			d     string
+			shape []int64
+			data  []byte
+		}
+		ts := []ten{{"a.bf16", "BF16", []int64{2999}, bf}, {"b.f32", "F32", []int64{10, 100}, f32}, {"empty", "BF16", []int64{0}, nil}}
+		if s >= 2 {
+			ts = append(ts, ten{"late", "BF16", []int64{50}, bf[:100]})
+		}
+		var hdr bytes.Buffer
+		hdr.WriteString(`{"__metadata__":{"step":"` + fmt.Sprint(s) + `"}`)
+		var off int64
+		for _, t := range ts {
+			sh, _ := json.Marshal(t.shape)
+			fmt.Fprintf(&hdr, `,%q:{"dtype":%q,"shape":%s,"data_offsets":[%d,%d]}`, t.name, t.d, sh, off, off+int64(len(t.data)))
+			off += int64(len(t.data))
+		}
+		hdr.WriteString("}")
+		var file []byte
+		file = binary.LittleEndian.AppendUint64(file, uint64(hdr.Len()))
+		file = append(file, hdr.Bytes()...)
+		for _, t := range ts {
+			file = append(file, t.data...)
+		}
+		out = append(out, step{name: fmt.Sprintf("step_%d.safetensors", s), data: file, segs: safetensorsLayout(file)})
+	}
+	return out
+}
+
+// realSteps loads the real bf16 trajectory, or skips.
+func realSteps(t testing.TB, kind string) []step {
+	var dir string
+	for _, d := range []string{"../../shared", "../shared"} {
+		if _, err := os.Stat(filepath.Join(d, "trajectories", "tinygpt-fortunes")); err == nil {
+			dir = filepath.Join(d, "trajectories", "tinygpt-fortunes")
+		}
+	}
+	if dir == "" {
+		t.Skip("../shared/trajectories/tinygpt-fortunes not present; skipping real-trajectory test")
+	}
+	m, _ := filepath.Glob(filepath.Join(dir, "step_*."+kind+".safetensors"))
+	sort.Strings(m)
+	var out []step
+	for _, p := range m {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, step{name: filepath.Base(p), data: b, segs: safetensorsLayout(b)})
+	}
+	return out
+}
+
+// pack writes a trajectory of the steps.
+func pack(t testing.TB, steps []step, k, mode, threads int) *memFile {
+	t.Helper()
+	f := &memFile{}
+	w, err := Create(f, k, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range steps {
+		if _, err := w.Append(s.input(), codec.Options{Threads: threads}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+// checkAll decodes every frame (Walk) and a few by Extract.
+func checkAll(t *testing.T, f *memFile, steps []step) *Archive {
+	t.Helper()
+	a, err := Open(f, int64(len(f.b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Frames) != len(steps) || a.Tail != 0 {
+		t.Fatalf("%d frames (tail %d), want %d", len(a.Frames), a.Tail, len(steps))
+	}
+	n := 0
+	err = a.Walk(codec.Options{Threads: 2}, func(d *Decoded) error {
+		if sha256.Sum256(d.Data) != sha256.Sum256(steps[d.Frame].data) {
+			return fmt.Errorf("frame %d differs", d.Frame)
+		}
+		n++
+		return nil
+	})
+	if err != nil || n != len(steps) {
+		t.Fatalf("walk: %v (%d frames)", err, n)
+	}
+	for _, i := range []int{0, len(steps) / 2, len(steps) - 1} {
+		d, err := a.Extract(i, codec.Options{Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(d.Data, steps[i].data) {
+			t.Fatalf("extract %d differs", i)
+		}
+	}
+	return a
+}
+
+func TestTrajectorySynthetic(t *testing.T) {
+	steps := synthSteps(7)
+	for _, mode := range []int{RefPrevious, RefKeyframe} {
+		for _, k := range []int{1, 3, 100} {
+			f := pack(t, steps, k, mode, 1)
+			a := checkAll(t, f, steps)
+			for i, fr := range a.Frames {
+				if fr.Ref != a.RefFor(i) {
+					t.Fatalf("frame %d refers to %d, want %d", i, fr.Ref, a.RefFor(i))
+				}
+			}
+			if g := pack(t, steps, k, mode, 3); !bytes.Equal(g.b, f.b) {
+				t.Fatalf("mode %d K=%d: archive differs between 1 and 3 threads", mode, k)
+			}
+		}
+	}
+}
+
+func TestTrajectoryReal(t *testing.T) {
+	steps := realSteps(t, "bf16")
+	for _, c := range []struct{ k, mode, threads int }{{21, RefPrevious, 2}, {5, RefPrevious, 1}, {4, RefKeyframe, 2}} {
+		f := pack(t, steps, c.k, c.mode, c.threads)
+		checkAll(t, f, steps)
+		t.Logf("K=%d mode=%d: %d bytes", c.k, c.mode, len(f.b))
+	}
+}
+
+func TestTrajectoryOptimizer(t *testing.T) {
+	steps := realSteps(t, "optim")
+	f := pack(t, steps, 10, RefPrevious, 2)
+	checkAll(t, f, steps)
+}
+
+// TestAppendCrash cuts an append short at every point (and adds garbage):
+// the archive must open with the frames before it, and a new append must
+// cut off the remains and succeed.
+func TestAppendCrash(t *testing.T) {
+	steps := synthSteps(4)
+	base := pack(t, steps[:3], 2, RefPrevious, 1)
+	full := pack(t, steps, 2, RefPrevious, 1)
+	if !bytes.HasPrefix(full.b, base.b) {
+		t.Fatal("an append rewrote earlier bytes")
+	}
+	step := max(1, (len(full.b)-len(base.b))/97)
+	for cut := len(base.b); cut < len(full.b); cut += step {
+		for _, garbage := range [][]byte{nil, []byte("junk NZTREND\x00 not a trailer"), bytes.Repeat([]byte{0xff}, 40)} {
+			f := &memFile{b: append(bytes.Clone(full.b[:cut]), garbage...)}
+			a, err := Open(f, int64(len(f.b)))
+			if err != nil {
+				t.Fatalf("cut at %d: %v", cut, err)
+			}
+			if len(a.Frames) != 3 || a.End != int64(len(base.b)) || a.Tail != int64(len(f.b)-len(base.b)) {
+				t.Fatalf("cut at %d: %d frames, end %d, tail %d", cut, len(a.Frames), a.End, a.Tail)
+			}
+			w, err := OpenWriter(f, int64(len(f.b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Append(steps[3].input(), codec.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(f.b, full.b) {
+				t.Fatalf("cut at %d: the recovered append differs from an uninterrupted one", cut)
+			}
+		}
+	}
+	checkAll(t, full, steps)
+	// an interrupted first append: only the header and the empty index
+	empty := pack(t, nil, 2, RefPrevious, 1)
+	f := &memFile{b: append(bytes.Clone(empty.b), 1, 2, 3)}
+	a, err := Open(f, int64(len(f.b)))
+	if err != nil || len(a.Frames) != 0 || a.Tail != 3 {
+		t.Fatalf("empty trajectory with a tail: %v %+v", err, a)
+	}
+	// a header and nothing else
+	f = &memFile{b: bytes.Clone(empty.b[:headerLen+5])}
+	if a, err = Open(f, int64(len(f.b))); err != nil || len(a.Frames) != 0 {
+		t.Fatalf("bare header: %v", err)
+	}
+}
+
+// TestAppendDecodesReference: appending to an archive opened afresh
+// decodes the reference frame from the archive.
+func TestAppendDecodesReference(t *testing.T) {
+	steps := synthSteps(5)
+	want := pack(t, steps, 100, RefPrevious, 1)
+	f := pack(t, steps[:2], 100, RefPrevious, 1)
+	for _, s := range steps[2:] {
+		w, err := OpenWriter(f, int64(len(f.b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Append(s.input(), codec.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(f.b, want.b) {
+		t.Fatal("appending one by one differs from packing")
+	}
+	checkAll(t, f, steps)
+}
+
+func TestTrajectoryErrors(t *testing.T) {
+	steps := synthSteps(3)
+	f := pack(t, steps, 10, RefPrevious, 1)
+	a, err := Open(f, int64(len(f.b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Find("nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("find: %v", err)
+	}
+	if i, err := a.Find("step_1.safetensors"); err != nil || i != 1 {
+		t.Fatalf("find by name: %d %v", i, err)
+	}
+	if i, err := a.Find("2"); err != nil || i != 2 {
+		t.Fatalf("find by index: %d %v", i, err)
+	}
+	if _, err := Open(bytes.NewReader([]byte("not a trajectory at all")), 23); !errors.Is(err, ErrNotTrajectory) {
+		t.Fatalf("open junk: %v", err)
+	}
+	// a damaged frame payload: extraction fails with a codec error
+	bad := &memFile{b: bytes.Clone(f.b)}
+	fr := a.Frames[1]
+	bad.b[fr.Offset+fr.Length/2] ^= 0x55
+	b, _ := Open(bad, int64(len(bad.b)))
+	if _, err := b.Extract(2, codec.Options{}); err == nil {
+		t.Fatal("damaged frame extracts")
+	}
+}
+
+// FuzzParseIndex feeds arbitrary bytes to the index parser, seeded with the
+// indexes of real (small) trajectories.
+func FuzzParseIndex(f *testing.F) {
+	for _, s := range fuzzTrajSeeds(f) {
+		a, err := Open(bytes.NewReader(s), int64(len(s)))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(a.Index.Marshal(), a.End)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, end int64) {
+		x, err := ParseIndex(b, end)
+		if err != nil {
+			return
+		}
+		y, err := ParseIndex(x.Marshal(), end)
+		if err != nil || fmt.Sprint(x) != fmt.Sprint(y) {
+			t.Fatalf("index does not roundtrip: %v", err)
+		}
+	})
+}
+
+// FuzzOpen feeds arbitrary files to Open and decodes what it finds.
+func FuzzOpen(f *testing.F) {
+	for _, s := range fuzzTrajSeeds(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, err := Open(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			return
+		}
+		for _, fr := range a.Frames {
+			if fr.Size > 16<<20 {
+				return
+			}
+		}
+		_ = a.Walk(codec.Options{Threads: 1}, func(*Decoded) error { return nil })
+	})
+}
+
+// fuzzTrajSeeds are small trajectories: synthetic steps and, when the corpus
+// is there, the first tensors of three real steps.
+func fuzzTrajSeeds(tb testing.TB) [][]byte {
+	var seeds [][]byte
+	seeds = append(seeds, pack(tb, synthSteps(3), 2, RefPrevious, 1).b)
+	for _, d := range []string{"../../shared", "../shared"} {
+		dir := filepath.Join(d, "trajectories", "tinygpt-fortunes")
+		var steps []step
+		for _, s := range []int{900, 950, 1000} {
+			b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("step_%06d.bf16.safetensors", s)))
+			if err != nil {
+				break
+			}
+			// the header and the tensors in the first 24 KiB
+			var keep []codec.Segment
+			for _, sg := range safetensorsLayout(b) {
+				if sg.Offset+sg.Length <= 24<<10 {
+					keep = append(keep, sg)
+				}
+			}
+			steps = append(steps, step{name: fmt.Sprintf("step_%d", s), data: b[:24<<10], segs: keep})
+		}
+		if len(steps) == 3 {
+			seeds = append(seeds, pack(tb, steps, 3, RefPrevious, 1).b)
+			break
+		}
+	}
+	return seeds
+}

@@ -1,0 +1,160 @@
+package trajectory
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+
+	"neuralzip/codec"
+)
+
+// File is what writing needs of a trajectory file; *os.File has it.
+type File interface {
+	io.ReaderAt
+	io.WriterAt
+	Truncate(size int64) error
+	Sync() error
+}
+
+// DefaultK is the default keyframe interval.
+const DefaultK = 10
+
+// Writer appends frames to a trajectory. Each append writes the frame, makes
+// it durable, then writes the new index and trailer after it: an append cut
+// short at any point leaves the archive as it was before (the next Open
+// finds the previous trailer, the next append cuts off the remains).
+type Writer struct {
+	f     File
+	a     *Archive
+	cache map[int]codec.Input // frames whose original bytes the caller still holds
+}
+
+// Create writes an empty trajectory (header, empty index, trailer) to f,
+// which must be empty, with keyframe interval k and reference mode mode.
+func Create(f File, k, mode int) (*Writer, error) {
+	if k < 1 {
+		return nil, fmt.Errorf("trajectory: keyframe interval %d < 1", k)
+	}
+	if mode != RefPrevious && mode != RefKeyframe {
+		return nil, fmt.Errorf("trajectory: unknown reference mode %d", mode)
+	}
+	x := Index{K: k, Mode: mode}
+	b := appendTrailer(header(), x.Marshal(), headerLen, 0)
+	if _, err := f.WriteAt(b, 0); err != nil {
+		return nil, err
+	}
+	if err := f.Sync(); err != nil {
+		return nil, err
+	}
+	return &Writer{f: f, a: &Archive{r: f, Index: x, End: int64(len(b))}, cache: map[int]codec.Input{}}, nil
+}
+
+// OpenWriter opens a trajectory of the given size for appending.
+func OpenWriter(f File, size int64) (*Writer, error) {
+	a, err := Open(f, size)
+	if err != nil {
+		return nil, err
+	}
+	return &Writer{f: f, a: a, cache: map[int]codec.Input{}}, nil
+}
+
+// Archive returns the trajectory as written so far.
+func (w *Writer) Archive() *Archive { return w.a }
+
+// RefFor returns the frame that frame i is coded against (-1: a keyframe).
+func (x *Index) RefFor(i int) int {
+	if i%x.K == 0 {
+		return -1
+	}
+	if x.Mode == RefKeyframe {
+		return i - i%x.K
+	}
+	return i - 1
+}
+
+// Append codes in as the next frame. The reference (when the frame is not a
+// keyframe) is an earlier input still held by the writer, or else decoded
+// from the archive. in.R must stay readable until the writer is no longer
+// used: it may serve as the reference of the next frames. opt.Ref is
+// ignored.
+func (w *Writer) Append(in codec.Input, opt codec.Options) (Frame, error) {
+	a := w.a
+	i := len(a.Frames)
+	fr := Frame{Name: in.Name, Size: in.Size, Ref: a.RefFor(i)}
+	opt.Ref = nil
+	if fr.Ref >= 0 {
+		ref, err := w.reference(fr.Ref, opt)
+		if err != nil {
+			return fr, err
+		}
+		opt.Ref = ref
+	}
+	// cut off the remains of an interrupted append
+	if a.Tail > 0 {
+		if err := w.f.Truncate(a.End); err != nil {
+			return fr, err
+		}
+		a.Tail = 0
+	}
+	fr.Offset = a.End
+	a.Tail = 1 // until the new trailer is written, whatever follows End is garbage
+	res, err := codec.Encode(io.NewOffsetWriter(w.f, fr.Offset), []codec.Input{in}, opt)
+	if err != nil {
+		return fr, err
+	}
+	fr.Length = res.Compressed
+	rd, err := codec.NewReader(io.NewSectionReader(w.f, fr.Offset, fr.Length), fr.Length)
+	if err != nil {
+		return fr, fmt.Errorf("trajectory: reading back the new frame: %w", err)
+	}
+	fr.SHA256 = rd.Files()[0].SHA256
+	rd.Close()
+	if err := w.f.Sync(); err != nil {
+		return fr, err
+	}
+	x := a.Index
+	x.Frames = append(x.Frames[:len(x.Frames):len(x.Frames)], fr)
+	idxOff := fr.Offset + fr.Length
+	b := appendTrailer(nil, x.Marshal(), idxOff, len(x.Frames))
+	if _, err := w.f.WriteAt(b, idxOff); err != nil {
+		return fr, err
+	}
+	if err := w.f.Sync(); err != nil {
+		return fr, err
+	}
+	a.Index, a.End = x, idxOff+int64(len(b))
+	// keep what later frames may be coded against
+	if a.Mode == RefPrevious {
+		clear(w.cache)
+	} else if fr.Ref < 0 {
+		clear(w.cache)
+	}
+	w.cache[i] = in
+	return fr, nil
+}
+
+// reference returns the codec reference of frame j.
+func (w *Writer) reference(j int, opt codec.Options) (*codec.Reference, error) {
+	f := w.a.Frames[j]
+	if in, ok := w.cache[j]; ok {
+		return codec.NewReferenceSums([]codec.Input{in}, [][32]byte{f.SHA256})
+	}
+	d, err := w.a.Extract(j, opt)
+	if err != nil {
+		return nil, fmt.Errorf("decoding the reference frame: %w", err)
+	}
+	in := codec.Input{Name: f.Name, R: bytes.NewReader(d.Data), Size: int64(len(d.Data)), Segments: d.Segs}
+	w.cache[j] = in
+	return codec.NewReferenceSums([]codec.Input{in}, [][32]byte{f.SHA256})
+}
+
+// Retains reports whether the writer may still read r (the ReaderAt of an
+// appended input) as a reference; the caller must keep it open until then.
+func (w *Writer) Retains(r io.ReaderAt) bool {
+	for _, in := range w.cache {
+		if in.R == r {
+			return true
+		}
+	}
+	return false
+}
