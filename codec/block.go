@@ -109,13 +109,11 @@ func (b *blockEncoder) encodeFloat(dst, src []byte, d dtype.DType) []byte {
 		}
 		dst = b.st.appendShared(dst, b.syms, f.symW(), sec, hist, b.threshold)
 		for p := 0; p < f.planes(); p++ {
-			if sec.RawPlanes>>p&1 != 0 {
-				// the setup measured that coding this plane does not pay
-				dst = append(dst, smPacked)
-				dst = appendPacked(dst, b.planes[p], f.planeW(p))
-				continue
+			var cut uint8
+			if p < len(sec.PlaneCuts) {
+				cut = sec.PlaneCuts[p]
 			}
-			dst = b.appendPlane(dst, b.planes[p], f.planeW(p))
+			dst = b.appendPlaneCut(dst, b.planes[p], f.planeW(p), cut)
 		}
 		return dst
 	}
@@ -182,21 +180,19 @@ func (b *blockEncoder) encodePlanes(dst, src []byte, size int) []byte {
 // are close to uniform, so for long planes a sample decides first whether
 // counting and entropy coding can pay at all.
 func (b *blockEncoder) appendPlane(dst, p []byte, w uint) []byte {
-	var bits float64
-	var n int
-	if len(p) >= planeSampleMin {
-		var h [256]uint32
-		for i := 0; i < len(p); i += planeSampleStep {
-			h[p[i]]++
-			n++
-		}
-		bits, _ = entropyBits(&h, n)
-	} else {
-		countHist(&b.hist, p)
-		n = len(p)
-		bits, _ = entropyBits(&b.hist, n)
+	return b.appendPlaneCut(dst, p, w, 0)
+}
+
+// appendPlaneCut is appendPlane with a setup's cut (see
+// SetupSection.PlaneCuts): the plane is stored packed when its sampled
+// entropy is at least cut/256 of its width; 0 means planeSampleGain.
+func (b *blockEncoder) appendPlaneCut(dst, p []byte, w uint, cut uint8) []byte {
+	bits, n := b.planeEntropy(p)
+	gain := planeSampleGain
+	if cut != 0 {
+		gain = float64(cut) / 256
 	}
-	if bits >= float64(n)*float64(w)*planeSampleGain {
+	if bits >= float64(n)*float64(w)*gain {
 		dst = append(dst, smPacked)
 		return appendPacked(dst, p, w)
 	}
@@ -204,6 +200,24 @@ func (b *blockEncoder) appendPlane(dst, p []byte, w uint) []byte {
 		countHist(&b.hist, p)
 	}
 	return b.st.appendStream(dst, p, w, &b.hist, false)
+}
+
+// planeEntropy is the order-0 entropy in bits of a sample of plane p (every
+// planeSampleStep-th value of long planes; b.hist holds the histogram of
+// short ones) and the sample's size.
+func (b *blockEncoder) planeEntropy(p []byte) (bits float64, n int) {
+	if len(p) >= planeSampleMin {
+		var h [256]uint32
+		for i := 0; i < len(p); i += planeSampleStep {
+			h[p[i]]++
+			n++
+		}
+		bits, _ = entropyBits(&h, n)
+		return bits, n
+	}
+	countHist(&b.hist, p)
+	bits, _ = entropyBits(&b.hist, len(p))
+	return bits, len(p)
 }
 
 // Plane sampling: planes of at least planeSampleMin values are sampled every

@@ -202,8 +202,8 @@
 //	  uvarint sources; per source: string name, uvarint size, [32]byte
 //	    SHA-256, string format
 //	  uvarint sections; per section:
-//	    u8 dtype, u8 join, u8 raw planes (version 2 only; version 1: 0),
-//	    uvarint tables; per table:
+//	    u8 dtype, u8 join, (version 2 only:) u8 c, c plane cuts (u8 each;
+//	    version 1: none), uvarint tables; per table:
 //	      u8 a, a bytes alphabet (increasing), a+1 code lengths as 4-bit
 //	        nibbles (high nibble first; the escape's last)
 //	      u8 k (0 = no pairs), k bytes pair symbols, k*k+1 nibbles of pair
@@ -212,12 +212,13 @@
 //	        the cluster's aligned histogram (informative)
 //	u32 CRC-32C of everything before it
 //
-// Raw planes is a bit set over the residual planes of the section's blocks
-// (plane p: bit p): the encoder stores those planes packed (mode 0)
-// without trying an entropy code, because on the setup's sample the code
-// saved too little. It only guides the encoder; decoding reads each plane's
-// mode as always. Bits at or above the dtype's plane count (for the
-// section's join and no dropped bits) are an error.
+// Plane cut p (when not 0) guides the encoder for residual plane p of the
+// section's blocks: the plane is stored packed (mode 0) without trying an
+// entropy code when the order-0 entropy of its sample (every 16th value of
+// planes of 8192 values or more, else all) is at least cut/256 of its
+// width; 0 keeps the default, 0.985. Decoding reads each plane's mode as
+// always and does not use the cuts. More cuts than the dtype has planes
+// (for the section's join and no dropped bits) are an error.
 //
 // Code lengths are at most 11 and must form a complete prefix code (Kraft
 // sum exactly 1) including the escape; codes are canonical as in huff0 (see

@@ -51,12 +51,16 @@ type SetupSource struct {
 type SetupSection struct {
 	DType dtype.DType
 	Join  uint // residual bits joined into the symbol (see doc.go), fixed for the section
-	// RawPlanes: bit p set means residual plane p (bits 8p..8p+7 of the
-	// coded residual) is stored packed without trying an entropy code,
-	// because on the sample the code saved less than the build's
-	// PlaneMinGain (sign and mantissa bits of trained weights are close to
-	// uniform). Setup files of version 1 have none.
-	RawPlanes uint8
+	// PlaneCuts[p], when not 0, replaces the encoder's test for residual
+	// plane p (bits 8p..8p+7 of the coded residual): the plane is stored
+	// packed, without trying an entropy code, when the order-0 entropy of
+	// its sample is at least PlaneCuts[p]/256 of its width (the default is
+	// 0.985). The build sets it from its sample: as low as it can while the
+	// planes it would pack saved less than PlaneMinGain when coded. Sign and
+	// mantissa bits of trained weights are close to uniform, so most trials
+	// are skipped; planes that compress well are still coded. Setup files of
+	// version 1 have none.
+	PlaneCuts []uint8
 	Tables    []*SetupTable
 
 	spec   fieldSpec
@@ -138,7 +142,7 @@ func (t *SetupTable) HasPairs() bool { return len(t.PairTop) > 0 }
 var setupMagic = [8]byte{0x89, 'N', 'Z', 'S', 'E', 'T', '\r', '\n'}
 
 const (
-	setupVersion   = 2 // 1 is read too (no RawPlanes)
+	setupVersion   = 2 // 1 is read too (no PlaneCuts)
 	maxSetupTables = 256
 )
 
@@ -422,8 +426,8 @@ func (sec *SetupSection) prepare() error {
 		return fmt.Errorf("%w: join %d for %v", ErrSetup, sec.Join, sec.DType)
 	}
 	f.j = sec.Join
-	if sec.RawPlanes>>f.planes() != 0 {
-		return fmt.Errorf("%w: raw planes %#x for %v with %d planes", ErrSetup, sec.RawPlanes, sec.DType, f.planes())
+	if len(sec.PlaneCuts) > f.planes() {
+		return fmt.Errorf("%w: %d plane cuts for %v with %d planes", ErrSetup, len(sec.PlaneCuts), sec.DType, f.planes())
 	}
 	sec.spec = f
 	sec.shifts = f.j == 0 && f.symW() >= 3
@@ -481,7 +485,8 @@ func (s *Setup) marshal() []byte {
 	}
 	p = binary.AppendUvarint(p, uint64(len(s.Sections)))
 	for _, sec := range s.Sections {
-		p = append(p, byte(sec.DType), byte(sec.Join), sec.RawPlanes)
+		p = append(p, byte(sec.DType), byte(sec.Join), byte(len(sec.PlaneCuts)))
+		p = append(p, sec.PlaneCuts...)
 		p = binary.AppendUvarint(p, uint64(len(sec.Tables)))
 		for _, t := range sec.Tables {
 			p = append(p, byte(len(t.Alphabet)))
@@ -569,7 +574,8 @@ func ParseSetup(b []byte) (*Setup, error) {
 		sec.DType = dtype.DType(r.u8("dtype"))
 		sec.Join = uint(r.u8("join"))
 		if version >= 2 {
-			sec.RawPlanes = r.u8("raw planes")
+			np := int(r.u8("plane cut count"))
+			sec.PlaneCuts = append([]byte(nil), r.bytes(np, "plane cuts")...)
 		}
 		nt := r.uvarint(maxSetupTables, "table count")
 		for j := uint64(0); j < nt && r.err == nil; j++ {

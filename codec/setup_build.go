@@ -195,8 +195,9 @@ func BuildSetup(inputs []Input, opt SetupOptions) (*Setup, error) {
 			f.j, _ = chooseJoin(&st, f, n)
 		}
 		chunks := make([]sampleChunk, len(raws))
-		// per residual plane: packed bytes, and bytes as the encoder codes it
-		var packed, coded [8]int64
+		// per residual plane and sample chunk: the sampled entropy as a
+		// fraction of the width, and the bytes coding saved
+		var obs [8][]planeObs
 		var pe blockEncoder
 		var pbuf []byte
 		for i, raw := range raws {
@@ -209,9 +210,11 @@ func BuildSetup(inputs []Input, opt SetupOptions) (*Setup, error) {
 			}
 			splitGeneric(raw, cn, f, c.syms, planes, &c.hist)
 			for p, pl := range planes {
-				packed[p] += int64(packedLen(cn, f.planeW(p))) + 1
-				pbuf = pe.appendPlane(pbuf[:0], pl, f.planeW(p))
-				coded[p] += int64(len(pbuf))
+				w := f.planeW(p)
+				packed := int64(packedLen(cn, w)) + 1
+				pbuf = pe.appendPlane(pbuf[:0], pl, w)
+				bits, n := pe.planeEntropy(pl)
+				obs[p] = append(obs[p], planeObs{q: bits / (float64(n) * float64(w)), packed: packed, saved: packed - int64(len(pbuf))})
 			}
 			if f.j == 0 && f.symW() >= 3 {
 				// align: the chunk's most frequent symbol goes to the middle
@@ -232,10 +235,15 @@ func BuildSetup(inputs []Input, opt SetupOptions) (*Setup, error) {
 		}
 		tables := clusterChunks(chunks, f.symW(), opt)
 		sec := &SetupSection{DType: d, Join: f.j, Tables: tables}
-		for p := 0; p < f.planes() && opt.PlaneMinGain >= 0; p++ {
-			// integer comparison: saved < gain × packed, gain in 1e-6
-			if (packed[p]-coded[p])*1_000_000 < packed[p]*int64(opt.PlaneMinGain*1e6) {
-				sec.RawPlanes |= 1 << p
+		if opt.PlaneMinGain >= 0 {
+			cuts := make([]uint8, f.planes())
+			any := false
+			for p := range cuts {
+				cuts[p] = planeCut(obs[p], opt.PlaneMinGain)
+				any = any || cuts[p] != 0
+			}
+			if any {
+				sec.PlaneCuts = cuts
 			}
 		}
 		s.Sections = append(s.Sections, sec)
@@ -247,6 +255,44 @@ func BuildSetup(inputs []Input, opt SetupOptions) (*Setup, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// planeObs is one sample chunk's residual plane: its sampled entropy as a
+// fraction of the plane's width, its packed size and what coding saved.
+type planeObs struct {
+	q             float64
+	packed, saved int64
+}
+
+// planeCut is the lowest cut c (in 1/256 of the width, at most 252) such
+// that the chunks it would store packed (q >= c/256) saved together less
+// than gain of all chunks' packed bytes when coded, and not below the lowest
+// q of the sample (planes more skewed than any seen are always tried: a
+// model with compressible planes must not lose them to a setup built where
+// none were); 0 when even the default cut (0.985, about 252) packs chunks
+// that saved more.
+func planeCut(obs []planeObs, gain float64) uint8 {
+	var total int64
+	lowest := 252
+	for _, o := range obs {
+		total += o.packed
+		lowest = min(lowest, max(1, int(o.q*256)))
+	}
+	budget := int64(gain * 1e6) // integer comparison: saved*1e6 < budget*total
+	cut := uint8(0)
+	for c := 252; c >= lowest; c-- {
+		var saved int64
+		for _, o := range obs {
+			if o.q >= float64(c)/256 {
+				saved += o.saved
+			}
+		}
+		if saved*1_000_000 >= budget*total {
+			break
+		}
+		cut = uint8(c)
+	}
+	return cut
 }
 
 // escCount is the pseudo-count of the escape code in a table built from a

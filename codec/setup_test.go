@@ -266,60 +266,97 @@ func TestSetupClusters(t *testing.T) {
 	}
 }
 
-// Planes whose entropy code does not pay on the sample are marked raw and
-// stored packed; the marks survive the file; bad marks are refused.
-func TestSetupRawPlanes(t *testing.T) {
+// Plane cuts: uniform planes get a low cut (stored packed without trials),
+// planes that compress keep being coded, even under a setup built where
+// they did not; cuts survive the file; bad ones are refused.
+func TestSetupPlaneCuts(t *testing.T) {
 	src, segs := goldenInput()
 	in := Input{Name: "x", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}
 	adaptive, err := BuildSetup([]Input{in}, SetupOptions{ChunkValues: 1024, PlaneMinGain: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := BuildSetup([]Input{in}, SetupOptions{ChunkValues: 1024})
+	cut, err := BuildSetup([]Input{in}, SetupOptions{ChunkValues: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, sec := range adaptive.Sections {
-		if sec.RawPlanes != 0 {
-			t.Errorf("%v: raw planes %#x with PlaneMinGain < 0", sec.DType, sec.RawPlanes)
+		if sec.PlaneCuts != nil {
+			t.Errorf("%v: plane cuts %v with PlaneMinGain < 0", sec.DType, sec.PlaneCuts)
 		}
 	}
-	// the golden input's sign and mantissa bits are uniform: no plane pays
-	bf := raw.Section(dtype.BF16)
-	if bf == nil || bf.RawPlanes != 1 {
-		t.Fatalf("BF16 section: %+v, want raw plane 0", bf)
+	// the golden input's sign and mantissa bits are uniform: no plane pays,
+	// so the cut comes down from the default to the lowest entropy seen
+	bf := cut.Section(dtype.BF16)
+	if bf == nil || len(bf.PlaneCuts) != 1 || bf.PlaneCuts[0] == 0 || bf.PlaneCuts[0] >= 252 {
+		t.Fatalf("BF16 section: cuts %v, want one below the default", bf.PlaneCuts)
 	}
-	p, err := ParseSetup(raw.Bytes())
+	p, err := ParseSetup(cut.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, sec := range p.Sections {
-		if sec.RawPlanes != raw.Sections[i].RawPlanes {
-			t.Errorf("%v: raw planes %#x after parsing, built %#x", sec.DType, sec.RawPlanes, raw.Sections[i].RawPlanes)
+		if !bytes.Equal(sec.PlaneCuts, cut.Sections[i].PlaneCuts) {
+			t.Errorf("%v: cuts %v after parsing, built %v", sec.DType, sec.PlaneCuts, cut.Sections[i].PlaneCuts)
 		}
 	}
-	var sizes []int
-	for _, s := range []*Setup{adaptive, raw} {
-		arc, err := CompressBytes(src, segs, Options{ChunkValues: 1024, Setup: s, SetupThreshold: 1e9})
+	// BF16 whose mantissas were quantised to 2 bits: the plane compresses
+	// to about half; coded with the uniform-plane setup it must stay coded
+	q := make([]byte, 2*100000)
+	copy(q, realisticValues(dtype.BF16, 100000, 3))
+	for i := 1; i < len(q); i += 2 {
+		q[i-1] &= 0x60 // keep 2 of the 7 mantissa bits
+	}
+	qs := []Segment{{Name: "q", DType: dtype.BF16, Shape: []int64{100000}, Length: int64(len(q))}}
+	own, err := CompressBytes(q, qs, Options{ChunkValues: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*Setup{adaptive, cut} {
+		arc, err := CompressBytes(q, qs, Options{ChunkValues: 1024, Setup: s, SetupExternal: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := DecompressBytes(arc, Options{})
-		if err != nil || !bytes.Equal(out, src) {
+		out, err := DecompressBytes(arc, Options{Setup: s})
+		if err != nil || !bytes.Equal(out, q) {
 			t.Fatalf("roundtrip: %v", err)
 		}
-		sizes = append(sizes, len(arc)-len(s.Bytes()))
+		if float64(len(arc)) > 1.02*float64(len(own)) {
+			t.Errorf("quantised planes under a setup: %d bytes, %d with own tables", len(arc), len(own))
+		}
 	}
-	// uniform planes: packing costs at most the mode bytes of the trials
-	if d := sizes[1] - sizes[0]; d < -4096 || d > 4096 {
-		t.Errorf("raw planes change the archive by %d bytes", d)
-	}
-	// a plane the dtype does not have
-	bf.RawPlanes = 0x80
-	b := raw.marshal()
-	bf.RawPlanes = 1
+	// more cuts than the dtype has planes
+	bf.PlaneCuts = []uint8{100, 100}
+	b := cut.marshal()
+	bf.PlaneCuts = []uint8{100}
 	if _, err := ParseSetup(b); !errors.Is(err, ErrSetup) {
-		t.Fatalf("raw plane 7 of BF16: %v, want ErrSetup", err)
+		t.Fatalf("two cuts for BF16: %v, want ErrSetup", err)
+	}
+}
+
+func TestPlaneCut(t *testing.T) {
+	obs := []planeObs{
+		{q: 0.999, packed: 1000, saved: 0},
+		{q: 0.99, packed: 1000, saved: 1},
+		{q: 0.90, packed: 1000, saved: 100},
+	}
+	// 0.2 % of 3000 bytes = 6: the first two together saved 1
+	if c := planeCut(obs, 0.002); float64(c)/256 > 0.99 || float64(c)/256 <= 0.90 {
+		t.Errorf("cut %d (%.3f), want in (0.90, 0.99]", c, float64(c)/256)
+	}
+	// nothing saved anywhere: down to the lowest entropy seen, not further
+	obs[2].saved = 0
+	if c := planeCut(obs, 0.002); c != 230 {
+		t.Errorf("cut %d, want 230 (0.90 of 256, the lowest sample)", c)
+	}
+	obs[2].saved = 100
+	// a chunk near the default cut that saved a lot: no cut
+	obs[1].saved = 500
+	if c := planeCut(obs, 0.002); c != 0 {
+		t.Errorf("cut %d, want 0", c)
+	}
+	if c := planeCut(nil, 0.002); c != 0 {
+		t.Errorf("no chunks: cut %d, want 0", c)
 	}
 }
 

@@ -111,7 +111,7 @@ type sectionReport struct {
 	Join         uint          `json:"join"`        // residual bits joined into the symbol
 	SymbolBits   uint          `json:"symbol_bits"` // exponent bits + join
 	Shifts       bool          `json:"shifts"`      // blocks align their symbols to the tables
-	RawPlanes    []int         `json:"raw_planes"`  // residual planes stored packed without trying a code
+	PlaneCuts    []float64     `json:"plane_cuts"`  // per residual plane: stored packed, untried, from this entropy (fraction of its width); 0 = the default 0.985
 	Tables       []tableReport `json:"tables"`
 	PairTables   int           `json:"pair_tables"`   // tables that also code pairs
 	ExpectedBits float64       `json:"expected_bits"` // mean over the sample, weighted by the clusters' symbols
@@ -134,11 +134,9 @@ func newSetupReport(path string, s *codec.Setup) *setupReport {
 	}
 	for _, sec := range s.Sections {
 		w := sec.SymbolBits()
-		sr := sectionReport{DType: sec.DType.String(), Join: sec.Join, SymbolBits: w, Shifts: sec.Shifts(), RawPlanes: []int{}}
-		for p := range 8 {
-			if sec.RawPlanes>>p&1 != 0 {
-				sr.RawPlanes = append(sr.RawPlanes, p)
-			}
+		sr := sectionReport{DType: sec.DType.String(), Join: sec.Join, SymbolBits: w, Shifts: sec.Shifts(), PlaneCuts: []float64{}}
+		for _, c := range sec.PlaneCuts {
+			sr.PlaneCuts = append(sr.PlaneCuts, float64(c)/256)
 		}
 		var bits, syms float64
 		for i, t := range sec.Tables {
@@ -199,11 +197,17 @@ func printSetup(w io.Writer, rep *setupReport) {
 	for _, sec := range rep.Sections {
 		fmt.Fprintf(w, "\n%s: join %d, %d-bit symbols, %d tables (%d with code pairs), %.3f bits/symbol expected\n",
 			sec.DType, sec.Join, sec.SymbolBits, len(sec.Tables), sec.PairTables, sec.ExpectedBits)
-		raw := "none"
-		if len(sec.RawPlanes) > 0 {
-			raw = strings.Trim(fmt.Sprint(sec.RawPlanes), "[]")
+		if len(sec.PlaneCuts) > 0 {
+			var cuts []string
+			for p, c := range sec.PlaneCuts {
+				if c == 0 {
+					cuts = append(cuts, fmt.Sprintf("plane %d: default", p))
+				} else {
+					cuts = append(cuts, fmt.Sprintf("plane %d: %.3f", p, c))
+				}
+			}
+			fmt.Fprintf(w, "  residual planes stored packed, untried, from an entropy of (fraction of their width): %s\n", strings.Join(cuts, ", "))
 		}
-		fmt.Fprintf(w, "  residual planes stored packed without a code trial: %s\n", raw)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  TABLE\tCHUNKS\tALPHABET\tPAIRS\tBITS/SYMBOL\tDESCRIPTION BYTES\t")
 		for _, t := range sec.Tables {
@@ -229,7 +233,7 @@ func runSetupBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 	sample := fs.Float64("sample", 0, "fraction of chunks sampled, 0..1 (default 0: all)")
 	pairBias := fs.Float64("pair-bias", 0, fmt.Sprintf("a table codes exponent pairs when they cost at most 1+X times the singles (default %g)", codec.DefaultSetupPairBias))
 	pairs := fs.Bool("pairs", true, "allow pair (tuple) codes; -pairs=false: singles only")
-	planeMinGain := fs.Float64("plane-min-gain", codec.DefaultSetupPlaneMinGain, "store a sign/mantissa byte plane packed, without trying a code, when coding it saved less than this fraction on the sample (0: never)")
+	planeMinGain := fs.Float64("plane-min-gain", codec.DefaultSetupPlaneMinGain, "sign/mantissa byte planes: learn the entropy above which they are stored packed without trying a code, as long as coding those saved less than this fraction on the sample (0: keep the default test)")
 	quiet := fs.Bool("q", false, "print nothing on success")
 	if err := parse(fs, args, 1, -1); err != nil {
 		return err
