@@ -187,7 +187,7 @@ func (b *blockEncoder) appendPlane(dst, p []byte, w uint) []byte {
 // SetupSection.PlaneCuts): the plane is stored packed when its sampled
 // entropy is at least cut/256 of its width; 0 means planeSampleGain.
 func (b *blockEncoder) appendPlaneCut(dst, p []byte, w uint, cut uint8) []byte {
-	bits, n := b.planeEntropy(p)
+	bits, n, sampled := b.planeEntropy(p, cut != 0)
 	gain := planeSampleGain
 	if cut != 0 {
 		gain = float64(cut) / 256
@@ -196,28 +196,38 @@ func (b *blockEncoder) appendPlaneCut(dst, p []byte, w uint, cut uint8) []byte {
 		dst = append(dst, smPacked)
 		return appendPacked(dst, p, w)
 	}
-	if len(p) >= planeSampleMin {
+	if sampled {
 		countHist(&b.hist, p)
 	}
 	return b.st.appendStream(dst, p, w, &b.hist, false)
 }
 
-// planeEntropy is the order-0 entropy in bits of a sample of plane p (every
-// planeSampleStep-th value of long planes; b.hist holds the histogram of
-// short ones) and the sample's size.
-func (b *blockEncoder) planeEntropy(p []byte) (bits float64, n int) {
-	if len(p) >= planeSampleMin {
+// planeEntropy is the order-0 entropy in bits of a sample of plane p and the
+// sample's size. Without a setup (cutSample false) long planes are sampled
+// every planeSampleStep-th value; under a setup's plane cut, planes of
+// 2·planeCutSample values or more are sampled about planeCutSample times
+// (the cut was learned on the same estimate). Shorter planes are counted
+// whole into b.hist (sampled = false).
+func (b *blockEncoder) planeEntropy(p []byte, cutSample bool) (bits float64, n int, sampled bool) {
+	step := 0
+	switch {
+	case cutSample && len(p) >= 2*planeCutSample:
+		step = len(p) / planeCutSample
+	case !cutSample && len(p) >= planeSampleMin:
+		step = planeSampleStep
+	}
+	if step > 0 {
 		var h [256]uint32
-		for i := 0; i < len(p); i += planeSampleStep {
+		for i := 0; i < len(p); i += step {
 			h[p[i]]++
 			n++
 		}
 		bits, _ = entropyBits(&h, n)
-		return bits, n
+		return bits, n, true
 	}
 	countHist(&b.hist, p)
 	bits, _ = entropyBits(&b.hist, len(p))
-	return bits, len(p)
+	return bits, len(p), false
 }
 
 // Plane sampling: planes of at least planeSampleMin values are sampled every
@@ -228,6 +238,8 @@ const (
 	planeSampleMin  = 8192
 	planeSampleStep = 16
 	planeSampleGain = 0.985
+	// planeCutSample: values sampled from a plane under a setup's cut
+	planeCutSample = 512
 )
 
 // chooseJoin picks the join width and the dropped trailing bits by the

@@ -213,7 +213,7 @@ func BuildSetup(inputs []Input, opt SetupOptions) (*Setup, error) {
 				w := f.planeW(p)
 				packed := int64(packedLen(cn, w)) + 1
 				pbuf = pe.appendPlane(pbuf[:0], pl, w)
-				bits, n := pe.planeEntropy(pl)
+				bits, n, _ := pe.planeEntropy(pl, true)
 				obs[p] = append(obs[p], planeObs{q: bits / (float64(n) * float64(w)), packed: packed, saved: packed - int64(len(pbuf))})
 			}
 			if f.j == 0 && f.symW() >= 3 {
@@ -266,24 +266,30 @@ type planeObs struct {
 
 // planeCut is the lowest cut c (in 1/256 of the width, at most 252) such
 // that the chunks it would store packed (q >= c/256) saved together less
-// than gain of all chunks' packed bytes when coded, and not below the lowest
-// q of the sample (planes more skewed than any seen are always tried: a
-// model with compressible planes must not lose them to a setup built where
-// none were); 0 when even the default cut (0.985, about 252) packs chunks
-// that saved more.
+// than gain of all chunks' packed bytes when coded, and none of them saved
+// planeChunkPays of its own bytes; it stays at or above the lowest q of the
+// sample and planeCutMin. A model with compressible planes must not lose
+// them to a setup built where there were none: planes that paid anywhere on
+// the sample, planes more skewed than any seen and planes below 0.75 of
+// their width are always tried. 0 when even the default cut (0.985, about
+// 252) fails that.
 func planeCut(obs []planeObs, gain float64) uint8 {
 	var total int64
 	lowest := 252
 	for _, o := range obs {
 		total += o.packed
-		lowest = min(lowest, max(1, int(o.q*256)))
+		lowest = min(lowest, int(o.q*256))
 	}
 	budget := int64(gain * 1e6) // integer comparison: saved*1e6 < budget*total
 	cut := uint8(0)
-	for c := 252; c >= lowest; c-- {
-		var saved int64
+	var saved int64
+	for c := 252; c >= max(lowest, planeCutMin); c-- {
+		saved = 0
 		for _, o := range obs {
 			if o.q >= float64(c)/256 {
+				if o.saved*planeChunkPays >= o.packed {
+					return cut
+				}
 				saved += o.saved
 			}
 		}
@@ -294,6 +300,14 @@ func planeCut(obs []planeObs, gain float64) uint8 {
 	}
 	return cut
 }
+
+// planeChunkPays: a sample chunk whose plane coding saved 1/planeChunkPays
+// of the plane (1 %) shows that planes like it pay. planeCutMin: the lowest
+// cut (0.75 of the width; planes with less entropy are always tried).
+const (
+	planeChunkPays = 100
+	planeCutMin    = 192
+)
 
 // escCount is the pseudo-count of the escape code in a table built from a
 // sample of total symbols: rare enough to cost little, present so that any

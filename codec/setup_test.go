@@ -349,6 +349,19 @@ func TestPlaneCut(t *testing.T) {
 	if c := planeCut(obs, 0.002); c != 230 {
 		t.Errorf("cut %d, want 230 (0.90 of 256, the lowest sample)", c)
 	}
+	// and never below 0.75
+	obs[2].q = 0.1
+	if c := planeCut(obs, 0.002); c != planeCutMin {
+		t.Errorf("cut %d, want %d", c, planeCutMin)
+	}
+	obs[2].q = 0.9
+	// a tiny chunk whose plane paid (within the budget, but 50 % of itself):
+	// the cut stays above it
+	obs = append(obs, planeObs{q: 0.95, packed: 2, saved: 1})
+	if c := planeCut(obs, 0.002); float64(c)/256 <= 0.95 || float64(c)/256 > 0.99 {
+		t.Errorf("cut %d (%.3f), want in (0.95, 0.99]", c, float64(c)/256)
+	}
+	obs = obs[:3]
 	obs[2].saved = 100
 	// a chunk near the default cut that saved a lot: no cut
 	obs[1].saved = 500
