@@ -543,6 +543,7 @@ type Census struct {
 	SharedTables int // float blocks whose exponents use a setup's shared table
 	OwnTables    int // float blocks whose exponents use their own Huffman table
 	OtherFloat   int // float blocks with packed or constant exponents, or byte planes
+	Reference    int // blocks coded against a reference (copies and differences)
 }
 
 // Census reads the coding of every block; see the type.
@@ -552,6 +553,9 @@ func (r *Reader) Census() (Census, error) {
 	for _, f := range r.idx.files {
 		for _, b := range f.blocks {
 			c.Blocks++
+			if b.kind == kindRef {
+				c.Reference++
+			}
 			if b.kind != kindFloat {
 				continue
 			}

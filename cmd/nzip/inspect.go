@@ -61,20 +61,29 @@ type inspectReport struct {
 	Path         string        `json:"path"`
 	Kind         string        `json:"kind"` // "checkpoint" or "archive"
 	ArchiveBytes int64         `json:"archive_bytes,omitempty"`
-	Setup        *archiveSetup `json:"setup,omitempty"`  // archives written with a setup
-	Blocks       *codec.Census `json:"blocks,omitempty"` // archives: how the blocks are coded
+	Setup        *archiveSetup `json:"setup,omitempty"`             // archives written with a setup
+	Blocks       *codec.Census `json:"blocks,omitempty"`            // archives: how the blocks are coded
+	Refs         []archiveRef  `json:"references,omitempty"`        // archives coded against a reference
+	RefMissing   bool          `json:"reference_missing,omitempty"` // -ref not given: tensors not decoded
 	Files        []fileReport  `json:"files"`
 }
 
+type archiveRef struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("inspect", "[-json] [-setup S.nzsetup] FILE", stderr)
+	fs := newFlags("inspect", "[-json] [-setup S.nzsetup] [-ref REF] FILE", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	setupPath := fs.String("setup", "", "archives: the setup the archive references (without it, such an archive is listed but not decoded)")
+	refPath := fs.String("ref", "", "archives: the reference the archive was coded against (without it, such an archive is listed but not decoded)")
 	if err := parse(fs, args, 1, 1); err != nil {
 		return err
 	}
 	path := fs.Arg(0)
-	rep, err := inspectPath(ctx, path, *setupPath, stderr)
+	rep, err := inspectPath(ctx, path, *setupPath, *refPath, stderr)
 	if err != nil {
 		return err
 	}
@@ -98,9 +107,9 @@ func isArchive(path string) bool {
 	return n == 8 && m == codec.Magic
 }
 
-func inspectPath(ctx context.Context, path, setupPath string, stderr io.Writer) (*inspectReport, error) {
+func inspectPath(ctx context.Context, path, setupPath, refPath string, stderr io.Writer) (*inspectReport, error) {
 	if isArchive(path) {
-		return inspectArchive(ctx, path, setupPath, stderr)
+		return inspectArchive(ctx, path, setupPath, refPath, stderr)
 	}
 	files, err := openModel(path, stderr)
 	if err != nil {
@@ -207,7 +216,7 @@ func (t *tensorTee) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func inspectArchive(ctx context.Context, path, setupPath string, stderr io.Writer) (*inspectReport, error) {
+func inspectArchive(ctx context.Context, path, setupPath, refPath string, stderr io.Writer) (*inspectReport, error) {
 	rd, f, err := openArchive(path)
 	if err != nil {
 		return nil, err
@@ -229,10 +238,24 @@ func inspectArchive(ctx context.Context, path, setupPath string, stderr io.Write
 			decode = false
 		}
 	}
+	if rd.UsesRef() {
+		for _, r := range rd.RefFiles() {
+			rep.Refs = append(rep.Refs, archiveRef{Name: r.Name, Size: r.Size, SHA256: hex.EncodeToString(r.SHA256[:])})
+		}
+		if refPath == "" {
+			rep.RefMissing = true
+			decode = false
+		}
+	}
 	if decode {
 		if err := useSetup(rd, path, setupPath, stderr); err != nil {
 			return nil, err
 		}
+		done, err := useRef(rd, path, refPath, stderr)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
 		if s := rd.Setup(); s != nil && rep.Setup != nil {
 			rep.Setup.Bytes = len(s.Bytes())
 		}
@@ -336,9 +359,18 @@ func printInspect(w io.Writer, rep *inspectReport) {
 		} else {
 			fmt.Fprintln(w, "setup: none (per-block tables)")
 		}
+		for _, r := range rep.Refs {
+			fmt.Fprintf(w, "reference: %s (%d bytes, SHA-256 %s…)\n", r.Name, r.Size, r.SHA256[:16])
+		}
+		if rep.RefMissing {
+			fmt.Fprintln(w, "reference not given: tensors not decoded; pass -ref FILE")
+		}
 		if c := rep.Blocks; c != nil {
 			fmt.Fprintf(w, "blocks: %d, %d of floats: exponents with a shared table %d, own table %d, packed/constant/byte planes %d\n",
 				c.Blocks, c.FloatBlocks, c.SharedTables, c.OwnTables, c.OtherFloat)
+			if c.Reference > 0 {
+				fmt.Fprintf(w, "        %d coded against the reference (copies and differences)\n", c.Reference)
+			}
 		}
 	}
 }

@@ -78,6 +78,16 @@ func TestCompressRef(t *testing.T) {
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Fatal("output written despite a missing reference")
 	}
+	// inspect lists the archive without the reference and decodes it with
+	if code, out, errs := nzip(t, "inspect", arc); code != 0 || !strings.Contains(out, "reference: base.safetensors") || !strings.Contains(out, "pass -ref FILE") {
+		t.Fatalf("inspect without -ref: %d %s %s", code, out, errs)
+	}
+	if code, out, errs := nzip(t, "inspect", "-ref", base, arc); code != 0 || strings.Contains(out, "pass -ref FILE") || !strings.Contains(out, "a.weight  BF16") || !strings.Contains(out, "against the reference") {
+		t.Fatalf("inspect -ref: %d %s %s", code, out, errs)
+	}
+	if code, _, errs := nzip(t, "inspect", "-ref", other, arc); code != 1 || !strings.Contains(errs, "wrong reference") {
+		t.Fatalf("inspect with the wrong -ref: %d %q", code, errs)
+	}
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
 		if strings.HasSuffix(e.Name(), ".tmp") {
