@@ -1,8 +1,9 @@
 #!/bin/sh
 # Speed of setup coding against per-block tables (README, "Setups"): for
 # each chunk size, a setup with pair codes and one with singles only are
-# built from real-bf16, then nzip bench runs on one core (GOMAXPROCS=1,
-# -threads 1), setup external, three passes; the best of each is printed.
+# built from real-bf16, then nzip bench runs one block at a time (-threads 1;
+# GOMAXPROCS=1 unless set: with 2 the file's SHA-256 runs beside the coding),
+# setup external, three passes; the best of each is printed.
 #
 #   scripts/bench-setup.sh [NZIP [SHARED]]
 set -eu
@@ -21,7 +22,7 @@ echo "|---|---|---|---|---|"
 for c in 65536 4096; do
 	for pass in 1 2 3; do
 		for s in p s; do
-			GOMAXPROCS=1 "$NZIP" bench -json -threads 1 -runs 5 -codecs nzip,nzip+setup -chunk $c \
+			GOMAXPROCS=${GOMAXPROCS:-1} "$NZIP" bench -json -threads 1 -runs 5 -codecs nzip,nzip+setup -chunk $c \
 				-setup "$T/$s$c.nzsetup" -setup-external "$F" |
 				sed "s/\"codec\": *\"nzip+setup\"/\"codec\":\"setup-$s\"/"
 		done
