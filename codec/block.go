@@ -15,6 +15,7 @@ const (
 	kindZstd   = 1 // payload is one zstd frame
 	kindFloat  = 2 // payload is a float block (see doc.go)
 	kindRef    = 3 // a copy of, or difference to, reference bytes (ref.go)
+	kindDup    = 4 // the same bytes as an earlier block of the archive (dedup.go)
 )
 
 // Float block forms.

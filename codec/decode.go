@@ -191,6 +191,17 @@ func (r *Reader) startWorkers(n int, fn func(bd *blockDecoder, comp *[]byte)) (w
 func (r *Reader) decodeBlock(bd *blockDecoder, fi, bi int, dst []byte, comp *[]byte) error {
 	f := r.idx.files[fi]
 	b := f.blocks[bi]
+	if b.kind == kindDup {
+		// the source is an earlier block of the same length, never a copy
+		// itself (checked when the index was read)
+		if err := r.decodeBlock(bd, b.ref, int(b.refOff), dst, comp); err != nil {
+			return err
+		}
+		if crc32.Checksum(dst, castagnoli) != b.crc {
+			return &CorruptError{Offset: b.compOff, File: f.Name, Block: bi, FileOffset: b.origOff, Msg: "CRC-32C mismatch", Err: ErrChecksum}
+		}
+		return nil
+	}
 	if cap(*comp) < int(b.compLen) {
 		*comp = make([]byte, b.compLen)
 	}
@@ -544,6 +555,7 @@ type Census struct {
 	OwnTables    int // float blocks whose exponents use their own Huffman table
 	OtherFloat   int // float blocks with packed or constant exponents, or byte planes
 	Reference    int // blocks coded against a reference (copies and differences)
+	Duplicate    int // blocks stored as a copy of an earlier block of the archive
 }
 
 // Census reads the coding of every block; see the type.
@@ -555,6 +567,9 @@ func (r *Reader) Census() (Census, error) {
 			c.Blocks++
 			if b.kind == kindRef {
 				c.Reference++
+			}
+			if b.kind == kindDup {
+				c.Duplicate++
 			}
 			if b.kind != kindFloat {
 				continue

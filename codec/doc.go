@@ -25,7 +25,7 @@
 // that is smaller (see References); decoding such an archive needs the same
 // reference (Options.Ref or Reader.UseRef), found by its SHA-256.
 //
-// # Format, version 2
+// # Format, version 3
 //
 // All integers are little-endian; "uvarint" is encoding/binary's unsigned
 // varint, "varint" its zigzag signed one, "string" a uvarint length and that
@@ -34,7 +34,7 @@
 //	Header | Payload | Index | Trailer
 //
 // Header, 16 bytes: the magic 89 4E 5A 49 50 0D 0A 1A ("\x89NZIP\r\n\x1a"),
-// u16 version (2; readers also read 1), u16 flags, u32 zero. Flag bit 0
+// u16 version (3; readers also read 1 and 2), u16 flags, u32 zero. Flag bit 0
 // (value 1) marks an archive coded against a reference (see References);
 // a reader rejects any other flag. Archives without a reference have flags
 // 0 and are unchanged by the reference feature.
@@ -52,7 +52,7 @@
 // Raw index:
 //
 //	uvarint chunk      float values per chunk the writer used (informative)
-//	u8      setup      (version 2 only) 0 none, 1 embedded, 2 external
+//	u8      setup      (version 2 and later) 0 none, 1 embedded, 2 external
 //	uvarint len, len bytes  (setup 1) the setup file (see Setups); its ID is
 //	                   the first 16 bytes of the SHA-256 of these bytes
 //	[16]byte id        (setup 2) the ID of the setup the reader must supply
@@ -69,7 +69,8 @@
 //	  string  format   loader's format name ("safetensors", "gguf", "unknown", ...)
 //	  uvarint blocks
 //	  per block:
-//	    u8      kind   0 stored, 1 zstd, 2 float, 3 reference (flag 1 only)
+//	    u8      kind   0 stored, 1 zstd, 2 float, 3 reference (flag 1 only),
+//	                   4 duplicate (version 3 and later)
 //	    u8      dtype  (kinds 2 and 3) dtype of the values, numbered as in
 //	                   package dtype; for kind 3 also 0 (no type: a copy)
 //	    uvarint length original bytes of the block
@@ -78,6 +79,11 @@
 //	    uvarint ref    (kind 3) the reference file, an index into refs
 //	    uvarint refoff (kind 3) where the block's counterpart starts in it;
 //	                   refoff+length must not exceed the file's size
+//	    uvarint sfile  (kind 4) the file of the block it repeats: this file
+//	                   or an earlier one (index in the file list)
+//	    uvarint sblock (kind 4) that block's index in its file: an earlier
+//	                   block of this file, or any block of an earlier file;
+//	                   not itself of kind 4, of the same length; clen is 0
 //	  uvarint tensors
 //	  per tensor (in file order):
 //	    uvarint prefix  bytes shared with the previous tensor's name
@@ -97,6 +103,12 @@
 // # Blocks
 //
 // Kind 0 (stored): the payload is the original bytes.
+//
+// Kind 4 (duplicate): no payload; the block's original bytes are those of
+// the source block named in the index (decode that block; the CRC-32C
+// must match this block's). Writers use it for blocks whose bytes repeat
+// an earlier block's exactly (ONNX initializers shared by subgraphs,
+// repeated headers of multi-file models).
 //
 // Kind 1 (zstd): the payload is one zstd frame that decodes to the block.
 //

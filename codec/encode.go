@@ -287,6 +287,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	}
 	// empty files have no blocks
 	var done int64
+	var dd deduper
 	for t := range order {
 		<-t.done
 		if werr == nil && t.err == nil && ctx.Err() != nil {
@@ -298,8 +299,11 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		if werr == nil {
 			hashes[t.file].Write(*t.in)
 			f := idx.files[t.file]
+			werr = dd.task(t, inputs, len(f.blocks))
 			f.blocks = append(f.blocks, t.info...)
-			werr = write(*t.out)
+			if werr == nil {
+				werr = write(*t.out)
+			}
 			done += int64(len(*t.in))
 			if opt.Progress != nil {
 				opt.Progress(done, total)

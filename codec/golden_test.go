@@ -65,7 +65,7 @@ func goldenInput() ([]byte, []Segment) {
 // of either is a format change: bump Version and regenerate with
 // `go test ./codec -run Golden -update`.
 func TestGolden(t *testing.T) {
-	path := filepath.Join("testdata", "golden-v2.nzip")
+	path := filepath.Join("testdata", "golden-v3.nzip")
 	src, segs := goldenInput()
 	// the test's own layout must agree with the minimal safetensors reader
 	if got := safetensorsSegments(src); len(got) != len(segs) {
@@ -130,19 +130,21 @@ func goldenValues(d dtype.DType, n int, seed uint64) []byte {
 	return out
 }
 
-// Archives of earlier format versions stay readable: golden-v1.nzip is the
-// same example written by format version 1.
-func TestGoldenV1Decodes(t *testing.T) {
+// Archives of earlier format versions stay readable: golden-v1.nzip and
+// golden-v2.nzip are the same example written by format versions 1 and 2.
+func TestGoldenOldVersionsDecode(t *testing.T) {
 	src, _ := goldenInput()
-	golden, err := os.ReadFile(filepath.Join("testdata", "golden-v1.nzip"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := DecompressBytes(golden, Options{})
-	if err != nil {
-		t.Fatalf("version 1 archive does not decode: %v", err)
-	}
-	if sha256.Sum256(out) != sha256.Sum256(src) {
-		t.Fatal("version 1 archive decodes to different bytes")
+	for _, name := range []string{"golden-v1.nzip", "golden-v2.nzip"} {
+		golden, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := DecompressBytes(golden, Options{})
+		if err != nil {
+			t.Fatalf("%s does not decode: %v", name, err)
+		}
+		if sha256.Sum256(out) != sha256.Sum256(src) {
+			t.Fatalf("%s decodes to different bytes", name)
+		}
 	}
 }

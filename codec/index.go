@@ -13,7 +13,7 @@ import (
 const (
 	// Version is the archive format version this package writes. It also
 	// reads version 1 (archives without a setup reference).
-	Version = 2
+	Version = 3
 
 	headerLen  = 16
 	trailerLen = 32
@@ -58,8 +58,8 @@ type blockInfo struct {
 	compOff int64 // offset in the archive (derived)
 	compLen int64
 	crc     uint32
-	ref     int   // kindRef: the reference file (index into indexData.refs)
-	refOff  int64 // kindRef: offset of the block's counterpart in it
+	ref     int   // kindRef: the reference file (index into indexData.refs); kindDup: the file of the source block
+	refOff  int64 // kindRef: offset of the block's counterpart in it; kindDup: the source block's index in its file
 }
 
 // BlockInfo is the public view of one block, for inspection.
@@ -81,6 +81,8 @@ func kindName(k byte) string {
 		return "float"
 	case kindRef:
 		return "ref"
+	case kindDup:
+		return "duplicate"
 	}
 	return fmt.Sprintf("kind%d", k)
 }
@@ -157,7 +159,7 @@ func (x *indexData) marshal() []byte {
 			b = binary.AppendUvarint(b, uint64(k.origLen))
 			b = binary.AppendUvarint(b, uint64(k.compLen))
 			b = binary.LittleEndian.AppendUint32(b, k.crc)
-			if k.kind == kindRef {
+			if k.kind == kindRef || k.kind == kindDup {
 				b = binary.AppendUvarint(b, uint64(k.ref))
 				b = binary.AppendUvarint(b, uint64(k.refOff))
 			}
@@ -321,7 +323,7 @@ func unmarshalIndexFlags(b []byte, payloadLen int64, version int, flags uint16) 
 		for j := uint64(0); j < nb && r.err == nil; j++ {
 			var k blockInfo
 			k.kind = r.u8("block kind")
-			if k.kind > kindFloat && !(k.kind == kindRef && flags&flagRef != 0) {
+			if k.kind > kindFloat && !(k.kind == kindRef && flags&flagRef != 0) && !(k.kind == kindDup && version >= 3) {
 				r.fail("index: file %q block %d: unknown kind %d", f.Name, j, k.kind)
 				break
 			}
@@ -359,6 +361,22 @@ func unmarshalIndexFlags(b []byte, payloadLen int64, version int, flags uint16) 
 				if r.err != nil {
 					break
 				}
+			}
+			if k.kind == kindDup {
+				// a copy of an earlier block (not itself a copy) of the same length
+				sf := r.uvarint(i, "duplicate's source file")
+				src := f.blocks
+				if sf < i {
+					src = x.files[sf].blocks
+				}
+				sb := r.uvarint(uint64(max(len(src)-1, 0)), "duplicate's source block")
+				if r.err == nil && (len(src) == 0 || src[sb].kind == kindDup || src[sb].origLen != k.origLen || k.compLen != 0) {
+					r.fail("index: file %q block %d: bad duplicate of file %d block %d", f.Name, j, sf, sb)
+				}
+				if r.err != nil {
+					break
+				}
+				k.ref, k.refOff = int(sf), int64(sb)
 			}
 			if k.origLen > f.Size-origOff {
 				r.fail("index: file %q: blocks exceed the file size %d", f.Name, f.Size)

@@ -333,10 +333,11 @@ func refGoldenRef() ([]byte, []Segment) {
 }
 
 // TestGoldenRef pins the format of reference archives like TestGolden does
-// for plain ones: testdata/golden-ref-v2.nzip is the golden input coded
-// against refGoldenRef. Regenerate with -update after a deliberate change.
+// for plain ones: testdata/golden-ref-v3.nzip is the golden input coded
+// against refGoldenRef (golden-ref-v2.nzip, by format version 2, must still
+// decode). Regenerate with -update after a deliberate change.
 func TestGoldenRef(t *testing.T) {
-	path := filepath.Join("testdata", "golden-ref-v2.nzip")
+	path := filepath.Join("testdata", "golden-ref-v3.nzip")
 	src, segs := goldenInput()
 	refB, refSegs := refGoldenRef()
 	ref, err := NewReference([]Input{{Name: "reference.safetensors", R: bytes.NewReader(refB), Size: int64(len(refB)), Segments: refSegs}})
@@ -366,5 +367,12 @@ func TestGoldenRef(t *testing.T) {
 	}
 	if !bytes.Equal(arc, golden) {
 		t.Fatalf("encoder output changed (%d bytes, golden %d): a format or coding change must be deliberate; regenerate with -update", len(arc), len(golden))
+	}
+	v2, err := os.ReadFile(filepath.Join("testdata", "golden-ref-v2.nzip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := DecompressBytes(v2, Options{Ref: ref}); err != nil || sha256.Sum256(out) != sha256.Sum256(src) {
+		t.Fatalf("version 2 reference archive: %v", err)
 	}
 }
