@@ -52,14 +52,15 @@ type streamEncoder struct {
 	hist         [256]uint32
 	hdr          []byte
 	// pair coding state, filled by preparePairs
-	codes    []byte
-	exc      []byte
-	excEnc   []byte
-	codeHist [256]uint32
-	top      []byte
-	excW     uint
-	pc       *[65536]byte
-	pcSet    []uint16
+	codes      []byte
+	exc        []byte
+	excEnc     []byte
+	codeHist   [256]uint32
+	top        []byte
+	excW       uint
+	pc         *[65536]byte
+	pcSet      []uint16
+	sampleHist [256]uint32 // appendShared's half-sample histogram
 	// shared-table state (appendWithTable), cached between blocks
 	spc            *[65536]byte
 	spcSet         []uint16
@@ -710,6 +711,10 @@ const (
 // selNeighbours: tables whose neighbouring alignment shifts are tried.
 const selNeighbours = 4
 
+// sharedSampleMin: from this many symbols on, a block picks its shared
+// table from a half sample of its histogram (countHistHalf).
+const sharedSampleMin = 16384
+
 // minSharedSymbols: shorter streams keep their own coding.
 const minSharedSymbols = 64
 
@@ -724,14 +729,22 @@ const DefaultSetupThreshold = 0.03
 // nil (then it is counted here).
 func (e *streamEncoder) appendShared(dst, syms []byte, w uint, sec *SetupSection, hist *[256]uint32, threshold float64) []byte {
 	n := len(syms)
-	if hist == nil {
-		countHist(&e.hist, syms)
-		hist = &e.hist
+	// the histogram that picks the table: the exact one when given or when
+	// the block is short, else that of every other 8-symbol word (long
+	// blocks pick the same tables from half their symbols)
+	h, sampled := hist, n
+	if h == nil {
+		if n >= sharedSampleMin {
+			sampled = countHistHalf(&e.sampleHist, syms)
+			h = &e.sampleHist
+		} else {
+			countHist(&e.hist, syms)
+			hist, h = &e.hist, &e.hist
+		}
 	}
 	if n < minSharedSymbols {
 		return e.appendStream(dst, syms, w, hist, true)
 	}
-	h := hist
 	// the nonzero symbols, and the most frequent one of 1..2^w-2 (modeOf)
 	var nzb [256]byte
 	top := 1<<w - 2
@@ -740,14 +753,19 @@ func (e *streamEncoder) appendShared(dst, syms []byte, w uint, sec *SetupSection
 	best, bestD, bestCost := sec.pick(h, nz, blockMode, w)
 	// A table of its own cannot beat the order-0 entropy plus its
 	// description; use the shared one unless that leaves a clear gain.
-	hb, distinct := entropyBits(h, n)
-	ownEst := hb + float64(8*(distinct/2+8))
+	hb, distinct := entropyBits(h, sampled)
+	ownEst := hb + float64(8*(distinct/2+8))*float64(sampled)/float64(n)
 	if float64(bestCost) > (1+threshold)*ownEst {
+		if hist == nil {
+			countHist(&e.hist, syms)
+			hist = &e.hist
+		}
 		return e.appendStream(dst, syms, w, hist, true)
 	}
 	t := sec.Tables[best]
 	noEsc := false
-	if !t.hasPair {
+	if !t.hasPair && hist != nil {
+		// (a sampled histogram may miss a symbol without a code)
 		fwd, _ := e.rotation(bestD, w)
 		noEsc = true
 		for _, s := range nz {
