@@ -73,11 +73,38 @@ func BenchmarkSetup(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchCodings(b, data, []benchCoding{{"none", Options{Threads: 1}}, {"setup", Options{Threads: 1, Setup: s, SetupThreshold: 1e9}}})
+}
+
+// BenchmarkSetupChunks: real-bf16 on one thread at 64 Ki and 4 Ki values
+// per block, coded with per-block tables ("own") and with a setup built
+// from the file (defaults, external: the setup's bytes do not count).
+func BenchmarkSetupChunks(b *testing.B) {
+	d := needShared(b)
+	in, data := fileInput(b, filepath.Join(d, "models/bench/real-bf16.safetensors"))
+	for _, chunk := range []int{65536, 4096} {
+		s, err := BuildSetup([]Input{in}, SetupOptions{ChunkValues: chunk})
+		if err != nil {
+			b.Fatal(err)
+		}
+		k := fmt.Sprintf("%dKi/", chunk/1024)
+		benchCodings(b, data, []benchCoding{
+			{k + "own", Options{Threads: 1, ChunkValues: chunk}},
+			{k + "setup", Options{Threads: 1, ChunkValues: chunk, Setup: s, SetupExternal: true}},
+		})
+	}
+}
+
+type benchCoding struct {
+	name string
+	opt  Options
+}
+
+// benchCodings runs compress and decompress sub-benchmarks of a
+// safetensors file for each coding, with the ratio as a metric.
+func benchCodings(b *testing.B, data []byte, codings []benchCoding) {
 	segs := safetensorsSegments(data)
-	for _, c := range []struct {
-		name string
-		opt  Options
-	}{{"none", Options{Threads: 1}}, {"setup", Options{Threads: 1, Setup: s, SetupThreshold: 1e9}}} {
+	for _, c := range codings {
 		arc, err := CompressBytes(data, segs, c.opt)
 		if err != nil {
 			b.Fatal(err)
@@ -103,54 +130,5 @@ func BenchmarkSetup(b *testing.B) {
 				}
 			}
 		})
-	}
-}
-
-// BenchmarkSetupChunks: real-bf16 on one thread at 64 Ki and 4 Ki values
-// per block, coded with per-block tables ("own") and with a setup built
-// from the file (defaults, external: the setup's bytes do not count).
-func BenchmarkSetupChunks(b *testing.B) {
-	d := needShared(b)
-	in, data := fileInput(b, filepath.Join(d, "models/bench/real-bf16.safetensors"))
-	segs := safetensorsSegments(data)
-	for _, chunk := range []int{65536, 4096} {
-		s, err := BuildSetup([]Input{in}, SetupOptions{ChunkValues: chunk})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, c := range []struct {
-			name string
-			opt  Options
-		}{
-			{"own", Options{Threads: 1, ChunkValues: chunk}},
-			{"setup", Options{Threads: 1, ChunkValues: chunk, Setup: s, SetupExternal: true}},
-		} {
-			arc, err := CompressBytes(data, segs, c.opt)
-			if err != nil {
-				b.Fatal(err)
-			}
-			name := fmt.Sprintf("%dKi/%s", chunk/1024, c.name)
-			b.Run(name+"/compress", func(b *testing.B) {
-				b.SetBytes(int64(len(data)))
-				b.ReportAllocs()
-				for i := 0; i < b.N; i++ {
-					if _, err := CompressBytes(data, segs, c.opt); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(len(data))/float64(len(arc)), "ratio")
-			})
-			b.Run(name+"/decompress", func(b *testing.B) {
-				b.SetBytes(int64(len(data)))
-				b.ReportAllocs()
-				o := c.opt
-				o.SkipHash = true
-				for i := 0; i < b.N; i++ {
-					if _, err := DecompressBytes(arc, o); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
-		}
 	}
 }

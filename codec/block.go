@@ -267,37 +267,21 @@ func chooseJoin(st *fieldStats, f fieldSpec, n int) (j, tz uint) {
 }
 
 // countHist sets hist to the histogram of p.
-func countHist(hist *[256]uint32, p []byte) {
-	var h [4][256]uint32
-	i := 0
-	// eight symbols per load, spread over four tables so that runs of one
-	// symbol do not wait on the same counter
-	for ; i+8 <= len(p); i += 8 {
-		v := binary.LittleEndian.Uint64(p[i:])
-		h[0][byte(v)]++
-		h[1][byte(v>>8)]++
-		h[2][byte(v>>16)]++
-		h[3][byte(v>>24)]++
-		h[0][byte(v>>32)]++
-		h[1][byte(v>>40)]++
-		h[2][byte(v>>48)]++
-		h[3][byte(v>>56)]++
-	}
-	for ; i < len(p); i++ {
-		h[0][p[i]]++
-	}
-	for s := range hist {
-		hist[s] = h[0][s] + h[1][s] + h[2][s] + h[3][s]
-	}
-}
+func countHist(hist *[256]uint32, p []byte) { countHistWords(hist, p, 1) }
 
 // countHistHalf sets hist to the histogram of every other 8-byte word of p
-// (words 0, 2, 4, ...; all of a last partial word) and returns how many
-// symbols it counted.
-func countHistHalf(hist *[256]uint32, p []byte) int {
+// (words 0, 2, 4, ... and the bytes after the last of them) and returns
+// how many symbols it counted.
+func countHistHalf(hist *[256]uint32, p []byte) int { return countHistWords(hist, p, 2) }
+
+// countHistWords counts every step-th 8-byte word of p (eight symbols per
+// load, spread over four tables so that runs of one symbol do not wait on
+// the same counter) and the bytes from where the next word would not fit;
+// it returns how many symbols it counted.
+func countHistWords(hist *[256]uint32, p []byte, step int) int {
 	var h [4][256]uint32
 	i, n := 0, 0
-	for ; i+16 <= len(p); i += 16 {
+	for ; i+8 <= len(p); i += 8 * step {
 		v := binary.LittleEndian.Uint64(p[i:])
 		h[0][byte(v)]++
 		h[1][byte(v>>8)]++

@@ -3,10 +3,7 @@ package codec
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
-	"encoding/json"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,43 +18,17 @@ var update = flag.Bool("update", false, "rewrite golden files in testdata")
 // of every float type the float pipeline handles and an integer tensor. It
 // doubles as the example model of `make run`.
 func goldenInput() ([]byte, []Segment) {
-	type tensor struct {
-		name  string
-		d     dtype.DType
-		shape []int64
-		data  []byte
-	}
-	var ts []tensor
+	var ts []refT
 	for i, d := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32, dtype.F64, dtype.F8E4M3, dtype.F8E5M2} {
 		rows := int64(24 + 8*i)
-		ts = append(ts, tensor{"layers." + strconv.Itoa(i) + ".weight." + d.String(), d, []int64{rows, 128}, goldenValues(d, int(rows*128), uint64(100+i))})
+		ts = append(ts, refT{"layers." + strconv.Itoa(i) + ".weight." + d.String(), d, []int64{rows, 128}, goldenValues(d, int(rows*128), uint64(100+i))})
 	}
 	ints := make([]byte, 4000)
 	for i := range ints {
 		ints[i] = byte(i * i % 251)
 	}
-	ts = append(ts, tensor{"token_ids", dtype.I32, []int64{1000}, ints})
-	var hdr bytes.Buffer
-	hdr.WriteString(`{"__metadata__":{"format":"pt","source":"neuralzip codec/golden_test.go"}`)
-	var off int64
-	for _, t := range ts {
-		shape, _ := json.Marshal(t.shape)
-		fmt.Fprintf(&hdr, `,%q:{"dtype":%q,"shape":%s,"data_offsets":[%d,%d]}`, t.name, t.d.String(), shape, off, off+int64(len(t.data)))
-		off += int64(len(t.data))
-	}
-	hdr.WriteString("}")
-	for hdr.Len()%8 != 0 {
-		hdr.WriteByte(' ')
-	}
-	var file []byte
-	file = binary.LittleEndian.AppendUint64(file, uint64(hdr.Len()))
-	file = append(file, hdr.Bytes()...)
-	segs := []Segment{{Offset: 0, Length: int64(len(file))}}
-	for _, t := range ts {
-		segs = append(segs, Segment{Name: t.name, DType: t.d, Shape: t.shape, Offset: int64(len(file)), Length: int64(len(t.data))})
-		file = append(file, t.data...)
-	}
-	return file, segs
+	ts = append(ts, refT{"token_ids", dtype.I32, []int64{1000}, ints})
+	return safetensorsFile(`{"format":"pt","source":"neuralzip codec/golden_test.go"}`, ts)
 }
 
 // TestGolden pins the archive format: the golden archive must decode to the

@@ -25,8 +25,15 @@ type refT struct {
 
 // refSafetensors builds a safetensors file and its layout.
 func refSafetensors(ts []refT) ([]byte, []Segment) {
+	return safetensorsFile(`{"format":"pt"}`, ts)
+}
+
+// safetensorsFile builds a safetensors file with the given __metadata__
+// object and tensors, and its layout (the header, then one segment per
+// tensor).
+func safetensorsFile(meta string, ts []refT) ([]byte, []Segment) {
 	var hdr bytes.Buffer
-	hdr.WriteString(`{"__metadata__":{"format":"pt"}`)
+	hdr.WriteString(`{"__metadata__":` + meta)
 	var off int64
 	for _, t := range ts {
 		shape, _ := json.Marshal(t.shape)

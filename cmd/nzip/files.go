@@ -162,21 +162,28 @@ func safeName(name string) error {
 
 // openArchive opens an archive file for reading.
 func openArchive(path string) (*codec.Reader, *os.File, error) {
+	return openWith(path, codec.NewReader)
+}
+
+// openWith opens a file and hands it, with its size, to open; the file stays
+// open for the result (the caller closes it) unless open fails.
+func openWith[T any](path string, open func(io.ReaderAt, int64) (T, error)) (T, *os.File, error) {
+	var zero T
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, err
+		return zero, nil, err
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, nil, err
+		return zero, nil, err
 	}
-	rd, err := codec.NewReader(f, st.Size())
+	v, err := open(f, st.Size())
 	if err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return zero, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return rd, f, nil
+	return v, f, nil
 }
 
 func humanBytes(n int64) string {

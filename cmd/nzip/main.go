@@ -2,7 +2,7 @@
 //
 //	nzip compress   [-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-q] IN
 //	nzip decompress [-o OUT] [-f] [-threads N] [-tensor NAME] [-setup S.nzsetup] [-q] IN.nzip
-//	nzip verify     [-threads N] [-setup S.nzsetup] IN.nzip
+//	nzip verify     [-threads N] [-setup S.nzsetup] [-ref REF] IN.nzip
 //	nzip inspect    [-json] [-setup S.nzsetup] FILE
 //	nzip bench      [-json] [-codecs LIST] [-threads N] [-runs N] [-setup S.nzsetup [-setup-external]] FILE...
 //	nzip setup build   -o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-chunk N] [-sample F] [-pair-bias X] [-q] FILE...
@@ -62,7 +62,7 @@ type command struct {
 var commands = map[string]command{
 	"compress":   {runCompress},
 	"decompress": {runDecompress},
-	"verify":     {runVerifyRef},
+	"verify":     {runVerify},
 	"inspect":    {runInspect},
 	"bench":      {runBench},
 	"setup":      {runSetup},

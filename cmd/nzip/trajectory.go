@@ -263,21 +263,7 @@ func runTrajAppend(ctx context.Context, args []string, stdout, stderr io.Writer)
 
 // openTraj opens a trajectory archive for reading.
 func openTraj(path string) (*trajectory.Archive, *os.File, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	a, err := trajectory.Open(f, st.Size())
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return a, f, nil
+	return openWith(path, trajectory.Open)
 }
 
 type trajFrameJSON struct {
@@ -429,69 +415,4 @@ func useRef(rd *codec.Reader, archive, refPath string, stderr io.Writer) (func()
 		return func() {}, fmt.Errorf("%s: %w", archive, err)
 	}
 	return done, nil
-}
-
-// runVerifyRef is "nzip verify" with -ref; without it, runVerify.
-func runVerifyRef(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	hasRef := false
-	for _, a := range args {
-		if a == "-ref" || a == "--ref" || strings.HasPrefix(a, "-ref=") || strings.HasPrefix(a, "--ref=") {
-			hasRef = true
-		}
-	}
-	if !hasRef {
-		// an archive coded against a reference says so before anything else
-		if len(args) > 0 && !strings.HasPrefix(args[len(args)-1], "-") {
-			if rd, f, err := openArchive(args[len(args)-1]); err == nil {
-				_, err := useRef(rd, args[len(args)-1], "", stderr)
-				rd.Close()
-				f.Close()
-				if err != nil {
-					return err
-				}
-			}
-		}
-		return runVerify(ctx, args, stdout, stderr)
-	}
-	fs := newFlags("verify", "[-threads N] [-setup S.nzsetup] [-ref REF] IN.nzip", stderr)
-	threads := fs.Int("threads", 0, "blocks decoded in parallel (default: all CPUs)")
-	setupPath := fs.String("setup", "", "the setup the archive was written with (needed when it references it externally)")
-	refPath := fs.String("ref", "", "the reference model the archive was coded against")
-	if err := parse(fs, args, 1, 1); err != nil {
-		return err
-	}
-	in := fs.Arg(0)
-	rd, f, err := openArchive(in)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	defer rd.Close()
-	if err := useSetup(rd, in, *setupPath, stderr); err != nil {
-		return err
-	}
-	done, err := useRef(rd, in, *refPath, stderr)
-	defer done()
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	var total, blocks int64
-	for _, fi := range rd.Files() {
-		total += fi.Size
-		blocks += int64(len(fi.Blocks()))
-	}
-	opt := codec.Options{Threads: *threads, Context: ctx}
-	for i := range rd.Files() {
-		if err := rd.WriteFile(io.Discard, i, opt); err != nil {
-			return fmt.Errorf("%s: not bit-exact: %w", in, err)
-		}
-	}
-	refNote := ""
-	if refs := rd.RefFiles(); len(refs) > 0 {
-		refNote = fmt.Sprintf("; reference %s (SHA-256 %x) matches", refs[0].Name, refs[0].SHA256)
-	}
-	fmt.Fprintf(stdout, "%s: OK: %d file(s), %s in %d blocks; every block CRC-32C and file SHA-256 match (%.2fs)%s\n",
-		in, len(rd.Files()), humanBytes(total), blocks, time.Since(start).Seconds(), refNote)
-	return nil
 }

@@ -10,9 +10,10 @@ import (
 )
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("verify", "[-threads N] [-setup S.nzsetup] IN.nzip", stderr)
+	fs := newFlags("verify", "[-threads N] [-setup S.nzsetup] [-ref REF] IN.nzip", stderr)
 	threads := fs.Int("threads", 0, "blocks decoded in parallel (default: all CPUs)")
 	setupPath := fs.String("setup", "", "the setup the archive was written with (needed when it references it externally)")
+	refPath := fs.String("ref", "", "the reference model the archive was coded against")
 	if err := parse(fs, args, 1, 1); err != nil {
 		return err
 	}
@@ -24,6 +25,11 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer f.Close()
 	defer rd.Close()
 	if err := useSetup(rd, in, *setupPath, stderr); err != nil {
+		return err
+	}
+	done, err := useRef(rd, in, *refPath, stderr)
+	defer done()
+	if err != nil {
 		return err
 	}
 	start := time.Now()
@@ -43,11 +49,14 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		base += fi.Size
 	}
 	bar.finish()
-	setup := ""
+	note := ""
 	if id, how := rd.SetupID(); how != "" {
-		setup = fmt.Sprintf("; setup %x (%s)", id, how)
+		note = fmt.Sprintf("; setup %x (%s)", id, how)
+	}
+	if refs := rd.RefFiles(); len(refs) > 0 {
+		note += fmt.Sprintf("; reference %s (SHA-256 %x) matches", refs[0].Name, refs[0].SHA256)
 	}
 	fmt.Fprintf(stdout, "%s: OK: %d file(s), %s in %d blocks; every block CRC-32C and file SHA-256 match (%.2fs)%s\n",
-		in, len(rd.Files()), humanBytes(total), blocks, time.Since(start).Seconds(), setup)
+		in, len(rd.Files()), humanBytes(total), blocks, time.Since(start).Seconds(), note)
 	return nil
 }
