@@ -1,0 +1,201 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/bits"
+	"os"
+
+	"neuralzip/codec"
+	"neuralzip/trajectory"
+)
+
+// A TrajStep is one checkpoint of a training run as the Trajectory screen
+// shows it: its size coded on its own and coded against the step before,
+// how many values changed each bit since that step, and the ratio a setup
+// built from the first step gives on it.
+type TrajStep struct {
+	Name        string
+	Raw         int64 // original bytes
+	Independent int64 // archive bytes coded on its own (nzip defaults)
+	Conditioned int64 // archive bytes coded against the previous step (the first: = Independent)
+	// Changed[b] is the fraction of the float values (of the run's most
+	// common float width, matched with the previous step by tensor name and
+	// shape) whose bit b differs from the previous step; b = 0 is the
+	// least significant bit. Nil for the first step.
+	Changed []float64
+	// SetupRatio is the step's ratio with the first step's setup (external:
+	// the setup's bytes do not count).
+	SetupRatio float64
+}
+
+// TrajSource is a step to analyse: its name and its bytes and layout.
+type TrajSource struct {
+	Name string
+	Data []byte
+	Segs []codec.Segment
+}
+
+// TrajSourcesFromModels reads open models (in the order given) as steps.
+func TrajSourcesFromModels(models []*Model) ([]TrajSource, error) {
+	var out []TrajSource
+	for _, m := range models {
+		src, segs, _, err := m.ReadAll()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, TrajSource{Name: m.Name, Data: src, Segs: segs})
+	}
+	return out, nil
+}
+
+// TrajSourcesFromArchive decodes every frame of a .nztraj archive.
+func TrajSourcesFromArchive(ctx context.Context, path string) ([]TrajSource, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	a, err := trajectory.Open(f, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var out []TrajSource
+	err = a.Walk(codec.Options{Context: ctx}, func(d *trajectory.Decoded) error {
+		out = append(out, TrajSource{Name: a.Frames[d.Frame].Name, Data: d.Data, Segs: d.Segs})
+		return ctx.Err()
+	})
+	return out, err
+}
+
+// AnalyzeTrajectory measures every step: coded on its own, against the
+// step before (codec reference conditioning), with a setup built from the
+// first step, and the bits that changed. progress(i, n) is called after
+// each step; a cancelled ctx stops between steps.
+func AnalyzeTrajectory(ctx context.Context, steps []TrajSource, progress func(done, total int)) ([]TrajStep, error) {
+	if len(steps) == 0 {
+		return nil, fmt.Errorf("no checkpoints")
+	}
+	input := func(s TrajSource) codec.Input {
+		return codec.Input{Name: s.Name, R: bytes.NewReader(s.Data), Size: int64(len(s.Data)), Segments: s.Segs}
+	}
+	setup, err := codec.BuildSetup([]codec.Input{input(steps[0])}, codec.SetupOptions{Builder: "nzip workbench, trajectory"})
+	if err != nil {
+		setup = nil // a run without float tensors: no setup column
+	}
+	width := commonFloatBits(steps[0].Segs)
+	var out []TrajStep
+	for i, s := range steps {
+		if err := ctx.Err(); err != nil {
+			return out, ErrCancelled
+		}
+		st := TrajStep{Name: s.Name, Raw: int64(len(s.Data))}
+		arc, err := codec.CompressBytes(s.Data, s.Segs, codec.Options{Context: ctx})
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", s.Name, err)
+		}
+		st.Independent, st.Conditioned = int64(len(arc)), int64(len(arc))
+		if i > 0 {
+			prev := steps[i-1]
+			ref, err := codec.NewReference([]codec.Input{input(prev)})
+			if err != nil {
+				return out, fmt.Errorf("%s: %w", prev.Name, err)
+			}
+			arc, err := codec.CompressBytes(s.Data, s.Segs, codec.Options{Context: ctx, Ref: ref})
+			if err != nil {
+				return out, fmt.Errorf("%s: %w", s.Name, err)
+			}
+			st.Conditioned = int64(len(arc))
+			st.Changed = changedBits(prev, s, width)
+		}
+		if setup != nil {
+			arc, err := codec.CompressBytes(s.Data, s.Segs, codec.Options{Context: ctx, Setup: setup, SetupExternal: true})
+			if err != nil {
+				return out, fmt.Errorf("%s: %w", s.Name, err)
+			}
+			st.SetupRatio = float64(len(s.Data)) / float64(len(arc))
+		}
+		out = append(out, st)
+		if progress != nil {
+			progress(i+1, len(steps))
+		}
+	}
+	return out, nil
+}
+
+// commonFloatBits is the bit width (16 or 32) of most float values of the
+// layout; 0 when it has none of either.
+func commonFloatBits(segs []codec.Segment) int {
+	var n16, n32 int64
+	for _, s := range segs {
+		if !s.IsTensor() || !s.DType.IsFloat() {
+			continue
+		}
+		switch s.DType.Size() {
+		case 2:
+			n16 += s.Length / 2
+		case 4:
+			n32 += s.Length / 4
+		}
+	}
+	switch {
+	case n16 == 0 && n32 == 0:
+		return 0
+	case n16 >= n32:
+		return 16
+	}
+	return 32
+}
+
+// changedBits compares the float tensors of width w (bits) of cur with the
+// tensors of prev of the same name, dtype and length.
+func changedBits(prev, cur TrajSource, w int) []float64 {
+	if w == 0 {
+		return nil
+	}
+	byName := map[string]codec.Segment{}
+	for _, s := range prev.Segs {
+		if s.IsTensor() {
+			byName[s.Name] = s
+		}
+	}
+	counts := make([]int64, w)
+	var values int64
+	for _, s := range cur.Segs {
+		if !s.IsTensor() || !s.DType.IsFloat() || s.DType.Size()*8 != w {
+			continue
+		}
+		p, ok := byName[s.Name]
+		if !ok || p.DType != s.DType || p.Length != s.Length {
+			continue
+		}
+		a := prev.Data[p.Offset : p.Offset+p.Length]
+		b := cur.Data[s.Offset : s.Offset+s.Length]
+		size := w / 8
+		for i := 0; i+size <= len(b); i += size {
+			var x uint32
+			for k := 0; k < size; k++ {
+				x |= uint32(a[i+k]^b[i+k]) << (8 * k)
+			}
+			values++
+			for x != 0 {
+				bit := bits.TrailingZeros32(x)
+				counts[bit]++
+				x &= x - 1
+			}
+		}
+	}
+	if values == 0 {
+		return nil
+	}
+	out := make([]float64, w)
+	for b, c := range counts {
+		out[b] = float64(c) / float64(values)
+	}
+	return out
+}

@@ -1,0 +1,128 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"neuralzip/codec"
+	"neuralzip/dtype"
+	"neuralzip/trajectory"
+)
+
+// trajStep is a small BF16+F32 checkpoint of a "training run": the same
+// weights moved a little more at each step.
+func trajStep(step int) TrajSource {
+	const n = 20000
+	var bf, f32 []byte
+	for i := 0; i < n; i++ {
+		x := float32(math.Sin(float64(i)*0.7))*0.05*float32(1+i%7) + float32(step)*2e-4*float32(math.Cos(float64(i)))
+		bf = binary.LittleEndian.AppendUint16(bf, uint16(math.Float32bits(x)>>16))
+		f32 = binary.LittleEndian.AppendUint32(f32, math.Float32bits(x*3))
+	}
+	hdr := fmt.Sprintf(`{"a":{"dtype":"BF16","shape":[%d],"data_offsets":[0,%d]},"b":{"dtype":"F32","shape":[%d],"data_offsets":[%d,%d]}}`,
+		n, len(bf), n, len(bf), len(bf)+len(f32))
+	for len(hdr)%8 != 0 {
+		hdr += " "
+	}
+	data := binary.LittleEndian.AppendUint64(nil, uint64(len(hdr)))
+	data = append(data, hdr...)
+	h := int64(len(data))
+	data = append(append(data, bf...), f32...)
+	segs := []codec.Segment{
+		{Offset: 0, Length: h},
+		{Name: "a", DType: dtype.BF16, Shape: []int64{n}, Offset: h, Length: int64(len(bf))},
+		{Name: "b", DType: dtype.F32, Shape: []int64{n}, Offset: h + int64(len(bf)), Length: int64(len(f32))},
+	}
+	return TrajSource{Name: fmt.Sprintf("step_%03d.safetensors", step), Data: data, Segs: segs}
+}
+
+func TestAnalyzeTrajectory(t *testing.T) {
+	src := []TrajSource{trajStep(0), trajStep(1), trajStep(2)}
+	var calls []int
+	steps, err := AnalyzeTrajectory(context.Background(), src, func(done, total int) { calls = append(calls, done) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 3 || len(calls) != 3 || calls[2] != 3 {
+		t.Fatalf("%d steps, progress %v", len(steps), calls)
+	}
+	for i, s := range steps {
+		// every size is a real archive's: it decodes back (checked here for
+		// the independent one) and is smaller than the raw bytes
+		if s.Raw != int64(len(src[i].Data)) || s.Independent <= 0 || s.Independent >= s.Raw {
+			t.Errorf("step %d: raw %d independent %d", i, s.Raw, s.Independent)
+		}
+		if s.SetupRatio <= 1 {
+			t.Errorf("step %d: setup ratio %.3f", i, s.SetupRatio)
+		}
+		if i == 0 {
+			if s.Conditioned != s.Independent || s.Changed != nil {
+				t.Errorf("first step: conditioned %d independent %d changed %v", s.Conditioned, s.Independent, s.Changed)
+			}
+			continue
+		}
+		if s.Conditioned >= s.Independent {
+			t.Errorf("step %d: conditioned %d not below independent %d", i, s.Conditioned, s.Independent)
+		}
+		// BF16 and F32 hold as many values each: the tie goes to 16 bits
+		if len(s.Changed) != 16 {
+			t.Fatalf("step %d: %d bit planes, want 16", i, len(s.Changed))
+		}
+		// the low mantissa bits change far more often than the sign and
+		// the top exponent bits
+		if s.Changed[0] <= 5*s.Changed[14] || s.Changed[15] > 0.01 || s.Changed[0] == 0 {
+			t.Errorf("step %d: changed bits %v", i, s.Changed)
+		}
+	}
+	// the independent size is the codec's
+	arc, _ := codec.CompressBytes(src[1].Data, src[1].Segs, codec.Options{})
+	if int64(len(arc)) != steps[1].Independent {
+		t.Errorf("independent %d, codec %d", steps[1].Independent, len(arc))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := AnalyzeTrajectory(ctx, src, nil); err != ErrCancelled {
+		t.Errorf("cancelled: %v", err)
+	}
+	if _, err := AnalyzeTrajectory(context.Background(), nil, nil); err == nil {
+		t.Error("no steps: no error")
+	}
+}
+
+// A .nztraj archive gives back its steps.
+func TestTrajSourcesFromArchive(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "run.nztraj")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := trajectory.Create(f, trajectory.DefaultK, trajectory.RefPrevious)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := []TrajSource{trajStep(0), trajStep(1), trajStep(2)}
+	for _, s := range src {
+		if _, err := w.Append(codec.Input{Name: s.Name, R: bytes.NewReader(s.Data), Size: int64(len(s.Data)), Segments: s.Segs}, codec.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Close()
+	got, err := TrajSourcesFromArchive(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(src) {
+		t.Fatalf("%d steps, want %d", len(got), len(src))
+	}
+	for i := range src {
+		if got[i].Name != src[i].Name || !bytes.Equal(got[i].Data, src[i].Data) {
+			t.Errorf("step %d differs", i)
+		}
+	}
+}
