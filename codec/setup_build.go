@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -37,7 +38,10 @@ type SetupOptions struct {
 	// packed size on the sample. 0 means DefaultSetupPlaneMinGain;
 	// negative values keep every plane adaptive.
 	PlaneMinGain float64
-	Builder      string // recorded in the setup
+	// Context cancels the build (nil: it runs to the end); BuildSetup then
+	// returns the context's error.
+	Context context.Context
+	Builder string // recorded in the setup
 }
 
 // Defaults of SetupOptions, chosen by measurement on ../shared (README,
@@ -96,6 +100,9 @@ func (o *SetupOptions) defaults() {
 		o.Cluster = ClusterAgglomerative
 	}
 }
+
+// cancelled reports whether the build's context is done.
+func (o *SetupOptions) cancelled() bool { return o.Context != nil && o.Context.Err() != nil }
 
 // sampleChunk is one sampled chunk's aligned symbols and histogram.
 type sampleChunk struct {
@@ -175,6 +182,9 @@ func BuildSetup(inputs []Input, opt SetupOptions) (*Setup, error) {
 		var st fieldStats
 		var n int
 		for i, b := range picked {
+			if opt.cancelled() {
+				return nil, opt.Context.Err()
+			}
 			buf := make([]byte, b.plan.length)
 			if err := readFull(inputs[b.in].R, buf, b.plan.off); err != nil {
 				return nil, err
@@ -233,7 +243,13 @@ func BuildSetup(inputs []Input, opt SetupOptions) (*Setup, error) {
 		if len(chunks) == 0 {
 			continue
 		}
+		if opt.cancelled() {
+			return nil, opt.Context.Err()
+		}
 		tables := clusterChunks(chunks, f.symW(), opt)
+		if opt.cancelled() {
+			return nil, opt.Context.Err()
+		}
 		sec := &SetupSection{DType: d, Join: f.j, Tables: tables}
 		if opt.PlaneMinGain >= 0 {
 			cuts := make([]uint8, f.planes())
@@ -402,7 +418,7 @@ func clusterChunks(chunks []sampleChunk, symW uint, opt SetupOptions) []*SetupTa
 	// k-means from the given tables until the assignment settles
 	refine := func(tables []*SetupTable) ([]*SetupTable, uint64) {
 		cost, _ := totalCost(tables)
-		for it := 0; it < 20; it++ {
+		for it := 0; it < 20 && !opt.cancelled(); it++ {
 			var next []*SetupTable
 			for _, m := range members(len(tables)) {
 				if len(m) == 0 {
@@ -439,7 +455,7 @@ func clusterChunks(chunks []sampleChunk, symW uint, opt SetupOptions) []*SetupTa
 	} else {
 		tables, cost = refine([]*SetupTable{tableFor(all)})
 	}
-	for (target == 0 && len(tables) < opt.MaxK) || len(tables) < target {
+	for ((target == 0 && len(tables) < opt.MaxK) || len(tables) < target) && !opt.cancelled() {
 		// seed a new cluster with the chunk that its current table fits
 		// worst relative to its own entropy
 		_, per := totalCost(tables)
@@ -656,6 +672,9 @@ func agglomerate(chunks []sampleChunk, opt SetupOptions) [][]int {
 		snapshot(n)
 	}
 	for k := n; k > 1; k-- {
+		if k%32 == 0 && opt.cancelled() {
+			return [][]int{idx} // abandoned: BuildSetup returns the context's error
+		}
 		a := -1
 		for i := range cl {
 			if cl[i].alive && cl[i].best >= 0 && (a < 0 || cl[i].bestInc < cl[a].bestInc) {

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -416,5 +417,33 @@ func TestCostRelMatchesCost(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A cancelled build stops and says so.
+func TestSetupCancel(t *testing.T) {
+	data := realisticValues(dtype.BF16, 400000, 4)
+	in := Input{Name: "x", R: bytes.NewReader(data), Size: int64(len(data)), Segments: []Segment{{Name: "w", DType: dtype.BF16, Length: int64(len(data))}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := BuildSetup([]Input{in}, SetupOptions{ChunkValues: 1024, Context: ctx}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled build: %v", err)
+	}
+	// cancelled while clustering (many chunks: the merge loop checks)
+	ctx, cancel = context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := BuildSetup([]Input{in}, SetupOptions{ChunkValues: 256, Context: ctx})
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("build cancelled midway: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("cancelled build did not stop")
 	}
 }

@@ -21,28 +21,17 @@ type NamedSetup struct {
 
 // BuildSetup builds a setup from the models, or from the tensors marked in
 // keep of the one model (keep nil: all tensors), with K clusters per dtype
-// (0: chosen by the codec). codec.BuildSetup cannot be interrupted: on
-// cancellation BuildSetup returns at once and the build finishes unobserved.
+// (0: chosen by the codec). A cancelled ctx stops the build (ErrCancelled).
 func BuildSetup(ctx context.Context, models []*Model, keep map[int]bool, k, chunk int) (*codec.Setup, error) {
 	var in []codec.Input
 	for _, m := range models {
 		in = append(in, m.Inputs(keep)...)
 	}
-	type res struct {
-		s   *codec.Setup
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		s, err := codec.BuildSetup(in, codec.SetupOptions{K: k, ChunkValues: chunk, Builder: "nzip workbench"})
-		ch <- res{s, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.s, r.err
-	case <-ctx.Done():
+	s, err := codec.BuildSetup(in, codec.SetupOptions{K: k, ChunkValues: chunk, Builder: "nzip workbench", Context: ctx})
+	if ctx.Err() != nil {
 		return nil, ErrCancelled
 	}
+	return s, err
 }
 
 // LoadSetup reads a .nzsetup file.
