@@ -22,6 +22,10 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 		v := realisticValues(d, 3000, 1)
 		add(v, []Segment{{Offset: 0, Length: 7}, {Name: "t", DType: d, Offset: 7, Length: int64(len(v)) - 7 - int64(len(v)-7)%int64(d.Size())}}, 1024)
 	}
+	// duplicate blocks (kind 4)
+	dup := realisticValues(dtype.F32, 600, 5)
+	dsrc := append(append([]byte(nil), dup...), dup...)
+	add(dsrc, []Segment{{Name: "a", DType: dtype.F32, Offset: 0, Length: int64(len(dup))}, {Name: "b", DType: dtype.F32, Offset: int64(len(dup)), Length: int64(len(dup))}}, 300)
 	add([]byte("plain text, not a checkpoint, plain text"), nil, 0)
 	add(nil, nil, 0)
 	if d := sharedDir(); d != "" {
