@@ -4,6 +4,8 @@
 #   make demo    build nzip and run it on an example model (the CLI demo)
 #   make test    everything CI checks (gofmt, vet, race, tests, fuzzing, wasm build)
 #   make screenshots  PNGs of every workbench screen, light and dark (Xvfb)
+#   make web     build the workbench for the browser into wasm/www (WebAssembly)
+#   make serve   build it and serve it on http://127.0.0.1:8080/ (ADDR=...)
 #   make bench   nzip bench on ../shared/models/bench (when present) + Go benchmarks
 #   make fuzz    longer fuzzing of every target (FUZZTIME per target)
 #   make assets  fetch the demo models again from npm (network)
@@ -13,10 +15,17 @@ SHARED    ?= ../shared
 FUZZTIME  ?= 3s
 LONGFUZZ  ?= 2m
 BIN       := bin/nzip
-PKGS_PURE := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./assets/... ./app/core/...
+PKGS_PURE := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./assets/... ./trajectory/... ./app/core/...
 WORKBENCH := bin/workbench
+WEBDIR    := wasm/www
+ADDR      ?= 127.0.0.1:8080
+# brotli quality of app.wasm.br: 5 takes seconds, 11 minutes for ~10 % less
+BROTLI    ?= 5
+GOWASMEXEC = $$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec
+# packages tested under GOOS=js with node (the non-UI ones)
+PKGS_JS   := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./trajectory/... ./app/core/...
 
-.PHONY: all build run demo workbench fyne-deps screenshots test check-go fmt-check vet unit race noasm fuzz-short fuzz wasm-build purego-build bench clean assets
+.PHONY: all build run demo workbench fyne-deps screenshots test check-go fmt-check vet unit race noasm fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
 
 all: build
 
@@ -47,7 +56,7 @@ screenshots: check-go
 demo: build
 	./scripts/demo.sh $(BIN) $(SHARED)
 
-test: check-go fyne-deps fmt-check vet unit race noasm fuzz-short wasm-build purego-build
+test: check-go fyne-deps fmt-check vet unit race noasm fuzz-short wasm-build purego-build js-test browser-test
 	@echo "make test: all checks passed"
 
 fmt-check:
@@ -75,6 +84,34 @@ fuzz:
 
 wasm-build:
 	GOOS=js GOARCH=wasm $(GO) build $(PKGS_PURE)
+
+# The workbench in the browser: app/ built for GOOS=js (Fyne's web driver)
+# with wasm_exec.js, precompressed .br/.gz, next to the committed
+# index.html, loader.js and icon.svg.
+web: check-go
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags='-s -w' -o $(WEBDIR)/app.wasm ./app
+	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" $(WEBDIR)/wasm_exec.js
+	$(GO) run ./wasm/cmd/precompress -brotli $(BROTLI) -sizes $(WEBDIR)/sizes.json $(WEBDIR)/app.wasm $(WEBDIR)/wasm_exec.js
+
+# serve wasm/www on this machine only (127.0.0.1)
+serve: web
+	$(GO) run ./wasm/cmd/serve -addr $(ADDR) -dir $(WEBDIR) -models assets/models
+
+# the non-UI packages under GOOS=js GOARCH=wasm with node (-short: heavy
+# tests skip)
+js-test: check-go
+	@command -v node >/dev/null 2>&1 || { echo "node is required for js-test: apt-get install nodejs"; exit 1; }
+	GOOS=js GOARCH=wasm $(GO) test -short -count=1 -exec="$(GOWASMEXEC)" $(PKGS_JS)
+
+# the browser test: Debian's chromium driven by playwright-core (npm ci in
+# wasm/test); screenshots and metrics.json in wasm/test/screenshots
+browser-deps:
+	@./wasm/test/deps.sh
+
+browser-test: browser-deps web
+	$(GO) build -o bin/serve ./wasm/cmd/serve
+	cd wasm/test && npm ci --no-audit --no-fund --loglevel=error
+	NZ_SERVE=$(CURDIR)/bin/serve node wasm/test/workbench.test.mjs
 
 # everything but the Fyne workbench, whose desktop driver needs cgo
 purego-build:

@@ -39,7 +39,7 @@ func newChartView(wb *workbench, name, empty string) *chartView {
 	cv := &chartView{wb: wb, name: name}
 	wb.charts = append(wb.charts, cv)
 	cv.raster = canvas.NewRaster(cv.draw)
-	cv.raster.ScaleMode = canvas.ImageScaleFastest
+	cv.raster.ScaleMode = hostRasterScale
 	cv.raster.SetMinSize(fyne.NewSize(260, 200))
 	cv.msg = widget.NewLabel(empty)
 	cv.msg.Alignment = fyne.TextAlignCenter
@@ -132,6 +132,22 @@ func (cv *chartView) export(path string) error {
 
 func (cv *chartView) exportDialog(ext string) {
 	if cv.plot == nil {
+		return
+	}
+	if hostBrowser {
+		var b []byte
+		var err error
+		if ext == "svg" {
+			b, err = chart.SVG(cv.plot, 10*vg.Inch, 6.25*vg.Inch)
+		} else {
+			b, err = chart.PNG(cv.plot, 1600, 1000, 160)
+		}
+		if err == nil {
+			err = hostDownload(cv.name+"."+ext, b)
+		}
+		if err != nil {
+			cv.wb.showError(err)
+		}
 		return
 	}
 	d := dialog.NewFileSave(func(uc fyne.URIWriteCloser, err error) {

@@ -15,7 +15,7 @@ import (
 )
 
 func main() {
-	open := flag.String("open", "demo:silero-vad", "checkpoint to open at start: a path or demo:NAME (empty: none)")
+	open := flag.String("open", hostDefaultOpen, "checkpoint to open at start: a path or demo:NAME (empty: none)")
 	dark := flag.Bool("dark", false, "start in the dark theme")
 	shots := flag.String("screenshots", "", "write a PNG of every screen in the light and dark theme to this directory, then quit")
 	flag.Parse()
@@ -41,5 +41,6 @@ func main() {
 	} else if *open != "" {
 		wb.open(*open)
 	}
+	hostStart(wb)
 	w.ShowAndRun()
 }

@@ -132,6 +132,8 @@ func (s *clustersScreen) compute() {
 			}
 			s.view, s.elapsed = v, el
 			s.show(name, what)
+			hostReport("clusters", name)
+			hostReport("clusters_ms", ms(el))
 		}
 	})
 }

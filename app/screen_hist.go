@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -139,6 +140,12 @@ func (s *histScreen) refresh() {
 	h := chart.Histogram{Title: fmt.Sprintf("Exponents of %d %s tensor(s), %d values", a.Tensors, a.DType, a.Float.Values),
 		Hist: a.Float.Hist, Bias: a.Bias, Model: a.Model, ModelLabel: modelLabel, Log: s.log.Checked, Notes: notes}
 	s.hist.SetBuilder(func(cs chart.Style) (*plot.Plot, error) { return chart.ExpHistogram(h, cs) }, "")
+	if s.hist.plot != nil {
+		hostReport("hist", wb.current.Name)
+		if !wb.openStarted.IsZero() {
+			hostReport("open_to_hist_ms", ms(time.Since(wb.openStarted)))
+		}
+	}
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "Exponent entropy %.3f bits, Huffman code %.3f bits (+%.1f%%)", a.Float.ExpEntropy, a.HuffBits, 100*(a.HuffBits/a.Float.ExpEntropy-1))

@@ -29,9 +29,9 @@ type openScreen struct {
 
 func newOpenScreen(wb *workbench) *openScreen {
 	s := &openScreen{wb: wb, demoBtns: map[string]*widget.Button{}}
-	s.openBtn = widget.NewButtonWithIcon("Open checkpoint…", theme.FolderOpenIcon(), s.openDialog)
+	s.openBtn = widget.NewButtonWithIcon("Open checkpoint…", theme.FolderOpenIcon(), func() { hostPickFiles(s) })
 	s.openBtn.Importance = widget.HighImportance
-	hint := widget.NewLabel("…or drop a file onto this window. safetensors (also sharded), GGUF, PyTorch, ONNX, TFLite, TF.js, NumPy and rwkv.cpp files are read by their content; anything else opens as opaque bytes.")
+	hint := widget.NewLabel("…or drop " + hostDropTarget + ". safetensors (also sharded), GGUF, PyTorch, ONNX, TFLite, TF.js, NumPy and rwkv.cpp files are read by their content; anything else opens as opaque bytes.")
 	hint.Wrapping = fyne.TextWrapWord
 
 	demos := container.NewVBox()
@@ -140,6 +140,12 @@ func (wb *workbench) modelSummary() string {
 // open opens p (a path or demo:NAME) in the background: the tensor list
 // appears as soon as the headers are read, the statistics follow.
 func (wb *workbench) open(p string) {
+	wb.openWith(p, true, func(warn func(string)) (*core.Model, error) { return core.Open(p, warn) })
+}
+
+// openWith opens the model called p with opener (files from memory in the
+// browser); remember puts p on the recent list.
+func (wb *workbench) openWith(p string, remember bool, opener func(warn func(string)) (*core.Model, error)) {
 	for _, m := range wb.models {
 		if m.Path == p {
 			wb.setCurrent(m)
@@ -147,19 +153,25 @@ func (wb *workbench) open(p string) {
 		}
 	}
 	wb.setStatus("Opening %s…", p)
+	wb.openStarted = time.Now()
 	wb.go_(func() func() {
 		t0 := time.Now()
 		var warning string
-		m, err := core.Open(p, func(s string) { warning = s })
+		m, err := opener(func(s string) { warning = s })
 		el := time.Since(t0)
 		return func() {
 			if err != nil {
 				wb.showError(err)
 				return
 			}
-			wb.app.Preferences().SetStringList(prefRecent, core.PushRecent(wb.app.Preferences().StringList(prefRecent), p))
+			if remember {
+				wb.app.Preferences().SetStringList(prefRecent, core.PushRecent(wb.app.Preferences().StringList(prefRecent), p))
+			}
 			wb.models = append(wb.models, m)
 			wb.openTime = el
+			hostReport("opened", m.Name)
+			hostReport("open_ms", ms(el))
+			hostReport("models", fmt.Sprint(len(wb.models)))
 			wb.setCurrent(m)
 			if warning != "" {
 				wb.setStatus("Warning: %s", warning)
@@ -213,6 +225,8 @@ func (wb *workbench) computeStats(m *core.Model) {
 				return
 			}
 			wb.stats[m] = st
+			hostReport("stats", m.Name)
+			hostReport("stats_ms", ms(el))
 			if wb.current == m {
 				wb.setStatus("%s: statistics of %d tensors in %s", m.Name, len(m.Tensors), el.Round(time.Millisecond))
 				wb.modelChanged()

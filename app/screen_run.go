@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -26,6 +27,7 @@ type runScreen struct {
 	threads  *widget.Select
 	backend  *widget.Select
 	runBtn   *widget.Button
+	archBtn  *widget.Button // downloads the latest run's archive
 	jobs     *jobBar
 	phase    *widget.Label
 	ratio    *widget.Label
@@ -36,6 +38,7 @@ type runScreen struct {
 	history  *widget.Table
 	chart    *chartView
 	last     core.RunResult
+	archive  []byte // the latest successful run's compressed bytes
 }
 
 var historyCols = []string{"Model", "Codec", "Threads", "Ratio", "Compress MB/s", "Decompress MB/s", "Roundtrip", "Compressed"}
@@ -98,8 +101,15 @@ func newRunScreen(wb *workbench) *runScreen {
 		widget.NewLabel("Threads"), s.threads,
 		widget.NewLabel("Backend"), s.backend,
 	)
+	s.archBtn = widget.NewButtonWithIcon("Save archive…", theme.DownloadIcon(), s.saveArchive)
+	s.archBtn.Disable()
 	controls := container.NewVBox(heading("Run the codec on the current model"), form, container.NewHBox(s.runBtn, s.jobs.content), s.phase)
-	result := container.NewVBox(heading("Result"),
+	if hostRunNote != "" {
+		note := widget.NewLabel(hostRunNote)
+		note.Wrapping = fyne.TextWrapWord
+		controls.Add(note)
+	}
+	result := container.NewVBox(container.NewHBox(heading("Result"), layoutSpacer(), s.archBtn),
 		container.NewGridWithColumns(3, s.ratio, s.speed, s.verdict),
 		container.New(layoutForm(), widget.NewLabel("SHA-256 original"), s.shaOrig, widget.NewLabel("SHA-256 decoded"), s.shaDec))
 	top := container.NewGridWithColumns(2, container.NewPadded(controls), container.NewPadded(result))
@@ -200,7 +210,13 @@ func phaseText(phase, codec string) string {
 // finish shows a run's result and adds it to the history.
 func (s *runScreen) finish(m *core.Model, r core.RunResult) {
 	wb := s.wb
+	s.archive, r.Archive = r.Archive, nil // only the latest archive is kept
 	s.last = r
+	s.archBtn.Disable()
+	if len(s.archive) > 0 && r.Error == "" {
+		s.archBtn.Enable()
+	}
+	hostReportRun(r)
 	if r.Error != "" {
 		s.phase.SetText(fmt.Sprintf("%s on %s: %s", r.Codec, m.Name, r.Error))
 		s.verdict.SetText("roundtrip —")
@@ -208,7 +224,7 @@ func (s *runScreen) finish(m *core.Model, r core.RunResult) {
 			return
 		}
 	} else {
-		s.phase.SetText(fmt.Sprintf("%s on %s: %s → %s", r.Codec, m.Name, core.HumanBytes(r.OriginalBytes), core.HumanBytes(r.Compressed)))
+		s.phase.SetText(glyphs(fmt.Sprintf("%s on %s: %s → %s", r.Codec, m.Name, core.HumanBytes(r.OriginalBytes), core.HumanBytes(r.Compressed))))
 		s.ratio.SetText(fmt.Sprintf("ratio %.4f×", r.Ratio))
 		s.speed.SetText(fmt.Sprintf("%.0f / %.0f MB/s", r.CompressMBs, r.DecompressMBs))
 	}
@@ -234,11 +250,11 @@ func (s *runScreen) finish(m *core.Model, r core.RunResult) {
 func verdictText(r core.RunResult) string {
 	switch {
 	case r.Error != "":
-		return "✗ " + r.Error
+		return glyphs("✗ ") + r.Error
 	case r.RoundtripOK:
-		return "✓ bit-exact"
+		return glyphs("✓ bit-exact")
 	}
-	return "✗ differs"
+	return glyphs("✗ differs")
 }
 
 func (s *runScreen) historyCell(i, c int) string {
@@ -310,6 +326,21 @@ func (s *runScreen) exportDialog(kind string) {
 		s.phase.SetText("No runs to export yet.")
 		return
 	}
+	if hostBrowser {
+		var b bytes.Buffer
+		err := core.WriteJSON(&b, wb.runs)
+		if kind == "csv" {
+			b.Reset()
+			err = core.WriteHistoryCSV(&b, wb.runs)
+		}
+		if err == nil {
+			err = hostDownload("runs."+kind, b.Bytes())
+		}
+		if err != nil {
+			wb.showError(err)
+		}
+		return
+	}
 	d := dialog.NewFileSave(func(wc fyne.URIWriteCloser, err error) {
 		if err != nil || wc == nil {
 			return
@@ -325,6 +356,42 @@ func (s *runScreen) exportDialog(kind string) {
 		}
 	}, wb.win)
 	d.SetFileName("runs." + kind)
+	d.Resize(fyne.NewSize(900, 600))
+	d.Show()
+}
+
+// saveArchive saves (in the browser: downloads) the latest run's archive.
+func (s *runScreen) saveArchive() {
+	wb := s.wb
+	if len(s.archive) == 0 {
+		return
+	}
+	name := s.last.Model + ".nzip"
+	if s.last.Codec != core.CodecNZip && s.last.Codec != core.CodecNZipSetup {
+		name = s.last.Model + "." + s.last.Codec
+	}
+	if hostBrowser {
+		if err := hostDownload(name, s.archive); err != nil {
+			wb.showError(err)
+		}
+		return
+	}
+	b := s.archive
+	d := dialog.NewFileSave(func(wc fyne.URIWriteCloser, err error) {
+		if err != nil || wc == nil {
+			return
+		}
+		_, err = wc.Write(b)
+		if cerr := wc.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			wb.showError(err)
+			return
+		}
+		wb.setStatus("Wrote %s", wc.URI().Path())
+	}, wb.win)
+	d.SetFileName(name)
 	d.Resize(fyne.NewSize(900, 600))
 	d.Show()
 }

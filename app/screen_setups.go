@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"os"
@@ -28,6 +29,7 @@ type setupsScreen struct {
 	from     *widget.RadioGroup
 	k        *widget.Select
 	buildBtn *widget.Button
+	saveBtn  *widget.Button
 	list     *widget.List
 	chosen   int // index into wb.setups, -1: none
 	detail   *widget.Label
@@ -55,8 +57,15 @@ func newSetupsScreen(wb *workbench) *setupsScreen {
 	s.k.SetSelected("auto")
 	s.buildBtn = widget.NewButtonWithIcon("Build setup", theme.ContentAddIcon(), s.build)
 	s.buildBtn.Importance = widget.HighImportance
-	load := widget.NewButtonWithIcon("Load .nzsetup…", theme.FolderOpenIcon(), s.loadDialog)
+	load := widget.NewButtonWithIcon("Load .nzsetup…", theme.FolderOpenIcon(), func() {
+		if hostBrowser { // the page's file input takes .nzsetup files too
+			hostPickFiles(wb.open_)
+			return
+		}
+		s.loadDialog()
+	})
 	save := widget.NewButtonWithIcon("Save…", theme.DocumentSaveIcon(), s.saveDialog)
+	s.saveBtn = save
 	s.list = widget.NewList(func() int { return len(wb.setups) },
 		func() fyne.CanvasObject { return widget.NewLabel("") },
 		func(i widget.ListItemID, o fyne.CanvasObject) {
@@ -82,7 +91,11 @@ func newSetupsScreen(wb *workbench) *setupsScreen {
 	detail := container.NewVScroll(s.detail)
 	detail.SetMinSize(fyne.NewSize(200, 150))
 	leftPane := container.NewBorder(left, container.NewVBox(widget.NewSeparator(), detail), nil, nil, s.list)
-	cmp := container.NewVBox(heading("Compare across models"), s.models, container.NewHBox(s.compare, exportJSON, s.jobs.content), s.status)
+	// the model list scrolls: with many open models it must not make the
+	// window taller than the screen
+	models := container.NewVScroll(s.models)
+	models.SetMinSize(fyne.NewSize(0, 130))
+	cmp := container.NewVBox(heading("Compare across models"), models, container.NewHBox(s.compare, exportJSON, s.jobs.content), s.status)
 	charts := container.NewGridWithRows(2, s.heat.content, s.speed.content)
 	right := container.NewBorder(cmp, nil, nil, nil, charts)
 	split := container.NewHSplit(container.NewPadded(leftPane), container.NewPadded(right))
@@ -131,6 +144,7 @@ func (s *setupsScreen) showDetail() {
 // addSetup adds (or replaces, by name) a setup and selects it.
 func (s *setupsScreen) addSetup(ns core.NamedSetup) {
 	wb := s.wb
+	hostReport("setup", ns.Name)
 	for i, x := range wb.setups {
 		if x.Name == ns.Name {
 			wb.setups[i] = ns
@@ -222,6 +236,14 @@ func (s *setupsScreen) saveDialog() {
 		return
 	}
 	ns := s.wb.setups[s.chosen]
+	if hostBrowser {
+		if err := hostDownload(ns.Name+".nzsetup", ns.Setup.Bytes()); err != nil {
+			s.wb.showError(err)
+			return
+		}
+		s.status.SetText("Downloaded " + ns.Name + ".nzsetup")
+		return
+	}
 	d := dialog.NewFileSave(func(wc fyne.URIWriteCloser, err error) {
 		if err != nil || wc == nil {
 			return
@@ -333,6 +355,17 @@ func (s *setupsScreen) showCompare() {
 func (s *setupsScreen) exportDialog() {
 	if len(s.rows) == 0 {
 		s.status.SetText("Nothing to export yet: run a comparison.")
+		return
+	}
+	if hostBrowser {
+		var b bytes.Buffer
+		err := core.WriteJSON(&b, s.rows)
+		if err == nil {
+			err = hostDownload("setup-compare.json", b.Bytes())
+		}
+		if err != nil {
+			s.wb.showError(err)
+		}
 		return
 	}
 	d := dialog.NewFileSave(func(wc fyne.URIWriteCloser, err error) {

@@ -98,9 +98,9 @@ func newTensorsScreen(wb *workbench) *tensorsScreen {
 		t := colTitles[id.Col]
 		if id.Col == s.sortCol {
 			if s.desc.Checked {
-				t += " ▼"
+				t += glyphs(" ▼")
 			} else {
-				t += " ▲"
+				t += glyphs(" ▲")
 			}
 		}
 		b.SetText(t)
@@ -349,7 +349,7 @@ func (s *tensorsScreen) cellText(r, c int) string {
 		}
 		switch c {
 		case colSel:
-			return "▾"
+			return glyphs("▾")
 		case colName:
 			return fmt.Sprintf("%s  (%d)", row.layer, row.count)
 		case colBytes:
@@ -374,9 +374,9 @@ func (s *tensorsScreen) cellText(r, c int) string {
 	switch c {
 	case colSel:
 		if wb.selected[i] {
-			return "●"
+			return glyphs("●")
 		}
-		return "○"
+		return glyphs("○")
 	case colName:
 		if s.group.Checked {
 			return "    " + t.Name

@@ -15,7 +15,12 @@ import (
 )
 
 // screens are the tabs in order, as screenshot names.
-var screens = []string{"Open", "Tensors", "Histograms", "Clusters", "Setups", "Run"}
+var screens = []string{"Open", "Tensors", "Histograms", "Clusters", "Setups", "Run", "Trajectory"}
+
+// trajTourSteps: checkpoints of ../shared's training run the tour opens for
+// the Trajectory screen (when they are there; NZ_TRAJ_DIR overrides the
+// folder).
+var trajTourSteps = []string{"step_000000", "step_000250", "step_000500", "step_000750", "step_001000"}
 
 // prepareTour opens the demo models (first the one to show), builds a
 // setup, compares it and runs two codecs, so that every screen has
@@ -72,7 +77,47 @@ func prepareTour(wb *workbench, first string) error {
 		})
 		wb.wait()
 	}
+	// a training run for the Trajectory screen, analysed without the demos
+	dir := os.Getenv("NZ_TRAJ_DIR")
+	if dir == "" {
+		dir = "../shared/trajectories/tinygpt-fortunes"
+	}
+	var run []string
+	for _, s := range trajTourSteps {
+		if p := filepath.Join(dir, s+".bf16.safetensors"); fileExists(p) {
+			run = append(run, p)
+		}
+	}
+	if len(run) < 2 {
+		return nil
+	}
+	demos := len(wb.models)
+	for _, p := range run {
+		fyne.DoAndWait(func() { wb.open(p) })
+		wb.wait()
+	}
+	fyne.DoAndWait(func() {
+		for i, m := range wb.models {
+			wb.traj.modelSel[m] = i >= demos
+		}
+		wb.traj.refreshModels()
+		wb.traj.run(nil)
+	})
+	wb.wait()
+	fyne.DoAndWait(func() {
+		for _, m := range wb.models {
+			if m.Path == first {
+				wb.setCurrent(m)
+			}
+		}
+	})
+	wb.wait()
 	return nil
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
 }
 
 // takeScreenshots visits every screen in the light and the dark theme and

@@ -37,6 +37,9 @@ type workbench struct {
 	focus    int
 	achieved map[*core.Model][]float64 // per-tensor archive bytes of the last nzip run
 	openTime time.Duration             // time to open the current model (headers only)
+	// when the latest open began (the browser's test hook reports the time
+	// from there to the histogram)
+	openStarted time.Time
 
 	setups []core.NamedSetup
 	runs   []core.RunResult
@@ -58,6 +61,7 @@ type workbench struct {
 	clusters  *clustersScreen
 	setupsScr *setupsScreen
 	run       *runScreen
+	traj      *trajScreen
 
 	charts         []*chartView
 	modelListeners []func() // called when the current model or its stats change
@@ -78,6 +82,7 @@ func newWorkbench(a fyne.App, w fyne.Window) *workbench {
 	wb.clusters = newClustersScreen(wb)
 	wb.setupsScr = newSetupsScreen(wb)
 	wb.run = newRunScreen(wb)
+	wb.traj = newTrajScreen(wb)
 
 	wb.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Open", theme.FolderOpenIcon(), wb.open_.content),
@@ -86,9 +91,11 @@ func newWorkbench(a fyne.App, w fyne.Window) *workbench {
 		container.NewTabItemWithIcon("Clusters", theme.GridIcon(), wb.clusters.content),
 		container.NewTabItemWithIcon("Setups", theme.SettingsIcon(), wb.setupsScr.content),
 		container.NewTabItemWithIcon("Run", theme.MediaPlayIcon(), wb.run.content),
+		container.NewTabItemWithIcon("Trajectory", theme.HistoryIcon(), wb.traj.content),
 	)
 	wb.tabs.SetTabLocation(container.TabLocationLeading)
 	wb.tabs.OnSelected = func(t *container.TabItem) {
+		hostReport("tab", t.Text)
 		if t.Text == "Clusters" {
 			wb.clusters.refreshIfStale()
 		}
@@ -164,12 +171,16 @@ func (wb *workbench) go_(work func() func()) {
 	}()
 }
 
+// ms formats a duration in milliseconds for hostReport.
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Microseconds())/1000) }
+
 func (wb *workbench) setStatus(format string, args ...any) {
 	wb.status.SetText(fmt.Sprintf(format, args...))
 }
 
 func (wb *workbench) showError(err error) {
 	wb.setStatus("Error: %v", err)
+	hostReport("error", err.Error())
 	if wb.win != nil {
 		showErr(err, wb.win)
 	}
@@ -258,7 +269,7 @@ func (j *jobBar) start() (context.Context, int) {
 }
 
 // progress returns a callback for background goroutines that moves the bar
-// (f < 0: indeterminate), at most every 50 ms.
+// (f < 0: indeterminate), at most every hostProgressEvery.
 func (j *jobBar) progress(gen int) func(f float64) {
 	var mu sync.Mutex
 	var last time.Time
@@ -266,7 +277,7 @@ func (j *jobBar) progress(gen int) func(f float64) {
 	return func(f float64) {
 		mu.Lock()
 		now := time.Now()
-		if now.Sub(last) < 50*time.Millisecond && f >= 0 && f < 1 && lastF >= 0 {
+		if now.Sub(last) < hostProgressEvery && f >= 0 && f < 1 && lastF >= 0 {
 			mu.Unlock()
 			return
 		}

@@ -56,7 +56,8 @@
 //
 // A checkpoint that spans several files is a [Model]: [OpenPath] opens the
 // file and its [Companion] files (the shards of a sharded index, the weight
-// files of a TF.js model, ONNX external data) beside it.
+// files of a TF.js model, ONNX external data) beside it. [OpenFS] does the
+// same on an fs.FS (embedded files, files held in memory by a browser).
 //
 // Only headers are read. Tensor data is never touched, so opening a file
 // costs time and memory in proportion to its header, not its size.

@@ -1,3 +1,8 @@
+//go:build !js && !wasip1
+
+// (a measurement under callgrind: it reads the process's CPU time with
+// syscall.Getrusage, which js and wasip1 lack)
+
 package codec
 
 import (

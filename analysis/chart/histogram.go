@@ -139,6 +139,9 @@ func (intTicks) Ticks(lo, hi float64) []plot.Tick {
 	}
 	var t []plot.Tick
 	for x := math.Ceil(lo/step) * step; x <= hi; x += step {
+		if x == 0 {
+			x = 0 // not -0, which would print as "-0"
+		}
 		t = append(t, plot.Tick{Value: x, Label: fmt.Sprintf("%.0f", x)})
 	}
 	return t

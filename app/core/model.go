@@ -9,9 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -38,8 +36,6 @@ type Model struct {
 	Files   []File
 	Tensors []Tensor // every tensor segment of every file, in file order
 	Size    int64    // bytes of all files
-
-	tmpDir string // extracted demo model, removed by Close
 }
 
 // File is one file of a model.
@@ -152,32 +148,14 @@ func Demo(name string) (assets.Model, bool) {
 	return assets.Model{}, false
 }
 
-// OpenAsset opens an embedded demo model. Its files are copied to a
-// temporary directory (removed by Close) so that checkpoint.OpenPath reads
-// them with their companions exactly as it reads files on disk.
+// OpenAsset opens an embedded demo model, straight from the embedded file
+// system (with its companion files), so it needs no real file system.
 func OpenAsset(d assets.Model) (*Model, error) {
-	dir, err := os.MkdirTemp("", "nzip-demo-")
+	m, err := OpenFS(assets.FS, d.Files[0], nil)
 	if err != nil {
-		return nil, err
-	}
-	for _, name := range d.Files {
-		b, err := fs.ReadFile(assets.FS, name)
-		if err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
-		if err := os.WriteFile(filepath.Join(dir, path.Base(name)), b, 0o600); err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
-	}
-	m, err := OpenPath(filepath.Join(dir, path.Base(d.Files[0])), nil)
-	if err != nil {
-		os.RemoveAll(dir)
 		return nil, fmt.Errorf("demo %s: %w", d.Name, err)
 	}
 	m.Path = AssetPrefix + d.Name
-	m.tmpDir = dir
 	return m, nil
 }
 
@@ -199,9 +177,6 @@ func (m *Model) Close() error {
 		if f.closer != nil {
 			f.closer.Close()
 		}
-	}
-	if m.tmpDir != "" {
-		os.RemoveAll(m.tmpDir)
 	}
 	return nil
 }

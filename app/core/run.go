@@ -77,6 +77,10 @@ type RunResult struct {
 	// (index as in Model.Tensors; blocks shared by several tensors are
 	// split by original bytes). nil for the baselines.
 	TensorBytes []float64 `json:"-"`
+
+	// Archive is the compressed bytes (for downloading them); the
+	// workbench keeps only the latest run's.
+	Archive []byte `json:"-"`
 }
 
 // Phases reported by Run's progress callback.
@@ -169,6 +173,7 @@ func Run(ctx context.Context, m *Model, src []byte, segs []codec.Segment, starts
 		return r
 	}
 	progress(PhaseVerify, 1)
+	r.Archive = comp
 	r.Compressed = int64(len(comp))
 	if r.Compressed > 0 {
 		r.Ratio = float64(len(src)) / float64(r.Compressed)
