@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"image"
 	"image/color"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,6 +180,34 @@ func layoutForm() fyne.Layout { return layout.NewFormLayout() }
 func heading(s string) *widget.Label {
 	l := widget.NewLabelWithStyle(s, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	return l
+}
+
+// saveFile lets the user save what write produces as name: a save dialog
+// on the desktop, a download in the browser. Errors are shown.
+func (wb *workbench) saveFile(name string, write func(w io.Writer) error) {
+	if hostBrowser {
+		var b bytes.Buffer
+		err := write(&b)
+		if err == nil {
+			err = hostDownload(name, b.Bytes())
+		}
+		if err != nil {
+			wb.showError(err)
+		}
+		return
+	}
+	d := dialog.NewFileSave(func(wc fyne.URIWriteCloser, err error) {
+		if err != nil || wc == nil {
+			return
+		}
+		defer wc.Close()
+		if err := write(wc); err != nil {
+			wb.showError(err)
+		}
+	}, wb.win)
+	d.SetFileName(name)
+	d.Resize(fyne.NewSize(900, 600))
+	d.Show()
 }
 
 // formRow is a label and a control side by side.

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
+	"io"
 	"runtime"
 	"strconv"
 
@@ -326,38 +326,12 @@ func (s *runScreen) exportDialog(kind string) {
 		s.phase.SetText("No runs to export yet.")
 		return
 	}
-	if hostBrowser {
-		var b bytes.Buffer
-		err := core.WriteJSON(&b, wb.runs)
+	wb.saveFile("runs."+kind, func(w io.Writer) error {
 		if kind == "csv" {
-			b.Reset()
-			err = core.WriteHistoryCSV(&b, wb.runs)
+			return core.WriteHistoryCSV(w, wb.runs)
 		}
-		if err == nil {
-			err = hostDownload("runs."+kind, b.Bytes())
-		}
-		if err != nil {
-			wb.showError(err)
-		}
-		return
-	}
-	d := dialog.NewFileSave(func(wc fyne.URIWriteCloser, err error) {
-		if err != nil || wc == nil {
-			return
-		}
-		defer wc.Close()
-		if kind == "csv" {
-			err = core.WriteHistoryCSV(wc, wb.runs)
-		} else {
-			err = core.WriteJSON(wc, wb.runs)
-		}
-		if err != nil {
-			wb.showError(err)
-		}
-	}, wb.win)
-	d.SetFileName("runs." + kind)
-	d.Resize(fyne.NewSize(900, 600))
-	d.Show()
+		return core.WriteJSON(w, wb.runs)
+	})
 }
 
 // saveArchive saves (in the browser: downloads) the latest run's archive.

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strconv"
@@ -357,27 +357,5 @@ func (s *setupsScreen) exportDialog() {
 		s.status.SetText("Nothing to export yet: run a comparison.")
 		return
 	}
-	if hostBrowser {
-		var b bytes.Buffer
-		err := core.WriteJSON(&b, s.rows)
-		if err == nil {
-			err = hostDownload("setup-compare.json", b.Bytes())
-		}
-		if err != nil {
-			s.wb.showError(err)
-		}
-		return
-	}
-	d := dialog.NewFileSave(func(wc fyne.URIWriteCloser, err error) {
-		if err != nil || wc == nil {
-			return
-		}
-		defer wc.Close()
-		if err := core.WriteJSON(wc, s.rows); err != nil {
-			s.wb.showError(err)
-		}
-	}, s.wb.win)
-	d.SetFileName("setup-compare.json")
-	d.Resize(fyne.NewSize(900, 600))
-	d.Show()
+	s.wb.saveFile("setup-compare.json", func(w io.Writer) error { return core.WriteJSON(w, s.rows) })
 }

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
+	"io"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -211,27 +211,5 @@ func (s *trajScreen) exportDialog() {
 		s.status.SetText("Nothing to export yet: analyse a run first.")
 		return
 	}
-	if hostBrowser {
-		var b bytes.Buffer
-		err := core.WriteJSON(&b, s.steps)
-		if err == nil {
-			err = hostDownload("trajectory.json", b.Bytes())
-		}
-		if err != nil {
-			s.wb.showError(err)
-		}
-		return
-	}
-	d := dialog.NewFileSave(func(wc fyne.URIWriteCloser, err error) {
-		if err != nil || wc == nil {
-			return
-		}
-		defer wc.Close()
-		if err := core.WriteJSON(wc, s.steps); err != nil {
-			s.wb.showError(err)
-		}
-	}, s.wb.win)
-	d.SetFileName("trajectory.json")
-	d.Resize(fyne.NewSize(900, 600))
-	d.Show()
+	s.wb.saveFile("trajectory.json", func(w io.Writer) error { return core.WriteJSON(w, s.steps) })
 }
