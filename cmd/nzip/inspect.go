@@ -371,6 +371,9 @@ func printInspect(w io.Writer, rep *inspectReport) {
 			if c.Reference > 0 {
 				fmt.Fprintf(w, "        %d coded against the reference (copies and differences)\n", c.Reference)
 			}
+			if c.Duplicate > 0 {
+				fmt.Fprintf(w, "        %d stored as copies of earlier blocks (their tensors show 0 archive bytes)\n", c.Duplicate)
+			}
 		}
 	}
 }
