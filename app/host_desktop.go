@@ -17,6 +17,9 @@ import (
 // dialogs, the page's file input instead of the open dialog).
 const hostBrowser = false
 
+// hostLazyScreens: the desktop builds every screen before the window shows.
+const hostLazyScreens = false
+
 // hostDefaultOpen is the model opened at start unless -open says otherwise.
 const hostDefaultOpen = core.AssetPrefix + "silero-vad"
 

@@ -40,6 +40,11 @@ import (
 
 const hostBrowser = true
 
+// hostLazyScreens: the page shows the Open screen first and builds the
+// others right after its first frame (building them all up front took
+// about 2 s of the first frame's time).
+const hostLazyScreens = true
+
 // In the browser nothing opens by itself (?demo= and ?model= do).
 const hostDefaultOpen = ""
 
@@ -59,6 +64,11 @@ var (
 )
 
 func hostStart(wb *workbench) {
+	go func() {
+		// after the first frame (the event loop runs by then)
+		time.Sleep(300 * time.Millisecond)
+		fyne.Do(wb.buildScreens)
+	}()
 	g := js.Global()
 	doc := g.Get("document")
 	nz := g.Get("nz")
@@ -220,6 +230,7 @@ func hostReportRun(r core.RunResult) {
 
 // widgetPos is the centre of the widget called key in page pixels.
 func widgetPos(wb *workbench, key string) any {
+	wb.buildScreens()
 	var obj fyne.CanvasObject
 	switch {
 	case key == "open":
@@ -343,6 +354,9 @@ func readFiles(wb *workbench, files []jsFile) {
 func openMem(wb *workbench, prefix string, mem core.MemFS, setups []core.NamedSetup) {
 	mains := mem.MainFiles()
 	fyne.Do(func() {
+		if len(setups) > 0 {
+			wb.buildScreens()
+		}
 		for _, ns := range setups {
 			wb.setupsScr.addSetup(ns)
 			wb.setStatus("Loaded setup %s", ns.Name)

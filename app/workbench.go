@@ -52,6 +52,7 @@ type workbench struct {
 	inline bool
 
 	tabs   *container.AppTabs
+	built  bool // the screens after Open (buildScreens)
 	status *widget.Label
 	global *jobBar // statistics of the current model
 
@@ -77,24 +78,17 @@ func newWorkbench(a fyne.App, w fyne.Window) *workbench {
 	wb.global = newJobBar()
 
 	wb.open_ = newOpenScreen(wb)
-	wb.tensors = newTensorsScreen(wb)
-	wb.hist = newHistScreen(wb)
-	wb.clusters = newClustersScreen(wb)
-	wb.setupsScr = newSetupsScreen(wb)
-	wb.run = newRunScreen(wb)
-	wb.traj = newTrajScreen(wb)
-
-	wb.tabs = container.NewAppTabs(
-		container.NewTabItemWithIcon("Open", theme.FolderOpenIcon(), wb.open_.content),
-		container.NewTabItemWithIcon("Tensors", theme.ListIcon(), wb.tensors.content),
-		container.NewTabItemWithIcon("Histograms", theme.InfoIcon(), wb.hist.content),
-		container.NewTabItemWithIcon("Clusters", theme.GridIcon(), wb.clusters.content),
-		container.NewTabItemWithIcon("Setups", theme.SettingsIcon(), wb.setupsScr.content),
-		container.NewTabItemWithIcon("Run", theme.MediaPlayIcon(), wb.run.content),
-		container.NewTabItemWithIcon("Trajectory", theme.HistoryIcon(), wb.traj.content),
-	)
+	items := []*container.TabItem{container.NewTabItemWithIcon("Open", theme.FolderOpenIcon(), wb.open_.content)}
+	for _, t := range laterTabs {
+		items = append(items, container.NewTabItemWithIcon(t.name, t.icon, container.NewStack()))
+	}
+	wb.tabs = container.NewAppTabs(items...)
+	if !hostLazyScreens {
+		wb.buildScreens()
+	}
 	wb.tabs.SetTabLocation(container.TabLocationLeading)
 	wb.tabs.OnSelected = func(t *container.TabItem) {
+		wb.buildScreens()
 		hostReport("tab", t.Text)
 		if t.Text == "Clusters" {
 			wb.clusters.refreshIfStale()
@@ -111,6 +105,40 @@ func newWorkbench(a fyne.App, w fyne.Window) *workbench {
 		}
 	})
 	return wb
+}
+
+// laterTabs are the screens after Open, built by buildScreens.
+var laterTabs = []struct {
+	name string
+	icon fyne.Resource
+}{
+	{"Tensors", theme.ListIcon()}, {"Histograms", theme.InfoIcon()}, {"Clusters", theme.GridIcon()},
+	{"Setups", theme.SettingsIcon()}, {"Run", theme.MediaPlayIcon()}, {"Trajectory", theme.HistoryIcon()},
+}
+
+// buildScreens builds the screens after Open, once. The desktop builds
+// them at once; the browser (hostLazyScreens) after its first frame, or
+// when one is needed first, so that the page shows the workbench sooner.
+// Screens built late catch up with the current model and selection.
+func (wb *workbench) buildScreens() {
+	if wb.built {
+		return
+	}
+	wb.built = true
+	wb.tensors = newTensorsScreen(wb)
+	wb.hist = newHistScreen(wb)
+	wb.clusters = newClustersScreen(wb)
+	wb.setupsScr = newSetupsScreen(wb)
+	wb.run = newRunScreen(wb)
+	wb.traj = newTrajScreen(wb)
+	for i, c := range []fyne.CanvasObject{wb.tensors.content, wb.hist.content, wb.clusters.content, wb.setupsScr.content, wb.run.content, wb.traj.content} {
+		wb.tabs.Items[i+1].Content = c
+	}
+	if hostLazyScreens {
+		wb.tabs.Refresh()
+		wb.modelChanged()
+		wb.selectionChanged()
+	}
 }
 
 // selectTab shows the screen called name.
