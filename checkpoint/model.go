@@ -54,23 +54,8 @@ func OpenPath(path string) (*Model, error) {
 		m.Files = append(m.Files, cf)
 	}
 	if f.Layout.Format == FormatSafetensorsIndex {
-		held := make(map[string]map[string]struct{})
-		for _, sf := range m.Files[1:] {
-			names := make(map[string]struct{})
-			for _, t := range sf.Layout.Tensors() {
-				names[t.Name] = struct{}{}
-			}
-			held[sf.Name] = names
-		}
-		tensors := make([]string, 0, len(wm))
-		for name := range wm {
-			tensors = append(tensors, name)
-		}
-		slices.Sort(tensors)
-		for _, name := range tensors {
-			if _, ok := held[wm[name]][name]; !ok {
-				return nil, formatErr(FormatSafetensorsIndex, -1, ErrMalformed, "tensor %q not found in shard %q", name, wm[name])
-			}
+		if err := checkWeightMap(m, wm); err != nil {
+			return nil, err
 		}
 	}
 	return m, nil
