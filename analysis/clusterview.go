@@ -427,16 +427,7 @@ func kmeansCost(ctx context.Context, cnt [][]float64, k int) kmeansResult {
 		if ctx.Err() != nil {
 			break
 		}
-		for c := range sums {
-			clear(sums[c])
-		}
-		members := make([]int, k)
-		for i, a := range assign {
-			members[a]++
-			for j, x := range cnt[i] {
-				sums[a][j] += x
-			}
-		}
+		members := sumClusters(sums, assign, cnt)
 		for c := 0; c < k; c++ {
 			if members[c] > 0 {
 				setCentre(c, sums[c])
@@ -463,16 +454,7 @@ func kmeansCost(ctx context.Context, cnt [][]float64, k int) kmeansResult {
 		}
 	}
 	// final cost with Huffman codes of the summed histograms
-	for c := range sums {
-		clear(sums[c])
-	}
-	members := make([]int, k)
-	for i, a := range assign {
-		members[a]++
-		for j, x := range cnt[i] {
-			sums[a][j] += x
-		}
-	}
+	members := sumClusters(sums, assign, cnt)
 	r := kmeansResult{assign: assign}
 	lens := make([][]uint8, k)
 	for c := 0; c < k; c++ {
@@ -548,4 +530,20 @@ func HuffmanBits(hist []uint64) float64 {
 		return 0
 	}
 	return huffBits(hist, HuffmanLengths(u64f(hist), 0)) / float64(n)
+}
+
+// sumClusters sets sums[c] to the sum of the histograms cnt[i] assigned to
+// cluster c and returns each cluster's member count.
+func sumClusters(sums [][]float64, assign []int, cnt [][]float64) []int {
+	for c := range sums {
+		clear(sums[c])
+	}
+	members := make([]int, len(sums))
+	for i, a := range assign {
+		members[a]++
+		for j, x := range cnt[i] {
+			sums[a][j] += x
+		}
+	}
+	return members
 }

@@ -205,22 +205,35 @@ func (s *jsonScanner) number() (text []byte, integer bool, err error) {
 	return s.b[start:s.i], integer, nil
 }
 
+// elements reads an array, calling f for each element (f reads it).
+func (s *jsonScanner) elements(f func() error) error {
+	if err := s.consume('['); err != nil {
+		return err
+	}
+	if s.peek() == ']' {
+		s.i++
+		return nil
+	}
+	for {
+		if err := f(); err != nil {
+			return err
+		}
+		more, err := s.next(']')
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
 // counts reads an array of integers in [0, MaxInt64]. The result is not
 // nil. Errors name the array as what (built only on failure) and the index.
 func (s *jsonScanner) counts(what func() string) ([]int64, error) {
-	if err := s.consume('['); err != nil {
-		return nil, err
-	}
 	out := make([]int64, 0, 4)
-	if s.peek() == ']' {
-		s.i++
-		return out, nil
-	}
-	for {
+	err := s.elements(func() error {
 		at := s.off()
 		text, integer, err := s.number()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		var sentinel error
 		var problem string
@@ -235,14 +248,15 @@ func (s *jsonScanner) counts(what func() string) ([]int64, error) {
 			sentinel, problem = ErrTooLarge, "too large for int64"
 		}
 		if sentinel != nil {
-			return nil, formatErr(s.format, at, sentinel, "%s[%d] (%s) is %s", what(), len(out), text, problem)
+			return formatErr(s.format, at, sentinel, "%s[%d] (%s) is %s", what(), len(out), text, problem)
 		}
 		out = append(out, v)
-		more, err := s.next(']')
-		if err != nil || !more {
-			return out, err
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }
 
 // skipValue skips any value, checking its syntax.

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,16 +64,23 @@ func OpenPath(path string) (*Model, error) {
 
 // openCompanion opens companion c of a file of format owner in dir.
 func openCompanion(dir, owner string, c Companion) (File, error) {
+	return companionFile(filepath.Join(dir, filepath.FromSlash(c.Name)), owner, c,
+		func(p string) (File, error) { return openFile(p, nil) }, os.Stat)
+}
+
+// companionFile is companion c (at p) of a file of format owner: opened
+// with open when it has a layout of its own, else described by c's
+// segments, its size from stat. OpenPath and OpenFS share it.
+func companionFile(p, owner string, c Companion, open func(p string) (File, error), stat func(p string) (fs.FileInfo, error)) (File, error) {
 	if !ValidCompanionName(c.Name) {
 		return File{}, formatErr(owner, -1, ErrMalformed, "companion file %q leaves the model's directory", c.Name)
 	}
-	p := filepath.Join(dir, filepath.FromSlash(c.Name))
 	what := "companion"
 	if owner == FormatSafetensorsIndex {
 		what = "shard"
 	}
 	if c.Segments == nil {
-		cf, err := openFile(p, nil)
+		cf, err := open(p)
 		if err != nil {
 			return File{}, fmt.Errorf("checkpoint: %s: %s %q: %w", owner, what, c.Name, err)
 		}
@@ -82,7 +90,7 @@ func openCompanion(dir, owner string, c Companion) (File, error) {
 		cf.Name = c.Name
 		return cf, nil
 	}
-	st, err := os.Stat(p)
+	st, err := stat(p)
 	if err != nil {
 		return File{}, fmt.Errorf("checkpoint: %s: companion %q: %w", owner, c.Name, err)
 	}

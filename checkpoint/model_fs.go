@@ -140,35 +140,7 @@ func openFSFile(fsys fs.FS, name string, index func(r io.ReaderAt, size int64) e
 
 // openFSCompanion is openCompanion on a file system.
 func openFSCompanion(fsys fs.FS, dir, owner string, c Companion) (File, error) {
-	if !ValidCompanionName(c.Name) {
-		return File{}, formatErr(owner, -1, ErrMalformed, "companion file %q leaves the model's directory", c.Name)
-	}
-	p := path.Join(dir, c.Name)
-	what := "companion"
-	if owner == FormatSafetensorsIndex {
-		what = "shard"
-	}
-	if c.Segments == nil {
-		cf, err := openFSFile(fsys, p, nil)
-		if err != nil {
-			return File{}, fmt.Errorf("checkpoint: %s: %s %q: %w", owner, what, c.Name, err)
-		}
-		if c.Format != "" && cf.Layout.Format != c.Format {
-			return File{}, formatErr(owner, -1, ErrMalformed, "%s %q is %s, not %s", what, c.Name, cf.Layout.Format, c.Format)
-		}
-		cf.Name = c.Name
-		return cf, nil
-	}
-	st, err := fs.Stat(fsys, p)
-	if err != nil {
-		return File{}, fmt.Errorf("checkpoint: %s: companion %q: %w", owner, c.Name, err)
-	}
-	if !st.Mode().IsRegular() {
-		return File{}, fmt.Errorf("checkpoint: %s: companion %q is not a regular file", owner, c.Name)
-	}
-	l, err := describedLayout(owner, c, st.Size())
-	if err != nil {
-		return File{}, err
-	}
-	return File{Path: p, Name: c.Name, Size: st.Size(), Layout: l}, nil
+	return companionFile(path.Join(dir, c.Name), owner, c,
+		func(p string) (File, error) { return openFSFile(fsys, p, nil) },
+		func(p string) (fs.FileInfo, error) { return fs.Stat(fsys, p) })
 }

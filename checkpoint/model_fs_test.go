@@ -115,3 +115,34 @@ func mustRead(t *testing.T, p string) []byte {
 	}
 	return b
 }
+
+// FuzzOpenFS opens a model and one companion held in memory (an ONNX model
+// with external data, a TF.js model.json with a weight file): errors, never
+// a panic or a hang.
+func FuzzOpenFS(f *testing.F) {
+	for _, p := range [][2]string{{"testdata/onnx/external.onnx", "testdata/onnx/external.bin"}, {"testdata/tfjs/model.json", ""}, {"testdata/tfjs/layers/model.json", "testdata/tfjs/layers/group1-shard1of1.bin"}} {
+		main, err := os.ReadFile(p[0])
+		if err != nil {
+			f.Fatal(err)
+		}
+		var comp []byte
+		if p[1] != "" {
+			if comp, err = os.ReadFile(p[1]); err != nil {
+				f.Fatal(err)
+			}
+		}
+		f.Add(filepath.Base(p[0]), main, filepath.Base(p[1]), comp)
+	}
+	f.Fuzz(func(t *testing.T, name string, main []byte, compName string, comp []byte) {
+		if !fs.ValidPath(name) || name == "." {
+			return
+		}
+		fsys := fstest.MapFS{name: &fstest.MapFile{Data: main}}
+		if fs.ValidPath(compName) && compName != "." && compName != name {
+			fsys[compName] = &fstest.MapFile{Data: comp}
+		}
+		if m, err := OpenFS(fsys, name); err == nil && len(m.Files) == 0 {
+			t.Fatal("a model without files")
+		}
+	})
+}

@@ -299,14 +299,7 @@ func tfjsGroupEntry(sc *jsonScanner, index int) (tfjsGroup, error) {
 				return formatErr(format, at, ErrMalformed, "weightsManifest[%d]: duplicate field %q", index, key)
 			}
 			paths = true
-			if err := sc.consume('['); err != nil {
-				return err
-			}
-			if sc.peek() == ']' {
-				sc.i++
-				return nil
-			}
-			for {
+			return sc.elements(func() error {
 				pat := sc.off()
 				if sc.peek() != '"' {
 					return sc.errorf(ErrMalformed, "weightsManifest[%d]: path is not a string", index)
@@ -319,34 +312,21 @@ func tfjsGroupEntry(sc *jsonScanner, index int) (tfjsGroup, error) {
 					return formatErr(format, pat, ErrMalformed, "weight file path %q is not a relative path inside the model's directory", p)
 				}
 				g.paths = append(g.paths, p)
-				more, err := sc.next(']')
-				if err != nil || !more {
-					return err
-				}
-			}
+				return nil
+			})
 		case "weights":
 			if weights {
 				return formatErr(format, at, ErrMalformed, "weightsManifest[%d]: duplicate field %q", index, key)
 			}
 			weights = true
-			if err := sc.consume('['); err != nil {
-				return err
-			}
-			if sc.peek() == ']' {
-				sc.i++
-				return nil
-			}
-			for {
+			return sc.elements(func() error {
 				w, err := tfjsWeightEntry(sc)
 				if err != nil {
 					return err
 				}
 				g.weights = append(g.weights, w)
-				more, err := sc.next(']')
-				if err != nil || !more {
-					return err
-				}
-			}
+				return nil
+			})
 		}
 		return sc.skipValue(0)
 	})

@@ -30,20 +30,11 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return errUsage
 	}
 	in := fs.Arg(0)
-	rd, f, err := openArchive(in)
+	rd, closeRd, err := openDecoder(in, *setupPath, *refPath, stderr)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	defer rd.Close()
-	if err := useSetup(rd, in, *setupPath, stderr); err != nil {
-		return err
-	}
-	doneRef, err := useRef(rd, in, *refPath, stderr)
-	defer doneRef()
-	if err != nil {
-		return err
-	}
+	defer closeRd()
 	opt := codec.Options{Threads: *threads, Context: ctx}
 
 	if *tensor != "" {

@@ -165,6 +165,28 @@ func openArchive(path string) (*codec.Reader, *os.File, error) {
 	return openWith(path, codec.NewReader)
 }
 
+// openDecoder opens an archive for decoding with the setup and reference
+// it needs (-setup, -ref; checked before anything is written). close
+// releases the archive and the reference.
+func openDecoder(path, setupPath, refPath string, stderr io.Writer) (*codec.Reader, func(), error) {
+	rd, f, err := openArchive(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	closeArchive := func() { rd.Close(); f.Close() }
+	if err := useSetup(rd, path, setupPath, stderr); err != nil {
+		closeArchive()
+		return nil, nil, err
+	}
+	doneRef, err := useRef(rd, path, refPath, stderr)
+	if err != nil {
+		doneRef()
+		closeArchive()
+		return nil, nil, err
+	}
+	return rd, func() { doneRef(); closeArchive() }, nil
+}
+
 // openWith opens a file and hands it, with its size, to open; the file stays
 // open for the result (the caller closes it) unless open fails.
 func openWith[T any](path string, open func(io.ReaderAt, int64) (T, error)) (T, *os.File, error) {

@@ -18,20 +18,11 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	in := fs.Arg(0)
-	rd, f, err := openArchive(in)
+	rd, closeRd, err := openDecoder(in, *setupPath, *refPath, stderr)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	defer rd.Close()
-	if err := useSetup(rd, in, *setupPath, stderr); err != nil {
-		return err
-	}
-	done, err := useRef(rd, in, *refPath, stderr)
-	defer done()
-	if err != nil {
-		return err
-	}
+	defer closeRd()
 	start := time.Now()
 	var total, blocks int64
 	for _, fi := range rd.Files() {
