@@ -27,22 +27,27 @@ codes every block with the cheapest shared table instead of building its own.
 
 // runSetup dispatches the setup subcommands.
 func runSetup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runSubcommand(ctx, "setup", setupUsage, map[string]func(context.Context, []string, io.Writer, io.Writer) error{
+		"build": runSetupBuild, "show": runSetupShow, "compare": runSetupCompare,
+	}, args, stdout, stderr)
+}
+
+// runSubcommand runs the subcommand args[0] of command name with the rest
+// of args; a missing or unknown one is a usage error, -h prints usage.
+func runSubcommand(ctx context.Context, name, usage string, subs map[string]func(context.Context, []string, io.Writer, io.Writer) error, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, "nzip setup: missing subcommand\n"+setupUsage)
+		fmt.Fprintf(stderr, "nzip %s: missing subcommand\n%s", name, usage)
 		return errUsage
 	}
+	if run, ok := subs[args[0]]; ok {
+		return run(ctx, args[1:], stdout, stderr)
+	}
 	switch args[0] {
-	case "build":
-		return runSetupBuild(ctx, args[1:], stdout, stderr)
-	case "show":
-		return runSetupShow(ctx, args[1:], stdout, stderr)
-	case "compare":
-		return runSetupCompare(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, setupUsage)
+		fmt.Fprint(stdout, usage)
 		return flag.ErrHelp
 	}
-	fmt.Fprintf(stderr, "nzip setup: unknown subcommand %q\n%s", args[0], setupUsage)
+	fmt.Fprintf(stderr, "nzip %s: unknown subcommand %q\n%s", name, args[0], usage)
 	return errUsage
 }
 

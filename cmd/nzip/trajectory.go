@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -33,25 +32,9 @@ rewrites the archive: an interrupted append leaves it as it was.
 
 // runTrajectory dispatches the trajectory subcommands.
 func runTrajectory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, "nzip trajectory: missing subcommand\n"+trajectoryUsage)
-		return errUsage
-	}
-	switch args[0] {
-	case "pack":
-		return runTrajPack(ctx, args[1:], stdout, stderr)
-	case "append":
-		return runTrajAppend(ctx, args[1:], stdout, stderr)
-	case "ls":
-		return runTrajLs(ctx, args[1:], stdout, stderr)
-	case "extract":
-		return runTrajExtract(ctx, args[1:], stdout, stderr)
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, trajectoryUsage)
-		return flag.ErrHelp
-	}
-	fmt.Fprintf(stderr, "nzip trajectory: unknown subcommand %q\n%s", args[0], trajectoryUsage)
-	return errUsage
+	return runSubcommand(ctx, "trajectory", trajectoryUsage, map[string]func(context.Context, []string, io.Writer, io.Writer) error{
+		"pack": runTrajPack, "append": runTrajAppend, "ls": runTrajLs, "extract": runTrajExtract,
+	}, args, stdout, stderr)
 }
 
 // expandSteps expands quoted globs (natural order) and keeps the order of
