@@ -9,13 +9,15 @@
 #   make bench   nzip bench on ../shared/models/bench (when present) + Go benchmarks
 #   make fuzz    longer fuzzing of every target (FUZZTIME per target)
 #   make assets  fetch the demo models again from npm (network)
+#   make ptx     compile the CUDA kernels (gpu/kernels/decode.cu) to PTX
+#   make gpu-check  decode the bench corpus on an NVIDIA GPU (CUDA backend), GB/s
 
 GO        ?= go
 SHARED    ?= ../shared
 FUZZTIME  ?= 3s
 LONGFUZZ  ?= 2m
 BIN       := bin/nzip
-PKGS_PURE := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./assets/... ./trajectory/... ./app/core/...
+PKGS_PURE := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./assets/... ./trajectory/... ./app/core/... ./gpu/...
 WORKBENCH := bin/workbench
 WEBDIR    := wasm/www
 ADDR      ?= 127.0.0.1:8080
@@ -23,9 +25,9 @@ ADDR      ?= 127.0.0.1:8080
 BROTLI    ?= 5
 GOWASMEXEC = $$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec
 # packages tested under GOOS=js with node (the non-UI ones)
-PKGS_JS   := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./trajectory/... ./app/core/...
+PKGS_JS   := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./trajectory/... ./app/core/... ./gpu/...
 
-.PHONY: all build run demo workbench fyne-deps screenshots test check-go fmt-check vet unit race noasm fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
+.PHONY: ptx ptx-check gpu-deps gpu-check all build run demo workbench fyne-deps screenshots test check-go fmt-check vet unit race noasm fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
 
 all: build
 
@@ -56,8 +58,22 @@ screenshots: check-go
 demo: build
 	./scripts/demo.sh $(BIN) $(SHARED)
 
-test: check-go fyne-deps fmt-check vet unit race noasm fuzz-short wasm-build purego-build js-test browser-test
+test: check-go fyne-deps gpu-deps fmt-check vet ptx-check unit race noasm fuzz-short wasm-build purego-build js-test browser-test
 	@echo "make test: all checks passed"
+
+# clang-14 (PTX) and g++ (the kernels as C++ in gpu's tests)
+gpu-deps:
+	@./scripts/gpu-deps.sh
+
+ptx:
+	./scripts/ptx.sh
+
+# the committed PTX must be what decode.cu compiles to
+ptx-check:
+	./scripts/ptx.sh --check
+
+gpu-check:
+	./scripts/gpu-check.sh $(SHARED)
 
 fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -401,6 +401,35 @@ func (r *Reader) ReadAt(fi int, p []byte, off int64) (int, error) {
 	return n, nil
 }
 
+// DecodeBlock decodes block bi of file fi (see FileInfo.Blocks) into dst,
+// whose length must be the block's Length, and checks its CRC-32C. It is
+// safe for concurrent use: each call has its own decoding state, so other
+// decoders (package gpu) can hand the blocks they do not handle to it in
+// parallel.
+func (r *Reader) DecodeBlock(fi, bi int, dst []byte) error {
+	if fi < 0 || fi >= len(r.idx.files) {
+		return fmt.Errorf("%w: file %d", ErrNotFound, fi)
+	}
+	f := r.idx.files[fi]
+	if bi < 0 || bi >= len(f.blocks) {
+		return fmt.Errorf("%w: block %d of file %q", ErrNotFound, bi, f.Name)
+	}
+	if int64(len(dst)) != f.blocks[bi].origLen {
+		return fmt.Errorf("codec: block %d of %q is %d bytes, buffer %d", bi, f.Name, f.blocks[bi].origLen, len(dst))
+	}
+	if err := r.needSetup(); err != nil {
+		return err
+	}
+	if err := r.needRef(); err != nil {
+		return err
+	}
+	bd := r.newBlockDecoder()
+	defer blockDecoders.Put(bd)
+	comp := getBuf(0)
+	defer putBuf(comp)
+	return r.decodeBlock(bd, fi, bi, dst, comp)
+}
+
 // Tensor finds a tensor by name (in any file) and returns its bytes,
 // decoding only the blocks that hold it.
 func (r *Reader) Tensor(name string) ([]byte, TensorInfo, error) {

@@ -64,11 +64,13 @@ type blockInfo struct {
 
 // BlockInfo is the public view of one block, for inspection.
 type BlockInfo struct {
-	Kind       string // "stored", "zstd" or "float"
+	Kind       string // "stored", "zstd", "float", "ref" or "duplicate"
 	DType      dtype.DType
 	Offset     int64 // in the original file
 	Length     int64
 	Compressed int64
+	Payload    int64  // where the payload starts in the archive (Compressed bytes)
+	CRC        uint32 // CRC-32C of the block's original bytes
 }
 
 func kindName(k byte) string {
@@ -93,7 +95,7 @@ func (f *FileInfo) blockLen(b int) int64 { return f.blocks[b].origLen }
 func (f *FileInfo) Blocks() []BlockInfo {
 	out := make([]BlockInfo, len(f.blocks))
 	for i, b := range f.blocks {
-		out[i] = BlockInfo{Kind: kindName(b.kind), DType: b.dtype, Offset: b.origOff, Length: b.origLen, Compressed: b.compLen}
+		out[i] = BlockInfo{Kind: kindName(b.kind), DType: b.dtype, Offset: b.origOff, Length: b.origLen, Compressed: b.compLen, Payload: b.compOff, CRC: b.crc}
 	}
 	return out
 }

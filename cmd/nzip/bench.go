@@ -16,12 +16,14 @@ import (
 	"neuralzip/analysis"
 	"neuralzip/codec"
 	"neuralzip/codec/baseline"
+	"neuralzip/gpu"
 )
 
 // benchRow is one element of `nzip bench -json`.
 type benchRow struct {
 	baseline.Measurement
 	BoundRatio float64 `json:"bound_ratio"` // the file's order-0 bound (see inspect)
+	*gpuFields `json:",omitempty"`
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -33,9 +35,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	setupPath := fs.String("setup", "", "setup file for the codec "+setupCodecName)
 	setupExternal := fs.Bool("setup-external", false, setupCodecName+": reference the setup instead of embedding it (its bytes do not count)")
 	setupThreshold := fs.Float64("setup-threshold", 0, fmt.Sprintf("%s: a block builds its own table when the best shared one costs more than this fraction above it (default %g)", setupCodecName, codec.DefaultSetupThreshold))
+	backend := fs.String("backend", "", "also decode nzip's archive on this gpu backend (cpu, cuda, auto): codec nzip@BACKEND, rate of the device's kernels")
+	gpuBytes := fs.Int64("gpu-bytes", 0, "with -backend: repeat the file's device work until it holds this many bytes (e.g. 1000000000)")
 	chunk := fs.Int("chunk", 0, fmt.Sprintf("values per block for nzip and %s (default: %d for nzip, the setup's for %s)", setupCodecName, codec.DefaultChunkValues, setupCodecName))
 	if err := parse(fs, args, 1, -1); err != nil {
 		return err
+	}
+	if *gpuBytes < 0 || (*gpuBytes > 0 && *backend == "") {
+		fmt.Fprintln(stderr, "nzip bench: -gpu-bytes needs -backend and must not be negative")
+		return errUsage
 	}
 	if *threads < 0 || *runs < 1 || *setupThreshold < 0 || (*chunk != 0 && (*chunk < codec.MinChunkValues || *chunk > codec.MaxChunkValues)) {
 		fmt.Fprintf(stderr, "nzip bench: -threads must be >= 0, -runs >= 1, -setup-threshold >= 0, -chunk %d..%d\n", codec.MinChunkValues, codec.MaxChunkValues)
@@ -63,6 +71,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *setupPath == "" && (*setupExternal || flagSet(fs, "setup-threshold")) {
 		fmt.Fprintln(stderr, "nzip bench: -setup-external and -setup-threshold need -setup")
 		return errUsage
+	}
+	if *backend != "" {
+		b, err := gpu.Open(*backend, *threads)
+		if err != nil {
+			return err
+		}
+		b.Close()
 	}
 	var setup *codec.Setup
 	if *setupPath != "" {
@@ -95,9 +110,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			default:
 				m = baseline.Measure(name, filepath.Base(path), src, segs, mopt)
 			}
-			rows = append(rows, benchRow{m, bound})
+			rows = append(rows, benchRow{Measurement: m, BoundRatio: bound})
 			if !*asJSON {
 				fmt.Fprintf(stderr, "  %s %s: %.3fx\n", filepath.Base(path), name, m.Ratio)
+			}
+		}
+		if *backend != "" {
+			r := benchBackend(*backend, filepath.Base(path), src, segs, *threads, *runs, *gpuBytes)
+			r.BoundRatio = bound
+			rows = append(rows, r)
+			if !*asJSON && r.gpuFields != nil {
+				fmt.Fprintf(stderr, "  %s nzip@%s: %.1f GB/s on %s (%.1f%% of the bytes on the device, %d copies)\n", filepath.Base(path), *backend, r.KernelGBs, r.Device, 100*r.DeviceShare, r.Copies)
 			}
 		}
 	}

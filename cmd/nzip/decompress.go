@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"neuralzip/codec"
+	"neuralzip/gpu"
 )
 
 func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -22,6 +23,7 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 	setupPath := fs.String("setup", "", "the setup the archive was written with (needed when it references it externally)")
 	refPath := fs.String("ref", "", "the reference model the archive was coded against (compress -ref)")
 	quiet := fs.Bool("q", false, "print nothing on success")
+	backend := fs.String("backend", "", "decode the float blocks on this gpu backend (cuda, cpu: its Go twin, auto) and the rest on the CPU; holds each file in memory")
 	if err := parse(fs, args, 1, 1); err != nil {
 		return err
 	}
@@ -36,6 +38,26 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	defer closeRd()
 	opt := codec.Options{Threads: *threads, Context: ctx}
+	var dev gpu.Backend
+	if *backend != "" {
+		if *tensor != "" {
+			fmt.Fprintln(stderr, "nzip decompress: -backend decodes whole files, not -tensor")
+			return errUsage
+		}
+		if dev, err = gpu.Open(*backend, *threads); err != nil {
+			return err
+		}
+		defer dev.Close()
+	}
+	var devRes []gpu.Result
+	writeFile := func(w io.Writer, fi int) error {
+		if dev == nil {
+			return rd.WriteFile(w, fi, opt)
+		}
+		res, err := decompressBackend(dev, rd, in, fi, *threads, w)
+		devRes = append(devRes, res)
+		return err
+	}
 
 	if *tensor != "" {
 		if *out == "" {
@@ -75,13 +97,14 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 			}
 			dest = strings.TrimSuffix(in, ".nzip")
 		}
-		err := writeOutput(dest, *force, in, stdout, func(w io.Writer) error { return rd.WriteFile(w, 0, opt) })
+		err := writeOutput(dest, *force, in, stdout, func(w io.Writer) error { return writeFile(w, 0) })
 		if err != nil {
 			return err
 		}
 		if !*quiet && dest != "-" {
 			el := time.Since(start).Seconds()
 			fmt.Fprintf(stderr, "%s: %s in %.2fs, %.0f MB/s -> %s (SHA-256 verified)\n", in, humanBytes(total), el, float64(total)/el/1e6, dest)
+			reportBackend(stderr, devRes)
 		}
 		return nil
 	}
@@ -105,7 +128,7 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 			return err
 		}
-		if err := writeOutput(dest, *force, in, stdout, func(w io.Writer) error { return rd.WriteFile(w, i, opt) }); err != nil {
+		if err := writeOutput(dest, *force, in, stdout, func(w io.Writer) error { return writeFile(w, i) }); err != nil {
 			return err
 		}
 		base += fi.Size
@@ -113,6 +136,7 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if !*quiet {
 		el := time.Since(start).Seconds()
 		fmt.Fprintf(stderr, "%s: %d files, %s in %.2fs -> %s (SHA-256 verified)\n", in, len(files), humanBytes(total), el, dir)
+		reportBackend(stderr, devRes)
 	}
 	return nil
 }

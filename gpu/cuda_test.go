@@ -1,0 +1,160 @@
+//go:build linux && (amd64 || arm64)
+
+package gpu
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"neuralzip/codec"
+)
+
+func TestCUDANoDriver(t *testing.T) {
+	t.Setenv("NZIP_LIBCUDA", filepath.Join(t.TempDir(), "libcuda.so.1"))
+	_, err := Open("cuda", 0)
+	var u *Unavailable
+	if !errors.As(err, &u) || !errors.Is(err, ErrUnavailable) || !strings.Contains(u.Reason, "no CUDA driver") {
+		t.Fatalf("cuda without a driver: %v", err)
+	}
+	b, err := Open("auto", 1)
+	if err != nil || b.Name() != "cpu" {
+		t.Fatalf("auto without a driver: %v %v", b, err)
+	}
+}
+
+// fake is the fake driver library, built once per test process: a
+// library loaded once stays loaded, so every test shares it.
+var fake struct {
+	sync.Once
+	path, skip string
+	err        error
+}
+
+// fakeDriver builds kernels/fakecuda.cc (the kernels as C++ behind the
+// driver API) and points the backend at it.
+func fakeDriver(t *testing.T) Backend {
+	t.Helper()
+	fake.Do(func() {
+		cxx, err := exec.LookPath("g++")
+		if err != nil {
+			fake.skip = "g++ not found (scripts/gpu-deps.sh installs it): skipping the CUDA backend test on the fake driver"
+			return
+		}
+		dir, err := os.MkdirTemp("", "nzip-fakecuda")
+		if err != nil {
+			fake.err = err
+			return
+		}
+		fake.path = filepath.Join(dir, "libcuda.so.1")
+		out, err := exec.Command(cxx, "-O2", "-shared", "-fPIC", "-fno-exceptions", "-fno-rtti", "-Wall", "-Werror", "-o", fake.path, "kernels/fakecuda.cc").CombinedOutput()
+		if err != nil {
+			fake.err = fmt.Errorf("building the fake driver: %v\n%s", err, out)
+		}
+	})
+	if fake.skip != "" {
+		t.Skip(fake.skip)
+	}
+	if fake.err != nil {
+		t.Fatal(fake.err)
+	}
+	t.Setenv("NZIP_LIBCUDA", fake.path)
+	b, err := Open("cuda", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.Device(), "fake CUDA device") {
+		t.Fatalf("device %q", b.Device())
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// TestCUDAFakeDriver runs the CUDA backend — purego bindings, kernel
+// arguments, grids, copies, events — against the kernels compiled as C++,
+// and compares every byte and the device histograms with the Go twin.
+func TestCUDAFakeDriver(t *testing.T) {
+	b := fakeDriver(t)
+	rng := rand.New(rand.NewPCG(11, 12))
+	src, segs := edgeFile(rng)
+	for _, chunk := range []int{1000, 65536} {
+		rd, ra := archive(t, src, segs, codec.Options{ChunkValues: chunk})
+		got := decodeWith(t, b, rd, ra, src)
+		want := decodeWith(t, CPU(2), rd, ra, src)
+		if got.ExpHist != want.ExpHist {
+			t.Fatalf("chunk %d: device histogram differs from the twin's", chunk)
+		}
+		if got.DevBytes != want.DevBytes || got.DevBytes == 0 {
+			t.Fatalf("device bytes %d, twin %d", got.DevBytes, want.DevBytes)
+		}
+	}
+	rd, ra := archive(t, src, segs, codec.Options{ChunkValues: 1000})
+	if res, err := Bench(rd, ra, 0, b, 1<<20, 2); err != nil || res.Copies < 2 {
+		t.Fatalf("bench on the fake device: %v (%d copies)", err, res.Copies)
+	}
+	if d := sharedDir(); d != "" {
+		files, _ := filepath.Glob(filepath.Join(d, "models", "bench", "*.safetensors"))
+		for _, f := range files {
+			src, segs := loadSegments(t, f)
+			rd, ra := archive(t, src, segs, codec.Options{})
+			res := decodeWith(t, b, rd, ra, src)
+			t.Logf("%s: %d of %d bytes on the (fake) device, pairs included", filepath.Base(f), res.DevBytes, res.Bytes)
+		}
+	} else {
+		t.Log("../shared not present: real files skipped")
+	}
+}
+
+func TestCUDAFakeDriverCorrupt(t *testing.T) {
+	b := fakeDriver(t)
+	rng := rand.New(rand.NewPCG(13, 14))
+	src, segs := edgeFile(rng)
+	var buf bytes.Buffer
+	if _, err := codec.Encode(&buf, []codec.Input{{Name: "f", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, codec.Options{ChunkValues: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	good := buf.Bytes()
+	rd0, _ := codec.NewReader(bytes.NewReader(good), int64(len(good)))
+	var floats []codec.BlockInfo
+	for _, bl := range rd0.Files()[0].Blocks() {
+		if bl.Kind == "float" && bl.Compressed > 20 {
+			floats = append(floats, bl)
+		}
+	}
+	failed := 0
+	for i := 0; i < 60; i++ {
+		bl := floats[rng.IntN(len(floats))]
+		bad := append([]byte(nil), good...)
+		bad[bl.Payload+rng.Int64N(bl.Compressed)] ^= byte(1 << rng.IntN(8))
+		rd, err := codec.NewReader(bytes.NewReader(bad), int64(len(bad)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _, err := DecodeFile(rd, bytes.NewReader(bad), 0, b, Options{})
+		if err == nil {
+			if !bytes.Equal(out, src) {
+				t.Fatal("wrong output without an error")
+			}
+			continue
+		}
+		failed++
+	}
+	if failed < 50 {
+		t.Fatalf("only %d of 60 damaged archives failed", failed)
+	}
+}
+
+func init() {
+	cleanupFake = func() {
+		if fake.path != "" {
+			os.RemoveAll(filepath.Dir(fake.path))
+		}
+	}
+}

@@ -1,0 +1,64 @@
+package gpu
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"neuralzip/codec"
+)
+
+// FuzzPlan feeds arbitrary archive bytes to the plan builder and the
+// kernels' twin: an error or an exact file, never a panic or a hang.
+func FuzzPlan(f *testing.F) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	src, segs := edgeFile(rng)
+	for _, chunk := range []int{1000, 65536} {
+		var buf bytes.Buffer
+		if _, err := codec.Encode(&buf, []codec.Input{{Name: "f", R: bytes.NewReader(src[:40000]), Size: 40000, Segments: clip(segs, 40000)}}, codec.Options{ChunkValues: chunk}); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(buf.Bytes())
+	}
+	goldens, _ := filepath.Glob("../codec/testdata/golden-v*.nzip")
+	for _, g := range goldens {
+		if b, err := os.ReadFile(g); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rd, err := codec.NewReader(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			return
+		}
+		for fi, fl := range rd.Files() {
+			if fl.Size > 4<<20 {
+				continue // the file is what it says; not a decoder question
+			}
+			out, res, err := DecodeFile(rd, bytes.NewReader(data), fi, CPU(1), Options{Hist: true})
+			if err == nil && (!res.Exact || int64(len(out)) != fl.Size) {
+				t.Fatal("success without an exact file")
+			}
+		}
+	})
+}
+
+// clip keeps the segments that end within n bytes and one opaque segment
+// for the rest.
+func clip(segs []codec.Segment, n int64) []codec.Segment {
+	var out []codec.Segment
+	var end int64
+	for _, s := range segs {
+		if s.Offset+s.Length > n {
+			break
+		}
+		out = append(out, s)
+		end = s.Offset + s.Length
+	}
+	if end < n {
+		out = append(out, codec.Segment{Offset: end, Length: n - end})
+	}
+	return out
+}

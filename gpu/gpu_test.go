@@ -1,0 +1,460 @@
+package gpu
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"unsafe"
+
+	"github.com/klauspost/compress/huff0"
+
+	"neuralzip/checkpoint"
+	"neuralzip/codec"
+	"neuralzip/dtype"
+)
+
+func TestJobLayout(t *testing.T) {
+	// kernels/decode.cu reads the jobs with these sizes and offsets
+	if s := unsafe.Sizeof(StreamJob{}); s != StreamJobBytes {
+		t.Fatalf("StreamJob is %d bytes, kernels expect %d", s, StreamJobBytes)
+	}
+	if s := unsafe.Sizeof(BlockJob{}); s != BlockJobBytes {
+		t.Fatalf("BlockJob is %d bytes, kernels expect %d", s, BlockJobBytes)
+	}
+	var b BlockJob
+	if o := unsafe.Offsetof(b.Src); o != 48 {
+		t.Fatalf("BlockJob.Src at %d, kernels expect 48", o)
+	}
+	if o := unsafe.Offsetof(b.Index); o != 112 {
+		t.Fatalf("BlockJob.Index at %d, kernels expect 112", o)
+	}
+}
+
+// huff0Stream wraps a huff0 block as a stream of mode 2 or 3.
+func huff0Stream(blk []byte, x4 bool) []byte {
+	mode := byte(2)
+	if x4 {
+		mode = 3
+	}
+	out := binary.AppendUvarint([]byte{mode}, uint64(len(blk)))
+	return append(out, blk...)
+}
+
+// TestHuff0Streams decodes blocks made by klauspost's huff0 encoder (FSE
+// and direct weight descriptions, 1 and 4 streams, table logs up to 11)
+// with the plan's table reader and the twin's stream decoder.
+func TestHuff0Streams(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	cases := 0
+	for _, n := range []int{2, 7, 100, 1000, 4097, 65536} {
+		for _, alpha := range []int{2, 3, 17, 60, 200, 256} {
+			for _, skew := range []float64{0.3, 1, 3} {
+				src := make([]byte, n)
+				for i := range src {
+					// geometric-ish: a few frequent symbols, a long tail
+					v := int(math.Abs(rng.NormFloat64()) * float64(alpha) / (1 + skew))
+					src[i] = byte(v % alpha)
+				}
+				for _, x4 := range []bool{false, true} {
+					var s huff0.Scratch
+					var blk []byte
+					var err error
+					if x4 {
+						blk, _, err = huff0.Compress4X(src, &s)
+					} else {
+						blk, _, err = huff0.Compress1X(src, &s)
+					}
+					if err != nil {
+						continue // incompressible or a single symbol: not a huff0 block
+					}
+					p := &Plan{}
+					var pb planBuilder
+					st := huff0Stream(blk, x4)
+					sv, end, why, err := pb.stream(p, st, 0, uint64(n), 8, 0, 0, true)
+					if err != nil || why != "" || end != len(st) {
+						t.Fatalf("n=%d alpha=%d x4=%v: plan: %v %q end %d/%d", n, alpha, x4, err, why, end, len(st))
+					}
+					if sv.Kind != SrcScratch {
+						t.Fatalf("source kind %d", sv.Kind)
+					}
+					p.Payload = st
+					scratch := make([]byte, p.Scratch)
+					for i := range p.Streams {
+						if !decodeStream(&p.Streams[i], p.Payload, p.Tables, scratch) {
+							t.Fatalf("n=%d alpha=%d x4=%v skew=%v: stream %d does not decode: %+v got %v want %v", n, alpha, x4, skew, i, p.Streams[i], scratch, src)
+						}
+					}
+					if !bytes.Equal(scratch[sv.Off:sv.Off+uint64(n)], src) {
+						t.Fatalf("n=%d alpha=%d x4=%v: symbols differ", n, alpha, x4)
+					}
+					// damage: flip a bit in every stream; each must either fail
+					// or decode differently, never panic
+					for i := range p.Streams {
+						j := p.Streams[i]
+						q := append([]byte(nil), p.Payload...)
+						q[j.Src+j.Len/2] ^= 0x10
+						decodeStream(&j, q, p.Tables, scratch)
+					}
+					cases++
+				}
+			}
+		}
+	}
+	if cases < 50 {
+		t.Fatalf("only %d huff0 cases ran", cases)
+	}
+}
+
+// genValues makes n values of d with weight-like exponents, sprinkled
+// with the special values of the type.
+func genValues(d dtype.DType, n int, rng *rand.Rand) []byte {
+	size := d.Size()
+	l, _ := d.FloatLayout()
+	out := make([]byte, n*size)
+	bias := 1<<(l.Exp-1) - 1
+	for i := 0; i < n; i++ {
+		e := bias - 3 - int(math.Abs(rng.NormFloat64())*3)
+		e = max(0, min(e, 1<<l.Exp-1))
+		v := uint64(e) << l.Mant
+		v |= rng.Uint64() & (1<<l.Mant - 1)
+		if l.Sign == 1 && rng.IntN(2) == 1 {
+			v |= 1 << (l.Mant + l.Exp)
+		}
+		switch rng.IntN(50) {
+		case 0:
+			v = (1<<l.Exp - 1) << l.Mant // Inf (or NaN for the F8 types)
+		case 1:
+			v = (1<<l.Exp-1)<<l.Mant | 1 // a NaN payload
+		case 2:
+			v = 0 // +0
+		case 3:
+			v = 1 // smallest subnormal
+		}
+		for k := 0; k < size; k++ {
+			out[i*size+k] = byte(v >> (8 * k))
+		}
+	}
+	return out
+}
+
+// archive compresses a file made of the tensors with codec and opens it.
+func archive(t testing.TB, src []byte, segs []codec.Segment, opt codec.Options) (*codec.Reader, *bytes.Reader) {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := codec.Encode(&buf, []codec.Input{{Name: "f", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, opt); err != nil {
+		t.Fatal(err)
+	}
+	ra := bytes.NewReader(buf.Bytes())
+	rd, err := codec.NewReader(ra, int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rd, ra
+}
+
+// edgeFile builds a file of tensors of every float dtype the device
+// decodes (and F64, which it leaves to the CPU): odd lengths, unaligned
+// offsets, empty, constant, all-zero and "clean" (low bits zero) tensors.
+func edgeFile(rng *rand.Rand) ([]byte, []codec.Segment) {
+	var src []byte
+	var segs []codec.Segment
+	add := func(name string, d dtype.DType, b []byte) {
+		// one opaque byte first: tensors start at odd offsets
+		segs = append(segs, codec.Segment{Offset: int64(len(src)), Length: 1})
+		src = append(src, 0x5a)
+		segs = append(segs, codec.Segment{Offset: int64(len(src)), Length: int64(len(b)), Name: name, DType: d, Shape: []int64{int64(len(b) / d.Size())}})
+		src = append(src, b...)
+	}
+	for _, d := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32, dtype.F8E4M3, dtype.F8E5M2, dtype.F64} {
+		for _, n := range []int{0, 1, 3, 999, 5000, 20011} {
+			add(fmt.Sprintf("%v.%d", d, n), d, genValues(d, n, rng))
+		}
+		add(d.String()+".zero", d, make([]byte, 3000*d.Size()))
+		c := genValues(d, 1, rng)
+		add(d.String()+".const", d, bytes.Repeat(c, 2500))
+		if d == dtype.F32 {
+			// once-BF16 weights: the low 16 bits are zero (dropped bits)
+			b := genValues(d, 7000, rng)
+			for i := 0; i < len(b); i += 4 {
+				b[i], b[i+1] = 0, 0
+			}
+			add("f32.clean", d, b)
+		}
+	}
+	return src, segs
+}
+
+func decodeWith(t *testing.T, b Backend, rd *codec.Reader, ra *bytes.Reader, want []byte) Result {
+	t.Helper()
+	out, res, err := DecodeFile(rd, ra, 0, b, Options{Hist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out, want) || !res.Exact {
+		t.Fatalf("%s: decoded file differs", b.Name())
+	}
+	return res
+}
+
+func checkHist(t *testing.T, res Result, src []byte, segs []codec.Segment) {
+	t.Helper()
+	// the device histogram counts every device-decoded value's exponent
+	var total uint64
+	for _, c := range res.ExpHist {
+		total += c
+	}
+	var want uint64
+	for _, s := range segs {
+		if s.IsTensor() && s.DType != dtype.F64 {
+			want += uint64(s.Length) / uint64(s.DType.Size())
+		}
+	}
+	if res.Unhandled["float F64"] == 0 && total != want && res.DevBytes > 0 {
+		t.Fatalf("histogram counts %d values, want %d", total, want)
+	}
+}
+
+func TestEdgeFileCPU(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	src, segs := edgeFile(rng)
+	for _, chunk := range []int{1000, 65536} {
+		rd, ra := archive(t, src, segs, codec.Options{ChunkValues: chunk, Threads: 2})
+		res := decodeWith(t, CPU(2), rd, ra, src)
+		if res.DevBytes == 0 {
+			t.Fatal("the device decoded nothing")
+		}
+		if res.Unhandled["float F64"] == 0 {
+			t.Fatal("F64 blocks should go to the CPU")
+		}
+		checkHist(t, res, src, segs)
+		t.Logf("chunk %d: device %d of %d bytes; CPU: %v", chunk, res.DevBytes, res.Bytes, res.UnhandledSummary())
+	}
+}
+
+// TestPlanCoversModes checks that the edge file exercises every source
+// kind and both Huffman layouts, so the kernels' paths are all tested.
+func TestPlanCoversModes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	src, segs := edgeFile(rng)
+	p := &Plan{}
+	for _, chunk := range []int{1000, 65536} {
+		rd, ra := archive(t, src, segs, codec.Options{ChunkValues: chunk})
+		q, err := NewPlan(rd, ra, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range q.Streams {
+			s.Block += uint64(len(p.Blocks))
+			p.Streams = append(p.Streams, s)
+		}
+		p.Blocks = append(p.Blocks, q.Blocks...)
+	}
+	kinds := map[uint32]bool{}
+	joins, zeros := false, false
+	for _, b := range p.Blocks {
+		for k := uint32(0); k < b.NSrc; k++ {
+			kinds[b.Src[k].Kind] = true
+		}
+		joins = joins || b.J > 0
+		zeros = zeros || b.Z > 0
+	}
+	for k := uint32(0); k <= SrcConst; k++ {
+		if !kinds[k] {
+			t.Errorf("no block uses source kind %d", k)
+		}
+	}
+	if !joins || !zeros {
+		t.Errorf("joined symbols %v, dropped zero bits %v: want both", joins, zeros)
+	}
+	perBlock := map[uint64]int{}
+	for _, s := range p.Streams {
+		perBlock[s.Block]++
+	}
+	one, four := false, false
+	for _, c := range perBlock {
+		one = one || c == 1
+		four = four || c >= 4
+	}
+	if !one || !four {
+		t.Errorf("1-stream blocks %v, 4-stream blocks %v: want both", one, four)
+	}
+}
+
+func sharedDir() string {
+	for _, d := range []string{"../../shared", "../shared"} {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			return d
+		}
+	}
+	return ""
+}
+
+// realFiles lists the corpus files, or skips.
+func realFiles(t *testing.T) []string {
+	d := sharedDir()
+	if d == "" {
+		t.Skip("../shared (real-weights corpus) not present; skipping real-file test")
+	}
+	files, _ := filepath.Glob(filepath.Join(d, "models", "bench", "*.safetensors"))
+	if len(files) == 0 {
+		t.Skip("no ../shared/models/bench/*.safetensors")
+	}
+	return files
+}
+
+func loadSegments(t testing.TB, path string) ([]byte, []codec.Segment) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := checkpoint.Open(bytes.NewReader(src), int64(len(src)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var segs []codec.Segment
+	for _, s := range l.Segments {
+		segs = append(segs, codec.Segment{Offset: s.Offset, Length: s.Length, Name: s.Name, DType: s.DType, Type: s.Type, Shape: s.Shape})
+	}
+	return src, segs
+}
+
+func TestRealFilesCPU(t *testing.T) {
+	for _, f := range realFiles(t) {
+		src, segs := loadSegments(t, f)
+		rd, ra := archive(t, src, segs, codec.Options{})
+		res := decodeWith(t, CPU(0), rd, ra, src)
+		if float64(res.DevBytes) < 0.95*float64(res.Bytes) {
+			t.Errorf("%s: the device decodes only %d of %d bytes (%v)", filepath.Base(f), res.DevBytes, res.Bytes, res.UnhandledSummary())
+		}
+		t.Logf("%s: device %d of %d bytes, resident %d; CPU: %v", filepath.Base(f), res.DevBytes, res.Bytes, res.Resident, res.UnhandledSummary())
+	}
+}
+
+// TestSetupArchiveHostFallback: blocks coded with a setup's shared tables
+// are decoded by the CPU, the rest by the device, and the file is exact.
+func TestSetupArchiveHostFallback(t *testing.T) {
+	files := realFiles(t)
+	src, segs := loadSegments(t, files[0])
+	setup, err := codec.BuildSetup([]codec.Input{{Name: "m", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, codec.SetupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, ra := archive(t, src, segs, codec.Options{Setup: setup})
+	res := decodeWith(t, CPU(0), rd, ra, src)
+	if res.Unhandled["setup tables"] == 0 {
+		t.Fatalf("no block went to the CPU for its setup tables: %v", res.UnhandledSummary())
+	}
+}
+
+func TestCorruptArchive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	src, segs := edgeFile(rng)
+	var buf bytes.Buffer
+	if _, err := codec.Encode(&buf, []codec.Input{{Name: "f", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, codec.Options{ChunkValues: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	good := buf.Bytes()
+	rd0, err := codec.NewReader(bytes.NewReader(good), int64(len(good)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var floats []codec.BlockInfo
+	for _, b := range rd0.Files()[0].Blocks() {
+		if b.Kind == "float" && b.Compressed > 20 {
+			floats = append(floats, b)
+		}
+	}
+	failed := 0
+	for i := 0; i < 200; i++ {
+		b := floats[rng.IntN(len(floats))]
+		bad := append([]byte(nil), good...)
+		bad[b.Payload+rng.Int64N(b.Compressed)] ^= byte(1 << rng.IntN(8))
+		rd, err := codec.NewReader(bytes.NewReader(bad), int64(len(bad)))
+		if err != nil {
+			t.Fatal(err) // the index is intact
+		}
+		out, _, err := DecodeFile(rd, bytes.NewReader(bad), 0, CPU(1), Options{})
+		if err == nil {
+			// a flip in bits no decoder reads (the unused top bits of a
+			// packed stream's last byte) leaves the file intact
+			if !bytes.Equal(out, src) {
+				t.Fatalf("flip in block at %d: wrong output without an error", b.Payload)
+			}
+			continue
+		}
+		failed++
+	}
+	if failed < 180 {
+		t.Fatalf("only %d of 200 damaged archives failed to decode", failed)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	if _, err := Open("tpu", 0); err == nil {
+		t.Fatal("unknown backend accepted")
+	}
+	b, err := Open("cpu", 2)
+	if err != nil || b.Name() != "cpu" {
+		t.Fatalf("cpu backend: %v", err)
+	}
+	if _, ok := Probe()["cpu"]; !ok {
+		t.Fatal("Probe lacks cpu")
+	}
+}
+
+func TestCancel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	src, segs := edgeFile(rng)
+	rd, ra := archive(t, src, segs, codec.Options{ChunkValues: 1000})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err := DecodeFile(rd, ra, 0, CPU(2), Options{Context: ctx})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled decode: %v", err)
+	}
+}
+
+func BenchmarkTwinRealBF16(b *testing.B) {
+	d := sharedDir()
+	if d == "" {
+		b.Skip("../shared not present")
+	}
+	src, segs := loadSegments(b, filepath.Join(d, "models", "bench", "real-bf16.safetensors"))
+	rd, ra := archive(b, src, segs, codec.Options{})
+	p, err := NewPlan(rd, ra, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := make([]byte, p.Size)
+	be := CPU(1)
+	b.SetBytes(p.DevBytes)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := be.Decode(context.Background(), p, out, DecodeOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// cleanupFake removes the fake driver's build (cuda_test.go), if any.
+var cleanupFake = func() {}
+
+func TestBenchRepeat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	src, segs := edgeFile(rng)
+	rd, ra := archive(t, src, segs, codec.Options{ChunkValues: 1000})
+	res, err := Bench(rd, ra, 0, CPU(2), 1<<20, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Copies < 2 || res.DevBytes < 1<<20 {
+		t.Fatalf("%d copies, %d device bytes", res.Copies, res.DevBytes)
+	}
+}

@@ -1,0 +1,221 @@
+// NeuralZip decode kernels: the device half of package gpu.
+//
+// The host (gpu/plan.go) cuts an archived file into flat job lists; these
+// kernels run them. They mirror gpu/twin.go line for line, and the tests
+// check them against it: compiled as C++ with shim.h (kernels_test.go, and
+// the fake driver fakecuda.cc that runs the CUDA backend's real plumbing),
+// and compiled to PTX by scripts/ptx.sh for the CUDA driver.
+//
+//   huff_decode  one thread per huff0 bit stream: symbols into scratch
+//   pair_count   one thread per 256 pair codes: escapes counted
+//   pair_scan    one thread per pair stream: escape counts -> offsets
+//   pair_expand  one thread per 256 pair codes: codes -> symbol pairs
+//   merge        one thread per value: symbol + residual planes -> value
+//   exp_hist     one thread per value: histogram of the exponent field
+//
+// Job layouts are gpu.StreamJob (64 bytes), gpu.PairJob (96 bytes) and
+// gpu.BlockJob (128 bytes).
+
+#if defined(__CUDA__)
+// clang -x cuda --cuda-device-only -nocudainc -nocudalib: no CUDA headers,
+// so the attributes and special registers are spelled out.
+#define KERNEL extern "C" __attribute__((global))
+#define DEVICE static __attribute__((device)) inline
+#define THREAD_X (__nvvm_read_ptx_sreg_ctaid_x() * __nvvm_read_ptx_sreg_ntid_x() + __nvvm_read_ptx_sreg_tid_x())
+#define BLOCK_Y (__nvvm_read_ptx_sreg_ctaid_y())
+#define ATOMIC_ADD(p, v) __nvvm_atom_add_gen_i((volatile int *)(p), (int)(v))
+#else
+#include "shim.h"
+#endif
+
+typedef unsigned long long u64;
+typedef long long i64;
+typedef unsigned int u32;
+typedef unsigned short u16;
+typedef unsigned char u8;
+
+struct StreamJob {
+	u64 src, len, n, dst;
+	u64 table, table_log;
+	u64 block, pad;
+};
+
+struct Source {
+	u32 kind, width;
+	u64 off;
+};
+
+enum { SRC_PAYLOAD = 0, SRC_SCRATCH = 1, SRC_PACKED = 2, SRC_CONST = 3 };
+
+struct PairJob {
+	u64 codes, m, dst, n;
+	u64 top;
+	u32 k, pad0;
+	Source exc;
+	u64 x, seg;
+	u64 block, pad1;
+};
+
+#define PAIR_SEGMENT 256
+
+struct BlockJob {
+	u64 out, n;
+	u32 size, e, m, s;
+	u32 j, z, nsrc, pad0;
+	Source src[4];
+	u64 index, pad1;
+};
+
+DEVICE int clz8(u32 x) {
+	int n = 0;
+	for (u32 b = 0x80; b != 0 && (x & b) == 0; b >>= 1) n++;
+	return n;
+}
+
+// huff_decode: thread t decodes jobs[t] (see decodeStream in twin.go).
+// bad[t] is set to 1 for a damaged stream.
+KERNEL void huff_decode(const StreamJob *jobs, u64 njobs, const u8 *payload, const u16 *tables, u8 *scratch, u32 *bad) {
+	u64 t = THREAD_X;
+	if (t >= njobs) return;
+	const StreamJob jb = jobs[t];
+	const u8 *src = payload + jb.src;
+	const u16 *lut = tables + jb.table;
+	u8 *out = scratch + jb.dst;
+	i64 tl = (i64)jb.table_log;
+	u64 mask = ((u64)1 << tl) - 1;
+	u32 last = src[jb.len - 1];
+	if (last == 0) {
+		bad[t] = 1;
+		return;
+	}
+	i64 p = (i64)(8 * jb.len) - (i64)(clz8(last) + 1);
+	i64 b0 = (i64)1 << 40; // window: bytes [b0, b0+8); first use loads it
+	u64 win = 0;
+	for (u64 k = 0; k < jb.n; k++) {
+		if (p - tl < 8 * b0) {
+			b0 = (p + 7) / 8 - 8;
+			win = 0;
+			for (i64 i = 7; i >= 0; i--) {
+				win <<= 8;
+				if (b0 + i >= 0) win |= (u64)src[b0 + i];
+			}
+		}
+		u32 e = lut[(win >> (u64)(p - tl - 8 * b0)) & mask];
+		p -= (i64)(e & 0xff);
+		if (p < 0) {
+			bad[t] = 1;
+			return;
+		}
+		out[k] = (u8)(e >> 8);
+	}
+	if (p != 0) bad[t] = 1;
+}
+
+DEVICE u32 field(const Source *s, u64 i, const u8 *payload, u64 payload_len, const u8 *scratch) {
+	switch (s->kind) {
+	case SRC_PAYLOAD:
+		return payload[s->off + i];
+	case SRC_SCRATCH:
+		return scratch[s->off + i];
+	case SRC_PACKED: {
+		u64 bit = i * (u64)s->width;
+		u64 at = s->off + (bit >> 3);
+		u32 v = payload[at];
+		if (at + 1 < payload_len) v |= (u32)payload[at + 1] << 8;
+		return (v >> (bit & 7)) & ((1u << s->width) - 1);
+	}
+	}
+	return (u32)s->off;
+}
+
+// pair_count: segment THREAD_X of the pair jobs (see pairCount in
+// twin.go).
+KERNEL void pair_count(const PairJob *pairs, const u32 *segs, u64 nsegs, const u8 *scratch, u32 *counts, u32 *bad) {
+	u64 t = THREAD_X;
+	if (t >= nsegs) return;
+	u32 ji = segs[t];
+	const PairJob *j = pairs + ji;
+	u64 lo = (t - j->seg) * PAIR_SEGMENT;
+	u64 hi = lo + PAIR_SEGMENT < j->m ? lo + PAIR_SEGMENT : j->m;
+	u32 esc = j->k * j->k;
+	u32 c = 0;
+	for (u64 i = lo; i < hi; i++) {
+		u32 v = scratch[j->codes + i];
+		if (v == esc) c++;
+		else if (v > esc) bad[ji] = 1;
+	}
+	counts[t] = c;
+}
+
+// pair_scan: pair job THREAD_X (see pairScan in twin.go).
+KERNEL void pair_scan(const PairJob *pairs, u64 npairs, const u8 *payload, u64 payload_len, u8 *scratch, u32 *counts, u32 *bad) {
+	u64 ji = THREAD_X;
+	if (ji >= npairs) return;
+	const PairJob *j = pairs + ji;
+	u64 run = 0;
+	u64 end = j->seg + (j->m + PAIR_SEGMENT - 1) / PAIR_SEGMENT;
+	for (u64 s = j->seg; s < end; s++) {
+		u32 c = counts[s];
+		counts[s] = (u32)run;
+		run += c;
+	}
+	if (2 * run + (j->n & 1) != j->x) {
+		bad[ji] = 1;
+		return;
+	}
+	if (j->n & 1) scratch[j->dst + j->n - 1] = (u8)field(&j->exc, j->x - 1, payload, payload_len, scratch);
+}
+
+// pair_expand: segment THREAD_X of the pair jobs (see pairExpand in
+// twin.go).
+KERNEL void pair_expand(const PairJob *pairs, const u32 *segs, u64 nsegs, const u8 *payload, u64 payload_len, u8 *scratch, const u32 *counts) {
+	u64 t = THREAD_X;
+	if (t >= nsegs) return;
+	const PairJob *j = pairs + segs[t];
+	u64 lo = (t - j->seg) * PAIR_SEGMENT;
+	u64 hi = lo + PAIR_SEGMENT < j->m ? lo + PAIR_SEGMENT : j->m;
+	u32 esc = j->k * j->k;
+	u64 e = 2 * (u64)counts[t];
+	const u8 *top = payload + j->top;
+	u8 *out = scratch + j->dst;
+	for (u64 i = lo; i < hi; i++) {
+		u32 v = scratch[j->codes + i];
+		if (v < esc) {
+			out[2 * i] = top[v / j->k];
+			out[2 * i + 1] = top[v % j->k];
+		} else if (v == esc && e + 2 <= j->x) {
+			out[2 * i] = (u8)field(&j->exc, e, payload, payload_len, scratch);
+			out[2 * i + 1] = (u8)field(&j->exc, e + 1, payload, payload_len, scratch);
+			e += 2;
+		}
+	}
+}
+
+// merge: block blocks[first + blockIdx.y], value THREAD_X (see mergeValue
+// in twin.go).
+KERNEL void merge(const BlockJob *blocks, u64 first, const u8 *payload, u64 payload_len, const u8 *scratch, u8 *out) {
+	const BlockJob *b = blocks + first + BLOCK_Y;
+	u64 i = THREAD_X;
+	if (i >= b->n) return;
+	u32 sym = field(&b->src[0], i, payload, payload_len, scratch);
+	u32 rest = 0;
+	for (u32 k = 1; k < b->nsrc; k++) rest |= field(&b->src[k], i, payload, payload_len, scratch) << (8 * (k - 1));
+	u32 w = b->s + b->m;
+	u32 r = (sym & ((1u << b->j) - 1)) << (w - b->j) | rest << b->z;
+	u32 e = sym >> b->j;
+	u32 v = (r >> b->m) << (b->m + b->e) | e << b->m | (r & ((1u << b->m) - 1));
+	u8 *o = out + b->out + i * b->size;
+	for (u32 k = 0; k < b->size; k++) o[k] = (u8)(v >> (8 * k));
+}
+
+// exp_hist: counts the exponent field of value THREAD_X of block
+// blocks[first + blockIdx.y] into hist[256 * (first + blockIdx.y) + e].
+KERNEL void exp_hist(const BlockJob *blocks, u64 first, const u8 *out, u32 *hist) {
+	const BlockJob *b = blocks + first + BLOCK_Y;
+	u64 i = THREAD_X;
+	if (i >= b->n) return;
+	const u8 *o = out + b->out + i * b->size;
+	u32 v = 0;
+	for (u32 k = 0; k < b->size; k++) v |= (u32)o[k] << (8 * k);
+	ATOMIC_ADD(hist + 256 * (first + BLOCK_Y) + ((v >> b->m) & ((1u << b->e) - 1)), 1);
+}

@@ -1,0 +1,12 @@
+package gpu
+
+import (
+	"os"
+	"testing"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	cleanupFake()
+	os.Exit(code)
+}

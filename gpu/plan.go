@@ -1,0 +1,593 @@
+package gpu
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/bits"
+
+	"github.com/klauspost/compress/fse"
+
+	"neuralzip/codec"
+)
+
+// A Plan is one archived file cut into flat work lists that a data-parallel
+// device runs without looking at the archive format again:
+//
+//   - Streams: every Huffman sub-stream of every float block the device
+//     decodes (huff0 1-stream blocks have one, 4-stream blocks four), each
+//     decoded by one thread into the scratch symbol buffer (kernel
+//     huff_decode);
+//   - Blocks: every such float block, whose values one thread each
+//     assembles from its symbol stream and residual planes (kernel merge);
+//   - Host: the blocks the device does not decode (opaque bytes, zstd,
+//     reference and duplicate blocks, F64, pair and setup-table streams),
+//     which the CPU decodes with package codec.
+//
+// All offsets are into Payload (the float blocks' compressed bytes, back to
+// back), Tables (one lookup table per Huffman table) or the scratch and
+// output buffers, so the same lists serve the CUDA kernels, the WebGPU
+// shaders and the Go twin (twin.go), and the layout of StreamJob and
+// BlockJob is mirrored in kernels/decode.cu.
+type Plan struct {
+	File      string
+	Size      int64    // original file size: the output buffer
+	SHA256    [32]byte // of the original file
+	Payload   []byte   // compressed payloads of the device's blocks
+	Tables    []uint16 // lookup tables: entry = code length | symbol<<8
+	Streams   []StreamJob
+	Pairs     []PairJob
+	Segs      []uint32 // per segment of PairSegment codes: its PairJob
+	Blocks    []BlockJob
+	Scratch   int64       // bytes of decoded symbols the Streams write
+	Host      []HostBlock // blocks left to the CPU
+	DevBytes  int64       // original bytes of the device's blocks
+	Unhandled map[string]int64
+}
+
+// StreamJob is one huff0 bit stream: N symbols decoded with the table at
+// Tables[Table:Table+1<<TableLog] from Payload[Src:Src+Len] into
+// scratch[Dst:Dst+N].
+type StreamJob struct {
+	Src, Len, N, Dst uint64
+	Table, TableLog  uint64
+	Block            uint64 // the BlockJob it belongs to (for error reports)
+	_                uint64 // padding to 64 bytes
+}
+
+// PairJob expands one pair-coded stream (codec stream modes 4 and 5): the
+// M = N/2 codes decoded at scratch[Codes:] become N symbols at
+// scratch[Dst:]; code c < K·K is the pair (top[c/K], top[c%K]) with top at
+// Payload[Top:Top+K], code K·K takes the next two of the X exceptions in
+// Exc, and an odd last symbol is the last exception. Its codes are cut
+// into segments of PairSegment codes, Segs[Seg:] (kernels pair_count,
+// pair_scan, pair_expand).
+type PairJob struct {
+	Codes, M, Dst, N uint64
+	Top              uint64
+	K, _             uint32
+	Exc              Source
+	X, Seg           uint64
+	Block            uint64
+	_                uint64
+}
+
+// PairSegment is the number of codes one thread of pair_count and
+// pair_expand handles.
+const PairSegment = 256
+
+// Source kinds of a BlockJob field.
+const (
+	SrcPayload = 0 // one byte per value at Payload[Off+i]
+	SrcScratch = 1 // one byte per value at scratch[Off+i]
+	SrcPacked  = 2 // Width bits per value at bit i·Width of Payload[Off:] (LSB first)
+	SrcConst   = 3 // every value is Off
+)
+
+// Source says where one field of a float block's values is.
+type Source struct {
+	Kind, Width uint32
+	Off         uint64
+}
+
+// MaxSources is the symbol stream plus at most three residual planes (F32).
+const MaxSources = 4
+
+// BlockJob assembles N values of Size bytes at output offset Out from
+// Src[0] (the symbols: exponent<<J | top J residual bits) and Src[1:NSrc]
+// (the residual planes, low byte first), as doc.go of package codec
+// defines for the fields form.
+type BlockJob struct {
+	Out, N        uint64
+	Size, E, M, S uint32
+	J, Z, NSrc, _ uint32
+	Src           [MaxSources]Source
+	Index         uint64 // the block's index in its file
+	_             uint64
+}
+
+// HostBlock is a block the CPU decodes.
+type HostBlock struct {
+	Index          int
+	Offset, Length int64
+	Kind           string
+}
+
+// StreamJobBytes and BlockJobBytes are the sizes of the jobs as the kernels
+// see them.
+const (
+	StreamJobBytes = 64
+	BlockJobBytes  = 128
+	PairJobBytes   = 96
+)
+
+// ErrCorrupt wraps every error about damaged archive bytes.
+var ErrCorrupt = errors.New("corrupt archive")
+
+type planError struct {
+	file   string
+	block  int
+	offset int64
+	msg    string
+}
+
+func (e *planError) Error() string {
+	return fmt.Sprintf("gpu: %s: block %d at archive offset %d: %s", e.file, e.block, e.offset, e.msg)
+}
+func (e *planError) Unwrap() error { return ErrCorrupt }
+
+// NewPlan reads file fi of an archive (rd, opened on ra) and makes its plan.
+// Damaged float blocks are an error here (naming the block and its archive
+// offset); blocks of kinds the device does not decode go to Plan.Host.
+func NewPlan(rd *codec.Reader, ra io.ReaderAt, fi int) (*Plan, error) {
+	files := rd.Files()
+	if fi < 0 || fi >= len(files) {
+		return nil, fmt.Errorf("gpu: no file %d in the archive", fi)
+	}
+	f := files[fi]
+	p := &Plan{File: f.Name, Size: f.Size, SHA256: f.SHA256, Unhandled: map[string]int64{}}
+	var pb planBuilder
+	var buf []byte
+	for bi, b := range f.Blocks() {
+		if b.Kind != "float" || b.Compressed == 0 {
+			p.host(bi, b, b.Kind)
+			continue
+		}
+		if b.Compressed > 1<<31 || b.Length > 1<<34 {
+			return nil, &planError{f.Name, bi, b.Payload, "block too large"}
+		}
+		if int64(cap(buf)) < b.Compressed {
+			buf = make([]byte, b.Compressed)
+		}
+		buf = buf[:b.Compressed]
+		if _, err := ra.ReadAt(buf, b.Payload); err != nil {
+			return nil, fmt.Errorf("gpu: %s: reading block %d: %w", f.Name, bi, err)
+		}
+		why, err := pb.add(p, buf, b, bi)
+		if err != nil {
+			return nil, &planError{f.Name, bi, b.Payload, err.Error()}
+		}
+		if why != "" {
+			p.host(bi, b, why)
+		}
+	}
+	return p, nil
+}
+
+// ResidentBytes is the device memory the plan's compressed form takes:
+// what a GPU holds to decode the weights on demand instead of holding them
+// decoded (DevBytes).
+func (p *Plan) ResidentBytes() int64 {
+	return int64(len(p.Payload)) + 2*int64(len(p.Tables)) + StreamJobBytes*int64(len(p.Streams)) + BlockJobBytes*int64(len(p.Blocks))
+}
+
+func (p *Plan) host(bi int, b codec.BlockInfo, why string) {
+	p.Host = append(p.Host, HostBlock{Index: bi, Offset: b.Offset, Length: b.Length, Kind: why})
+	p.Unhandled[why] += b.Length
+}
+
+// planBuilder holds the scratch of NewPlan.
+type planBuilder struct {
+	fs      fse.Scratch
+	weights [256]byte
+}
+
+var errShort = errors.New("payload ends early")
+
+// add appends the jobs of one float block, or returns why the device does
+// not take it ("" when it does).
+func (pb *planBuilder) add(p *Plan, src []byte, b codec.BlockInfo, bi int) (string, error) {
+	l, ok := b.DType.FloatLayout()
+	if !ok || l.Exp > 8 || b.DType.Size() > 4 {
+		return "float " + b.DType.String(), nil
+	}
+	size := b.DType.Size()
+	if b.Length%int64(size) != 0 {
+		return "", fmt.Errorf("%d bytes is not a whole number of %v values", b.Length, b.DType)
+	}
+	n := uint64(b.Length) / uint64(size)
+	if len(src) < 3 {
+		return "", errShort
+	}
+	if src[0] != 0 {
+		return "float form " + fmt.Sprint(src[0]), nil
+	}
+	e, m, s := uint32(l.Exp), uint32(l.Mant), uint32(l.Sign)
+	w := s + m
+	j, z := uint32(src[1]), uint32(src[2])
+	if j > min(8-e, w) || z > w-j {
+		return "", fmt.Errorf("bad join %d / zero bits %d for %v", j, z, b.DType)
+	}
+	job := BlockJob{Out: uint64(b.Offset), N: n, Size: uint32(size), E: e, M: m, S: s, J: j, Z: z, Index: uint64(bi)}
+	// Jobs are added to p only when the whole block is accepted: remember
+	// where the lists stood.
+	nStreams, nTables, nPairs, nSegs, scratch := len(p.Streams), len(p.Tables), len(p.Pairs), len(p.Segs), p.Scratch
+	undo := func() {
+		p.Streams, p.Tables, p.Pairs, p.Segs, p.Scratch = p.Streams[:nStreams], p.Tables[:nTables], p.Pairs[:nPairs], p.Segs[:nSegs], scratch
+	}
+	base := uint64(len(p.Payload))
+	rest := uint32(w - j - z)
+	np := int(rest+7) / 8
+	job.NSrc = uint32(1 + np)
+	pos := 3
+	for k := 0; k <= np; k++ {
+		width := e + j
+		if k > 0 {
+			width = min(8, rest-8*uint32(k-1))
+		}
+		var why string
+		var err error
+		job.Src[k], pos, why, err = pb.stream(p, src, pos, n, width, base, len(p.Blocks), k == 0)
+		if err != nil || why != "" {
+			undo()
+			return why, err
+		}
+	}
+	if pos != len(src) {
+		undo()
+		return "", fmt.Errorf("%d trailing bytes", len(src)-pos)
+	}
+	p.Payload = append(p.Payload, src...)
+	p.Blocks = append(p.Blocks, job)
+	p.DevBytes += b.Length
+	return "", nil
+}
+
+// stream reads one stream of n symbols of the given width at src[pos:] and
+// returns its source, the position after it, or why the device does not
+// decode it. Pair and shared modes are allowed in symbol streams only.
+func (pb *planBuilder) stream(p *Plan, src []byte, pos int, n uint64, width uint32, base uint64, block int, symbols bool) (Source, int, string, error) {
+	if pos >= len(src) {
+		return Source{}, 0, "", errShort
+	}
+	mode := src[pos]
+	pos++
+	switch mode {
+	case 0: // packed
+		l := (n*uint64(width) + 7) / 8
+		if uint64(len(src)-pos) < l {
+			return Source{}, 0, "", fmt.Errorf("packed stream: need %d bytes, have %d", l, len(src)-pos)
+		}
+		k := uint32(SrcPacked)
+		if width == 8 {
+			k = SrcPayload
+		}
+		return Source{Kind: k, Width: width, Off: base + uint64(pos)}, pos + int(l), "", nil
+	case 1: // const
+		if pos >= len(src) {
+			return Source{}, 0, "", errShort
+		}
+		if width < 8 && src[pos] >= 1<<width {
+			return Source{}, 0, "", fmt.Errorf("const stream: symbol %d out of range", src[pos])
+		}
+		return Source{Kind: SrcConst, Width: width, Off: uint64(src[pos])}, pos + 1, "", nil
+	case 2, 3: // huff0, 1 or 4 streams
+		return pb.huff(p, src, pos, n, width, base, block, mode == 3)
+	case 4, 5:
+		if !symbols {
+			return Source{}, 0, "", errors.New("pair stream where only plain streams may be")
+		}
+		return pb.pairs(p, src, pos, n, width, base, block, mode == 5)
+	case 6, 7:
+		if !symbols {
+			return Source{}, 0, "", errors.New("shared-table stream where only plain streams may be")
+		}
+		return Source{}, 0, "setup tables", nil
+	}
+	return Source{}, 0, "", fmt.Errorf("unknown stream mode %d", mode)
+}
+
+// huff reads a huff0 block (uvarint length, table, 1 or 4 bit streams) of
+// n symbols at src[pos:] and adds its stream jobs.
+func (pb *planBuilder) huff(p *Plan, src []byte, pos int, n uint64, width uint32, base uint64, block int, x4 bool) (Source, int, string, error) {
+	l, k := binary.Uvarint(src[pos:])
+	if k <= 0 || l > uint64(len(src)-pos-k) {
+		return Source{}, 0, "", errors.New("huffman stream: bad length")
+	}
+	pos += k
+	blk := src[pos : pos+int(l)]
+	if n == 0 {
+		return Source{}, 0, "", errors.New("huffman stream of no symbols")
+	}
+	lut, tl, hdr, err := pb.table(blk, width)
+	if err != nil {
+		return Source{}, 0, "", err
+	}
+	table := uint64(len(p.Tables))
+	p.Tables = append(p.Tables, lut...)
+	data := uint64(pos + hdr)
+	dl := l - uint64(hdr)
+	dst := uint64(p.Scratch)
+	add := func(off, ln, cnt uint64) error {
+		if ln == 0 || src[data+off+ln-1] == 0 {
+			return errors.New("huffman stream: missing end mark")
+		}
+		p.Streams = append(p.Streams, StreamJob{Src: base + data + off, Len: ln, N: cnt, Dst: dst, Table: table, TableLog: uint64(tl), Block: uint64(block)})
+		dst += cnt
+		return nil
+	}
+	if !x4 {
+		if err := add(0, dl, n); err != nil {
+			return Source{}, 0, "", err
+		}
+	} else {
+		if dl < 6 {
+			return Source{}, 0, "", errors.New("huffman stream: short jump table")
+		}
+		seg := (n + 3) / 4
+		if 3*seg > n {
+			return Source{}, 0, "", fmt.Errorf("huffman stream: %d symbols cannot fill 4 streams", n)
+		}
+		d := src[data : data+dl]
+		s1, s2, s3 := uint64(binary.LittleEndian.Uint16(d)), uint64(binary.LittleEndian.Uint16(d[2:])), uint64(binary.LittleEndian.Uint16(d[4:]))
+		if 6+s1+s2+s3 >= dl {
+			return Source{}, 0, "", errors.New("huffman stream: jump table beyond the stream")
+		}
+		offs := [5]uint64{6, 6 + s1, 6 + s1 + s2, 6 + s1 + s2 + s3, dl}
+		for q := 0; q < 4; q++ {
+			cnt := seg
+			if q == 3 {
+				cnt = n - 3*seg
+			}
+			if err := add(offs[q], offs[q+1]-offs[q], cnt); err != nil {
+				return Source{}, 0, "", err
+			}
+		}
+	}
+	p.Scratch += int64(n)
+	return Source{Kind: SrcScratch, Width: width, Off: uint64(p.Scratch) - n}, pos + int(l), "", nil
+}
+
+// maxPairK is the largest pair alphabet (codec's maxPairK).
+const maxPairK = 15
+
+// pairs reads a pair-coded stream of n symbols at src[pos:] (after its
+// mode byte) and adds its code streams and its PairJob.
+func (pb *planBuilder) pairs(p *Plan, src []byte, pos int, n uint64, width uint32, base uint64, block int, x4 bool) (Source, int, string, error) {
+	if pos >= len(src) {
+		return Source{}, 0, "", errShort
+	}
+	k := int(src[pos])
+	if k < 1 || k > maxPairK || len(src) < pos+1+k {
+		return Source{}, 0, "", fmt.Errorf("pair stream: bad alphabet size %d", k)
+	}
+	top := pos + 1
+	for _, t := range src[top : top+k] {
+		if width < 8 && t >= 1<<width {
+			return Source{}, 0, "", errors.New("pair stream: symbol out of range")
+		}
+	}
+	pos = top + k
+	m := n / 2
+	codes, pos, _, err := pb.huff(p, src, pos, m, 8, base, block, x4)
+	if err != nil {
+		return Source{}, 0, "", err
+	}
+	x, l := binary.Uvarint(src[pos:])
+	if l <= 0 || x > n {
+		return Source{}, 0, "", errors.New("pair stream: bad exception count")
+	}
+	exc, pos, _, err := pb.stream(p, src, pos+l, x, width, base, block, false)
+	if err != nil {
+		return Source{}, 0, "", err
+	}
+	job := PairJob{Codes: codes.Off, M: m, Dst: uint64(p.Scratch), N: n, Top: base + uint64(top), K: uint32(k), Exc: exc, X: x, Seg: uint64(len(p.Segs)), Block: uint64(block)}
+	for s := uint64(0); s < (m+PairSegment-1)/PairSegment; s++ {
+		p.Segs = append(p.Segs, uint32(len(p.Pairs)))
+	}
+	p.Pairs = append(p.Pairs, job)
+	p.Scratch += int64(n)
+	return Source{Kind: SrcScratch, Width: width, Off: job.Dst}, pos, "", nil
+}
+
+// table reads a huff0 table description (RFC 8878 section 4.2.1) and
+// returns its decoding table of 1<<tableLog entries (code length |
+// symbol<<8; the next tableLog bits of a stream index it) and the
+// description's size.
+func (pb *planBuilder) table(src []byte, width uint32) ([]uint16, uint, int, error) {
+	if len(src) < 2 {
+		return nil, 0, 0, errors.New("huffman table: too short")
+	}
+	h := int(src[0])
+	var nw, used int
+	if h >= 128 {
+		nw = h - 127
+		used = 1 + (nw+1)/2
+		if used > len(src) {
+			return nil, 0, 0, errors.New("huffman table: too short")
+		}
+		for i := 0; i < nw; i++ {
+			v := src[1+i/2]
+			if i%2 == 0 {
+				pb.weights[i] = v >> 4
+			} else {
+				pb.weights[i] = v & 15
+			}
+		}
+	} else {
+		used = 1 + h
+		if used > len(src) || h == 0 {
+			return nil, 0, 0, errors.New("huffman table: too short")
+		}
+		if src[1]&15+5 > 6 {
+			return nil, 0, 0, errors.New("huffman table: weights table log too big")
+		}
+		pb.fs.DecompressLimit = 255
+		pb.fs.Out = pb.weights[:0]
+		out, err := fse.Decompress(src[1:1+h], &pb.fs)
+		if err != nil {
+			return nil, 0, 0, fmt.Errorf("huffman table: %v", err)
+		}
+		if len(out) > 255 {
+			return nil, 0, 0, errors.New("huffman table: too many weights")
+		}
+		nw = len(out)
+		copy(pb.weights[:], out)
+	}
+	var rank [16]uint32
+	total := uint32(0)
+	for _, w := range pb.weights[:nw] {
+		if w > 11 {
+			return nil, 0, 0, errors.New("huffman table: weight too large")
+		}
+		rank[w]++
+		if w > 0 {
+			total += 1 << (w - 1)
+		}
+	}
+	if total == 0 {
+		return nil, 0, 0, errors.New("huffman table: all weights zero")
+	}
+	tl := uint(bits.Len32(total)) // highbit(total)+1
+	if tl > 11 {
+		return nil, 0, 0, errors.New("huffman table: code too long")
+	}
+	restW := uint32(1)<<tl - total
+	if restW&(restW-1) != 0 {
+		return nil, 0, 0, errors.New("huffman table: weights do not make a complete code")
+	}
+	last := uint8(bits.Len32(restW)) // log2(rest)+1
+	pb.weights[nw] = last
+	rank[last]++
+	nw++
+	if rank[1] < 2 || rank[1]&1 != 0 {
+		return nil, 0, 0, errors.New("huffman table: weights do not make a complete code")
+	}
+	if width < 8 && nw > 1<<width {
+		// a symbol the stream's width cannot hold must not have a code
+		for s := 1 << width; s < nw; s++ {
+			if pb.weights[s] != 0 {
+				return nil, 0, 0, fmt.Errorf("huffman table: symbol %d wider than %d bits", s, width)
+			}
+		}
+	}
+	var start [16]uint32
+	next := uint32(0)
+	for w := uint(1); w <= tl; w++ {
+		start[w] = next
+		next += rank[w] << (w - 1)
+	}
+	lut := make([]uint16, 1<<tl)
+	for s, w := range pb.weights[:nw] {
+		if w == 0 {
+			continue
+		}
+		ln := uint32(1) << w >> 1
+		e := uint16(tl+1-uint(w)) | uint16(s)<<8
+		for i := start[w]; i < start[w]+ln; i++ {
+			lut[i] = e
+		}
+		start[w] += ln
+	}
+	return lut, tl, used, nil
+}
+
+// Repeat returns a plan of k copies of p's device work, back to back (the
+// output is k·Size bytes, copy c at c·Size; host blocks are left out): a
+// large device workload made of real blocks, for measuring decode rates on
+// inputs larger than the corpus files.
+func (p *Plan) Repeat(k int) *Plan {
+	q := &Plan{File: p.File, Size: int64(k) * p.Size, Unhandled: map[string]int64{}}
+	for c := 0; c < k; c++ {
+		pay, tab, scr, seg := uint64(len(q.Payload)), uint64(len(q.Tables)), uint64(q.Scratch), uint64(len(q.Segs))
+		out := uint64(c) * uint64(p.Size)
+		blocks, pairs := uint64(len(q.Blocks)), uint32(len(q.Pairs))
+		q.Payload = append(q.Payload, p.Payload...)
+		q.Tables = append(q.Tables, p.Tables...)
+		moveSrc := func(s Source) Source {
+			switch s.Kind {
+			case SrcPayload, SrcPacked:
+				s.Off += pay
+			case SrcScratch:
+				s.Off += scr
+			}
+			return s
+		}
+		for _, s := range p.Streams {
+			s.Src += pay
+			s.Dst += scr
+			s.Table += tab
+			s.Block += blocks
+			q.Streams = append(q.Streams, s)
+		}
+		for _, j := range p.Pairs {
+			j.Codes += scr
+			j.Dst += scr
+			j.Top += pay
+			j.Exc = moveSrc(j.Exc)
+			j.Seg += seg
+			j.Block += blocks
+			q.Pairs = append(q.Pairs, j)
+		}
+		for _, s := range p.Segs {
+			q.Segs = append(q.Segs, s+pairs)
+		}
+		for _, b := range p.Blocks {
+			b.Out += out
+			for i := range b.Src[:b.NSrc] {
+				b.Src[i] = moveSrc(b.Src[i])
+			}
+			q.Blocks = append(q.Blocks, b)
+		}
+		q.Scratch += p.Scratch
+		q.DevBytes += p.DevBytes
+	}
+	return q
+}
+
+// Bench decodes file fi through b once (checked exactly, as DecodeFile)
+// and then a plan of the file's device work repeated until it holds at
+// least minBytes, runs times, checking every copy's blocks by CRC-32C.
+// The result's rates are those of the repeated plan.
+func Bench(rd *codec.Reader, ra io.ReaderAt, fi int, b Backend, minBytes int64, runs int) (Result, error) {
+	want, res, err := DecodeFile(rd, ra, fi, b, Options{})
+	if err != nil {
+		return res, err
+	}
+	p, err := NewPlan(rd, ra, fi)
+	if err != nil || p.DevBytes == 0 {
+		return res, err
+	}
+	k := int(max(1, (minBytes+p.DevBytes-1)/p.DevBytes))
+	q := p.Repeat(k)
+	out := make([]byte, q.Size)
+	tm, err := b.Decode(context.Background(), q, out, DecodeOptions{Repeat: runs})
+	if err != nil {
+		return res, err
+	}
+	for c := 0; c < k; c++ {
+		for _, bl := range p.Blocks {
+			o := int64(c)*p.Size + int64(bl.Out)
+			n := int64(bl.N) * int64(bl.Size)
+			if !bytes.Equal(out[o:o+n], want[bl.Out:int64(bl.Out)+n]) {
+				return res, fmt.Errorf("gpu: %s: copy %d of block %d decodes differently on %s", p.File, c, bl.Index, b.Name())
+			}
+		}
+	}
+	res.Kernel, res.Total, res.DevBytes, res.Resident = tm.Kernel, tm.Total, q.DevBytes, q.ResidentBytes()
+	res.Copies = k
+	return res, nil
+}
