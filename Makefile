@@ -11,6 +11,7 @@
 #   make assets  fetch the demo models again from npm (network)
 #   make ptx     compile the CUDA kernels (gpu/kernels/decode.cu) to PTX
 #   make gpu-check  decode the bench corpus on an NVIDIA GPU (CUDA backend), GB/s
+#   make webgpu-test  the WGSL kernels in headless Chromium (SwiftShader), bit-exact
 
 GO        ?= go
 SHARED    ?= ../shared
@@ -27,7 +28,7 @@ GOWASMEXEC = $$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec
 # packages tested under GOOS=js with node (the non-UI ones)
 PKGS_JS   := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./trajectory/... ./app/core/... ./gpu/...
 
-.PHONY: ptx ptx-check gpu-deps gpu-check all build run demo workbench fyne-deps screenshots test check-go fmt-check vet unit race noasm fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
+.PHONY: ptx ptx-check gpu-deps gpu-check webgpu-test all build run demo workbench fyne-deps screenshots test check-go fmt-check vet unit race noasm fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
 
 all: build
 
@@ -58,7 +59,7 @@ screenshots: check-go
 demo: build
 	./scripts/demo.sh $(BIN) $(SHARED)
 
-test: check-go fyne-deps gpu-deps fmt-check vet ptx-check unit race noasm fuzz-short wasm-build purego-build js-test browser-test
+test: check-go fyne-deps gpu-deps fmt-check vet ptx-check unit race noasm fuzz-short wasm-build purego-build js-test browser-test webgpu-test
 	@echo "make test: all checks passed"
 
 # clang-14 (PTX) and g++ (the kernels as C++ in gpu's tests)
@@ -128,6 +129,17 @@ browser-test: browser-deps web
 	$(GO) build -o bin/serve ./wasm/cmd/serve
 	cd wasm/test && npm ci --no-audit --no-fund --loglevel=error
 	NZ_SERVE=$(CURDIR)/bin/serve node wasm/test/workbench.test.mjs
+
+# the WebGPU kernels (decode.wgsl) in Chromium's SwiftShader adapter,
+# bit-exact against the files and the Go twin on the demo models and, when
+# present, ../shared/models/bench
+webgpu-test: browser-deps
+	rm -rf bin/webgpu-test && mkdir -p bin/webgpu-test
+	GOOS=js GOARCH=wasm $(GO) build -o bin/webgpu-test/app.wasm ./wasm/cmd/gputest
+	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" wasm/test/gpu/index.html bin/webgpu-test/
+	$(GO) build -o bin/serve ./wasm/cmd/serve
+	cd wasm/test && npm ci --no-audit --no-fund --loglevel=error
+	NZ_SERVE=$(CURDIR)/bin/serve NZ_SHARED=$(SHARED) node wasm/test/webgpu.test.mjs bin/webgpu-test
 
 # everything but the Fyne workbench, whose desktop driver needs cgo
 purego-build:

@@ -60,24 +60,31 @@ var ErrUnavailable = errors.New("backend unavailable")
 
 func (e *Unavailable) Is(target error) bool { return target == ErrUnavailable }
 
-// Names lists the backends this build knows, the reference first.
-func Names() []string { return []string{"cpu", "cuda"} }
+// Names lists the backends this build knows, the reference first: cuda
+// runs natively (linux), webgpu in the browser build (GOOS=js).
+func Names() []string { return []string{"cpu", "cuda", "webgpu"} }
 
-// Open returns the named backend ("cpu", "cuda", or "auto": CUDA when it
-// is available, else the CPU) or an *Unavailable saying why it cannot run.
+// Open returns the named backend ("cpu", "cuda", "webgpu", or "auto": the
+// first device backend that is available, else the CPU) or an
+// *Unavailable saying why it cannot run.
 func Open(name string, threads int) (Backend, error) {
 	switch name {
 	case "cpu":
 		return CPU(threads), nil
 	case "cuda":
 		return openCUDA()
+	case "webgpu":
+		return openWebGPU()
 	case "auto", "":
 		if b, err := openCUDA(); err == nil {
 			return b, nil
 		}
+		if b, err := openWebGPU(); err == nil {
+			return b, nil
+		}
 		return CPU(threads), nil
 	}
-	return nil, fmt.Errorf("gpu: unknown backend %q (known: cpu, cuda, auto)", name)
+	return nil, fmt.Errorf("gpu: unknown backend %q (known: cpu, cuda, webgpu, auto)", name)
 }
 
 // Probe reports every backend's availability: the device, or why not.

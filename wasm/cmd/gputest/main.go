@@ -1,0 +1,134 @@
+//go:build js
+
+// Command gputest is the browser half of the WebGPU test (make
+// webgpu-test, wasm/test/webgpu.test.mjs): it fetches the models named in
+// the page's ?files= parameter, compresses each with nzip, decodes the
+// archive on the WebGPU backend (decode.wgsl in the browser's adapter) and
+// on the kernels' Go twin, and checks both bit-exact against the original
+// file and against each other (bytes and exponent histograms). A damaged
+// archive must fail with an error. The result is JSON in
+// globalThis.nzgpuResult.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"syscall/js"
+
+	"neuralzip/checkpoint"
+	"neuralzip/codec"
+	"neuralzip/gpu"
+)
+
+type fileResult struct {
+	File       string   `json:"file"`
+	Chunk      int      `json:"chunk"`
+	Bytes      int64    `json:"bytes"`
+	DevBytes   int64    `json:"device_bytes"`
+	Exact      bool     `json:"exact"`
+	TwinEqual  bool     `json:"twin_equal"`
+	HistEqual  bool     `json:"hist_equal"`
+	KernelGBs  float64  `json:"kernel_gb_s"`
+	TotalGBs   float64  `json:"total_gb_s"`
+	DamageSeen bool     `json:"damage_detected"`
+	CPU        []string `json:"cpu_blocks,omitempty"`
+	Error      string   `json:"error,omitempty"`
+}
+
+type result struct {
+	Device string       `json:"device"`
+	Files  []fileResult `json:"files"`
+	Error  string       `json:"error,omitempty"`
+}
+
+func main() {
+	var res result
+	defer func() {
+		if r := recover(); r != nil {
+			res.Error = fmt.Sprintf("panic: %v", r)
+		}
+		b, _ := json.Marshal(res)
+		js.Global().Set("nzgpuResult", string(b))
+	}()
+	q, _ := url.ParseQuery(strings.TrimPrefix(js.Global().Get("location").Get("search").String(), "?"))
+	b, err := gpu.Open("webgpu", 0)
+	if err != nil {
+		res.Error = err.Error()
+		return
+	}
+	res.Device = b.Device()
+	for _, u := range strings.Split(q.Get("files"), ",") {
+		if u == "" {
+			continue
+		}
+		for _, chunk := range []int{0, 4096} {
+			res.Files = append(res.Files, run(b, u, chunk))
+		}
+	}
+}
+
+func run(b gpu.Backend, u string, chunk int) (fr fileResult) {
+	fr = fileResult{File: path.Base(u), Chunk: chunk}
+	fail := func(err error) fileResult { fr.Error = err.Error(); return fr }
+	resp, err := http.Get(u)
+	if err != nil {
+		return fail(err)
+	}
+	src, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		return fail(fmt.Errorf("fetch %s: %v %s", u, err, resp.Status))
+	}
+	l, err := checkpoint.Open(bytes.NewReader(src), int64(len(src)))
+	if err != nil {
+		return fail(err)
+	}
+	var segs []codec.Segment
+	for _, s := range l.Segments {
+		segs = append(segs, codec.Segment{Offset: s.Offset, Length: s.Length, Name: s.Name, DType: s.DType, Type: s.Type, Shape: s.Shape})
+	}
+	arc, err := codec.CompressBytes(src, segs, codec.Options{ChunkValues: chunk})
+	if err != nil {
+		return fail(err)
+	}
+	rd, err := codec.NewReader(bytes.NewReader(arc), int64(len(arc)))
+	if err != nil {
+		return fail(err)
+	}
+	out, r, err := gpu.DecodeFile(rd, bytes.NewReader(arc), 0, b, gpu.Options{Hist: true, Repeat: 2})
+	if err != nil {
+		return fail(err)
+	}
+	twin, tr, err := gpu.DecodeFile(rd, bytes.NewReader(arc), 0, gpu.CPU(0), gpu.Options{Hist: true})
+	if err != nil {
+		return fail(err)
+	}
+	fr.Bytes, fr.DevBytes = r.Bytes, r.DevBytes
+	fr.Exact = r.Exact && bytes.Equal(out, src)
+	fr.TwinEqual = bytes.Equal(out, twin)
+	fr.HistEqual = r.ExpHist == tr.ExpHist
+	fr.KernelGBs, fr.TotalGBs = r.KernelGBps(), r.TotalGBps()
+	fr.CPU = r.UnhandledSummary()
+	// damage one float block's payload: the device decode must fail
+	for _, bl := range rd.Files()[0].Blocks() {
+		if bl.Kind == "float" && bl.Compressed > 64 {
+			bad := append([]byte(nil), arc...)
+			for i := bl.Payload + bl.Compressed/3; i < bl.Payload+bl.Compressed/3+8; i++ {
+				bad[i] ^= 0x5a
+			}
+			rb, err := codec.NewReader(bytes.NewReader(bad), int64(len(bad)))
+			if err == nil {
+				_, _, err = gpu.DecodeFile(rb, bytes.NewReader(bad), 0, b, gpu.Options{})
+			}
+			fr.DamageSeen = err != nil
+			break
+		}
+	}
+	return fr
+}

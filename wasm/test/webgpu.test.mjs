@@ -1,0 +1,116 @@
+// WebGPU test: the decode kernels in WGSL (gpu/kernels/decode.wgsl) run in
+// Debian's Chromium (headless, --enable-unsafe-webgpu: the SwiftShader
+// adapter) through playwright-core, bit-exact against the original files
+// and the kernels' Go twin, on real models: the demo models of assets/
+// (F32 TFLite and ONNX) and, when ../shared is present, the bench corpus
+// (BF16, F16, F32 safetensors). Each model is compressed with two chunk
+// sizes (1- and 4-stream Huffman, pair codes, joins, dropped bits), and a
+// damaged archive must fail.
+//
+//   node wasm/test/webgpu.test.mjs DIR   (make webgpu-test; DIR holds
+//                                         index.html, wasm_exec.js and app.wasm,
+//                                         the build of wasm/cmd/gputest)
+//
+// Environment: CHROMIUM (default /usr/bin/chromium), NZ_SERVE (a built
+// wasm/cmd/serve binary; default: go run), NZ_SHARED (default ../shared).
+
+import { chromium } from 'playwright-core';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '../..');
+const dir = path.resolve(process.argv[2] || 'bin/webgpu-test');
+const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
+const shared = path.resolve(root, process.env.NZ_SHARED || '../shared');
+const T_ALL = 20 * 60_000;
+
+const log = (...a) => console.log('[webgpu-test]', ...a);
+
+// the models: served from a temporary directory of copies
+const models = fs.mkdtempSync(path.join(os.tmpdir(), 'nzgpu-models-'));
+const files = [];
+function link(p) {
+  const name = path.basename(p);
+  fs.copyFileSync(p, path.join(models, name)); // the server does not follow links
+  files.push('/models/' + encodeURIComponent(name));
+}
+link(path.join(root, 'assets/models/selfie_segmentation.tflite'));
+link(path.join(root, 'assets/models/silero_vad_legacy.onnx'));
+const bench = path.join(shared, 'models/bench');
+if (fs.existsSync(bench)) {
+  for (const f of fs.readdirSync(bench).filter((f) => f.endsWith('.safetensors')).sort()) link(path.join(bench, f));
+} else {
+  log(`${bench} not present: testing the demo models only`);
+}
+
+function startServer() {
+  const args = ['-addr', '127.0.0.1:0', '-dir', dir, '-models', models];
+  const proc = process.env.NZ_SERVE
+    ? spawn(process.env.NZ_SERVE, args, { cwd: root })
+    : spawn('go', ['run', './wasm/cmd/serve', ...args], { cwd: root });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error('server did not start in 120 s: ' + out)), 120_000);
+    const onData = (d) => {
+      out += d;
+      const m = out.match(/serving .* on (http:\/\/127\.0\.0\.1:\d+\/)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ proc, url: m[1] });
+      }
+    };
+    proc.stdout.on('data', onData);
+    proc.stderr.on('data', onData);
+    proc.on('exit', (code) => reject(new Error(`server exited (${code}): ${out}`)));
+  });
+}
+
+async function main() {
+  const { proc, url } = await startServer();
+  const browser = await chromium.launch({
+    executablePath: chromiumPath,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--enable-unsafe-swiftshader', '--enable-unsafe-webgpu'],
+  });
+  let failed = false;
+  try {
+    const page = await browser.newPage();
+    const problems = [];
+    page.on('pageerror', (e) => problems.push('page error: ' + e.message));
+    page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(m.type() + ': ' + m.text()); });
+    await page.goto(url + 'index.html?files=' + files.join(','), { waitUntil: 'load' });
+    await page.waitForFunction(() => globalThis.nzgpuResult !== undefined, null, { timeout: T_ALL, polling: 500 });
+    const res = JSON.parse(await page.evaluate(() => globalThis.nzgpuResult));
+    if (res.error) throw new Error('the page reports: ' + res.error);
+    log('device:', res.device);
+    if (res.files.length !== 2 * files.length) throw new Error(`${res.files.length} results for ${files.length} models`);
+    for (const f of res.files) {
+      const ok = !f.error && f.exact && f.twin_equal && f.hist_equal && f.damage_detected && f.device_bytes > 0;
+      log(`${ok ? 'ok' : 'FAILED'}: ${f.file} chunk ${f.chunk || 'default'}: ${f.device_bytes} of ${f.bytes} bytes on the device, ` +
+        `${(f.kernel_gb_s * 1000).toFixed(0)} MB/s (kernels), exact ${f.exact}, twin ${f.twin_equal}, histogram ${f.hist_equal}, ` +
+        `damage detected ${f.damage_detected}${f.error ? ', error: ' + f.error : ''}`);
+      if (!ok) failed = true;
+    }
+    if (problems.length) {
+      log('page problems:', problems.join(' | '));
+      failed = true;
+    }
+  } finally {
+    await browser.close();
+    proc.kill();
+    fs.rmSync(models, { recursive: true, force: true });
+  }
+  if (failed) throw new Error('some checks failed');
+  log('all checks passed');
+}
+
+const timer = setTimeout(() => { console.error('[webgpu-test] timed out'); process.exit(1); }, T_ALL + 60_000);
+main().then(() => { clearTimeout(timer); }, (e) => {
+  console.error('[webgpu-test] FAILED:', e.message);
+  process.exit(1);
+});
