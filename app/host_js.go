@@ -16,7 +16,9 @@ package main
 // the centre of a widget in page pixels ({x, y, visible}) for real mouse
 // clicks, with key "open", "run", "archive", "setup-build", "setup-save"
 // or "demo:NAME"; window.nz.selectTab(name) shows a screen;
-// window.nz.bench(n) times the codec alone. wasm/test/workbench.test.mjs
+// window.nz.selectBackend(name) chooses the Run screen's backend ("CPU",
+// "cpu", "webgpu"; "backends" reports which are available, "run_backend",
+// "run_device*" what a run used); window.nz.bench(n) times the codec alone. wasm/test/workbench.test.mjs
 // drives the page with them.
 
 import (
@@ -145,6 +147,19 @@ func hostStart(wb *workbench) {
 		fyne.Do(func() { wb.selectTab(name) })
 		return nil
 	}))
+	nz.Set("selectBackend", js.FuncOf(func(_ js.Value, a []js.Value) any {
+		if len(a) < 1 {
+			return nil
+		}
+		name := a[0].String()
+		fyne.Do(func() {
+			wb.buildScreens()
+			if !wb.run.selectBackend(name) {
+				hostReport("error", "no backend "+name)
+			}
+		})
+		return nil
+	}))
 
 	q, _ := url.ParseQuery(strings.TrimPrefix(g.Get("location").Get("search").String(), "?"))
 	go func() {
@@ -214,6 +229,13 @@ func hostReportRun(r core.RunResult) {
 	}
 	hostReport("run_model", r.Model)
 	hostReport("run_codec", r.Codec)
+	hostReport("run_backend", r.Backend)
+	hostReport("run_device", r.Device)
+	hostReport("run_device_gbs", fmt.Sprintf("%.3f", r.DeviceGBs))
+	hostReport("run_device_total_gbs", fmt.Sprintf("%.3f", r.DeviceTotalGBs))
+	hostReport("run_device_bytes", fmt.Sprint(r.DeviceBytes))
+	hostReport("run_resident_bytes", fmt.Sprint(r.ResidentBytes))
+	hostReport("run_device_saved", fmt.Sprint(r.DeviceSaved))
 	hostReport("run_threads", fmt.Sprint(r.Threads))
 	hostReport("run_bytes", fmt.Sprint(r.OriginalBytes))
 	hostReport("run_compressed", fmt.Sprint(r.Compressed))

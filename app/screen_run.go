@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -26,6 +28,9 @@ type runScreen struct {
 	setupSel *widget.Select
 	threads  *widget.Select
 	backend  *widget.Select
+	backends []core.BackendInfo // the picker's entries, in its order
+	devInfo  *widget.Label      // the chosen backend's device
+	unavail  *widget.Label      // why the unavailable backends are
 	runBtn   *widget.Button
 	archBtn  *widget.Button // downloads the latest run's archive
 	jobs     *jobBar
@@ -35,14 +40,18 @@ type runScreen struct {
 	verdict  *widget.Label
 	shaOrig  *widget.Label
 	shaDec   *widget.Label
+	resDev   *widget.Label // the latest run's backend and device
+	devSpeed *widget.Label // its decode rate on the device
+	devMem   *widget.Label // device memory saved by keeping weights compressed
+	devHost  *widget.Label // what the CPU decoded instead
 	history  *widget.Table
 	chart    *chartView
 	last     core.RunResult
 	archive  []byte // the latest successful run's compressed bytes
 }
 
-var historyCols = []string{"Model", "Codec", "Threads", "Ratio", "Compress MB/s", "Decompress MB/s", "Roundtrip", "Compressed"}
-var historyWidths = []float32{220, 130, 70, 80, 120, 130, 100, 110}
+var historyCols = []string{"Model", "Codec", "Backend", "Threads", "Ratio", "Compress MB/s", "Decompress MB/s", "Roundtrip", "Compressed"}
+var historyWidths = []float32{200, 130, 80, 70, 80, 120, 130, 100, 110}
 
 func newRunScreen(wb *workbench) *runScreen {
 	s := &runScreen{wb: wb, jobs: newJobBar()}
@@ -56,8 +65,14 @@ func newRunScreen(wb *workbench) *runScreen {
 	}
 	s.threads = widget.NewSelect(th, nil)
 	s.threads.SetSelected(th[len(th)-1])
-	s.backend = widget.NewSelect(core.Backends(), nil)
-	s.backend.SetSelected(core.BackendCPU)
+	s.backend = widget.NewSelect(nil, func(string) { s.showBackend() })
+	s.devInfo = widget.NewLabel("")
+	s.devInfo.Truncation = fyne.TextTruncateEllipsis
+	s.unavail = widget.NewLabel("")
+	s.unavail.Wrapping = fyne.TextWrapWord
+	s.unavail.SizeName = theme.SizeNameCaptionText
+	s.unavail.Hide()
+	s.setBackends([]core.BackendInfo{core.CodecBackend()}) // until the probe below answers
 	s.runBtn = widget.NewButtonWithIcon("Compress + decompress", theme.MediaPlayIcon(), s.start)
 	s.runBtn.Importance = widget.HighImportance
 	s.phase = widget.NewLabel("")
@@ -71,6 +86,12 @@ func newRunScreen(wb *workbench) *runScreen {
 	s.shaDec = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
 	s.shaOrig.Truncation = fyne.TextTruncateEllipsis
 	s.shaDec.Truncation = fyne.TextTruncateEllipsis
+	trunc := func() *widget.Label {
+		l := widget.NewLabel("")
+		l.Truncation = fyne.TextTruncateEllipsis
+		return l
+	}
+	s.resDev, s.devSpeed, s.devMem, s.devHost = trunc(), trunc(), trunc(), trunc()
 
 	s.history = widget.NewTableWithHeaders(
 		func() (int, int) { return len(wb.runs), len(historyCols) },
@@ -100,10 +121,11 @@ func newRunScreen(wb *workbench) *runScreen {
 		widget.NewLabel("Setup"), s.setupSel,
 		widget.NewLabel("Threads"), s.threads,
 		widget.NewLabel("Backend"), s.backend,
+		widget.NewLabel("Device"), s.devInfo,
 	)
 	s.archBtn = widget.NewButtonWithIcon("Save archive…", theme.DownloadIcon(), s.saveArchive)
 	s.archBtn.Disable()
-	controls := container.NewVBox(heading("Run the codec on the current model"), form, container.NewHBox(s.runBtn, s.jobs.content), s.phase)
+	controls := container.NewVBox(heading("Run the codec on the current model"), form, s.unavail, container.NewHBox(s.runBtn, s.jobs.content), s.phase)
 	if hostRunNote != "" {
 		note := widget.NewLabel(hostRunNote)
 		note.Wrapping = fyne.TextWrapWord
@@ -111,14 +133,100 @@ func newRunScreen(wb *workbench) *runScreen {
 	}
 	result := container.NewVBox(container.NewHBox(heading("Result"), layoutSpacer(), s.archBtn),
 		container.NewGridWithColumns(3, s.ratio, s.speed, s.verdict),
-		container.New(layoutForm(), widget.NewLabel("SHA-256 original"), s.shaOrig, widget.NewLabel("SHA-256 decoded"), s.shaDec))
+		container.New(layoutForm(), widget.NewLabel("SHA-256 original"), s.shaOrig, widget.NewLabel("SHA-256 decoded"), s.shaDec,
+			widget.NewLabel("Decoded by"), s.resDev, widget.NewLabel("On the device"), s.devSpeed,
+			widget.NewLabel("Device memory"), s.devMem, widget.NewLabel("On the CPU"), s.devHost))
 	top := container.NewGridWithColumns(2, container.NewPadded(controls), container.NewPadded(result))
 	hist := container.NewBorder(container.NewHBox(heading("History"), layoutSpacer(), csvB, jsonB), nil, nil, nil, s.history)
 	bottom := container.NewHSplit(hist, s.chart.content)
 	bottom.Offset = 0.62
 	s.content = container.NewBorder(top, nil, nil, nil, container.NewPadded(bottom))
 	s.clearResult()
+	// opening a GPU backend can take a while (driver, device context)
+	wb.go_(func() func() {
+		l := core.ProbeBackends()
+		return func() {
+			s.setBackends(l)
+			var report []string
+			for _, b := range l {
+				state := "ok"
+				if !b.Available() {
+					state = b.Reason
+				}
+				report = append(report, b.Name+"="+state)
+			}
+			hostReport("backends", strings.Join(report, "; "))
+		}
+	})
 	return s
+}
+
+// setBackends fills the backend picker, keeping the chosen backend.
+func (s *runScreen) setBackends(l []core.BackendInfo) {
+	cur := s.backendName()
+	s.backends = l
+	opts := make([]string, len(l))
+	var why []string
+	for i, b := range l {
+		opts[i] = backendLabel(b)
+		if !b.Available() {
+			why = append(why, b.Name+" unavailable: "+b.Reason)
+		}
+	}
+	s.backend.Options = opts
+	s.backend.SetSelectedIndex(max(slices.IndexFunc(l, func(b core.BackendInfo) bool { return b.Name == cur }), 0))
+	s.unavail.SetText(strings.Join(why, "\n"))
+	if len(why) == 0 {
+		s.unavail.Hide()
+	} else {
+		s.unavail.Show()
+	}
+}
+
+// backendLabel is b's entry in the picker.
+func backendLabel(b core.BackendInfo) string {
+	switch {
+	case b.Name == core.BackendCPU:
+		return b.Name + " — the codec's decoder"
+	case !b.Available():
+		return b.Name + " — unavailable"
+	case b.Name == "cpu":
+		return b.Name + " — GPU kernels, Go twin"
+	}
+	return b.Name + " — GPU"
+}
+
+// backendName is the chosen backend (core.RunSpec.Backend).
+func (s *runScreen) backendName() string {
+	if i := s.backend.SelectedIndex(); i >= 0 && i < len(s.backends) {
+		return s.backends[i].Name
+	}
+	return core.BackendCPU
+}
+
+// selectBackend chooses a backend by name; false when there is none.
+func (s *runScreen) selectBackend(name string) bool {
+	i := slices.IndexFunc(s.backends, func(b core.BackendInfo) bool { return b.Name == name })
+	if i >= 0 {
+		s.backend.SetSelectedIndex(i)
+	}
+	return i >= 0
+}
+
+// showBackend shows the chosen backend's device.
+func (s *runScreen) showBackend() {
+	i := s.backend.SelectedIndex()
+	if i < 0 || i >= len(s.backends) {
+		s.devInfo.SetText("")
+		return
+	}
+	b := s.backends[i]
+	switch {
+	case !b.Available():
+		s.devInfo.SetText("— (unavailable here)")
+	default:
+		s.devInfo.SetText(b.Device)
+	}
 }
 
 // refreshCodecs updates the codec and setup pickers after setups change.
@@ -144,6 +252,10 @@ func (s *runScreen) clearResult() {
 	s.verdict.SetText("roundtrip —")
 	s.shaOrig.SetText("")
 	s.shaDec.SetText("")
+	s.resDev.SetText("")
+	s.devSpeed.SetText("")
+	s.devMem.SetText("")
+	s.devHost.SetText("")
 }
 
 // start runs the chosen codec in the background.
@@ -154,7 +266,7 @@ func (s *runScreen) start() {
 		s.phase.SetText("Open a model first.")
 		return
 	}
-	spec := core.RunSpec{Codec: s.codecSel.Selected, Backend: s.backend.Selected}
+	spec := core.RunSpec{Codec: s.codecSel.Selected, Backend: s.backendName()}
 	spec.Threads, _ = strconv.Atoi(s.threads.Selected)
 	if spec.Codec == core.CodecNZipSetup {
 		for _, ns := range wb.setups {
@@ -166,6 +278,14 @@ func (s *runScreen) start() {
 			s.phase.SetText("Choose a setup (build or load one on the Setups screen).")
 			return
 		}
+	}
+	if err := spec.Check(); err != nil {
+		s.phase.SetText(err.Error() + ".")
+		return
+	}
+	if i := s.backend.SelectedIndex(); i >= 0 && i < len(s.backends) && !s.backends[i].Available() {
+		s.phase.SetText(fmt.Sprintf("Backend %s is unavailable here: %s.", spec.Backend, s.backends[i].Reason))
+		return
 	}
 	ctx, gen := s.jobs.start()
 	prog := s.jobs.progress(gen)
@@ -238,6 +358,7 @@ func (s *runScreen) finish(m *core.Model, r core.RunResult) {
 	}
 	s.shaOrig.SetText(r.SHA256)
 	s.shaDec.SetText(r.SHA256Decoded)
+	s.showDevice(r)
 	wb.runs = append(wb.runs, r)
 	s.history.Refresh()
 	if r.TensorBytes != nil && r.Codec == core.CodecNZip {
@@ -245,6 +366,44 @@ func (s *runScreen) finish(m *core.Model, r core.RunResult) {
 		wb.tensors.rebuild()
 	}
 	s.showChart()
+}
+
+// showDevice shows what decoded the run and, for a device, how fast and
+// how much device memory keeping the weights compressed saves.
+func (s *runScreen) showDevice(r core.RunResult) {
+	s.resDev.SetText(r.Backend)
+	if r.Device != "" {
+		s.resDev.SetText(r.Backend + ": " + r.Device)
+	}
+	if r.Error != "" || r.Device == "" {
+		s.devSpeed.SetText("—")
+		s.devMem.SetText("—")
+		s.devHost.SetText("—")
+		return
+	}
+	s.devSpeed.SetText(fmt.Sprintf("%s GB/s (kernels), %s GB/s with transfers; %.1f %% of the bytes", gbs(r.DeviceGBs), gbs(r.DeviceTotalGBs), 100*r.DeviceShare()))
+	if r.DeviceSaved >= 0 {
+		s.devMem.SetText(fmt.Sprintf("saved %s of %s (kept compressed)", core.HumanBytes(r.DeviceSaved), core.HumanBytes(r.DeviceBytes)))
+	} else {
+		s.devMem.SetText(fmt.Sprintf("nothing saved: compressed %s, decoded %s", core.HumanBytes(r.ResidentBytes), core.HumanBytes(r.DeviceBytes)))
+	}
+	s.devHost.SetText("nothing")
+	if len(r.HostBlocks) > 0 {
+		s.devHost.SetText(strings.Join(r.HostBlocks, ", "))
+	}
+}
+
+// gbs formats a rate in GB/s with three significant digits or more.
+func gbs(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case v >= 1:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.3f", v)
 }
 
 func verdictText(r core.RunResult) string {
@@ -271,19 +430,21 @@ func (s *runScreen) historyCell(i, c int) string {
 		}
 		return r.Codec
 	case 2:
-		return strconv.Itoa(r.Threads)
+		return r.Backend
 	case 3:
+		return strconv.Itoa(r.Threads)
+	case 4:
 		if r.Error != "" {
 			return "—"
 		}
 		return fmt.Sprintf("%.4f", r.Ratio)
-	case 4:
-		return fmt.Sprintf("%.0f", r.CompressMBs)
 	case 5:
-		return fmt.Sprintf("%.0f", r.DecompressMBs)
+		return fmt.Sprintf("%.0f", r.CompressMBs)
 	case 6:
-		return verdictText(r)
+		return fmt.Sprintf("%.0f", r.DecompressMBs)
 	case 7:
+		return verdictText(r)
+	case 8:
 		return core.HumanBytes(r.Compressed)
 	}
 	return ""

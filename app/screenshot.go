@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,6 +78,18 @@ func prepareTour(wb *workbench, first string) error {
 		})
 		wb.wait()
 	}
+	// nzip once more on a device: a GPU when there is one, else the
+	// kernels' Go twin
+	fyne.DoAndWait(func() {
+		for _, name := range []string{"cuda", "webgpu", "cpu"} {
+			if i := slices.IndexFunc(wb.run.backends, func(b core.BackendInfo) bool { return b.Name == name }); i >= 0 && wb.run.backends[i].Available() {
+				wb.run.selectBackend(name)
+				break
+			}
+		}
+		wb.run.start()
+	})
+	wb.wait()
 	// a training run for the Trajectory screen, analysed without the demos
 	dir := os.Getenv("NZ_TRAJ_DIR")
 	if dir == "" {

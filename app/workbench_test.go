@@ -399,12 +399,56 @@ func TestSetupsAndRun(t *testing.T) {
 		if r.verdict.Text != "✓ bit-exact" || r.shaOrig.Text != want || r.shaDec.Text != want {
 			t.Fatalf("%s: %q, %s vs %s (%s)", c, r.verdict.Text, r.shaOrig.Text, r.shaDec.Text, r.phase.Text)
 		}
-		if len(wb.runs) != i+1 || r.historyCell(i, 1) != c && c != core.CodecNZipSetup || r.historyCell(i, 6) != "✓ bit-exact" {
-			t.Errorf("history row %d: %q %q", i, r.historyCell(i, 1), r.historyCell(i, 6))
+		if len(wb.runs) != i+1 || r.historyCell(i, 1) != c && c != core.CodecNZipSetup || r.historyCell(i, 2) != core.BackendCPU || r.historyCell(i, 7) != "✓ bit-exact" {
+			t.Errorf("history row %d: %q %q %q", i, r.historyCell(i, 1), r.historyCell(i, 2), r.historyCell(i, 7))
 		}
 		if !strings.HasPrefix(r.ratio.Text, "ratio 1.") && !strings.HasPrefix(r.ratio.Text, "ratio 2.") {
 			t.Errorf("%s: %q", c, r.ratio.Text)
 		}
+		if r.devSpeed.Text != "—" || r.devMem.Text != "—" {
+			t.Errorf("%s on the CPU: device %q, %q", c, r.devSpeed.Text, r.devMem.Text)
+		}
+	}
+	// the backends: every one listed, the unavailable ones with their reason
+	if len(r.backend.Options) != len(core.Backends()) || r.backend.Selected != r.backend.Options[0] {
+		t.Fatalf("backends %q (%q)", r.backend.Options, r.backend.Selected)
+	}
+	runs := len(wb.runs)
+	for _, b := range r.backends {
+		if b.Available() {
+			continue
+		}
+		if !strings.Contains(r.unavail.Text, b.Name+" unavailable: "+b.Reason) || !r.unavail.Visible() {
+			t.Errorf("no reason for %s: %q", b.Name, r.unavail.Text)
+		}
+		r.selectBackend(b.Name)
+		r.codecSel.SetSelected(core.CodecNZip)
+		test.Tap(r.runBtn)
+		wb.wait()
+		if len(wb.runs) != runs || !strings.Contains(r.phase.Text, "unavailable here: "+b.Reason) {
+			t.Errorf("%s: %d runs, %q", b.Name, len(wb.runs), r.phase.Text)
+		}
+	}
+	// baselines decode on the CPU only
+	if !r.selectBackend("cpu") || !strings.Contains(r.devInfo.Text, "Go twin") {
+		t.Fatalf("device %q", r.devInfo.Text)
+	}
+	r.codecSel.SetSelected("zstd-3")
+	test.Tap(r.runBtn)
+	wb.wait()
+	if len(wb.runs) != runs || !strings.Contains(r.phase.Text, core.ErrNotOnDevice.Error()) {
+		t.Errorf("zstd-3 on cpu: %d runs, %q", len(wb.runs), r.phase.Text)
+	}
+	// nzip on the GPU kernels' Go twin
+	r.codecSel.SetSelected(core.CodecNZip)
+	test.Tap(r.runBtn)
+	wb.wait()
+	if r.verdict.Text != "✓ bit-exact" || r.shaDec.Text != want || len(wb.runs) != runs+1 || r.historyCell(runs, 2) != "cpu" {
+		t.Fatalf("nzip on cpu: %q %q (%s)", r.verdict.Text, r.shaDec.Text, r.phase.Text)
+	}
+	if !strings.HasPrefix(r.resDev.Text, "cpu: ") || !strings.Contains(r.devSpeed.Text, " GB/s with transfers; ") ||
+		!strings.HasPrefix(r.devMem.Text, "saved ") || !strings.HasSuffix(r.devMem.Text, " (kept compressed)") || r.devHost.Text == "—" {
+		t.Errorf("device result: %q | %q | %q | %q", r.resDev.Text, r.devSpeed.Text, r.devMem.Text, r.devHost.Text)
 	}
 	// the nzip run filled the tensors' achieved sizes
 	wb.selectTab("Tensors")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -174,6 +175,101 @@ func TestRunRoundtrip(t *testing.T) {
 	recs, err := csv.NewReader(&buf).ReadAll()
 	if err != nil || len(recs) != 3 || recs[1][2] != "nzip" || recs[2][11] != "true" {
 		t.Errorf("csv: %v %v", err, recs)
+	}
+}
+
+func TestRunOnDevice(t *testing.T) {
+	m := openDemo(t, "blazeface-front")
+	src, segs, starts, err := m.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos := ProbeBackends()
+	if len(infos) != len(Backends()) || infos[0].Name != BackendCPU || !infos[0].Available() {
+		t.Fatalf("backends %+v", infos)
+	}
+	for i, b := range infos {
+		if b.Name != Backends()[i] || b.Available() == (b.Device == "") {
+			t.Errorf("backend %d: %+v", i, b)
+		}
+		if b.Name == "cpu" && !b.Available() {
+			t.Errorf("the Go twin is unavailable: %s", b.Reason)
+		}
+	}
+	// "cpu" is the kernels' Go twin: it always runs
+	var phases []string
+	r := Run(context.Background(), m, src, segs, starts, RunSpec{Codec: CodecNZip, Threads: 2, Backend: "cpu"}, func(ph string, f float64) {
+		if len(phases) == 0 || phases[len(phases)-1] != ph {
+			phases = append(phases, ph)
+		}
+	})
+	if r.Error != "" || !r.RoundtripOK || r.SHA256 != r.SHA256Decoded || r.Backend != "cpu" {
+		t.Fatalf("%+v", r)
+	}
+	if strings.Join(phases, ",") != "compress,decompress,verify" {
+		t.Errorf("phases %v", phases)
+	}
+	if r.Device == "" || r.DeviceGBs <= 0 || r.DeviceTotalGBs <= 0 || r.DeviceBytes <= 0 || r.DeviceBytes > r.OriginalBytes ||
+		r.ResidentBytes <= 0 || r.DeviceSaved != r.DeviceBytes-r.ResidentBytes || r.DeviceShare() <= 0.5 || r.DeviceShare() > 1 {
+		t.Errorf("device fields: %q %.3f/%.3f GB/s, %d of %d bytes, resident %d, saved %d", r.Device, r.DeviceGBs, r.DeviceTotalGBs,
+			r.DeviceBytes, r.OriginalBytes, r.ResidentBytes, r.DeviceSaved)
+	}
+	if r.DeviceBytes < r.OriginalBytes && len(r.HostBlocks) == 0 {
+		t.Errorf("%d bytes on the CPU, no reasons", r.OriginalBytes-r.DeviceBytes)
+	}
+	// the same archive as the CPU backend's
+	c := Run(context.Background(), m, src, segs, starts, RunSpec{Codec: CodecNZip, Threads: 2}, nil)
+	if c.Compressed != r.Compressed || c.Device != "" || c.DeviceBytes != 0 {
+		t.Errorf("CPU run: %d bytes (device %d), device run %d", c.Compressed, c.DeviceBytes, r.Compressed)
+	}
+	// with a setup: the setup-table blocks go to the CPU
+	s, err := BuildSetup(context.Background(), []*Model{m}, nil, 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := Run(context.Background(), m, src, segs, starts, RunSpec{Codec: CodecNZipSetup, Backend: "cpu", Setup: s, SetupName: "s"}, nil)
+	if rs.Error != "" || !rs.RoundtripOK || rs.DeviceBytes <= 0 {
+		t.Errorf("nzip+setup on cpu: %+v", rs)
+	}
+	// unavailable backends and baselines on a device: errors, not panics
+	for _, b := range infos {
+		if b.Available() {
+			continue
+		}
+		u := Run(context.Background(), m, src, segs, starts, RunSpec{Codec: CodecNZip, Backend: b.Name}, nil)
+		if u.RoundtripOK || !strings.Contains(u.Error, "unavailable") || !strings.Contains(u.Error, b.Reason) {
+			t.Errorf("%s: %q", b.Name, u.Error)
+		}
+	}
+	z := Run(context.Background(), m, src, segs, starts, RunSpec{Codec: "zstd-3", Backend: "cpu"}, nil)
+	if z.RoundtripOK || !strings.Contains(z.Error, ErrNotOnDevice.Error()) {
+		t.Errorf("zstd-3 on cpu: %q", z.Error)
+	}
+	if u := Run(context.Background(), m, src, segs, starts, RunSpec{Codec: CodecNZip, Backend: "tpu"}, nil); !strings.Contains(u.Error, "unknown backend") {
+		t.Errorf("tpu: %q", u.Error)
+	}
+	// history export: device columns for the device run only
+	var buf bytes.Buffer
+	if err := WriteHistoryCSV(&buf, []RunResult{r, c}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&buf).ReadAll()
+	if err != nil || len(recs) != 3 || recs[0][15] != "device" || recs[1][15] != r.Device || recs[2][15] != "" || recs[2][20] != "" {
+		t.Errorf("csv: %v %v", err, recs)
+	}
+	buf.Reset()
+	if err := WriteJSON(&buf, []RunResult{r, c}); err != nil {
+		t.Fatal(err)
+	}
+	var back []map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || len(back) != 2 {
+		t.Fatal(err)
+	}
+	if back[0]["device_saved_bytes"] != float64(r.DeviceSaved) || back[0]["device"] != r.Device {
+		t.Errorf("json: %v", back[0])
+	}
+	if _, ok := back[1]["device_gb_s"]; ok {
+		t.Errorf("json of a CPU run: %v", back[1])
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"neuralzip/codec"
 	"neuralzip/codec/baseline"
+	"neuralzip/gpu"
 )
 
 // Codec names of the run screen besides baseline.Names.
@@ -23,13 +24,6 @@ const (
 	CodecNZip      = "nzip"
 	CodecNZipSetup = "nzip+setup"
 )
-
-// BackendCPU is the only backend so far; GPU backends join the list when
-// they exist.
-const BackendCPU = "CPU"
-
-// Backends lists the backends a run can use.
-func Backends() []string { return []string{BackendCPU} }
 
 // Codecs lists the codecs a run can use: nzip, nzip+setup (when a setup is
 // loaded) and every baseline.
@@ -49,8 +43,8 @@ func Codecs(haveSetup bool) []string {
 // RunSpec says what to run.
 type RunSpec struct {
 	Codec     string
-	Threads   int // 0: GOMAXPROCS
-	Backend   string
+	Threads   int          // 0: GOMAXPROCS
+	Backend   string       // BackendCPU (""), or a device backend of Backends for nzip
 	Setup     *codec.Setup // for CodecNZipSetup
 	SetupName string
 }
@@ -73,6 +67,20 @@ type RunResult struct {
 	SHA256Decoded string    `json:"sha256_decoded"`
 	Error         string    `json:"error,omitempty"`
 
+	// Runs on a device backend (OnDevice): what the device is, its decode
+	// rate in GB/s of original bytes (the kernels alone, and with the
+	// transfers), the original bytes it decoded (the rest, HostBlocks by
+	// reason, the CPU did), the device memory the compressed form of those
+	// bytes takes (ResidentBytes: weights kept compressed and decoded on
+	// demand) and what that saves against holding them decoded.
+	Device         string   `json:"device,omitempty"`
+	DeviceGBs      float64  `json:"device_gb_s,omitempty"`
+	DeviceTotalGBs float64  `json:"device_total_gb_s,omitempty"`
+	DeviceBytes    int64    `json:"device_bytes,omitempty"`
+	ResidentBytes  int64    `json:"resident_bytes,omitempty"`
+	DeviceSaved    int64    `json:"device_saved_bytes,omitempty"`
+	HostBlocks     []string `json:"host_blocks,omitempty"`
+
 	// TensorBytes is, for nzip runs, each tensor's share of the archive
 	// (index as in Model.Tensors; blocks shared by several tensors are
 	// split by original bytes). nil for the baselines.
@@ -90,14 +98,22 @@ const (
 	PhaseVerify     = "verify"
 )
 
-// ErrCancelled is the error of a cancelled run.
-var ErrCancelled = errors.New("cancelled")
+// Errors of a run.
+var (
+	// ErrCancelled is the error of a cancelled run.
+	ErrCancelled = errors.New("cancelled")
+	// ErrNotOnDevice: only nzip archives decode on a device backend
+	// (RunSpec.Check).
+	ErrNotOnDevice = errors.New("only nzip and nzip+setup decode on a device")
+)
 
 // Run compresses and decompresses the model's bytes (src and segs from
 // Model.ReadAll) with spec's codec, once each, and checks the roundtrip
-// bit-exact by comparing the bytes and their SHA-256. progress (may be nil)
-// gets the phase and the fraction done, or -1 when the codec does not
-// report progress (the baselines). nzip stops as soon as ctx is
+// bit-exact by comparing the bytes and their SHA-256. With a device
+// backend (nzip only) the archive decodes through package gpu and the
+// result records the device's share. progress (may be nil) gets the phase
+// and the fraction done, or -1 when the decoder does not report progress
+// (the baselines, the devices). nzip stops as soon as ctx is
 // cancelled; a baseline's call finishes in the background and its result
 // is discarded. m is used to attribute the archive to tensors (may be nil).
 func Run(ctx context.Context, m *Model, src []byte, segs []codec.Segment, starts []int64, spec RunSpec, progress func(phase string, frac float64)) RunResult {
@@ -116,9 +132,24 @@ func Run(ctx context.Context, m *Model, src []byte, segs []codec.Segment, starts
 	}
 	sum := sha256.Sum256(src)
 	r.SHA256 = hex.EncodeToString(sum[:])
+	if err := spec.Check(); err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	var dev gpu.Backend
+	if OnDevice(r.Backend) {
+		b, err := gpu.Open(r.Backend, r.Threads)
+		if err != nil {
+			r.Error = err.Error()
+			return r
+		}
+		defer b.Close()
+		dev, r.Device = b, b.Device()
+	}
 	var comp, dec []byte
 	var err error
 	var tc, td time.Duration
+	var dr deviceRun
 	switch spec.Codec {
 	case CodecNZip, CodecNZipSetup:
 		opt := codec.Options{Threads: r.Threads, Context: ctx}
@@ -137,9 +168,14 @@ func Run(ctx context.Context, m *Model, src []byte, segs []codec.Segment, starts
 		if err == nil {
 			opt.Progress = func(done, total int64) { progress(PhaseDecompress, frac(done, total)) }
 			opt.SkipHash = true // checked below, on the whole model
-			progress(PhaseDecompress, 0)
 			t0 = time.Now()
-			dec, err = codec.DecompressBytes(comp, opt)
+			if dev != nil {
+				progress(PhaseDecompress, -1) // gpu.DecodeFile does not report progress
+				dec, dr, err = decodeOnDevice(ctx, comp, spec.Setup, dev, r.Threads)
+			} else {
+				progress(PhaseDecompress, 0)
+				dec, err = codec.DecompressBytes(comp, opt)
+			}
 			td = time.Since(t0)
 		}
 		if err == nil && m != nil {
@@ -183,6 +219,9 @@ func Run(ctx context.Context, m *Model, src []byte, segs []codec.Segment, starts
 	dsum := sha256.Sum256(dec)
 	r.SHA256Decoded = hex.EncodeToString(dsum[:])
 	r.RoundtripOK = dsum == sum && bytes.Equal(dec, src)
+	if dev != nil {
+		dr.fill(&r)
+	}
 	return r
 }
 
@@ -257,15 +296,26 @@ func attribute(m *Model, comp []byte, starts []int64) []float64 {
 func WriteHistoryCSV(w io.Writer, runs []RunResult) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"when", "model", "codec", "setup", "backend", "threads", "original_bytes", "compressed_bytes", "ratio",
-		"compress_mb_s", "decompress_mb_s", "roundtrip_ok", "sha256_original", "sha256_decoded", "error"})
+		"compress_mb_s", "decompress_mb_s", "roundtrip_ok", "sha256_original", "sha256_decoded", "error",
+		"device", "device_gb_s", "device_total_gb_s", "device_bytes", "resident_bytes", "device_saved_bytes"})
 	for _, r := range runs {
 		cw.Write([]string{r.When.UTC().Format(time.RFC3339), r.Model, r.Codec, r.Setup, r.Backend, strconv.Itoa(r.Threads),
 			strconv.FormatInt(r.OriginalBytes, 10), strconv.FormatInt(r.Compressed, 10), strconv.FormatFloat(r.Ratio, 'f', 4, 64),
 			strconv.FormatFloat(r.CompressMBs, 'f', 1, 64), strconv.FormatFloat(r.DecompressMBs, 'f', 1, 64), strconv.FormatBool(r.RoundtripOK),
-			r.SHA256, r.SHA256Decoded, r.Error})
+			r.SHA256, r.SHA256Decoded, r.Error,
+			r.Device, deviceNum(r, strconv.FormatFloat(r.DeviceGBs, 'f', 3, 64)), deviceNum(r, strconv.FormatFloat(r.DeviceTotalGBs, 'f', 3, 64)),
+			deviceNum(r, strconv.FormatInt(r.DeviceBytes, 10)), deviceNum(r, strconv.FormatInt(r.ResidentBytes, 10)), deviceNum(r, strconv.FormatInt(r.DeviceSaved, 10))})
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// deviceNum is v for a device run, "" otherwise.
+func deviceNum(r RunResult, v string) string {
+	if r.Device == "" {
+		return ""
+	}
+	return v
 }
 
 // WriteJSON writes v as indented JSON.
