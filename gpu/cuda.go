@@ -159,6 +159,7 @@ type cudaBackend struct {
 	merge                  uintptr
 	hist                   uintptr
 	pcount, pscan, pexpand uintptr
+	lut                    uintptr
 	name                   string
 	mem                    uint64
 	cc                     [2]int32
@@ -204,7 +205,7 @@ func openCUDA() (Backend, error) {
 	for _, k := range []struct {
 		p    *uintptr
 		name string
-	}{{&b.huff, "huff_decode"}, {&b.merge, "merge"}, {&b.hist, "exp_hist"}, {&b.pcount, "pair_count"}, {&b.pscan, "pair_scan"}, {&b.pexpand, "pair_expand"}} {
+	}{{&b.huff, "huff_decode"}, {&b.merge, "merge"}, {&b.hist, "exp_hist"}, {&b.pcount, "pair_count"}, {&b.pscan, "pair_scan"}, {&b.pexpand, "pair_expand"}, {&b.lut, "build_lut"}} {
 		if err := f.check("cuModuleGetFunction "+k.name, f.cuModuleGetFunction(k.p, b.mod, k.name)); err != nil {
 			f.cuModuleUnload(b.mod)
 			f.cuCtxDestroy(b.ctx)
@@ -302,11 +303,15 @@ func (b *cudaBackend) Decode(ctx context.Context, p *Plan, out []byte, o DecodeO
 		return p
 	}
 	var err error
-	var dPayload, dTables, dStreams, dPairs, dSegs, dCounts, dBlocks, dScratch, dOut, dBad, dHist uint64
+	var dPayload, dWeights, dLUTs, dStreams, dPairs, dSegs, dCounts, dBlocks, dScratch, dOut, dBad, dHist uint64
 	if dPayload, err = upload("payload", ptrOf(len(p.Payload), unsafe.Pointer(unsafe.SliceData(p.Payload))), uint64(len(p.Payload))); err != nil {
 		return Timing{}, err
 	}
-	if dTables, err = upload("tables", ptrOf(len(p.Tables), unsafe.Pointer(unsafe.SliceData(p.Tables))), 2*uint64(len(p.Tables))); err != nil {
+	if dWeights, err = upload("table weights", ptrOf(len(p.Weights), unsafe.Pointer(unsafe.SliceData(p.Weights))), uint64(len(p.Weights))); err != nil {
+		return Timing{}, err
+	}
+	nt := uint64(p.NumTables())
+	if dLUTs, err = alloc("decoding tables", 2*LUTEntries*nt); err != nil {
 		return Timing{}, err
 	}
 	if dStreams, err = upload("stream jobs", ptrOf(len(p.Streams), unsafe.Pointer(unsafe.SliceData(p.Streams))), StreamJobBytes*uint64(len(p.Streams))); err != nil {
@@ -367,8 +372,13 @@ func (b *cudaBackend) Decode(ctx context.Context, p *Plan, out []byte, o DecodeO
 		if err := f.check("cuEventRecord", f.cuEventRecord(ev[0], 0)); err != nil {
 			return Timing{}, err
 		}
+		if nt > 0 {
+			if err := b.launch("build_lut", b.lut, uint32((nt+huffThreads-1)/huffThreads), 1, huffThreads, dWeights, nt, dLUTs); err != nil {
+				return Timing{}, err
+			}
+		}
 		if ns := uint64(len(p.Streams)); ns > 0 {
-			if err := b.launch("huff_decode", b.huff, uint32((ns+huffThreads-1)/huffThreads), 1, huffThreads, dStreams, ns, dPayload, dTables, dScratch, dBad); err != nil {
+			if err := b.launch("huff_decode", b.huff, uint32((ns+huffThreads-1)/huffThreads), 1, huffThreads, dStreams, ns, dPayload, dLUTs, dScratch, dBad); err != nil {
 				return Timing{}, err
 			}
 		}

@@ -86,8 +86,12 @@ func TestHuff0Streams(t *testing.T) {
 					}
 					p.Payload = st
 					scratch := make([]byte, p.Scratch)
+					luts := make([]uint16, LUTEntries*p.NumTables())
+					for t := 0; t < p.NumTables(); t++ {
+						buildLUT(t, p.Weights, luts)
+					}
 					for i := range p.Streams {
-						if !decodeStream(&p.Streams[i], p.Payload, p.Tables, scratch) {
+						if !decodeStream(&p.Streams[i], p.Payload, luts, scratch) {
 							t.Fatalf("n=%d alpha=%d x4=%v skew=%v: stream %d does not decode: %+v got %v want %v", n, alpha, x4, skew, i, p.Streams[i], scratch, src)
 						}
 					}
@@ -100,7 +104,7 @@ func TestHuff0Streams(t *testing.T) {
 						j := p.Streams[i]
 						q := append([]byte(nil), p.Payload...)
 						q[j.Src+j.Len/2] ^= 0x10
-						decodeStream(&j, q, p.Tables, scratch)
+						decodeStream(&j, q, luts, scratch)
 					}
 					cases++
 				}

@@ -28,8 +28,8 @@ import (
 //     which the CPU decodes with package codec.
 //
 // All offsets are into Payload (the float blocks' compressed bytes, back to
-// back), Tables (one lookup table per Huffman table) or the scratch and
-// output buffers, so the same lists serve the CUDA kernels, the WebGPU
+// back), Weights (each Huffman table's code lengths, as huff0 weights) or
+// the scratch and output buffers, so the same lists serve the CUDA kernels, the WebGPU
 // shaders and the Go twin (twin.go), and the layout of StreamJob and
 // BlockJob is mirrored in kernels/decode.cu.
 type Plan struct {
@@ -37,7 +37,7 @@ type Plan struct {
 	Size      int64    // original file size: the output buffer
 	SHA256    [32]byte // of the original file
 	Payload   []byte   // compressed payloads of the device's blocks
-	Tables    []uint16 // lookup tables: entry = code length | symbol<<8
+	Weights   []byte   // WeightsPerTable huff0 weights per Huffman table (0: no code)
 	Streams   []StreamJob
 	Pairs     []PairJob
 	Segs      []uint32 // per segment of PairSegment codes: its PairJob
@@ -48,8 +48,8 @@ type Plan struct {
 	Unhandled map[string]int64
 }
 
-// StreamJob is one huff0 bit stream: N symbols decoded with the table at
-// Tables[Table:Table+1<<TableLog] from Payload[Src:Src+Len] into
+// StreamJob is one huff0 bit stream: N symbols decoded with Huffman table
+// Table (of code lengths up to TableLog) from Payload[Src:Src+Len] into
 // scratch[Dst:Dst+N].
 type StreamJob struct {
 	Src, Len, N, Dst uint64
@@ -74,6 +74,15 @@ type PairJob struct {
 	Block            uint64
 	_                uint64
 }
+
+// WeightsPerTable is the size of a table in Plan.Weights: one huff0 weight
+// per byte symbol. The kernel build_lut expands each table into a decoding
+// table of LUTEntries entries (code length | symbol<<8) in device scratch
+// memory, so only the weights stay resident.
+const (
+	WeightsPerTable = 256
+	LUTEntries      = 1 << 11
+)
 
 // PairSegment is the number of codes one thread of pair_count and
 // pair_expand handles.
@@ -181,7 +190,13 @@ func NewPlan(rd *codec.Reader, ra io.ReaderAt, fi int) (*Plan, error) {
 // what a GPU holds to decode the weights on demand instead of holding them
 // decoded (DevBytes).
 func (p *Plan) ResidentBytes() int64 {
-	return int64(len(p.Payload)) + 2*int64(len(p.Tables)) + StreamJobBytes*int64(len(p.Streams)) + BlockJobBytes*int64(len(p.Blocks))
+	return int64(len(p.Payload)) + int64(len(p.Weights)) + StreamJobBytes*int64(len(p.Streams)) +
+		PairJobBytes*int64(len(p.Pairs)) + 4*int64(len(p.Segs)) + BlockJobBytes*int64(len(p.Blocks))
+}
+
+// NumTables is the number of Huffman tables in Weights.
+func (p *Plan) NumTables() int {
+	return len(p.Weights) / WeightsPerTable
 }
 
 func (p *Plan) host(bi int, b codec.BlockInfo, why string) {
@@ -224,9 +239,9 @@ func (pb *planBuilder) add(p *Plan, src []byte, b codec.BlockInfo, bi int) (stri
 	job := BlockJob{Out: uint64(b.Offset), N: n, Size: uint32(size), E: e, M: m, S: s, J: j, Z: z, Index: uint64(bi)}
 	// Jobs are added to p only when the whole block is accepted: remember
 	// where the lists stood.
-	nStreams, nTables, nPairs, nSegs, scratch := len(p.Streams), len(p.Tables), len(p.Pairs), len(p.Segs), p.Scratch
+	nStreams, nWeights, nPairs, nSegs, scratch := len(p.Streams), len(p.Weights), len(p.Pairs), len(p.Segs), p.Scratch
 	undo := func() {
-		p.Streams, p.Tables, p.Pairs, p.Segs, p.Scratch = p.Streams[:nStreams], p.Tables[:nTables], p.Pairs[:nPairs], p.Segs[:nSegs], scratch
+		p.Streams, p.Weights, p.Pairs, p.Segs, p.Scratch = p.Streams[:nStreams], p.Weights[:nWeights], p.Pairs[:nPairs], p.Segs[:nSegs], scratch
 	}
 	base := uint64(len(p.Payload))
 	rest := uint32(w - j - z)
@@ -312,12 +327,12 @@ func (pb *planBuilder) huff(p *Plan, src []byte, pos int, n uint64, width uint32
 	if n == 0 {
 		return Source{}, 0, "", errors.New("huffman stream of no symbols")
 	}
-	lut, tl, hdr, err := pb.table(blk, width)
+	tl, hdr, err := pb.table(blk, width)
 	if err != nil {
 		return Source{}, 0, "", err
 	}
-	table := uint64(len(p.Tables))
-	p.Tables = append(p.Tables, lut...)
+	table := uint64(p.NumTables())
+	p.Weights = append(p.Weights, pb.weights[:]...)
 	data := uint64(pos + hdr)
 	dl := l - uint64(hdr)
 	dst := uint64(p.Scratch)
@@ -403,13 +418,15 @@ func (pb *planBuilder) pairs(p *Plan, src []byte, pos int, n uint64, width uint3
 	return Source{Kind: SrcScratch, Width: width, Off: job.Dst}, pos, "", nil
 }
 
-// table reads a huff0 table description (RFC 8878 section 4.2.1) and
-// returns its decoding table of 1<<tableLog entries (code length |
-// symbol<<8; the next tableLog bits of a stream index it) and the
-// description's size.
-func (pb *planBuilder) table(src []byte, width uint32) ([]uint16, uint, int, error) {
+// table reads a huff0 table description (RFC 8878 section 4.2.1) into
+// pb.weights (every symbol's weight, the implied last one included, 0 for
+// absent symbols) and returns its table log and the description's size.
+// The weights are checked to make a complete code of at most 11 bits, so
+// buildLUT fills exactly 1<<tableLog entries.
+func (pb *planBuilder) table(src []byte, width uint32) (uint, int, error) {
+	clear(pb.weights[:])
 	if len(src) < 2 {
-		return nil, 0, 0, errors.New("huffman table: too short")
+		return 0, 0, errors.New("huffman table: too short")
 	}
 	h := int(src[0])
 	var nw, used int
@@ -417,7 +434,7 @@ func (pb *planBuilder) table(src []byte, width uint32) ([]uint16, uint, int, err
 		nw = h - 127
 		used = 1 + (nw+1)/2
 		if used > len(src) {
-			return nil, 0, 0, errors.New("huffman table: too short")
+			return 0, 0, errors.New("huffman table: too short")
 		}
 		for i := 0; i < nw; i++ {
 			v := src[1+i/2]
@@ -430,28 +447,29 @@ func (pb *planBuilder) table(src []byte, width uint32) ([]uint16, uint, int, err
 	} else {
 		used = 1 + h
 		if used > len(src) || h == 0 {
-			return nil, 0, 0, errors.New("huffman table: too short")
+			return 0, 0, errors.New("huffman table: too short")
 		}
 		if src[1]&15+5 > 6 {
-			return nil, 0, 0, errors.New("huffman table: weights table log too big")
+			return 0, 0, errors.New("huffman table: weights table log too big")
 		}
 		pb.fs.DecompressLimit = 255
 		pb.fs.Out = pb.weights[:0]
 		out, err := fse.Decompress(src[1:1+h], &pb.fs)
 		if err != nil {
-			return nil, 0, 0, fmt.Errorf("huffman table: %v", err)
+			return 0, 0, fmt.Errorf("huffman table: %v", err)
 		}
 		if len(out) > 255 {
-			return nil, 0, 0, errors.New("huffman table: too many weights")
+			return 0, 0, errors.New("huffman table: too many weights")
 		}
 		nw = len(out)
 		copy(pb.weights[:], out)
+		clear(pb.weights[nw:])
 	}
 	var rank [16]uint32
 	total := uint32(0)
 	for _, w := range pb.weights[:nw] {
 		if w > 11 {
-			return nil, 0, 0, errors.New("huffman table: weight too large")
+			return 0, 0, errors.New("huffman table: weight too large")
 		}
 		rank[w]++
 		if w > 0 {
@@ -459,50 +477,32 @@ func (pb *planBuilder) table(src []byte, width uint32) ([]uint16, uint, int, err
 		}
 	}
 	if total == 0 {
-		return nil, 0, 0, errors.New("huffman table: all weights zero")
+		return 0, 0, errors.New("huffman table: all weights zero")
 	}
 	tl := uint(bits.Len32(total)) // highbit(total)+1
 	if tl > 11 {
-		return nil, 0, 0, errors.New("huffman table: code too long")
+		return 0, 0, errors.New("huffman table: code too long")
 	}
 	restW := uint32(1)<<tl - total
 	if restW&(restW-1) != 0 {
-		return nil, 0, 0, errors.New("huffman table: weights do not make a complete code")
+		return 0, 0, errors.New("huffman table: weights do not make a complete code")
 	}
 	last := uint8(bits.Len32(restW)) // log2(rest)+1
 	pb.weights[nw] = last
 	rank[last]++
 	nw++
 	if rank[1] < 2 || rank[1]&1 != 0 {
-		return nil, 0, 0, errors.New("huffman table: weights do not make a complete code")
+		return 0, 0, errors.New("huffman table: weights do not make a complete code")
 	}
 	if width < 8 && nw > 1<<width {
 		// a symbol the stream's width cannot hold must not have a code
 		for s := 1 << width; s < nw; s++ {
 			if pb.weights[s] != 0 {
-				return nil, 0, 0, fmt.Errorf("huffman table: symbol %d wider than %d bits", s, width)
+				return 0, 0, fmt.Errorf("huffman table: symbol %d wider than %d bits", s, width)
 			}
 		}
 	}
-	var start [16]uint32
-	next := uint32(0)
-	for w := uint(1); w <= tl; w++ {
-		start[w] = next
-		next += rank[w] << (w - 1)
-	}
-	lut := make([]uint16, 1<<tl)
-	for s, w := range pb.weights[:nw] {
-		if w == 0 {
-			continue
-		}
-		ln := uint32(1) << w >> 1
-		e := uint16(tl+1-uint(w)) | uint16(s)<<8
-		for i := start[w]; i < start[w]+ln; i++ {
-			lut[i] = e
-		}
-		start[w] += ln
-	}
-	return lut, tl, used, nil
+	return tl, used, nil
 }
 
 // Repeat returns a plan of k copies of p's device work, back to back (the
@@ -512,11 +512,11 @@ func (pb *planBuilder) table(src []byte, width uint32) ([]uint16, uint, int, err
 func (p *Plan) Repeat(k int) *Plan {
 	q := &Plan{File: p.File, Size: int64(k) * p.Size, Unhandled: map[string]int64{}}
 	for c := 0; c < k; c++ {
-		pay, tab, scr, seg := uint64(len(q.Payload)), uint64(len(q.Tables)), uint64(q.Scratch), uint64(len(q.Segs))
+		pay, tab, scr, seg := uint64(len(q.Payload)), uint64(q.NumTables()), uint64(q.Scratch), uint64(len(q.Segs))
 		out := uint64(c) * uint64(p.Size)
 		blocks, pairs := uint64(len(q.Blocks)), uint32(len(q.Pairs))
 		q.Payload = append(q.Payload, p.Payload...)
-		q.Tables = append(q.Tables, p.Tables...)
+		q.Weights = append(q.Weights, p.Weights...)
 		moveSrc := func(s Source) Source {
 			switch s.Kind {
 			case SrcPayload, SrcPacked:

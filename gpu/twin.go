@@ -15,15 +15,50 @@ import (
 // them on goroutines; the tests run the C++ build of the kernels and the
 // CUDA backend against them.
 
+// buildLUT is kernel build_lut for table t: it expands the table's huff0
+// weights into its decoding table, whose entry i (the next TableLog bits
+// of a stream) is code length | symbol<<8. Codes are canonical as in
+// huff0: ordered by weight, then by symbol. NewPlan checked that the
+// weights make a complete code of at most 11 bits.
+func buildLUT(t int, weights []byte, luts []uint16) {
+	w := weights[t*WeightsPerTable : (t+1)*WeightsPerTable]
+	var rank [16]uint32
+	var total uint32
+	for _, x := range w {
+		rank[x&15]++
+		if x > 0 {
+			total += 1 << (x - 1)
+		}
+	}
+	tl := uint32(bits.Len32(total)) - 1 // total is 1<<tl
+	var start [16]uint32
+	var next uint32
+	for x := uint32(1); x <= tl; x++ {
+		start[x] = next
+		next += rank[x] << (x - 1)
+	}
+	lut := luts[t*LUTEntries : (t+1)*LUTEntries]
+	for s, x := range w {
+		if x == 0 {
+			continue
+		}
+		e := uint16(tl+1-uint32(x)) | uint16(s)<<8
+		for i := start[x]; i < start[x]+1<<x>>1; i++ {
+			lut[i] = e
+		}
+		start[x] += 1 << x >> 1
+	}
+}
+
 // decodeStream is kernel huff_decode for one job. A huff0 bit stream is
 // read from its end: the last byte's highest set bit marks the end, and
 // each symbol's code is the next TableLog bits below the read position
 // (bits below the stream's start read as 0), of which the table entry's
 // code length are consumed. It reports false for a damaged stream (a code
 // running past the start, or bits left over).
-func decodeStream(j *StreamJob, payload []byte, tables []uint16, scratch []byte) bool {
+func decodeStream(j *StreamJob, payload []byte, luts []uint16, scratch []byte) bool {
 	src := payload[j.Src : j.Src+j.Len]
-	lut := tables[j.Table : j.Table+1<<j.TableLog]
+	lut := luts[j.Table*LUTEntries : j.Table*LUTEntries+1<<j.TableLog]
 	out := scratch[j.Dst : j.Dst+j.N]
 	tl := int64(j.TableLog)
 	mask := uint64(1)<<tl - 1
@@ -231,8 +266,14 @@ func (c *cpuBackend) decode(ctx context.Context, p *Plan, out []byte, hist []uin
 	scratch := make([]byte, p.Scratch)
 	ns := len(p.Streams)
 	bad := make([]uint32, ns+len(p.Pairs))
+	luts := make([]uint16, LUTEntries*p.NumTables())
+	if err := c.parallel(ctx, p.NumTables(), func(t int) {
+		buildLUT(t, p.Weights, luts)
+	}); err != nil {
+		return Timing{}, err
+	}
 	if err := c.parallel(ctx, ns, func(i int) {
-		if !decodeStream(&p.Streams[i], p.Payload, p.Tables, scratch) {
+		if !decodeStream(&p.Streams[i], p.Payload, luts, scratch) {
 			bad[i] = 1
 		}
 	}); err != nil {

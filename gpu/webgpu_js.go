@@ -100,14 +100,10 @@ func (b *webgpuBackend) Device() string { return webgpu.name + " (WebGPU)" }
 func (b *webgpuBackend) Close() error   { return nil }
 
 // u32s packs the plan's job lists into the u32 words decode.wgsl reads.
-func u32s(p *Plan) (tables, streams, pairs, blocks []uint32, err error) {
+func u32s(p *Plan) (streams, pairs, blocks []uint32, err error) {
 	big := func(v uint64) bool { return v > math.MaxUint32 }
-	if big(uint64(len(p.Payload))) || big(uint64(p.Scratch)) || big(uint64(p.Size)) {
-		return nil, nil, nil, nil, fmt.Errorf("gpu: webgpu: %s is too large for 32-bit offsets", p.File)
-	}
-	tables = make([]uint32, len(p.Tables))
-	for i, e := range p.Tables {
-		tables[i] = uint32(e)
+	if big(uint64(len(p.Payload))) || big(uint64(p.Scratch)) || big(uint64(p.Size)) || big(4*LUTEntries*uint64(p.NumTables())) {
+		return nil, nil, nil, fmt.Errorf("gpu: webgpu: %s is too large for 32-bit offsets", p.File)
 	}
 	streams = make([]uint32, 0, 8*len(p.Streams))
 	for _, s := range p.Streams {
@@ -127,7 +123,7 @@ func u32s(p *Plan) (tables, streams, pairs, blocks []uint32, err error) {
 		}
 		blocks = append(blocks, w[:]...)
 	}
-	return tables, streams, pairs, blocks, nil
+	return streams, pairs, blocks, nil
 }
 
 func jsBytes(b []byte) js.Value {
@@ -158,7 +154,7 @@ func (b *webgpuBackend) Decode(ctx context.Context, p *Plan, out []byte, o Decod
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	start := time.Now()
-	tables, streams, pairs, blocks, err := u32s(p)
+	streams, pairs, blocks, err := u32s(p)
 	if err != nil {
 		return Timing{}, err
 	}
@@ -168,7 +164,8 @@ func (b *webgpuBackend) Decode(ctx context.Context, p *Plan, out []byte, o Decod
 	}
 	a := js.Global().Get("Object").New()
 	a.Set("payload", jsBytes(p.Payload))
-	a.Set("tables", jsWords(tables))
+	a.Set("weights", jsBytes(p.Weights))
+	a.Set("nTables", p.NumTables())
 	a.Set("streams", jsWords(streams))
 	a.Set("pairs", jsWords(pairs))
 	a.Set("blocks", jsWords(blocks))

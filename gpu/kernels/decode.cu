@@ -6,6 +6,7 @@
 // the fake driver fakecuda.cc that runs the CUDA backend's real plumbing),
 // and compiled to PTX by scripts/ptx.sh for the CUDA driver.
 //
+//   build_lut    one thread per Huffman table: weights -> decoding table
 //   huff_decode  one thread per huff0 bit stream: symbols into scratch
 //   pair_count   one thread per 256 pair codes: escapes counted
 //   pair_scan    one thread per pair stream: escape counts -> offsets
@@ -72,14 +73,48 @@ DEVICE int clz8(u32 x) {
 	return n;
 }
 
+#define WEIGHTS_PER_TABLE 256
+#define LUT_ENTRIES 2048
+
+// build_lut: thread t expands table t's weights into its decoding table
+// (see buildLUT in twin.go).
+KERNEL void build_lut(const u8 *weights, u64 ntables, u16 *luts) {
+	u64 t = THREAD_X;
+	if (t >= ntables) return;
+	const u8 *w = weights + t * WEIGHTS_PER_TABLE;
+	u32 rank[16] = {0};
+	u32 total = 0;
+	for (int s = 0; s < WEIGHTS_PER_TABLE; s++) {
+		rank[w[s] & 15]++;
+		if (w[s]) total += 1u << (w[s] - 1);
+	}
+	u32 tl = 0;
+	while ((2u << tl) <= total) tl++; // total is 1 << tl
+	u32 start[16] = {0};
+	u32 next = 0;
+	for (u32 x = 1; x <= tl; x++) {
+		start[x] = next;
+		next += rank[x] << (x - 1);
+	}
+	u16 *lut = luts + t * LUT_ENTRIES;
+	for (u32 s = 0; s < WEIGHTS_PER_TABLE; s++) {
+		u32 x = w[s];
+		if (x == 0) continue;
+		u16 e = (u16)((tl + 1 - x) | s << 8);
+		u32 end = start[x] + ((1u << x) >> 1);
+		for (u32 i = start[x]; i < end; i++) lut[i] = e;
+		start[x] = end;
+	}
+}
+
 // huff_decode: thread t decodes jobs[t] (see decodeStream in twin.go).
 // bad[t] is set to 1 for a damaged stream.
-KERNEL void huff_decode(const StreamJob *jobs, u64 njobs, const u8 *payload, const u16 *tables, u8 *scratch, u32 *bad) {
+KERNEL void huff_decode(const StreamJob *jobs, u64 njobs, const u8 *payload, const u16 *luts, u8 *scratch, u32 *bad) {
 	u64 t = THREAD_X;
 	if (t >= njobs) return;
 	const StreamJob jb = jobs[t];
 	const u8 *src = payload + jb.src;
-	const u16 *lut = tables + jb.table;
+	const u16 *lut = luts + jb.table * LUT_ENTRIES;
 	u8 *out = scratch + jb.dst;
 	i64 tl = (i64)jb.table_log;
 	u64 mask = ((u64)1 << tl) - 1;

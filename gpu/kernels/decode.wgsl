@@ -22,7 +22,7 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> prm: Params;
 @group(0) @binding(1) var<storage, read> payload: array<u32>;
-@group(0) @binding(2) var<storage, read> tables: array<u32>;
+@group(0) @binding(2) var<storage, read_write> luts: array<u32>; // LUT_ENTRIES per table, built by build_lut
 @group(0) @binding(3) var<storage, read> jobs: array<u32>;
 @group(0) @binding(4) var<storage, read_write> scratch: array<atomic<u32>>;
 @group(0) @binding(5) var<storage, read_write> outb: array<atomic<u32>>;
@@ -49,6 +49,49 @@ fn obyte(i: u32) -> u32 {
 	return (atomicLoad(&outb[i >> 2u]) >> ((i & 3u) * 8u)) & 0xffu;
 }
 
+const WEIGHTS_PER_TABLE = 256u;
+const LUT_ENTRIES = 2048u;
+
+// build_lut: thread t expands table t's huff0 weights (bytes of jobs) into
+// its decoding table (see buildLUT in twin.go).
+@compute @workgroup_size(64)
+fn build_lut(@builtin(global_invocation_id) gid: vec3<u32>) {
+	let t = gid.x;
+	if (t >= prm.count) {
+		return;
+	}
+	var rank: array<u32, 16>;
+	var start: array<u32, 16>;
+	var total = 0u;
+	let w0 = t * WEIGHTS_PER_TABLE;
+	for (var s = 0u; s < WEIGHTS_PER_TABLE; s++) {
+		let x = (jobs[(w0 + s) >> 2u] >> (((w0 + s) & 3u) * 8u)) & 15u;
+		rank[x] += 1u;
+		if (x > 0u) {
+			total += 1u << (x - 1u);
+		}
+	}
+	let tl = 31u - countLeadingZeros(total); // total is 1 << tl
+	var next = 0u;
+	for (var x = 1u; x <= tl; x++) {
+		start[x] = next;
+		next += rank[x] << (x - 1u);
+	}
+	let base = t * LUT_ENTRIES;
+	for (var s = 0u; s < WEIGHTS_PER_TABLE; s++) {
+		let x = (jobs[(w0 + s) >> 2u] >> (((w0 + s) & 3u) * 8u)) & 0xffu;
+		if (x == 0u) {
+			continue;
+		}
+		let e = (tl + 1u - x) | (s << 8u);
+		let end = start[x] + ((1u << x) >> 1u);
+		for (var i = start[x]; i < end; i++) {
+			luts[base + i] = e;
+		}
+		start[x] = end;
+	}
+}
+
 // huff_decode: one thread per stream job (see decodeStream in twin.go).
 // The code at bit position p is bits [p-tl, p) of the stream, read from
 // the (at most three) bytes that hold them; bits below the stream's start
@@ -64,7 +107,7 @@ fn huff_decode(@builtin(global_invocation_id) gid: vec3<u32>) {
 	let len = jobs[j + 1u];
 	let n = jobs[j + 2u];
 	let dst = jobs[j + 3u];
-	let table = jobs[j + 4u];
+	let table = jobs[j + 4u] * LUT_ENTRIES;
 	let tl = i32(jobs[j + 5u]);
 	let mask = (1u << u32(tl)) - 1u;
 	let last = pbyte(src + len - 1u);
@@ -93,7 +136,7 @@ fn huff_decode(@builtin(global_invocation_id) gid: vec3<u32>) {
 			}
 			idx = (v << u32(-lo)) & mask;
 		}
-		let e = tables[table + idx];
+		let e = luts[table + idx];
 		p -= i32(e & 0xffu);
 		if (p < 0) {
 			atomicStore(&bad[t], 1u);

@@ -81,7 +81,7 @@ CUresult cuCtxSynchronize() { return OK; }
 CUresult cuModuleLoadData(void **mod, const void *image) {
 	// the backend must hand over the embedded PTX
 	const char *s = (const char *)image;
-	const char *entries[] = {".entry huff_decode", ".entry merge", ".entry exp_hist", ".entry pair_count", ".entry pair_scan", ".entry pair_expand"};
+	const char *entries[] = {".entry build_lut", ".entry huff_decode", ".entry merge", ".entry exp_hist", ".entry pair_count", ".entry pair_scan", ".entry pair_expand"};
 	for (const char *e : entries)
 		if (strstr(s, e) == 0) return ERR_INVALID_IMAGE;
 	*mod = (void *)0x2000;
@@ -93,6 +93,7 @@ CUresult cuModuleGetFunction(void **f, void *mod, const char *name) {
 	else if (strcmp(name, "merge") == 0) *f = (void *)2;
 	else if (strcmp(name, "exp_hist") == 0) *f = (void *)3;
 	else if (strcmp(name, "pair_count") == 0) *f = (void *)4;
+	else if (strcmp(name, "build_lut") == 0) *f = (void *)7;
 	else if (strcmp(name, "pair_scan") == 0) *f = (void *)5;
 	else if (strcmp(name, "pair_expand") == 0) *f = (void *)6;
 	else return ERR_NOT_FOUND;
@@ -175,6 +176,9 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 					break;
 				case 6:
 					pair_expand(ARG(const PairJob *, 0), ARG(const u32 *, 1), ARG(u64, 2), ARG(const u8 *, 3), ARG(u64, 4), ARG(u8 *, 5), ARG(const u32 *, 6));
+					break;
+				case 7:
+					build_lut(ARG(const u8 *, 0), ARG(u64, 1), ARG(u16 *, 2));
 					break;
 				default:
 					return ERR_INVALID_VALUE;

@@ -8,7 +8,7 @@
   let device = null;
   let layout = null;
   let pipes = null;
-  const KERNELS = ['huff_decode', 'pair_count', 'pair_scan', 'pair_expand', 'merge', 'exp_hist'];
+  const KERNELS = ['build_lut', 'huff_decode', 'pair_count', 'pair_scan', 'pair_expand', 'merge', 'exp_hist'];
   const WG = 64;
   const MAXG = 65535;
 
@@ -33,7 +33,7 @@
     const ro = { type: 'read-only-storage' };
     const rw = { type: 'storage' };
     layout = device.createBindGroupLayout({
-      entries: [{ buffer: { type: 'uniform' } }, { buffer: ro }, { buffer: ro }, { buffer: ro }, { buffer: rw }, { buffer: rw }, { buffer: rw }, { buffer: rw }]
+      entries: [{ buffer: { type: 'uniform' } }, { buffer: ro }, { buffer: rw }, { buffer: ro }, { buffer: rw }, { buffer: rw }, { buffer: rw }, { buffer: rw }]
         .map((e, i) => ({ binding: i, visibility: GPUShaderStage.COMPUTE, ...e })),
     });
     const pl = device.createPipelineLayout({ bindGroupLayouts: [layout] });
@@ -73,7 +73,7 @@
     return out;
   }
 
-  // decode runs one plan: a.payload (Uint8Array), a.tables, a.streams,
+  // decode runs one plan: a.payload and a.weights (Uint8Array), a.streams,
   // a.pairs (pair jobs then segment list), a.blocks (Uint32Array), counts
   // and sizes as numbers. It resolves to {out, bad, hist, ms}.
   async function decode(a) {
@@ -83,7 +83,8 @@
     const mk = (d, n, u) => { const b = buffer(d, n, u); bufs.push(b); return b; };
     try {
       const payload = mk(a.payload, a.payload.byteLength, S);
-      const tables = mk(a.tables, a.tables.byteLength, S);
+      const weights = mk(a.weights, a.weights.byteLength, S);
+      const luts = mk(null, 4 * 2048 * a.nTables, S);
       const streams = mk(a.streams, a.streams.byteLength, S);
       const pairs = mk(a.pairs, a.pairs.byteLength, S);
       const blocks = mk(a.blocks, a.blocks.byteLength, S);
@@ -100,13 +101,17 @@
         const prm = mk(new Uint32Array([count, first, a.payload.byteLength, a.nStreams]), 16, GPUBufferUsage.UNIFORM);
         const bg = device.createBindGroup({
           layout,
-          entries: [prm, payload, tables, jobs, scratch, out, bad, aux].map((buffer, binding) => ({ binding, resource: { buffer } })),
+          entries: [prm, payload, luts, jobs, scratch, out, bad, aux].map((buffer, binding) => ({ binding, resource: { buffer } })),
         });
         pass.setPipeline(pipes[k]);
         pass.setBindGroup(0, bg);
         pass.dispatchWorkgroups(gx, gy);
       };
       const groups = (n) => Math.ceil(n / WG);
+      if (a.nTables) {
+        if (groups(a.nTables) > MAXG) throw new Error('too many tables for one dispatch');
+        run('build_lut', weights, counts, a.nTables, 0, groups(a.nTables), 1);
+      }
       if (a.nStreams) {
         if (groups(a.nStreams) > MAXG) throw new Error('too many streams for one dispatch');
         run('huff_decode', streams, counts, a.nStreams, 0, groups(a.nStreams), 1);
