@@ -136,6 +136,9 @@ type Result struct {
 	Exact     bool             // SHA-256 of the output equals the original's
 	ExpHist   [256]uint64      // Options.Hist: exponent fields of the device's values
 	Copies    int              // Bench: copies of the file's device work decoded at once
+	// The device's parallelism: Huffman streams (one thread each) and the
+	// longest one's symbols (the serial depth of huff_decode).
+	Streams, MaxStreamSymbols int
 }
 
 // KernelGBps is the device's decode rate in GB/s of original bytes.
@@ -178,6 +181,7 @@ func DecodeFile(rd *codec.Reader, ra io.ReaderAt, fi int, b Backend, opt Options
 	}
 	res := Result{File: p.File, Backend: b.Name(), Device: b.Device(), Bytes: p.Size, DevBytes: p.DevBytes, Resident: p.ResidentBytes(), Unhandled: p.Unhandled, PlanTime: time.Since(t0)}
 	res.Stored = rd.Files()[fi].Compressed
+	res.Streams, res.MaxStreamSymbols = p.parallelism()
 	out := make([]byte, p.Size)
 	var hist []uint32
 	if opt.Hist {
@@ -212,6 +216,16 @@ func DecodeFile(rd *codec.Reader, ra io.ReaderAt, fi int, b Backend, opt Options
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// parallelism returns the number of stream jobs and the most symbols one
+// of them decodes.
+func (p *Plan) parallelism() (int, int) {
+	m := uint64(0)
+	for _, s := range p.Streams {
+		m = max(m, s.N)
+	}
+	return len(p.Streams), int(m)
+}
 
 // hostDecode decodes the plan's host blocks into out on threads goroutines.
 func hostDecode(ctx context.Context, rd *codec.Reader, fi int, p *Plan, out []byte, threads int) error {

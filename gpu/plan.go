@@ -589,5 +589,6 @@ func Bench(rd *codec.Reader, ra io.ReaderAt, fi int, b Backend, minBytes int64, 
 	}
 	res.Kernel, res.Total, res.DevBytes, res.Resident = tm.Kernel, tm.Total, q.DevBytes, q.ResidentBytes()
 	res.Copies = k
+	res.Streams, res.MaxStreamSymbols = q.parallelism()
 	return res, nil
 }

@@ -120,7 +120,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			r.BoundRatio = bound
 			rows = append(rows, r)
 			if !*asJSON && r.gpuFields != nil {
-				fmt.Fprintf(stderr, "  %s nzip@%s: %.1f GB/s on %s (%.1f%% of the bytes on the device, %d copies)\n", filepath.Base(path), *backend, r.KernelGBs, r.Device, 100*r.DeviceShare, r.Copies)
+				fmt.Fprintf(stderr, "  %s nzip@%s: %.1f GB/s on %s (%.1f%% of the bytes on the device, %d copies, %d streams of up to %d symbols)\n",
+					filepath.Base(path), *backend, r.KernelGBs, r.Device, 100*r.DeviceShare, r.Copies, r.Streams, r.MaxStreamSyms)
 			}
 		}
 	}

@@ -21,6 +21,8 @@ type gpuFields struct {
 	TotalGBs      float64 `json:"total_gb_s,omitempty"`     // including copies to and from the device
 	ResidentBytes int64   `json:"resident_bytes,omitempty"` // device memory of the compressed form
 	Copies        int     `json:"copies,omitempty"`         // copies of the file's device work decoded at once
+	Streams       int     `json:"streams,omitempty"`        // Huffman streams decoded in parallel (one thread each)
+	MaxStreamSyms int     `json:"max_stream_symbols,omitempty"`
 }
 
 // benchBackend compresses src with nzip and decodes the archive on the
@@ -54,7 +56,8 @@ func benchBackend(name, file string, src []byte, segs []codec.Segment, threads, 
 	row.DecompressMBs = res.KernelGBps() * 1000
 	row.RoundtripOK = res.Exact
 	row.gpuFields = &gpuFields{Backend: name, Device: res.Device, DeviceBytes: res.DevBytes, DeviceShare: float64(res.DevBytes) / float64(int64(res.Copies)*int64(len(src))),
-		KernelGBs: res.KernelGBps(), TotalGBs: res.TotalGBps(), ResidentBytes: res.Resident, Copies: res.Copies}
+		KernelGBs: res.KernelGBps(), TotalGBs: res.TotalGBps(), ResidentBytes: res.Resident, Copies: res.Copies,
+		Streams: res.Streams, MaxStreamSyms: res.MaxStreamSymbols}
 	return row
 }
 
