@@ -3,7 +3,8 @@
 // checks that the page paints, opens a demo model, opens files uploaded
 // through the file input (a TF.js model.json with its weight file, and a
 // TFLite file through the Open button's file chooser), shows the histogram
-// and cluster screens, runs the codec bit-exact and downloads the archive.
+// and cluster screens, runs the codec bit-exact (also with the WebGPU
+// backend) and downloads the archive.
 //
 // Fyne draws everything into one <canvas>, so results are read from the
 // workbench's test hook (window.nz.state, see app/host_js.go); buttons are
@@ -137,7 +138,7 @@ async function main() {
     executablePath: chromiumPath,
     headless: true,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--enable-unsafe-swiftshader'],
+      '--disable-component-update', '--disable-sync', '--enable-unsafe-swiftshader', '--enable-unsafe-webgpu'],
   });
   const problems = [];
   try {
@@ -281,6 +282,19 @@ async function main() {
     metrics.bench_compress_mb_s = +s.bench_compress_mbs;
     metrics.bench_decompress_mb_s = +s.bench_decompress_mbs;
     metrics.decompress_mb_s = Math.max(metrics.run_decompress_mb_s, metrics.bench_decompress_mb_s);
+
+    // the same run with the WebGPU backend (SwiftShader's adapter): the
+    // kernels of decode.wgsl decode the float blocks inside the workbench
+    s = await waitState(page, 'backend probe', (s) => (s.backends || '').includes('webgpu='), T_STEP);
+    check(s.backends.includes('webgpu=ok'), `WebGPU backend available in the workbench (${s.backends})`);
+    await page.evaluate(() => window.nz.selectBackend('webgpu'));
+    await click(page, 'run');
+    s = await waitState(page, 'run 5 (webgpu)', (s) => s.run_count === '5', T_RUN);
+    check(s.run_backend === 'webgpu' && s.run_roundtrip === 'bit-exact' && +s.run_device_bytes > 0,
+      `nzip decoded on WebGPU bit-exact: ${s.run_device_bytes} bytes on ${s.run_device}, ${(+s.run_device_gbs * 1000).toFixed(1)} MB/s (kernels, SwiftShader)`);
+    metrics.webgpu_device = s.run_device;
+    await shot(page, 'run-webgpu');
+    await page.evaluate(() => window.nz.selectBackend('CPU'));
 
     s = await state(page);
     check(!s.error, `no error reported (${s.error || 'none'})`);
