@@ -25,6 +25,7 @@
 #define THREAD_X (__nvvm_read_ptx_sreg_ctaid_x() * __nvvm_read_ptx_sreg_ntid_x() + __nvvm_read_ptx_sreg_tid_x())
 #define BLOCK_Y (__nvvm_read_ptx_sreg_ctaid_y())
 #define ATOMIC_ADD(p, v) __nvvm_atom_add_gen_i((volatile int *)(p), (int)(v))
+#define STORE32(p, v) (*(unsigned int *)(p) = (v))
 #else
 #include "shim.h"
 #endif
@@ -107,43 +108,83 @@ KERNEL void build_lut(const u8 *weights, u64 ntables, u16 *luts) {
 	}
 }
 
+// A huff0 bit stream read from its end (see decodeStream in twin.go):
+// p bits are left; the window holds stream bytes [b0, b0+8).
+struct BitReader {
+	const u8 *src;
+	i64 p, b0, tl;
+	u64 win, mask;
+};
+
+// next_symbol decodes one symbol, or returns -1 when a code runs past the
+// stream's start.
+DEVICE int next_symbol(BitReader *r, const u16 *lut) {
+	if (r->p - r->tl < 8 * r->b0) {
+		r->b0 = (r->p + 7) / 8 - 8;
+		u64 win = 0;
+		for (i64 i = 7; i >= 0; i--) {
+			win <<= 8;
+			if (r->b0 + i >= 0) win |= (u64)r->src[r->b0 + i];
+		}
+		r->win = win;
+	}
+	u32 e = lut[(r->win >> (u64)(r->p - r->tl - 8 * r->b0)) & r->mask];
+	r->p -= (i64)(e & 0xff);
+	if (r->p < 0) return -1;
+	return (int)(e >> 8);
+}
+
 // huff_decode: thread t decodes jobs[t] (see decodeStream in twin.go).
-// bad[t] is set to 1 for a damaged stream.
+// bad[t] is set to 1 for a damaged stream. Symbols are stored four at a
+// time once the output is 4-byte aligned (a thread's stores are not
+// coalesced with its neighbours', so fewer, wider ones).
 KERNEL void huff_decode(const StreamJob *jobs, u64 njobs, const u8 *payload, const u16 *luts, u8 *scratch, u32 *bad) {
 	u64 t = THREAD_X;
 	if (t >= njobs) return;
 	const StreamJob jb = jobs[t];
-	const u8 *src = payload + jb.src;
 	const u16 *lut = luts + jb.table * LUT_ENTRIES;
 	u8 *out = scratch + jb.dst;
-	i64 tl = (i64)jb.table_log;
-	u64 mask = ((u64)1 << tl) - 1;
-	u32 last = src[jb.len - 1];
+	BitReader r;
+	r.src = payload + jb.src;
+	r.tl = (i64)jb.table_log;
+	r.mask = ((u64)1 << r.tl) - 1;
+	u32 last = r.src[jb.len - 1];
 	if (last == 0) {
 		bad[t] = 1;
 		return;
 	}
-	i64 p = (i64)(8 * jb.len) - (i64)(clz8(last) + 1);
-	i64 b0 = (i64)1 << 40; // window: bytes [b0, b0+8); first use loads it
-	u64 win = 0;
-	for (u64 k = 0; k < jb.n; k++) {
-		if (p - tl < 8 * b0) {
-			b0 = (p + 7) / 8 - 8;
-			win = 0;
-			for (i64 i = 7; i >= 0; i--) {
-				win <<= 8;
-				if (b0 + i >= 0) win |= (u64)src[b0 + i];
-			}
-		}
-		u32 e = lut[(win >> (u64)(p - tl - 8 * b0)) & mask];
-		p -= (i64)(e & 0xff);
-		if (p < 0) {
+	r.p = (i64)(8 * jb.len) - (i64)(clz8(last) + 1);
+	r.b0 = (i64)1 << 40; // first use loads the window
+	r.win = 0;
+	u64 n = jb.n, k = 0;
+	for (; k < n && ((jb.dst + k) & 3) != 0; k++) {
+		int s = next_symbol(&r, lut);
+		if (s < 0) {
 			bad[t] = 1;
 			return;
 		}
-		out[k] = (u8)(e >> 8);
+		out[k] = (u8)s;
 	}
-	if (p != 0) bad[t] = 1;
+	for (; k + 4 <= n; k += 4) {
+		int s0 = next_symbol(&r, lut);
+		int s1 = next_symbol(&r, lut);
+		int s2 = next_symbol(&r, lut);
+		int s3 = next_symbol(&r, lut);
+		if ((s0 | s1 | s2 | s3) < 0) {
+			bad[t] = 1;
+			return;
+		}
+		STORE32(out + k, (u32)s0 | (u32)s1 << 8 | (u32)s2 << 16 | (u32)s3 << 24);
+	}
+	for (; k < n; k++) {
+		int s = next_symbol(&r, lut);
+		if (s < 0) {
+			bad[t] = 1;
+			return;
+		}
+		out[k] = (u8)s;
+	}
+	if (r.p != 0) bad[t] = 1;
 }
 
 DEVICE u32 field(const Source *s, u64 i, const u8 *payload, u64 payload_len, const u8 *scratch) {

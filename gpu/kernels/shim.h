@@ -14,3 +14,8 @@ static ShimDim shim_block_idx, shim_block_dim, shim_thread_idx;
 #define THREAD_X ((unsigned long long)shim_block_idx.x * shim_block_dim.x + shim_thread_idx.x)
 #define BLOCK_Y (shim_block_idx.y)
 #define ATOMIC_ADD(p, v) (*(p) += (v))
+#define STORE32(p, v)                        \
+	do {                                     \
+		unsigned int w_ = (v);               \
+		__builtin_memcpy((p), &w_, 4);       \
+	} while (0)
