@@ -161,58 +161,118 @@ func (r Result) TotalGBps() float64 {
 type Options struct {
 	Threads int  // CPU threads for the host blocks and the CPU backend
 	Hist    bool // also count exponents on the device (Result.ExpHist)
-	Repeat  int  // run the device kernels this many times, report the fastest
-	Context context.Context
+	// BatchBytes bounds the original bytes decoded at once (DecodeTo);
+	// DefaultBatchBytes when 0.
+	BatchBytes int64
+	Repeat     int // run the device kernels this many times, report the fastest
+	Context    context.Context
 }
 
-// DecodeFile decodes file fi of an archive through b: the device decodes
-// what its plan gives it, the CPU the rest, and the output is checked
-// block by block (CRC-32C, so damage is located) and as a whole (SHA-256).
-// It returns the file's bytes.
+// DecodeFile decodes file fi of an archive through b into memory (see
+// DecodeTo) and returns its bytes.
 func DecodeFile(rd *codec.Reader, ra io.ReaderAt, fi int, b Backend, opt Options) ([]byte, Result, error) {
+	files := rd.Files()
+	if fi < 0 || fi >= len(files) {
+		return nil, Result{}, fmt.Errorf("gpu: no file %d in the archive", fi)
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(min(files[fi].Size, 1<<30)))
+	res, err := DecodeTo(&buf, rd, ra, fi, b, opt)
+	if err != nil {
+		return nil, res, err
+	}
+	return buf.Bytes(), res, nil
+}
+
+// DefaultBatchBytes is the default of Options.BatchBytes.
+const DefaultBatchBytes = 1 << 30
+
+// DecodeTo decodes file fi of an archive through b and writes it to w, in
+// batches of whole blocks of at most Options.BatchBytes original bytes
+// (one block at least), so memory on the host and the device stays
+// bounded whatever the file's size. In each batch the device decodes what
+// its plan gives it and the CPU the rest; every device block is checked by
+// its CRC-32C (so damage is located) and the file by its SHA-256, which is
+// known only at the end: on an error w has received part of the file
+// (write to a temporary file, as nzip does).
+func DecodeTo(w io.Writer, rd *codec.Reader, ra io.ReaderAt, fi int, b Backend, opt Options) (Result, error) {
 	ctx := opt.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	t0 := time.Now()
-	p, err := NewPlan(rd, ra, fi)
-	if err != nil {
-		return nil, Result{}, err
+	files := rd.Files()
+	if fi < 0 || fi >= len(files) {
+		return Result{}, fmt.Errorf("gpu: no file %d in the archive", fi)
 	}
-	res := Result{File: p.File, Backend: b.Name(), Device: b.Device(), Bytes: p.Size, DevBytes: p.DevBytes, Resident: p.ResidentBytes(), Unhandled: p.Unhandled, PlanTime: time.Since(t0)}
-	res.Stored = rd.Files()[fi].Compressed
-	res.Streams, res.MaxStreamSymbols = p.parallelism()
-	out := make([]byte, p.Size)
-	var hist []uint32
-	if opt.Hist {
-		hist = make([]uint32, 256*len(p.Blocks))
+	f := files[fi]
+	blocks := f.Blocks()
+	batch := opt.BatchBytes
+	if batch <= 0 {
+		batch = DefaultBatchBytes
 	}
-	tm, err := b.Decode(ctx, p, out, DecodeOptions{Hist: hist, Repeat: opt.Repeat})
-	if err != nil {
-		return nil, res, err
-	}
-	res.Kernel, res.Total = tm.Kernel, tm.Total
-	t1 := time.Now()
-	if err := hostDecode(ctx, rd, fi, p, out, opt.Threads); err != nil {
-		return nil, res, err
-	}
-	res.HostTime = time.Since(t1)
-	blocks := rd.Files()[fi].Blocks()
-	for _, j := range p.Blocks {
-		bl := blocks[j.Index]
-		if crc32.Checksum(out[bl.Offset:bl.Offset+bl.Length], castagnoli) != bl.CRC {
-			return nil, res, fmt.Errorf("gpu: %s: %w: block %d (file offset %d) decodes with a wrong CRC-32C on %s", p.File, ErrCorrupt, j.Index, bl.Offset, b.Name())
+	res := Result{File: f.Name, Backend: b.Name(), Device: b.Device(), Bytes: f.Size, Stored: f.Compressed, Unhandled: map[string]int64{}}
+	sha := sha256.New()
+	var out []byte
+	for from := 0; from < len(blocks); {
+		to, n := from, int64(0)
+		for to < len(blocks) && (to == from || n+blocks[to].Length <= batch) {
+			n += blocks[to].Length
+			to++
 		}
+		t0 := time.Now()
+		p, err := newPlan(rd, ra, fi, blocks, from, to)
+		if err != nil {
+			return res, err
+		}
+		res.PlanTime += time.Since(t0)
+		res.DevBytes += p.DevBytes
+		res.Resident += p.ResidentBytes()
+		for k, v := range p.Unhandled {
+			res.Unhandled[k] += v
+		}
+		ns, ms := p.parallelism()
+		res.Streams += ns
+		res.MaxStreamSymbols = max(res.MaxStreamSymbols, ms)
+		if int64(cap(out)) < p.Size {
+			out = make([]byte, p.Size)
+		}
+		out = out[:p.Size]
+		var hist []uint32
+		if opt.Hist {
+			hist = make([]uint32, 256*len(p.Blocks))
+		}
+		tm, err := b.Decode(ctx, p, out, DecodeOptions{Hist: hist, Repeat: opt.Repeat})
+		if err != nil {
+			return res, err
+		}
+		res.Kernel += tm.Kernel
+		res.Total += tm.Total
+		t1 := time.Now()
+		if err := hostDecode(ctx, rd, fi, p, out, opt.Threads); err != nil {
+			return res, err
+		}
+		res.HostTime += time.Since(t1)
+		for _, j := range p.Blocks {
+			bl := blocks[j.Index]
+			o := bl.Offset - p.Base
+			if crc32.Checksum(out[o:o+bl.Length], castagnoli) != bl.CRC {
+				return res, fmt.Errorf("gpu: %s: %w: block %d (file offset %d) decodes with a wrong CRC-32C on %s", p.File, ErrCorrupt, j.Index, bl.Offset, b.Name())
+			}
+		}
+		for i := range hist {
+			res.ExpHist[i%256] += uint64(hist[i])
+		}
+		sha.Write(out)
+		if _, err := w.Write(out); err != nil {
+			return res, err
+		}
+		from = to
 	}
-	sum := sha256.Sum256(out)
-	res.Exact = bytes.Equal(sum[:], p.SHA256[:])
+	res.Exact = bytes.Equal(sha.Sum(nil), f.SHA256[:])
 	if !res.Exact {
-		return nil, res, fmt.Errorf("gpu: %s: SHA-256 of the decoded file differs from the archive's", p.File)
+		return res, fmt.Errorf("gpu: %s: SHA-256 of the decoded file differs from the archive's", f.Name)
 	}
-	for i := range hist {
-		res.ExpHist[i%256] += uint64(hist[i])
-	}
-	return out, res, nil
+	return res, nil
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -462,3 +462,22 @@ func TestBenchRepeat(t *testing.T) {
 		t.Fatalf("%d copies, %d device bytes", res.Copies, res.DevBytes)
 	}
 }
+
+// TestBatches decodes in batches of a few blocks: the plans' offsets are
+// relative to each batch, and the file comes out whole.
+func TestBatches(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	src, segs := edgeFile(rng)
+	rd, ra := archive(t, src, segs, codec.Options{ChunkValues: 1000})
+	for _, batch := range []int64{1, 5000, 77777} {
+		var buf bytes.Buffer
+		res, err := DecodeTo(&buf, rd, ra, 0, CPU(2), Options{BatchBytes: batch, Hist: true})
+		if err != nil || !bytes.Equal(buf.Bytes(), src) || !res.Exact {
+			t.Fatalf("batch %d: %v", batch, err)
+		}
+		whole := decodeWith(t, CPU(2), rd, ra, src)
+		if res.ExpHist != whole.ExpHist || res.DevBytes != whole.DevBytes {
+			t.Fatalf("batch %d: histogram or device bytes differ from one batch", batch)
+		}
+	}
+}

@@ -34,7 +34,8 @@ import (
 // BlockJob is mirrored in kernels/decode.cu.
 type Plan struct {
 	File      string
-	Size      int64    // original file size: the output buffer
+	Base      int64    // file offset of the plan's first block (BlockJob.Out and HostBlock.Offset are relative to it)
+	Size      int64    // bytes of the plan's blocks: the output buffer
 	SHA256    [32]byte // of the original file
 	Payload   []byte   // compressed payloads of the device's blocks
 	Weights   []byte   // WeightsPerTable huff0 weights per Huffman table (0: no code)
@@ -118,7 +119,7 @@ type BlockJob struct {
 	_             uint64
 }
 
-// HostBlock is a block the CPU decodes.
+// HostBlock is a block the CPU decodes (Offset relative to Plan.Base).
 type HostBlock struct {
 	Index          int
 	Offset, Length int64
@@ -156,11 +157,22 @@ func NewPlan(rd *codec.Reader, ra io.ReaderAt, fi int) (*Plan, error) {
 	if fi < 0 || fi >= len(files) {
 		return nil, fmt.Errorf("gpu: no file %d in the archive", fi)
 	}
-	f := files[fi]
-	p := &Plan{File: f.Name, Size: f.Size, SHA256: f.SHA256, Unhandled: map[string]int64{}}
+	blocks := files[fi].Blocks()
+	return newPlan(rd, ra, fi, blocks, 0, len(blocks))
+}
+
+// newPlan makes the plan of blocks [from, to) of file fi.
+func newPlan(rd *codec.Reader, ra io.ReaderAt, fi int, blocks []codec.BlockInfo, from, to int) (*Plan, error) {
+	f := rd.Files()[fi]
+	p := &Plan{File: f.Name, Base: f.Size, SHA256: f.SHA256, Unhandled: map[string]int64{}}
+	if from < to {
+		p.Base = blocks[from].Offset
+	}
 	var pb planBuilder
 	var buf []byte
-	for bi, b := range f.Blocks() {
+	for bi := from; bi < to; bi++ {
+		b := blocks[bi]
+		p.Size += b.Length
 		if b.Kind != "float" || b.Compressed == 0 {
 			p.host(bi, b, b.Kind)
 			continue
@@ -200,7 +212,7 @@ func (p *Plan) NumTables() int {
 }
 
 func (p *Plan) host(bi int, b codec.BlockInfo, why string) {
-	p.Host = append(p.Host, HostBlock{Index: bi, Offset: b.Offset, Length: b.Length, Kind: why})
+	p.Host = append(p.Host, HostBlock{Index: bi, Offset: b.Offset - p.Base, Length: b.Length, Kind: why})
 	p.Unhandled[why] += b.Length
 }
 
@@ -236,7 +248,7 @@ func (pb *planBuilder) add(p *Plan, src []byte, b codec.BlockInfo, bi int) (stri
 	if j > min(8-e, w) || z > w-j {
 		return "", fmt.Errorf("bad join %d / zero bits %d for %v", j, z, b.DType)
 	}
-	job := BlockJob{Out: uint64(b.Offset), N: n, Size: uint32(size), E: e, M: m, S: s, J: j, Z: z, Index: uint64(bi)}
+	job := BlockJob{Out: uint64(b.Offset - p.Base), N: n, Size: uint32(size), E: e, M: m, S: s, J: j, Z: z, Index: uint64(bi)}
 	// Jobs are added to p only when the whole block is accepted: remember
 	// where the lists stood.
 	nStreams, nWeights, nPairs, nSegs, scratch := len(p.Streams), len(p.Weights), len(p.Pairs), len(p.Segs), p.Scratch

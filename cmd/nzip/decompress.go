@@ -23,7 +23,7 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 	setupPath := fs.String("setup", "", "the setup the archive was written with (needed when it references it externally)")
 	refPath := fs.String("ref", "", "the reference model the archive was coded against (compress -ref)")
 	quiet := fs.Bool("q", false, "print nothing on success")
-	backend := fs.String("backend", "", "decode the float blocks on this gpu backend (cuda, cpu: its Go twin, auto) and the rest on the CPU; holds each file in memory")
+	backend := fs.String("backend", "", "decode the float blocks on this gpu backend (cuda, cpu: its Go twin, auto) and the rest on the CPU")
 	if err := parse(fs, args, 1, 1); err != nil {
 		return err
 	}

@@ -62,19 +62,21 @@ func benchBackend(name, file string, src []byte, segs []codec.Segment, threads, 
 }
 
 // decompressBackend writes file fi of the archive at path, decoded on the
-// backend, through w, and reports the device's share and rate.
+// backend in batches (bounded memory), to w, and reports the device's
+// share and rate.
 func decompressBackend(b gpu.Backend, rd *codec.Reader, path string, fi, threads int, w io.Writer) (gpu.Result, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return gpu.Result{}, err
 	}
 	defer f.Close()
-	out, res, err := gpu.DecodeFile(rd, f, fi, b, gpu.Options{Threads: threads})
+	// streamed in batches of blocks; writeOutput removes the temporary
+	// file when this fails
+	res, err := gpu.DecodeTo(w, rd, f, fi, b, gpu.Options{Threads: threads})
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", path, err)
 	}
-	_, err = w.Write(out)
-	return res, err
+	return res, nil
 }
 
 // reportBackend prints what the device did for each decoded file.
