@@ -102,6 +102,17 @@ func Probe() map[string]string {
 	return out
 }
 
+// checkArgs checks Decode's buffers against the plan.
+func checkArgs(p *Plan, out []byte, o DecodeOptions) error {
+	if int64(len(out)) != p.Size {
+		return fmt.Errorf("gpu: output buffer of %d bytes for a plan of %d", len(out), p.Size)
+	}
+	if o.Hist != nil && len(o.Hist) != 256*len(p.Blocks) {
+		return fmt.Errorf("gpu: %d histogram counters for %d blocks (want 256 each)", len(o.Hist), len(p.Blocks))
+	}
+	return nil
+}
+
 // streamErrors turns the error flags of a decode (one per stream job,
 // then one per pair job) into an error naming the first damaged block.
 func (p *Plan) streamErrors(bad []uint32) error {
@@ -111,10 +122,10 @@ func (p *Plan) streamErrors(bad []uint32) error {
 		}
 		if i < len(p.Streams) {
 			blk := p.Blocks[p.Streams[i].Block]
-			return fmt.Errorf("gpu: %s: %w: Huffman stream %d of block %d (file offset %d) does not decode", p.File, ErrCorrupt, i, blk.Index, blk.Out)
+			return fmt.Errorf("gpu: %s: %w: Huffman stream %d of block %d (file offset %d) does not decode", p.File, ErrCorrupt, i, blk.Index, p.Base+int64(blk.Out))
 		}
 		blk := p.Blocks[p.Pairs[i-len(p.Streams)].Block]
-		return fmt.Errorf("gpu: %s: %w: the pair codes of block %d (file offset %d) do not match their exceptions", p.File, ErrCorrupt, blk.Index, blk.Out)
+		return fmt.Errorf("gpu: %s: %w: the pair codes of block %d (file offset %d) do not match their exceptions", p.File, ErrCorrupt, blk.Index, p.Base+int64(blk.Out))
 	}
 	return nil
 }
@@ -312,7 +323,10 @@ func hostDecode(ctx context.Context, rd *codec.Reader, fi int, p *Plan, out []by
 		}()
 	}
 	for _, h := range p.Host {
-		if ctx.Err() != nil {
+		mu.Lock()
+		stop := first != nil
+		mu.Unlock()
+		if stop || ctx.Err() != nil {
 			break
 		}
 		jobs <- h

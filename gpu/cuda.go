@@ -263,6 +263,9 @@ const (
 )
 
 func (b *cudaBackend) Decode(ctx context.Context, p *Plan, out []byte, o DecodeOptions) (Timing, error) {
+	if err := checkArgs(p, out, o); err != nil {
+		return Timing{}, err
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.ctx == 0 {
@@ -396,7 +399,7 @@ func (b *cudaBackend) Decode(ctx context.Context, p *Plan, out []byte, o DecodeO
 			}
 		}
 		gx := uint32((maxN + mergeThreads - 1) / mergeThreads)
-		for first := 0; first < len(p.Blocks); first += maxGridY {
+		for first := 0; gx > 0 && first < len(p.Blocks); first += maxGridY {
 			gy := uint32(min(maxGridY, len(p.Blocks)-first))
 			if err := b.launch("merge", b.merge, gx, gy, mergeThreads, dBlocks, uint64(first), dPayload, uint64(len(p.Payload)), dScratch, dOut); err != nil {
 				return Timing{}, err

@@ -35,6 +35,16 @@ func TestJobLayout(t *testing.T) {
 	if o := unsafe.Offsetof(b.Index); o != 112 {
 		t.Fatalf("BlockJob.Index at %d, kernels expect 112", o)
 	}
+	if s := unsafe.Sizeof(PairJob{}); s != PairJobBytes {
+		t.Fatalf("PairJob is %d bytes, kernels expect %d", s, PairJobBytes)
+	}
+	var pj PairJob
+	if o := unsafe.Offsetof(pj.Exc); o != 48 {
+		t.Fatalf("PairJob.Exc at %d, kernels expect 48", o)
+	}
+	if o := unsafe.Offsetof(pj.Block); o != 80 {
+		t.Fatalf("PairJob.Block at %d, kernels expect 80", o)
+	}
 }
 
 // huff0Stream wraps a huff0 block as a stream of mode 2 or 3.
@@ -183,7 +193,16 @@ func edgeFile(rng *rand.Rand) ([]byte, []codec.Segment) {
 		add(d.String()+".zero", d, make([]byte, 3000*d.Size()))
 		c := genValues(d, 1, rng)
 		add(d.String()+".const", d, bytes.Repeat(c, 2500))
+		if d == dtype.BF16 {
+			// uniform residuals: the plane is stored raw
+			b := make([]byte, 2*30000)
+			for i := 0; i < len(b); i += 2 {
+				b[i], b[i+1] = byte(rng.IntN(256)), byte(0x3c+rng.IntN(2))
+			}
+			add("bf16.noise", d, b)
+		}
 		if d == dtype.F32 {
+			add("f32.1500", d, genValues(d, 1500, rng)) // one huff0 stream
 			// once-BF16 weights: the low 16 bits are zero (dropped bits)
 			b := genValues(d, 7000, rng)
 			for i := 0; i < len(b); i += 4 {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
+	"slices"
 
 	"github.com/klauspost/compress/fse"
 
@@ -224,6 +225,11 @@ type planBuilder struct {
 
 var errShort = errors.New("payload ends early")
 
+// errWideTable: a table with a code for a symbol wider than the stream.
+// package codec accepts it when no such symbol is decoded, so the block
+// goes to the CPU, which decides.
+var errWideTable = errors.New("huffman table: a code for a symbol wider than the stream")
+
 // add appends the jobs of one float block, or returns why the device does
 // not take it ("" when it does).
 func (pb *planBuilder) add(p *Plan, src []byte, b codec.BlockInfo, bi int) (string, error) {
@@ -276,6 +282,14 @@ func (pb *planBuilder) add(p *Plan, src []byte, b codec.BlockInfo, bi int) (stri
 	if pos != len(src) {
 		undo()
 		return "", fmt.Errorf("%d trailing bytes", len(src)-pos)
+	}
+	// Each Huffman table costs a LUTEntries decoding table at decode time:
+	// a block's tables must not outweigh twice its bytes, so that a small
+	// archive of tiny blocks cannot ask for much more table memory than
+	// output (small blocks are cheap on the CPU anyway).
+	if int64(p.NumTables()-nWeights/WeightsPerTable)*2*LUTEntries > 2*b.Length {
+		undo()
+		return "small block", nil
 	}
 	p.Payload = append(p.Payload, src...)
 	p.Blocks = append(p.Blocks, job)
@@ -340,6 +354,9 @@ func (pb *planBuilder) huff(p *Plan, src []byte, pos int, n uint64, width uint32
 		return Source{}, 0, "", errors.New("huffman stream of no symbols")
 	}
 	tl, hdr, err := pb.table(blk, width)
+	if err == errWideTable {
+		return Source{}, 0, "wide table", nil
+	}
 	if err != nil {
 		return Source{}, 0, "", err
 	}
@@ -409,17 +426,17 @@ func (pb *planBuilder) pairs(p *Plan, src []byte, pos int, n uint64, width uint3
 	}
 	pos = top + k
 	m := n / 2
-	codes, pos, _, err := pb.huff(p, src, pos, m, 8, base, block, x4)
-	if err != nil {
-		return Source{}, 0, "", err
+	codes, pos, why, err := pb.huff(p, src, pos, m, 8, base, block, x4)
+	if err != nil || why != "" {
+		return Source{}, 0, why, err
 	}
 	x, l := binary.Uvarint(src[pos:])
 	if l <= 0 || x > n {
 		return Source{}, 0, "", errors.New("pair stream: bad exception count")
 	}
-	exc, pos, _, err := pb.stream(p, src, pos+l, x, width, base, block, false)
-	if err != nil {
-		return Source{}, 0, "", err
+	exc, pos, why, err := pb.stream(p, src, pos+l, x, width, base, block, false)
+	if err != nil || why != "" {
+		return Source{}, 0, why, err
 	}
 	job := PairJob{Codes: codes.Off, M: m, Dst: uint64(p.Scratch), N: n, Top: base + uint64(top), K: uint32(k), Exc: exc, X: x, Seg: uint64(len(p.Segs)), Block: uint64(block)}
 	for s := uint64(0); s < (m+PairSegment-1)/PairSegment; s++ {
@@ -510,11 +527,27 @@ func (pb *planBuilder) table(src []byte, width uint32) (uint, int, error) {
 		// a symbol the stream's width cannot hold must not have a code
 		for s := 1 << width; s < nw; s++ {
 			if pb.weights[s] != 0 {
-				return 0, 0, fmt.Errorf("huffman table: symbol %d wider than %d bits", s, width)
+				return 0, 0, errWideTable
 			}
 		}
 	}
 	return tl, used, nil
+}
+
+// compact returns p's device work with the blocks' outputs back to back
+// (block i at the sum of the lengths before it; Size = DevBytes) and no
+// host blocks.
+func (p *Plan) compact() *Plan {
+	q := *p
+	q.Host, q.Unhandled = nil, map[string]int64{}
+	q.Blocks = slices.Clone(p.Blocks)
+	var out uint64
+	for i := range q.Blocks {
+		q.Blocks[i].Out = out
+		out += q.Blocks[i].N * uint64(q.Blocks[i].Size)
+	}
+	q.Size = int64(out)
+	return &q
 }
 
 // Repeat returns a plan of k copies of p's device work, back to back (the
@@ -579,20 +612,23 @@ func Bench(rd *codec.Reader, ra io.ReaderAt, fi int, b Backend, minBytes int64, 
 	if err != nil {
 		return res, err
 	}
+	res.Copies = 1
 	p, err := NewPlan(rd, ra, fi)
 	if err != nil || p.DevBytes == 0 {
 		return res, err
 	}
-	k := int(max(1, (minBytes+p.DevBytes-1)/p.DevBytes))
-	q := p.Repeat(k)
+	// the device's blocks only, back to back, repeated
+	c1 := p.compact()
+	k := int(max(1, (minBytes+c1.Size-1)/c1.Size))
+	q := c1.Repeat(k)
 	out := make([]byte, q.Size)
 	tm, err := b.Decode(context.Background(), q, out, DecodeOptions{Repeat: runs})
 	if err != nil {
 		return res, err
 	}
 	for c := 0; c < k; c++ {
-		for _, bl := range p.Blocks {
-			o := int64(c)*p.Size + int64(bl.Out)
+		for i, bl := range p.Blocks {
+			o := int64(c)*c1.Size + int64(c1.Blocks[i].Out)
 			n := int64(bl.N) * int64(bl.Size)
 			if !bytes.Equal(out[o:o+n], want[bl.Out:int64(bl.Out)+n]) {
 				return res, fmt.Errorf("gpu: %s: copy %d of block %d decodes differently on %s", p.File, c, bl.Index, b.Name())

@@ -105,7 +105,7 @@ func pairCount(t int, pairs []PairJob, segs []uint32, scratch []byte, counts, ba
 		if v == esc {
 			c++
 		} else if v > esc {
-			bad[ji] = 1
+			atomic.StoreUint32(&bad[ji], 1) // segments of one job run on several goroutines
 		}
 	}
 	counts[t] = c
@@ -225,17 +225,17 @@ func (c *cpuBackend) Close() error { return nil }
 func (c *cpuBackend) parallel(ctx context.Context, n int, fn func(i int)) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	const batch = 64
+	batch := int64(max(1, min(64, n/(4*c.threads))))
 	for t := 0; t < c.threads; t++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				s := int(next.Add(batch)) - batch
+				s := int(next.Add(batch) - batch)
 				if s >= n {
 					return
 				}
-				for i := s; i < min(s+batch, n); i++ {
+				for i := s; i < min(s+int(batch), n); i++ {
 					fn(i)
 				}
 			}
@@ -246,6 +246,9 @@ func (c *cpuBackend) parallel(ctx context.Context, n int, fn func(i int)) error 
 }
 
 func (c *cpuBackend) Decode(ctx context.Context, p *Plan, out []byte, o DecodeOptions) (Timing, error) {
+	if err := checkArgs(p, out, o); err != nil {
+		return Timing{}, err
+	}
 	var best Timing
 	var err error
 	for rep := 0; rep < max(1, o.Repeat); rep++ {

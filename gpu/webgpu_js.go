@@ -67,6 +67,9 @@ func await(p js.Value) (js.Value, error) {
 func openWebGPU() (Backend, error) {
 	webgpu.Lock()
 	defer webgpu.Unlock()
+	if webgpu.done && webgpu.err == nil && !webgpu.api.Call("alive").Bool() {
+		webgpu.done = false // the device was lost: ask for a new one
+	}
 	if !webgpu.done {
 		webgpu.done = true
 		webgpu.err = func() (err error) {
@@ -151,6 +154,9 @@ func goWords(v js.Value, n int) []uint32 {
 }
 
 func (b *webgpuBackend) Decode(ctx context.Context, p *Plan, out []byte, o DecodeOptions) (Timing, error) {
+	if err := checkArgs(p, out, o); err != nil {
+		return Timing{}, err
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	start := time.Now()

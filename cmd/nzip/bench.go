@@ -116,7 +116,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 		}
 		if *backend != "" {
-			r := benchBackend(*backend, filepath.Base(path), src, segs, *threads, *runs, *gpuBytes)
+			r := benchBackend(ctx, *backend, filepath.Base(path), src, segs, *threads, *runs, *chunk, *gpuBytes)
 			r.BoundRatio = bound
 			rows = append(rows, r)
 			if !*asJSON && r.gpuFields != nil {

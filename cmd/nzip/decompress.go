@@ -54,7 +54,7 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if dev == nil {
 			return rd.WriteFile(w, fi, opt)
 		}
-		res, err := decompressBackend(dev, rd, in, fi, *threads, w)
+		res, err := decompressBackend(ctx, dev, rd, in, fi, *threads, w)
 		devRes = append(devRes, res)
 		return err
 	}

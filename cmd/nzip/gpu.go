@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -27,7 +28,7 @@ type gpuFields struct {
 
 // benchBackend compresses src with nzip and decodes the archive on the
 // named backend (gpu.Bench), repeating the device work to minBytes.
-func benchBackend(name, file string, src []byte, segs []codec.Segment, threads, runs int, minBytes int64) benchRow {
+func benchBackend(ctx context.Context, name, file string, src []byte, segs []codec.Segment, threads, runs, chunk int, minBytes int64) benchRow {
 	row := benchRow{Measurement: baseline.Measurement{File: file, Codec: "nzip@" + name, OriginalBytes: int64(len(src)), Threads: threads, Runs: runs}}
 	fail := func(err error) benchRow {
 		row.Error = err.Error()
@@ -39,7 +40,8 @@ func benchBackend(name, file string, src []byte, segs []codec.Segment, threads, 
 	}
 	defer b.Close()
 	var buf bytes.Buffer
-	if _, err := codec.Encode(&buf, []codec.Input{{Name: file, R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, codec.Options{Threads: threads}); err != nil {
+	// the archive the nzip row measures (same chunk size)
+	if _, err := codec.Encode(&buf, []codec.Input{{Name: file, R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, codec.Options{Threads: threads, ChunkValues: chunk, Context: ctx}); err != nil {
 		return fail(err)
 	}
 	ra := bytes.NewReader(buf.Bytes())
@@ -55,7 +57,11 @@ func benchBackend(name, file string, src []byte, segs []codec.Segment, threads, 
 	row.Ratio = float64(len(src)) / float64(buf.Len())
 	row.DecompressMBs = res.KernelGBps() * 1000
 	row.RoundtripOK = res.Exact
-	row.gpuFields = &gpuFields{Backend: name, Device: res.Device, DeviceBytes: res.DevBytes, DeviceShare: float64(res.DevBytes) / float64(int64(res.Copies)*int64(len(src))),
+	share := 0.0
+	if res.Copies > 0 && len(src) > 0 {
+		share = float64(res.DevBytes) / float64(int64(res.Copies)*int64(len(src)))
+	}
+	row.gpuFields = &gpuFields{Backend: name, Device: res.Device, DeviceBytes: res.DevBytes, DeviceShare: share,
 		KernelGBs: res.KernelGBps(), TotalGBs: res.TotalGBps(), ResidentBytes: res.Resident, Copies: res.Copies,
 		Streams: res.Streams, MaxStreamSyms: res.MaxStreamSymbols}
 	return row
@@ -64,7 +70,7 @@ func benchBackend(name, file string, src []byte, segs []codec.Segment, threads, 
 // decompressBackend writes file fi of the archive at path, decoded on the
 // backend in batches (bounded memory), to w, and reports the device's
 // share and rate.
-func decompressBackend(b gpu.Backend, rd *codec.Reader, path string, fi, threads int, w io.Writer) (gpu.Result, error) {
+func decompressBackend(ctx context.Context, b gpu.Backend, rd *codec.Reader, path string, fi, threads int, w io.Writer) (gpu.Result, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return gpu.Result{}, err
@@ -72,11 +78,7 @@ func decompressBackend(b gpu.Backend, rd *codec.Reader, path string, fi, threads
 	defer f.Close()
 	// streamed in batches of blocks; writeOutput removes the temporary
 	// file when this fails
-	res, err := gpu.DecodeTo(w, rd, f, fi, b, gpu.Options{Threads: threads})
-	if err != nil {
-		return res, fmt.Errorf("%s: %w", path, err)
-	}
-	return res, nil
+	return gpu.DecodeTo(w, rd, f, fi, b, gpu.Options{Threads: threads, Context: ctx})
 }
 
 // reportBackend prints what the device did for each decoded file.

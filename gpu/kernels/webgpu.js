@@ -8,6 +8,7 @@
   let device = null;
   let layout = null;
   let pipes = null;
+  let limits = null;
   const KERNELS = ['build_lut', 'huff_decode', 'pair_count', 'pair_scan', 'pair_expand', 'merge', 'exp_hist'];
   const WG = 64;
   const MAXG = 65535;
@@ -23,6 +24,7 @@
         maxBufferSize: lim.maxBufferSize,
       },
     });
+    limits = { binding: lim.maxStorageBufferBindingSize, buffer: lim.maxBufferSize };
     device.lost.then((i) => { device = null; console.warn('nzip webgpu: device lost:', i.message); });
     const info = adapter.info || {};
     const name = [info.vendor, info.architecture, info.device, info.description].filter((s) => s).join(' ') || 'WebGPU adapter';
@@ -49,7 +51,7 @@
     const b = device.createBuffer({ size, usage: usage | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC });
     if (data && data.byteLength) {
       // writeBuffer wants a multiple of 4 bytes
-      const n = data.byteLength & ~3;
+      const n = data.byteLength - (data.byteLength % 4);
       if (n) device.queue.writeBuffer(b, 0, data.buffer, data.byteOffset, n);
       if (n < data.byteLength) {
         const tail = new Uint8Array(4);
@@ -80,7 +82,25 @@
     if (!device) throw new Error('WebGPU device lost');
     const S = GPUBufferUsage.STORAGE;
     const bufs = [];
-    const mk = (d, n, u) => { const b = buffer(d, n, u); bufs.push(b); return b; };
+    const mk = (d, n, u) => {
+      // WebGPU reports limits and memory errors through error scopes, not
+      // exceptions: check the sizes here so the message says what is wrong
+      if (n > limits.binding || n > limits.buffer) throw new Error(`a buffer of ${n} bytes is over this adapter's limit (${Math.min(limits.binding, limits.buffer)})`);
+      const b = buffer(d, n, u);
+      bufs.push(b);
+      return b;
+    };
+    device.pushErrorScope('out-of-memory');
+    device.pushErrorScope('validation');
+    let scoped = true;
+    const popScopes = async () => {
+      if (!scoped) return;
+      scoped = false;
+      const v = await device.popErrorScope();
+      const m = await device.popErrorScope();
+      if (v) throw new Error('WebGPU validation: ' + v.message);
+      if (m) throw new Error('WebGPU out of memory: ' + m.message);
+    };
     try {
       const payload = mk(a.payload, a.payload.byteLength, S);
       const weights = mk(a.weights, a.weights.byteLength, S);
@@ -134,15 +154,22 @@
       device.queue.submit([enc.finish()]);
       await device.queue.onSubmittedWorkDone();
       const ms = performance.now() - t0;
+      await popScopes();
       const res = { ms };
       res.out = await readBack(out, a.outBytes);
       res.bad = await readBack(bad, 4 * (a.nStreams + a.nPairs));
       res.hist = a.hist ? await readBack(hist, 4 * 256 * a.nBlocks) : null;
       return res;
     } finally {
+      if (scoped && device) {
+        scoped = false;
+        await device.popErrorScope();
+        await device.popErrorScope();
+      }
       for (const b of bufs) b.destroy();
     }
   }
 
-  return { init, decode };
+  const alive = () => device !== null;
+  return { init, decode, alive };
 })()
