@@ -103,7 +103,7 @@ func TestCUDAFakeDriver(t *testing.T) {
 	if res, err := Bench(rd, ra, 0, b, 1<<20, 2); err != nil || res.Copies < 2 {
 		t.Fatalf("bench on the fake device: %v (%d copies)", err, res.Copies)
 	}
-	if d := sharedDir(); d != "" {
+	if d := sharedDir(); d != "" && !testing.Short() {
 		files, _ := filepath.Glob(filepath.Join(d, "models", "bench", "*.safetensors"))
 		for _, f := range files {
 			src, segs := loadSegments(t, f)
@@ -112,7 +112,7 @@ func TestCUDAFakeDriver(t *testing.T) {
 			t.Logf("%s: %d of %d bytes on the (fake) device, pairs included", filepath.Base(f), res.DevBytes, res.Bytes)
 		}
 	} else {
-		t.Log("../shared not present: real files skipped")
+		t.Log("../shared not present or -short: real files skipped")
 	}
 }
 

@@ -321,6 +321,9 @@ func sharedDir() string {
 
 // realFiles lists the corpus files, or skips.
 func realFiles(t *testing.T) []string {
+	if testing.Short() {
+		t.Skip("-short: real-file tests skipped")
+	}
 	d := sharedDir()
 	if d == "" {
 		t.Skip("../shared (real-weights corpus) not present; skipping real-file test")
