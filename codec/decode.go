@@ -202,12 +202,17 @@ func (r *Reader) decodeBlock(bd *blockDecoder, fi, bi int, dst []byte, comp *[]b
 		}
 		return nil
 	}
-	if cap(*comp) < int(b.compLen) {
-		*comp = make([]byte, b.compLen)
-	}
-	c := (*comp)[:b.compLen]
-	if err := readFull(r.r, c, b.compOff); err != nil {
-		return err
+	var c []byte
+	if m, ok := r.r.(memArchive); ok && b.compOff+b.compLen <= int64(len(m)) {
+		c = m[b.compOff : b.compOff+b.compLen : b.compOff+b.compLen] // in memory: no copy (decoders only read it)
+	} else {
+		if cap(*comp) < int(b.compLen) {
+			*comp = make([]byte, b.compLen)
+		}
+		c = (*comp)[:b.compLen]
+		if err := readFull(r.r, c, b.compOff); err != nil {
+			return err
+		}
 	}
 	mk := func(msg string, e error) error {
 		return &CorruptError{Offset: b.compOff, File: f.Name, Block: bi, FileOffset: b.origOff, Msg: msg, Err: e}
@@ -401,6 +406,27 @@ func (r *Reader) ReadAt(fi int, p []byte, off int64) (int, error) {
 	return n, nil
 }
 
+// memArchive is an archive held in memory: the reader takes block payloads
+// as slices of it instead of copying them.
+type memArchive []byte
+
+func (m memArchive) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off > int64(len(m)) {
+		return 0, fmt.Errorf("codec: offset %d outside the archive", off)
+	}
+	n := copy(p, m[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// NewMemReader opens an archive held in memory; decoding reads the block
+// payloads in place, without copying them.
+func NewMemReader(archive []byte) (*Reader, error) {
+	return NewReader(memArchive(archive), int64(len(archive)))
+}
+
 // DecodeBlock decodes block bi of file fi (see FileInfo.Blocks) into dst,
 // whose length must be the block's Length, and checks its CRC-32C. It is
 // safe for concurrent use: each call has its own decoding state, so other
@@ -483,7 +509,7 @@ func CompressBytes(src []byte, segs []Segment, opt Options) ([]byte, error) {
 
 // DecompressBytes is Decode for an in-memory archive of one file.
 func DecompressBytes(archive []byte, opt Options) ([]byte, error) {
-	rd, err := NewReader(bytes.NewReader(archive), int64(len(archive)))
+	rd, err := NewReader(memArchive(archive), int64(len(archive)))
 	if err != nil {
 		return nil, err
 	}

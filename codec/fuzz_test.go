@@ -71,6 +71,26 @@ func FuzzDecode(f *testing.F) {
 				}
 			}
 		}
+		// in memory, the payloads are read in place: same results, and the
+		// archive bytes stay untouched
+		keep := bytes.Clone(arc)
+		mr, err := NewMemReader(arc)
+		if err != nil {
+			t.Fatalf("NewMemReader fails where NewReader did not: %v", err)
+		}
+		for i, fi := range mr.Files() {
+			if fi.Size <= 64<<20 {
+				var a, b bytes.Buffer
+				ea := rd.WriteFile(&a, i, Options{Threads: 1})
+				eb := mr.WriteFile(&b, i, Options{Threads: 2})
+				if (ea == nil) != (eb == nil) || !bytes.Equal(a.Bytes(), b.Bytes()) {
+					t.Fatalf("file %d: reader over bytes.Reader (%v) and in memory (%v) differ", i, ea, eb)
+				}
+			}
+		}
+		if !bytes.Equal(keep, arc) {
+			t.Fatal("decoding in memory changed the archive")
+		}
 	})
 }
 
