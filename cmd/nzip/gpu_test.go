@@ -27,6 +27,9 @@ func TestBackendFlags(t *testing.T) {
 	if b, _ := os.ReadFile(out); !bytes.Equal(b, orig) {
 		t.Fatal("decompress -backend cpu: output differs")
 	}
+	if code, stdout, errs := nzip(t, "verify", "-backend", "cpu", in+".nzip"); code != 0 || !strings.Contains(stdout, "OK") || !strings.Contains(stdout, "decoded on the device") {
+		t.Fatalf("verify -backend cpu: %d %s %s", code, stdout, errs)
+	}
 	if code, _, errs := nzip(t, "decompress", "-backend", "tpu", "-f", "-o", out, in+".nzip"); code != 1 || !strings.Contains(errs, "unknown backend") {
 		t.Fatalf("unknown backend: %d %s", code, errs)
 	}

@@ -7,15 +7,25 @@ import (
 	"time"
 
 	"neuralzip/codec"
+	"neuralzip/gpu"
 )
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("verify", "[-threads N] [-setup S.nzsetup] [-ref REF] IN.nzip", stderr)
+	fs := newFlags("verify", "[-threads N] [-setup S.nzsetup] [-ref REF] [-backend B] IN.nzip", stderr)
 	threads := fs.Int("threads", 0, "blocks decoded in parallel (default: all CPUs)")
 	setupPath := fs.String("setup", "", "the setup the archive was written with (needed when it references it externally)")
 	refPath := fs.String("ref", "", "the reference model the archive was coded against")
+	backend := fs.String("backend", "", "decode the float blocks on this gpu backend (cuda, cpu: its Go twin, auto), the rest on the CPU")
 	if err := parse(fs, args, 1, 1); err != nil {
 		return err
+	}
+	var dev gpu.Backend
+	if *backend != "" {
+		var err error
+		if dev, err = gpu.Open(*backend, *threads); err != nil {
+			return err
+		}
+		defer dev.Close()
 	}
 	in := fs.Arg(0)
 	rd, closeRd, err := openDecoder(in, *setupPath, *refPath, stderr)
@@ -32,14 +42,24 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	bar := newProgress(stderr, total, "verify", false)
 	var base int64
 	opt := codec.Options{Threads: *threads, Context: ctx, Progress: func(done, _ int64) { bar.update(base+done, total) }}
+	var devRes []gpu.Result
 	for i, fi := range rd.Files() {
-		if err := rd.WriteFile(io.Discard, i, opt); err != nil {
+		var err error
+		if dev != nil {
+			var r gpu.Result
+			r, err = decompressBackend(ctx, dev, rd, in, i, *threads, io.Discard)
+			devRes = append(devRes, r)
+		} else {
+			err = rd.WriteFile(io.Discard, i, opt)
+		}
+		if err != nil {
 			bar.finish()
 			return fmt.Errorf("%s: not bit-exact: %w", in, err)
 		}
 		base += fi.Size
 	}
 	bar.finish()
+	defer reportBackend(stdout, devRes)
 	note := ""
 	if id, how := rd.SetupID(); how != "" {
 		note = fmt.Sprintf("; setup %x (%s)", id, how)
