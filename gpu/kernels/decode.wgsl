@@ -5,7 +5,9 @@
 // as u32 words (offsets below 4 GiB; webgpu_js.go packs them), bytes are
 // read out of u32 words, and bytes are written with atomicOr into
 // zero-initialised buffers (WebGPU zeroes new buffers), so that threads
-// writing neighbouring bytes of one word never lose each other's writes.
+// writing neighbouring bytes of one word never lose each other's writes;
+// huff_decode and merge gather a word's bytes first (one atomicOr per word
+// or value, not per byte).
 //
 // Job layouts (u32 words):
 //   stream: src, len, n, dst, table, table_log, block, 0              (8)
@@ -39,10 +41,6 @@ fn sbyte(i: u32) -> u32 {
 
 fn sput(i: u32, v: u32) {
 	atomicOr(&scratch[i >> 2u], (v & 0xffu) << ((i & 3u) * 8u));
-}
-
-fn oput(i: u32, v: u32) {
-	atomicOr(&outb[i >> 2u], (v & 0xffu) << ((i & 3u) * 8u));
 }
 
 fn obyte(i: u32) -> u32 {
@@ -116,6 +114,7 @@ fn huff_decode(@builtin(global_invocation_id) gid: vec3<u32>) {
 		return;
 	}
 	var p = i32(8u * len) - i32(countLeadingZeros(last) - 24u + 1u);
+	var acc = 0u;
 	for (var k = 0u; k < n; k++) {
 		let lo = p - tl;
 		var idx: u32;
@@ -142,7 +141,14 @@ fn huff_decode(@builtin(global_invocation_id) gid: vec3<u32>) {
 			atomicStore(&bad[t], 1u);
 			return;
 		}
-		sput(dst + k, e >> 8u);
+		// symbols gather in acc until their word is full: one atomicOr
+		// per word instead of one per byte
+		let at = dst + k;
+		acc |= ((e >> 8u) & 0xffu) << ((at & 3u) * 8u);
+		if ((at & 3u) == 3u || k + 1u == n) {
+			atomicOr(&scratch[at >> 2u], acc);
+			acc = 0u;
+		}
 	}
 	if (p != 0) {
 		atomicStore(&bad[t], 1u);
@@ -282,8 +288,12 @@ fn merge(@builtin(global_invocation_id) gid: vec3<u32>) {
 	let ex = sym >> jn;
 	let v = ((r >> m) << (m + e)) | (ex << m) | (r & ((1u << m) - 1u));
 	let o = jobs[b] + i * size;
-	for (var k = 0u; k < size; k++) {
-		oput(o + k, v >> (8u * k));
+	// the value's bytes go to one word, or two when it straddles them
+	let sh = (o & 3u) * 8u;
+	let vm = select(0xffffffffu, (1u << (8u * min(size, 3u))) - 1u, size < 4u) & v;
+	atomicOr(&outb[o >> 2u], vm << sh);
+	if (sh + 8u * size > 32u) {
+		atomicOr(&outb[(o >> 2u) + 1u], vm >> (32u - sh));
 	}
 }
 
