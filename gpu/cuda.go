@@ -33,8 +33,8 @@ type cuFuncs struct {
 	cuDeviceGetName      func(name *byte, n int32, dev int32) int32
 	cuDeviceTotalMem     func(bytes *uint64, dev int32) int32
 	cuDeviceGetAttribute func(v *int32, attr int32, dev int32) int32
-	cuCtxCreate          func(ctx *uintptr, flags uint32, dev int32) int32
-	cuCtxDestroy         func(ctx uintptr) int32
+	cuPrimaryCtxRetain   func(ctx *uintptr, dev int32) int32
+	cuPrimaryCtxRelease  func(dev int32) int32
 	cuCtxSetCurrent      func(ctx uintptr) int32
 	cuCtxSynchronize     func() int32
 	cuModuleLoadData     func(mod *uintptr, image *byte) int32
@@ -97,7 +97,9 @@ func loadDriver() (*cuFuncs, error) {
 			{&f.cuDeviceGetCount, "cuDeviceGetCount"}, {&f.cuDeviceGet, "cuDeviceGet"},
 			{&f.cuDeviceGetName, "cuDeviceGetName"}, {&f.cuDeviceTotalMem, "cuDeviceTotalMem_v2"},
 			{&f.cuDeviceGetAttribute, "cuDeviceGetAttribute"},
-			{&f.cuCtxCreate, "cuCtxCreate_v2"}, {&f.cuCtxDestroy, "cuCtxDestroy_v2"},
+			// the device's primary context, as the CUDA runtime uses it: its
+			// API has been stable since CUDA 7 (cuCtxCreate changed in 13)
+			{&f.cuPrimaryCtxRetain, "cuDevicePrimaryCtxRetain"}, {&f.cuPrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"},
 			{&f.cuCtxSetCurrent, "cuCtxSetCurrent"}, {&f.cuCtxSynchronize, "cuCtxSynchronize"},
 			{&f.cuModuleLoadData, "cuModuleLoadData"}, {&f.cuModuleUnload, "cuModuleUnload"},
 			{&f.cuModuleGetFunction, "cuModuleGetFunction"},
@@ -154,6 +156,7 @@ func (f *cuFuncs) check(what string, r int32) error {
 type cudaBackend struct {
 	f                      *cuFuncs
 	ctx                    uintptr
+	dev                    int32
 	mod                    uintptr
 	huff                   uintptr
 	merge                  uintptr
@@ -194,12 +197,17 @@ func openCUDA() (Backend, error) {
 	f.cuDeviceTotalMem(&b.mem, dev)
 	f.cuDeviceGetAttribute(&b.cc[0], 75, dev)
 	f.cuDeviceGetAttribute(&b.cc[1], 76, dev)
-	if err := f.check("cuCtxCreate", f.cuCtxCreate(&b.ctx, 0, dev)); err != nil {
+	b.dev = dev
+	if err := f.check("cuDevicePrimaryCtxRetain", f.cuPrimaryCtxRetain(&b.ctx, dev)); err != nil {
+		return nil, &Unavailable{Backend: "cuda", Reason: err.Error()}
+	}
+	if err := f.check("cuCtxSetCurrent", f.cuCtxSetCurrent(b.ctx)); err != nil {
+		f.cuPrimaryCtxRelease(dev)
 		return nil, &Unavailable{Backend: "cuda", Reason: err.Error()}
 	}
 	image := append([]byte(decodePTX), 0)
 	if err := f.check("cuModuleLoadData (embedded PTX)", f.cuModuleLoadData(&b.mod, &image[0])); err != nil {
-		f.cuCtxDestroy(b.ctx)
+		f.cuPrimaryCtxRelease(dev)
 		return nil, &Unavailable{Backend: "cuda", Reason: err.Error()}
 	}
 	for _, k := range []struct {
@@ -208,7 +216,7 @@ func openCUDA() (Backend, error) {
 	}{{&b.huff, "huff_decode"}, {&b.merge, "merge"}, {&b.hist, "exp_hist"}, {&b.pcount, "pair_count"}, {&b.pscan, "pair_scan"}, {&b.pexpand, "pair_expand"}, {&b.lut, "build_lut"}} {
 		if err := f.check("cuModuleGetFunction "+k.name, f.cuModuleGetFunction(k.p, b.mod, k.name)); err != nil {
 			f.cuModuleUnload(b.mod)
-			f.cuCtxDestroy(b.ctx)
+			f.cuPrimaryCtxRelease(dev)
 			return nil, &Unavailable{Backend: "cuda", Reason: err.Error()}
 		}
 	}
@@ -230,7 +238,7 @@ func (b *cudaBackend) Close() error {
 	defer runtime.UnlockOSThread()
 	b.f.cuCtxSetCurrent(b.ctx)
 	b.f.cuModuleUnload(b.mod)
-	err := b.f.check("cuCtxDestroy", b.f.cuCtxDestroy(b.ctx))
+	err := b.f.check("cuDevicePrimaryCtxRelease", b.f.cuPrimaryCtxRelease(b.dev))
 	b.ctx = 0
 	return err
 }

@@ -65,13 +65,14 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
 	*v = attr == 75 ? 8 : 0;
 	return dev == 0 ? OK : ERR_INVALID_VALUE;
 }
-CUresult cuCtxCreate_v2(void **ctx, unsigned flags, int dev) {
+CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) {
 	if (!initialized || dev != 0) return ERR_INVALID_VALUE;
 	contexts++;
-	*ctx = (void *)(size_t)(0x1000 + contexts);
+	*ctx = (void *)(size_t)0x1000;
 	return OK;
 }
-CUresult cuCtxDestroy_v2(void *ctx) {
+CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
+	if (dev != 0 || contexts == 0) return ERR_INVALID_VALUE;
 	contexts--;
 	return OK;
 }
