@@ -32,6 +32,7 @@ type huffTable struct {
 	// scratch
 	fs   fse.Scratch
 	keys []uint64
+	tmp  []uint64 // radixSort's scratch
 	lens [256]uint8
 	// the table description, made once per build
 	hdr      []byte
@@ -104,8 +105,54 @@ func (t *huffTable) sortKeys(hist *[256]uint32) (int, error) {
 	if len(t.keys) < 2 {
 		return 0, errHuffTooFew
 	}
-	slices.Sort(t.keys)
+	if len(t.keys) < radixSortMin {
+		slices.Sort(t.keys)
+	} else {
+		t.tmp = radixSort(t.keys, t.tmp)
+	}
 	return len(t.keys), nil
+}
+
+// radixSortMin: from this many keys on, radixSort beats slices.Sort
+// (pair-code alphabets of up to 226 symbols, full byte alphabets).
+const radixSortMin = 64
+
+// radixSort sorts keys ascending with passes of 9 bits (three for the
+// keys of a block: a count below 2^18 and a symbol), skipping a pass whose
+// digit is the same in every key, and returns the scratch slice for reuse.
+// The keys are distinct, so the order is the same as any other sort's.
+func radixSort(keys, tmp []uint64) []uint64 {
+	n := len(keys)
+	tmp = slices.Grow(tmp[:0], n)[:n]
+	var or uint64
+	for _, k := range keys {
+		or |= k
+	}
+	src, dst := keys, tmp
+	for shift := uint(0); shift < 64 && or>>shift != 0; shift += 9 {
+		var count [512]uint32
+		for _, k := range src {
+			count[k>>shift&511]++
+		}
+		if count[src[0]>>shift&511] == uint32(n) {
+			continue // every key has this digit
+		}
+		var sum uint32
+		for i, c := range count {
+			count[i] = sum
+			sum += c
+		}
+		for _, k := range src {
+			d := k >> shift & 511
+			dst[count[d]] = k
+			count[d]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &keys[0] {
+		copy(keys, src)
+	}
+	return tmp
 }
 
 // huffmanLengths replaces the ascending counts in a (at least two) by the

@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/klauspost/compress/huff0"
@@ -234,6 +235,32 @@ func TestHuffBuildNearOptimal(t *testing.T) {
 		}
 		if opt.tl < huffMaxBits && fast.cost(&h) != opt.cost(&h) {
 			t.Fatalf("%s: unlimited Huffman cost %d != optimal %d", name, fast.cost(&h), opt.cost(&h))
+		}
+	}
+}
+
+// TestRadixSort: radixSort orders keys as slices.Sort does, for the key
+// range sortKeys produces (counts up to 2^18, a symbol byte).
+func TestRadixSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	var tmp []uint64
+	for it := 0; it < 2000; it++ {
+		n := radixSortMin + rng.IntN(200)
+		seen := map[uint64]bool{}
+		var keys []uint64
+		maxCount := []uint64{1 << 4, 1 << 9, 1 << 18, 1 << 32}[it%4]
+		for len(keys) < n {
+			k := (1+rng.Uint64N(maxCount))<<8 | uint64(len(keys)%256)
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+		want := slices.Clone(keys)
+		slices.Sort(want)
+		tmp = radixSort(keys, tmp)
+		if !slices.Equal(keys, want) {
+			t.Fatalf("n=%d: radixSort differs from slices.Sort", n)
 		}
 	}
 }
