@@ -11,21 +11,4 @@ if ! command -v dpkg >/dev/null 2>&1; then
   command -v cc >/dev/null 2>&1 || { echo "fyne-deps: a C compiler and the OpenGL/X11 development headers are needed (see https://docs.fyne.io/started/)"; exit 1; }
   exit 0
 fi
-missing=""
-for p in $PKGS; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
-done
-[ -z "$missing" ] && exit 0
-if [ "$(id -u)" = 0 ]; then
-  echo "fyne-deps: installing$missing"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq --no-install-recommends $missing >/dev/null
-elif command -v sudo >/dev/null 2>&1; then
-  echo "fyne-deps: installing$missing (sudo)"
-  sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
-else
-  echo "fyne-deps: missing Debian packages:$missing"
-  echo "  install them with: apt-get install$missing"
-  exit 1
-fi
+exec "$(dirname "$0")/apt-deps.sh" fyne-deps $PKGS
