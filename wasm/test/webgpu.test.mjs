@@ -15,7 +15,7 @@
 // wasm/cmd/serve binary; default: go run), NZ_SHARED (default ../shared).
 
 import { chromium } from 'playwright-core';
-import { spawn } from 'node:child_process';
+import { chromiumArgs, startServer } from './harness.mjs';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,49 +33,26 @@ const log = (...a) => console.log('[webgpu-test]', ...a);
 // the models: served from a temporary directory of copies
 const models = fs.mkdtempSync(path.join(os.tmpdir(), 'nzgpu-models-'));
 const files = [];
-function link(p) {
+function addModel(p) {
   const name = path.basename(p);
   fs.copyFileSync(p, path.join(models, name)); // the server does not follow links
   files.push('/models/' + encodeURIComponent(name));
 }
-link(path.join(root, 'assets/models/selfie_segmentation.tflite'));
-link(path.join(root, 'assets/models/silero_vad_legacy.onnx'));
+addModel(path.join(root, 'assets/models/selfie_segmentation.tflite'));
+addModel(path.join(root, 'assets/models/silero_vad_legacy.onnx'));
 const bench = path.join(shared, 'models/bench');
 if (fs.existsSync(bench)) {
-  for (const f of fs.readdirSync(bench).filter((f) => f.endsWith('.safetensors')).sort()) link(path.join(bench, f));
+  for (const f of fs.readdirSync(bench).filter((f) => f.endsWith('.safetensors')).sort()) addModel(path.join(bench, f));
 } else {
   log(`${bench} not present: testing the demo models only`);
 }
 
-function startServer() {
-  const args = ['-addr', '127.0.0.1:0', '-dir', dir, '-models', models];
-  const proc = process.env.NZ_SERVE
-    ? spawn(process.env.NZ_SERVE, args, { cwd: root })
-    : spawn('go', ['run', './wasm/cmd/serve', ...args], { cwd: root });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error('server did not start in 120 s: ' + out)), 120_000);
-    const onData = (d) => {
-      out += d;
-      const m = out.match(/serving .* on (http:\/\/127\.0\.0\.1:\d+\/)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ proc, url: m[1] });
-      }
-    };
-    proc.stdout.on('data', onData);
-    proc.stderr.on('data', onData);
-    proc.on('exit', (code) => reject(new Error(`server exited (${code}): ${out}`)));
-  });
-}
-
 async function main() {
-  const { proc, url } = await startServer();
+  const { proc, url } = await startServer(root, dir, models);
   const browser = await chromium.launch({
     executablePath: chromiumPath,
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--enable-unsafe-swiftshader', '--enable-unsafe-webgpu'],
+    args: chromiumArgs,
   });
   let failed = false;
   try {

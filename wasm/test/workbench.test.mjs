@@ -18,7 +18,7 @@
 // wasm/cmd/serve binary; default: go run), NZ_WWW (default wasm/www).
 
 import { chromium } from 'playwright-core';
-import { spawn } from 'node:child_process';
+import { chromiumArgs, startServer } from './harness.mjs';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,29 +47,6 @@ function fail(msg) {
 function check(cond, msg) {
   if (!cond) fail('check failed: ' + msg);
   log('ok:', msg);
-}
-
-// startServer runs the server on a free port and resolves to its URL.
-function startServer() {
-  const args = ['-addr', '127.0.0.1:0', '-dir', www, '-models', assets];
-  const proc = process.env.NZ_SERVE
-    ? spawn(process.env.NZ_SERVE, args, { cwd: root })
-    : spawn('go', ['run', './wasm/cmd/serve', ...args], { cwd: root });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error('server did not start in 120 s: ' + out)), 120_000);
-    const onData = (d) => {
-      out += d;
-      const m = out.match(/serving .* on (http:\/\/127\.0\.0\.1:\d+\/)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ proc, url: m[1] });
-      }
-    };
-    proc.stdout.on('data', onData);
-    proc.stderr.on('data', onData);
-    proc.on('exit', (code) => reject(new Error(`server exited (${code}): ${out}`)));
-  });
 }
 
 async function state(page) {
@@ -132,13 +109,12 @@ async function main() {
     if (fs.existsSync(p)) metrics['wasm_' + ext + '_bytes'] = fs.statSync(p).size;
   }
 
-  const { proc: server, url } = await startServer();
+  const { proc: server, url } = await startServer(root, www, assets);
   log('server at', url);
   const browser = await chromium.launch({
     executablePath: chromiumPath,
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--enable-unsafe-swiftshader', '--enable-unsafe-webgpu'],
+    args: chromiumArgs,
   });
   const problems = [];
   try {
