@@ -116,44 +116,7 @@ func TestCUDAFakeDriver(t *testing.T) {
 	}
 }
 
-func TestCUDAFakeDriverCorrupt(t *testing.T) {
-	b := fakeDriver(t)
-	rng := rand.New(rand.NewPCG(13, 14))
-	src, segs := edgeFile(rng)
-	var buf bytes.Buffer
-	if _, err := codec.Encode(&buf, []codec.Input{{Name: "f", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, codec.Options{ChunkValues: 1000}); err != nil {
-		t.Fatal(err)
-	}
-	good := buf.Bytes()
-	rd0, _ := codec.NewReader(bytes.NewReader(good), int64(len(good)))
-	var floats []codec.BlockInfo
-	for _, bl := range rd0.Files()[0].Blocks() {
-		if bl.Kind == "float" && bl.Compressed > 20 {
-			floats = append(floats, bl)
-		}
-	}
-	failed := 0
-	for i := 0; i < 60; i++ {
-		bl := floats[rng.IntN(len(floats))]
-		bad := append([]byte(nil), good...)
-		bad[bl.Payload+rng.Int64N(bl.Compressed)] ^= byte(1 << rng.IntN(8))
-		rd, err := codec.NewReader(bytes.NewReader(bad), int64(len(bad)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, _, err := DecodeFile(rd, bytes.NewReader(bad), 0, b, Options{})
-		if err == nil {
-			if !bytes.Equal(out, src) {
-				t.Fatal("wrong output without an error")
-			}
-			continue
-		}
-		failed++
-	}
-	if failed < 50 {
-		t.Fatalf("only %d of 60 damaged archives failed", failed)
-	}
-}
+func TestCUDAFakeDriverCorrupt(t *testing.T) { damageTrials(t, fakeDriver(t), 13, 60) }
 
 func init() {
 	cleanupFake = func() {

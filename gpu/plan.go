@@ -35,11 +35,10 @@ import (
 // BlockJob is mirrored in kernels/decode.cu.
 type Plan struct {
 	File      string
-	Base      int64    // file offset of the plan's first block (BlockJob.Out and HostBlock.Offset are relative to it)
-	Size      int64    // bytes of the plan's blocks: the output buffer
-	SHA256    [32]byte // of the original file
-	Payload   []byte   // compressed payloads of the device's blocks
-	Weights   []byte   // WeightsPerTable huff0 weights per Huffman table (0: no code)
+	Base      int64  // file offset of the plan's first block (BlockJob.Out and HostBlock.Offset are relative to it)
+	Size      int64  // bytes of the plan's blocks: the output buffer
+	Payload   []byte // compressed payloads of the device's blocks
+	Weights   []byte // WeightsPerTable huff0 weights per Huffman table (0: no code)
 	Streams   []StreamJob
 	Pairs     []PairJob
 	Segs      []uint32 // per segment of PairSegment codes: its PairJob
@@ -165,7 +164,7 @@ func NewPlan(rd *codec.Reader, ra io.ReaderAt, fi int) (*Plan, error) {
 // newPlan makes the plan of blocks [from, to) of file fi.
 func newPlan(rd *codec.Reader, ra io.ReaderAt, fi int, blocks []codec.BlockInfo, from, to int) (*Plan, error) {
 	f := rd.Files()[fi]
-	p := &Plan{File: f.Name, Base: f.Size, SHA256: f.SHA256, Unhandled: map[string]int64{}}
+	p := &Plan{File: f.Name, Base: f.Size, Unhandled: map[string]int64{}}
 	if from < to {
 		p.Base = blocks[from].Offset
 	}
