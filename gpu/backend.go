@@ -342,18 +342,31 @@ func hostDecode(ctx context.Context, rd *codec.Reader, fi int, p *Plan, out []by
 // UnhandledSummary lists the bytes left to the CPU by reason, largest
 // first, e.g. "zstd 1.2 MB, setup tables 300 kB".
 func (r Result) UnhandledSummary() []string {
-	type kv struct {
-		k string
-		v int64
-	}
-	var l []kv
-	for k, v := range r.Unhandled {
-		l = append(l, kv{k, v})
-	}
-	sort.Slice(l, func(i, j int) bool { return l[i].v > l[j].v || l[i].v == l[j].v && l[i].k < l[j].k })
+	l := SortUnhandled(r.Unhandled)
 	out := make([]string, len(l))
 	for i, e := range l {
-		out[i] = fmt.Sprintf("%s %d B", e.k, e.v)
+		out[i] = fmt.Sprintf("%s %d B", e.Reason, e.Bytes)
 	}
 	return out
+}
+
+// Unhandled is one reason the CPU decoded bytes, and how many.
+type Unhandled struct {
+	Reason string
+	Bytes  int64
+}
+
+// SortUnhandled lists the non-zero entries of m (Plan.Unhandled,
+// Result.Unhandled), most bytes first, then by reason.
+func SortUnhandled(m map[string]int64) []Unhandled {
+	var l []Unhandled
+	for k, v := range m {
+		if v > 0 {
+			l = append(l, Unhandled{k, v})
+		}
+	}
+	sort.Slice(l, func(i, j int) bool {
+		return l[i].Bytes > l[j].Bytes || l[i].Bytes == l[j].Bytes && l[i].Reason < l[j].Reason
+	})
+	return l
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sort"
 	"time"
 
 	"neuralzip/codec"
@@ -127,19 +126,8 @@ func (dr deviceRun) fill(r *RunResult) {
 	if dr.total > 0 {
 		r.DeviceTotalGBs = float64(dr.devBytes) / dr.total.Seconds() / 1e9
 	}
-	type kv struct {
-		k string
-		v int64
-	}
-	var l []kv
-	for k, v := range dr.host {
-		if v > 0 {
-			l = append(l, kv{k, v})
-		}
-	}
-	sort.Slice(l, func(i, j int) bool { return l[i].v > l[j].v || l[i].v == l[j].v && l[i].k < l[j].k })
-	for _, e := range l {
-		r.HostBlocks = append(r.HostBlocks, e.k+" "+HumanBytes(e.v))
+	for _, e := range gpu.SortUnhandled(dr.host) {
+		r.HostBlocks = append(r.HostBlocks, e.Reason+" "+HumanBytes(e.Bytes))
 	}
 }
 
