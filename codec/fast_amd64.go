@@ -2,7 +2,11 @@
 
 package codec
 
-import "golang.org/x/sys/cpu"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 // useAVX2 selects the assembly fast paths; tests turn it off to check the
 // pure-Go twins.
@@ -82,4 +86,55 @@ func pairizeFast(codes, syms []byte, i int, pc *[65536]byte) int {
 	}
 	_ = syms[2*m-1]
 	return i + pairizeAsm(&codes[i], &syms[2*i], m-i, pc)
+}
+
+// refDeltasAsm reads refTok at a stride of 16 bytes.
+var _ = [1]struct{}{}[unsafe.Sizeof(refTok{})-16]
+
+//go:noescape
+func refDeltasAsm(ds *uint32, ts *byte, n int, tab *refTok, pad *byte, bp uint, limit uint) (int, uint)
+
+//go:noescape
+func add16AVX2(d, ref *byte, ds *uint32, n int)
+
+// refDeltasFast is refApply.deltas over all of ts with the check of the
+// extra-bit position every refCheckEvery values; it returns the values
+// done (fewer than len(ts) when the position passed limit) and the
+// position. pad must hold the padding decodeRefFloat gives it.
+func (ap *refApply) refDeltasFast(ds []uint32, ts []byte, bp, limit uint) (int, uint) {
+	if !useAVX2 || len(ts) == 0 {
+		return ap.deltasChecked(ds, ts, bp, limit)
+	}
+	_ = ds[len(ts)-1]
+	if uint(len(ap.pad)) < limit/8+8+refCheckEvery*4 {
+		panic("codec: reference extra bits without their padding")
+	}
+	return refDeltasAsm(&ds[0], &ts[0], len(ts), &ap.tab[0], &ap.pad[0], bp, limit)
+}
+
+// add16Fast is add16 with the multiple of 16 values it can in AVX2.
+func add16Fast(d, ref []byte, ds []uint32) {
+	n := len(ds) &^ 15
+	if useAVX2 && n > 0 {
+		_, _ = d[2*n-1], ref[2*n-1]
+		add16AVX2(&d[0], &ref[0], &ds[0], n)
+	} else {
+		n = 0
+	}
+	add16(d[2*n:], ref[2*n:], ds[n:])
+}
+
+//go:noescape
+func refExps16AVX2(ex, ref *byte, n int, m, em uint)
+
+// refExps16Fast is refExps16 with the multiple of 32 values it can in AVX2.
+func refExps16Fast(ex, ref []byte, m uint, em uint16) {
+	n := len(ex) &^ 31
+	if useAVX2 && n > 0 {
+		_ = ref[2*n-1]
+		refExps16AVX2(&ex[0], &ref[0], n, m, uint(em))
+	} else {
+		n = 0
+	}
+	refExps16(ex[n:], ref[2*n:], m, em)
 }

@@ -273,3 +273,152 @@ ploop1:
 pdone:
 	MOVQ R8, ret+32(FP)
 	RET
+
+// func refDeltasAsm(ds *uint32, ts *byte, n int, tab *refTok, pad *byte, bp uint, limit uint) (int, uint)
+// refApply.deltas over n values: the signed difference of each token (its
+// refTok: base, low mask, neg mask, extra-bit count at offsets 0, 4, 8, 12
+// of 16 bytes) with its extra bits read at bit position bp of pad. Every 64
+// values it stops when bp has passed limit (the padding of pad covers 64
+// values of reads past the limit) and returns the values done and bp.
+TEXT ·refDeltasAsm(SB), NOSPLIT, $0-72
+	MOVQ ds+0(FP), DI
+	MOVQ ts+8(FP), SI
+	MOVQ n+16(FP), DX
+	MOVQ tab+24(FP), R8
+	MOVQ pad+32(FP), R9
+	MOVQ bp+40(FP), BX
+	MOVQ limit+48(FP), R10
+	XORQ AX, AX               // i
+
+dloop:
+	CMPQ AX, DX
+	JGE  ddone
+	TESTQ $63, AX
+	JNZ  dbody
+	CMPQ BX, R10
+	JA   ddone
+
+dbody:
+	MOVBQZX (SI)(AX*1), R11
+	SHLQ $4, R11              // &tab[t]
+	MOVQ BX, R12
+	SHRQ $3, R12
+	MOVQ (R9)(R12*1), R13     // 8 bytes at bp/8
+	MOVQ BX, CX
+	ANDQ $7, CX
+	SHRQ CX, R13
+	ANDL 4(R8)(R11*1), R13
+	ORL  (R8)(R11*1), R13     // a = base | extra
+	MOVL 8(R8)(R11*1), R12
+	XORL R12, R13
+	SUBL R12, R13             // (a ^ neg) - neg
+	MOVL R13, (DI)(AX*4)
+	MOVBQZX 12(R8)(R11*1), R12
+	ADDQ R12, BX
+	INCQ AX
+	JMP  dloop
+
+ddone:
+	MOVQ AX, ret+56(FP)
+	MOVQ BX, ret1+64(FP)
+	RET
+
+// func add16AVX2(d *byte, ref *byte, ds *uint32, n int)
+// add16 for n values, n a multiple of 16: key(r) + the difference (negated
+// for negative r), masked to 16 bits, unkeyed, packed to 2-byte values.
+TEXT ·add16AVX2(SB), NOSPLIT, $0-32
+	MOVQ d+0(FP), DI
+	MOVQ ref+8(FP), SI
+	MOVQ ds+16(FP), DX
+	MOVQ n+24(FP), CX
+	MOVL $0x8000, AX
+	MOVQ AX, X8
+	VPBROADCASTD X8, Y8       // 0x8000
+	MOVL $0x7fff, AX
+	MOVQ AX, X9
+	VPBROADCASTD X9, Y9       // 0x7fff
+	MOVL $0xffff, AX
+	MOVQ AX, X10
+	VPBROADCASTD X10, Y10     // 0xffff
+	MOVL $1, AX
+	MOVQ AX, X11
+	VPBROADCASTD X11, Y11     // 1
+	XORQ R8, R8
+
+aloop:
+	CMPQ R8, CX
+	JGE  adone
+	VPMOVZXWD (SI)(R8*2), Y0  // r, values 0-7
+	VMOVDQU (DX)(R8*4), Y1    // d
+	VPMOVZXWD 16(SI)(R8*2), Y4 // values 8-15
+	VMOVDQU 32(DX)(R8*4), Y5
+	VPSLLD $16, Y0, Y2
+	VPSRAD $31, Y2, Y2        // s = -(sign of r)
+	VPSLLD $16, Y4, Y6
+	VPSRAD $31, Y6, Y6
+	VPAND Y9, Y2, Y3
+	VPOR  Y8, Y3, Y3
+	VPXOR Y0, Y3, Y3          // key(r)
+	VPAND Y9, Y6, Y7
+	VPOR  Y8, Y7, Y7
+	VPXOR Y4, Y7, Y7
+	VPXOR Y2, Y1, Y1
+	VPSUBD Y2, Y1, Y1         // (d ^ s) - s
+	VPXOR Y6, Y5, Y5
+	VPSUBD Y6, Y5, Y5
+	VPADDD Y1, Y3, Y3
+	VPAND Y10, Y3, Y3
+	VPADDD Y5, Y7, Y7
+	VPAND Y10, Y7, Y7
+	VPSRLD $15, Y3, Y1        // unkey: ^= 0x8000 | ((k>>15)-1) & 0x7fff
+	VPSUBD Y11, Y1, Y1
+	VPAND Y9, Y1, Y1
+	VPOR  Y8, Y1, Y1
+	VPXOR Y1, Y3, Y3
+	VPSRLD $15, Y7, Y5
+	VPSUBD Y11, Y5, Y5
+	VPAND Y9, Y5, Y5
+	VPOR  Y8, Y5, Y5
+	VPXOR Y5, Y7, Y7
+	VPACKUSDW Y7, Y3, Y3      // per lane: 0-3, 8-11 | 4-7, 12-15
+	VPERMQ $0xd8, Y3, Y3
+	VMOVDQU Y3, (DI)(R8*2)
+	ADDQ $16, R8
+	JMP  aloop
+
+adone:
+	VZEROUPPER
+	RET
+
+// func refExps16AVX2(ex *byte, ref *byte, n int, m uint, em uint)
+// refExps16 for n values, n a multiple of 32: each 2-byte value shifted
+// right by m and masked with em, packed to bytes.
+TEXT ·refExps16AVX2(SB), NOSPLIT, $0-40
+	MOVQ ex+0(FP), DI
+	MOVQ ref+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ m+24(FP), AX
+	MOVQ AX, X12
+	MOVQ em+32(FP), AX
+	MOVQ AX, X13
+	VPBROADCASTW X13, Y13
+	XORQ R8, R8
+
+xloop:
+	CMPQ R8, CX
+	JGE  xdone
+	VMOVDQU (SI)(R8*2), Y0    // values 0-15
+	VMOVDQU 32(SI)(R8*2), Y1  // values 16-31
+	VPSRLW X12, Y0, Y0
+	VPSRLW X12, Y1, Y1
+	VPAND Y13, Y0, Y0
+	VPAND Y13, Y1, Y1
+	VPACKUSWB Y1, Y0, Y0      // per lane: 0-7, 16-23 | 8-15, 24-31
+	VPERMQ $0xd8, Y0, Y0
+	VMOVDQU Y0, (DI)(R8*1)
+	ADDQ $32, R8
+	JMP  xloop
+
+xdone:
+	VZEROUPPER
+	RET

@@ -14,3 +14,11 @@ func encodeHuffStreamFast(out, src []byte, enc *[256]uint32) int {
 }
 
 func pairizeFast(codes, syms []byte, i int, pc *[65536]byte) int { return i }
+
+func (ap *refApply) refDeltasFast(ds []uint32, ts []byte, bp, limit uint) (int, uint) {
+	return ap.deltasChecked(ds, ts, bp, limit)
+}
+
+func add16Fast(d, ref []byte, ds []uint32) { add16(d, ref, ds) }
+
+func refExps16Fast(ex, ref []byte, m uint, em uint16) { refExps16(ex, ref, m, em) }

@@ -299,22 +299,19 @@ type refTok struct {
 
 // refUngroup puts the tokens of the groups (grouped, group g of the four
 // quarters of the values starting at o[k][g]) back in value order into tv
-// and returns the largest. Four quarters make four independent chains of
-// offset updates.
-func refUngroup(tv []byte, rv []uint32, grouped []byte, gtab *[512]byte, o *[4][256]int, m32 uint32, qn int) byte {
+// and returns the largest; ex holds each value's context (its reference's
+// exponent), gtab maps it to its group. Four quarters make four
+// independent chains of offset updates.
+func refUngroup(tv, ex, grouped []byte, gtab *[256]byte, o *[4][256]int, qn int) byte {
 	t0, t1, t2, t3 := tv[:qn], tv[qn:2*qn], tv[2*qn:3*qn], tv[3*qn:]
-	q0, q1, q2, q3 := rv[:qn], rv[qn:2*qn], rv[2*qn:3*qn], rv[3*qn:len(rv)]
-	t1, t2 = t1[:len(q0)], t2[:len(q0)]
+	q0, q1, q2, q3 := ex[:qn], ex[qn:2*qn], ex[2*qn:3*qn], ex[3*qn:len(tv)]
+	t0, t1, t2 = t0[:len(q0)], t1[:len(q0)], t2[:len(q0)]
 	q1, q2, q3 = q1[:len(q0)], q2[:len(q0)], q3[:len(t3)]
-	t0 = t0[:len(q0)]
 	var o0, o1, o2, o3 [256]int
 	o0, o1, o2, o3 = o[0], o[1], o[2], o[3]
 	var maxT byte
-	for i, r := range q0 {
-		g0 := gtab[(r>>m32)&511]
-		g1 := gtab[(q1[i]>>m32)&511]
-		g2 := gtab[(q2[i]>>m32)&511]
-		g3 := gtab[(q3[i]>>m32)&511]
+	for i, c := range q0 {
+		g0, g1, g2, g3 := gtab[c], gtab[q1[i]], gtab[q2[i]], gtab[q3[i]]
 		x0, x1, x2, x3 := grouped[o0[g0]], grouped[o1[g1]], grouped[o2[g2]], grouped[o3[g3]]
 		o0[g0]++
 		o1[g1]++
@@ -324,7 +321,7 @@ func refUngroup(tv []byte, rv []uint32, grouped []byte, gtab *[512]byte, o *[4][
 		maxT = max(maxT, x0, x1, x2, x3)
 	}
 	for i := len(q0); i < len(t3); i++ {
-		g := gtab[(q3[i]>>m32)&511]
+		g := gtab[q3[i]]
 		x := grouped[o3[g]]
 		o3[g]++
 		t3[i] = x
@@ -333,50 +330,107 @@ func refUngroup(tv []byte, rv []uint32, grouped []byte, gtab *[512]byte, o *[4][
 	return maxT
 }
 
-// refApply rebuilds values from reference values, tokens and extra bits.
+// quarterHist counts the bytes of ex in four parts (qn, qn, qn and the
+// rest) into hc.
+//
+//go:noinline
+func quarterHist(hc *[4][256]uint32, ex []byte, qn int) {
+	x0, x1, x2, x3 := ex[:qn], ex[qn:2*qn], ex[2*qn:3*qn], ex[3*qn:]
+	x1, x2 = x1[:len(x0)], x2[:len(x0)]
+	for i, c := range x0 {
+		hc[0][c]++
+		hc[1][x1[i]]++
+		hc[2][x2[i]]++
+		hc[3][x3[i]]++
+	}
+	for _, c := range x3[qn:] {
+		hc[3][c]++
+	}
+}
+
+// refExps16 writes the exponent of each 2-byte value of ref (m mantissa
+// bits, exponent mask em) to ex.
+//
+// Not inlined: in decodeRefFloat the loop's registers spill.
+//
+//go:noinline
+func refExps16(ex, ref []byte, m uint, em uint16) {
+	ref = ref[:2*len(ex)]
+	for i := range ex {
+		ex[i] = byte(binary.LittleEndian.Uint16(ref[2*i:]) >> m & em)
+	}
+}
+
+// refApply rebuilds values from reference values, tokens and extra bits in
+// two passes: deltas reads the extra bits (the one serial chain, kept to
+// few live values so that the position stays in a register) and writes
+// each value's signed difference; add16 and add then apply them to the
+// reference values, each value on its own.
 type refApply struct {
 	tab                       *[256]refTok
 	pad                       []byte
 	top, mask, flip, sh, sbit uint32
 }
 
-// apply16 writes the 2-byte values of rs and ts to d and returns the new
-// extra-bit position.
-func (ap *refApply) apply16(d []byte, rs []uint32, ts []byte, bp uint) uint {
+// deltas writes the signed difference of each token of ts (with its extra
+// bits from position bp) to ds and returns the new extra-bit position. The
+// sign is the token's; add16 and add flip it for negative references.
+//
+//go:noinline
+func (ap *refApply) deltas(ds []uint32, ts []byte, bp uint) uint {
 	tab, pad := ap.tab, ap.pad
-	top, mask, flip, sh, sbit := ap.top, ap.mask, ap.flip, ap.sh, ap.sbit
-	ts = ts[:len(rs)]
-	d = d[:2*len(rs)]
-	for i, r := range rs {
-		tk := &tab[ts[i]]
+	ds = ds[:len(ts)]
+	for i, t := range ts {
+		tk := &tab[t]
 		a := tk.base | uint32(binary.LittleEndian.Uint64(pad[bp>>3:])>>(bp&7))&tk.low
 		bp += uint(tk.n)
-		kr := r ^ (top | -(r>>sh)&flip) // key(r)
-		neg := tk.neg ^ -(r >> sh & sbit)
-		kr = (kr + (a ^ neg) - neg) & mask
-		kr ^= top | (kr>>sh-1)&flip // unkey
-		d[2*i] = byte(kr)
-		d[2*i+1] = byte(kr >> 8)
+		ds[i] = (a ^ tk.neg) - tk.neg
 	}
 	return bp
 }
 
-// apply is apply16 for values of any size, written to out.
-func (ap *refApply) apply(out []uint32, rs []uint32, ts []byte, bp uint) uint {
-	tab, pad := ap.tab, ap.pad
+// deltasChecked is deltas over all of ts, checking every refCheckEvery
+// values that the extra-bit position has not passed limit (the padding
+// covers the reads in between); it returns the values done (fewer than
+// len(ts) when it had) and the position.
+func (ap *refApply) deltasChecked(ds []uint32, ts []byte, bp, limit uint) (int, uint) {
+	for c0 := 0; c0 < len(ts); c0 += refCheckEvery {
+		if bp > limit {
+			return c0, bp
+		}
+		c1 := min(c0+refCheckEvery, len(ts))
+		bp = ap.deltas(ds[c0:c1], ts[c0:c1], bp)
+	}
+	return len(ts), bp
+}
+
+// add16 writes the 2-byte values of a signed format (BF16, F16) rebuilt
+// from the reference values ref (2 bytes each) and the differences ds to d:
+// add with the constants of 16 bits, which keeps the loop in registers.
+func add16(d, ref []byte, ds []uint32) {
+	ref = ref[:2*len(ds)]
+	d = d[:2*len(ds)]
+	for i, dv := range ds {
+		r := uint32(binary.LittleEndian.Uint16(ref[2*i:]))
+		s := -(r >> 15 & 1)
+		kr := r ^ (0x8000 | s&0x7fff) // key(r)
+		kr = (kr + (dv ^ s) - s) & 0xffff
+		kr ^= 0x8000 | (kr>>15-1)&0x7fff // unkey
+		binary.LittleEndian.PutUint16(d[2*i:], uint16(kr))
+	}
+}
+
+// add is add16 for values of any size, written to out.
+func (ap *refApply) add(out, rs, ds []uint32) {
 	top, mask, flip, sh, sbit := ap.top, ap.mask, ap.flip, ap.sh, ap.sbit
-	ts = ts[:len(rs)]
+	ds = ds[:len(rs)]
 	out = out[:len(rs)]
 	for i, r := range rs {
-		tk := &tab[ts[i]]
-		a := tk.base | uint32(binary.LittleEndian.Uint64(pad[bp>>3:])>>(bp&7))&tk.low
-		bp += uint(tk.n)
 		kr := r ^ (top | -(r>>sh)&flip)
-		neg := tk.neg ^ -(r >> sh & sbit)
-		kr = (kr + (a ^ neg) - neg) & mask
+		neg := -(r >> sh & sbit)
+		kr = (kr + (ds[i] ^ neg) - neg) & mask
 		out[i] = kr ^ (top | (kr>>sh-1)&flip)
 	}
-	return bp
 }
 
 // refCheckEvery: the decoder checks the extra-bit position every this many
@@ -388,6 +442,7 @@ type refDecoder struct {
 	grouped []byte
 	groupOf []byte
 	tv      []byte   // token of each value
+	ex      []byte   // exponent of each reference value
 	rv, out []uint32 // reference and decoded values
 	pad     []byte   // the extra bits, padded for 8-byte reads
 }
@@ -476,47 +531,34 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 		groupOf[key] = rest[0]
 		rest = rest[1:]
 	}
-	e.rv = slices.Grow(e.rv[:0], n)[:n]
 	e.out = slices.Grow(e.out[:0], n)[:n]
 	e.tv = slices.Grow(e.tv[:0], n)[:n]
-	rv, out := e.rv, e.out
-	// the group of a value follows from its top bits (sign, exponent):
-	// gtab maps them to the group; hist counts them (four partial
-	// histograms break the store-to-load dependency)
-	var gtab [512]byte
-	for t := range 1 << (p.b - p.m) {
-		gtab[t] = groupOf[t&int(p.emask)]
-	}
-	var hc [4][512]uint32
-	m32 := uint32(p.m)
-	switch p.size {
-	case 1:
-		for i := range rv {
-			rv[i] = uint32(ref[i])
-		}
-	case 2:
-		ref = ref[:2*n]
-		for i := range rv {
-			rv[i] = uint32(ref[2*i]) | uint32(ref[2*i+1])<<8
-		}
-	default:
+	e.ex = slices.Grow(e.ex[:0], n)[:n]
+	out, ex := e.out, e.ex
+	// the group of a value follows from its reference's exponent: ex holds
+	// the exponents, gtab maps them to groups
+	var gtab [256]byte
+	copy(gtab[:], groupOf)
+	var rv []uint32
+	if p.size == 2 {
+		refExps16Fast(ex, ref, p.m, uint16(p.emask)) // BF16, F16: from the bytes
+	} else {
+		e.rv = slices.Grow(e.rv[:0], n)[:n]
+		rv = e.rv
 		loadAll(rv, ref, p.size)
+		m32, em := uint32(p.m), uint32(p.emask)
+		for i, r := range rv {
+			ex[i] = byte(r >> m32 & em)
+		}
 	}
-	// four quarters of the values, counted apart: the quarters are put
-	// back in order by four independent chains below
+	// four quarters of the values, counted apart (which also breaks the
+	// store-to-load dependency): the quarters are put back in order by
+	// four independent chains below
+	var hc [4][256]uint32
 	qn := n / 4
-	q1, q2, q3 := rv[qn:2*qn], rv[2*qn:3*qn], rv[3*qn:]
-	for i, r := range rv[:qn] {
-		hc[0][(r>>m32)&511]++
-		hc[1][(q1[i]>>m32)&511]++
-		hc[2][(q2[i]>>m32)&511]++
-		hc[3][(q3[i]>>m32)&511]++
-	}
-	for _, r := range q3[qn:] {
-		hc[3][(r>>m32)&511]++
-	}
+	quarterHist(&hc, ex, qn)
 	var count, off [256]int
-	for t := range 1 << (p.b - p.m) {
+	for t := range p.nctx {
 		count[gtab[t]] += int(hc[0][t] + hc[1][t] + hc[2][t] + hc[3][t])
 	}
 	e.grouped = slices.Grow(e.grouped[:0], n+1)[:n]
@@ -567,7 +609,7 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 	}
 	// tokens back in value order, one quarter per chain
 	var o [4][256]int
-	for t := range 1 << (p.b - p.m) {
+	for t := range p.nctx {
 		g := gtab[t]
 		o[1][g] += int(hc[0][t])
 		o[2][g] += int(hc[0][t] + hc[1][t])
@@ -579,30 +621,23 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 		}
 	}
 	tv := e.tv[:n]
-	maxT := refUngroup(tv, rv, e.grouped, &gtab, &o, m32, qn)
+	maxT := refUngroup(tv, ex, e.grouped, &gtab, &o, qn)
 	if int(maxT) > p.maxTok {
 		return errf("reference block: token %d out of range", maxT)
 	}
 	ap := refApply{tab: &tab, pad: pad, top: top, mask: mask, flip: flip, sh: uint32(p.b - 1), sbit: uint32(p.s)}
-	var bp uint
-	for c0 := 0; c0 < n; c0 += refCheckEvery {
-		// at most refCheckEvery values between checks: the padding
-		// covers their reads
-		if bp > limit {
-			return errf("reference block: extra bits exhausted")
-		}
-		c1 := min(c0+refCheckEvery, n)
-		if p.size == 2 {
-			bp = ap.apply16(dst[2*c0:2*c1], rv[c0:c1], tv[c0:c1], bp) // BF16, F16: straight into dst
-		} else {
-			bp = ap.apply(out[c0:c1], rv[c0:c1], tv[c0:c1], bp)
-		}
+	done, bp := ap.refDeltasFast(out, tv, 0, limit)
+	if done < n {
+		return errf("reference block: extra bits exhausted")
 	}
 	if bp > limit || (bp+7)/8 != uint(x) {
 		return errf("reference block: %d bytes of extra bits, want %d", x, (bp+7)/8)
 	}
-	if p.size != 2 {
-		storeAll(dst, out, p.size)
+	if p.size == 2 && p.s == 1 {
+		add16Fast(dst, ref, out) // BF16, F16: straight into dst
+		return nil
 	}
+	ap.add(out, rv, out)
+	storeAll(dst, out, p.size)
 	return nil
 }

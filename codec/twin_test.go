@@ -2,7 +2,9 @@ package codec
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"neuralzip/dtype"
@@ -291,6 +293,95 @@ func TestHuffAndPairizeAsmTwins(t *testing.T) {
 		useAVX2 = saved
 		if !bytes.Equal(c1, c2) || !bytes.Equal(e1, e2) {
 			t.Fatalf("n=%d: assembly pair coding differs from Go", n)
+		}
+	}
+}
+
+// The assembly paths of reference-block decoding (extra-bit deltas, the
+// 16-bit add and the exponents of 2-byte values) against their Go twins,
+// on random tokens and bit patterns, with the extra bits running out at
+// several points, and on real trajectory blocks through decodeRefFloat.
+func TestRefDecodeTwins(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 13))
+	for _, d := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32, dtype.F8E4M3} {
+		p, _ := refSpecFor(d)
+		var tab [256]refTok
+		for t := 1; t <= p.maxTok; t++ { // as decodeRefFloat builds it
+			bk := uint32(t+1) >> 1
+			if (t+1)&1 != 0 {
+				tab[t].neg = ^uint32(0)
+			}
+			if bk < 2<<p.q {
+				tab[t].base = bk
+				continue
+			}
+			l := uint(bk>>p.q) + p.q
+			n := l - 1 - p.q
+			tab[t].base = (1<<p.q | bk&(1<<p.q-1)) << n
+			tab[t].low = 1<<n - 1
+			tab[t].n = uint8(n)
+		}
+		for _, n := range []int{0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000, 65536} {
+			ts := make([]byte, n)
+			var bits uint
+			for i := range ts {
+				ts[i] = byte(r.IntN(p.maxTok + 1))
+				bits += uint(tab[ts[i]].n)
+			}
+			x := (bits + 7) / 8
+			// limits: enough, and short by various amounts
+			for _, short := range []uint{0, 1, 9, x / 2, x} {
+				lim := x - min(short, x)
+				pad := make([]byte, lim+8+refCheckEvery*4)
+				for i := range pad {
+					pad[i] = byte(r.Uint32())
+				}
+				ap := refApply{tab: &tab, pad: pad}
+				d1, d2 := make([]uint32, n), make([]uint32, n)
+				k1, b1 := ap.refDeltasFast(d1, ts, 0, 8*lim)
+				k2, b2 := ap.deltasChecked(d2, ts, 0, 8*lim)
+				if k1 != k2 || b1 != b2 || !slices.Equal(d1[:k1], d2[:k2]) {
+					t.Fatalf("%v n=%d short=%d: deltas differ from the Go twin (%d,%d vs %d,%d)", d, n, short, k1, b1, k2, b2)
+				}
+				if short == 0 && k1 != n {
+					t.Fatalf("%v n=%d: deltas stopped at %d with the bits all there", d, n, k1)
+				}
+			}
+			if p.size != 2 {
+				continue
+			}
+			ref := make([]byte, 2*n)
+			ds := make([]uint32, n)
+			for i := range ref {
+				ref[i] = byte(r.Uint32())
+			}
+			for i := range ds {
+				ds[i] = r.Uint32()
+			}
+			o1, o2 := make([]byte, 2*n), make([]byte, 2*n)
+			add16Fast(o1, ref, ds)
+			add16(o2, ref, ds)
+			// the generic add
+			rs, o3 := make([]uint32, n), make([]uint32, n)
+			loadAll(rs, ref, 2)
+			ap := refApply{top: 0x8000, mask: 0xffff, flip: 0x7fff, sh: 15, sbit: 1}
+			ap.add(o3, rs, ds)
+			o4 := make([]byte, 2*n)
+			storeAll(o4, o3, 2)
+			if !bytes.Equal(o1, o2) || !bytes.Equal(o1, o4) {
+				t.Fatalf("%v n=%d: add16 differs from its twins", d, n)
+			}
+			e1, e2 := make([]byte, n), make([]byte, n)
+			refExps16Fast(e1, ref, p.m, uint16(p.emask))
+			refExps16(e2, ref, p.m, uint16(p.emask))
+			for i := range e2 {
+				if v := uint64(binary.LittleEndian.Uint16(ref[2*i:])); e2[i] != byte(v>>p.m&p.emask) {
+					t.Fatalf("%v n=%d: refExps16 is wrong at %d", d, n, i)
+				}
+			}
+			if !bytes.Equal(e1, e2) {
+				t.Fatalf("%v n=%d: refExps16 differs from its Go twin", d, n)
+			}
 		}
 	}
 }
