@@ -221,17 +221,17 @@ func (r *Reader) decodeBlock(bd *blockDecoder, fi, bi int, dst []byte, comp *[]b
 		if r.refR == nil {
 			return r.needRef()
 		}
-		rb, err := r.readRef(b)
+		rb, pooled, err := r.readRef(b)
 		if err != nil {
 			return err
 		}
 		if len(c) == 0 {
-			copy(dst, *rb)
-		} else if err := bd.decodeRefFloat(dst, c, *rb, b.dtype); err != nil {
-			putBuf(rb)
+			copy(dst, rb)
+		} else if err := bd.decodeRefFloat(dst, c, rb, b.dtype); err != nil {
+			putBuf(pooled)
 			return mk(err.Error(), ErrCorrupt)
 		}
-		putBuf(rb)
+		putBuf(pooled)
 	} else if err := bd.decode(dst, c, b.kind, b.dtype); err != nil {
 		return mk(err.Error(), ErrCorrupt)
 	}
@@ -406,13 +406,20 @@ func (r *Reader) ReadAt(fi int, p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// memArchive is an archive held in memory: the reader takes block payloads
-// as slices of it instead of copying them.
+// memArchive is an archive (or a reference file) held in memory: the
+// reader takes block payloads and reference bytes as slices of it instead
+// of copying them.
 type memArchive []byte
+
+// Bytes returns an io.ReaderAt over b that the codec reads in place where it
+// can: used as a reference file (Input.R of NewReference), decoding takes
+// the reference's bytes without copying them. b must not change while it is
+// used.
+func Bytes(b []byte) io.ReaderAt { return memArchive(b) }
 
 func (m memArchive) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 || off > int64(len(m)) {
-		return 0, fmt.Errorf("codec: offset %d outside the archive", off)
+		return 0, fmt.Errorf("codec: offset %d outside the data", off)
 	}
 	n := copy(p, m[off:])
 	if n < len(p) {

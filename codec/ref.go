@@ -253,14 +253,19 @@ func (r *Reader) needRef() error {
 		ErrRefMissing, w.Name, w.Size, w.SHA256)
 }
 
-// readRef reads the reference bytes of block b into a buffer from the pool.
-func (r *Reader) readRef(b blockInfo) (*[]byte, error) {
+// readRef returns the reference bytes of block b: a slice of an in-memory
+// reference (Bytes), or else read into a buffer from the pool (pooled, for
+// putBuf).
+func (r *Reader) readRef(b blockInfo) (rb []byte, pooled *[]byte, err error) {
+	if m, ok := r.refR[b.ref].(memArchive); ok && b.refOff >= 0 && b.refOff+b.origLen <= int64(len(m)) {
+		return m[b.refOff : b.refOff+b.origLen : b.refOff+b.origLen], nil, nil // in memory: read in place
+	}
 	buf := getBuf(int(b.origLen))
 	if err := readFull(r.refR[b.ref], *buf, b.refOff); err != nil {
 		putBuf(buf)
-		return nil, fmt.Errorf("codec: reference %q: %w", r.idx.refs[b.ref].Name, err)
+		return nil, nil, fmt.Errorf("codec: reference %q: %w", r.idx.refs[b.ref].Name, err)
 	}
-	return buf, nil
+	return *buf, buf, nil
 }
 
 // encodeWithRef codes block p (original bytes in) of a file mapped to the
@@ -268,10 +273,16 @@ func (r *Reader) readRef(b blockInfo) (*[]byte, error) {
 // smaller of the independent coding and the difference to the reference.
 func (b *blockEncoder) encodeWithRef(out, in []byte, ref *Reference, p blockPlan) ([]byte, blockInfo, error) {
 	info := blockInfo{origLen: p.length, crc: crc32.Checksum(in, castagnoli)}
-	rb := getBuf(len(in))
-	defer putBuf(rb)
-	if err := readFull(ref.files[p.ref-1].r, *rb, p.refOff); err != nil {
-		return out, info, fmt.Errorf("codec: reference %q: %w", ref.files[p.ref-1].Name, err)
+	var rb *[]byte
+	if m, ok := ref.files[p.ref-1].r.(memArchive); ok && p.refOff >= 0 && p.refOff+int64(len(in)) <= int64(len(m)) {
+		s := []byte(m[p.refOff : p.refOff+int64(len(in))]) // in memory: read in place
+		rb = &s
+	} else {
+		rb = getBuf(len(in))
+		defer putBuf(rb)
+		if err := readFull(ref.files[p.ref-1].r, *rb, p.refOff); err != nil {
+			return out, info, fmt.Errorf("codec: reference %q: %w", ref.files[p.ref-1].Name, err)
+		}
 	}
 	if bytes.Equal(in, *rb) {
 		info.kind, info.ref, info.refOff = kindRef, p.ref-1, p.refOff

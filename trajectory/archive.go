@@ -188,7 +188,7 @@ type Decoded struct {
 
 // reference makes a codec reference of a decoded frame.
 func (d *Decoded) reference(f Frame) (*codec.Reference, error) {
-	return codec.NewReferenceSums([]codec.Input{{Name: f.Name, R: bytes.NewReader(d.Data), Size: int64(len(d.Data)), Segments: d.Segs}}, [][32]byte{f.SHA256})
+	return codec.NewReferenceSums([]codec.Input{{Name: f.Name, R: codec.Bytes(d.Data), Size: int64(len(d.Data)), Segments: d.Segs}}, [][32]byte{f.SHA256})
 }
 
 // Extract decodes frame i: its keyframe, then every frame of its reference

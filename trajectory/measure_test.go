@@ -94,3 +94,39 @@ func TestMeasure(t *testing.T) {
 		t.Log(b.String())
 	}
 }
+
+// BenchmarkExtract extracts the last frame of the first K = 10 group of the
+// real bf16 trajectory (a chain of a keyframe and nine frames, each coded
+// against the one before); .../independent decodes that step's own archive.
+func BenchmarkExtract(b *testing.B) {
+	steps := realSteps(b, "bf16")
+	if len(steps) < 10 {
+		b.Skip("fewer than 10 steps")
+	}
+	f := pack(b, steps, 10, RefPrevious, 0)
+	a, err := Open(f, int64(len(f.b)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	want := steps[9].data
+	b.Run("chain10", func(b *testing.B) {
+		b.SetBytes(int64(len(want)))
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			got, err := a.Extract(9, codec.Options{})
+			if err != nil || !bytes.Equal(got.Data, want) {
+				b.Fatal("extract", err)
+			}
+		}
+	})
+	ind, _ := codec.CompressBytes(want, steps[9].segs, codec.Options{})
+	b.Run("independent", func(b *testing.B) {
+		b.SetBytes(int64(len(want)))
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, err := codec.DecompressBytes(ind, codec.Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,7 +1,6 @@
 package trajectory
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 
@@ -143,7 +142,7 @@ func (w *Writer) reference(j int, opt codec.Options) (*codec.Reference, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decoding the reference frame: %w", err)
 	}
-	in := codec.Input{Name: f.Name, R: bytes.NewReader(d.Data), Size: int64(len(d.Data)), Segments: d.Segs}
+	in := codec.Input{Name: f.Name, R: codec.Bytes(d.Data), Size: int64(len(d.Data)), Segments: d.Segs}
 	w.cache[j] = in
 	return codec.NewReferenceSums([]codec.Input{in}, [][32]byte{f.SHA256})
 }

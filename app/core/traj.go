@@ -1,7 +1,6 @@
 package core
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/bits"
@@ -82,7 +81,7 @@ func AnalyzeTrajectory(ctx context.Context, steps []TrajSource, progress func(do
 		return nil, fmt.Errorf("no checkpoints")
 	}
 	input := func(s TrajSource) codec.Input {
-		return codec.Input{Name: s.Name, R: bytes.NewReader(s.Data), Size: int64(len(s.Data)), Segments: s.Segs}
+		return codec.Input{Name: s.Name, R: codec.Bytes(s.Data), Size: int64(len(s.Data)), Segments: s.Segs}
 	}
 	setup, err := codec.BuildSetup([]codec.Input{input(steps[0])}, codec.SetupOptions{Builder: "nzip workbench, trajectory"})
 	if err != nil {
