@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
 	"sort"
@@ -571,6 +572,35 @@ func (r *Reader) ReadFile(fi int, opt Options) ([]byte, error) {
 	var mu sync.Mutex
 	var firstErr error
 	var firstBlock = len(f.blocks)
+	// The SHA-256 runs alongside decoding: a worker that finishes a run
+	// of blocks hashes the decoded prefix of the file unless another
+	// worker is at it (hmu), so the hash does not wait for the last block.
+	var (
+		hmu    sync.Mutex
+		h      hash.Hash
+		hashed int   // blocks hashed (hmu)
+		hOff   int64 // bytes hashed (hmu)
+	)
+	done := make([]bool, len(f.blocks)) // decoded blocks (mu)
+	if !opt.SkipHash {
+		h = sha256.New()
+	}
+	hashPrefix := func() {
+		for {
+			mu.Lock()
+			k := hashed
+			for k < len(done) && done[k] {
+				k++
+			}
+			mu.Unlock()
+			if k == hashed {
+				return
+			}
+			end := f.blocks[k-1].origOff + f.blocks[k-1].origLen
+			h.Write(out[hOff:end])
+			hashed, hOff = k, end
+		}
+	}
 	wait := r.startWorkers(threads, func(bd *blockDecoder, comp *[]byte) {
 		for ctx.Err() == nil {
 			mu.Lock()
@@ -593,6 +623,15 @@ func (r *Reader) ReadFile(fi int, opt Options) ([]byte, error) {
 					return
 				}
 			}
+			mu.Lock()
+			for b := i; b < j; b++ {
+				done[b] = true
+			}
+			mu.Unlock()
+			if h != nil && hmu.TryLock() {
+				hashPrefix()
+				hmu.Unlock()
+			}
 		}
 	})
 	wait()
@@ -602,7 +641,14 @@ func (r *Reader) ReadFile(fi int, opt Options) ([]byte, error) {
 	if err := opt.ctx().Err(); err != nil {
 		return nil, err
 	}
-	if !opt.SkipHash && sha256.Sum256(out) != f.SHA256 {
+	if h == nil {
+		return out, nil
+	}
+	hmu.Lock() // the workers have stopped: the rest
+	hashPrefix()
+	h.Write(out[hOff:])
+	hmu.Unlock()
+	if [32]byte(h.Sum(nil)) != f.SHA256 {
 		return nil, &CorruptError{Offset: -1, File: f.Name, Block: -1, Msg: fmt.Sprintf("file %q: SHA-256 does not match the stored %x", f.Name, f.SHA256), Err: ErrChecksum}
 	}
 	return out, nil

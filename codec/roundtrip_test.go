@@ -2,9 +2,12 @@ package codec
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"neuralzip/dtype"
 )
 
 func realFiles(t testing.TB) []string {
@@ -40,5 +43,37 @@ func TestRoundTripRealFiles(t *testing.T) {
 			}
 			t.Logf("%d -> %d bytes, ratio %.4f", len(src), len(a1), float64(len(src))/float64(len(a1)))
 		})
+	}
+}
+
+// ReadFile hashes the file while its blocks are decoded: at every thread
+// count the result checks out, and a stored SHA-256 that does not match is
+// refused (every block's CRC being right).
+func TestReadFileHash(t *testing.T) {
+	src := realisticValues(dtype.BF16, 300000, 21)
+	segs := []Segment{{Name: "w", DType: dtype.BF16, Offset: 0, Length: int64(len(src))}}
+	arc, err := CompressBytes(src, segs, Options{ChunkValues: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, th := range []int{1, 2, 3, 8} {
+		rd, err := NewMemReader(arc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := rd.ReadFile(0, Options{Threads: th})
+		if err != nil || !bytes.Equal(out, src) {
+			t.Fatalf("threads %d: %v", th, err)
+		}
+		for _, bit := range []int{0, 255} {
+			rd.idx.files[0].SHA256[bit/8] ^= 1 << (bit % 8)
+			if _, err := rd.ReadFile(0, Options{Threads: th}); !errors.Is(err, ErrChecksum) {
+				t.Fatalf("threads %d: wrong SHA-256 gave %v, want ErrChecksum", th, err)
+			}
+			if _, err := rd.ReadFile(0, Options{Threads: th, SkipHash: true}); err != nil {
+				t.Fatalf("threads %d: SkipHash: %v", th, err)
+			}
+			rd.idx.files[0].SHA256[bit/8] ^= 1 << (bit % 8)
+		}
 	}
 }
