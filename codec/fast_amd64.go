@@ -3,6 +3,7 @@
 package codec
 
 import (
+	"slices"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -11,6 +12,13 @@ import (
 // useAVX2 selects the assembly fast paths; tests turn it off to check the
 // pure-Go twins.
 var useAVX2 = cpu.X86.HasAVX2
+
+// useAVX512 selects the AVX-512 paths (F and VBMI), also only with useAVX2.
+var useAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VBMI
+
+// useAVX512G selects the AVX-512 ungrouping (BW, VBMI2 and BMI1, POPCNT
+// besides).
+var useAVX512G = useAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VBMI2 && cpu.X86.HasBMI1 && cpu.X86.HasPOPCNT
 
 //go:noescape
 func mergeBF16AVX2(dst, e, r *byte, n int)
@@ -137,4 +145,45 @@ func refExps16Fast(ex, ref []byte, m uint, em uint16) {
 		n = 0
 	}
 	refExps16(ex[n:], ref[2*n:], m, em)
+}
+
+//go:noescape
+func refDeltasAdd16AVX512(dst, ref, ts *byte, n int, pad *byte, bp, limit, q uint) (int, uint)
+
+// deltasAdd16Fast decodes the multiple of 16 values of ts it can with
+// AVX-512 straight into dst (2-byte signed values, references ref), the
+// extra bits read from position bp with q sub-bucket bits, checking limit
+// every refCheckEvery values as deltasChecked; it returns the values it
+// took on (0 without AVX-512), the values done (fewer when the position
+// passed limit) and the position.
+func (ap *refApply) deltasAdd16Fast(dst, ref, ts []byte, bp, limit, q uint) (tried, done int, pos uint) {
+	n := len(ts) &^ 15
+	if !useAVX2 || !useAVX512 || n == 0 {
+		return 0, 0, bp
+	}
+	_, _ = dst[2*n-1], ref[2*n-1]
+	if uint(len(ap.pad)) < limit/8+8+refCheckEvery*4 || q > 6 {
+		panic("codec: reference extra bits without their padding")
+	}
+	done, pos = refDeltasAdd16AVX512(&dst[0], &ref[0], &ts[0], n, &ap.pad[0], bp, limit, q)
+	return n, done, pos
+}
+
+//go:noescape
+func refUngroupAVX512(tv, ex, grouped *byte, gtab *[256]byte, o *[256]uint32, n int, scratch *[64]byte)
+
+// refUngroupFast puts the tokens of the multiple of 64 values it can back
+// in value order with AVX-512 (one chain: o[g] is the next token of group
+// g in grouped, moved on) and returns the values done (0 without AVX-512)
+// and the largest token. The offsets must stay inside grouped
+// (decodeRefFloat's counts guarantee it).
+func refUngroupFast(tv, ex, grouped []byte, gtab *[256]byte, o *[256]uint32) (int, byte) {
+	n := len(tv) &^ 63
+	if !useAVX2 || !useAVX512G || n == 0 {
+		return 0, 0
+	}
+	_, _ = ex[n-1], grouped[len(tv)-1]
+	var scratch [64]byte
+	refUngroupAVX512(&tv[0], &ex[0], &grouped[0], gtab, o, n, &scratch)
+	return n, slices.Max(scratch[:])
 }

@@ -422,3 +422,177 @@ xloop:
 xdone:
 	VZEROUPPER
 	RET
+
+// func refDeltasAdd16AVX512(dst *byte, ref *byte, ts *byte, n int, pad *byte, bp uint, limit uint, q uint) (int, uint)
+// refDeltasAsm and add16 fused for 2-byte signed formats, 16 values at a
+// time (n a multiple of 16): each token's bucket, sign, extra-bit count,
+// base and mask are computed (q sub-bucket bits), the counts summed to bit
+// positions, the extra bits of all 16 taken from one 64-byte window of pad
+// (16 values read at most 16·15 bits), and the differences added to the
+// keys of the references. Every 64 values it stops when bp has passed
+// limit, as refDeltasAsm; returns the values done and bp.
+TEXT ·refDeltasAdd16AVX512(SB), NOSPLIT, $0-80
+	MOVQ dst+0(FP), DI
+	MOVQ ref+8(FP), SI
+	MOVQ ts+16(FP), DX
+	MOVQ n+24(FP), R13
+	MOVQ pad+32(FP), R9
+	MOVQ bp+40(FP), BX
+	MOVQ limit+48(FP), R10
+	MOVQ q+56(FP), CX
+	VPBROADCASTQ CX, Z20      // q (as a shift count)
+	MOVL $1, R11
+	VPBROADCASTD R11, Z21     // 1
+	SHLL CX, R11
+	VPBROADCASTD R11, Z22     // 1 << q
+	DECL R11
+	VPBROADCASTD R11, Z23     // (1 << q) - 1
+	MOVL $0x8000, R11
+	VPBROADCASTD R11, Z24
+	MOVL $0x7fff, R11
+	VPBROADCASTD R11, Z25
+	MOVL $0xffff, R11
+	VPBROADCASTD R11, Z26
+	VPXORD Z27, Z27, Z27      // 0
+	MOVL $0x03020100, R11
+	VPBROADCASTD R11, Z28
+	MOVL $7, R11
+	VPBROADCASTD R11, Z29
+	MOVL $0x01010101, R11
+	VPBROADCASTD R11, Z31
+	XORQ R8, R8
+
+wloop:
+	CMPQ R8, R13
+	JGE  wdone
+	TESTQ $63, R8
+	JNZ  wbody
+	CMPQ BX, R10
+	JA   wdone
+
+wbody:
+	VPMOVZXBD (DX)(R8*1), Z0  // tokens
+	VPADDD Z21, Z0, Z1        // t+1
+	VPSRLD $1, Z1, Z2         // bucket
+	VPANDD Z21, Z1, Z3
+	VPSUBD Z3, Z27, Z3        // neg: -((t+1)&1)
+	VPSRLD X20, Z2, Z4
+	VPSUBD Z21, Z4, Z4
+	VPMAXSD Z27, Z4, Z4       // extra bits n = max(0, bucket>>q - 1)
+	VPANDD Z23, Z2, Z5
+	VPMINUD Z22, Z2, Z6
+	VPANDD Z22, Z6, Z6
+	VPORD Z6, Z5, Z5
+	VPSLLVD Z4, Z5, Z5        // base
+	VPSLLVD Z4, Z21, Z6
+	VPSUBD Z21, Z6, Z6        // low mask
+	VALIGND $15, Z27, Z4, Z7  // prefix sum of n
+	VPADDD Z7, Z4, Z7
+	VALIGND $14, Z27, Z7, Z8
+	VPADDD Z8, Z7, Z7
+	VALIGND $12, Z27, Z7, Z8
+	VPADDD Z8, Z7, Z7
+	VALIGND $8, Z27, Z7, Z8
+	VPADDD Z8, Z7, Z7         // inclusive
+	VPSUBD Z4, Z7, Z8         // exclusive: bit offset of each value
+	MOVQ BX, R11
+	ANDQ $7, R11
+	VPBROADCASTD R11, Z9
+	VPADDD Z9, Z8, Z8         // from the window's first byte
+	VPSRLD $3, Z8, Z9         // byte
+	VPANDD Z29, Z8, Z8        // bit
+	VPMULLD Z31, Z9, Z9
+	VPADDD Z28, Z9, Z9        // bytes byte..byte+3 of each lane
+	MOVQ BX, R11
+	SHRQ $3, R11
+	VPERMB (R9)(R11*1), Z9, Z10
+	VPSRLVD Z8, Z10, Z10
+	VPANDD Z6, Z10, Z10
+	VPORD Z5, Z10, Z10        // magnitude
+	VPMOVZXWD (SI)(R8*2), Z11 // references
+	VPSLLD $16, Z11, Z12
+	VPSRAD $31, Z12, Z12      // their sign
+	VPXORD Z12, Z3, Z3
+	VPXORD Z3, Z10, Z10
+	VPSUBD Z3, Z10, Z10       // the difference
+	VPANDD Z25, Z12, Z13
+	VPORD Z24, Z13, Z13
+	VPXORD Z11, Z13, Z13      // key(r)
+	VPADDD Z10, Z13, Z13
+	VPANDD Z26, Z13, Z13
+	VPSRLD $15, Z13, Z14
+	VPSUBD Z21, Z14, Z14
+	VPANDD Z25, Z14, Z14
+	VPORD Z24, Z14, Z14
+	VPXORD Z14, Z13, Z13      // unkey
+	VPMOVDW Z13, (DI)(R8*2)
+	VEXTRACTI32X4 $3, Z7, X15
+	VPEXTRD $3, X15, R11
+	ADDQ R11, BX
+	ADDQ $16, R8
+	JMP  wloop
+
+wdone:
+	VZEROUPPER
+	MOVQ R8, ret+64(FP)
+	MOVQ BX, ret1+72(FP)
+	RET
+
+// func refUngroupAVX512(tv *byte, ex *byte, grouped *byte, gtab *[256]byte, o *[256]uint32, n int, scratch *[64]byte)
+// refUngroup for n values (a multiple of 64) as one chain: per 64 values
+// the groups (gtab of ex, four 64-byte tables) and then, for each group
+// present, its next tokens expanded from grouped[o[g]] into the positions
+// of its values, o[g] moving on by their number. scratch holds the 64
+// groups for the scalar reads and at the end the largest token of each
+// position.
+TEXT ·refUngroupAVX512(SB), NOSPLIT, $0-56
+	MOVQ tv+0(FP), DI
+	MOVQ ex+8(FP), SI
+	MOVQ grouped+16(FP), R10
+	MOVQ gtab+24(FP), AX
+	MOVQ o+32(FP), R9
+	MOVQ n+40(FP), R13
+	MOVQ scratch+48(FP), R15
+	VMOVDQU64 0(AX), Z16
+	VMOVDQU64 64(AX), Z17
+	VMOVDQU64 128(AX), Z18
+	VMOVDQU64 192(AX), Z19
+	VPXORD Z5, Z5, Z5         // largest tokens
+	XORQ R8, R8
+
+uchunk:
+	CMPQ R8, R13
+	JGE  udone
+	VMOVDQU8 (SI)(R8*1), Z0   // contexts
+	VMOVDQA64 Z0, Z1
+	VMOVDQA64 Z0, Z2
+	VPERMI2B Z17, Z16, Z1     // groups of contexts 0-127
+	VPERMI2B Z19, Z18, Z2     // 128-255
+	VPMOVB2M Z0, K1
+	VMOVDQU8 Z2, K1, Z1       // the groups
+	VMOVDQU8 Z1, (R15)
+	MOVQ $-1, R12             // positions left
+
+ugroup:
+	TZCNTQ R12, AX
+	MOVBQZX (R15)(AX*1), BX   // a group present
+	VPBROADCASTB BX, Z3
+	VPCMPEQB Z3, Z1, K2       // its positions
+	KMOVQ K2, R11
+	ANDNQ R12, R11, R12
+	MOVL (R9)(BX*4), DX
+	VPEXPANDB (R10)(DX*1), K2, Z4
+	POPCNTQ R11, R11
+	ADDL R11, DX
+	MOVL DX, (R9)(BX*4)
+	TESTQ R12, R12
+	JNZ  ugroup
+	VMOVDQU8 Z4, (DI)(R8*1)
+	VPMAXUB Z4, Z5, Z5
+	ADDQ $64, R8
+	JMP  uchunk
+
+udone:
+	VMOVDQU8 Z5, (R15)
+	VZEROUPPER
+	RET

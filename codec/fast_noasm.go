@@ -22,3 +22,11 @@ func (ap *refApply) refDeltasFast(ds []uint32, ts []byte, bp, limit uint) (int, 
 func add16Fast(d, ref []byte, ds []uint32) { add16(d, ref, ds) }
 
 func refExps16Fast(ex, ref []byte, m uint, em uint16) { refExps16(ex, ref, m, em) }
+
+func (ap *refApply) deltasAdd16Fast(dst, ref, ts []byte, bp, limit, q uint) (tried, done int, pos uint) {
+	return 0, 0, bp
+}
+
+func refUngroupFast(tv, ex, grouped []byte, gtab *[256]byte, o *[256]uint32) (int, byte) {
+	return 0, 0
+}

@@ -330,6 +330,25 @@ func refUngroup(tv, ex, grouped []byte, gtab *[256]byte, o *[4][256]int, qn int)
 	return maxT
 }
 
+// refUngroupQuarters sets up the offsets of the four quarters (group g of
+// quarter k starts after the group's values in the quarters before it)
+// and runs refUngroup.
+func refUngroupQuarters(tv, ex, grouped []byte, gtab *[256]byte, hc *[4][256]uint32, off *[256]int, G, nctx, qn int) byte {
+	var o [4][256]int
+	for t := range nctx {
+		g := gtab[t]
+		o[1][g] += int(hc[0][t])
+		o[2][g] += int(hc[0][t] + hc[1][t])
+		o[3][g] += int(hc[0][t] + hc[1][t] + hc[2][t])
+	}
+	for g := 0; g < G; g++ {
+		for k := range o {
+			o[k][g] += off[g]
+		}
+	}
+	return refUngroup(tv, ex, grouped, gtab, &o, qn)
+}
+
 // quarterHist counts the bytes of ex in four parts (qn, qn, qn and the
 // rest) into hc.
 //
@@ -607,35 +626,49 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 	if p.s == 0 {
 		top, flip = 0, 0
 	}
-	// tokens back in value order, one quarter per chain
-	var o [4][256]int
-	for t := range p.nctx {
-		g := gtab[t]
-		o[1][g] += int(hc[0][t])
-		o[2][g] += int(hc[0][t] + hc[1][t])
-		o[3][g] += int(hc[0][t] + hc[1][t] + hc[2][t])
-	}
-	for g := 0; g < G; g++ {
-		for k := range o {
-			o[k][g] += off[g]
-		}
-	}
+	// tokens back in value order: with AVX-512 in one chain (the rest of
+	// the values after it), otherwise one chain per quarter
 	tv := e.tv[:n]
-	maxT := refUngroup(tv, ex, e.grouped, &gtab, &o, qn)
-	if int(maxT) > p.maxTok {
+	var o1 [256]uint32
+	for g := 0; g < G; g++ {
+		o1[g] = uint32(off[g])
+	}
+	if k, maxT := refUngroupFast(tv, ex, e.grouped, &gtab, &o1); k > 0 {
+		for i := k; i < n; i++ {
+			g := gtab[ex[i]]
+			tv[i] = e.grouped[o1[g]]
+			o1[g]++
+			maxT = max(maxT, tv[i])
+		}
+		if int(maxT) > p.maxTok {
+			return errf("reference block: token %d out of range", maxT)
+		}
+	} else if maxT := refUngroupQuarters(tv, ex, e.grouped, &gtab, &hc, &off, G, p.nctx, qn); int(maxT) > p.maxTok {
 		return errf("reference block: token %d out of range", maxT)
 	}
 	ap := refApply{tab: &tab, pad: pad, top: top, mask: mask, flip: flip, sh: uint32(p.b - 1), sbit: uint32(p.s)}
+	if p.size == 2 && p.s == 1 { // BF16, F16: straight into dst
+		// with AVX-512 most values in one pass, the rest as below
+		k, done, bp := ap.deltasAdd16Fast(dst, ref, tv, 0, limit, p.q)
+		if done < k {
+			return errf("reference block: extra bits exhausted")
+		}
+		done, bp = ap.refDeltasFast(out[k:], tv[k:], bp, limit)
+		if done < n-k {
+			return errf("reference block: extra bits exhausted")
+		}
+		if bp > limit || (bp+7)/8 != uint(x) {
+			return errf("reference block: %d bytes of extra bits, want %d", x, (bp+7)/8)
+		}
+		add16Fast(dst[2*k:], ref[2*k:], out[k:n])
+		return nil
+	}
 	done, bp := ap.refDeltasFast(out, tv, 0, limit)
 	if done < n {
 		return errf("reference block: extra bits exhausted")
 	}
 	if bp > limit || (bp+7)/8 != uint(x) {
 		return errf("reference block: %d bytes of extra bits, want %d", x, (bp+7)/8)
-	}
-	if p.size == 2 && p.s == 1 {
-		add16Fast(dst, ref, out) // BF16, F16: straight into dst
-		return nil
 	}
 	ap.add(out, rv, out)
 	storeAll(dst, out, p.size)

@@ -385,3 +385,160 @@ func TestRefDecodeTwins(t *testing.T) {
 		}
 	}
 }
+
+// refTokTable is decodeRefFloat's token table for p.
+func refTokTable(p *refSpec) *[256]refTok {
+	var tab [256]refTok
+	for t := 1; t <= p.maxTok; t++ {
+		bk := uint32(t+1) >> 1
+		if (t+1)&1 != 0 {
+			tab[t].neg = ^uint32(0)
+		}
+		if bk < 2<<p.q {
+			tab[t].base = bk
+			continue
+		}
+		l := uint(bk>>p.q) + p.q
+		n := l - 1 - p.q
+		tab[t].base = (1<<p.q | bk&(1<<p.q-1)) << n
+		tab[t].low = 1<<n - 1
+		tab[t].n = uint8(n)
+	}
+	return &tab
+}
+
+// The AVX-512 pass that reads the extra bits and adds the differences to
+// 2-byte references in one go, against deltasChecked + add16, for every
+// sub-bucket precision, with the extra bits running out at several points.
+func TestRefDeltasAdd16Twin(t *testing.T) {
+	if !useAVX2 || !useAVX512 {
+		t.Log("no AVX-512 (F, VBMI) here: the fused pass is not compared")
+	}
+	r := rand.New(rand.NewPCG(14, 15))
+	for _, d := range []dtype.DType{dtype.BF16, dtype.F16} {
+		for q := uint(0); q <= 6; q++ {
+			p, _ := refSpecFor(d)
+			if !p.setQ(q) {
+				continue
+			}
+			tab := refTokTable(&p)
+			for _, n := range []int{0, 15, 16, 17, 64, 65, 1000, 65536} {
+				ts := make([]byte, n)
+				var bits uint
+				for i := range ts {
+					ts[i] = byte(r.IntN(p.maxTok + 1))
+					if r.IntN(3) == 0 {
+						ts[i] = byte(p.maxTok - r.IntN(4)) // the widest
+					}
+					bits += uint(tab[ts[i]].n)
+				}
+				ref := make([]byte, 2*n)
+				for i := range ref {
+					ref[i] = byte(r.Uint32())
+				}
+				x := (bits + 7) / 8
+				for _, short := range []uint{0, 1, 13, x / 3, x} {
+					lim := x - min(short, x)
+					pad := make([]byte, lim+8+refCheckEvery*4)
+					for i := range pad {
+						pad[i] = byte(r.Uint32())
+					}
+					ap := refApply{tab: tab, pad: pad}
+					want := make([]byte, 2*n)
+					ds := make([]uint32, n)
+					k2, b2 := ap.deltasChecked(ds, ts, 0, 8*lim)
+					add16(want[:2*k2], ref[:2*k2], ds[:k2])
+					got := make([]byte, 2*n)
+					tried, k1, b1 := ap.deltasAdd16Fast(got, ref, ts, 0, 8*lim, q)
+					if tried == 0 {
+						continue
+					}
+					if tried != n&^15 {
+						t.Fatalf("%v q=%d n=%d: took on %d values", d, q, n, tried)
+					}
+					// both stop at the same check (every 64 values) when
+					// the bits run out within what the fast pass took on
+					if k2 <= tried && (k1 != k2 || b1 != b2) || k2 > tried && k1 != tried {
+						t.Fatalf("%v q=%d n=%d short=%d: stopped at %d (bit %d), Go at %d (bit %d)", d, q, n, short, k1, b1, k2, b2)
+					}
+					m := min(k1, k2)
+					if !bytes.Equal(got[:2*m], want[:2*m]) {
+						t.Fatalf("%v q=%d n=%d short=%d: values differ from the Go twin", d, q, n, short)
+					}
+				}
+			}
+		}
+	}
+}
+
+// The AVX-512 ungrouping against the quarters of refUngroup: random
+// contexts mapped to up to 255 groups, many or few groups per 64 values.
+func TestRefUngroupTwin(t *testing.T) {
+	if !useAVX2 || !useAVX512G {
+		t.Log("no AVX-512 (BW, VBMI2) here: the fast ungrouping is not compared")
+	}
+	r := rand.New(rand.NewPCG(16, 17))
+	for _, n := range []int{0, 1, 63, 64, 65, 200, 4096, 65536, 65537} {
+		for _, G := range []int{1, 2, 7, 255} {
+			var gtab [256]byte
+			for c := range gtab {
+				gtab[c] = byte(r.IntN(G))
+			}
+			ex := make([]byte, n)
+			spread := 1 + r.IntN(256)
+			for i := range ex {
+				ex[i] = byte(r.IntN(spread))
+			}
+			var hc [4][256]uint32
+			qn := n / 4
+			quarterHist(&hc, ex, qn)
+			var count, off [256]int
+			for k := range hc {
+				for c := range hc[k] {
+					count[gtab[c]] += int(hc[k][c])
+				}
+			}
+			grouped := make([]byte, n)
+			for i := range grouped {
+				grouped[i] = byte(r.Uint32())
+			}
+			pos := 0
+			for g := 0; g < G; g++ {
+				off[g] = pos
+				pos += count[g]
+			}
+			want := make([]byte, n)
+			maxW := refUngroupQuarters(want, ex, grouped, &gtab, &hc, &off, G, 256, qn)
+			got := make([]byte, n)
+			var o [256]uint32
+			for g := 0; g < G; g++ {
+				o[g] = uint32(off[g])
+			}
+			k, maxG := refUngroupFast(got, ex, grouped, &gtab, &o)
+			if k == 0 {
+				continue
+			}
+			if k != n&^63 {
+				t.Fatalf("n=%d G=%d: did %d values", n, G, k)
+			}
+			var maxK byte
+			for _, x := range want[:k] {
+				maxK = max(maxK, x)
+			}
+			if !bytes.Equal(got[:k], want[:k]) || maxG != maxK {
+				t.Fatalf("n=%d G=%d: tokens differ from the quarters", n, G)
+			}
+			// the offsets moved on by each group's values
+			var seen [256]uint32
+			for _, c := range ex[:k] {
+				seen[gtab[c]]++
+			}
+			for g := 0; g < G; g++ {
+				if o[g] != uint32(off[g])+seen[g] {
+					t.Fatalf("n=%d G=%d: offset of group %d is %d, want %d", n, G, g, o[g], uint32(off[g])+seen[g])
+				}
+			}
+			_ = maxW
+		}
+	}
+}
