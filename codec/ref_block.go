@@ -144,6 +144,13 @@ type refEncoder struct {
 // 1<<30 means one group.
 var refGroupThresholds = []int{1 << 30, 8192, 2048, 512, 128}
 
+// refGroupPenalty is what the encoder counts, in bytes, for each group
+// beyond the first when it compares groupings: a group costs the decoder
+// a Huffman table to read and a stream to start, which on the real
+// trajectory's small tensors outweighs a gain of a few bytes (32: extract
+// of a 10-frame chain 8 % faster, the run's archive 0.08 % larger).
+const refGroupPenalty = 32
+
 // encodeRefFloat codes the values of src (float type d) against ref (the
 // same number of bytes) and appends the payload. ok is false when d has no
 // ULP coding.
@@ -213,6 +220,7 @@ func (b *blockEncoder) encodeRefFloat(dst, src, ref []byte, d dtype.DType) ([]by
 	// coded in full: the smallest wins
 	var tried []int
 	best := e.best[:0]
+	bestK := 0
 	for _, th := range refGroupThresholds {
 		k := 0
 		for k < len(e.order) && k < 254 && int(counts[e.order[k]]) >= th {
@@ -223,8 +231,8 @@ func (b *blockEncoder) encodeRefFloat(dst, src, ref []byte, d dtype.DType) ([]by
 		}
 		tried = append(tried, k)
 		e.try = b.appendRefGroups(e.try[:0], &p, k, n)
-		if len(best) == 0 || len(e.try) < len(best) {
-			best, e.try = e.try, best
+		if len(best) == 0 || len(e.try)+k*refGroupPenalty < len(best)+bestK*refGroupPenalty {
+			best, e.try, bestK = e.try, best, k
 		}
 	}
 	e.best = best
