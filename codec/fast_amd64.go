@@ -170,20 +170,36 @@ func (ap *refApply) deltasAdd16Fast(dst, ref, ts []byte, bp, limit, q uint) (tri
 }
 
 //go:noescape
-func refUngroupAVX512(tv, ex, grouped *byte, gtab *[256]byte, o *[256]uint32, n int, scratch *[64]byte)
+func refUngroupAVX512(tv, ex, grouped *byte, gtab *[256]byte, o *[256]uint32, n, G int, scratch *[64]byte)
+
+//go:noescape
+func refCountGroupsAVX512(ex *byte, gtab *[256]byte, n, G int, count *[256]uint32)
 
 // refUngroupFast puts the tokens of the multiple of 64 values it can back
 // in value order with AVX-512 (one chain: o[g] is the next token of group
-// g in grouped, moved on) and returns the values done (0 without AVX-512)
-// and the largest token. The offsets must stay inside grouped
+// g in grouped, moved on) and returns the values done (0 without AVX-512
+// or with more than refFastGroups groups) and the largest token. Every
+// group of gtab must be below G; the offsets must stay inside grouped
 // (decodeRefFloat's counts guarantee it).
-func refUngroupFast(tv, ex, grouped []byte, gtab *[256]byte, o *[256]uint32) (int, byte) {
+func refUngroupFast(tv, ex, grouped []byte, gtab *[256]byte, o *[256]uint32, G int) (int, byte) {
 	n := len(tv) &^ 63
-	if !useAVX2 || !useAVX512G || n == 0 {
+	if !useAVX2 || !useAVX512G || n == 0 || G > refFastGroups {
 		return 0, 0
 	}
 	_, _ = ex[n-1], grouped[len(tv)-1]
 	var scratch [64]byte
-	refUngroupAVX512(&tv[0], &ex[0], &grouped[0], gtab, o, n, &scratch)
+	refUngroupAVX512(&tv[0], &ex[0], &grouped[0], gtab, o, n, G, &scratch)
 	return n, slices.Max(scratch[:])
+}
+
+// refCountGroupsFast adds to count[g] the values of ex whose context maps
+// to group g, for the multiple of 64 values it can with AVX-512 (the same
+// conditions as refUngroupFast), and returns how many it counted.
+func refCountGroupsFast(ex []byte, gtab *[256]byte, G int, count *[256]uint32) int {
+	n := len(ex) &^ 63
+	if !useAVX2 || !useAVX512G || n == 0 || G > refFastGroups {
+		return 0
+	}
+	refCountGroupsAVX512(&ex[0], gtab, n, G, count)
+	return n
 }

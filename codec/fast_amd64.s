@@ -538,21 +538,22 @@ wdone:
 	MOVQ BX, ret1+72(FP)
 	RET
 
-// func refUngroupAVX512(tv *byte, ex *byte, grouped *byte, gtab *[256]byte, o *[256]uint32, n int, scratch *[64]byte)
+// func refUngroupAVX512(tv *byte, ex *byte, grouped *byte, gtab *[256]byte, o *[256]uint32, n int, G int, scratch *[64]byte)
 // refUngroup for n values (a multiple of 64) as one chain: per 64 values
-// the groups (gtab of ex, four 64-byte tables) and then, for each group
-// present, its next tokens expanded from grouped[o[g]] into the positions
-// of its values, o[g] moving on by their number. scratch holds the 64
-// groups for the scalar reads and at the end the largest token of each
-// position.
-TEXT ·refUngroupAVX512(SB), NOSPLIT, $0-56
+// the groups (gtab of ex, four 64-byte tables) and then, for each group g
+// < G, its next tokens expanded from grouped[o[g]] into the positions of
+// its values, o[g] moving on by their number (groups alternate between two
+// registers so that the expansions do not wait for each other). At the
+// end scratch holds the largest token of each position.
+TEXT ·refUngroupAVX512(SB), NOSPLIT, $0-64
 	MOVQ tv+0(FP), DI
 	MOVQ ex+8(FP), SI
 	MOVQ grouped+16(FP), R10
 	MOVQ gtab+24(FP), AX
 	MOVQ o+32(FP), R9
 	MOVQ n+40(FP), R13
-	MOVQ scratch+48(FP), R15
+	MOVQ G+48(FP), R14
+	MOVQ scratch+56(FP), R15
 	VMOVDQU64 0(AX), Z16
 	VMOVDQU64 64(AX), Z17
 	VMOVDQU64 128(AX), Z18
@@ -570,23 +571,36 @@ uchunk:
 	VPERMI2B Z19, Z18, Z2     // 128-255
 	VPMOVB2M Z0, K1
 	VMOVDQU8 Z2, K1, Z1       // the groups
-	VMOVDQU8 Z1, (R15)
-	MOVQ $-1, R12             // positions left
+	VPXORD Z4, Z4, Z4
+	VPXORD Z6, Z6, Z6
+	XORQ BX, BX               // group
 
 ugroup:
-	TZCNTQ R12, AX
-	MOVBQZX (R15)(AX*1), BX   // a group present
 	VPBROADCASTB BX, Z3
 	VPCMPEQB Z3, Z1, K2       // its positions
 	KMOVQ K2, R11
-	ANDNQ R12, R11, R12
 	MOVL (R9)(BX*4), DX
 	VPEXPANDB (R10)(DX*1), K2, Z4
 	POPCNTQ R11, R11
 	ADDL R11, DX
 	MOVL DX, (R9)(BX*4)
-	TESTQ R12, R12
-	JNZ  ugroup
+	INCQ BX
+	CMPQ BX, R14
+	JGE  ujoin
+	VPBROADCASTB BX, Z3
+	VPCMPEQB Z3, Z1, K3
+	KMOVQ K3, R11
+	MOVL (R9)(BX*4), DX
+	VPEXPANDB (R10)(DX*1), K3, Z6
+	POPCNTQ R11, R11
+	ADDL R11, DX
+	MOVL DX, (R9)(BX*4)
+	INCQ BX
+	CMPQ BX, R14
+	JLT  ugroup
+
+ujoin:
+	VPORD Z6, Z4, Z4
 	VMOVDQU8 Z4, (DI)(R8*1)
 	VPMAXUB Z4, Z5, Z5
 	ADDQ $64, R8
@@ -594,5 +608,49 @@ ugroup:
 
 udone:
 	VMOVDQU8 Z5, (R15)
+	VZEROUPPER
+	RET
+
+// func refCountGroupsAVX512(ex *byte, gtab *[256]byte, n int, G int, count *[256]uint32)
+// Adds to count[g] the number of the n values (a multiple of 64) whose
+// context ex maps to group g = gtab[ex] < G: per 64 values the groups as
+// in refUngroupAVX512, then a compare and a popcount per group.
+TEXT ·refCountGroupsAVX512(SB), NOSPLIT, $0-40
+	MOVQ ex+0(FP), SI
+	MOVQ gtab+8(FP), AX
+	MOVQ n+16(FP), R13
+	MOVQ G+24(FP), R14
+	MOVQ count+32(FP), R9
+	VMOVDQU64 0(AX), Z16
+	VMOVDQU64 64(AX), Z17
+	VMOVDQU64 128(AX), Z18
+	VMOVDQU64 192(AX), Z19
+	XORQ R8, R8
+
+cchunk:
+	CMPQ R8, R13
+	JGE  cdone
+	VMOVDQU8 (SI)(R8*1), Z0
+	VMOVDQA64 Z0, Z1
+	VMOVDQA64 Z0, Z2
+	VPERMI2B Z17, Z16, Z1
+	VPERMI2B Z19, Z18, Z2
+	VPMOVB2M Z0, K1
+	VMOVDQU8 Z2, K1, Z1       // the groups
+	XORQ BX, BX
+
+cgroup:
+	VPBROADCASTB BX, Z3
+	VPCMPEQB Z3, Z1, K2
+	KMOVQ K2, R11
+	POPCNTQ R11, R11
+	ADDL R11, (R9)(BX*4)
+	INCQ BX
+	CMPQ BX, R14
+	JLT  cgroup
+	ADDQ $64, R8
+	JMP  cchunk
+
+cdone:
 	VZEROUPPER
 	RET

@@ -2,7 +2,7 @@
 
 package codec
 
-var useAVX2 = false
+var useAVX2, useAVX512, useAVX512G = false, false, false
 
 func mergeBF16Asm(dst, e, r []byte) int         { return 0 }
 func splitBF16Asm(src, e, r []byte) (int, byte) { return 0, 0 }
@@ -27,6 +27,8 @@ func (ap *refApply) deltasAdd16Fast(dst, ref, ts []byte, bp, limit, q uint) (tri
 	return 0, 0, bp
 }
 
-func refUngroupFast(tv, ex, grouped []byte, gtab *[256]byte, o *[256]uint32) (int, byte) {
+func refUngroupFast(tv, ex, grouped []byte, gtab *[256]byte, o *[256]uint32, G int) (int, byte) {
 	return 0, 0
 }
+
+func refCountGroupsFast(ex []byte, gtab *[256]byte, G int, count *[256]uint32) int { return 0 }

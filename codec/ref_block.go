@@ -460,6 +460,10 @@ func (ap *refApply) add(out, rs, ds []uint32) {
 	}
 }
 
+// refFastGroups is the most groups the AVX-512 ungrouping takes on: it
+// spends a compare per group and 64 values.
+const refFastGroups = 24
+
 // refCheckEvery: the decoder checks the extra-bit position every this many
 // values (and pads the extra bits for the reads in between).
 const refCheckEvery = 64
@@ -583,10 +587,22 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 	// four independent chains below
 	var hc [4][256]uint32
 	qn := n / 4
-	quarterHist(&hc, ex, qn)
 	var count, off [256]int
-	for t := range p.nctx {
-		count[gtab[t]] += int(hc[0][t] + hc[1][t] + hc[2][t] + hc[3][t])
+	var c32 [256]uint32
+	quarters := false // hc holds the quarters' histograms
+	if k := refCountGroupsFast(ex, &gtab, G, &c32); k > 0 {
+		for _, c := range ex[k:] {
+			c32[gtab[c]]++
+		}
+		for g, c := range c32 {
+			count[g] = int(c)
+		}
+	} else {
+		quarterHist(&hc, ex, qn)
+		quarters = true
+		for t := range p.nctx {
+			count[gtab[t]] += int(hc[0][t] + hc[1][t] + hc[2][t] + hc[3][t])
+		}
 	}
 	e.grouped = slices.Grow(e.grouped[:0], n+1)[:n]
 	pos := 0
@@ -641,7 +657,7 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 	for g := 0; g < G; g++ {
 		o1[g] = uint32(off[g])
 	}
-	if k, maxT := refUngroupFast(tv, ex, e.grouped, &gtab, &o1); k > 0 {
+	if k, maxT := refUngroupFast(tv, ex, e.grouped, &gtab, &o1, G); k > 0 {
 		for i := k; i < n; i++ {
 			g := gtab[ex[i]]
 			tv[i] = e.grouped[o1[g]]
@@ -651,8 +667,13 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 		if int(maxT) > p.maxTok {
 			return errf("reference block: token %d out of range", maxT)
 		}
-	} else if maxT := refUngroupQuarters(tv, ex, e.grouped, &gtab, &hc, &off, G, p.nctx, qn); int(maxT) > p.maxTok {
-		return errf("reference block: token %d out of range", maxT)
+	} else {
+		if !quarters {
+			quarterHist(&hc, ex, qn)
+		}
+		if maxT := refUngroupQuarters(tv, ex, e.grouped, &gtab, &hc, &off, G, p.nctx, qn); int(maxT) > p.maxTok {
+			return errf("reference block: token %d out of range", maxT)
+		}
 	}
 	ap := refApply{tab: &tab, pad: pad, top: top, mask: mask, flip: flip, sh: uint32(p.b - 1), sbit: uint32(p.s)}
 	if p.size == 2 && p.s == 1 { // BF16, F16: straight into dst

@@ -479,7 +479,7 @@ func TestRefUngroupTwin(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(16, 17))
 	for _, n := range []int{0, 1, 63, 64, 65, 200, 4096, 65536, 65537} {
-		for _, G := range []int{1, 2, 7, 255} {
+		for _, G := range []int{1, 2, 7, refFastGroups, 255} {
 			var gtab [256]byte
 			for c := range gtab {
 				gtab[c] = byte(r.IntN(G))
@@ -507,6 +507,17 @@ func TestRefUngroupTwin(t *testing.T) {
 				off[g] = pos
 				pos += count[g]
 			}
+			var c32 [256]uint32
+			if k := refCountGroupsFast(ex, &gtab, G, &c32); k > 0 {
+				for _, c := range ex[k:] {
+					c32[gtab[c]]++
+				}
+				for g := range c32 {
+					if int(c32[g]) != count[g] {
+						t.Fatalf("n=%d G=%d: group %d counted %d times, want %d", n, G, g, c32[g], count[g])
+					}
+				}
+			}
 			want := make([]byte, n)
 			maxW := refUngroupQuarters(want, ex, grouped, &gtab, &hc, &off, G, 256, qn)
 			got := make([]byte, n)
@@ -514,7 +525,7 @@ func TestRefUngroupTwin(t *testing.T) {
 			for g := 0; g < G; g++ {
 				o[g] = uint32(off[g])
 			}
-			k, maxG := refUngroupFast(got, ex, grouped, &gtab, &o)
+			k, maxG := refUngroupFast(got, ex, grouped, &gtab, &o, G)
 			if k == 0 {
 				continue
 			}
