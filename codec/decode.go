@@ -540,6 +540,14 @@ func DecompressBytes(archive []byte, opt Options) ([]byte, error) {
 // straight into the result. It checks every block's CRC-32C and, unless
 // opt.SkipHash, the file's SHA-256.
 func (r *Reader) ReadFile(fi int, opt Options) ([]byte, error) {
+	return r.ReadFileTo(nil, fi, opt)
+}
+
+// ReadFileTo is ReadFile decoding into dst when it has the capacity (the
+// blocks cover every byte, so it is not cleared first; nothing else may
+// use it meanwhile), into a new slice otherwise. It returns the decoded
+// file, which shares dst's memory when dst was used.
+func (r *Reader) ReadFileTo(dst []byte, fi int, opt Options) ([]byte, error) {
 	if fi < 0 || fi >= len(r.idx.files) {
 		return nil, fmt.Errorf("%w: file %d", ErrNotFound, fi)
 	}
@@ -564,7 +572,12 @@ func (r *Reader) ReadFile(fi int, opt Options) ([]byte, error) {
 		}
 		return buf.Bytes(), nil
 	}
-	out := make([]byte, f.Size)
+	var out []byte
+	if int64(cap(dst)) >= f.Size {
+		out = dst[:f.Size]
+	} else {
+		out = make([]byte, f.Size)
+	}
 	threads := opt.threads()
 	ctx, cancel := context.WithCancel(opt.ctx())
 	defer cancel()

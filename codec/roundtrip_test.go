@@ -65,6 +65,18 @@ func TestReadFileHash(t *testing.T) {
 		if err != nil || !bytes.Equal(out, src) {
 			t.Fatalf("threads %d: %v", th, err)
 		}
+		// into a used buffer (not cleared first: every byte is decoded),
+		// and into one too small (a new slice)
+		dirty := bytes.Repeat([]byte{0xa5}, len(src)+7)
+		out, err = rd.ReadFileTo(dirty, 0, Options{Threads: th})
+		if err != nil || !bytes.Equal(out, src) || &out[0] != &dirty[0] {
+			t.Fatalf("threads %d: ReadFileTo a used buffer: %v", th, err)
+		}
+		small := make([]byte, 10)
+		out, err = rd.ReadFileTo(small, 0, Options{Threads: th})
+		if err != nil || !bytes.Equal(out, src) || &out[0] == &small[0] {
+			t.Fatalf("threads %d: ReadFileTo a small buffer: %v", th, err)
+		}
 		for _, bit := range []int{0, 255} {
 			rd.idx.files[0].SHA256[bit/8] ^= 1 << (bit % 8)
 			if _, err := rd.ReadFile(0, Options{Threads: th}); !errors.Is(err, ErrChecksum) {

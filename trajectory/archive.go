@@ -201,14 +201,18 @@ func (a *Archive) Extract(i int, opt codec.Options) (*Decoded, error) {
 		return nil, err
 	}
 	var prev *Decoded
+	var spare []byte // the buffer of the frame before prev, free again
 	for k, j := range chain {
 		o := opt
 		if k < len(chain)-1 {
 			o.SkipHash = true
 		}
-		d, err := a.decodeFrame(j, prev, o)
+		d, err := a.decodeFrameTo(spare, j, prev, o)
 		if err != nil {
 			return nil, err
+		}
+		if prev != nil {
+			spare = prev.Data
 		}
 		prev = d
 	}
@@ -217,6 +221,11 @@ func (a *Archive) Extract(i int, opt codec.Options) (*Decoded, error) {
 
 // decodeFrame decodes frame j given its decoded reference (nil for a keyframe).
 func (a *Archive) decodeFrame(j int, ref *Decoded, opt codec.Options) (*Decoded, error) {
+	return a.decodeFrameTo(nil, j, ref, opt)
+}
+
+// decodeFrameTo is decodeFrame into buf when it is large enough.
+func (a *Archive) decodeFrameTo(buf []byte, j int, ref *Decoded, opt codec.Options) (*Decoded, error) {
 	f := a.Frames[j]
 	rd, err := a.FrameReader(j)
 	if err != nil {
@@ -236,7 +245,7 @@ func (a *Archive) decodeFrame(j int, ref *Decoded, opt codec.Options) (*Decoded,
 		}
 	}
 	opt.Ref = nil
-	data, err := rd.ReadFile(0, opt)
+	data, err := rd.ReadFileTo(buf, 0, opt)
 	if err != nil {
 		return nil, fmt.Errorf("frame %d (%s): %w", j, f.Name, err)
 	}
