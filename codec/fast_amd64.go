@@ -20,6 +20,9 @@ var useAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VBMI
 // besides).
 var useAVX512G = useAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VBMI2 && cpu.X86.HasBMI1 && cpu.X86.HasPOPCNT
 
+// useAVX512T selects the AVX-512 token coding (F, CD).
+var useAVX512T = cpu.X86.HasAVX512F && cpu.X86.HasAVX512CD
+
 //go:noescape
 func mergeBF16AVX2(dst, e, r *byte, n int)
 
@@ -201,5 +204,20 @@ func refCountGroupsFast(ex []byte, gtab *[256]byte, G int, count *[256]uint32) i
 		return 0
 	}
 	refCountGroupsAVX512(&ex[0], gtab, n, G, count)
+	return n
+}
+
+//go:noescape
+func refTokens16AVX512(toks, ctxs *byte, xs *uint32, xns, src, ref *byte, n int, m, em, q uint)
+
+// refTokens16Fast is refTokens for the multiple of 16 values it can of a
+// 2-byte signed format with AVX-512; it returns how many it did.
+func refTokens16Fast(toks, ctxs []byte, xs []uint32, xns []byte, src, ref []byte, p *refSpec) int {
+	n := len(toks) &^ 15
+	if !useAVX2 || !useAVX512T || n == 0 || p.size != 2 || p.s != 1 {
+		return 0
+	}
+	_, _, _, _, _ = ctxs[n-1], xs[n-1], xns[n-1], src[2*n-1], ref[2*n-1]
+	refTokens16AVX512(&toks[0], &ctxs[0], &xs[0], &xns[0], &src[0], &ref[0], n, p.m, uint(p.emask), p.q)
 	return n
 }

@@ -2,7 +2,7 @@
 
 package codec
 
-var useAVX2, useAVX512, useAVX512G = false, false, false
+var useAVX2, useAVX512, useAVX512G, useAVX512T = false, false, false, false
 
 func mergeBF16Asm(dst, e, r []byte) int         { return 0 }
 func splitBF16Asm(src, e, r []byte) (int, byte) { return 0, 0 }
@@ -32,3 +32,7 @@ func refUngroupFast(tv, ex, grouped []byte, gtab *[256]byte, o *[256]uint32, G i
 }
 
 func refCountGroupsFast(ex []byte, gtab *[256]byte, G int, count *[256]uint32) int { return 0 }
+
+func refTokens16Fast(toks, ctxs []byte, xs []uint32, xns []byte, src, ref []byte, p *refSpec) int {
+	return 0
+}

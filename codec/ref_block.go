@@ -122,9 +122,21 @@ func (p *refSpec) token(d, rs uint64) (tok byte, extra uint64, n uint) {
 	return byte(2*bk - 1 + sg), extra, n
 }
 
+// refTokens writes the token, context and extra bits (value, count) of
+// each value of src coded against ref (the pure-Go path for any dtype).
+func refTokens(toks, ctxs []byte, xs []uint32, xns []byte, src, ref []byte, p *refSpec) {
+	for i := range toks {
+		v, r := loadValue(src, i, p.size), loadValue(ref, i, p.size)
+		t, x, xn := p.token(p.key(v)-p.key(r), p.sign(r))
+		toks[i], ctxs[i], xs[i], xns[i] = t, byte(p.ctx(r)), uint32(x), byte(xn)
+	}
+}
+
 // refEncoder is one worker's state for reference-conditioned blocks.
 type refEncoder struct {
-	ctxs    []uint16
+	ctxs    []byte   // context of each value (its reference's exponent)
+	xs      []uint32 // extra bits of each value
+	xns     []byte   // and their count
 	toks    []byte
 	grouped []byte
 	extra   []byte
@@ -177,22 +189,32 @@ func (b *blockEncoder) encodeRefFloat(dst, src, ref []byte, d dtype.DType) ([]by
 	e.used = e.used[:0]
 	e.ctxs = slices.Grow(e.ctxs[:0], n)[:n]
 	e.toks = slices.Grow(e.toks[:0], n)[:n]
+	e.xs = slices.Grow(e.xs[:0], n)[:n]
+	e.xns = slices.Grow(e.xns[:0], n)[:n]
+	// each value's token, context and extra bits (value, count)
+	k := 0
+	if p.size == 2 && p.s == 1 {
+		k = refTokens16Fast(e.toks, e.ctxs, e.xs, e.xns, src, ref, &p)
+	}
+	refTokens(e.toks[k:], e.ctxs[k:], e.xs[k:], e.xns[k:], src[k*p.size:], ref[k*p.size:], &p)
+	// token histogram per context
+	for i, c := range e.ctxs {
+		e.counts[c]++
+		e.rows[c][e.toks[i]]++
+	}
+	for c, v := range e.counts[:p.nctx] {
+		if v != 0 {
+			e.used = append(e.used, c)
+		}
+	}
+	// the extra bits, LSB-first
 	ex := e.extra[:0]
 	var acc uint64
 	var nb uint
-	for i := 0; i < n; i++ {
-		v, r := loadValue(src, i, p.size), loadValue(ref, i, p.size)
-		c := p.ctx(r)
-		t, x, xn := p.token(p.key(v)-p.key(r), p.sign(r))
-		e.ctxs[i] = uint16(c)
-		e.toks[i] = t
-		if e.counts[c] == 0 {
-			e.used = append(e.used, c)
-		}
-		e.counts[c]++
-		e.rows[c][t]++
-		acc |= x << nb
-		nb += xn
+	xns := e.xns[:n]
+	for i, x := range e.xs {
+		acc |= uint64(x) << nb
+		nb += uint(xns[i])
 		if nb >= 32 {
 			ex = binary.LittleEndian.AppendUint32(ex, uint32(acc))
 			acc >>= 32
