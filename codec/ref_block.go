@@ -147,8 +147,9 @@ type refEncoder struct {
 	ghist   [256][256]uint32
 	order   []int
 	own     []int
-	try     []byte // a candidate payload
-	best    []byte // the smallest so far
+	best    []byte // the payload coded
+	est     huffTable
+	estHdr  []byte
 }
 
 // refGroupThresholds: the encoder tries these minimum context sizes (a
@@ -241,28 +242,60 @@ func (b *blockEncoder) encodeRefFloat(dst, src, ref []byte, d dtype.DType) ([]by
 		return a - b
 	})
 	// the candidate groupings (contexts with a group of their own), each
-	// coded in full: the smallest wins
-	var tried []int
-	best := e.best[:0]
-	bestK := 0
+	// estimated from its histograms: the smallest is coded
+	bestK, bestEst := -1, 0
 	for _, th := range refGroupThresholds {
 		k := 0
 		for k < len(e.order) && k < 254 && int(counts[e.order[k]]) >= th {
 			k++
 		}
-		if slices.Contains(tried, k) {
+		if k == bestK {
 			continue
 		}
-		tried = append(tried, k)
-		e.try = b.appendRefGroups(e.try[:0], &p, k, n)
-		if len(best) == 0 || len(e.try)+k*refGroupPenalty < len(best)+bestK*refGroupPenalty {
-			best, e.try, bestK = e.try, best, k
+		if est := e.estimateGroups(&p, k) + k*refGroupPenalty; bestK < 0 || est < bestEst {
+			bestK, bestEst = k, est
 		}
 	}
-	e.best = best
-	dst = append(dst, best...)
+	e.best = b.appendRefGroups(e.best[:0], &p, bestK, n)
+	dst = append(dst, e.best...)
 	dst = binary.AppendUvarint(dst, uint64(len(e.extra)))
 	return append(dst, e.extra...), true
+}
+
+// estimateGroups estimates the bytes of the token streams with the k
+// largest contexts (order) in groups of their own: each group as packed
+// symbols or Huffman-coded singles with their table, whichever is smaller
+// (the coder may do better with pairs).
+func (e *refEncoder) estimateGroups(p *refSpec, k int) int {
+	var rest [256]uint32 // group 0: the contexts without a group
+	inOwn := func(c int) bool { return slices.Contains(e.order[:k], c) }
+	size := 0
+	for _, c := range e.order[:k] {
+		size += e.estimateStream(&e.rows[c], int(e.counts[c]), p.tokW)
+	}
+	n0 := 0
+	for _, c := range e.used {
+		if !inOwn(c) {
+			for t, v := range e.rows[c] {
+				rest[t] += v
+			}
+			n0 += int(e.counts[c])
+		}
+	}
+	return size + e.estimateStream(&rest, n0, p.tokW) + 3*k
+}
+
+// estimateStream is the smaller of a stream's packed size and its
+// Huffman-coded size with the table.
+func (e *refEncoder) estimateStream(hist *[256]uint32, n int, w uint) int {
+	best := packedLen(n, w) + 1
+	if n >= minHuffSymbols && e.est.build(hist) == nil {
+		if h, err := e.est.appendHeader(e.estHdr[:0]); err == nil {
+			e.estHdr = h
+			best = min(best, huffSize(len(h), e.est.cost(hist), n)+2)
+		}
+	}
+	return best
 }
 
 // appendRefGroups appends the method header, the context map and the token
