@@ -20,6 +20,9 @@ var useAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VBMI
 // besides).
 var useAVX512G = useAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VBMI2 && cpu.X86.HasBMI1 && cpu.X86.HasPOPCNT
 
+// useAVX512Q selects the AVX-512 decoding of 4-byte values (F, DQ, VBMI).
+var useAVX512Q = useAVX512 && cpu.X86.HasAVX512DQ
+
 // useAVX512T selects the AVX-512 token coding (F, CD).
 var useAVX512T = cpu.X86.HasAVX512F && cpu.X86.HasAVX512CD
 
@@ -117,7 +120,7 @@ func (ap *refApply) refDeltasFast(ds []uint32, ts []byte, bp, limit uint) (int, 
 		return ap.deltasChecked(ds, ts, bp, limit)
 	}
 	_ = ds[len(ts)-1]
-	if uint(len(ap.pad)) < limit/8+8+refCheckEvery*4 {
+	if uint(len(ap.pad)) < limit/8+refPad {
 		panic("codec: reference extra bits without their padding")
 	}
 	return refDeltasAsm(&ds[0], &ts[0], len(ts), &ap.tab[0], &ap.pad[0], bp, limit)
@@ -165,7 +168,7 @@ func (ap *refApply) deltasAdd16Fast(dst, ref, ts []byte, bp, limit, q uint) (tri
 		return 0, 0, bp
 	}
 	_, _ = dst[2*n-1], ref[2*n-1]
-	if uint(len(ap.pad)) < limit/8+8+refCheckEvery*4 || q > 6 {
+	if uint(len(ap.pad)) < limit/8+refPad || q > 6 {
 		panic("codec: reference extra bits without their padding")
 	}
 	done, pos = refDeltasAdd16AVX512(&dst[0], &ref[0], &ts[0], n, &ap.pad[0], bp, limit, q)
@@ -219,5 +222,38 @@ func refTokens16Fast(toks, ctxs []byte, xs []uint32, xns []byte, src, ref []byte
 	}
 	_, _, _, _, _ = ctxs[n-1], xs[n-1], xns[n-1], src[2*n-1], ref[2*n-1]
 	refTokens16AVX512(&toks[0], &ctxs[0], &xs[0], &xns[0], &src[0], &ref[0], n, p.m, uint(p.emask), p.q)
+	return n
+}
+
+//go:noescape
+func refDeltasAdd32AVX512(dst, ref, ts *byte, n int, pad *byte, bp, limit, q uint) (int, uint)
+
+//go:noescape
+func refExps32AVX512(ex, ref *byte, n int, m, em uint)
+
+// deltasAdd32Fast is deltasAdd16Fast for 4-byte signed values (F32), 8 at
+// a time: the multiple of 8 values it can.
+func (ap *refApply) deltasAdd32Fast(dst, ref, ts []byte, bp, limit, q uint) (tried, done int, pos uint) {
+	n := len(ts) &^ 7
+	if !useAVX2 || !useAVX512Q || n == 0 {
+		return 0, 0, bp
+	}
+	_, _ = dst[4*n-1], ref[4*n-1]
+	if uint(len(ap.pad)) < limit/8+refPad || q > 6 {
+		panic("codec: reference extra bits without their padding")
+	}
+	done, pos = refDeltasAdd32AVX512(&dst[0], &ref[0], &ts[0], n, &ap.pad[0], bp, limit, q)
+	return n, done, pos
+}
+
+// refExps32Fast writes the exponents of the multiple of 16 4-byte values
+// it can with AVX-512 and returns how many.
+func refExps32Fast(ex, ref []byte, m uint, em uint32) int {
+	n := len(ex) &^ 15
+	if !useAVX2 || !useAVX512Q || n == 0 {
+		return 0
+	}
+	_ = ref[4*n-1]
+	refExps32AVX512(&ex[0], &ref[0], n, m, uint(em))
 	return n
 }

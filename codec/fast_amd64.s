@@ -752,3 +752,141 @@ tloop:
 tdone:
 	VZEROUPPER
 	RET
+
+// func refDeltasAdd32AVX512(dst *byte, ref *byte, ts *byte, n int, pad *byte, bp uint, limit uint, q uint)
+// refDeltasAdd16AVX512 for 4-byte signed values, 8 at a time in 64-bit
+// lanes (a value's extra bits, at most 31, and its bit offset need more
+// than 32): the same token arithmetic, bit positions by prefix sum, 8
+// bytes per lane from one 64-byte window of pad (8 values read at most
+// 8·31 bits), and the difference added to the key of the reference.
+TEXT ·refDeltasAdd32AVX512(SB), NOSPLIT, $0-80
+	MOVQ dst+0(FP), DI
+	MOVQ ref+8(FP), SI
+	MOVQ ts+16(FP), DX
+	MOVQ n+24(FP), R13
+	MOVQ pad+32(FP), R9
+	MOVQ bp+40(FP), BX
+	MOVQ limit+48(FP), R10
+	MOVQ q+56(FP), CX
+	VPBROADCASTQ CX, Z20      // q (as a shift count)
+	MOVQ $1, R11
+	VPBROADCASTQ R11, Z21     // 1
+	SHLQ CX, R11
+	VPBROADCASTQ R11, Z22     // 1 << q
+	DECQ R11
+	VPBROADCASTQ R11, Z23     // (1 << q) - 1
+	MOVQ $0x80000000, R11
+	VPBROADCASTQ R11, Z24
+	MOVQ $0x7fffffff, R11
+	VPBROADCASTQ R11, Z25
+	MOVQ $0xffffffff, R11
+	VPBROADCASTQ R11, Z26
+	VPXORQ Z27, Z27, Z27      // 0
+	MOVQ $0x0706050403020100, R11
+	VPBROADCASTQ R11, Z28
+	MOVQ $7, R11
+	VPBROADCASTQ R11, Z29
+	MOVQ $0x0101010101010101, R11
+	VPBROADCASTQ R11, Z31
+	XORQ R8, R8
+
+vloop:
+	CMPQ R8, R13
+	JGE  vdone
+	TESTQ $63, R8
+	JNZ  vbody
+	CMPQ BX, R10
+	JA   vdone
+
+vbody:
+	VPMOVZXBQ (DX)(R8*1), Z0  // tokens
+	VPADDQ Z21, Z0, Z1        // t+1
+	VPSRLQ $1, Z1, Z2         // bucket
+	VPANDQ Z21, Z1, Z3
+	VPSUBQ Z3, Z27, Z3        // neg
+	VPSRLQ X20, Z2, Z4
+	VPSUBQ Z21, Z4, Z4
+	VPMAXSQ Z27, Z4, Z4       // extra bits n
+	VPANDQ Z23, Z2, Z5
+	VPMINUQ Z22, Z2, Z6
+	VPANDQ Z22, Z6, Z6
+	VPORQ Z6, Z5, Z5
+	VPSLLVQ Z4, Z5, Z5        // base
+	VPSLLVQ Z4, Z21, Z6
+	VPSUBQ Z21, Z6, Z6        // low mask
+	VALIGNQ $7, Z27, Z4, Z7   // prefix sum of n
+	VPADDQ Z7, Z4, Z7
+	VALIGNQ $6, Z27, Z7, Z8
+	VPADDQ Z8, Z7, Z7
+	VALIGNQ $4, Z27, Z7, Z8
+	VPADDQ Z8, Z7, Z7         // inclusive
+	VPSUBQ Z4, Z7, Z8         // exclusive
+	MOVQ BX, R11
+	ANDQ $7, R11
+	VPBROADCASTQ R11, Z9
+	VPADDQ Z9, Z8, Z8
+	VPSRLQ $3, Z8, Z9         // byte
+	VPANDQ Z29, Z8, Z8        // bit
+	VPMULLQ Z31, Z9, Z9
+	VPADDQ Z28, Z9, Z9        // bytes byte..byte+7 of each lane
+	MOVQ BX, R11
+	SHRQ $3, R11
+	VPERMB (R9)(R11*1), Z9, Z10
+	VPSRLVQ Z8, Z10, Z10
+	VPANDQ Z6, Z10, Z10
+	VPORQ Z5, Z10, Z10        // magnitude
+	VPMOVZXDQ (SI)(R8*4), Z11 // references
+	VPSLLQ $32, Z11, Z12
+	VPSRAQ $63, Z12, Z12      // their sign
+	VPXORQ Z12, Z3, Z3
+	VPXORQ Z3, Z10, Z10
+	VPSUBQ Z3, Z10, Z10       // the difference
+	VPANDQ Z25, Z12, Z13
+	VPORQ Z24, Z13, Z13
+	VPXORQ Z11, Z13, Z13      // key(r)
+	VPADDQ Z10, Z13, Z13
+	VPANDQ Z26, Z13, Z13
+	VPSRLQ $31, Z13, Z14
+	VPSUBQ Z21, Z14, Z14
+	VPANDQ Z25, Z14, Z14
+	VPORQ Z24, Z14, Z14
+	VPXORQ Z14, Z13, Z13      // unkey
+	VPMOVQD Z13, (DI)(R8*4)
+	VEXTRACTI64X2 $3, Z7, X15
+	VPEXTRQ $1, X15, R11
+	ADDQ R11, BX
+	ADDQ $8, R8
+	JMP  vloop
+
+vdone:
+	VZEROUPPER
+	MOVQ R8, ret+64(FP)
+	MOVQ BX, ret1+72(FP)
+	RET
+
+// func refExps32AVX512(ex *byte, ref *byte, n int, m uint, em uint)
+// The exponent of each 4-byte value (>> m, & em) as a byte, 16 at a time
+// (n a multiple of 16).
+TEXT ·refExps32AVX512(SB), NOSPLIT, $0-40
+	MOVQ ex+0(FP), DI
+	MOVQ ref+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ m+24(FP), AX
+	VPBROADCASTQ AX, Z20
+	MOVQ em+32(FP), AX
+	VPBROADCASTD AX, Z21
+	XORQ R8, R8
+
+eloop32:
+	CMPQ R8, CX
+	JGE  edone32
+	VMOVDQU32 (SI)(R8*4), Z0
+	VPSRLD X20, Z0, Z0
+	VPANDD Z21, Z0, Z0
+	VPMOVDB Z0, (DI)(R8*1)
+	ADDQ $16, R8
+	JMP  eloop32
+
+edone32:
+	VZEROUPPER
+	RET

@@ -2,7 +2,7 @@
 
 package codec
 
-var useAVX2, useAVX512, useAVX512G, useAVX512T = false, false, false, false
+var useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q = false, false, false, false, false
 
 func mergeBF16Asm(dst, e, r []byte) int         { return 0 }
 func splitBF16Asm(src, e, r []byte) (int, byte) { return 0, 0 }
@@ -36,3 +36,9 @@ func refCountGroupsFast(ex []byte, gtab *[256]byte, G int, count *[256]uint32) i
 func refTokens16Fast(toks, ctxs []byte, xs []uint32, xns []byte, src, ref []byte, p *refSpec) int {
 	return 0
 }
+
+func (ap *refApply) deltasAdd32Fast(dst, ref, ts []byte, bp, limit, q uint) (tried, done int, pos uint) {
+	return 0, 0, bp
+}
+
+func refExps32Fast(ex, ref []byte, m uint, em uint32) int { return 0 }

@@ -521,6 +521,11 @@ func (ap *refApply) add(out, rs, ds []uint32) {
 // spends a compare per group and 64 values.
 const refFastGroups = 24
 
+// refPad is the padding after the extra bits: 8-byte reads of the values
+// between two checks (at most 32 bits each) and a 64-byte window read
+// after them (the AVX-512 paths).
+const refPad = 8 + refCheckEvery*4 + 64
+
 // refCheckEvery: the decoder checks the extra-bit position every this many
 // values (and pads the extra bits for the reads in between).
 const refCheckEvery = 64
@@ -627,16 +632,17 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 	// the exponents, gtab maps them to groups
 	var gtab [256]byte
 	copy(gtab[:], groupOf)
-	var rv []uint32
-	if p.size == 2 {
+	m32, em := uint32(p.m), uint32(p.emask)
+	switch p.size {
+	case 2:
 		refExps16Fast(ex, ref, p.m, uint16(p.emask)) // BF16, F16: from the bytes
-	} else {
-		e.rv = slices.Grow(e.rv[:0], n)[:n]
-		rv = e.rv
-		loadAll(rv, ref, p.size)
-		m32, em := uint32(p.m), uint32(p.emask)
-		for i, r := range rv {
-			ex[i] = byte(r >> m32 & em)
+	case 4:
+		for i := refExps32Fast(ex, ref, p.m, em); i < n; i++ {
+			ex[i] = byte(binary.LittleEndian.Uint32(ref[4*i:]) >> m32 & em)
+		}
+	default:
+		for i, r := range ref[:n] {
+			ex[i] = byte(uint32(r) >> m32 & em)
 		}
 	}
 	// four quarters of the values, counted apart (which also breaks the
@@ -677,9 +683,9 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 	if len(rest) != int(x) {
 		return errf("reference block: %d trailing bytes", len(rest)-int(x))
 	}
-	// pad for 8-byte reads up to refCheckEvery values past the end
+	// pad for the reads up to refCheckEvery values past the end
 	e.pad = append(e.pad[:0], rest...)
-	e.pad = append(e.pad, make([]byte, 8+refCheckEvery*4)...)
+	e.pad = append(e.pad, make([]byte, refPad)...)
 	pad := e.pad
 	limit := uint(8 * x)
 	// token table: magnitude base, extra bits mask and count, sign mask
@@ -749,14 +755,25 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 		add16Fast(dst[2*k:], ref[2*k:], out[k:n])
 		return nil
 	}
-	done, bp := ap.refDeltasFast(out, tv, 0, limit)
-	if done < n {
+	// FP8, or F32 without AVX-512 (and the last values with it)
+	k, bp := 0, uint(0)
+	if p.size == 4 && p.s == 1 {
+		var done int
+		k, done, bp = ap.deltasAdd32Fast(dst, ref, tv, 0, limit, p.q)
+		if done < k {
+			return errf("reference block: extra bits exhausted")
+		}
+	}
+	done, bp := ap.refDeltasFast(out[k:], tv[k:], bp, limit)
+	if done < n-k {
 		return errf("reference block: extra bits exhausted")
 	}
 	if bp > limit || (bp+7)/8 != uint(x) {
 		return errf("reference block: %d bytes of extra bits, want %d", x, (bp+7)/8)
 	}
-	ap.add(out, rv, out)
-	storeAll(dst, out, p.size)
+	e.rv = slices.Grow(e.rv[:0], n-k)[:n-k]
+	loadAll(e.rv, ref[k*p.size:], p.size)
+	ap.add(out[k:n], e.rv, out[k:n])
+	storeAll(dst[k*p.size:], out[k:n], p.size)
 	return nil
 }

@@ -332,7 +332,7 @@ func TestRefDecodeTwins(t *testing.T) {
 			// limits: enough, and short by various amounts
 			for _, short := range []uint{0, 1, 9, x / 2, x} {
 				lim := x - min(short, x)
-				pad := make([]byte, lim+8+refCheckEvery*4)
+				pad := make([]byte, lim+refPad)
 				for i := range pad {
 					pad[i] = byte(r.Uint32())
 				}
@@ -439,7 +439,7 @@ func TestRefDeltasAdd16Twin(t *testing.T) {
 				x := (bits + 7) / 8
 				for _, short := range []uint{0, 1, 13, x / 3, x} {
 					lim := x - min(short, x)
-					pad := make([]byte, lim+8+refCheckEvery*4)
+					pad := make([]byte, lim+refPad)
 					for i := range pad {
 						pad[i] = byte(r.Uint32())
 					}
@@ -591,6 +591,75 @@ func TestRefTokensTwin(t *testing.T) {
 				refTokens(t2, c2, x2, n2, src, ref, &p)
 				if !bytes.Equal(t1, t2) || !bytes.Equal(c1, c2) || !slices.Equal(x1, x2) || !bytes.Equal(n1, n2) {
 					t.Fatalf("%v q=%d n=%d: tokens differ from the Go coder", d, q, n)
+				}
+			}
+		}
+	}
+}
+
+// The AVX-512 pass for 4-byte values against deltasChecked + add, and the
+// exponents of 4-byte values against the plain shift.
+func TestRefDeltasAdd32Twin(t *testing.T) {
+	if !useAVX2 || !useAVX512Q {
+		t.Log("no AVX-512 (F, DQ, VBMI) here: the 4-byte pass is not compared")
+	}
+	r := rand.New(rand.NewPCG(20, 21))
+	for q := uint(0); q <= 6; q++ {
+		p, _ := refSpecFor(dtype.F32)
+		if !p.setQ(q) {
+			continue
+		}
+		tab := refTokTable(&p)
+		for _, n := range []int{0, 7, 8, 9, 64, 65, 1000, 16384} {
+			ts := make([]byte, n)
+			var bits uint
+			for i := range ts {
+				ts[i] = byte(r.IntN(p.maxTok + 1))
+				if r.IntN(3) == 0 {
+					ts[i] = byte(p.maxTok - r.IntN(4))
+				}
+				bits += uint(tab[ts[i]].n)
+			}
+			ref := make([]byte, 4*n)
+			for i := range ref {
+				ref[i] = byte(r.Uint32())
+			}
+			x := (bits + 7) / 8
+			for _, short := range []uint{0, 1, 13, x / 3, x} {
+				lim := x - min(short, x)
+				pad := make([]byte, lim+refPad)
+				for i := range pad {
+					pad[i] = byte(r.Uint32())
+				}
+				ap := refApply{tab: tab, pad: pad, top: 1 << 31, mask: 1<<32 - 1, flip: 1<<31 - 1, sh: 31, sbit: 1}
+				ds := make([]uint32, n)
+				k2, b2 := ap.deltasChecked(ds, ts, 0, 8*lim)
+				rs := make([]uint32, n)
+				loadAll(rs, ref, 4)
+				ap.add(ds[:k2], rs[:k2], ds[:k2])
+				want := make([]byte, 4*n)
+				storeAll(want[:4*k2], ds[:k2], 4)
+				got := make([]byte, 4*n)
+				tried, k1, b1 := ap.deltasAdd32Fast(got, ref, ts, 0, 8*lim, q)
+				if tried == 0 {
+					continue
+				}
+				if tried != n&^7 {
+					t.Fatalf("q=%d n=%d: took on %d values", q, n, tried)
+				}
+				if k2 <= tried && (k1 != k2 || b1 != b2) || k2 > tried && k1 != tried {
+					t.Fatalf("q=%d n=%d short=%d: stopped at %d (bit %d), Go at %d (bit %d)", q, n, short, k1, b1, k2, b2)
+				}
+				m := min(k1, k2)
+				if !bytes.Equal(got[:4*m], want[:4*m]) {
+					t.Fatalf("q=%d n=%d short=%d: values differ from the Go twin", q, n, short)
+				}
+			}
+			ex := make([]byte, n)
+			k := refExps32Fast(ex, ref, p.m, uint32(p.emask))
+			for i := range ex[:k] {
+				if ex[i] != byte(binary.LittleEndian.Uint32(ref[4*i:])>>p.m&uint32(p.emask)) {
+					t.Fatalf("n=%d: exponent %d wrong", n, i)
 				}
 			}
 		}
