@@ -72,6 +72,21 @@ func TestRefRoundTripReal(t *testing.T) {
 		if sha256.Sum256(out) != sha256.Sum256(cur) {
 			t.Fatalf("%s %d->%d: roundtrip differs", c.kind, c.from, c.to)
 		}
+		// every tier of fast paths gives the same archive and bytes: the
+		// AVX2 assembly alone, and pure Go
+		for _, tier := range []string{"avx2", "go"} {
+			a2, a512, a512g, a512t, a512q := useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q
+			useAVX512, useAVX512G, useAVX512T, useAVX512Q = false, false, false, false
+			if tier == "go" {
+				useAVX2 = false
+			}
+			arc3 := encodeRef(t, cur, ref, Options{Threads: 2})
+			out3, err := DecompressBytes(arc1, Options{Ref: ref})
+			useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q = a2, a512, a512g, a512t, a512q
+			if err != nil || !bytes.Equal(out3, cur) || !bytes.Equal(arc3, arc1) {
+				t.Fatalf("%s %d->%d, %s paths: roundtrip or archive differs (%v)", c.kind, c.from, c.to, tier, err)
+			}
+		}
 		t.Logf("%s %d->%d: raw %d independent %d (%.3f) conditioned %d (%.3f of raw, %.3f of independent)", c.kind, c.from, c.to,
 			len(cur), len(ind), float64(len(ind))/float64(len(cur)), len(arc1), float64(len(arc1))/float64(len(cur)), float64(len(arc1))/float64(len(ind)))
 		// without the reference: a clear error, nothing decoded
