@@ -511,7 +511,7 @@ func Decode(w io.Writer, r io.ReaderAt, size int64, opt Options) error {
 func CompressBytes(src []byte, segs []Segment, opt Options) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.Grow(len(src) + len(src)/64 + 4096) // archives are at most slightly larger than the input
-	_, err := Encode(&buf, []Input{{Name: "model.bin", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, opt)
+	_, err := Encode(&buf, []Input{{Name: "model.bin", R: memArchive(src), Size: int64(len(src)), Segments: segs}}, opt)
 	return buf.Bytes(), err
 }
 

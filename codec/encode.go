@@ -103,6 +103,7 @@ type encTask struct {
 	file  int
 	plans []blockPlan
 	in    *[]byte // original bytes of all blocks
+	inMem bool    // in is a slice of an in-memory input (Bytes), not a pooled buffer
 	out   *[]byte // payloads of all blocks, back to back
 	info  []blockInfo
 	err   error
@@ -312,7 +313,9 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		if werr != nil {
 			cancel()
 		}
-		putBuf(t.in)
+		if !t.inMem {
+			putBuf(t.in)
+		}
 		putBuf(t.out)
 	}
 	wg.Wait()
@@ -351,9 +354,15 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 // encodeTask reads the blocks of a task and codes them one by one.
 func encodeTask(be *blockEncoder, r io.ReaderAt, ref *Reference, t *encTask) error {
 	first, last := t.plans[0], t.plans[len(t.plans)-1]
-	t.in = getBuf(int(last.off + last.length - first.off))
-	if err := readFull(r, *t.in, first.off); err != nil {
-		return err
+	lo, hi := first.off, last.off+last.length
+	if m, ok := r.(memArchive); ok && lo >= 0 && hi <= int64(len(m)) {
+		s := []byte(m[lo:hi:hi]) // in memory: read in place (the coders only read it)
+		t.in, t.inMem = &s, true
+	} else {
+		t.in, t.inMem = getBuf(int(hi-lo)), false
+		if err := readFull(r, *t.in, first.off); err != nil {
+			return err
+		}
 	}
 	t.out = getBuf(0)
 	out := (*t.out)[:0]

@@ -89,3 +89,49 @@ func TestReadFileHash(t *testing.T) {
 		}
 	}
 }
+
+// CompressBytes reads its input in place: it must leave it as it was, for
+// every dtype's edge cases, a real file and coding against a reference.
+func TestCompressBytesLeavesInput(t *testing.T) {
+	check := func(name string, src []byte, segs []Segment, opt Options) {
+		t.Helper()
+		keep := bytes.Clone(src)
+		arc, err := CompressBytes(src, segs, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(src, keep) {
+			t.Fatalf("%s: CompressBytes changed its input", name)
+		}
+		out, err := DecompressBytes(arc, Options{Ref: opt.Ref})
+		if err != nil || !bytes.Equal(out, keep) {
+			t.Fatalf("%s: roundtrip: %v", name, err)
+		}
+	}
+	for _, d := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32, dtype.F64, dtype.F8E4M3, dtype.F8E5M2} {
+		src, segs := tensorFile(d, edgeTensors(d))
+		check(d.String(), src, segs, Options{Threads: 2})
+		// against a reference that differs in a few values
+		other := bytes.Clone(src)
+		for i := 1; i < len(other); i += 97 {
+			other[i] ^= 1
+		}
+		check(d.String()+" with a reference", src, segs, Options{Threads: 2, Ref: refOfSegs(t, other, segs)})
+	}
+	if d := sharedDir(); d != "" {
+		src, err := os.ReadFile(filepath.Join(d, "models/bench/real-bf16.safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("real-bf16", src, safetensorsSegments(src), Options{})
+	}
+}
+
+func refOfSegs(t *testing.T, b []byte, segs []Segment) *Reference {
+	t.Helper()
+	ref, err := NewReference([]Input{{Name: "ref", R: bytes.NewReader(b), Size: int64(len(b)), Segments: segs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
