@@ -150,7 +150,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			if !r.RoundtripOK {
 				ok = "FAILED " + r.Error
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%.4f\t%.0f\t%.0f\t%d\t%s\t%d\t%d\t\n", r.File, r.Codec, r.Ratio, r.CompressMBs, r.DecompressMBs, r.Threads, ok, r.OriginalBytes, r.Compressed)
+			// a device row measures decoding only, on the device's own threads
+			fmt.Fprintf(tw, "%s\t%s\t%.4f\t%s\t%s\t%s\t%s\t%d\t%d\t\n", r.File, r.Codec, r.Ratio, orDash("%.0f", r.CompressMBs), orDash("%.0f", r.DecompressMBs), orDash("%d", r.Threads), ok, r.OriginalBytes, r.Compressed)
 		}
 		tw.Flush()
 	}
@@ -221,4 +222,12 @@ func fileBoundRatio(src []byte, segs []codec.Segment) float64 {
 		return 0
 	}
 	return float64(len(src)) / bound
+}
+
+// orDash formats v, or "–" for a quantity not measured (zero).
+func orDash[T int | float64](format string, v T) string {
+	if v == 0 {
+		return "–"
+	}
+	return fmt.Sprintf(format, v)
 }
