@@ -23,6 +23,9 @@ var useAVX512G = useAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VBMI2 && c
 // useAVX512Q selects the AVX-512 decoding of 4-byte values (F, DQ, VBMI).
 var useAVX512Q = useAVX512 && cpu.X86.HasAVX512DQ
 
+// useAVX512BW selects the AVX-512 pair expansion (F, BW).
+var useAVX512BW = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
+
 // useAVX512T selects the AVX-512 token coding (F, CD).
 var useAVX512T = cpu.X86.HasAVX512F && cpu.X86.HasAVX512CD
 
@@ -69,6 +72,32 @@ func expandPairsFast(dst, codes []byte, i int, tab *[256]uint32) int {
 	}
 	_ = dst[2*len(codes)-1]
 	return i + expandPairsAsm(&dst[2*i], &codes[i], len(codes)-i, tab)
+}
+
+//go:noescape
+func expandPairsAVX512(dst, codes *byte, m int, tab *[256]uint32, esc int, exc *byte, nexc int, x *int) int
+
+// expandPairsWide does what it can of expandPairs with AVX-512 (32 codes
+// at a time, escapes filled from exc) when every code below esc has a pair
+// (the pair codes of a stream; setup tables with holes are left to the
+// other paths). It returns the codes done and moves *x on by the
+// exceptions used.
+func expandPairsWide(dst, codes []byte, tab *[256]uint32, esc byte, exc []byte, x *int) int {
+	m := len(codes)
+	if !useAVX2 || !useAVX512BW || m < 64 {
+		return 0
+	}
+	for c, v := range tab {
+		if (v>>16 != 0) != (c >= int(esc)) {
+			return 0
+		}
+	}
+	_ = dst[2*m-1]
+	var e *byte
+	if len(exc) > 0 {
+		e = &exc[0]
+	}
+	return expandPairsAVX512(&dst[0], &codes[0], m, tab, int(esc), e, len(exc), x)
 }
 
 //go:noescape

@@ -890,3 +890,118 @@ eloop32:
 edone32:
 	VZEROUPPER
 	RET
+
+// func expandPairsAVX512(dst *byte, codes *byte, m int, tab *[256]uint32, esc int, exc *byte, nexc int, x *int) int
+// expandPairs 32 codes at a time where every code below esc has its pair
+// in the low 16 bits of its tab entry: the entries as a table of 256 words
+// in eight registers, each code's word by VPERMI2W from the four 64-word
+// quarters, chosen by the code's bits 6 and 7; the escapes of a chunk (code
+// esc) are then filled from exc at *x in order. Stops before the first 32
+// codes with an invalid code (above esc) or more escapes than exc has
+// left; returns the codes written (*x moved on).
+TEXT ·expandPairsAVX512(SB), NOSPLIT, $0-72
+	MOVQ dst+0(FP), DI
+	MOVQ codes+8(FP), SI
+	MOVQ m+16(FP), CX
+	MOVQ tab+24(FP), DX
+	MOVQ esc+32(FP), R8
+	MOVQ exc+40(FP), R13
+	MOVQ nexc+48(FP), R14
+	MOVQ x+56(FP), R15
+	MOVQ (R15), R12           // exceptions used
+	VMOVDQU32 0(DX), Z0       // the low words of the 256 entries
+	VPMOVDW Z0, Y1
+	VMOVDQU32 64(DX), Z0
+	VPMOVDW Z0, Y2
+	VINSERTI64X4 $1, Y2, Z1, Z16
+	VMOVDQU32 128(DX), Z0
+	VPMOVDW Z0, Y1
+	VMOVDQU32 192(DX), Z0
+	VPMOVDW Z0, Y2
+	VINSERTI64X4 $1, Y2, Z1, Z17
+	VMOVDQU32 256(DX), Z0
+	VPMOVDW Z0, Y1
+	VMOVDQU32 320(DX), Z0
+	VPMOVDW Z0, Y2
+	VINSERTI64X4 $1, Y2, Z1, Z18
+	VMOVDQU32 384(DX), Z0
+	VPMOVDW Z0, Y1
+	VMOVDQU32 448(DX), Z0
+	VPMOVDW Z0, Y2
+	VINSERTI64X4 $1, Y2, Z1, Z19
+	VMOVDQU32 512(DX), Z0
+	VPMOVDW Z0, Y1
+	VMOVDQU32 576(DX), Z0
+	VPMOVDW Z0, Y2
+	VINSERTI64X4 $1, Y2, Z1, Z20
+	VMOVDQU32 640(DX), Z0
+	VPMOVDW Z0, Y1
+	VMOVDQU32 704(DX), Z0
+	VPMOVDW Z0, Y2
+	VINSERTI64X4 $1, Y2, Z1, Z21
+	VMOVDQU32 768(DX), Z0
+	VPMOVDW Z0, Y1
+	VMOVDQU32 832(DX), Z0
+	VPMOVDW Z0, Y2
+	VINSERTI64X4 $1, Y2, Z1, Z22
+	VMOVDQU32 896(DX), Z0
+	VPMOVDW Z0, Y1
+	VMOVDQU32 960(DX), Z0
+	VPMOVDW Z0, Y2
+	VINSERTI64X4 $1, Y2, Z1, Z23
+	VPBROADCASTW R8, Z24      // esc
+	MOVL $64, AX
+	VPBROADCASTW AX, Z25
+	MOVL $128, AX
+	VPBROADCASTW AX, Z26
+	XORQ R9, R9
+
+ploop:
+	LEAQ 32(R9), R10
+	CMPQ R10, CX
+	JA   pdone
+	VPMOVZXBW (SI)(R9*1), Z0  // 32 codes
+	VPCMPUW $6, Z24, Z0, K1   // code > esc: invalid
+	KORTESTD K1, K1
+	JNZ  pdone
+	VPCMPUW $0, Z24, Z0, K4   // the escapes
+	KMOVD K4, R11
+	POPCNTL R11, AX
+	LEAQ (R12)(AX*2), AX      // exceptions used after this chunk
+	CMPQ AX, R14
+	JA   pdone
+	VMOVDQA64 Z0, Z1
+	VPERMI2W Z17, Z16, Z1     // entries 0-63
+	VMOVDQA64 Z0, Z2
+	VPERMI2W Z19, Z18, Z2     // 64-127
+	VMOVDQA64 Z0, Z3
+	VPERMI2W Z21, Z20, Z3     // 128-191
+	VMOVDQA64 Z0, Z4
+	VPERMI2W Z23, Z22, Z4     // 192-255
+	VPTESTMW Z25, Z0, K2      // bit 6
+	VPTESTMW Z26, Z0, K3      // bit 7
+	VMOVDQU16 Z2, K2, Z1
+	VMOVDQU16 Z4, K2, Z3
+	VMOVDQU16 Z3, K3, Z1
+	VMOVDQU16 Z1, (DI)(R9*2)
+	TESTL R11, R11
+	JZ   pnext
+
+pesc:
+	TZCNTL R11, AX            // an escape: its pair from exc
+	MOVWLZX (R13)(R12*1), BX
+	ADDQ R9, AX
+	MOVW BX, (DI)(AX*2)
+	ADDQ $2, R12
+	BLSRL R11, R11
+	JNZ  pesc
+
+pnext:
+	MOVQ R10, R9
+	JMP  ploop
+
+pdone:
+	VZEROUPPER
+	MOVQ R12, (R15)
+	MOVQ R9, ret+64(FP)
+	RET

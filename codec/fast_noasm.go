@@ -2,7 +2,7 @@
 
 package codec
 
-var useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q = false, false, false, false, false
+var useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q, useAVX512BW = false, false, false, false, false, false
 
 func mergeBF16Asm(dst, e, r []byte) int         { return 0 }
 func splitBF16Asm(src, e, r []byte) (int, byte) { return 0, 0 }
@@ -42,3 +42,7 @@ func (ap *refApply) deltasAdd32Fast(dst, ref, ts []byte, bp, limit, q uint) (tri
 }
 
 func refExps32Fast(ex, ref []byte, m uint, em uint32) int { return 0 }
+
+func expandPairsWide(dst, codes []byte, tab *[256]uint32, esc byte, exc []byte, x *int) int {
+	return 0
+}

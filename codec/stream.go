@@ -599,9 +599,10 @@ func expandPairs(dst, codes []byte, tab *[256]uint32, esc byte, exc []byte) bool
 		return false
 	}
 	x := 0
-	i := 0
-	// the assembly runs until an escape; the Go loop below handles it and
-	// anything the assembly left
+	// AVX-512 where it can (escapes included), then the assembly runs until
+	// an escape; the Go loop below handles it and anything the assembly
+	// left
+	i := expandPairsWide(dst, codes, tab, esc, exc, &x)
 	for i < m {
 		i = expandPairsFast(dst, codes, i, tab)
 		if i >= m || !useAVX2 {

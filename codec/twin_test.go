@@ -193,19 +193,29 @@ func TestF16FastPathTwins(t *testing.T) {
 // expandPairs with the assembly fast path and without it give the same
 // symbols, also around escapes and invalid codes.
 func TestExpandPairsTwin(t *testing.T) {
-	r := rand.New(rand.NewPCG(8, 9))
+	for _, holes := range []bool{true, false} {
+		for _, k := range []int{12, 15} {
+			expandPairsTwin(t, k, holes)
+		}
+	}
+}
+
+// expandPairsTwin compares the paths on pair codes of k top symbols;
+// holes: some codes below the escape have no pair (as in setup tables),
+// which the AVX-512 path leaves to the scalar one.
+func expandPairsTwin(t *testing.T, k int, holes bool) {
+	r := rand.New(rand.NewPCG(8, uint64(k)))
 	var tab [256]uint32
-	k := 12
 	for c := range tab {
 		tab[c] = 1 << 16
 	}
 	for c := 0; c < k*k; c++ {
-		if c%17 != 5 { // some codes have no pair
+		if !holes || c%17 != 5 { // some codes have no pair
 			tab[c] = uint32(r.IntN(256)) | uint32(r.IntN(256))<<8
 		}
 	}
 	esc := byte(k * k)
-	for _, m := range []int{0, 1, 3, 4, 5, 100, 1001} {
+	for _, m := range []int{0, 1, 3, 4, 5, 63, 64, 100, 1001, 20000} {
 		for _, escRate := range []int{0, 50, 3} {
 			codes := make([]byte, m)
 			var exc []byte
@@ -227,12 +237,27 @@ func TestExpandPairsTwin(t *testing.T) {
 				d1 := make([]byte, 2*m+odd)
 				d2 := make([]byte, 2*m+odd)
 				ok1 := expandPairs(d1, codes, &tab, esc, exc)
-				saved := useAVX2
+				saved, saved512 := useAVX2, useAVX512BW
 				useAVX2 = false
 				ok2 := expandPairs(d2, codes, &tab, esc, exc)
-				useAVX2 = saved
-				if ok1 != ok2 || !bytes.Equal(d1, d2) || !ok1 {
-					t.Fatalf("m=%d esc=%d odd=%d: %v/%v, equal %v", m, escRate, odd, ok1, ok2, bytes.Equal(d1, d2))
+				useAVX2, useAVX512BW = saved, false // the AVX2 assembly alone
+				d3 := make([]byte, 2*m+odd)
+				ok3 := expandPairs(d3, codes, &tab, esc, exc)
+				useAVX512BW = saved512
+				if ok1 != ok2 || ok1 != ok3 || !bytes.Equal(d1, d2) || !bytes.Equal(d1, d3) || !ok1 {
+					t.Fatalf("k=%d holes=%v m=%d esc=%d odd=%d: %v/%v/%v, equal %v %v", k, holes, m, escRate, odd, ok1, ok2, ok3, bytes.Equal(d1, d2), bytes.Equal(d1, d3))
+				}
+				// too few exceptions are refused by every path
+				if len(exc) >= 2 {
+					short := exc[:len(exc)-2]
+					useAVX2 = false
+					okS2 := expandPairs(d2, codes, &tab, esc, short)
+					useAVX2, useAVX512BW = saved, false
+					okS3 := expandPairs(d3, codes, &tab, esc, short)
+					useAVX512BW = saved512
+					if expandPairs(d1, codes, &tab, esc, short) || okS2 || okS3 {
+						t.Fatal("missing exceptions accepted")
+					}
 				}
 				// an invalid code is refused by both
 				if m > 2 {
