@@ -12,7 +12,9 @@ import (
 	"hash/crc32"
 	"io"
 	"sort"
+	"strings"
 	"sync"
+	"unsafe"
 )
 
 // Reader reads an archive: its index, whole files (streamed, in parallel)
@@ -576,7 +578,7 @@ func (r *Reader) ReadFileTo(dst []byte, fi int, opt Options) ([]byte, error) {
 	if int64(cap(dst)) >= f.Size {
 		out = dst[:f.Size]
 	} else {
-		out = make([]byte, f.Size)
+		out = makeNoZero(int(f.Size))
 	}
 	threads := opt.threads()
 	ctx, cancel := context.WithCancel(opt.ctx())
@@ -713,4 +715,26 @@ func (r *Reader) Census() (Census, error) {
 		}
 	}
 	return c, nil
+}
+
+// makeNoZero returns a slice of n bytes whose contents are undefined, for
+// an output every byte of which is then written (ReadFile: the blocks tile
+// the file, and every decoder writes all of its block, as WriteFile's
+// reused buffers already require). Clearing 10 MB took 13 % of an
+// in-memory decode, serially before the workers start. The memory is a
+// strings.Builder's buffer, which the runtime allocates without clearing;
+// the guard falls back to make if String ever stopped sharing it.
+func makeNoZero(n int) []byte {
+	if n < 1<<16 {
+		return make([]byte, n)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteByte(0)
+	s1, s2 := b.String(), b.String()
+	p := unsafe.StringData(s1)
+	if p != unsafe.StringData(s2) || b.Cap() < n {
+		return make([]byte, n)
+	}
+	return unsafe.Slice(p, n)
 }

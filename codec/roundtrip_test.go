@@ -135,3 +135,25 @@ func refOfSegs(t *testing.T, b []byte, segs []Segment) *Reference {
 	}
 	return ref
 }
+
+// makeNoZero gives slices of the asked length that do not overlap and keep
+// what is written to them.
+func TestMakeNoZero(t *testing.T) {
+	for _, n := range []int{0, 1, 1 << 16, 1<<20 + 3} {
+		a, b := makeNoZero(n), makeNoZero(n)
+		if len(a) != n || len(b) != n {
+			t.Fatalf("n=%d: lengths %d, %d", n, len(a), len(b))
+		}
+		for i := range a {
+			a[i] = byte(i)
+		}
+		for i := range b {
+			b[i] = byte(i) ^ 0xff
+		}
+		for i := range a {
+			if a[i] != byte(i) {
+				t.Fatalf("n=%d: byte %d changed", n, i)
+			}
+		}
+	}
+}
