@@ -192,15 +192,30 @@ func refDeltasAdd16AVX512(dst, ref, ts *byte, n int, pad *byte, bp, limit, q uin
 // took on (0 without AVX-512), the values done (fewer when the position
 // passed limit) and the position.
 func (ap *refApply) deltasAdd16Fast(dst, ref, ts []byte, bp, limit, q uint) (tried, done int, pos uint) {
-	n := len(ts) &^ 15
-	if !useAVX2 || !useAVX512 || n == 0 {
+	return ap.deltasAddFast(dst, ref, ts, bp, limit, q, 2)
+}
+
+// deltasAddFast is deltasAdd16Fast and deltasAdd32Fast: values of size 2
+// (16 at a time) or 4 (8 at a time).
+func (ap *refApply) deltasAddFast(dst, ref, ts []byte, bp, limit, q uint, size int) (tried, done int, pos uint) {
+	step := 16
+	on := useAVX512
+	if size == 4 {
+		step, on = 8, useAVX512Q
+	}
+	n := len(ts) &^ (step - 1)
+	if !useAVX2 || !on || n == 0 {
 		return 0, 0, bp
 	}
-	_, _ = dst[2*n-1], ref[2*n-1]
+	_, _ = dst[size*n-1], ref[size*n-1]
 	if uint(len(ap.pad)) < limit/8+refPad || q > 6 {
 		panic("codec: reference extra bits without their padding")
 	}
-	done, pos = refDeltasAdd16AVX512(&dst[0], &ref[0], &ts[0], n, &ap.pad[0], bp, limit, q)
+	if size == 4 {
+		done, pos = refDeltasAdd32AVX512(&dst[0], &ref[0], &ts[0], n, &ap.pad[0], bp, limit, q)
+	} else {
+		done, pos = refDeltasAdd16AVX512(&dst[0], &ref[0], &ts[0], n, &ap.pad[0], bp, limit, q)
+	}
 	return n, done, pos
 }
 
@@ -263,16 +278,7 @@ func refExps32AVX512(ex, ref *byte, n int, m, em uint)
 // deltasAdd32Fast is deltasAdd16Fast for 4-byte signed values (F32), 8 at
 // a time: the multiple of 8 values it can.
 func (ap *refApply) deltasAdd32Fast(dst, ref, ts []byte, bp, limit, q uint) (tried, done int, pos uint) {
-	n := len(ts) &^ 7
-	if !useAVX2 || !useAVX512Q || n == 0 {
-		return 0, 0, bp
-	}
-	_, _ = dst[4*n-1], ref[4*n-1]
-	if uint(len(ap.pad)) < limit/8+refPad || q > 6 {
-		panic("codec: reference extra bits without their padding")
-	}
-	done, pos = refDeltasAdd32AVX512(&dst[0], &ref[0], &ts[0], n, &ap.pad[0], bp, limit, q)
-	return n, done, pos
+	return ap.deltasAddFast(dst, ref, ts, bp, limit, q, 4)
 }
 
 // refExps32Fast writes the exponents of the multiple of 16 4-byte values

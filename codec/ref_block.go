@@ -122,6 +122,27 @@ func (p *refSpec) token(d, rs uint64) (tok byte, extra uint64, n uint) {
 	return byte(2*bk - 1 + sg), extra, n
 }
 
+// tokTable fills tab with the decoding of each valid token: magnitude base,
+// extra-bit mask and count, sign mask (tokens above maxTok stay zero; they
+// are rejected when the tokens are put back in order).
+func (p *refSpec) tokTable(tab *[256]refTok) {
+	for t := 1; t <= p.maxTok; t++ {
+		bk := uint32(t+1) >> 1
+		if (t+1)&1 != 0 {
+			tab[t].neg = ^uint32(0)
+		}
+		if bk < 2<<p.q {
+			tab[t].base = bk
+			continue
+		}
+		l := uint(bk>>p.q) + p.q
+		n := l - 1 - p.q
+		tab[t].base = (1<<p.q | bk&(1<<p.q-1)) << n
+		tab[t].low = 1<<n - 1
+		tab[t].n = uint8(n)
+	}
+}
+
 // refTokens writes the token, context and extra bits (value, count) of
 // each value of src coded against ref (the pure-Go path for any dtype).
 func refTokens(toks, ctxs []byte, xs []uint32, xns []byte, src, ref []byte, p *refSpec) {
@@ -690,26 +711,8 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 	e.pad = append(e.pad, make([]byte, refPad)...)
 	pad := e.pad
 	limit := uint(8 * x)
-	// token table: magnitude base, extra bits mask and count, sign mask
 	var tab [256]refTok
-	for t := 1; t < 256; t++ {
-		if t > p.maxTok {
-			continue // rejected when the tokens are put back in order
-		}
-		bk := uint32(t+1) >> 1
-		if (t+1)&1 != 0 {
-			tab[t].neg = ^uint32(0)
-		}
-		if bk < 2<<p.q {
-			tab[t].base = bk
-			continue
-		}
-		l := uint(bk>>p.q) + p.q
-		n := l - 1 - p.q
-		tab[t].base = (1<<p.q | bk&(1<<p.q-1)) << n
-		tab[t].low = 1<<n - 1
-		tab[t].n = uint8(n)
-	}
+	p.tokTable(&tab)
 	top, mask := uint32(p.top), uint32(p.mask)
 	flip := mask >> 1
 	if p.s == 0 {

@@ -331,21 +331,7 @@ func TestRefDecodeTwins(t *testing.T) {
 	for _, d := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32, dtype.F8E4M3} {
 		p, _ := refSpecFor(d)
 		var tab [256]refTok
-		for t := 1; t <= p.maxTok; t++ { // as decodeRefFloat builds it
-			bk := uint32(t+1) >> 1
-			if (t+1)&1 != 0 {
-				tab[t].neg = ^uint32(0)
-			}
-			if bk < 2<<p.q {
-				tab[t].base = bk
-				continue
-			}
-			l := uint(bk>>p.q) + p.q
-			n := l - 1 - p.q
-			tab[t].base = (1<<p.q | bk&(1<<p.q-1)) << n
-			tab[t].low = 1<<n - 1
-			tab[t].n = uint8(n)
-		}
+		p.tokTable(&tab)
 		for _, n := range []int{0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000, 65536} {
 			ts := make([]byte, n)
 			var bits uint
@@ -411,24 +397,33 @@ func TestRefDecodeTwins(t *testing.T) {
 	}
 }
 
+// randTokens makes n valid tokens of p, a third of them the widest, and
+// returns them with the bytes their extra bits take.
+func randTokens(r *rand.Rand, p *refSpec, tab *[256]refTok, n int) ([]byte, uint) {
+	ts := make([]byte, n)
+	var bits uint
+	for i := range ts {
+		ts[i] = byte(r.IntN(p.maxTok + 1))
+		if r.IntN(3) == 0 {
+			ts[i] = byte(p.maxTok - r.IntN(4))
+		}
+		bits += uint(tab[ts[i]].n)
+	}
+	return ts, (bits + 7) / 8
+}
+
+func randBytes(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
 // refTokTable is decodeRefFloat's token table for p.
 func refTokTable(p *refSpec) *[256]refTok {
 	var tab [256]refTok
-	for t := 1; t <= p.maxTok; t++ {
-		bk := uint32(t+1) >> 1
-		if (t+1)&1 != 0 {
-			tab[t].neg = ^uint32(0)
-		}
-		if bk < 2<<p.q {
-			tab[t].base = bk
-			continue
-		}
-		l := uint(bk>>p.q) + p.q
-		n := l - 1 - p.q
-		tab[t].base = (1<<p.q | bk&(1<<p.q-1)) << n
-		tab[t].low = 1<<n - 1
-		tab[t].n = uint8(n)
-	}
+	p.tokTable(&tab)
 	return &tab
 }
 
@@ -448,27 +443,11 @@ func TestRefDeltasAdd16Twin(t *testing.T) {
 			}
 			tab := refTokTable(&p)
 			for _, n := range []int{0, 15, 16, 17, 64, 65, 1000, 65536} {
-				ts := make([]byte, n)
-				var bits uint
-				for i := range ts {
-					ts[i] = byte(r.IntN(p.maxTok + 1))
-					if r.IntN(3) == 0 {
-						ts[i] = byte(p.maxTok - r.IntN(4)) // the widest
-					}
-					bits += uint(tab[ts[i]].n)
-				}
-				ref := make([]byte, 2*n)
-				for i := range ref {
-					ref[i] = byte(r.Uint32())
-				}
-				x := (bits + 7) / 8
+				ts, x := randTokens(r, &p, tab, n)
+				ref := randBytes(r, 2*n)
 				for _, short := range []uint{0, 1, 13, x / 3, x} {
 					lim := x - min(short, x)
-					pad := make([]byte, lim+refPad)
-					for i := range pad {
-						pad[i] = byte(r.Uint32())
-					}
-					ap := refApply{tab: tab, pad: pad}
+					ap := refApply{tab: tab, pad: randBytes(r, int(lim+refPad))}
 					want := make([]byte, 2*n)
 					ds := make([]uint32, n)
 					k2, b2 := ap.deltasChecked(ds, ts, 0, 8*lim)
@@ -636,27 +615,11 @@ func TestRefDeltasAdd32Twin(t *testing.T) {
 		}
 		tab := refTokTable(&p)
 		for _, n := range []int{0, 7, 8, 9, 64, 65, 1000, 16384} {
-			ts := make([]byte, n)
-			var bits uint
-			for i := range ts {
-				ts[i] = byte(r.IntN(p.maxTok + 1))
-				if r.IntN(3) == 0 {
-					ts[i] = byte(p.maxTok - r.IntN(4))
-				}
-				bits += uint(tab[ts[i]].n)
-			}
-			ref := make([]byte, 4*n)
-			for i := range ref {
-				ref[i] = byte(r.Uint32())
-			}
-			x := (bits + 7) / 8
+			ts, x := randTokens(r, &p, tab, n)
+			ref := randBytes(r, 4*n)
 			for _, short := range []uint{0, 1, 13, x / 3, x} {
 				lim := x - min(short, x)
-				pad := make([]byte, lim+refPad)
-				for i := range pad {
-					pad[i] = byte(r.Uint32())
-				}
-				ap := refApply{tab: tab, pad: pad, top: 1 << 31, mask: 1<<32 - 1, flip: 1<<31 - 1, sh: 31, sbit: 1}
+				ap := refApply{tab: tab, pad: randBytes(r, int(lim+refPad)), top: 1 << 31, mask: 1<<32 - 1, flip: 1<<31 - 1, sh: 31, sbit: 1}
 				ds := make([]uint32, n)
 				k2, b2 := ap.deltasChecked(ds, ts, 0, 8*lim)
 				rs := make([]uint32, n)
