@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -269,7 +270,16 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		}
 	}()
 
-	bw := bufio.NewWriterSize(w, 1<<20)
+	// buffered writes, except into memory (CompressBytes): no second copy
+	var bw interface {
+		io.Writer
+		Flush() error
+	}
+	if b, ok := w.(*bytes.Buffer); ok {
+		bw = nopFlusher{b}
+	} else {
+		bw = bufio.NewWriterSize(w, 1<<20)
+	}
 	var written int64
 	write := func(p []byte) error {
 		n, err := bw.Write(p)
@@ -350,6 +360,11 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	res.Compressed = written
 	return res, nil
 }
+
+// nopFlusher is a bytes.Buffer with the Flush of a bufio.Writer.
+type nopFlusher struct{ *bytes.Buffer }
+
+func (nopFlusher) Flush() error { return nil }
 
 // encodeTask reads the blocks of a task and codes them one by one.
 func encodeTask(be *blockEncoder, r io.ReaderAt, ref *Reference, t *encTask) error {
