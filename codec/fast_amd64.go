@@ -257,15 +257,22 @@ func refCountGroupsFast(ex []byte, gtab *[256]byte, G int, count *[256]uint32) i
 //go:noescape
 func refTokens16AVX512(toks, ctxs *byte, xs *uint32, xns, src, ref *byte, n int, m, em, q uint)
 
-// refTokens16Fast is refTokens for the multiple of 16 values it can of a
-// 2-byte signed format with AVX-512; it returns how many it did.
-func refTokens16Fast(toks, ctxs []byte, xs []uint32, xns []byte, src, ref []byte, p *refSpec) int {
+//go:noescape
+func refTokens32AVX512(toks, ctxs *byte, xs *uint32, xns, src, ref *byte, n int, m, em, q uint)
+
+// refTokensFast is refTokens for the multiple of 16 values it can of a
+// 2- or 4-byte signed format with AVX-512; it returns how many it did.
+func refTokensFast(toks, ctxs []byte, xs []uint32, xns []byte, src, ref []byte, p *refSpec) int {
 	n := len(toks) &^ 15
-	if !useAVX2 || !useAVX512T || n == 0 || p.size != 2 || p.s != 1 {
+	if !useAVX2 || !useAVX512T || n == 0 || p.s != 1 || (p.size != 2 && p.size != 4) {
 		return 0
 	}
-	_, _, _, _, _ = ctxs[n-1], xs[n-1], xns[n-1], src[2*n-1], ref[2*n-1]
-	refTokens16AVX512(&toks[0], &ctxs[0], &xs[0], &xns[0], &src[0], &ref[0], n, p.m, uint(p.emask), p.q)
+	_, _, _, _, _ = ctxs[n-1], xs[n-1], xns[n-1], src[p.size*n-1], ref[p.size*n-1]
+	if p.size == 4 {
+		refTokens32AVX512(&toks[0], &ctxs[0], &xs[0], &xns[0], &src[0], &ref[0], n, p.m, uint(p.emask), p.q)
+	} else {
+		refTokens16AVX512(&toks[0], &ctxs[0], &xs[0], &xns[0], &src[0], &ref[0], n, p.m, uint(p.emask), p.q)
+	}
 	return n
 }
 

@@ -1005,3 +1005,91 @@ pdone:
 	MOVQ R12, (R15)
 	MOVQ R9, ret+64(FP)
 	RET
+
+// func refTokens32AVX512(toks *byte, ctxs *byte, xs *uint32, xns *byte, src *byte, ref *byte, n int, m uint, em uint, q uint)
+// refTokens16AVX512 for 4-byte values (F32), 16 at a time: the same
+// arithmetic on 32-bit keys, whose difference wraps by itself.
+TEXT ·refTokens32AVX512(SB), NOSPLIT, $0-80
+	MOVQ toks+0(FP), DI
+	MOVQ ctxs+8(FP), R10
+	MOVQ xs+16(FP), R11
+	MOVQ xns+24(FP), R12
+	MOVQ src+32(FP), SI
+	MOVQ ref+40(FP), DX
+	MOVQ n+48(FP), R13
+	MOVQ m+56(FP), AX
+	VPBROADCASTQ AX, Z20      // m (shift count)
+	MOVQ em+64(FP), AX
+	VPBROADCASTD AX, Z21      // exponent mask
+	MOVQ q+72(FP), CX
+	VPBROADCASTQ CX, Z22      // q (shift count)
+	VPBROADCASTD CX, Z23      // q
+	MOVL $1, AX
+	VPBROADCASTD AX, Z24      // 1
+	SHLL CX, AX
+	MOVL AX, BX
+	DECL BX
+	VPBROADCASTD BX, Z25      // (1 << q) - 1
+	SHLL $1, AX
+	VPBROADCASTD AX, Z26      // 2 << q
+	MOVL $0x80000000, AX
+	VPBROADCASTD AX, Z27
+	MOVL $0x7fffffff, AX
+	VPBROADCASTD AX, Z28
+	MOVL $32, AX
+	VPBROADCASTD AX, Z30
+	VPXORD Z31, Z31, Z31      // 0
+	VPADDD Z24, Z23, Z19      // q + 1
+	XORQ R8, R8
+
+tloop32:
+	CMPQ R8, R13
+	JGE  tdone32
+	VMOVDQU32 (SI)(R8*4), Z0  // v
+	VMOVDQU32 (DX)(R8*4), Z1  // r
+	VPSRAD $31, Z0, Z2
+	VPANDD Z28, Z2, Z2
+	VPORD Z27, Z2, Z2
+	VPXORD Z0, Z2, Z2         // key(v)
+	VPSRAD $31, Z1, Z3
+	VPANDD Z28, Z3, Z4
+	VPORD Z27, Z4, Z4
+	VPXORD Z1, Z4, Z4         // key(r)
+	VPSUBD Z4, Z2, Z2         // d
+	VPSRLD X20, Z1, Z5
+	VPANDD Z21, Z5, Z5        // context
+	VPMOVDB Z5, (R10)(R8*1)
+	VPSRLD $31, Z2, Z6        // 1 when d is negative
+	VPSUBD Z6, Z31, Z7
+	VPXORD Z7, Z2, Z8
+	VPADDD Z6, Z8, Z8         // a = |d|
+	VPSRLD $31, Z1, Z9
+	VPXORD Z9, Z6, Z6         // token sign
+	VPLZCNTD Z8, Z10
+	VPSUBD Z10, Z30, Z10      // bit length L
+	VPCMPUD $1, Z26, Z8, K1   // a < 2<<q: its own bucket
+	VPSUBD Z19, Z10, Z11      // n = L - 1 - q
+	VMOVDQA32 Z31, K1, Z11
+	VPSUBD Z23, Z10, Z12
+	VPSLLD X22, Z12, Z12      // (L - q) << q
+	VPSRLVD Z11, Z8, Z13
+	VPANDD Z25, Z13, Z13
+	VPADDD Z13, Z12, Z12      // bucket
+	VMOVDQA32 Z8, K1, Z12
+	VPSLLD $1, Z12, Z12
+	VPSUBD Z24, Z12, Z12
+	VPADDD Z6, Z12, Z12       // 2·bucket - 1 + sign
+	VPTESTNMD Z8, Z8, K2
+	VMOVDQA32 Z31, K2, Z12    // 0 for d = 0
+	VPMOVDB Z12, (DI)(R8*1)
+	VPSLLVD Z11, Z24, Z14
+	VPSUBD Z24, Z14, Z14
+	VPANDD Z8, Z14, Z14       // extra bits
+	VMOVDQU32 Z14, (R11)(R8*4)
+	VPMOVDB Z11, (R12)(R8*1)
+	ADDQ $16, R8
+	JMP  tloop32
+
+tdone32:
+	VZEROUPPER
+	RET

@@ -33,7 +33,7 @@ func refUngroupFast(tv, ex, grouped []byte, gtab *[256]byte, o *[256]uint32, G i
 
 func refCountGroupsFast(ex []byte, gtab *[256]byte, G int, count *[256]uint32) int { return 0 }
 
-func refTokens16Fast(toks, ctxs []byte, xs []uint32, xns []byte, src, ref []byte, p *refSpec) int {
+func refTokensFast(toks, ctxs []byte, xs []uint32, xns []byte, src, ref []byte, p *refSpec) int {
 	return 0
 }
 

@@ -215,10 +215,7 @@ func (b *blockEncoder) encodeRefFloat(dst, src, ref []byte, d dtype.DType) ([]by
 	e.xs = slices.Grow(e.xs[:0], n)[:n]
 	e.xns = slices.Grow(e.xns[:0], n)[:n]
 	// each value's token, context and extra bits (value, count)
-	k := 0
-	if p.size == 2 && p.s == 1 {
-		k = refTokens16Fast(e.toks, e.ctxs, e.xs, e.xns, src, ref, &p)
-	}
+	k := refTokensFast(e.toks, e.ctxs, e.xs, e.xns, src, ref, &p)
 	refTokens(e.toks[k:], e.ctxs[k:], e.xs[k:], e.xns[k:], src[k*p.size:], ref[k*p.size:], &p)
 	// token histogram per context
 	for i, c := range e.ctxs {

@@ -566,32 +566,35 @@ func TestRefTokensTwin(t *testing.T) {
 		t.Log("no AVX-512 (F, CD) here: the token coder is not compared")
 	}
 	r := rand.New(rand.NewPCG(18, 19))
-	for _, d := range []dtype.DType{dtype.BF16, dtype.F16} {
+	for _, d := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32} {
 		for q := uint(0); q <= 6; q++ {
 			p, _ := refSpecFor(d)
 			if !p.setQ(q) {
 				continue
 			}
+			top := uint32(1) << (8*p.size - 1)
 			for _, n := range []int{0, 15, 16, 17, 1000, 65536} {
-				src, ref := make([]byte, 2*n), make([]byte, 2*n)
+				src, ref := make([]byte, p.size*n), make([]byte, p.size*n)
 				for i := 0; i < n; i++ {
-					rv := uint16(r.Uint32())
+					rv := r.Uint32()
 					v := rv
-					switch r.IntN(4) {
+					switch r.IntN(5) {
 					case 0:
-						v = uint16(r.Uint32()) // anything
+						v = r.Uint32() // anything
 					case 1:
-						v = rv + uint16(r.IntN(64)) - 32 // a few ULPs
+						v = rv + uint32(r.IntN(64)) - 32 // a few ULPs
 					case 2:
-						v = rv ^ 0x8000 // the other sign
+						v = rv ^ top // the other sign
+					case 3:
+						v = rv + top // half the range away
 					}
-					binary.LittleEndian.PutUint16(src[2*i:], v)
-					binary.LittleEndian.PutUint16(ref[2*i:], rv)
+					storeValue(src, i, p.size, uint64(v))
+					storeValue(ref, i, p.size, uint64(rv))
 				}
 				t1, c1, x1, n1 := make([]byte, n), make([]byte, n), make([]uint32, n), make([]byte, n)
 				t2, c2, x2, n2 := make([]byte, n), make([]byte, n), make([]uint32, n), make([]byte, n)
-				k := refTokens16Fast(t1, c1, x1, n1, src, ref, &p)
-				refTokens(t1[k:], c1[k:], x1[k:], n1[k:], src[2*k:], ref[2*k:], &p)
+				k := refTokensFast(t1, c1, x1, n1, src, ref, &p)
+				refTokens(t1[k:], c1[k:], x1[k:], n1[k:], src[p.size*k:], ref[p.size*k:], &p)
 				refTokens(t2, c2, x2, n2, src, ref, &p)
 				if !bytes.Equal(t1, t2) || !bytes.Equal(c1, c2) || !slices.Equal(x1, x2) || !bytes.Equal(n1, n2) {
 					t.Fatalf("%v q=%d n=%d: tokens differ from the Go coder", d, q, n)
