@@ -205,10 +205,8 @@ func (r *Reader) decodeBlock(bd *blockDecoder, fi, bi int, dst []byte, comp *[]b
 		}
 		return nil
 	}
-	var c []byte
-	if m, ok := r.r.(memArchive); ok && b.compOff+b.compLen <= int64(len(m)) {
-		c = m[b.compOff : b.compOff+b.compLen : b.compOff+b.compLen] // in memory: no copy (decoders only read it)
-	} else {
+	c, ok := inPlace(r.r, b.compOff, b.compLen) // in memory: no copy (decoders only read it)
+	if !ok {
 		if cap(*comp) < int(b.compLen) {
 			*comp = make([]byte, b.compLen)
 		}
@@ -414,6 +412,17 @@ func (r *Reader) ReadAt(fi int, p []byte, off int64) (int, error) {
 // of copying them.
 type memArchive []byte
 
+// inPlace returns bytes [off, off+n) of r without copying them when r holds
+// them in memory (Bytes, NewMemReader, CompressBytes); callers only read
+// them.
+func inPlace(r io.ReaderAt, off, n int64) ([]byte, bool) {
+	m, ok := r.(memArchive)
+	if !ok || off < 0 || n < 0 || off > int64(len(m)) || n > int64(len(m))-off {
+		return nil, false
+	}
+	return m[off : off+n : off+n], true
+}
+
 // Bytes returns an io.ReaderAt over b that the codec reads in place where it
 // can: used as a reference file (Input.R of NewReference), decoding takes
 // the reference's bytes without copying them. b must not change while it is
@@ -596,9 +605,10 @@ func (r *Reader) ReadFileTo(dst []byte, fi int, opt Options) ([]byte, error) {
 		hashed int   // blocks hashed (hmu)
 		hOff   int64 // bytes hashed (hmu)
 	)
-	done := make([]bool, len(f.blocks)) // decoded blocks (mu)
+	var done []bool // decoded blocks (mu), for the hash
 	if !opt.SkipHash {
 		h = sha256.New()
+		done = make([]bool, len(f.blocks))
 	}
 	hashPrefix := func() {
 		for {
@@ -638,12 +648,15 @@ func (r *Reader) ReadFileTo(dst []byte, fi int, opt Options) ([]byte, error) {
 					return
 				}
 			}
+			if h == nil {
+				continue
+			}
 			mu.Lock()
 			for b := i; b < j; b++ {
 				done[b] = true
 			}
 			mu.Unlock()
-			if h != nil && hmu.TryLock() {
+			if hmu.TryLock() {
 				hashPrefix()
 				hmu.Unlock()
 			}

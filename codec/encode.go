@@ -370,8 +370,7 @@ func (nopFlusher) Flush() error { return nil }
 func encodeTask(be *blockEncoder, r io.ReaderAt, ref *Reference, t *encTask) error {
 	first, last := t.plans[0], t.plans[len(t.plans)-1]
 	lo, hi := first.off, last.off+last.length
-	if m, ok := r.(memArchive); ok && lo >= 0 && hi <= int64(len(m)) {
-		s := []byte(m[lo:hi:hi]) // in memory: read in place (the coders only read it)
+	if s, ok := inPlace(r, lo, hi-lo); ok { // the coders only read it
 		t.in, t.inMem = &s, true
 	} else {
 		t.in, t.inMem = getBuf(int(hi-lo)), false

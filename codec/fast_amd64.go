@@ -185,18 +185,12 @@ func refExps16Fast(ex, ref []byte, m uint, em uint16) {
 //go:noescape
 func refDeltasAdd16AVX512(dst, ref, ts *byte, n int, pad *byte, bp, limit, q uint) (int, uint)
 
-// deltasAdd16Fast decodes the multiple of 16 values of ts it can with
-// AVX-512 straight into dst (2-byte signed values, references ref), the
-// extra bits read from position bp with q sub-bucket bits, checking limit
-// every refCheckEvery values as deltasChecked; it returns the values it
-// took on (0 without AVX-512), the values done (fewer when the position
-// passed limit) and the position.
-func (ap *refApply) deltasAdd16Fast(dst, ref, ts []byte, bp, limit, q uint) (tried, done int, pos uint) {
-	return ap.deltasAddFast(dst, ref, ts, bp, limit, q, 2)
-}
-
-// deltasAddFast is deltasAdd16Fast and deltasAdd32Fast: values of size 2
-// (16 at a time) or 4 (8 at a time).
+// deltasAddFast decodes the multiple of 16 (size 2) or 8 (size 4) values
+// of ts it can with AVX-512 straight into dst (signed values of that size,
+// references ref), the extra bits read from position bp with q sub-bucket
+// bits, checking limit every refCheckEvery values as deltasChecked; it
+// returns the values it took on (0 without AVX-512), the values done (fewer
+// when the position passed limit) and the position.
 func (ap *refApply) deltasAddFast(dst, ref, ts []byte, bp, limit, q uint, size int) (tried, done int, pos uint) {
 	step := 16
 	on := useAVX512
@@ -281,12 +275,6 @@ func refDeltasAdd32AVX512(dst, ref, ts *byte, n int, pad *byte, bp, limit, q uin
 
 //go:noescape
 func refExps32AVX512(ex, ref *byte, n int, m, em uint)
-
-// deltasAdd32Fast is deltasAdd16Fast for 4-byte signed values (F32), 8 at
-// a time: the multiple of 8 values it can.
-func (ap *refApply) deltasAdd32Fast(dst, ref, ts []byte, bp, limit, q uint) (tried, done int, pos uint) {
-	return ap.deltasAddFast(dst, ref, ts, bp, limit, q, 4)
-}
 
 // refExps32Fast writes the exponents of the multiple of 16 4-byte values
 // it can with AVX-512 and returns how many.

@@ -23,7 +23,7 @@ func add16Fast(d, ref []byte, ds []uint32) { add16(d, ref, ds) }
 
 func refExps16Fast(ex, ref []byte, m uint, em uint16) { refExps16(ex, ref, m, em) }
 
-func (ap *refApply) deltasAdd16Fast(dst, ref, ts []byte, bp, limit, q uint) (tried, done int, pos uint) {
+func (ap *refApply) deltasAddFast(dst, ref, ts []byte, bp, limit, q uint, size int) (tried, done int, pos uint) {
 	return 0, 0, bp
 }
 
@@ -35,10 +35,6 @@ func refCountGroupsFast(ex []byte, gtab *[256]byte, G int, count *[256]uint32) i
 
 func refTokensFast(toks, ctxs []byte, xs []uint32, xns []byte, src, ref []byte, p *refSpec) int {
 	return 0
-}
-
-func (ap *refApply) deltasAdd32Fast(dst, ref, ts []byte, bp, limit, q uint) (tried, done int, pos uint) {
-	return 0, 0, bp
 }
 
 func refExps32Fast(ex, ref []byte, m uint, em uint32) int { return 0 }

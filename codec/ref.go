@@ -257,8 +257,8 @@ func (r *Reader) needRef() error {
 // reference (Bytes), or else read into a buffer from the pool (pooled, for
 // putBuf).
 func (r *Reader) readRef(b blockInfo) (rb []byte, pooled *[]byte, err error) {
-	if m, ok := r.refR[b.ref].(memArchive); ok && b.refOff >= 0 && b.refOff+b.origLen <= int64(len(m)) {
-		return m[b.refOff : b.refOff+b.origLen : b.refOff+b.origLen], nil, nil // in memory: read in place
+	if s, ok := inPlace(r.refR[b.ref], b.refOff, b.origLen); ok {
+		return s, nil, nil
 	}
 	buf := getBuf(int(b.origLen))
 	if err := readFull(r.refR[b.ref], *buf, b.refOff); err != nil {
@@ -273,10 +273,9 @@ func (r *Reader) readRef(b blockInfo) (rb []byte, pooled *[]byte, err error) {
 // smaller of the independent coding and the difference to the reference.
 func (b *blockEncoder) encodeWithRef(out, in []byte, ref *Reference, p blockPlan) ([]byte, blockInfo, error) {
 	info := blockInfo{origLen: p.length, crc: crc32.Checksum(in, castagnoli)}
-	var rb *[]byte
-	if m, ok := ref.files[p.ref-1].r.(memArchive); ok && p.refOff >= 0 && p.refOff+int64(len(in)) <= int64(len(m)) {
-		s := []byte(m[p.refOff : p.refOff+int64(len(in))]) // in memory: read in place
-		rb = &s
+	rb := new([]byte)
+	if s, ok := inPlace(ref.files[p.ref-1].r, p.refOff, int64(len(in))); ok {
+		*rb = s
 	} else {
 		rb = getBuf(len(in))
 		defer putBuf(rb)

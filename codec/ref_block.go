@@ -143,6 +143,16 @@ func (p *refSpec) tokTable(tab *[256]refTok) {
 	}
 }
 
+// applier is the refApply of p's values with token table tab and the
+// padded extra bits pad.
+func (p *refSpec) applier(tab *[256]refTok, pad []byte) refApply {
+	ap := refApply{tab: tab, pad: pad, mask: uint32(p.mask), sh: uint32(p.b - 1), sbit: uint32(p.s)}
+	if p.s != 0 {
+		ap.top, ap.flip = uint32(p.top), uint32(p.mask)>>1
+	}
+	return ap
+}
+
 // refTokens writes the token, context and extra bits (value, count) of
 // each value of src coded against ref (the pure-Go path for any dtype).
 func refTokens(toks, ctxs []byte, xs []uint32, xns []byte, src, ref []byte, p *refSpec) {
@@ -710,11 +720,6 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 	limit := uint(8 * x)
 	var tab [256]refTok
 	p.tokTable(&tab)
-	top, mask := uint32(p.top), uint32(p.mask)
-	flip := mask >> 1
-	if p.s == 0 {
-		top, flip = 0, 0
-	}
 	// tokens back in value order: with AVX-512 in one chain (the rest of
 	// the values after it), otherwise one chain per quarter
 	tv := e.tv[:n]
@@ -740,10 +745,10 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 			return errf("reference block: token %d out of range", maxT)
 		}
 	}
-	ap := refApply{tab: &tab, pad: pad, top: top, mask: mask, flip: flip, sh: uint32(p.b - 1), sbit: uint32(p.s)}
+	ap := p.applier(&tab, pad)
 	if p.size == 2 && p.s == 1 { // BF16, F16: straight into dst
 		// with AVX-512 most values in one pass, the rest as below
-		k, done, bp := ap.deltasAdd16Fast(dst, ref, tv, 0, limit, p.q)
+		k, done, bp := ap.deltasAddFast(dst, ref, tv, 0, limit, p.q, 2)
 		if done < k {
 			return errf("reference block: extra bits exhausted")
 		}
@@ -761,7 +766,7 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 	k, bp := 0, uint(0)
 	if p.size == 4 && p.s == 1 {
 		var done int
-		k, done, bp = ap.deltasAdd32Fast(dst, ref, tv, 0, limit, p.q)
+		k, done, bp = ap.deltasAddFast(dst, ref, tv, 0, limit, p.q, 4)
 		if done < k {
 			return errf("reference block: extra bits exhausted")
 		}

@@ -333,21 +333,11 @@ func TestRefDecodeTwins(t *testing.T) {
 		var tab [256]refTok
 		p.tokTable(&tab)
 		for _, n := range []int{0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000, 65536} {
-			ts := make([]byte, n)
-			var bits uint
-			for i := range ts {
-				ts[i] = byte(r.IntN(p.maxTok + 1))
-				bits += uint(tab[ts[i]].n)
-			}
-			x := (bits + 7) / 8
+			ts, x := randTokens(r, &p, &tab, n)
 			// limits: enough, and short by various amounts
 			for _, short := range []uint{0, 1, 9, x / 2, x} {
 				lim := x - min(short, x)
-				pad := make([]byte, lim+refPad)
-				for i := range pad {
-					pad[i] = byte(r.Uint32())
-				}
-				ap := refApply{tab: &tab, pad: pad}
+				ap := p.applier(&tab, randBytes(r, int(lim+refPad)))
 				d1, d2 := make([]uint32, n), make([]uint32, n)
 				k1, b1 := ap.refDeltasFast(d1, ts, 0, 8*lim)
 				k2, b2 := ap.deltasChecked(d2, ts, 0, 8*lim)
@@ -375,7 +365,7 @@ func TestRefDecodeTwins(t *testing.T) {
 			// the generic add
 			rs, o3 := make([]uint32, n), make([]uint32, n)
 			loadAll(rs, ref, 2)
-			ap := refApply{top: 0x8000, mask: 0xffff, flip: 0x7fff, sh: 15, sbit: 1}
+			ap := p.applier(nil, nil)
 			ap.add(o3, rs, ds)
 			o4 := make([]byte, 2*n)
 			storeAll(o4, o3, 2)
@@ -425,54 +415,6 @@ func refTokTable(p *refSpec) *[256]refTok {
 	var tab [256]refTok
 	p.tokTable(&tab)
 	return &tab
-}
-
-// The AVX-512 pass that reads the extra bits and adds the differences to
-// 2-byte references in one go, against deltasChecked + add16, for every
-// sub-bucket precision, with the extra bits running out at several points.
-func TestRefDeltasAdd16Twin(t *testing.T) {
-	if !useAVX2 || !useAVX512 {
-		t.Log("no AVX-512 (F, VBMI) here: the fused pass is not compared")
-	}
-	r := rand.New(rand.NewPCG(14, 15))
-	for _, d := range []dtype.DType{dtype.BF16, dtype.F16} {
-		for q := uint(0); q <= 6; q++ {
-			p, _ := refSpecFor(d)
-			if !p.setQ(q) {
-				continue
-			}
-			tab := refTokTable(&p)
-			for _, n := range []int{0, 15, 16, 17, 64, 65, 1000, 65536} {
-				ts, x := randTokens(r, &p, tab, n)
-				ref := randBytes(r, 2*n)
-				for _, short := range []uint{0, 1, 13, x / 3, x} {
-					lim := x - min(short, x)
-					ap := refApply{tab: tab, pad: randBytes(r, int(lim+refPad))}
-					want := make([]byte, 2*n)
-					ds := make([]uint32, n)
-					k2, b2 := ap.deltasChecked(ds, ts, 0, 8*lim)
-					add16(want[:2*k2], ref[:2*k2], ds[:k2])
-					got := make([]byte, 2*n)
-					tried, k1, b1 := ap.deltasAdd16Fast(got, ref, ts, 0, 8*lim, q)
-					if tried == 0 {
-						continue
-					}
-					if tried != n&^15 {
-						t.Fatalf("%v q=%d n=%d: took on %d values", d, q, n, tried)
-					}
-					// both stop at the same check (every 64 values) when
-					// the bits run out within what the fast pass took on
-					if k2 <= tried && (k1 != k2 || b1 != b2) || k2 > tried && k1 != tried {
-						t.Fatalf("%v q=%d n=%d short=%d: stopped at %d (bit %d), Go at %d (bit %d)", d, q, n, short, k1, b1, k2, b2)
-					}
-					m := min(k1, k2)
-					if !bytes.Equal(got[:2*m], want[:2*m]) {
-						t.Fatalf("%v q=%d n=%d short=%d: values differ from the Go twin", d, q, n, short)
-					}
-				}
-			}
-		}
-	}
 }
 
 // The AVX-512 ungrouping against the quarters of refUngroup: random
@@ -604,53 +546,63 @@ func TestRefTokensTwin(t *testing.T) {
 	}
 }
 
-// The AVX-512 pass for 4-byte values against deltasChecked + add, and the
-// exponents of 4-byte values against the plain shift.
-func TestRefDeltasAdd32Twin(t *testing.T) {
-	if !useAVX2 || !useAVX512Q {
-		t.Log("no AVX-512 (F, DQ, VBMI) here: the 4-byte pass is not compared")
+// The AVX-512 passes that read the extra bits and add the differences to
+// 2- and 4-byte references in one go, against deltasChecked + add, for
+// every sub-bucket precision, with the extra bits running out at several
+// points; and the exponents of 4-byte values against the plain shift.
+func TestRefDeltasAddTwin(t *testing.T) {
+	if !useAVX2 || !useAVX512 {
+		t.Log("no AVX-512 (F, VBMI) here: the fused passes are not compared")
 	}
-	r := rand.New(rand.NewPCG(20, 21))
-	for q := uint(0); q <= 6; q++ {
-		p, _ := refSpecFor(dtype.F32)
-		if !p.setQ(q) {
-			continue
-		}
-		tab := refTokTable(&p)
-		for _, n := range []int{0, 7, 8, 9, 64, 65, 1000, 16384} {
-			ts, x := randTokens(r, &p, tab, n)
-			ref := randBytes(r, 4*n)
-			for _, short := range []uint{0, 1, 13, x / 3, x} {
-				lim := x - min(short, x)
-				ap := refApply{tab: tab, pad: randBytes(r, int(lim+refPad)), top: 1 << 31, mask: 1<<32 - 1, flip: 1<<31 - 1, sh: 31, sbit: 1}
-				ds := make([]uint32, n)
-				k2, b2 := ap.deltasChecked(ds, ts, 0, 8*lim)
-				rs := make([]uint32, n)
-				loadAll(rs, ref, 4)
-				ap.add(ds[:k2], rs[:k2], ds[:k2])
-				want := make([]byte, 4*n)
-				storeAll(want[:4*k2], ds[:k2], 4)
-				got := make([]byte, 4*n)
-				tried, k1, b1 := ap.deltasAdd32Fast(got, ref, ts, 0, 8*lim, q)
-				if tried == 0 {
+	r := rand.New(rand.NewPCG(14, 15))
+	for _, d := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32} {
+		for q := uint(0); q <= 6; q++ {
+			p, _ := refSpecFor(d)
+			if !p.setQ(q) {
+				continue
+			}
+			tab := refTokTable(&p)
+			step := 32 / p.size // values per AVX-512 step: 16 or 8
+			for _, n := range []int{0, step - 1, step, step + 1, 64, 65, 1000, 65536} {
+				ts, x := randTokens(r, &p, tab, n)
+				ref := randBytes(r, p.size*n)
+				for _, short := range []uint{0, 1, 13, x / 3, x} {
+					lim := x - min(short, x)
+					ap := p.applier(tab, randBytes(r, int(lim+refPad)))
+					ds := make([]uint32, n)
+					k2, b2 := ap.deltasChecked(ds, ts, 0, 8*lim)
+					rs := make([]uint32, n)
+					loadAll(rs, ref, p.size)
+					ap.add(ds[:k2], rs[:k2], ds[:k2])
+					want := make([]byte, p.size*n)
+					storeAll(want[:p.size*k2], ds[:k2], p.size)
+					got := make([]byte, p.size*n)
+					tried, k1, b1 := ap.deltasAddFast(got, ref, ts, 0, 8*lim, q, p.size)
+					if tried == 0 {
+						continue
+					}
+					if tried != n&^(step-1) {
+						t.Fatalf("%v q=%d n=%d: took on %d values", d, q, n, tried)
+					}
+					// both stop at the same check (every 64 values) when
+					// the bits run out within what the fast pass took on
+					if k2 <= tried && (k1 != k2 || b1 != b2) || k2 > tried && k1 != tried {
+						t.Fatalf("%v q=%d n=%d short=%d: stopped at %d (bit %d), Go at %d (bit %d)", d, q, n, short, k1, b1, k2, b2)
+					}
+					m := min(k1, k2)
+					if !bytes.Equal(got[:p.size*m], want[:p.size*m]) {
+						t.Fatalf("%v q=%d n=%d short=%d: values differ from the Go twin", d, q, n, short)
+					}
+				}
+				if p.size != 4 {
 					continue
 				}
-				if tried != n&^7 {
-					t.Fatalf("q=%d n=%d: took on %d values", q, n, tried)
-				}
-				if k2 <= tried && (k1 != k2 || b1 != b2) || k2 > tried && k1 != tried {
-					t.Fatalf("q=%d n=%d short=%d: stopped at %d (bit %d), Go at %d (bit %d)", q, n, short, k1, b1, k2, b2)
-				}
-				m := min(k1, k2)
-				if !bytes.Equal(got[:4*m], want[:4*m]) {
-					t.Fatalf("q=%d n=%d short=%d: values differ from the Go twin", q, n, short)
-				}
-			}
-			ex := make([]byte, n)
-			k := refExps32Fast(ex, ref, p.m, uint32(p.emask))
-			for i := range ex[:k] {
-				if ex[i] != byte(binary.LittleEndian.Uint32(ref[4*i:])>>p.m&uint32(p.emask)) {
-					t.Fatalf("n=%d: exponent %d wrong", n, i)
+				ex := make([]byte, n)
+				k := refExps32Fast(ex, ref, p.m, uint32(p.emask))
+				for i := range ex[:k] {
+					if ex[i] != byte(binary.LittleEndian.Uint32(ref[4*i:])>>p.m&uint32(p.emask)) {
+						t.Fatalf("n=%d: exponent %d wrong", n, i)
+					}
 				}
 			}
 		}
