@@ -1,8 +1,8 @@
 // Package trajectory implements .nztraj archives: the checkpoints of a
 // training run (or any sequence of related models) as frames, each an .nzip
 // archive coded against the previous frame or the nearest keyframe (see
-// codec.Reference), with keyframes every K frames coded on their own. Any
-// step decodes from its keyframe; frames are only ever appended.
+// codec.Reference), with keyframes at most K frames apart coded on their
+// own. Any step decodes from its keyframe; frames are only ever appended.
 //
 // # Format, version 1
 //
@@ -29,7 +29,7 @@
 //
 // Index (raw bytes):
 //
-//	uvarint K        keyframe interval (≥ 1): frame i is a keyframe when i mod K = 0
+//	uvarint K        keyframe interval (≥ 1): no chain is longer than K frames
 //	u8      mode     0: a frame is coded against the previous frame,
 //	                 1: against the keyframe at or before it
 //	uvarint frames
@@ -50,6 +50,13 @@
 // reference; a reader follows the ref fields. To decode frame i, decode its
 // reference chain from the keyframe on, each frame with the one before as
 // reference.
+//
+// An append makes the new frame a keyframe when the frame before it is the
+// K-th of its chain (mode 0) or the keyframe before it lies K or more
+// frames back (mode 1), so that appends alone give a keyframe every K
+// frames. A writer that knows several frames in advance may place
+// keyframes earlier, where they cost least (PlanKeyframes); later appends
+// follow the same rule from there.
 package trajectory
 
 import (

@@ -61,6 +61,26 @@ func TestMeasure(t *testing.T) {
 				fmt.Fprintf(&b, "| %s | %d | %d | %.4f | %.4f |\n", map[int]string{0: "prev", 1: "key"}[mode], k, end, float64(end)/float64(sumInd), float64(end)/float64(sumRaw))
 			}
 		}
+		// keyframes placed by PlanKeyframes (nzip trajectory pack's default)
+		var pl Planner
+		for _, st := range steps {
+			if err := pl.Add(st.input(), codec.Options{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		planned := map[int]*memFile{}
+		for _, k := range []int{2, 5, 10} {
+			keys := PlanKeyframes(pl.Saving(), k)
+			planned[k] = packKeys(t, steps, k, keys)
+			var at []int
+			for i, key := range keys {
+				if key {
+					at = append(at, i)
+				}
+			}
+			end := int64(len(planned[k].b))
+			fmt.Fprintf(&b, "| planned (keyframes %v) | %d | %d | %.4f | %.4f |\n", at, k, end, float64(end)/float64(sumInd), float64(end)/float64(sumRaw))
+		}
 		// extract times: the last frame of a K-group vs an independent decode
 		indArc, _ := codec.CompressBytes(steps[n-1].data, steps[n-1].segs, codec.Options{})
 		best := func(fn func()) time.Duration {
@@ -90,6 +110,23 @@ func TestMeasure(t *testing.T) {
 				}
 			})
 			fmt.Fprintf(&b, "| %s | %d | %d | %d | %.2f | %.1f | %v |\n", map[int]string{0: "prev", 1: "key"}[c.mode], c.k, i, len(chain), d.Seconds()*1e3, d.Seconds()/tInd.Seconds(), d.Seconds() <= float64(c.k)*tInd.Seconds())
+		}
+		for _, k := range []int{5, 10} {
+			f := planned[k]
+			a, _ := Open(f, int64(len(f.b)))
+			i, chain := 0, []int(nil) // the frame with the longest chain
+			for j := range a.Frames {
+				if c, _ := a.Chain(j); len(c) > len(chain) {
+					i, chain = j, c
+				}
+			}
+			d := best(func() {
+				got, err := a.Extract(i, codec.Options{})
+				if err != nil || !bytes.Equal(got.Data, steps[i].data) {
+					t.Fatal("extract", err)
+				}
+			})
+			fmt.Fprintf(&b, "| planned | %d | %d | %d | %.2f | %.1f | %v |\n", k, i, len(chain), d.Seconds()*1e3, d.Seconds()/tInd.Seconds(), d.Seconds() <= float64(k)*tInd.Seconds())
 		}
 		t.Log(b.String())
 	}

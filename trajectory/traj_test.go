@@ -225,8 +225,15 @@ func TestTrajectorySynthetic(t *testing.T) {
 			f := pack(t, steps, k, mode, 1)
 			a := checkAll(t, f, steps)
 			for i, fr := range a.Frames {
-				if fr.Ref != a.RefFor(i) {
-					t.Fatalf("frame %d refers to %d, want %d", i, fr.Ref, a.RefFor(i))
+				want := -1 // every K-th frame is a keyframe
+				if i%k != 0 {
+					want = i - 1
+					if mode == RefKeyframe {
+						want = i - i%k
+					}
+				}
+				if fr.Ref != want || a.RefFor(i) != want {
+					t.Fatalf("frame %d refers to %d (RefFor %d), want %d", i, fr.Ref, a.RefFor(i), want)
 				}
 			}
 			if g := pack(t, steps, k, mode, 3); !bytes.Equal(g.b, f.b) {

@@ -60,26 +60,54 @@ func OpenWriter(f File, size int64) (*Writer, error) {
 // Archive returns the trajectory as written so far.
 func (w *Writer) Archive() *Archive { return w.a }
 
-// RefFor returns the frame that frame i is coded against (-1: a keyframe).
+// RefFor returns the frame that an append codes frame i against (-1: a
+// keyframe), given frames 0..i-1: a keyframe when the chain would otherwise
+// grow beyond K frames (RefPrevious) or the keyframe lies K or more frames
+// back (RefKeyframe); otherwise the previous frame or the keyframe. With
+// every frame appended this way, frame i is a keyframe when i mod K = 0.
 func (x *Index) RefFor(i int) int {
-	if i%x.K == 0 {
+	if i <= 0 || i > len(x.Frames) {
 		return -1
 	}
+	// frame i-1's keyframe and chain length (refs point backwards: ParseIndex)
+	root, n := i-1, 1
+	for x.Frames[root].Ref >= 0 {
+		root = x.Frames[root].Ref
+		n++
+	}
 	if x.Mode == RefKeyframe {
-		return i - i%x.K
+		if i-root >= x.K {
+			return -1
+		}
+		return root
+	}
+	if n >= x.K {
+		return -1
 	}
 	return i - 1
 }
 
 // Append codes in as the next frame. The reference (when the frame is not a
-// keyframe) is an earlier input still held by the writer, or else decoded
-// from the archive. in.R must stay readable until the writer is no longer
-// used: it may serve as the reference of the next frames. opt.Ref is
+// keyframe, see RefFor) is an earlier input still held by the writer, or else
+// decoded from the archive. in.R must stay readable until the writer is no
+// longer used: it may serve as the reference of the next frames. opt.Ref is
 // ignored.
 func (w *Writer) Append(in codec.Input, opt codec.Options) (Frame, error) {
+	return w.append(in, opt, false)
+}
+
+// AppendKeyframe is Append, but codes in as a keyframe (see PlanKeyframes).
+func (w *Writer) AppendKeyframe(in codec.Input, opt codec.Options) (Frame, error) {
+	return w.append(in, opt, true)
+}
+
+func (w *Writer) append(in codec.Input, opt codec.Options, key bool) (Frame, error) {
 	a := w.a
 	i := len(a.Frames)
 	fr := Frame{Name: in.Name, Size: in.Size, Ref: a.RefFor(i)}
+	if key {
+		fr.Ref = -1
+	}
 	opt.Ref = nil
 	if fr.Ref >= 0 {
 		ref, err := w.reference(fr.Ref, opt)

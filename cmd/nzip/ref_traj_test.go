@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -124,9 +125,10 @@ func TestTrajectoryCLI(t *testing.T) {
 	}
 	run := filepath.Join(dir, "run.nztraj")
 	// a quoted glob is sorted naturally: step_2 before step_10
-	if code, _, errs := nzip(t, "trajectory", "pack", "-q", "-o", run, "-keyframe", "4", filepath.Join(dir, "step_*.safetensors")); code != 0 {
+	if code, _, errs := nzip(t, "trajectory", "pack", "-q", "-plan=false", "-o", run, "-keyframe", "4", filepath.Join(dir, "step_*.safetensors")); code != 0 {
 		t.Fatalf("pack: %d %s", code, errs)
 	}
+	checkPlannedCLI(t, dir, files, refFileSize(t, run))
 	code, out, errs := nzip(t, "trajectory", "ls", "-json", run)
 	if code != 0 {
 		t.Fatalf("ls: %d %s", code, errs)
@@ -242,5 +244,54 @@ func TestDuplicateBlocksCLI(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(out); !bytes.Equal(got, b) {
 		t.Fatal("restored file differs")
+	}
+}
+
+// checkPlannedCLI packs the steps with planned keyframes (the default): no
+// chain longer than K = 4, no larger than every K-th frame (regular bytes),
+// every step extracts.
+func checkPlannedCLI(t *testing.T, dir string, files [][]byte, regular int64) {
+	t.Helper()
+	run := filepath.Join(dir, "planned.nztraj")
+	code, _, errs := nzip(t, "trajectory", "pack", "-o", run, "-keyframe", "4", filepath.Join(dir, "step_*.safetensors"))
+	if code != 0 || !strings.Contains(errs, "planned keyframes (frames 0, ") {
+		t.Fatalf("planned pack: %d %s", code, errs)
+	}
+	code, out, errs := nzip(t, "trajectory", "ls", "-json", run)
+	if code != 0 {
+		t.Fatalf("ls: %d %s", code, errs)
+	}
+	var ls struct {
+		Frames []struct {
+			Ref int `json:"ref"`
+		} `json:"frames"`
+	}
+	if err := json.Unmarshal([]byte(out), &ls); err != nil || len(ls.Frames) != len(files) {
+		t.Fatalf("ls: %v %s", err, out)
+	}
+	chain := make([]int, len(ls.Frames))
+	for i, f := range ls.Frames {
+		chain[i] = 1
+		if f.Ref >= 0 {
+			if f.Ref != i-1 {
+				t.Fatalf("frame %d coded against %d", i, f.Ref)
+			}
+			chain[i] = chain[i-1] + 1
+		}
+		if chain[i] > 4 {
+			t.Fatalf("frame %d decodes through %d frames", i, chain[i])
+		}
+	}
+	if size := refFileSize(t, run); size > regular {
+		t.Fatalf("planned archive %d bytes, every 4th frame %d", size, regular)
+	}
+	for i := range files {
+		o := filepath.Join(dir, fmt.Sprintf("planned-%d", i))
+		if code, _, errs := nzip(t, "trajectory", "extract", "-q", "-o", o, run, strconv.Itoa(i)); code != 0 {
+			t.Fatalf("extract %d: %d %s", i, code, errs)
+		}
+		if got, _ := os.ReadFile(o); !bytes.Equal(got, files[i]) {
+			t.Fatalf("planned frame %d differs", i)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,14 +18,17 @@ import (
 )
 
 const trajectoryUsage = `usage:
-  nzip trajectory pack    -o RUN.nztraj [-f] [-keyframe K] [-ref-mode prev|key] [-threads N] [-chunk N] [-q] STEP...
+  nzip trajectory pack    -o RUN.nztraj [-f] [-keyframe K] [-plan=false] [-ref-mode prev|key] [-threads N] [-chunk N] [-q] STEP...
   nzip trajectory append  [-threads N] [-q] RUN.nztraj STEP...
   nzip trajectory ls      [-json] RUN.nztraj
   nzip trajectory extract [-o OUT] [-f] [-threads N] [-q] RUN.nztraj NAME|INDEX
 
 A trajectory archive holds the checkpoints of a training run as frames:
-every K-th frame (a keyframe) is coded on its own, the others against the
-previous frame (-ref-mode prev, the default) or their keyframe (key).
+keyframes are coded on their own, the others against the previous frame
+(-ref-mode prev, the default) or their keyframe (key); no step decodes
+through more than K frames. pack places the keyframes where they cost
+least (it codes every step twice first; -plan=false: every K-th frame);
+append makes a keyframe when the chain would grow beyond K.
 STEP arguments are taken in the order given; a quoted glob ('step_*') is
 expanded and sorted naturally (step_2 before step_10). Appending never
 rewrites the archive: an interrupted append leaves it as it was.
@@ -112,10 +116,11 @@ func (f inputFile) input() codec.Input {
 
 // appendSteps appends every step to w, keeping the files open while they
 // may serve as references.
-func appendSteps(ctx context.Context, w *trajectory.Writer, paths []string, opt codec.Options, quiet bool, stderr io.Writer) error {
+// keys (when not nil) says which steps are keyframes.
+func appendSteps(ctx context.Context, w *trajectory.Writer, paths []string, keys []bool, opt codec.Options, quiet bool, stderr io.Writer) error {
 	var open []inputFile
 	defer func() { closeInputs(open) }()
-	for _, p := range paths {
+	for i, p := range paths {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -125,7 +130,12 @@ func appendSteps(ctx context.Context, w *trajectory.Writer, paths []string, opt 
 		}
 		open = append(open, in)
 		start := time.Now()
-		fr, err := w.Append(in.input(), opt)
+		var fr trajectory.Frame
+		if keys != nil && keys[i] {
+			fr, err = w.AppendKeyframe(in.input(), opt)
+		} else {
+			fr, err = w.Append(in.input(), opt)
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
@@ -151,11 +161,42 @@ func appendSteps(ctx context.Context, w *trajectory.Writer, paths []string, opt 
 	return nil
 }
 
+// planKeyframes codes every step on its own and against the step before
+// (nothing is written) and returns where the keyframes cost least.
+func planKeyframes(ctx context.Context, paths []string, k int, opt codec.Options, stderr io.Writer) ([]bool, error) {
+	var p trajectory.Planner
+	var prev inputFile
+	defer func() {
+		if prev.f != nil {
+			prev.f.Close()
+		}
+	}()
+	for _, path := range paths {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		in, err := openStep(path, stderr)
+		if err != nil {
+			return nil, err
+		}
+		err = p.Add(in.input(), opt)
+		if prev.f != nil {
+			prev.f.Close()
+		}
+		prev = in
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return trajectory.PlanKeyframes(p.Saving(), k), nil
+}
+
 func runTrajPack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("trajectory pack", "-o RUN.nztraj [-f] [-keyframe K] [-ref-mode prev|key] [-threads N] [-chunk N] [-q] STEP...", stderr)
+	fs := newFlags("trajectory pack", "-o RUN.nztraj [-f] [-keyframe K] [-plan=false] [-ref-mode prev|key] [-threads N] [-chunk N] [-q] STEP...", stderr)
 	out := fs.String("o", "", "output trajectory archive (required)")
 	force := fs.Bool("f", false, "overwrite OUT if it exists")
-	k := fs.Int("keyframe", trajectory.DefaultK, "keyframe interval: every K-th frame is coded on its own (1: all)")
+	k := fs.Int("keyframe", trajectory.DefaultK, "keyframe interval: no step decodes through more than K frames (1: every frame on its own)")
+	plan := fs.Bool("plan", true, "with more than K steps and -ref-mode prev, measure every step first and place the keyframes where they cost least; false: every K-th frame")
 	mode := fs.String("ref-mode", "prev", "code frames against the previous frame (prev) or their keyframe (key)")
 	threads := fs.Int("threads", 0, "blocks coded in parallel (default: all CPUs); the archive is the same for any value")
 	chunk := fs.Int("chunk", 0, fmt.Sprintf("float values per block, %d..%d (default %d)", codec.MinChunkValues, codec.MaxChunkValues, codec.DefaultChunkValues))
@@ -192,7 +233,22 @@ func runTrajPack(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	start := time.Now()
 	opt := codec.Options{Threads: *threads, ChunkValues: *chunk, Context: ctx}
-	if err := appendSteps(ctx, tw, paths, opt, *quiet, stderr); err != nil {
+	var keys []bool
+	if *plan && m == trajectory.RefPrevious && len(paths) > *k {
+		if keys, err = planKeyframes(ctx, paths, *k, opt, stderr); err != nil {
+			return err
+		}
+		if !*quiet {
+			var at []string
+			for i, key := range keys {
+				if key {
+					at = append(at, strconv.Itoa(i))
+				}
+			}
+			fmt.Fprintf(stderr, "planned keyframes (frames %s) in %.2fs\n", strings.Join(at, ", "), time.Since(start).Seconds())
+		}
+	}
+	if err := appendSteps(ctx, tw, paths, keys, opt, *quiet, stderr); err != nil {
 		return err
 	}
 	if err := w.Commit(); err != nil {
@@ -238,7 +294,7 @@ func runTrajAppend(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if t := w.Archive().Tail; t > 0 && !*quiet {
 		fmt.Fprintf(stderr, "nzip: warning: %s: %d bytes of an interrupted append after the last valid index are cut off\n", path, t)
 	}
-	if err := appendSteps(ctx, w, paths, codec.Options{Threads: *threads, Context: ctx}, *quiet, stderr); err != nil {
+	if err := appendSteps(ctx, w, paths, nil, codec.Options{Threads: *threads, Context: ctx}, *quiet, stderr); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()

@@ -1,0 +1,161 @@
+package trajectory
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"neuralzip/codec"
+)
+
+// planCost is the saving lost by the keyframes of keys; ok reports whether
+// every chain has at most k frames.
+func planCost(saving []int64, keys []bool, k int) (cost int64, ok bool) {
+	if len(keys) > 0 && !keys[0] {
+		return 0, false
+	}
+	last := 0
+	for i, key := range keys {
+		if key {
+			if i > 0 {
+				cost += saving[i]
+			}
+			last = i
+		}
+		if i-last+1 > k {
+			return 0, false
+		}
+	}
+	return cost, true
+}
+
+// TestPlanKeyframes compares the plan with every placement of keyframes.
+func TestPlanKeyframes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for iter := 0; iter < 400; iter++ {
+		n := rng.IntN(13)
+		k := 1 + rng.IntN(6)
+		saving := make([]int64, n)
+		for i := range saving {
+			saving[i] = rng.Int64N(100) - 10 // sometimes a keyframe is smaller
+			if rng.IntN(4) == 0 {
+				saving[i] = 50 // ties
+			}
+		}
+		keys := PlanKeyframes(saving, k)
+		got, ok := planCost(saving, keys, k)
+		if len(keys) != n || !ok {
+			t.Fatalf("n=%d k=%d saving %v: invalid plan %v", n, k, saving, keys)
+		}
+		var best int64
+		found := false
+		for mask := 0; mask < 1<<n; mask++ {
+			try := make([]bool, n)
+			for i := range try {
+				try[i] = mask&(1<<i) != 0
+			}
+			if c, ok := planCost(saving, try, k); ok && (!found || c < best) {
+				best, found = c, true
+			}
+		}
+		if n > 0 && got != best {
+			t.Fatalf("n=%d k=%d saving %v: plan %v costs %d, best %d", n, k, saving, keys, got, best)
+		}
+	}
+	// growing savings put each keyframe as early as the bound allows
+	keys := PlanKeyframes([]int64{0, 1, 2, 3, 4, 5, 6}, 3)
+	if want := []bool{true, true, false, false, true, false, false}; !equalBools(keys, want) {
+		t.Fatalf("growing savings: %v, want %v", keys, want)
+	}
+}
+
+func equalBools(a, b []bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestPlannedPack packs the real trajectory with planned keyframes: chains
+// stay within K, the archive is smaller than with every K-th frame, every
+// step decodes, and later appends follow the chain rule from the last
+// planned keyframe.
+func TestPlannedPack(t *testing.T) {
+	steps := realSteps(t, "bf16")
+	const k = 10
+	var p Planner
+	for _, s := range steps {
+		if err := p.Add(s.input(), codec.Options{Threads: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := PlanKeyframes(p.Saving(), k)
+	planned := packKeys(t, steps[:len(steps)-1], k, keys)
+	w, err := OpenWriter(planned, int64(len(planned.b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Append(steps[len(steps)-1].input(), codec.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	a := checkAll(t, planned, steps)
+	regular := pack(t, steps, k, RefPrevious, 2)
+	var raw int64
+	for _, s := range steps {
+		raw += int64(len(s.data))
+	}
+	t.Logf("keyframes %v: %d bytes, every %d-th frame: %d bytes (%.4f)", keys, len(planned.b), k, len(regular.b), float64(len(planned.b))/float64(len(regular.b)))
+	if len(planned.b) >= len(regular.b) {
+		t.Fatalf("planned %d bytes, not below every K-th frame's %d", len(planned.b), len(regular.b))
+	}
+	for i, fr := range a.Frames {
+		chain, err := a.Chain(i)
+		if err != nil || len(chain) > k {
+			t.Fatalf("frame %d: chain %v (%v), longer than %d", i, chain, err, k)
+		}
+		// the last frame was appended by the chain rule, which agrees
+		if fr.Keyframe() != keys[i] {
+			t.Fatalf("frame %d: keyframe %v, planned %v", i, fr.Keyframe(), keys[i])
+		}
+	}
+	// the planner's own sizes are those of the frames written
+	for i, fr := range a.Frames[:len(a.Frames)-1] {
+		want := p.Conditioned[i]
+		if fr.Keyframe() {
+			want = p.Independent[i]
+		}
+		if fr.Length != want {
+			t.Fatalf("frame %d: %d bytes, planner measured %d", i, fr.Length, want)
+		}
+	}
+	// the append left the packed frames, index and trailer as they were
+	if g := packKeys(t, steps[:len(steps)-1], k, keys); !bytes.HasPrefix(planned.b, g.b) {
+		t.Fatal("the append changed the packed part, or packing is not deterministic")
+	}
+}
+
+// packKeys packs steps with the given keyframes.
+func packKeys(t *testing.T, steps []step, k int, keys []bool) *memFile {
+	t.Helper()
+	f := &memFile{}
+	w, err := Create(f, k, RefPrevious)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range steps {
+		if keys[i] {
+			_, err = w.AppendKeyframe(s.input(), codec.Options{Threads: 2})
+		} else {
+			_, err = w.Append(s.input(), codec.Options{Threads: 2})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
