@@ -181,14 +181,20 @@ func (a *Archive) FrameReader(i int) (*codec.Reader, error) {
 // Decoded is a decoded frame: its file's bytes and layout, which serve as
 // the reference of the frames coded against it.
 type Decoded struct {
-	Frame int
-	Data  []byte
-	Segs  []codec.Segment
+	Frame  int
+	Data   []byte
+	Segs   []codec.Segment
+	Format string // the loader's format name recorded in the frame
+}
+
+// input is the decoded frame as an input to code (frame f's name).
+func (d *Decoded) input(f Frame) codec.Input {
+	return codec.Input{Name: f.Name, R: codec.Bytes(d.Data), Size: int64(len(d.Data)), Format: d.Format, Segments: d.Segs}
 }
 
 // reference makes a codec reference of a decoded frame.
 func (d *Decoded) reference(f Frame) (*codec.Reference, error) {
-	return codec.NewReferenceSums([]codec.Input{{Name: f.Name, R: codec.Bytes(d.Data), Size: int64(len(d.Data)), Segments: d.Segs}}, [][32]byte{f.SHA256})
+	return codec.NewReferenceSums([]codec.Input{d.input(f)}, [][32]byte{f.SHA256})
 }
 
 // Extract decodes frame i: its keyframe, then every frame of its reference
@@ -249,7 +255,8 @@ func (a *Archive) decodeFrameTo(buf []byte, j int, ref *Decoded, opt codec.Optio
 	if err != nil {
 		return nil, fmt.Errorf("frame %d (%s): %w", j, f.Name, err)
 	}
-	return &Decoded{Frame: j, Data: data, Segs: tensorSegments(rd.Files()[0])}, nil
+	fi := rd.Files()[0]
+	return &Decoded{Frame: j, Data: data, Segs: tensorSegments(fi), Format: fi.Format}, nil
 }
 
 // tensorSegments turns the tensor list of an archived file into a layout.

@@ -2,7 +2,6 @@ package trajectory
 
 import (
 	"fmt"
-	"io"
 
 	"neuralzip/codec"
 )
@@ -70,25 +69,23 @@ type Planner struct {
 // Nothing is written; opt.Ref is ignored.
 func (p *Planner) Add(in codec.Input, opt codec.Options) error {
 	opt.Ref = nil
-	ind, err := codec.Encode(io.Discard, []codec.Input{in}, opt)
+	ind, err := encodedSize(in, opt)
 	if err != nil {
 		return err
 	}
 	var cond int64
 	if p.prev != nil {
 		opt.Ref = p.prev
-		res, err := codec.Encode(io.Discard, []codec.Input{in}, opt)
-		if err != nil {
+		if cond, err = encodedSize(in, opt); err != nil {
 			return err
 		}
-		cond = res.Compressed
 	}
 	ref, err := codec.NewReference([]codec.Input{in})
 	if err != nil {
 		return fmt.Errorf("trajectory: planning: %w", err)
 	}
 	p.prev = ref
-	p.Independent = append(p.Independent, ind.Compressed)
+	p.Independent = append(p.Independent, ind)
 	p.Conditioned = append(p.Conditioned, cond)
 	return nil
 }

@@ -159,3 +159,65 @@ func packKeys(t *testing.T, steps []step, k int, keys []bool) *memFile {
 	}
 	return f
 }
+
+// TestRepack repacks a run built by appends (every K-th frame a keyframe)
+// and gets exactly the archive a planned pack of the same checkpoints
+// gives; frames that keep their reference are copied.
+func TestRepack(t *testing.T) {
+	steps := realSteps(t, "bf16")
+	const k = 10
+	var p Planner
+	for _, s := range steps {
+		if err := p.Add(s.input(), codec.Options{Threads: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := packKeys(t, steps, k, PlanKeyframes(p.Saving(), k))
+	regular := pack(t, steps, k, RefPrevious, 2)
+	a, err := Open(regular, int64(len(regular.b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := &memFile{}
+	if _, err := Repack(a, got, k, codec.Options{Threads: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.b, want.b) {
+		t.Fatalf("repacked: %d bytes, planned pack: %d bytes, not the same archive", len(got.b), len(want.b))
+	}
+	checkAll(t, got, steps)
+}
+
+// TestRepackModes repacks synthetic runs from either mode and interval into
+// other intervals: every frame decodes, chains stay within K, appends go on.
+func TestRepackModes(t *testing.T) {
+	steps := synthSteps(9)
+	for _, mode := range []int{RefPrevious, RefKeyframe} {
+		for _, from := range []int{1, 3, 100} {
+			src := pack(t, steps[:8], from, mode, 1)
+			a, err := Open(src, int64(len(src.b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []int{1, 2, 4, 100} {
+				f := &memFile{}
+				w, err := Repack(a, f, k, codec.Options{Threads: 1})
+				if err != nil {
+					t.Fatalf("mode %d K %d -> %d: %v", mode, from, k, err)
+				}
+				if _, err := w.Append(steps[8].input(), codec.Options{}); err != nil {
+					t.Fatal(err)
+				}
+				b := checkAll(t, f, steps)
+				for i := range b.Frames {
+					if c, err := b.Chain(i); err != nil || len(c) > k {
+						t.Fatalf("mode %d K %d -> %d: frame %d chain %v (%v)", mode, from, k, i, c, err)
+					}
+				}
+				if b.K != k || b.Mode != RefPrevious {
+					t.Fatalf("repacked index K %d mode %d", b.K, b.Mode)
+				}
+			}
+		}
+	}
+}

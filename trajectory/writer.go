@@ -116,6 +116,18 @@ func (w *Writer) append(in codec.Input, opt codec.Options, key bool) (Frame, err
 		}
 		opt.Ref = ref
 	}
+	return w.commit(fr, in, func(dst io.Writer) (int64, error) {
+		res, err := codec.Encode(dst, []codec.Input{in}, opt)
+		return res.Compressed, err
+	})
+}
+
+// commit writes frame fr, whose .nzip archive write writes (returning its
+// length), then the new index and trailer; in (fr's original file) is kept
+// as a possible reference of later frames.
+func (w *Writer) commit(fr Frame, in codec.Input, write func(io.Writer) (int64, error)) (Frame, error) {
+	a := w.a
+	i := len(a.Frames)
 	// cut off the remains of an interrupted append
 	if a.Tail > 0 {
 		if err := w.f.Truncate(a.End); err != nil {
@@ -125,11 +137,11 @@ func (w *Writer) append(in codec.Input, opt codec.Options, key bool) (Frame, err
 	}
 	fr.Offset = a.End
 	a.Tail = 1 // until the new trailer is written, whatever follows End is garbage
-	res, err := codec.Encode(io.NewOffsetWriter(w.f, fr.Offset), []codec.Input{in}, opt)
+	n, err := write(io.NewOffsetWriter(w.f, fr.Offset))
 	if err != nil {
 		return fr, err
 	}
-	fr.Length = res.Compressed
+	fr.Length = n
 	rd, err := codec.NewReader(io.NewSectionReader(w.f, fr.Offset, fr.Length), fr.Length)
 	if err != nil {
 		return fr, fmt.Errorf("trajectory: reading back the new frame: %w", err)

@@ -12,6 +12,7 @@
 //	nzip trajectory append  [-threads N] [-q] RUN.nztraj STEP...
 //	nzip trajectory ls      [-json] RUN.nztraj
 //	nzip trajectory extract [-o OUT] [-f] [-threads N] [-q] RUN.nztraj NAME|INDEX
+//	nzip trajectory repack  -o OUT.nztraj [-f] [-keyframe K] [-threads N] [-q] RUN.nztraj
 //
 // compress, decompress and verify take -ref REF: the archive is coded
 // against (and decoded with) the reference model REF.
@@ -49,6 +50,7 @@ usage:
   nzip trajectory append  [-threads N] [-q] RUN.nztraj STEP...
   nzip trajectory ls      [-json] RUN.nztraj
   nzip trajectory extract [-o OUT] [-f] [-threads N] [-q] RUN.nztraj NAME|INDEX
+  nzip trajectory repack  -o OUT.nztraj [-f] [-keyframe K] [-threads N] [-q] RUN.nztraj
 
 Run "nzip COMMAND -h" (or "nzip setup SUBCOMMAND -h") for the flags of a command.
 `

@@ -128,7 +128,7 @@ func TestTrajectoryCLI(t *testing.T) {
 	if code, _, errs := nzip(t, "trajectory", "pack", "-q", "-plan=false", "-o", run, "-keyframe", "4", filepath.Join(dir, "step_*.safetensors")); code != 0 {
 		t.Fatalf("pack: %d %s", code, errs)
 	}
-	checkPlannedCLI(t, dir, files, refFileSize(t, run))
+	checkPlannedCLI(t, dir, files, run)
 	code, out, errs := nzip(t, "trajectory", "ls", "-json", run)
 	if code != 0 {
 		t.Fatalf("ls: %d %s", code, errs)
@@ -249,9 +249,10 @@ func TestDuplicateBlocksCLI(t *testing.T) {
 
 // checkPlannedCLI packs the steps with planned keyframes (the default): no
 // chain longer than K = 4, no larger than every K-th frame (regular bytes),
-// every step extracts.
-func checkPlannedCLI(t *testing.T, dir string, files [][]byte, regular int64) {
+// every step extracts; repack of the regular run gives the same archive.
+func checkPlannedCLI(t *testing.T, dir string, files [][]byte, regularRun string) {
 	t.Helper()
+	regular := refFileSize(t, regularRun)
 	run := filepath.Join(dir, "planned.nztraj")
 	code, _, errs := nzip(t, "trajectory", "pack", "-o", run, "-keyframe", "4", filepath.Join(dir, "step_*.safetensors"))
 	if code != 0 || !strings.Contains(errs, "planned keyframes (frames 0, ") {
@@ -284,6 +285,21 @@ func checkPlannedCLI(t *testing.T, dir string, files [][]byte, regular int64) {
 	}
 	if size := refFileSize(t, run); size > regular {
 		t.Fatalf("planned archive %d bytes, every 4th frame %d", size, regular)
+	}
+	repacked := filepath.Join(dir, "repacked.nztraj")
+	if code, _, errs := nzip(t, "trajectory", "repack", "-o", repacked, regularRun); code != 0 || !strings.Contains(errs, "keyframes 0, ") {
+		t.Fatalf("repack: %d %s", code, errs)
+	}
+	a, _ := os.ReadFile(run)
+	b, _ := os.ReadFile(repacked)
+	if !bytes.Equal(a, b) {
+		t.Fatalf("repack of the regular run (%d bytes) differs from the planned pack (%d bytes)", len(b), len(a))
+	}
+	if code, _, errs := nzip(t, "trajectory", "repack", "-q", "-o", regularRun, regularRun); code != 1 || !strings.Contains(errs, "overwrite the input") {
+		t.Fatalf("repack onto its input: %d %s", code, errs)
+	}
+	if code, _, _ := nzip(t, "trajectory", "repack", regularRun); code != 2 {
+		t.Fatalf("repack without -o: %d", code)
 	}
 	for i := range files {
 		o := filepath.Join(dir, fmt.Sprintf("planned-%d", i))

@@ -22,13 +22,15 @@ const trajectoryUsage = `usage:
   nzip trajectory append  [-threads N] [-q] RUN.nztraj STEP...
   nzip trajectory ls      [-json] RUN.nztraj
   nzip trajectory extract [-o OUT] [-f] [-threads N] [-q] RUN.nztraj NAME|INDEX
+  nzip trajectory repack  -o OUT.nztraj [-f] [-keyframe K] [-threads N] [-q] RUN.nztraj
 
 A trajectory archive holds the checkpoints of a training run as frames:
 keyframes are coded on their own, the others against the previous frame
 (-ref-mode prev, the default) or their keyframe (key); no step decodes
 through more than K frames. pack places the keyframes where they cost
 least (it codes every step twice first; -plan=false: every K-th frame);
-append makes a keyframe when the chain would grow beyond K.
+append makes a keyframe when the chain would grow beyond K; repack rewrites
+a run (e.g. one built by appends) with the keyframes pack would place.
 STEP arguments are taken in the order given; a quoted glob ('step_*') is
 expanded and sorted naturally (step_2 before step_10). Appending never
 rewrites the archive: an interrupted append leaves it as it was.
@@ -37,7 +39,7 @@ rewrites the archive: an interrupted append leaves it as it was.
 // runTrajectory dispatches the trajectory subcommands.
 func runTrajectory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return runSubcommand(ctx, "trajectory", trajectoryUsage, map[string]func(context.Context, []string, io.Writer, io.Writer) error{
-		"pack": runTrajPack, "append": runTrajAppend, "ls": runTrajLs, "extract": runTrajExtract,
+		"pack": runTrajPack, "append": runTrajAppend, "ls": runTrajLs, "extract": runTrajExtract, "repack": runTrajRepack,
 	}, args, stdout, stderr)
 }
 
@@ -359,6 +361,57 @@ func runTrajLs(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintf(stdout, "archive: %d bytes (frames, indexes and header)\n", a.End)
 	if a.Tail > 0 {
 		fmt.Fprintf(stdout, "warning: %d bytes of an interrupted append follow the last valid index (the next append cuts them off)\n", a.Tail)
+	}
+	return nil
+}
+
+func runTrajRepack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("trajectory repack", "-o OUT.nztraj [-f] [-keyframe K] [-threads N] [-q] RUN.nztraj", stderr)
+	out := fs.String("o", "", "output trajectory archive (required; never the input)")
+	force := fs.Bool("f", false, "overwrite OUT if it exists")
+	k := fs.Int("keyframe", 0, "keyframe interval: no step decodes through more than K frames (default: the archive's)")
+	threads := fs.Int("threads", 0, "blocks coded in parallel (default: all CPUs); the archive is the same for any value")
+	quiet := fs.Bool("q", false, "print nothing on success")
+	if err := parse(fs, args, 1, 1); err != nil {
+		return err
+	}
+	if *out == "" || *k < 0 || *threads < 0 {
+		fmt.Fprintln(stderr, "nzip trajectory repack: needs -o; -keyframe and -threads ≥ 0")
+		fs.Usage()
+		return errUsage
+	}
+	path := fs.Arg(0)
+	a, f, err := openTraj(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if *k == 0 {
+		*k = a.K
+	}
+	w, err := createOutput(*out, *force, []string{path}, 0o644)
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	start := time.Now()
+	tw, err := trajectory.Repack(a, w.File, *k, codec.Options{Threads: *threads, Context: ctx})
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := w.Commit(); err != nil {
+		return err
+	}
+	if !*quiet {
+		var at []string
+		for i, fr := range tw.Archive().Frames {
+			if fr.Keyframe() {
+				at = append(at, strconv.Itoa(i))
+			}
+		}
+		end := tw.Archive().End
+		fmt.Fprintf(stderr, "%s: %d frames, %s -> %s (%.3f of the input), keyframes %s, in %.2fs\n", *out, len(a.Frames), humanBytes(a.End), humanBytes(end),
+			float64(end)/float64(max(a.End, 1)), strings.Join(at, ", "), time.Since(start).Seconds())
 	}
 	return nil
 }

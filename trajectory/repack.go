@@ -1,0 +1,100 @@
+package trajectory
+
+import (
+	"fmt"
+	"io"
+
+	"neuralzip/codec"
+)
+
+// Repack writes the frames of a into f (which must be empty) as a new
+// trajectory of interval k in RefPrevious mode, with the keyframes placed
+// by PlanKeyframes: the archive that pack would have made of the same
+// checkpoints, from the archive alone. A run built by appends (a keyframe
+// every K-th frame) usually gets smaller. Frames that keep their
+// reference (a keyframe that stays one, a frame coded against the frame
+// before that stays so) are copied as they are; the others are coded
+// again. Each frame is decoded twice and coded once more than it is
+// written, to measure it the other way; opt.Ref is ignored.
+func Repack(a *Archive, f File, k int, opt codec.Options) (*Writer, error) {
+	w, err := Create(f, k, RefPrevious)
+	if err != nil {
+		return nil, err
+	}
+	opt.Ref = nil
+	// pass 1: each frame's size on its own and against the frame before,
+	// from the archive where the frame is coded that way, else measured
+	n := len(a.Frames)
+	ind, cond := make([]int64, n), make([]int64, n)
+	var prev *Decoded
+	err = a.Walk(opt, func(d *Decoded) error {
+		i, fr := d.Frame, a.Frames[d.Frame]
+		in := d.input(fr)
+		var err error
+		if fr.Ref < 0 {
+			ind[i] = fr.Length
+		} else if ind[i], err = encodedSize(in, opt); err != nil {
+			return fmt.Errorf("frame %d (%s): %w", i, fr.Name, err)
+		}
+		if i > 0 && fr.Ref == i-1 {
+			cond[i] = fr.Length
+		} else if i > 0 {
+			o := opt
+			if o.Ref, err = prev.reference(a.Frames[i-1]); err != nil {
+				return err
+			}
+			if cond[i], err = encodedSize(in, o); err != nil {
+				return fmt.Errorf("frame %d (%s): %w", i, fr.Name, err)
+			}
+		}
+		prev = d
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	saving := make([]int64, n)
+	for i := 1; i < n; i++ {
+		saving[i] = ind[i] - cond[i]
+	}
+	keys := PlanKeyframes(saving, k)
+	// pass 2: write
+	err = a.Walk(opt, func(d *Decoded) error {
+		i, old := d.Frame, a.Frames[d.Frame]
+		in := d.input(old)
+		var fr Frame
+		var err error
+		switch {
+		case keys[i] && old.Ref < 0, !keys[i] && old.Ref == i-1:
+			nf := old
+			nf.Ref = -1
+			if !keys[i] {
+				nf.Ref = i - 1
+			}
+			fr, err = w.commit(nf, in, func(dst io.Writer) (int64, error) {
+				return io.Copy(dst, io.NewSectionReader(a.r, old.Offset, old.Length))
+			})
+		case keys[i]:
+			fr, err = w.AppendKeyframe(in, opt)
+		default:
+			fr, err = w.Append(in, opt)
+		}
+		if err != nil {
+			return fmt.Errorf("frame %d (%s): %w", i, old.Name, err)
+		}
+		if fr.Keyframe() != keys[i] || !keys[i] && fr.Ref != i-1 {
+			return fmt.Errorf("trajectory: internal error: frame %d coded against %d, planned keyframe %v", i, fr.Ref, keys[i])
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// encodedSize is the size of in's archive under opt.
+func encodedSize(in codec.Input, opt codec.Options) (int64, error) {
+	res, err := codec.Encode(io.Discard, []codec.Input{in}, opt)
+	return res.Compressed, err
+}
