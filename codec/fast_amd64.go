@@ -13,8 +13,8 @@ import (
 // pure-Go twins.
 var useAVX2 = cpu.X86.HasAVX2
 
-// useAVX512 selects the AVX-512 paths (F and VBMI), also only with useAVX2.
-var useAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VBMI
+// useAVX512 selects the AVX-512 paths (F, BW and VBMI), also only with useAVX2.
+var useAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VBMI
 
 // useAVX512G selects the AVX-512 ungrouping (BW, VBMI2 and BMI1, POPCNT
 // besides).

@@ -447,19 +447,22 @@ TEXT ·refDeltasAdd16AVX512(SB), NOSPLIT, $0-80
 	VPBROADCASTD R11, Z22     // 1 << q
 	DECL R11
 	VPBROADCASTD R11, Z23     // (1 << q) - 1
-	MOVL $0x8000, R11
-	VPBROADCASTD R11, Z24
 	MOVL $0x7fff, R11
 	VPBROADCASTD R11, Z25
-	MOVL $0xffff, R11
-	VPBROADCASTD R11, Z26
 	VPXORD Z27, Z27, Z27      // 0
 	MOVL $0x03020100, R11
 	VPBROADCASTD R11, Z28
 	MOVL $7, R11
 	VPBROADCASTD R11, Z29
-	MOVL $0x01010101, R11
-	VPBROADCASTD R11, Z31
+	// Z30: the VPSHUFB pattern that copies byte 0 of each dword into all
+	// four of its bytes
+	MOVQ $0x0404040400000000, R11
+	VPBROADCASTQ R11, Z30
+	MOVQ $0x0808080808080808, R11
+	VPBROADCASTQ R11, Z16
+	MOVQ $0xff00ff00ff00ff00, R11
+	KMOVQ R11, K1
+	VPADDB Z16, Z30, K1, Z30
 	XORQ R8, R8
 
 wloop:
@@ -477,12 +480,9 @@ wbody:
 	VPANDD Z21, Z1, Z3
 	VPSUBD Z3, Z27, Z3        // neg: -((t+1)&1)
 	VPSRLD X20, Z2, Z4
-	VPSUBD Z21, Z4, Z4
-	VPMAXSD Z27, Z4, Z4       // extra bits n = max(0, bucket>>q - 1)
-	VPANDD Z23, Z2, Z5
-	VPMINUD Z22, Z2, Z6
-	VPANDD Z22, Z6, Z6
-	VPORD Z6, Z5, Z5
+	VPSUBUSW Z21, Z4, Z4      // extra bits n = max(0, bucket>>q - 1) (< 2^16)
+	VPMINUD Z22, Z2, Z5
+	VPTERNLOGD $0xd8, Z23, Z2, Z5 // bucket below bit q, min(bucket, 2^q) from bit q
 	VPSLLVD Z4, Z5, Z5        // base
 	VPSLLVD Z4, Z21, Z6
 	VPSUBD Z21, Z6, Z6        // low mask
@@ -501,8 +501,8 @@ wbody:
 	VPADDD Z9, Z8, Z8         // from the window's first byte
 	VPSRLD $3, Z8, Z9         // byte
 	VPANDD Z29, Z8, Z8        // bit
-	VPMULLD Z31, Z9, Z9
-	VPADDD Z28, Z9, Z9        // bytes byte..byte+3 of each lane
+	VPSHUFB Z30, Z9, Z9
+	VPADDB Z28, Z9, Z9        // bytes byte..byte+3 of each lane
 	MOVQ BX, R11
 	SHRQ $3, R11
 	VPERMB (R9)(R11*1), Z9, Z10
@@ -515,17 +515,14 @@ wbody:
 	VPXORD Z12, Z3, Z3
 	VPXORD Z3, Z10, Z10
 	VPSUBD Z3, Z10, Z10       // the difference
-	VPANDD Z25, Z12, Z13
-	VPORD Z24, Z13, Z13
-	VPXORD Z11, Z13, Z13      // key(r)
-	VPADDD Z10, Z13, Z13
-	VPANDD Z26, Z13, Z13
-	VPSRLD $15, Z13, Z14
-	VPSUBD Z21, Z14, Z14
-	VPANDD Z25, Z14, Z14
-	VPORD Z24, Z14, Z14
-	VPXORD Z14, Z13, Z13      // unkey
-	VPMOVDW Z13, (DI)(R8*2)
+	// key(r) = r XOR (sign ? 0xffff : 0x8000) in the low 16 bits: bits
+	// 0..14 (Z25) r XOR sign, bit 15 NOT r (above it: anything)
+	VPTERNLOGD $0x39, Z25, Z11, Z12
+	VPADDD Z10, Z12, Z13      // key(r) + d (low 16 bits)
+	VPSRLW $15, Z13, Z14
+	VPSUBW Z21, Z14, Z14      // low word: 0xffff when bit 15 is 0, else 0
+	VPTERNLOGD $0x39, Z25, Z13, Z14 // unkey, the same way
+	VPMOVDW Z14, (DI)(R8*2)
 	VEXTRACTI32X4 $3, Z7, X15
 	VPEXTRD $3, X15, R11
 	ADDQ R11, BX
