@@ -1,9 +1,16 @@
 package trajectory
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strconv"
 
 	"neuralzip/codec"
+	"neuralzip/dtype"
 )
 
 // PlanKeyframes chooses the keyframes of a pack of n = len(saving) frames,
@@ -55,19 +62,104 @@ func PlanKeyframes(saving []int64, k int) []bool {
 	return keys
 }
 
+// Planning measures large checkpoints on a sample: a checkpoint of more
+// than planSampleMin bytes is coded as the virtual file of every
+// planSampleEvery-th piece of planPiece bytes of its tensors (in file
+// order), so that planning a run of multi-GB checkpoints costs a fraction
+// of packing it instead of more than the pack. Variables for the tests.
+var (
+	planSampleMin   int64 = 64 << 20
+	planSampleEvery       = 8
+	planPiece       int64 = 1 << 20
+)
+
+// sampleInput returns in itself when it is small, else the virtual file of
+// its sampled tensor pieces: one tensor per piece, named after the tensor
+// and the piece's offset in it, so that the same pieces of two steps match
+// as reference and value.
+func sampleInput(in codec.Input) codec.Input {
+	if in.Size <= planSampleMin {
+		return in
+	}
+	segs := append([]codec.Segment(nil), in.Segments...)
+	slices.SortStableFunc(segs, func(a, b codec.Segment) int { return cmp.Compare(a.Offset, b.Offset) })
+	v := &pieceReader{r: in.R}
+	var out []codec.Segment
+	k := 0
+	for _, s := range segs {
+		if !s.IsTensor() || s.Length <= 0 {
+			continue
+		}
+		size := int64(s.DType.Size())
+		d := s.DType
+		if size == 0 || s.Length%size != 0 {
+			size, d = 1, dtype.Invalid
+		}
+		step := max(planPiece/size*size, size)
+		for off := int64(0); off < s.Length; off += step {
+			l := min(step, s.Length-off)
+			if k%planSampleEvery == 0 {
+				out = append(out, codec.Segment{Name: s.Name + "@" + strconv.FormatInt(off, 10), DType: d, Type: s.Type, Shape: []int64{l / size}, Offset: v.size, Length: l})
+				v.parts = append(v.parts, piece{at: v.size, off: s.Offset + off, n: l})
+				v.size += l
+			}
+			k++
+		}
+	}
+	return codec.Input{Name: in.Name, R: v, Size: v.size, Format: in.Format, Segments: out}
+}
+
+// pieceReader reads the concatenation of pieces of r.
+type pieceReader struct {
+	r     io.ReaderAt
+	parts []piece
+	size  int64
+}
+
+// piece: n bytes at off of the underlying file, at at in the virtual one.
+type piece struct{ at, off, n int64 }
+
+func (v *pieceReader) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errors.New("trajectory: negative offset")
+	}
+	done := 0
+	i := sort.Search(len(v.parts), func(i int) bool { return v.parts[i].at+v.parts[i].n > off })
+	for ; done < len(p) && i < len(v.parts); i++ {
+		pc := v.parts[i]
+		rel := off + int64(done) - pc.at
+		n := int(min(int64(len(p)-done), pc.n-rel))
+		m, err := v.r.ReadAt(p[done:done+n], pc.off+rel)
+		done += m
+		if m < n {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return done, err
+		}
+	}
+	if done < len(p) {
+		return done, io.EOF
+	}
+	return done, nil
+}
+
 // Planner measures the frames of a pack for PlanKeyframes: Add each
 // checkpoint in order, then read Saving.
 type Planner struct {
-	// Independent and Conditioned are each frame's archive sizes coded on
-	// its own and against the frame before (Conditioned[0] is 0).
+	// Independent and Conditioned are each frame's archive sizes (of its
+	// sample, for large checkpoints) coded on its own and against the
+	// frame before (Conditioned[0] is 0).
 	Independent, Conditioned []int64
 	prev                     *codec.Reference
 }
 
 // Add measures in: its archive size on its own and, after the first frame,
 // coded against the input added before it, which must still be readable.
-// Nothing is written; opt.Ref is ignored.
+// Checkpoints above 64 MB are measured on a sample of their tensors (an
+// eighth), all others in full. Nothing is written; opt.Ref is ignored.
 func (p *Planner) Add(in codec.Input, opt codec.Options) error {
+	in = sampleInput(in)
 	opt.Ref = nil
 	ind, err := encodedSize(in, opt)
 	if err != nil {

@@ -2,10 +2,12 @@ package trajectory
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
 	"neuralzip/codec"
+	"neuralzip/dtype"
 )
 
 // planCost is the saving lost by the keyframes of keys; ok reports whether
@@ -220,4 +222,115 @@ func TestRepackModes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// withSampling sets the planner's sampling for a test.
+func withSampling(t *testing.T, min int64, every int, piece int64) {
+	m, e, p := planSampleMin, planSampleEvery, planPiece
+	planSampleMin, planSampleEvery, planPiece = min, every, piece
+	t.Cleanup(func() { planSampleMin, planSampleEvery, planPiece = m, e, p })
+}
+
+// TestSampleInput checks the virtual file of sampled pieces against the
+// pieces cut from the file directly, through reads of every alignment.
+func TestSampleInput(t *testing.T) {
+	withSampling(t, 0, 3, 40)
+	rng := rand.New(rand.NewPCG(3, 4))
+	file := make([]byte, 1000)
+	for i := range file {
+		file[i] = byte(rng.Uint32())
+	}
+	segs := []codec.Segment{ // out of order on purpose; a gap at 0..10
+		{Name: "b", DType: dtype.F32, Shape: []int64{25}, Offset: 300, Length: 100},
+		{Name: "a", DType: dtype.BF16, Shape: []int64{145}, Offset: 10, Length: 290},
+		{Name: "q", DType: dtype.Invalid, Type: "Q4_K", Shape: []int64{7}, Offset: 400, Length: 7},
+		{Name: "c", DType: dtype.F64, Shape: []int64{3}, Offset: 407, Length: 24},
+		{Offset: 431, Length: 569}, // opaque: not sampled
+	}
+	in := sampleInput(codec.Input{Name: "x", R: bytes.NewReader(file), Size: int64(len(file)), Segments: segs})
+	// the pieces: a in 40-byte pieces (7.25 of them), b in 40, q in 40 (one, 7 bytes),
+	// c in 40 (one, 24 bytes); every third piece in file order
+	type pc struct {
+		name     string
+		off, len int64
+	}
+	var all []pc
+	for _, s := range []struct {
+		name          string
+		off, len, elt int64
+	}{{"a", 10, 290, 2}, {"b", 300, 100, 4}, {"q", 400, 7, 1}, {"c", 407, 24, 8}} {
+		step := 40 / s.elt * s.elt
+		for o := int64(0); o < s.len; o += step {
+			all = append(all, pc{fmt.Sprintf("%s@%d", s.name, o), s.off + o, min(step, s.len-o)})
+		}
+	}
+	var want []byte
+	var names []string
+	for i, p := range all {
+		if i%3 == 0 {
+			want = append(want, file[p.off:p.off+p.len]...)
+			names = append(names, p.name)
+		}
+	}
+	if in.Size != int64(len(want)) || len(in.Segments) != len(names) {
+		t.Fatalf("virtual file of %d bytes, %d segments; want %d, %d", in.Size, len(in.Segments), len(want), len(names))
+	}
+	var at int64
+	for i, s := range in.Segments {
+		wantType := map[byte]dtype.DType{'a': dtype.BF16, 'b': dtype.F32, 'q': dtype.Invalid, 'c': dtype.F64}[names[i][0]]
+		if s.Name != names[i] || s.Offset != at || s.DType != wantType {
+			t.Fatalf("segment %d: %+v, want %s (%v) at %d", i, s, names[i], wantType, at)
+		}
+		if n := s.Shape[0] * int64(max(s.DType.Size(), 1)); n != s.Length {
+			t.Fatalf("segment %d: shape %v for %d bytes of %v", i, s.Shape, s.Length, s.DType)
+		}
+		at += s.Length
+	}
+	for off := 0; off <= len(want); off++ {
+		for _, n := range []int{0, 1, 7, 39, 40, 41, 100, len(want)} {
+			buf := make([]byte, n)
+			m, err := in.R.ReadAt(buf, int64(off))
+			end := min(off+n, len(want))
+			if m != end-off || !bytes.Equal(buf[:m], want[off:end]) {
+				t.Fatalf("ReadAt(%d, %d): %d bytes, %v", off, n, m, err)
+			}
+			if (m < n) != (err != nil) {
+				t.Fatalf("ReadAt(%d, %d): %d bytes, error %v", off, n, m, err)
+			}
+		}
+	}
+	// small inputs are measured whole
+	withSampling(t, 1000, 3, 40)
+	if s := sampleInput(codec.Input{R: bytes.NewReader(file), Size: 1000, Segments: segs}); s.Size != 1000 || len(s.Segments) != len(segs) {
+		t.Fatal("an input at the threshold was sampled")
+	}
+}
+
+// TestPlannedPackSampled plans the real trajectory from a quarter of each
+// step: the plan keeps every chain within K and the archive within 0.5 %
+// of the one planned from full measurements.
+func TestPlannedPackSampled(t *testing.T) {
+	steps := realSteps(t, "bf16")
+	const k = 10
+	plan := func() []bool {
+		var p Planner
+		for _, s := range steps {
+			if err := p.Add(s.input(), codec.Options{Threads: 2}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return PlanKeyframes(p.Saving(), k)
+	}
+	full := plan()
+	withSampling(t, 0, 4, 16<<10)
+	sampled := plan()
+	a, b := packKeys(t, steps, k, full), packKeys(t, steps, k, sampled)
+	t.Logf("keyframes from full measurements %v: %d bytes; from a quarter %v: %d bytes", full, len(a.b), sampled, len(b.b))
+	if _, ok := planCost(make([]int64, len(sampled)), sampled, k); !ok {
+		t.Fatalf("sampled plan %v breaks K = %d", sampled, k)
+	}
+	if float64(len(b.b)) > 1.005*float64(len(a.b)) {
+		t.Fatalf("sampled plan: %d bytes, full plan %d", len(b.b), len(a.b))
+	}
+	checkAll(t, b, steps)
 }

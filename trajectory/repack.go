@@ -14,49 +14,27 @@ import (
 // every K-th frame) usually gets smaller. Frames that keep their
 // reference (a keyframe that stays one, a frame coded against the frame
 // before that stays so) are copied as they are; the others are coded
-// again. Each frame is decoded twice and coded once more than it is
-// written, to measure it the other way; opt.Ref is ignored.
+// again. Each frame is decoded twice and measured as by Planner (coded
+// twice more, or a sample of it); opt.Ref is ignored.
 func Repack(a *Archive, f File, k int, opt codec.Options) (*Writer, error) {
 	w, err := Create(f, k, RefPrevious)
 	if err != nil {
 		return nil, err
 	}
 	opt.Ref = nil
-	// pass 1: each frame's size on its own and against the frame before,
-	// from the archive where the frame is coded that way, else measured
-	n := len(a.Frames)
-	ind, cond := make([]int64, n), make([]int64, n)
-	var prev *Decoded
+	// pass 1: measure every frame as pack does (Planner), so that repack
+	// places the keyframes where a pack of the same checkpoints would
+	var p Planner
 	err = a.Walk(opt, func(d *Decoded) error {
-		i, fr := d.Frame, a.Frames[d.Frame]
-		in := d.input(fr)
-		var err error
-		if fr.Ref < 0 {
-			ind[i] = fr.Length
-		} else if ind[i], err = encodedSize(in, opt); err != nil {
-			return fmt.Errorf("frame %d (%s): %w", i, fr.Name, err)
+		if err := p.Add(d.input(a.Frames[d.Frame]), opt); err != nil {
+			return fmt.Errorf("frame %d (%s): %w", d.Frame, a.Frames[d.Frame].Name, err)
 		}
-		if i > 0 && fr.Ref == i-1 {
-			cond[i] = fr.Length
-		} else if i > 0 {
-			o := opt
-			if o.Ref, err = prev.reference(a.Frames[i-1]); err != nil {
-				return err
-			}
-			if cond[i], err = encodedSize(in, o); err != nil {
-				return fmt.Errorf("frame %d (%s): %w", i, fr.Name, err)
-			}
-		}
-		prev = d
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	saving := make([]int64, n)
-	for i := 1; i < n; i++ {
-		saving[i] = ind[i] - cond[i]
-	}
+	saving := p.Saving()
 	keys := PlanKeyframes(saving, k)
 	// pass 2: write
 	err = a.Walk(opt, func(d *Decoded) error {
