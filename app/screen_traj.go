@@ -15,6 +15,7 @@ import (
 
 	"neuralzip/analysis/chart"
 	"neuralzip/app/core"
+	"neuralzip/trajectory"
 )
 
 // trajScreen treats several checkpoints (the open models, in the order they
@@ -183,6 +184,17 @@ func (s *trajScreen) show(steps []core.TrajStep) {
 	fmt.Fprintf(&b, "%d steps: conditioned on the step before, the run takes %.3f of its independent archives", len(steps), float64(condSum)/float64(indSum))
 	if last := steps[len(steps)-1]; len(steps) > 1 {
 		fmt.Fprintf(&b, "; the last step %.3f of its raw size (on its own %.3f)", float64(last.Conditioned)/float64(last.Raw), float64(last.Independent)/float64(last.Raw))
+	}
+	if k := trajectory.DefaultK; len(steps) > k {
+		p := core.PlanTrajPack(steps, k)
+		var at []string
+		for i, key := range p.Keys {
+			if key {
+				at = append(at, fmt.Sprint(i))
+			}
+		}
+		fmt.Fprintf(&b, "; packed with K = %d (no step decodes through more than %d frames), keyframes at steps %s: %.3f of the independent archives (every %dth step: %.3f)",
+			k, k, strings.Join(at, ", "), float64(p.Planned)/float64(indSum), k, float64(p.EveryK)/float64(indSum))
 	}
 	if set[0] > 0 && len(steps) > 1 {
 		fmt.Fprintf(&b, "; the first step's setup gives %.4f× on the last step", set[len(set)-1])

@@ -61,6 +61,19 @@ func TestTrajectoryScreen(t *testing.T) {
 	if !strings.HasPrefix(wb.traj.status.Text, "3 steps: conditioned on the step before") || wb.traj.ratio.plot == nil || wb.traj.changed.plot == nil {
 		t.Fatalf("status %q, charts %v %v", wb.traj.status.Text, wb.traj.ratio.plot != nil, wb.traj.changed.plot != nil)
 	}
+	// more steps than the keyframe interval: the status gives the pack
+	for s := 3; s < 12; s++ {
+		wb.open(writeRunStep(t, dir, s))
+		wb.wait()
+	}
+	for m := range wb.traj.modelSel {
+		wb.traj.modelSel[m] = true
+	}
+	test.Tap(wb.traj.analyze)
+	wb.wait()
+	if len(wb.traj.steps) != 12 || !strings.Contains(wb.traj.status.Text, "packed with K = 10 (no step decodes through more than 10 frames), keyframes at steps 0, ") {
+		t.Fatalf("%d steps, status %q", len(wb.traj.steps), wb.traj.status.Text)
+	}
 	// nothing checked: fewer than two steps
 	for m := range wb.traj.modelSel {
 		wb.traj.modelSel[m] = false

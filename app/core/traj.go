@@ -198,3 +198,39 @@ func changedBits(prev, cur TrajSource, w int) []float64 {
 	}
 	return out
 }
+
+// TrajPack is how a .nztraj of analysed steps (coded against the step
+// before) would be laid out with keyframe interval K.
+type TrajPack struct {
+	K        int
+	Keys     []bool // the keyframes nzip trajectory pack places
+	Planned  int64  // bytes of the frames with those keyframes
+	EveryK   int64  // bytes of the frames with every K-th step a keyframe (appends)
+	Combined int64  // bytes of the frames with one keyframe (the first step)
+}
+
+// PlanTrajPack sums the steps' archive sizes as the frames of a trajectory
+// with interval k: keyframes coded on their own, the other steps against
+// the step before (frame indexes and headers not counted).
+func PlanTrajPack(steps []TrajStep, k int) TrajPack {
+	p := TrajPack{K: k}
+	saving := make([]int64, len(steps))
+	for i, st := range steps {
+		if i > 0 {
+			saving[i] = st.Independent - st.Conditioned
+		}
+	}
+	p.Keys = trajectory.PlanKeyframes(saving, k)
+	for i, st := range steps {
+		size := func(key bool) int64 {
+			if key {
+				return st.Independent
+			}
+			return st.Conditioned
+		}
+		p.Planned += size(p.Keys[i])
+		p.EveryK += size(i%max(k, 1) == 0)
+		p.Combined += size(i == 0)
+	}
+	return p
+}

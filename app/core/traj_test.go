@@ -126,3 +126,24 @@ func TestTrajSourcesFromArchive(t *testing.T) {
 		}
 	}
 }
+
+// PlanTrajPack lays the analysed steps out as trajectory frames.
+func TestPlanTrajPack(t *testing.T) {
+	// savings grow along the run, as in training: independent 100 each,
+	// conditioned 95, 90, ...
+	var steps []TrajStep
+	for i := 0; i < 7; i++ {
+		steps = append(steps, TrajStep{Independent: 100, Conditioned: int64(100 - 5*i)})
+	}
+	p := PlanTrajPack(steps, 3)
+	// keyframes as early as K = 3 allows: 0, 1, 4 (savings 5 + 20)
+	want := []bool{true, true, false, false, true, false, false}
+	for i := range want {
+		if p.Keys[i] != want[i] {
+			t.Fatalf("keys %v, want %v", p.Keys, want)
+		}
+	}
+	if p.Planned != 100+100+90+85+100+75+70 || p.EveryK != 100+95+90+100+80+75+100 || p.Combined != 100+95+90+85+80+75+70 {
+		t.Fatalf("planned %d, every K %d, one keyframe %d", p.Planned, p.EveryK, p.Combined)
+	}
+}
