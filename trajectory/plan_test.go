@@ -334,3 +334,42 @@ func TestPlannedPackSampled(t *testing.T) {
 	}
 	checkAll(t, b, steps)
 }
+
+// TestProvide: Writer.Provide takes a frame's original only when size and
+// SHA-256 match, and the next append then codes the same frame as when it
+// decodes the reference from the archive.
+func TestProvide(t *testing.T) {
+	steps := synthSteps(4)
+	want := pack(t, steps, 10, RefPrevious, 1)
+	f := &memFile{b: nil}
+	part := pack(t, steps[:3], 10, RefPrevious, 1)
+	f.b = append(f.b, part.b...)
+	w, err := OpenWriter(f, int64(len(f.b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := steps[1].input()
+	short := steps[2].input()
+	short.Size--
+	bad := append([]byte(nil), steps[2].data...)
+	bad[len(bad)-1] ^= 1
+	badIn := step{name: steps[2].name, data: bad, segs: steps[2].segs}.input()
+	for _, c := range []struct {
+		j  int
+		in codec.Input
+	}{{2, other}, {2, short}, {2, badIn}, {3, steps[2].input()}, {-1, steps[2].input()}} {
+		if ok, err := w.Provide(c.j, c.in); ok || err != nil {
+			t.Fatalf("Provide(%d, %s, %d bytes) = %v, %v", c.j, c.in.Name, c.in.Size, ok, err)
+		}
+	}
+	in := steps[2].input()
+	if ok, err := w.Provide(2, in); !ok || err != nil || !w.Retains(in.R) {
+		t.Fatalf("Provide of frame 2's file: %v, %v", ok, err)
+	}
+	if _, err := w.Append(steps[3].input(), codec.Options{Threads: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(f.b, want.b) {
+		t.Fatal("append with a provided reference differs from pack")
+	}
+}

@@ -1,6 +1,7 @@
 package trajectory
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"io"
 
@@ -185,6 +186,29 @@ func (w *Writer) reference(j int, opt codec.Options) (*codec.Reference, error) {
 	in := codec.Input{Name: f.Name, R: codec.Bytes(d.Data), Size: int64(len(d.Data)), Segments: d.Segs}
 	w.cache[j] = in
 	return codec.NewReferenceSums([]codec.Input{in}, [][32]byte{f.SHA256})
+}
+
+// Provide offers in as the original file of frame j: when its size and
+// SHA-256 are frame j's, the writer keeps it, and a later append coded
+// against frame j reads it instead of decoding frame j's chain (hashing a
+// file instead of decoding up to K frames). It reports whether in was
+// taken; in.R must then stay readable while Retains says so.
+func (w *Writer) Provide(j int, in codec.Input) (bool, error) {
+	if j < 0 || j >= len(w.a.Frames) || in.Size != w.a.Frames[j].Size {
+		return false, nil
+	}
+	if _, ok := w.cache[j]; ok {
+		return false, nil
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(in.R, 0, in.Size)); err != nil {
+		return false, err
+	}
+	if [32]byte(h.Sum(nil)) != w.a.Frames[j].SHA256 {
+		return false, nil
+	}
+	w.cache[j] = in
+	return true, nil
 }
 
 // Retains reports whether the writer may still read r (the ReaderAt of an

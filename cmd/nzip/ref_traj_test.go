@@ -311,3 +311,45 @@ func checkPlannedCLI(t *testing.T, dir string, files [][]byte, regularRun string
 		}
 	}
 }
+
+// TestTrajectoryAppendProvides: append reads the previous step's file when
+// it is still beside the new step (its SHA-256 checked) instead of
+// decoding its chain; either way the archive is the one pack makes.
+func TestTrajectoryAppendProvides(t *testing.T) {
+	dir := t.TempDir()
+	var steps []string
+	for s := 0; s < 6; s++ {
+		p := filepath.Join(dir, fmt.Sprintf("step_%d.safetensors", s))
+		writeStep(t, p, 3000, s)
+		steps = append(steps, p)
+	}
+	whole := filepath.Join(dir, "whole.nztraj")
+	if code, _, errs := nzip(t, append([]string{"trajectory", "pack", "-q", "-o", whole}, steps...)...); code != 0 {
+		t.Fatalf("pack: %d %s", code, errs)
+	}
+	want, _ := os.ReadFile(whole)
+	part := filepath.Join(dir, "part.nztraj")
+	if code, _, errs := nzip(t, append([]string{"trajectory", "pack", "-q", "-o", part}, steps[:5]...)...); code != 0 {
+		t.Fatalf("pack: %d %s", code, errs)
+	}
+	partBytes, _ := os.ReadFile(part)
+	code, _, errs := nzip(t, "trajectory", "append", part, steps[5])
+	if code != 0 || !strings.Contains(errs, "reference frame 4 read from "+steps[4]) {
+		t.Fatalf("append: %d %s", code, errs)
+	}
+	if got, _ := os.ReadFile(part); !bytes.Equal(got, want) {
+		t.Fatal("append with the previous file differs from pack")
+	}
+	// the previous step changed on disk (same size): decoded instead
+	os.WriteFile(part, partBytes, 0o644)
+	b, _ := os.ReadFile(steps[4])
+	b[len(b)-1] ^= 1
+	os.WriteFile(steps[4], b, 0o644)
+	code, _, errs = nzip(t, "trajectory", "append", part, steps[5])
+	if code != 0 || strings.Contains(errs, "read from") {
+		t.Fatalf("append beside a changed file: %d %s", code, errs)
+	}
+	if got, _ := os.ReadFile(part); !bytes.Equal(got, want) {
+		t.Fatal("append with the decoded reference differs from pack")
+	}
+}

@@ -296,10 +296,50 @@ func runTrajAppend(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if t := w.Archive().Tail; t > 0 && !*quiet {
 		fmt.Fprintf(stderr, "nzip: warning: %s: %d bytes of an interrupted append after the last valid index are cut off\n", path, t)
 	}
+	// the file the next step is coded against, if it is still on disk
+	// beside a new step or the archive: hashing it is cheaper than
+	// decoding its chain of frames
+	if ref, ok := provideReference(w, path, paths, *quiet, stderr); ok {
+		defer ref.f.Close()
+	}
 	if err := appendSteps(ctx, w, paths, nil, codec.Options{Threads: *threads, Context: ctx}, *quiet, stderr); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// provideReference looks for the original of the frame the next append is
+// coded against (by its name, beside the steps and the archive) and gives
+// it to w when its SHA-256 matches; the caller closes it.
+func provideReference(w *trajectory.Writer, archive string, steps []string, quiet bool, stderr io.Writer) (inputFile, bool) {
+	a := w.Archive()
+	j := a.RefFor(len(a.Frames))
+	if j < 0 || safeName(a.Frames[j].Name) != nil || strings.ContainsAny(a.Frames[j].Name, `/\`) {
+		return inputFile{}, false
+	}
+	seen := map[string]bool{}
+	for _, p := range append(steps[:1:1], archive) {
+		c := filepath.Join(filepath.Dir(p), a.Frames[j].Name)
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		if st, err := os.Stat(c); err != nil || !st.Mode().IsRegular() || st.Size() != a.Frames[j].Size {
+			continue
+		}
+		in, err := openStep(c, io.Discard)
+		if err != nil {
+			continue
+		}
+		if ok, err := w.Provide(j, in.input()); err == nil && ok {
+			if !quiet {
+				fmt.Fprintf(stderr, "%s: reference frame %d read from %s (SHA-256 matches) instead of decoded\n", archive, j, c)
+			}
+			return in, true
+		}
+		in.f.Close()
+	}
+	return inputFile{}, false
 }
 
 // openTraj opens a trajectory archive for reading.
