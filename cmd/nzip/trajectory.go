@@ -28,7 +28,8 @@ A trajectory archive holds the checkpoints of a training run as frames:
 keyframes are coded on their own, the others against the previous frame
 (-ref-mode prev, the default) or their keyframe (key); no step decodes
 through more than K frames. pack places the keyframes where they cost
-least (it codes every step twice first; -plan=false: every K-th frame);
+least (it measures every step first, steps above 64 MB on a sample;
+-plan=false: every K-th frame);
 append makes a keyframe when the chain would grow beyond K; repack rewrites
 a run (e.g. one built by appends) with the keyframes pack would place.
 STEP arguments are taken in the order given; a quoted glob ('step_*') is
@@ -163,8 +164,9 @@ func appendSteps(ctx context.Context, w *trajectory.Writer, paths []string, keys
 	return nil
 }
 
-// planKeyframes codes every step on its own and against the step before
-// (nothing is written) and returns where the keyframes cost least.
+// planKeyframes codes every step (or a sample of a large one) on its own
+// and against the step before, writing nothing, and returns where the
+// keyframes cost least. Loader warnings come once, from the pack itself.
 func planKeyframes(ctx context.Context, paths []string, k int, opt codec.Options, stderr io.Writer) ([]bool, error) {
 	var p trajectory.Planner
 	var prev inputFile
@@ -177,7 +179,7 @@ func planKeyframes(ctx context.Context, paths []string, k int, opt codec.Options
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		in, err := openStep(path, stderr)
+		in, err := openStep(path, io.Discard)
 		if err != nil {
 			return nil, err
 		}
