@@ -167,7 +167,7 @@ func appendSteps(ctx context.Context, w *trajectory.Writer, paths []string, keys
 // planKeyframes codes every step (or a sample of a large one) on its own
 // and against the step before, writing nothing, and returns where the
 // keyframes cost least. Loader warnings come once, from the pack itself.
-func planKeyframes(ctx context.Context, paths []string, k int, opt codec.Options, stderr io.Writer) ([]bool, error) {
+func planKeyframes(ctx context.Context, paths []string, k int, opt codec.Options) ([]bool, error) {
 	var p trajectory.Planner
 	var prev inputFile
 	defer func() {
@@ -239,7 +239,7 @@ func runTrajPack(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	opt := codec.Options{Threads: *threads, ChunkValues: *chunk, Context: ctx}
 	var keys []bool
 	if *plan && m == trajectory.RefPrevious && len(paths) > *k {
-		if keys, err = planKeyframes(ctx, paths, *k, opt, stderr); err != nil {
+		if keys, err = planKeyframes(ctx, paths, *k, opt); err != nil {
 			return err
 		}
 		if !*quiet {
