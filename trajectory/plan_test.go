@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"neuralzip/codec"
@@ -371,5 +372,28 @@ func TestProvide(t *testing.T) {
 	}
 	if !bytes.Equal(f.b, want.b) {
 		t.Fatal("append with a provided reference differs from pack")
+	}
+}
+
+// TestRepackDamaged: a damaged frame makes Repack fail with the frame named.
+func TestRepackDamaged(t *testing.T) {
+	steps := synthSteps(4)
+	src := pack(t, steps, 2, RefPrevious, 1)
+	a, err := Open(src, int64(len(src.b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr := a.Frames[2]
+	bad := &memFile{b: append([]byte(nil), src.b...)}
+	for i := fr.Offset + 20; i < fr.Offset+fr.Length-200; i += 97 {
+		bad.b[i] ^= 0x55
+	}
+	b, err := Open(bad, int64(len(bad.b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Repack(b, &memFile{}, 2, codec.Options{Threads: 1})
+	if err == nil || !strings.Contains(err.Error(), "frame 2") {
+		t.Fatalf("repack of a damaged archive: %v", err)
 	}
 }

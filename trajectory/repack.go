@@ -15,7 +15,9 @@ import (
 // reference (a keyframe that stays one, a frame coded against the frame
 // before that stays so) are copied as they are; the others are coded
 // again. Each frame is decoded twice and measured as by Planner (coded
-// twice more, or a sample of it); opt.Ref is ignored.
+// twice more, or a sample of it); opt.Ref is ignored. On an error (a
+// damaged frame names itself) f holds a partial trajectory: write to a
+// temporary file and rename it on success.
 func Repack(a *Archive, f File, k int, opt codec.Options) (*Writer, error) {
 	w, err := Create(f, k, RefPrevious)
 	if err != nil {
