@@ -264,7 +264,8 @@ func checkPlannedCLI(t *testing.T, dir string, files [][]byte, regularRun string
 	}
 	var ls struct {
 		Frames []struct {
-			Ref int `json:"ref"`
+			Ref   int `json:"ref"`
+			Chain int `json:"chain"`
 		} `json:"frames"`
 	}
 	if err := json.Unmarshal([]byte(out), &ls); err != nil || len(ls.Frames) != len(files) {
@@ -279,8 +280,8 @@ func checkPlannedCLI(t *testing.T, dir string, files [][]byte, regularRun string
 			}
 			chain[i] = chain[i-1] + 1
 		}
-		if chain[i] > 4 {
-			t.Fatalf("frame %d decodes through %d frames", i, chain[i])
+		if chain[i] > 4 || f.Chain != chain[i] {
+			t.Fatalf("frame %d decodes through %d frames (ls: %d)", i, chain[i], f.Chain)
 		}
 	}
 	if size := refFileSize(t, run); size > regular {

@@ -355,7 +355,8 @@ type trajFrameJSON struct {
 	Size       int64   `json:"size"`
 	Compressed int64   `json:"compressed"`
 	OfRaw      float64 `json:"of_raw"`
-	Ref        int     `json:"ref"` // -1 for a keyframe
+	Ref        int     `json:"ref"`   // -1 for a keyframe
+	Chain      int     `json:"chain"` // frames decoded to extract it (1 for a keyframe)
 	SHA256     string  `json:"sha256"`
 }
 
@@ -372,8 +373,16 @@ func runTrajLs(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer f.Close()
 	var rows []trajFrameJSON
 	var raw, comp int64
+	keys, longest := 0, 0
 	for i, fr := range a.Frames {
-		rows = append(rows, trajFrameJSON{Index: i, Name: fr.Name, Size: fr.Size, Compressed: fr.Length, OfRaw: float64(fr.Length) / float64(max(fr.Size, 1)), Ref: fr.Ref, SHA256: fmt.Sprintf("%x", fr.SHA256)})
+		chain := 1
+		if fr.Ref >= 0 {
+			chain = rows[fr.Ref].Chain + 1 // refs point backwards (checked when the index was read)
+		} else {
+			keys++
+		}
+		longest = max(longest, chain)
+		rows = append(rows, trajFrameJSON{Index: i, Name: fr.Name, Size: fr.Size, Compressed: fr.Length, OfRaw: float64(fr.Length) / float64(max(fr.Size, 1)), Ref: fr.Ref, Chain: chain, SHA256: fmt.Sprintf("%x", fr.SHA256)})
 		raw += fr.Size
 		comp += fr.Length
 	}
@@ -388,17 +397,17 @@ func runTrajLs(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			Frames   []trajFrameJSON `json:"frames"`
 		}{a.K, refModeName(a.Mode), a.End, a.Tail, rows})
 	}
-	fmt.Fprintf(stdout, "%s: %d frames, keyframe every %d, frames against the %s\n", fs.Arg(0), len(a.Frames), a.K, map[int]string{0: "previous frame", 1: "keyframe"}[a.Mode])
+	fmt.Fprintf(stdout, "%s: %d frames, %d keyframes, frames against the %s; appends keep chains within K = %d (longest now %d)\n", fs.Arg(0), len(a.Frames), keys, map[int]string{0: "previous frame", 1: "keyframe"}[a.Mode], a.K, longest)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "#\tname\tsize\tframe\tof raw\tref\t")
+	fmt.Fprintln(tw, "#\tname\tsize\tframe\tof raw\tref\tchain\t")
 	for _, r := range rows {
 		ref := "key"
 		if r.Ref >= 0 {
 			ref = fmt.Sprint(r.Ref)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%.3f\t%s\t\n", r.Index, r.Name, r.Size, r.Compressed, r.OfRaw, ref)
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%.3f\t%s\t%d\t\n", r.Index, r.Name, r.Size, r.Compressed, r.OfRaw, ref, r.Chain)
 	}
-	fmt.Fprintf(tw, "\ttotal\t%d\t%d\t%.3f\t\t\n", raw, comp, float64(comp)/float64(max(raw, 1)))
+	fmt.Fprintf(tw, "\ttotal\t%d\t%d\t%.3f\t\t\t\n", raw, comp, float64(comp)/float64(max(raw, 1)))
 	tw.Flush()
 	fmt.Fprintf(stdout, "archive: %d bytes (frames, indexes and header)\n", a.End)
 	if a.Tail > 0 {
