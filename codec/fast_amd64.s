@@ -772,19 +772,21 @@ TEXT ·refDeltasAdd32AVX512(SB), NOSPLIT, $0-80
 	VPBROADCASTQ R11, Z22     // 1 << q
 	DECQ R11
 	VPBROADCASTQ R11, Z23     // (1 << q) - 1
-	MOVQ $0x80000000, R11
-	VPBROADCASTQ R11, Z24
 	MOVQ $0x7fffffff, R11
 	VPBROADCASTQ R11, Z25
-	MOVQ $0xffffffff, R11
-	VPBROADCASTQ R11, Z26
 	VPXORQ Z27, Z27, Z27      // 0
 	MOVQ $0x0706050403020100, R11
 	VPBROADCASTQ R11, Z28
 	MOVQ $7, R11
 	VPBROADCASTQ R11, Z29
-	MOVQ $0x0101010101010101, R11
-	VPBROADCASTQ R11, Z31
+	// Z30: the VPSHUFB pattern that copies byte 0 of each qword into all
+	// eight of its bytes
+	VPXORQ Z30, Z30, Z30
+	MOVQ $0x0808080808080808, R11
+	VPBROADCASTQ R11, Z16
+	MOVQ $0xff00ff00ff00ff00, R11
+	KMOVQ R11, K1
+	VPADDB Z16, Z30, K1, Z30
 	XORQ R8, R8
 
 vloop:
@@ -802,12 +804,9 @@ vbody:
 	VPANDQ Z21, Z1, Z3
 	VPSUBQ Z3, Z27, Z3        // neg
 	VPSRLQ X20, Z2, Z4
-	VPSUBQ Z21, Z4, Z4
-	VPMAXSQ Z27, Z4, Z4       // extra bits n
-	VPANDQ Z23, Z2, Z5
-	VPMINUQ Z22, Z2, Z6
-	VPANDQ Z22, Z6, Z6
-	VPORQ Z6, Z5, Z5
+	VPSUBUSW Z21, Z4, Z4      // extra bits n = max(0, bucket>>q - 1) (< 2^16)
+	VPMINUQ Z22, Z2, Z5
+	VPTERNLOGQ $0xd8, Z23, Z2, Z5 // bucket below bit q, min(bucket, 2^q) from bit q
 	VPSLLVQ Z4, Z5, Z5        // base
 	VPSLLVQ Z4, Z21, Z6
 	VPSUBQ Z21, Z6, Z6        // low mask
@@ -824,8 +823,8 @@ vbody:
 	VPADDQ Z9, Z8, Z8
 	VPSRLQ $3, Z8, Z9         // byte
 	VPANDQ Z29, Z8, Z8        // bit
-	VPMULLQ Z31, Z9, Z9
-	VPADDQ Z28, Z9, Z9        // bytes byte..byte+7 of each lane
+	VPSHUFB Z30, Z9, Z9
+	VPADDB Z28, Z9, Z9        // bytes byte..byte+7 of each lane
 	MOVQ BX, R11
 	SHRQ $3, R11
 	VPERMB (R9)(R11*1), Z9, Z10
@@ -838,17 +837,14 @@ vbody:
 	VPXORQ Z12, Z3, Z3
 	VPXORQ Z3, Z10, Z10
 	VPSUBQ Z3, Z10, Z10       // the difference
-	VPANDQ Z25, Z12, Z13
-	VPORQ Z24, Z13, Z13
-	VPXORQ Z11, Z13, Z13      // key(r)
-	VPADDQ Z10, Z13, Z13
-	VPANDQ Z26, Z13, Z13
-	VPSRLQ $31, Z13, Z14
-	VPSUBQ Z21, Z14, Z14
-	VPANDQ Z25, Z14, Z14
-	VPORQ Z24, Z14, Z14
-	VPXORQ Z14, Z13, Z13      // unkey
-	VPMOVQD Z13, (DI)(R8*4)
+	// key(r) = r XOR (sign ? 0xffffffff : 0x80000000) in the low 32 bits:
+	// bits 0..30 (Z25) r XOR sign, bit 31 NOT r (above it: anything)
+	VPTERNLOGQ $0x39, Z25, Z11, Z12
+	VPADDQ Z10, Z12, Z13      // key(r) + d (low 32 bits)
+	VPSRLD $31, Z13, Z14
+	VPSUBD Z21, Z14, Z14      // low dword: all ones when bit 31 is 0, else 0
+	VPTERNLOGQ $0x39, Z25, Z13, Z14 // unkey, the same way
+	VPMOVQD Z14, (DI)(R8*4)
 	VEXTRACTI64X2 $3, Z7, X15
 	VPEXTRQ $1, X15, R11
 	ADDQ R11, BX
