@@ -238,7 +238,7 @@ func runTrajPack(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	start := time.Now()
 	opt := codec.Options{Threads: *threads, ChunkValues: *chunk, Context: ctx}
 	var keys []bool
-	if *plan && m == trajectory.RefPrevious && len(paths) > *k {
+	if *plan && m == trajectory.RefPrevious && *k > 1 && len(paths) > *k {
 		if keys, err = planKeyframes(ctx, paths, *k, opt); err != nil {
 			return err
 		}
