@@ -397,3 +397,45 @@ func TestRepackDamaged(t *testing.T) {
 		t.Fatalf("repack of a damaged archive: %v", err)
 	}
 }
+
+// TestExtractDamagedChain: damage in a frame before the one extracted fails
+// the extract, naming that frame and its block.
+func TestExtractDamagedChain(t *testing.T) {
+	steps := synthSteps(5)
+	f := pack(t, steps, 10, RefPrevious, 1)
+	a, err := Open(f, int64(len(f.b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the extra bits at the end of a reference block of frame 2
+	rd, err := a.FrameReader(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blk codec.BlockInfo
+	for _, b := range rd.Files()[0].Blocks() {
+		if b.Kind == "ref" && b.Compressed > 64 {
+			blk = b
+		}
+	}
+	rd.Close()
+	if blk.Kind == "" {
+		t.Fatal("frame 2 has no reference block")
+	}
+	bad := &memFile{b: append([]byte(nil), f.b...)}
+	bad.b[a.Frames[2].Offset+blk.Payload+blk.Compressed-3] ^= 0xff
+	b, err := Open(bad, int64(len(bad.b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []codec.Options{{}, {SkipHash: true}} {
+		_, err := b.Extract(4, o)
+		if err == nil || !strings.Contains(err.Error(), "frame 2") || !strings.Contains(err.Error(), "CRC-32C") {
+			t.Fatalf("%+v: extract through a damaged frame: %v", o, err)
+		}
+	}
+	// the undamaged chain decodes
+	if d, err := a.Extract(4, codec.Options{}); err != nil || !bytes.Equal(d.Data, steps[4].data) {
+		t.Fatalf("extract: %v", err)
+	}
+}
