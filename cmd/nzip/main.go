@@ -12,6 +12,8 @@
 //	nzip trajectory append  [-threads N] [-q] RUN.nztraj STEP...
 //	nzip trajectory ls      [-json] RUN.nztraj
 //	nzip trajectory extract [-o OUT] [-f] [-threads N] [-q] RUN.nztraj NAME|INDEX
+//	nzip trajectory extract -all [-d DIR] [-f] [-threads N] [-q] RUN.nztraj
+//	nzip trajectory verify  [-threads N] [-q] RUN.nztraj
 //	nzip trajectory repack  -o OUT.nztraj [-f] [-keyframe K] [-threads N] [-q] RUN.nztraj
 //
 // compress, decompress and verify take -ref REF: the archive is coded
@@ -50,6 +52,8 @@ usage:
   nzip trajectory append  [-threads N] [-q] RUN.nztraj STEP...
   nzip trajectory ls      [-json] RUN.nztraj
   nzip trajectory extract [-o OUT] [-f] [-threads N] [-q] RUN.nztraj NAME|INDEX
+  nzip trajectory extract -all [-d DIR] [-f] [-threads N] [-q] RUN.nztraj
+  nzip trajectory verify  [-threads N] [-q] RUN.nztraj
   nzip trajectory repack  -o OUT.nztraj [-f] [-keyframe K] [-threads N] [-q] RUN.nztraj
 
 Run "nzip COMMAND -h" (or "nzip setup SUBCOMMAND -h") for the flags of a command.

@@ -354,3 +354,53 @@ func TestTrajectoryAppendProvides(t *testing.T) {
 		t.Fatal("append with the decoded reference differs from pack")
 	}
 }
+
+// TestTrajectoryVerifyExtractAll: verify checks every frame; extract -all
+// writes every step once, refusing to overwrite.
+func TestTrajectoryVerifyExtractAll(t *testing.T) {
+	dir := t.TempDir()
+	var files [][]byte
+	var steps []string
+	for s := 0; s < 7; s++ {
+		p := filepath.Join(dir, fmt.Sprintf("step_%d.safetensors", s))
+		files = append(files, writeStep(t, p, 3000, s))
+		steps = append(steps, p)
+	}
+	run := filepath.Join(dir, "run.nztraj")
+	if code, _, errs := nzip(t, append([]string{"trajectory", "pack", "-q", "-keyframe", "3", "-o", run}, steps...)...); code != 0 {
+		t.Fatalf("pack: %d %s", code, errs)
+	}
+	if code, out, errs := nzip(t, "trajectory", "verify", run); code != 0 || !strings.Contains(out, "OK, 7 frames") {
+		t.Fatalf("verify: %d %s %s", code, out, errs)
+	}
+	outDir := filepath.Join(dir, "out")
+	os.Mkdir(outDir, 0o755)
+	if code, _, errs := nzip(t, "trajectory", "extract", "-all", "-d", outDir, run); code != 0 || !strings.Contains(errs, "7 frames") {
+		t.Fatalf("extract -all: %d %s", code, errs)
+	}
+	for i := range files {
+		if got, _ := os.ReadFile(filepath.Join(outDir, fmt.Sprintf("step_%d.safetensors", i))); !bytes.Equal(got, files[i]) {
+			t.Fatalf("extract -all: step %d differs", i)
+		}
+	}
+	if code, _, errs := nzip(t, "trajectory", "extract", "-all", "-q", "-d", outDir, run); code != 1 || !strings.Contains(errs, "already exists") {
+		t.Fatalf("extract -all over existing files: %d %s", code, errs)
+	}
+	if code, _, errs := nzip(t, "trajectory", "extract", "-all", "-q", "-f", "-d", outDir, run); code != 0 {
+		t.Fatalf("extract -all -f: %d %s", code, errs)
+	}
+	for _, bad := range [][]string{{"-all", run, "3"}, {"-all", "-o", "x", run}, {"-d", outDir, run, "3"}, {run}} {
+		if code, _, _ := nzip(t, append([]string{"trajectory", "extract"}, bad...)...); code != 2 {
+			t.Fatalf("extract %v: exit %d, want 2", bad, code)
+		}
+	}
+	// damage in the middle of the archive: verify names the frame
+	b, _ := os.ReadFile(run)
+	for i := len(b) / 2; i < len(b)/2+64; i++ {
+		b[i] ^= 0x5a
+	}
+	os.WriteFile(run, b, 0o644)
+	if code, _, errs := nzip(t, "trajectory", "verify", run); code != 1 || !strings.Contains(errs, "frame ") {
+		t.Fatalf("verify of a damaged archive: %d %s", code, errs)
+	}
+}

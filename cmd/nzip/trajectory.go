@@ -22,6 +22,8 @@ const trajectoryUsage = `usage:
   nzip trajectory append  [-threads N] [-q] RUN.nztraj STEP...
   nzip trajectory ls      [-json] RUN.nztraj
   nzip trajectory extract [-o OUT] [-f] [-threads N] [-q] RUN.nztraj NAME|INDEX
+  nzip trajectory extract -all [-d DIR] [-f] [-threads N] [-q] RUN.nztraj
+  nzip trajectory verify  [-threads N] [-q] RUN.nztraj
   nzip trajectory repack  -o OUT.nztraj [-f] [-keyframe K] [-threads N] [-q] RUN.nztraj
 
 A trajectory archive holds the checkpoints of a training run as frames:
@@ -40,7 +42,7 @@ rewrites the archive: an interrupted append leaves it as it was.
 // runTrajectory dispatches the trajectory subcommands.
 func runTrajectory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return runSubcommand(ctx, "trajectory", trajectoryUsage, map[string]func(context.Context, []string, io.Writer, io.Writer) error{
-		"pack": runTrajPack, "append": runTrajAppend, "ls": runTrajLs, "extract": runTrajExtract, "repack": runTrajRepack,
+		"pack": runTrajPack, "append": runTrajAppend, "ls": runTrajLs, "extract": runTrajExtract, "repack": runTrajRepack, "verify": runTrajVerify,
 	}, args, stdout, stderr)
 }
 
@@ -467,20 +469,54 @@ func runTrajRepack(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return nil
 }
 
-func refModeName(m int) string {
-	if m == trajectory.RefKeyframe {
-		return "key"
+// extractAll writes every frame into dir (default: beside the archive)
+// under its own name, decoding each frame once. Names are checked before
+// anything is decoded; existing files are refused without force.
+func extractAll(ctx context.Context, a *trajectory.Archive, path, dir string, force bool, opt codec.Options, quiet bool, stderr io.Writer) error {
+	if dir == "" {
+		dir = filepath.Dir(path)
 	}
-	return "prev"
+	seen := map[string]int{}
+	for i, fr := range a.Frames {
+		if err := safeName(fr.Name); err != nil || strings.Contains(fr.Name, "/") {
+			return fmt.Errorf("%s: frame %d has no usable file name (%q); extract it alone with -o", path, i, fr.Name)
+		}
+		if j, ok := seen[fr.Name]; ok {
+			return fmt.Errorf("%s: frames %d and %d are both named %q; extract them one by one with -o", path, j, i, fr.Name)
+		}
+		seen[fr.Name] = i
+		if _, err := os.Stat(filepath.Join(dir, fr.Name)); err == nil && !force {
+			return fmt.Errorf("%s: already exists (use -f to overwrite)", filepath.Join(dir, fr.Name))
+		}
+	}
+	start := time.Now()
+	var total int64
+	err := a.Walk(opt, func(d *trajectory.Decoded) error {
+		fr := a.Frames[d.Frame]
+		dest := filepath.Join(dir, fr.Name)
+		if err := writeOutput(dest, force, path, nil, func(w io.Writer) error { _, err := w.Write(d.Data); return err }); err != nil {
+			return err
+		}
+		total += fr.Size
+		if !quiet {
+			fmt.Fprintf(stderr, "%s: frame %d -> %s (%s, SHA-256 verified)\n", path, d.Frame, dest, humanBytes(fr.Size))
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if !quiet {
+		fmt.Fprintf(stderr, "%s: %d frames, %s in %.2fs\n", path, len(a.Frames), humanBytes(total), time.Since(start).Seconds())
+	}
+	return nil
 }
 
-func runTrajExtract(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("trajectory extract", "[-o OUT] [-f] [-threads N] [-q] RUN.nztraj NAME|INDEX", stderr)
-	out := fs.String("o", "", "output file, - for stdout (default: the step's file name beside the archive)")
-	force := fs.Bool("f", false, "overwrite OUT if it exists")
+func runTrajVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("trajectory verify", "[-threads N] [-q] RUN.nztraj", stderr)
 	threads := fs.Int("threads", 0, "blocks decoded in parallel (default: all CPUs)")
 	quiet := fs.Bool("q", false, "print nothing on success")
-	if err := parse(fs, args, 2, 2); err != nil {
+	if err := parse(fs, args, 1, 1); err != nil {
 		return err
 	}
 	path := fs.Arg(0)
@@ -489,6 +525,58 @@ func runTrajExtract(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	defer f.Close()
+	start := time.Now()
+	var total int64
+	err = a.Walk(codec.Options{Threads: *threads, Context: ctx}, func(d *trajectory.Decoded) error {
+		total += int64(len(d.Data))
+		return ctx.Err()
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if !*quiet {
+		msg := ""
+		if a.Tail > 0 {
+			msg = fmt.Sprintf("; %d bytes of an interrupted append follow the last valid index (the next append cuts them off)", a.Tail)
+		}
+		fmt.Fprintf(stdout, "%s: OK, %d frames (%s) decoded bit-exact, every block's CRC-32C and every frame's SHA-256 checked, in %.2fs%s\n",
+			path, len(a.Frames), humanBytes(total), time.Since(start).Seconds(), msg)
+	}
+	return nil
+}
+
+func refModeName(m int) string {
+	if m == trajectory.RefKeyframe {
+		return "key"
+	}
+	return "prev"
+}
+
+func runTrajExtract(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("trajectory extract", "[-o OUT] [-f] [-threads N] [-q] RUN.nztraj NAME|INDEX  |  -all [-d DIR] [-f] [-threads N] [-q] RUN.nztraj", stderr)
+	out := fs.String("o", "", "output file, - for stdout (default: the step's file name beside the archive)")
+	all := fs.Bool("all", false, "extract every step (each frame decoded once) into -d DIR under its own name")
+	dir := fs.String("d", "", "with -all: the output directory (default: beside the archive)")
+	force := fs.Bool("f", false, "overwrite OUT if it exists")
+	threads := fs.Int("threads", 0, "blocks decoded in parallel (default: all CPUs)")
+	quiet := fs.Bool("q", false, "print nothing on success")
+	if err := parse(fs, args, 1, 2); err != nil {
+		return err
+	}
+	if *all != (fs.NArg() == 1) || (*all && *out != "") || (!*all && *dir != "") {
+		fmt.Fprintln(stderr, "nzip trajectory extract: give a step (NAME or INDEX), or -all without -o")
+		fs.Usage()
+		return errUsage
+	}
+	path := fs.Arg(0)
+	a, f, err := openTraj(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if *all {
+		return extractAll(ctx, a, path, *dir, *force, codec.Options{Threads: *threads, Context: ctx}, *quiet, stderr)
+	}
 	i, err := a.Find(fs.Arg(1))
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
