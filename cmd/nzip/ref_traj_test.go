@@ -370,7 +370,7 @@ func TestTrajectoryVerifyExtractAll(t *testing.T) {
 	if code, _, errs := nzip(t, append([]string{"trajectory", "pack", "-q", "-keyframe", "3", "-o", run}, steps...)...); code != 0 {
 		t.Fatalf("pack: %d %s", code, errs)
 	}
-	if code, out, errs := nzip(t, "trajectory", "verify", run); code != 0 || !strings.Contains(out, "OK, 7 frames") {
+	if code, out, errs := nzip(t, "trajectory", "verify", run); code != 0 || !strings.Contains(out, "OK: 7 frames") {
 		t.Fatalf("verify: %d %s %s", code, out, errs)
 	}
 	outDir := filepath.Join(dir, "out")

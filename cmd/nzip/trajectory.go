@@ -539,7 +539,7 @@ func runTrajVerify(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if a.Tail > 0 {
 			msg = fmt.Sprintf("; %d bytes of an interrupted append follow the last valid index (the next append cuts them off)", a.Tail)
 		}
-		fmt.Fprintf(stdout, "%s: OK, %d frames (%s) decoded bit-exact, every block's CRC-32C and every frame's SHA-256 checked, in %.2fs%s\n",
+		fmt.Fprintf(stdout, "%s: OK: %d frames, %s; every block CRC-32C and frame SHA-256 match (%.2fs)%s\n",
 			path, len(a.Frames), humanBytes(total), time.Since(start).Seconds(), msg)
 	}
 	return nil
