@@ -151,7 +151,9 @@ type Planner struct {
 	// sample, for large checkpoints) coded on its own and against the
 	// frame before (Conditioned[0] is 0).
 	Independent, Conditioned []int64
-	prev                     *codec.Reference
+	// Sampled says which frames were measured on a sample.
+	Sampled []bool
+	prev    *codec.Reference
 }
 
 // Add measures in: its archive size on its own and, after the first frame,
@@ -159,6 +161,7 @@ type Planner struct {
 // Checkpoints above 64 MB are measured on a sample of their tensors (an
 // eighth), all others in full. Nothing is written; opt.Ref is ignored.
 func (p *Planner) Add(in codec.Input, opt codec.Options) error {
+	size := in.Size
 	in = sampleInput(in)
 	opt.Ref = nil
 	ind, err := encodedSize(in, opt)
@@ -179,6 +182,7 @@ func (p *Planner) Add(in codec.Input, opt codec.Options) error {
 	p.prev = ref
 	p.Independent = append(p.Independent, ind)
 	p.Conditioned = append(p.Conditioned, cond)
+	p.Sampled = append(p.Sampled, in.Size != size)
 	return nil
 }
 

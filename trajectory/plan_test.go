@@ -325,6 +325,10 @@ func TestPlannedPackSampled(t *testing.T) {
 	full := plan()
 	withSampling(t, 0, 4, 16<<10)
 	sampled := plan()
+	var p Planner
+	if err := p.Add(steps[0].input(), codec.Options{}); err != nil || !p.Sampled[0] {
+		t.Fatalf("a step above the threshold was not sampled (%v)", err)
+	}
 	a, b := packKeys(t, steps, k, full), packKeys(t, steps, k, sampled)
 	t.Logf("keyframes from full measurements %v: %d bytes; from a quarter %v: %d bytes", full, len(a.b), sampled, len(b.b))
 	if _, ok := planCost(make([]int64, len(sampled)), sampled, k); !ok {

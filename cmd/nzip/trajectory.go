@@ -169,7 +169,7 @@ func appendSteps(ctx context.Context, w *trajectory.Writer, paths []string, keys
 // planKeyframes codes every step (or a sample of a large one) on its own
 // and against the step before, writing nothing, and returns where the
 // keyframes cost least. Loader warnings come once, from the pack itself.
-func planKeyframes(ctx context.Context, paths []string, k int, opt codec.Options) ([]bool, error) {
+func planKeyframes(ctx context.Context, paths []string, k int, opt codec.Options, quiet bool, stderr io.Writer) ([]bool, error) {
 	var p trajectory.Planner
 	var prev inputFile
 	defer func() {
@@ -192,6 +192,14 @@ func planKeyframes(ctx context.Context, paths []string, k int, opt codec.Options
 		prev = in
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if i := len(p.Independent) - 1; !quiet && i > 0 {
+			ind, cond := p.Independent[i], p.Conditioned[i]
+			of := ""
+			if p.Sampled[i] {
+				of = " (a sample of it)"
+			}
+			fmt.Fprintf(stderr, "plan: %s%s: %s on its own, %s against the step before (saves %.1f %%)\n", path, of, humanBytes(ind), humanBytes(cond), 100*float64(ind-cond)/float64(max(ind, 1)))
 		}
 	}
 	return trajectory.PlanKeyframes(p.Saving(), k), nil
@@ -241,7 +249,7 @@ func runTrajPack(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	opt := codec.Options{Threads: *threads, ChunkValues: *chunk, Context: ctx}
 	var keys []bool
 	if *plan && m == trajectory.RefPrevious && *k > 1 && len(paths) > *k {
-		if keys, err = planKeyframes(ctx, paths, *k, opt); err != nil {
+		if keys, err = planKeyframes(ctx, paths, *k, opt, *quiet, stderr); err != nil {
 			return err
 		}
 		if !*quiet {
