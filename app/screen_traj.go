@@ -35,6 +35,7 @@ type trajScreen struct {
 	ratio    *chartView
 	changed  *chartView
 	steps    []core.TrajStep
+	src      []core.TrajSource // the steps' bytes, for Save .nztraj
 }
 
 func newTrajScreen(wb *workbench) *trajScreen {
@@ -47,6 +48,11 @@ func newTrajScreen(wb *workbench) *trajScreen {
 		openTraj.Hide() // the browser build analyses the open models
 	}
 	exportJSON := widget.NewButtonWithIcon("Export JSON…", theme.DownloadIcon(), s.exportDialog)
+	savePack := widget.NewButtonWithIcon("Save .nztraj…", theme.DocumentSaveIcon(), func() {
+		s.pack(func(b []byte) {
+			s.wb.saveFile("run.nztraj", func(w io.Writer) error { _, err := w.Write(b); return err })
+		})
+	})
 	s.status = widget.NewLabel("Check two or more open checkpoints of one run (in the order they were opened), or open a .nztraj archive, then Analyze.")
 	s.status.Wrapping = fyne.TextWrapWord
 	s.ratio = newChartView(wb, "trajectory-ratio", "")
@@ -55,7 +61,7 @@ func newTrajScreen(wb *workbench) *trajScreen {
 	s.changed.SetBuilder(nil, "Fraction of values whose bit changed since the step before, per bit plane.")
 	list := container.NewVScroll(s.models)
 	left := container.NewBorder(heading("Training trajectory: steps"),
-		container.NewVBox(widget.NewSeparator(), container.NewHBox(s.analyze, openTraj), container.NewHBox(exportJSON, s.jobs.content)),
+		container.NewVBox(widget.NewSeparator(), container.NewHBox(s.analyze, openTraj), container.NewHBox(exportJSON, savePack, s.jobs.content)),
 		nil, nil, list)
 	charts := container.NewGridWithRows(2, s.ratio.content, s.changed.content)
 	right := container.NewBorder(s.status, nil, nil, nil, charts)
@@ -125,6 +131,7 @@ func (s *trajScreen) run(path *string) {
 				s.status.SetText("Analysis stopped: " + err.Error())
 				return
 			}
+			s.src = src
 			s.show(steps)
 		}
 	})
@@ -201,6 +208,39 @@ func (s *trajScreen) show(steps []core.TrajStep) {
 	}
 	b.WriteString(".")
 	s.status.SetText(b.String())
+}
+
+// pack codes the analysed steps as a .nztraj (K = 10, keyframes placed as
+// nzip trajectory pack places them) in the background and hands the
+// archive to save.
+func (s *trajScreen) pack(save func([]byte)) {
+	if len(s.src) == 0 {
+		s.status.SetText("Nothing to save yet: analyse a run first.")
+		return
+	}
+	src := s.src
+	ctx, gen := s.jobs.start()
+	prog := s.jobs.progress(gen)
+	prog(-1)
+	s.status.SetText("Packing the run…")
+	s.wb.go_(func() func() {
+		b, err := core.PackTrajectory(ctx, src, trajectory.DefaultK, func(done, total int) { prog(float64(done) / float64(total)) })
+		return func() {
+			if !s.jobs.done(gen) {
+				return
+			}
+			if err != nil {
+				s.status.SetText("Packing stopped: " + err.Error())
+				return
+			}
+			var raw int64
+			for _, st := range src {
+				raw += int64(len(st.Data))
+			}
+			s.status.SetText(fmt.Sprintf("Packed %d steps: %s → %s (%.3f of raw), keyframe interval %d.", len(src), core.HumanBytes(raw), core.HumanBytes(int64(len(b))), float64(len(b))/float64(max(raw, 1)), trajectory.DefaultK))
+			save(b)
+		}
+	})
 }
 
 func (s *trajScreen) openDialog() {

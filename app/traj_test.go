@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -10,6 +11,9 @@ import (
 	"testing"
 
 	"fyne.io/fyne/v2/test"
+
+	"neuralzip/codec"
+	"neuralzip/trajectory"
 )
 
 // writeRunStep writes step s of a small "training run" (one BF16 tensor
@@ -73,6 +77,18 @@ func TestTrajectoryScreen(t *testing.T) {
 	wb.wait()
 	if len(wb.traj.steps) != 12 || !strings.Contains(wb.traj.status.Text, "packed with K = 10 (no step decodes through more than 10 frames), keyframes at steps 0, ") {
 		t.Fatalf("%d steps, status %q", len(wb.traj.steps), wb.traj.status.Text)
+	}
+	// Save .nztraj: the analysed steps as a trajectory
+	var packed []byte
+	wb.traj.pack(func(b []byte) { packed = b })
+	wb.wait()
+	a, err := trajectory.Open(bytes.NewReader(packed), int64(len(packed)))
+	if err != nil || len(a.Frames) != 12 || !strings.HasPrefix(wb.traj.status.Text, "Packed 12 steps") {
+		t.Fatalf("pack: %v (status %q)", err, wb.traj.status.Text)
+	}
+	d, err := a.Extract(11, codec.Options{})
+	if want, _ := os.ReadFile(filepath.Join(dir, "step_011.safetensors")); err != nil || !bytes.Equal(d.Data, want) {
+		t.Fatalf("packed step 11: %v", err)
 	}
 	// nothing checked: fewer than two steps
 	for m := range wb.traj.modelSel {

@@ -2,7 +2,9 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math/bits"
 	"os"
 
@@ -31,9 +33,18 @@ type TrajStep struct {
 
 // TrajSource is a step to analyse: its name and its bytes and layout.
 type TrajSource struct {
-	Name string
-	Data []byte
-	Segs []codec.Segment
+	Name   string
+	Data   []byte
+	Segs   []codec.Segment
+	Format string // the loader's format name
+	// Single: Data is one original file (a model of several files is read
+	// as their concatenation, which can be analysed but not packed).
+	Single bool
+}
+
+// input is the step as one file to code.
+func (s TrajSource) input() codec.Input {
+	return codec.Input{Name: s.Name, R: codec.Bytes(s.Data), Size: int64(len(s.Data)), Format: s.Format, Segments: s.Segs}
 }
 
 // TrajSourcesFromModels reads open models (in the order given) as steps.
@@ -44,7 +55,7 @@ func TrajSourcesFromModels(models []*Model) ([]TrajSource, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, TrajSource{Name: m.Name, Data: src, Segs: segs})
+		out = append(out, TrajSource{Name: m.Name, Data: src, Segs: segs, Format: m.Format, Single: len(m.Files) == 1})
 	}
 	return out, nil
 }
@@ -66,7 +77,7 @@ func TrajSourcesFromArchive(ctx context.Context, path string) ([]TrajSource, err
 	}
 	var out []TrajSource
 	err = a.Walk(codec.Options{Context: ctx}, func(d *trajectory.Decoded) error {
-		out = append(out, TrajSource{Name: a.Frames[d.Frame].Name, Data: d.Data, Segs: d.Segs})
+		out = append(out, TrajSource{Name: a.Frames[d.Frame].Name, Data: d.Data, Segs: d.Segs, Format: d.Format, Single: true})
 		return ctx.Err()
 	})
 	return out, err
@@ -234,3 +245,84 @@ func PlanTrajPack(steps []TrajStep, k int) TrajPack {
 	}
 	return p
 }
+
+// PackTrajectory codes the steps as a .nztraj with keyframe interval k,
+// the keyframes placed as nzip trajectory pack places them (measured with
+// trajectory.Planner when there are more than k steps), and returns the
+// archive. progress(done, total) follows the measuring and coding passes.
+func PackTrajectory(ctx context.Context, steps []TrajSource, k int, progress func(done, total int)) ([]byte, error) {
+	for _, s := range steps {
+		if !s.Single {
+			return nil, fmt.Errorf("%s: a model of several files; trajectory frames are single files", s.Name)
+		}
+	}
+	opt := codec.Options{Context: ctx}
+	total := len(steps)
+	var keys []bool
+	if k > 1 && len(steps) > k {
+		total *= 2
+		var p trajectory.Planner
+		for i, s := range steps {
+			if err := p.Add(s.input(), opt); err != nil {
+				return nil, fmt.Errorf("%s: %w", s.Name, err)
+			}
+			if progress != nil {
+				progress(i+1, total)
+			}
+		}
+		keys = trajectory.PlanKeyframes(p.Saving(), k)
+	}
+	f := &trajBuffer{}
+	w, err := trajectory.Create(f, k, trajectory.RefPrevious)
+	if err != nil {
+		return nil, err
+	}
+	for i, s := range steps {
+		if keys != nil && keys[i] {
+			_, err = w.AppendKeyframe(s.input(), opt)
+		} else {
+			_, err = w.Append(s.input(), opt)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Name, err)
+		}
+		if progress != nil {
+			progress(total-len(steps)+i+1, total)
+		}
+	}
+	return f.b, nil
+}
+
+// trajBuffer is a trajectory.File in memory.
+type trajBuffer struct{ b []byte }
+
+func (m *trajBuffer) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off >= int64(len(m.b)) {
+		return 0, io.EOF
+	}
+	n := copy(p, m.b[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (m *trajBuffer) WriteAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errors.New("negative offset")
+	}
+	if end := off + int64(len(p)); end > int64(len(m.b)) {
+		m.b = append(m.b, make([]byte, end-int64(len(m.b)))...)
+	}
+	return copy(m.b[off:], p), nil
+}
+
+func (m *trajBuffer) Truncate(n int64) error {
+	if n < 0 || n > int64(len(m.b)) {
+		return errors.New("truncate out of range")
+	}
+	m.b = m.b[:n]
+	return nil
+}
+
+func (m *trajBuffer) Sync() error { return nil }

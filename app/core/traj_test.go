@@ -147,3 +147,50 @@ func TestPlanTrajPack(t *testing.T) {
 		t.Fatalf("planned %d, every K %d, one keyframe %d", p.Planned, p.EveryK, p.Combined)
 	}
 }
+
+// PackTrajectory writes the steps as the .nztraj nzip trajectory pack
+// makes: planned keyframes, every step decodes bit-exact.
+func TestPackTrajectory(t *testing.T) {
+	var src []TrajSource
+	for i := 0; i < 9; i++ {
+		s := trajStep(i)
+		s.Format, s.Single = "safetensors", true
+		src = append(src, s)
+	}
+	var calls []int
+	b, err := PackTrajectory(context.Background(), src, 4, func(done, total int) { calls = append(calls, done*100+total) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 18 || calls[17] != 1818 {
+		t.Fatalf("progress %v", calls)
+	}
+	a, err := trajectory.Open(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the keyframes are the planner's
+	var p trajectory.Planner
+	for _, s := range src {
+		if err := p.Add(s.input(), codec.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := trajectory.PlanKeyframes(p.Saving(), 4)
+	n := 0
+	err = a.Walk(codec.Options{}, func(d *trajectory.Decoded) error {
+		if !bytes.Equal(d.Data, src[d.Frame].Data) || a.Frames[d.Frame].Keyframe() != keys[d.Frame] || d.Format != "safetensors" {
+			return fmt.Errorf("frame %d: differs or keyframe %v, planned %v", d.Frame, a.Frames[d.Frame].Keyframe(), keys[d.Frame])
+		}
+		n++
+		return nil
+	})
+	if err != nil || n != len(src) {
+		t.Fatalf("walk: %v (%d frames)", err, n)
+	}
+	// a model of several files cannot be a frame
+	src[3].Single = false
+	if _, err := PackTrajectory(context.Background(), src, 4, nil); err == nil {
+		t.Fatal("packed a concatenation of files as a frame")
+	}
+}
