@@ -31,9 +31,9 @@ keyframes are coded on their own, the others against the previous frame
 (-ref-mode prev, the default) or their keyframe (key); no step decodes
 through more than K frames. pack places the keyframes where they cost
 least (it measures every step first, steps above 64 MB on a sample;
--plan=false: every K-th frame);
-append makes a keyframe when the chain would grow beyond K; repack rewrites
-a run (e.g. one built by appends) with the keyframes pack would place.
+-plan=false: every K-th frame); append makes a keyframe when the chain
+would grow beyond K; repack rewrites a run (e.g. one built by appends)
+with the keyframes pack would place; verify checks every frame.
 STEP arguments are taken in the order given; a quoted glob ('step_*') is
 expanded and sorted naturally (step_2 before step_10). Appending never
 rewrites the archive: an interrupted append leaves it as it was.
