@@ -62,12 +62,7 @@ func TestMeasure(t *testing.T) {
 			}
 		}
 		// keyframes placed by PlanKeyframes (nzip trajectory pack's default)
-		var pl Planner
-		for _, st := range steps {
-			if err := pl.Add(st.input(), codec.Options{}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		pl := measure(t, steps)
 		planned := map[int]*memFile{}
 		for _, k := range []int{2, 5, 10} {
 			keys := PlanKeyframes(pl.Saving(), k)

@@ -195,3 +195,9 @@ func (p *Planner) Saving() []int64 {
 	}
 	return s
 }
+
+// encodedSize is the size of in's archive under opt.
+func encodedSize(in codec.Input, opt codec.Options) (int64, error) {
+	res, err := codec.Encode(io.Discard, []codec.Input{in}, opt)
+	return res.Compressed, err
+}

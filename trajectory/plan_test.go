@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -67,21 +68,21 @@ func TestPlanKeyframes(t *testing.T) {
 	}
 	// growing savings put each keyframe as early as the bound allows
 	keys := PlanKeyframes([]int64{0, 1, 2, 3, 4, 5, 6}, 3)
-	if want := []bool{true, true, false, false, true, false, false}; !equalBools(keys, want) {
+	if want := []bool{true, true, false, false, true, false, false}; !slices.Equal(keys, want) {
 		t.Fatalf("growing savings: %v, want %v", keys, want)
 	}
 }
 
-func equalBools(a, b []bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
+// measure runs the planner over the steps, as pack does.
+func measure(t testing.TB, steps []step) *Planner {
+	t.Helper()
+	p := &Planner{}
+	for _, s := range steps {
+		if err := p.Add(s.input(), codec.Options{Threads: 2}); err != nil {
+			t.Fatal(err)
 		}
 	}
-	return true
+	return p
 }
 
 // TestPlannedPack packs the real trajectory with planned keyframes: chains
@@ -91,12 +92,7 @@ func equalBools(a, b []bool) bool {
 func TestPlannedPack(t *testing.T) {
 	steps := realSteps(t, "bf16")
 	const k = 10
-	var p Planner
-	for _, s := range steps {
-		if err := p.Add(s.input(), codec.Options{Threads: 2}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	p := measure(t, steps)
 	keys := PlanKeyframes(p.Saving(), k)
 	planned := packKeys(t, steps[:len(steps)-1], k, keys)
 	w, err := OpenWriter(planned, int64(len(planned.b)))
@@ -169,12 +165,7 @@ func packKeys(t *testing.T, steps []step, k int, keys []bool) *memFile {
 func TestRepack(t *testing.T) {
 	steps := realSteps(t, "bf16")
 	const k = 10
-	var p Planner
-	for _, s := range steps {
-		if err := p.Add(s.input(), codec.Options{Threads: 2}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	p := measure(t, steps)
 	want := packKeys(t, steps, k, PlanKeyframes(p.Saving(), k))
 	regular := pack(t, steps, k, RefPrevious, 2)
 	a, err := Open(regular, int64(len(regular.b)))
@@ -313,18 +304,9 @@ func TestSampleInput(t *testing.T) {
 func TestPlannedPackSampled(t *testing.T) {
 	steps := realSteps(t, "bf16")
 	const k = 10
-	plan := func() []bool {
-		var p Planner
-		for _, s := range steps {
-			if err := p.Add(s.input(), codec.Options{Threads: 2}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return PlanKeyframes(p.Saving(), k)
-	}
-	full := plan()
+	full := PlanKeyframes(measure(t, steps).Saving(), k)
 	withSampling(t, 0, 4, 16<<10)
-	sampled := plan()
+	sampled := PlanKeyframes(measure(t, steps).Saving(), k)
 	var p Planner
 	if err := p.Add(steps[0].input(), codec.Options{}); err != nil || !p.Sampled[0] {
 		t.Fatalf("a step above the threshold was not sampled (%v)", err)

@@ -72,9 +72,3 @@ func Repack(a *Archive, f File, k int, opt codec.Options) (*Writer, error) {
 	}
 	return w, nil
 }
-
-// encodedSize is the size of in's archive under opt.
-func encodedSize(in codec.Input, opt codec.Options) (int64, error) {
-	res, err := codec.Encode(io.Discard, []codec.Input{in}, opt)
-	return res.Compressed, err
-}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -19,29 +18,8 @@ import (
 	"neuralzip/dtype"
 )
 
-// memFile is an in-memory File.
-type memFile struct{ b []byte }
-
-func (m *memFile) ReadAt(p []byte, off int64) (int, error) {
-	if off >= int64(len(m.b)) {
-		return 0, io.EOF
-	}
-	n := copy(p, m.b[off:])
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
-}
-
-func (m *memFile) WriteAt(p []byte, off int64) (int, error) {
-	if end := off + int64(len(p)); end > int64(len(m.b)) {
-		m.b = append(m.b, make([]byte, end-int64(len(m.b)))...)
-	}
-	return copy(m.b[off:], p), nil
-}
-
-func (m *memFile) Truncate(n int64) error { m.b = m.b[:n]; return nil }
-func (m *memFile) Sync() error            { return nil }
+// memFile is the tests' name for a trajectory in memory.
+type memFile = Buffer
 
 // step is one checkpoint: a safetensors file and its layout.
 type step struct {

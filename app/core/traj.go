@@ -2,9 +2,7 @@ package core
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"math/bits"
 	"os"
 
@@ -272,7 +270,7 @@ func PackTrajectory(ctx context.Context, steps []TrajSource, k int, progress fun
 		}
 		keys = trajectory.PlanKeyframes(p.Saving(), k)
 	}
-	f := &trajBuffer{}
+	f := &trajectory.Buffer{}
 	w, err := trajectory.Create(f, k, trajectory.RefPrevious)
 	if err != nil {
 		return nil, err
@@ -290,39 +288,5 @@ func PackTrajectory(ctx context.Context, steps []TrajSource, k int, progress fun
 			progress(total-len(steps)+i+1, total)
 		}
 	}
-	return f.b, nil
+	return f.Bytes(), nil
 }
-
-// trajBuffer is a trajectory.File in memory.
-type trajBuffer struct{ b []byte }
-
-func (m *trajBuffer) ReadAt(p []byte, off int64) (int, error) {
-	if off < 0 || off >= int64(len(m.b)) {
-		return 0, io.EOF
-	}
-	n := copy(p, m.b[off:])
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
-}
-
-func (m *trajBuffer) WriteAt(p []byte, off int64) (int, error) {
-	if off < 0 {
-		return 0, errors.New("negative offset")
-	}
-	if end := off + int64(len(p)); end > int64(len(m.b)) {
-		m.b = append(m.b, make([]byte, end-int64(len(m.b)))...)
-	}
-	return copy(m.b[off:], p), nil
-}
-
-func (m *trajBuffer) Truncate(n int64) error {
-	if n < 0 || n > int64(len(m.b)) {
-		return errors.New("truncate out of range")
-	}
-	m.b = m.b[:n]
-	return nil
-}
-
-func (m *trajBuffer) Sync() error { return nil }

@@ -166,6 +166,17 @@ func appendSteps(ctx context.Context, w *trajectory.Writer, paths []string, keys
 	return nil
 }
 
+// keyframeList lists the indexes of the keyframes, "0, 1, 11".
+func keyframeList(keys []bool) string {
+	var at []string
+	for i, key := range keys {
+		if key {
+			at = append(at, strconv.Itoa(i))
+		}
+	}
+	return strings.Join(at, ", ")
+}
+
 // planKeyframes codes every step (or a sample of a large one) on its own
 // and against the step before, writing nothing, and returns where the
 // keyframes cost least. Loader warnings come once, from the pack itself.
@@ -253,13 +264,7 @@ func runTrajPack(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return err
 		}
 		if !*quiet {
-			var at []string
-			for i, key := range keys {
-				if key {
-					at = append(at, strconv.Itoa(i))
-				}
-			}
-			fmt.Fprintf(stderr, "planned keyframes (frames %s) in %.2fs\n", strings.Join(at, ", "), time.Since(start).Seconds())
+			fmt.Fprintf(stderr, "planned keyframes (frames %s) in %.2fs\n", keyframeList(keys), time.Since(start).Seconds())
 		}
 	}
 	if err := appendSteps(ctx, tw, paths, keys, opt, *quiet, stderr); err != nil {
@@ -464,15 +469,13 @@ func runTrajRepack(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	if !*quiet {
-		var at []string
-		for i, fr := range tw.Archive().Frames {
-			if fr.Keyframe() {
-				at = append(at, strconv.Itoa(i))
-			}
+		var keys []bool
+		for _, fr := range tw.Archive().Frames {
+			keys = append(keys, fr.Keyframe())
 		}
 		end := tw.Archive().End
 		fmt.Fprintf(stderr, "%s: %d frames, %s -> %s (%.3f of the input), keyframes %s, in %.2fs\n", *out, len(a.Frames), humanBytes(a.End), humanBytes(end),
-			float64(end)/float64(max(a.End, 1)), strings.Join(at, ", "), time.Since(start).Seconds())
+			float64(end)/float64(max(a.End, 1)), keyframeList(keys), time.Since(start).Seconds())
 	}
 	return nil
 }
