@@ -48,13 +48,19 @@ type result struct {
 }
 
 func main() {
-	var res result
+	b, _ := json.Marshal(runAll())
+	js.Global().Set("nzgpuResult", string(b))
+	// Stay alive: when main returns the Go program exits, and a timer the
+	// runtime still had pending (its callbacks resume the Go program) then
+	// fails on the page as "Go program has already exited", now and then.
+	select {}
+}
+
+func runAll() (res result) {
 	defer func() {
 		if r := recover(); r != nil {
 			res.Error = fmt.Sprintf("panic: %v", r)
 		}
-		b, _ := json.Marshal(res)
-		js.Global().Set("nzgpuResult", string(b))
 	}()
 	q, _ := url.ParseQuery(strings.TrimPrefix(js.Global().Get("location").Get("search").String(), "?"))
 	b, err := gpu.Open("webgpu", 0)
@@ -71,6 +77,7 @@ func main() {
 			res.Files = append(res.Files, run(b, u, chunk))
 		}
 	}
+	return res
 }
 
 func run(b gpu.Backend, u string, chunk int) (fr fileResult) {
