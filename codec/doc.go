@@ -99,6 +99,10 @@
 // earlier clen (across files). A reader checks that the lengths add up to
 // each file's size and the clen to the payload size. The tensor list is for
 // listing and random access only; decoding a file needs just the blocks.
+// The names of one file's tensors total at most 64 × (the decoded index's
+// length) + 2^20 bytes, so a short index cannot describe huge names through
+// their prefixes; a writer whose names would exceed that stores every name
+// whole (prefix 0).
 //
 // # Blocks
 //

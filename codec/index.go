@@ -124,8 +124,31 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, s...)
 }
 
-// marshal encodes the index (before zstd).
+// maxNameBytes bounds the total length of one file's tensor names in an
+// index of rawLen bytes. Names share prefixes with the name before them,
+// so without a bound a few kilobytes of index could describe gigabytes of
+// names.
+func maxNameBytes(rawLen int) int { return 64*rawLen + 1<<20 }
+
+// marshal encodes the index (before zstd). Names are stored after the
+// prefix they share with the previous name, unless that would take a file
+// past maxNameBytes (names hundreds of bytes long that differ only at the
+// end); such an index stores every name whole.
 func (x *indexData) marshal() []byte {
+	b := x.marshalNames(true)
+	for _, f := range x.files {
+		n := 0
+		for _, t := range f.Tensors {
+			n += len(t.Name)
+		}
+		if n > maxNameBytes(len(b)) {
+			return x.marshalNames(false)
+		}
+	}
+	return b
+}
+
+func (x *indexData) marshalNames(prefixes bool) []byte {
 	var b []byte
 	b = binary.AppendUvarint(b, uint64(x.chunkValues))
 	if x.version >= 2 {
@@ -170,7 +193,10 @@ func (x *indexData) marshal() []byte {
 		prev := ""
 		var prevEnd int64
 		for _, t := range f.Tensors {
-			p := commonPrefix(prev, t.Name)
+			p := 0
+			if prefixes {
+				p = commonPrefix(prev, t.Name)
+			}
 			b = binary.AppendUvarint(b, uint64(p))
 			b = appendString(b, t.Name[p:])
 			prev = t.Name
@@ -215,16 +241,22 @@ func (r *indexReader) fail(format string, args ...any) {
 }
 
 func (r *indexReader) uvarint(max uint64, what string) uint64 {
+	return r.uvarintOf(max, what, "")
+}
+
+// uvarintOf is uvarint for a value described as what+suffix in errors
+// (joined only on failure: the index is read for every archive opened).
+func (r *indexReader) uvarintOf(max uint64, what, suffix string) uint64 {
 	if r.err != nil {
 		return 0
 	}
 	v, k := binary.Uvarint(r.b)
 	if k <= 0 {
-		r.fail("index: bad %s", what)
+		r.fail("index: bad %s%s", what, suffix)
 		return 0
 	}
 	if v > max {
-		r.fail("index: %s %d exceeds %d", what, v, max)
+		r.fail("index: %s%s %d exceeds %d", what, suffix, v, max)
 		return 0
 	}
 	r.b = r.b[k:]
@@ -258,7 +290,7 @@ func (r *indexReader) bytes(n int, what string) []byte {
 }
 
 func (r *indexReader) str(what string) string {
-	n := r.uvarint(uint64(len(r.b)), what+" length")
+	n := r.uvarintOf(uint64(len(r.b)), what, " length")
 	return string(r.bytes(int(n), what))
 }
 
@@ -402,39 +434,69 @@ func unmarshalIndexFlags(b []byte, payloadLen int64, version int, flags uint16) 
 			break
 		}
 		f.Tensors = make([]TensorInfo, 0, nt)
-		prev := ""
+		// The names are decoded into one buffer and become substrings of
+		// one string: one allocation for all of them. A name shares a
+		// prefix with the one before, so a small index could describe
+		// huge names; their total is bounded (maxNameBytes).
+		names := make([]byte, 0, len(r.b)) // enough unless prefixes are long
+		ends := make([]int, 0, nt)
+		nameLimit := maxNameBytes(len(b))
+		prevStart := 0
 		var prevEnd int64
+		var slab []int64
 		for j := uint64(0); j < nt && r.err == nil; j++ {
 			var t TensorInfo
-			p := r.uvarint(uint64(len(prev)), "name prefix")
-			t.Name = prev[:p] + r.str("tensor name")
-			prev = t.Name
+			p := int(r.uvarint(uint64(len(names)-prevStart), "name prefix"))
+			suffix := r.bytes(int(r.uvarintOf(uint64(len(r.b)), "tensor name", " length")), "tensor name")
+			if r.err != nil {
+				break
+			}
+			if len(names)+p+len(suffix) > nameLimit {
+				r.fail("index: file %q: tensor names exceed %d bytes", f.Name, nameLimit)
+				break
+			}
+			start := len(names)
+			names = append(names, names[prevStart:prevStart+p]...)
+			names = append(names, suffix...)
+			prevStart = start
 			t.DType = dtype.DType(r.u8("tensor dtype"))
 			if t.DType == dtype.Invalid {
 				t.Type = r.str("tensor type")
 			} else if t.DType.Bits() == 0 {
-				r.fail("index: tensor %q: unknown dtype %d", t.Name, t.DType)
+				r.fail("index: tensor %q: unknown dtype %d", names[start:], t.DType)
 			}
 			nd := r.uvarint(uint64(len(r.b)), "rank")
 			if r.err != nil {
 				break
 			}
-			t.Shape = make([]int64, nd)
+			// Shapes are cut from a shared slab: one allocation per
+			// few hundred tensors instead of one each.
+			if slab == nil || uint64(cap(slab)-len(slab)) < nd {
+				slab = make([]int64, 0, max(nd, 1024))
+			}
+			t.Shape = slab[len(slab) : len(slab)+int(nd) : len(slab)+int(nd)]
+			slab = slab[:len(slab)+int(nd)]
 			for d := range t.Shape {
 				t.Shape[d] = int64(r.uvarint(math.MaxInt64, "dimension"))
 			}
 			delta := r.varint("tensor offset")
 			if delta < -prevEnd || delta > f.Size-prevEnd {
-				r.fail("index: tensor %q: offset outside the file", t.Name)
+				r.fail("index: tensor %q: offset outside the file", names[start:])
 				break
 			}
 			t.Offset = prevEnd + delta
 			t.Length = int64(r.uvarint(math.MaxInt64, "tensor length"))
 			if r.err == nil && (t.Offset < 0 || t.Offset > f.Size || t.Length > f.Size-t.Offset) {
-				r.fail("index: tensor %q [%d,+%d) outside the file", t.Name, t.Offset, t.Length)
+				r.fail("index: tensor %q [%d,+%d) outside the file", names[start:], t.Offset, t.Length)
 			}
 			prevEnd = t.Offset + t.Length
 			f.Tensors = append(f.Tensors, t)
+			ends = append(ends, len(names))
+		}
+		all, start := string(names), 0
+		for i := range f.Tensors {
+			f.Tensors[i].Name = all[start:ends[i]]
+			start = ends[i]
 		}
 		x.files = append(x.files, f)
 	}
