@@ -520,9 +520,11 @@ func Decode(w io.Writer, r io.ReaderAt, size int64, opt Options) error {
 
 // CompressBytes is Encode for one in-memory file.
 func CompressBytes(src []byte, segs []Segment, opt Options) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(len(src) + len(src)/64 + 4096) // archives are at most slightly larger than the input
-	_, err := Encode(&buf, []Input{{Name: "model.bin", R: memArchive(src), Size: int64(len(src)), Segments: segs}}, opt)
+	// Archives are at most slightly larger than the input. The buffer is
+	// only appended to, so it need not be cleared first (clearing it took
+	// ~6 % of one-thread compression).
+	buf := bytes.NewBuffer(makeNoZero(len(src) + len(src)/64 + 4096)[:0])
+	_, err := Encode(buf, []Input{{Name: "model.bin", R: memArchive(src), Size: int64(len(src)), Segments: segs}}, opt)
 	return buf.Bytes(), err
 }
 
