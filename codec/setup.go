@@ -568,19 +568,41 @@ func ParseSetup(b []byte) (*Setup, error) {
 		src.Format = r.str("source format")
 		s.Sources = append(s.Sources, src)
 	}
+	// Sections and tables are checked as they are read: a table takes a
+	// few bytes of the file but ~12 KiB in memory, so a file of repeated
+	// or unusable sections must fail before they are allocated. With one
+	// section per float type and nonempty alphabets, a setup holds at most
+	// a few thousand tables, whatever the file says.
 	nsec := r.uvarint(uint64(len(r.b)/3), "section count")
+	seen := map[dtype.DType]bool{}
 	for i := uint64(0); i < nsec && r.err == nil; i++ {
 		sec := &SetupSection{}
 		sec.DType = dtype.DType(r.u8("dtype"))
 		sec.Join = uint(r.u8("join"))
+		if r.err != nil {
+			break
+		}
+		if _, ok := specFor(sec.DType); !ok {
+			return nil, bad("section for %v, which has no field split", sec.DType)
+		}
+		if seen[sec.DType] {
+			return nil, bad("two sections for %v", sec.DType)
+		}
+		seen[sec.DType] = true
 		if version >= 2 {
 			np := int(r.u8("plane cut count"))
 			sec.PlaneCuts = append([]byte(nil), r.bytes(np, "plane cuts")...)
 		}
 		nt := r.uvarint(maxSetupTables, "table count")
 		for j := uint64(0); j < nt && r.err == nil; j++ {
-			t := &SetupTable{}
 			a := int(r.u8("alphabet size"))
+			if r.err == nil && a == 0 {
+				r.fail("%v table %d: empty alphabet", sec.DType, j)
+			}
+			if r.err != nil {
+				break
+			}
+			t := &SetupTable{}
 			t.Alphabet = append([]byte(nil), r.bytes(a, "alphabet")...)
 			t.Lengths = r.nibbles(a+1, "code lengths")
 			k := int(r.u8("pair symbols"))
@@ -604,12 +626,7 @@ func ParseSetup(b []byte) (*Setup, error) {
 	if r.err != nil {
 		return nil, bad("%v", r.err)
 	}
-	seen := map[dtype.DType]bool{}
 	for _, sec := range s.Sections {
-		if seen[sec.DType] {
-			return nil, bad("two sections for %v", sec.DType)
-		}
-		seen[sec.DType] = true
 		if err := sec.prepare(); err != nil {
 			return nil, err
 		}
