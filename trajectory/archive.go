@@ -98,9 +98,17 @@ func readTrailer(r io.ReaderAt, end int64) (*Index, error) {
 // findTrailer scans backwards from size for the last valid trailer. It
 // returns its end and index, or headerLen and nil when there is none (an
 // empty trajectory whose first append was interrupted).
+//
+// Checking a candidate reads and checksums the index it points to, so the
+// indexes checked may total at most twice the file size (plus 1 MiB): a
+// file of nothing but fake trailers would otherwise cost time and memory
+// quadratic in its size. An interrupted append leaves a frame's worth of
+// bytes, which hardly ever holds a trailer's magic: the first candidate is
+// the real trailer.
 func findTrailer(r io.ReaderAt, size int64) (int64, *Index, error) {
 	const win = 1 << 20
 	buf := make([]byte, win+len(TrailerMagic))
+	budget := 2*size + 1<<20
 	hi := size // candidates end at most here
 	for hi > headerLen {
 		lo := max(hi-win, headerLen)
@@ -115,6 +123,17 @@ func findTrailer(r io.ReaderAt, size int64) (int64, *Index, error) {
 				break
 			}
 			end := lo + int64(k) + int64(len(TrailerMagic))
+			if end >= headerLen+trailerLen {
+				var t [16]byte
+				if _, err := r.ReadAt(t[:], end-trailerLen); err != nil {
+					return 0, nil, err
+				}
+				if n := int64(binary.LittleEndian.Uint64(t[8:])); n > 0 && n <= maxIndex {
+					if budget -= n; budget < 0 {
+						return 0, nil, fmt.Errorf("%w: no valid trailer found; gave up at offset %d after checking indexes of twice the file's size", ErrCorrupt, end)
+					}
+				}
+			}
 			if x, err := readTrailer(r, end); err == nil {
 				return end, x, nil
 			}
