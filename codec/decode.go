@@ -64,7 +64,7 @@ func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
 	if indexOff < headerLen || indexLen < 0 || indexOff > size-trailerLen || indexLen != size-trailerLen-indexOff {
 		return nil, &CorruptError{Offset: size - trailerLen, Block: -1, Msg: fmt.Sprintf("index at %d (+%d) does not end at the trailer", indexOff, indexLen), Err: ErrCorrupt}
 	}
-	if rawLen > maxIndexRaw || rawLen > 1024*indexLen+1<<16 {
+	if rawLen > maxIndexRawFor(size) {
 		return nil, &CorruptError{Offset: size - trailerLen + 16, Block: -1, Msg: fmt.Sprintf("index size %d is implausible", rawLen), Err: ErrTooLarge}
 	}
 	ix := make([]byte, indexLen)

@@ -47,7 +47,8 @@
 // Trailer, 32 bytes at the end of the archive: u64 index offset, u64 index
 // length (so offset+length+32 equals the archive size), u32 raw index
 // length, u32 CRC-32C (Castagnoli) of the index bytes as stored, and the
-// magic "NZIPEND\x00".
+// magic "NZIPEND\x00". The raw index is at most 2^30 bytes, and at most
+// 2^24 + 4 × (the archive size) bytes: readers refuse larger ones.
 //
 // Raw index:
 //

@@ -341,6 +341,10 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	// Index and trailer.
 	raw := idx.marshal()
 	ix := zenc.EncodeAll(raw, nil)
+	if n := written + int64(len(ix)) + trailerLen; int64(len(raw)) > maxIndexRawFor(n) {
+		// millions of tensors without data: a reader would refuse the index
+		return res, fmt.Errorf("codec: an index of %d bytes (%d tensors) for an archive of %d bytes is more than a reader accepts", len(raw), countTensors(idx), n)
+	}
 	indexOff := written
 	if err := write(ix); err != nil {
 		return res, err
@@ -427,4 +431,12 @@ func readFull(r io.ReaderAt, p []byte, off int64) error {
 		err = io.ErrUnexpectedEOF
 	}
 	return fmt.Errorf("codec: read %d bytes at offset %d: %w", len(p), off, err)
+}
+
+func countTensors(x *indexData) int {
+	n := 0
+	for _, f := range x.files {
+		n += len(f.Tensors)
+	}
+	return n
 }

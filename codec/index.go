@@ -21,6 +21,21 @@ const (
 	maxIndexRaw = 1 << 30 // decoded index size limit
 )
 
+// maxIndexRawFor is the largest raw index a reader accepts in an archive
+// of archiveSize bytes. Real indexes are a fraction of their archive, but
+// one of many empty or all-zero tensors compresses a thousandfold and more
+// (100,000 empty tensors: 811 KB in 534 bytes), so any index up to 16 MiB
+// passes. Beyond that the index may be at most four times the archive: a
+// small archive cannot make a reader allocate gigabytes for its index and
+// the tensor and block lists decoded from it.
+func maxIndexRawFor(archiveSize int64) int64 {
+	return min(maxIndexRaw, indexRawFloor+4*archiveSize)
+}
+
+// indexRawFloor: indexes up to this size pass whatever the archive's
+// size (a variable for tests).
+var indexRawFloor int64 = 16 << 20
+
 // Magic starts every archive; TrailerMagic ends it.
 var (
 	Magic        = [8]byte{0x89, 'N', 'Z', 'I', 'P', '\r', '\n', 0x1a}
