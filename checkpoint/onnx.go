@@ -47,7 +47,9 @@ import (
 // first field (every serializer writes fields in number order) and checks
 // that the fields that follow in the head are well-formed ModelProto fields.
 // Graph nesting, names, dimensions and the number of tensors are bounded
-// (onnxMax*), so hostile input cannot recurse or allocate without limit.
+// (onnxMax*), and so are the bytes of the names built from graph and node
+// names (a nameBudget), so hostile input cannot recurse or allocate without
+// limit.
 
 func init() {
 	Register(Format{
@@ -333,6 +335,7 @@ type onnxGraph struct {
 	node   *onnxNode // the node whose attribute holds this graph
 	attr   *string   // that attribute's name, known once it is read
 	listAt int       // position in AttributeProto.graphs, or -1
+	path   string    // label built from node, attr and listAt, once built
 }
 
 // An onnxNode is a NodeProto, for naming.
@@ -342,6 +345,7 @@ type onnxNode struct {
 	name   string
 	opType string
 	output string // first output
+	path   string // label, once built
 }
 
 // An onnxTensor is a TensorProto whose data becomes a segment, here or in
@@ -372,13 +376,14 @@ type onnxModel struct {
 	tensors []*onnxTensor
 	meta    map[string]string
 	opsets  []string
+	names   nameBudget // names built by layout
 
 	nTensors, nNodes, nInits, nGraphs, nFuncs int
 }
 
 func openONNX(r io.ReaderAt, size int64) (*Layout, error) {
 	const format = "onnx"
-	m := &onnxModel{pb: pbReader{newCursor(r, size, format)}, meta: make(map[string]string)}
+	m := &onnxModel{pb: pbReader{newCursor(r, size, format)}, meta: make(map[string]string), names: newNameBudget(size)}
 	if size == 0 {
 		return nil, formatErr(format, 0, ErrTruncated, "empty file")
 	}
@@ -708,7 +713,13 @@ func (m *onnxModel) layout() (*Layout, error) {
 	companions := make(map[string][]Segment)
 	nExternal := 0
 	for _, t := range m.tensors {
-		name := dedupName(used, t.baseName())
+		name, ok := t.baseName(&m.names)
+		if ok {
+			name, ok = dedupName(used, name, &m.names)
+		}
+		if !ok {
+			return nil, m.names.err(format, t.at)
+		}
 		numel, ok := numElements(t.dims)
 		if !ok {
 			return nil, formatErr(format, t.at, ErrTooLarge, "tensor %q: element count of shape %v overflows int64", name, t.dims)
@@ -815,73 +826,93 @@ func parseONNXInt(s string) (int64, error) {
 	return v, err
 }
 
-// baseName returns the name of t before duplicates are told apart.
-func (t *onnxTensor) baseName() string {
+// baseName returns the name of t before duplicates are told apart,
+// charging the bytes of a name it builds to b; ok is false when b is spent.
+func (t *onnxTensor) baseName(b *nameBudget) (_ string, ok bool) {
 	suffix := ""
 	if t.sparse != "" {
 		suffix = "/" + t.sparse
 	}
 	switch {
 	case t.node == nil && t.name != "":
-		return t.name
+		return t.name, true
 	case t.node == nil:
 		kind := "/initializer/"
 		if t.sparse != "" {
 			kind = "/sparse_initializer/"
 		}
-		return t.graph.label() + kind + strconv.Itoa(t.index) + suffix
+		g, ok := t.graph.label(b)
+		if !ok {
+			return "", false
+		}
+		return onnxJoin(b, g, kind, strconv.Itoa(t.index), suffix)
 	case t.node.opType == "Constant" && *t.attr == "value" && t.node.output != "" && t.sparse == "":
-		return t.node.output
+		return t.node.output, true
 	case t.name != "":
-		return t.name
+		return t.name, true
 	}
-	s := t.node.label() + "/" + *t.attr
+	n, ok := t.node.label(b)
+	if !ok {
+		return "", false
+	}
+	index := ""
 	if t.index >= 0 {
-		s += "/" + strconv.Itoa(t.index)
+		index = "/" + strconv.Itoa(t.index)
 	}
-	return s + suffix
+	return onnxJoin(b, n, "/", *t.attr, index, suffix)
 }
 
 // label names a graph: its own name, or the path of the attribute that
-// holds it.
-func (g *onnxGraph) label() string {
+// holds it. A path is built once and charged to b; ok is false when b is
+// spent.
+func (g *onnxGraph) label(b *nameBudget) (_ string, ok bool) {
 	switch {
 	case g.name != "":
-		return g.name
+		return g.name, true
 	case g.node == nil:
-		return g.root
+		return g.root, true
+	case g.path != "":
+		return g.path, true
 	}
-	s := g.node.label() + "/" + *g.attr
+	n, ok := g.node.label(b)
+	if !ok {
+		return "", false
+	}
+	list := ""
 	if g.listAt >= 0 {
-		s += "/" + strconv.Itoa(g.listAt)
+		list = "/" + strconv.Itoa(g.listAt)
 	}
-	return s
+	g.path, ok = onnxJoin(b, n, "/", *g.attr, list)
+	return g.path, ok
 }
 
-// label names a node: its name, or its position in its graph.
-func (n *onnxNode) label() string {
+// label names a node: its graph's label and its name, or its position in
+// its graph. It is built once and charged to b; ok is false when b is spent.
+func (n *onnxNode) label(b *nameBudget) (_ string, ok bool) {
+	if n.path != "" {
+		return n.path, true
+	}
+	g, ok := n.graph.label(b)
+	if !ok {
+		return "", false
+	}
 	if n.name != "" {
-		return n.graph.label() + "/" + n.name
+		n.path, ok = onnxJoin(b, g, "/", n.name)
+	} else {
+		n.path, ok = onnxJoin(b, g, "/node", strconv.Itoa(n.index))
 	}
-	return n.graph.label() + "/node" + strconv.Itoa(n.index)
+	return n.path, ok
 }
 
-// dedupName returns name, or when it is taken name#2, name#3, ..., and
-// marks the result as taken. used maps each taken name to the next suffix
-// to try for it.
-func dedupName(used map[string]int, name string) string {
-	i, dup := used[name]
-	if !dup {
-		used[name] = 2
-		return name
+// onnxJoin concatenates parts into a name, charging its bytes to b first;
+// ok is false when b is spent.
+func onnxJoin(b *nameBudget, parts ...string) (_ string, ok bool) {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
 	}
-	for {
-		u := name + "#" + strconv.Itoa(i)
-		i++
-		if _, dup := used[u]; !dup {
-			used[name] = i
-			used[u] = 2
-			return u
-		}
+	if !b.take(n) {
+		return "", false
 	}
+	return strings.Join(parts, ""), true
 }

@@ -246,12 +246,17 @@ func openTFLite(r io.ReaderAt, size int64) (*Layout, error) {
 	}
 
 	used := make(map[string]int, len(owners))
+	names := newNameBudget(size)
 	segs := make([]Segment, 0, len(owners))
 	nShared, nQuant := 0, 0
 	for i := range owners {
 		o := &owners[i]
 		b := bufs[o.buffer]
-		seg, err := o.segment(dedupName(used, o.name), b)
+		name, ok := dedupName(used, o.name, &names)
+		if !ok {
+			return nil, names.err("tflite", o.at)
+		}
+		seg, err := o.segment(name, b)
 		if err != nil {
 			return nil, err
 		}
