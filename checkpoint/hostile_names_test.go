@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"bytes"
+	"encoding/binary"
 	"runtime"
 	"strings"
 	"testing"
@@ -70,6 +71,167 @@ func TestHostileNamesONNX(t *testing.T) {
 			var err error
 			allocs := hnAllocs(func() { _, err = Open(bytes.NewReader(c.b), int64(len(c.b))) })
 			wantFormatError(t, err, ErrTooLarge, -1, "onnx", "names exceed")
+			hnCheckAllocs(t, len(c.b), allocs)
+		})
+	}
+}
+
+// hnTFLite writes a TFLite FlatBuffer whose SubGraph.tensors has refs
+// entries that point in turn to tables Tensor tables, Tensor table i using
+// buffer i+1 (or buffer 1 for all when shareBuffer) and the string at
+// names[i%len(names)] of the bytes strs, and whose Model.metadata has metas
+// entries that all point to one Metadata table named by strs at names[0].
+// Every buffer but 0 is one Buffer table with 4 bytes of data.
+func hnTFLite(refs, tables int, shareBuffer bool, metas int, strs []byte, names []int) []byte {
+	w := &gbuf{}
+	patch := func(at int, target int) { binary.LittleEndian.PutUint32(w.b[at:], uint32(target-at)) }
+	w.u32(0) // root offset
+	w.b = append(w.b, "TFL3"...)
+	vtable := func(tLen int, slots ...int) int { // slots: field offsets, 0 for absent
+		at := len(w.b)
+		w.u16(uint16(4 + 2*len(slots)))
+		w.u16(uint16(tLen))
+		for _, s := range slots {
+			w.u16(uint16(s))
+		}
+		for len(w.b)%4 != 0 {
+			w.u8(0)
+		}
+		return at
+	}
+	vtModel := vtable(16, 0, 0, 4, 0, 8, 0, 12) // subgraphs, buffers, metadata (4 bytes each)
+	vtOne := vtable(8, 4)                       // SubGraph.tensors, Buffer.data
+	vtEmpty := vtable(4)
+	vtTensor := vtable(12, 0, 0, 4, 8) // buffer, name
+	vtMeta := vtable(12, 8, 4)         // name, buffer
+	table := func(vt int) int {
+		at := len(w.b)
+		w.u32(uint32(int32(at - vt)))
+		return at
+	}
+	vector := func(n int) (first int) {
+		w.u32(uint32(n))
+		first = len(w.b)
+		for range n {
+			w.u32(0)
+		}
+		return first
+	}
+
+	// FlatBuffer offsets point forward: every table and vector follows
+	// what refers to it, the strings come last.
+	model := table(vtModel)
+	binary.LittleEndian.PutUint32(w.b, uint32(model))
+	w.u32(0) // subgraphs
+	w.u32(0) // buffers
+	w.u32(0) // metadata
+
+	patch(model+4, len(w.b))
+	subs := vector(1)
+	sub := table(vtOne)
+	patch(subs, sub)
+	w.u32(0)
+	patch(sub+4, len(w.b))
+	ts := vector(refs)
+	tensorAt := make([]int, tables)
+	var nameRefs []int // name fields, and the string each wants
+	var nameStr []int
+	for i := range tables {
+		tensorAt[i] = table(vtTensor)
+		b := uint32(i + 1)
+		if shareBuffer {
+			b = 1
+		}
+		w.u32(b)
+		nameRefs, nameStr = append(nameRefs, len(w.b)), append(nameStr, names[i%len(names)])
+		w.u32(0)
+	}
+	for i := range refs {
+		patch(ts+4*i, tensorAt[i%tables])
+	}
+
+	nBuf := tables + 1
+	if shareBuffer {
+		nBuf = 2
+	}
+	patch(model+8, len(w.b))
+	bufs := vector(nBuf)
+	empty := table(vtEmpty)
+	buf := table(vtOne)
+	w.u32(0)
+	patch(buf+4, len(w.b))
+	w.u32(4)
+	w.u32(0) // 4 bytes of data
+	patch(bufs, empty)
+	for i := 1; i < nBuf; i++ {
+		patch(bufs+4*i, buf)
+	}
+
+	if metas > 0 {
+		patch(model+12, len(w.b))
+		ms := vector(metas)
+		meta := table(vtMeta)
+		w.u32(0) // buffer 0
+		nameRefs, nameStr = append(nameRefs, len(w.b)), append(nameStr, names[0])
+		w.u32(0)
+		for i := range metas {
+			patch(ms+4*i, meta)
+		}
+	}
+
+	strAt := len(w.b) // the strings, each preceded by its length at names[i]
+	w.b = append(w.b, strs...)
+	for i, at := range nameRefs {
+		patch(at, strAt+nameStr[i])
+	}
+	return w.b
+}
+
+func TestHostileNamesTFLite(t *testing.T) {
+	long := make([]byte, 4, 4+16<<10)
+	binary.LittleEndian.PutUint32(long, 16<<10)
+	long = append(long, strings.Repeat("n", 16<<10)...)
+	// overlapping strings: the string at 4i is 32768-i bytes long
+	var overlap []byte
+	var starts []int
+	for i := range 4096 {
+		overlap = binary.LittleEndian.AppendUint32(overlap, uint32(32768-i))
+		starts = append(starts, 4*i)
+	}
+	overlap = append(overlap, make([]byte, 32768)...)
+
+	t.Run("aliased tensor", func(t *testing.T) {
+		// 20000 tensors that are one table, with a long name, and one buffer:
+		// the name is needed once, for the tensor, and listed once as shared
+		b := hnTFLite(20000, 1, true, 0, long, []int{0})
+		var l *Layout
+		var err error
+		allocs := hnAllocs(func() { l, err = Open(bytes.NewReader(b), int64(len(b))) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.Repeat("n", 16<<10)
+		if len(l.Segments) != 3 || l.Segments[1].Name != name || l.Metadata["tensors"] != "20000" ||
+			l.Metadata["shared."+name] != strings.Repeat(name+", ", 7)+name+", and 19991 more" {
+			t.Errorf("segments %d, tensors %s", len(l.Segments), l.Metadata["tensors"])
+		}
+		hnCheckAllocs(t, len(b), allocs)
+	})
+	for _, c := range []struct {
+		name string
+		b    []byte
+	}{
+		// distinct tensors and buffers with one long name: "<name>#2", ...
+		{"repeated name", hnTFLite(2000, 2000, false, 0, long, []int{0})},
+		// distinct tensors and buffers with overlapping long names
+		{"overlapping names", hnTFLite(4096, 4096, false, 0, overlap, starts)},
+		// metadata entries that are one table with a long name
+		{"aliased metadata", hnTFLite(1, 1, false, 3000, long, []int{0})},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var err error
+			allocs := hnAllocs(func() { _, err = Open(bytes.NewReader(c.b), int64(len(c.b))) })
+			wantFormatError(t, err, ErrTooLarge, -1, "tflite", "names exceed")
 			hnCheckAllocs(t, len(c.b), allocs)
 		})
 	}

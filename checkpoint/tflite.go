@@ -32,7 +32,10 @@ import (
 // The FlatBuffer is read through its offsets, not loaded: tables, vtables,
 // vectors and strings are read on demand through a small page cache, and
 // every offset, vtable and vector length is checked against the file before
-// it is followed. Tensor data is never read.
+// it is followed. Tensor data is never read. Strings are read once per
+// offset, and the bytes of the strings read and of the names built (suffixes,
+// Metadata keys) are bounded by a budget proportional to the file size (see
+// nameBudget).
 
 func init() {
 	Register(Format{
@@ -221,18 +224,23 @@ func openTFLite(r io.ReaderAt, size int64) (*Layout, error) {
 			if b.length == 0 {
 				continue // no data
 			}
+			if b.owner >= 0 && owners[b.owner].nShare >= tfliteMaxShared {
+				owners[b.owner].nShare++ // not listed: its name is not needed
+				continue
+			}
 			name, _, err := f.str(t, fbTensorName, "Tensor.name")
 			if err != nil {
 				return nil, err
 			}
 			if name == "" {
 				name = "subgraph" + strconv.FormatInt(s, 10) + "/tensor" + strconv.FormatInt(j, 10)
+				if !f.names.take(len(name)) {
+					return nil, f.names.err("tflite", t.pos)
+				}
 			}
 			if b.owner >= 0 {
 				o := &owners[b.owner]
-				if o.nShare < tfliteMaxShared {
-					o.shared = append(o.shared, name)
-				}
+				o.shared = append(o.shared, name)
 				o.nShare++
 				continue
 			}
@@ -246,15 +254,14 @@ func openTFLite(r io.ReaderAt, size int64) (*Layout, error) {
 	}
 
 	used := make(map[string]int, len(owners))
-	names := newNameBudget(size)
 	segs := make([]Segment, 0, len(owners))
 	nShared, nQuant := 0, 0
 	for i := range owners {
 		o := &owners[i]
 		b := bufs[o.buffer]
-		name, ok := dedupName(used, o.name, &names)
+		name, ok := dedupName(used, o.name, &f.names)
 		if !ok {
-			return nil, names.err("tflite", o.at)
+			return nil, f.names.err("tflite", o.at)
 		}
 		seg, err := o.segment(name, b)
 		if err != nil {
@@ -269,6 +276,9 @@ func openTFLite(r io.ReaderAt, size int64) (*Layout, error) {
 			v := strings.Join(o.shared, ", ")
 			if o.nShare > len(o.shared) {
 				v += ", and " + strconv.Itoa(o.nShare-len(o.shared)) + " more"
+			}
+			if !f.names.take(len(v) + len("shared.") + len(seg.Name)) {
+				return nil, f.names.err("tflite", o.at)
 			}
 			meta["shared."+seg.Name] = v
 		}
@@ -439,6 +449,9 @@ func (f *fbReader) metadata(model fbTable, bufVec, nBuf int64, meta map[string]s
 				v = s
 			}
 		}
+		if !f.names.take(len("metadata.") + len(name)) {
+			return f.names.err("tflite", t.pos)
+		}
 		meta["metadata."+name] = v
 	}
 	return nil
@@ -460,12 +473,18 @@ func printable(s string) bool {
 // FormatError, never a panic or a read outside the file. Reads go through a
 // cache of fbPageSize pages. The number of tables visited is bounded by the
 // file size (a table takes at least 4 bytes), so offsets that alias one
-// table many times cannot make the reader loop for long.
+// table many times cannot make the reader loop for long. Strings are read
+// once per offset, and the bytes of the strings read and the names built
+// from them are charged to a nameBudget, so offsets that alias one long
+// string, or long strings that overlap, cannot make it allocate without
+// limit either.
 type fbReader struct {
 	r      io.ReaderAt
 	size   int64
 	pages  map[int64][]byte
-	tables int64 // table visits left
+	tables int64            // table visits left
+	strs   map[int64]string // strings read, by the offset of their length
+	names  nameBudget       // bytes of strings read and names built
 }
 
 // An fbTable is a table at pos whose vtable at vt is vtLen bytes long and
@@ -477,7 +496,8 @@ type fbTable struct {
 }
 
 func newFBReader(r io.ReaderAt, size int64) *fbReader {
-	return &fbReader{r: r, size: size, pages: make(map[int64][]byte), tables: size/4 + 16}
+	return &fbReader{r: r, size: size, pages: make(map[int64][]byte), tables: size/4 + 16,
+		strs: make(map[int64]string), names: newNameBudget(size)}
 }
 
 func (f *fbReader) errorf(off int64, sentinel error, msg string, args ...any) error {
@@ -678,6 +698,17 @@ func (f *fbReader) str(t fbTable, slot int, what string) (string, bool, error) {
 	if n > tfliteMaxString {
 		return "", false, f.errorf(start-4, ErrTooLarge, "%s is %d bytes long, more than the limit of %d", what, n, tfliteMaxString)
 	}
+	if s, ok := f.strs[start]; ok {
+		return s, true, nil
+	}
+	if !f.names.take(int(n)) {
+		return "", false, f.names.err("tflite", start-4)
+	}
 	b, err := f.read(start, n, what)
-	return string(b), err == nil, err
+	if err != nil {
+		return "", false, err
+	}
+	s := string(b)
+	f.strs[start] = s
+	return s, true, nil
 }
