@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -235,4 +237,60 @@ func TestHostileNamesTFLite(t *testing.T) {
 			hnCheckAllocs(t, len(c.b), allocs)
 		})
 	}
+}
+
+// hnTFJS writes a model.json with one group of n weight files "0", "1", ...
+// and one uint8 weight named name of shape [size].
+func hnTFJS(n int, name string, size int64) []byte {
+	var sb strings.Builder
+	sb.WriteString(`{"format":"graph-model","weightsManifest":[{"paths":[`)
+	for i := range n {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(`"` + strconv.FormatInt(int64(i), 36) + `"`)
+	}
+	sb.WriteString(`],"weights":[{"name":"` + name + `","shape":[` + strconv.FormatInt(size, 10) + `],"dtype":"uint8"}]}]}`)
+	return []byte(sb.String())
+}
+
+func TestHostileNamesTFJS(t *testing.T) {
+	const n = 2000
+	long := strings.Repeat("w", 16<<10)
+	t.Run("Open", func(t *testing.T) {
+		// n files of 4 MiB as Open assumes them, one weight across all
+		b := hnTFJS(n, long, n*tfjsShardSize)
+		var err error
+		allocs := hnAllocs(func() { _, err = Open(bytes.NewReader(b), int64(len(b))) })
+		wantFormatError(t, err, ErrTooLarge, -1, "tfjs", "names exceed")
+		hnCheckAllocs(t, len(b), allocs)
+	})
+	t.Run("OpenFS", func(t *testing.T) {
+		// n files of 1 byte, one weight across all
+		b := hnTFJS(n, long, n)
+		fsys := fstest.MapFS{"model.json": {Data: b}}
+		for i := range n {
+			fsys[strconv.FormatInt(int64(i), 36)] = &fstest.MapFile{Data: []byte{0}}
+		}
+		_, err := OpenFS(fsys, "model.json")
+		wantFormatError(t, err, ErrTooLarge, -1, "tfjs", "names exceed")
+	})
+	t.Run("short name", func(t *testing.T) {
+		// a short name across 20000 files: no map or slice per file beyond
+		// the companion and its tensor
+		b := hnTFJS(20000, "w", 20000*tfjsShardSize)
+		var l *Layout
+		var err error
+		allocs := hnAllocs(func() { l, err = Open(bytes.NewReader(b), int64(len(b))) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Companions) != 20000 || l.Companions[0].Segments[0].Name != "w" {
+			t.Fatalf("%d companions", len(l.Companions))
+		}
+		t.Logf("allocated %d bytes for a file of %d bytes", allocs, len(b))
+		if limit := uint64(100 * len(b)); allocs > limit {
+			t.Errorf("allocated %d bytes for a file of %d bytes, more than %d", allocs, len(b), limit)
+		}
+	})
 }

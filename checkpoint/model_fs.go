@@ -45,7 +45,7 @@ func OpenFS(fsys fs.FS, name string) (*Model, error) {
 		if err != nil {
 			return nil, err
 		}
-		comps, err := tfjsCompanions(groups, sub)
+		comps, err := tfjsCompanions(groups, size, sub)
 		if err != nil {
 			return nil, err
 		}

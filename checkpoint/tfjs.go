@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"neuralzip/dtype"
@@ -40,8 +41,10 @@ import (
 // tensors, because those are the bytes in the file; Segment.Type says both
 // ("float32 as uint8"). A weight that straddles files becomes one tensor per
 // file that holds at least one whole element of it, with a 1-D shape: the
-// first keeps the weight's name, the next are "<name>#1", "<name>#2", ... The
-// bytes of an element cut by a file boundary are opaque. Strings are opaque
+// first keeps the weight's name, the next are "<name>#1", "<name>#2", ...
+// (these built names are bounded in all by a budget proportional to the size
+// of model.json, see nameBudget). The bytes of an element cut by a file
+// boundary are opaque. Strings are opaque
 // too; bytes after the group's last weight are opaque.
 //
 // Where the group's stream is cut depends on the files' sizes, which
@@ -142,7 +145,7 @@ func openTFJS(r io.ReaderAt, size int64) (*Layout, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.Companions, err = tfjsCompanions(groups, nil)
+	l.Companions, err = tfjsCompanions(groups, size, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +174,7 @@ func tfjsPlaceInShards(f *File) error {
 	if err != nil {
 		return err
 	}
-	comps, err := tfjsCompanions(groups, os.DirFS(filepath.Dir(f.Path)))
+	comps, err := tfjsCompanions(groups, st.Size(), os.DirFS(filepath.Dir(f.Path)))
 	if err != nil {
 		return err
 	}
@@ -535,13 +538,20 @@ type tfjsShard struct {
 	start, end int64 // [start, end) in the group's stream
 }
 
-// tfjsCompanions places the weights of every group in its files. With fsys,
-// the files are read from it: their sizes cut the streams and string
-// lengths are read from them. Without, sizes are assumed as the file
-// comment describes, and groups are described up to their first string.
-func tfjsCompanions(groups []tfjsGroup, fsys fs.FS) ([]Companion, error) {
+// tfjsCompanions places the weights of every group of a model.json of size
+// bytes in its files. With fsys, the files are read from it: their sizes cut
+// the streams and string lengths are read from them. Without, sizes are
+// assumed as the file comment describes, and groups are described up to
+// their first string. The names it builds for the parts of weights that
+// span files ("<name>#1", ...) are charged to a nameBudget of size.
+func tfjsCompanions(groups []tfjsGroup, size int64, fsys fs.FS) ([]Companion, error) {
 	const format = FormatTFJS
-	var comps []Companion
+	nPaths := 0
+	for _, g := range groups {
+		nPaths += len(g.paths)
+	}
+	comps := make([]Companion, 0, nPaths)
+	budget := newNameBudget(size)
 	for gi, g := range groups {
 		shards := make([]tfjsShard, len(g.paths))
 		segs := make([][]Segment, len(g.paths))
@@ -570,7 +580,7 @@ func tfjsCompanions(groups []tfjsGroup, fsys fs.FS) ([]Companion, error) {
 			known = tfjsAssumeSizes(g, shards)
 		}
 		if known && len(shards) > 0 {
-			if err := tfjsPlace(gi, g, shards, segs, fsys); err != nil {
+			if err := tfjsPlace(gi, g, shards, segs, fsys, &budget); err != nil {
 				return nil, err
 			}
 		}
@@ -615,19 +625,38 @@ func tfjsAssumeSizes(g tfjsGroup, shards []tfjsShard) bool {
 
 // tfjsPlace cuts the weights of group gi into tensor segments of its files.
 // With fsys, string weights are sized by reading them and the files must
-// hold the whole group; without, placing stops at the first string.
-func tfjsPlace(gi int, g tfjsGroup, shards []tfjsShard, segs [][]Segment, fsys fs.FS) error {
+// hold the whole group; without, placing stops at the first string. The
+// names of the parts of weights that span files are charged to budget.
+func tfjsPlace(gi int, g tfjsGroup, shards []tfjsShard, segs [][]Segment, fsys fs.FS, budget *nameBudget) error {
 	const format = FormatTFJS
 	total := shards[len(shards)-1].end
-	names := make([]map[string]struct{}, len(shards))
+	// Weight names are unique, and "<name>#<k>" of one weight cannot equal
+	// "<other>#<k'>" of another (the last '#' splits both the same way), so
+	// a file can only get one tensor name twice when a part of a weight is
+	// named like a weight whose name holds a '#': only those names are
+	// tracked, per file.
+	var clash map[string]struct{} // names of weights that hold a '#'
+	for _, w := range g.weights {
+		if strings.Contains(w.name, "#") {
+			if clash == nil {
+				clash = make(map[string]struct{})
+			}
+			clash[w.name] = struct{}{}
+		}
+	}
+	type fileName struct {
+		file int
+		name string
+	}
+	names := make(map[fileName]struct{}) // the clash names of each file
 	emit := func(j int, s Segment) error {
-		if names[j] == nil {
-			names[j] = map[string]struct{}{}
+		if _, ok := clash[s.Name]; ok {
+			k := fileName{j, s.Name}
+			if _, dup := names[k]; dup {
+				return formatErr(format, -1, ErrMalformed, "tensor name %q occurs twice in weight file %q", s.Name, shards[j].name)
+			}
+			names[k] = struct{}{}
 		}
-		if _, dup := names[j][s.Name]; dup {
-			return formatErr(format, -1, ErrMalformed, "tensor name %q occurs twice in weight file %q", s.Name, shards[j].name)
-		}
-		names[j][s.Name] = struct{}{}
 		s.Kind = Tensor
 		s.Offset -= shards[j].start
 		segs[j] = append(segs[j], s)
@@ -675,7 +704,11 @@ func tfjsPlace(gi int, g tfjsGroup, shards []tfjsShard, segs [][]Segment, fsys f
 				}
 				name := w.name
 				if part > 0 {
-					name += "#" + strconv.Itoa(part)
+					suffix := "#" + strconv.Itoa(part)
+					if !budget.take(len(name) + len(suffix)) {
+						return budget.err(format, w.at)
+					}
+					name += suffix
 				}
 				part++
 				if err := emit(k, Segment{Name: name, DType: w.dt, Type: w.typ, Shape: []int64{i1 - i0}, Offset: pos + i0*e, Length: (i1 - i0) * e}); err != nil {

@@ -143,7 +143,7 @@ func tfjsFuzzPlace(t *testing.T, b []byte, groups []tfjsGroup) {
 			}
 		}
 	}
-	comps, err := tfjsCompanions(groups, fsys)
+	comps, err := tfjsCompanions(groups, int64(len(b)), fsys)
 	if err != nil {
 		var fe *FormatError
 		if !errors.As(err, &fe) && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrInvalid) {

@@ -678,7 +678,7 @@ func TestTFJSHostileFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		fsys := fstest.MapFS{"a": {Data: data[:cut]}, "b": {Data: data[cut:]}}
-		comps, err := tfjsCompanions(groups, fsys)
+		comps, err := tfjsCompanions(groups, int64(len(in)), fsys)
 		if err != nil {
 			t.Fatal(err)
 		}
