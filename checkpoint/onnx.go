@@ -151,8 +151,13 @@ func matchONNX(head []byte, size int64) bool {
 		if n < 0 {
 			return cut && fields >= 2 && errors.Is(protowire.ParseError(n), io.ErrUnexpectedEOF)
 		}
-		if want, known := onnxModelFields[num]; (known && typ != want) || typ == protowire.StartGroupType || typ == protowire.EndGroupType {
+		if want, known := onnxModelFields[num]; known && typ != want {
 			return false
+		}
+		switch typ {
+		case protowire.VarintType, protowire.Fixed32Type, protowire.Fixed64Type, protowire.BytesType:
+		default:
+			return false // groups (ONNX has none) and wire types 6 and 7 (invalid)
 		}
 		b = b[n:]
 		var v uint64

@@ -406,6 +406,8 @@ func TestONNXMatch(t *testing.T) {
 		{"bad second field", []byte{0x08, 0x07, 0x38, 0x01}, false},           // graph as a varint
 		{"field number 0", []byte{0x08, 0x07, 0x00, 0x00, 0x00, 0x00}, false}, // safetensors-like zeros
 		{"text", []byte("\x08\x07hello world, this is text"), false},
+		{"wire type 7", []byte("\x08\x30\xff\x30"), false}, // once a panic: the tag was consumed twice
+		{"wire type 6", []byte("\x08\x07\x4e"), false},
 		{"safetensors", makeST(nil, []stSpec{{Name: "a", DType: "F32", Shape: []int64{1}, Begin: 0, End: 4}}, make([]byte, 4)), false},
 	}
 	for _, c := range cases {
