@@ -18,8 +18,11 @@ import (
 //
 // The pickle is held in memory; every length is checked against the bytes
 // left before anything is sliced, and every opcode creates at most one
-// value, so memory stays in proportion to the pickle's size and below a
-// fixed bound of pickleMaxValues values. The machine is a loop, not a
+// value. A value can cost a hundred times the byte that made it (EMPTY_DICT
+// is one byte, its pyDict and stack slot over 100), so the machine counts
+// the bytes it allocates (slices exactly, the rest by the pickle*Cost
+// constants) against a budget in proportion to its input (pickleBudget),
+// and stops at a fixed bound of pickleMaxValues values. The machine is a loop, not a
 // recursion: nesting costs no stack. Cycles (a list that contains itself)
 // are possible, as in Python; walkers must guard against them.
 //
@@ -64,26 +67,38 @@ type stateSetter interface{ setState(state any) }
 func (o *pyObject) setState(s any) { o.State = s }
 func (d *pyDict) setState(s any)   { d.State = s }
 
-func (d *pyDict) set(k, v any) {
-	switch k.(type) {
-	case nil, bool, int64, float64, string, pyBytes, *pyGlobal, *pyTuple, *pyList, *pyDict, *pySet, *pyObject:
-		if d.index == nil {
-			d.index = make(map[any]int)
-		}
-		if i, ok := d.index[k]; ok {
-			d.Vals[i] = v
-			return
-		}
-		d.index[k] = len(d.Keys)
-	}
-	d.Keys = append(d.Keys, k)
-	d.Vals = append(d.Vals, v)
-}
-
 const (
 	pickleMaxProto  = 5       // the highest pickle protocol known
 	pickleMaxValues = 1 << 23 // values pushed by one pickle
+
+	// A pickle's values may take pickleBudgetPerByte bytes of memory per
+	// byte of its input (the pickle, or the file it came from) plus
+	// pickleBudgetBase. Real pickles take 10 to 25 bytes per byte of
+	// pickle (torch state dicts, TorchScript data.pkl, constants.pkl and
+	// debug pickles), a stream of EMPTY_DICT about 110.
+	pickleBudgetPerByte = 64
+	pickleBudgetBase    = 1 << 20
 )
+
+// Bytes charged against the budget for what Go allocates besides slices
+// (whose growth is charged as it happens).
+const (
+	pickleBoxCost  = 16  // a scalar or string header boxed in an interface
+	pickleSeqCost  = 32  // a pyTuple, pyList, pySet or pyGlobal, without its items
+	pickleDictCost = 80  // a pyDict, without its items
+	pickleObjCost  = 96  // a pyObject
+	pickleHookCost = 64  // a value built by a hook (a tensor, a storage reference)
+	pickleMapCost  = 256 // a map of up to 8 entries (a dict's index)
+	pickleMapEntry = 112 // each entry beyond 8, with the map's growth
+)
+
+// pickleBudget returns the memory budget of an input of n bytes.
+func pickleBudget(n int64) int64 {
+	if n > (maxInt64-pickleBudgetBase)/pickleBudgetPerByte {
+		return maxInt64
+	}
+	return pickleBudgetPerByte*n + pickleBudgetBase
+}
 
 // An unpickler reads one pickle.
 type unpickler struct {
@@ -98,6 +113,11 @@ type unpickler struct {
 	marks  []int // stack heights at each MARK
 	memo   map[uint64]any
 	pushes int // values pushed so far
+
+	// budget bounds mem, the bytes allocated for values so far; 0 means
+	// pickleBudget(len(b)).
+	budget int64
+	mem    int64
 
 	// persistentLoad returns the value of a persistent id; when nil,
 	// persistent ids are an error.
@@ -120,6 +140,9 @@ func (u *unpickler) errorf(at int, sentinel error, msg string, args ...any) erro
 // load runs the pickle up to STOP and returns the value it leaves.
 func (u *unpickler) load() (any, error) {
 	u.memo = make(map[uint64]any)
+	if u.budget == 0 {
+		u.budget = pickleBudget(int64(len(u.b)))
+	}
 	for {
 		at := u.pos
 		if u.pos >= len(u.b) {
@@ -140,7 +163,14 @@ func (u *unpickler) load() (any, error) {
 		if u.pushes > pickleMaxValues {
 			return nil, u.errorf(at, ErrTooLarge, "more than %d values", pickleMaxValues)
 		}
+		if u.mem > u.budget {
+			return nil, u.overBudget(at)
+		}
 	}
+}
+
+func (u *unpickler) overBudget(at int) error {
+	return u.errorf(at, ErrTooLarge, "values exceed %d bytes of memory in all", u.budget)
 }
 
 // step executes one opcode other than STOP.
@@ -164,7 +194,7 @@ func (u *unpickler) step(op byte, at int) error {
 		}
 
 	case '(': // MARK
-		u.marks = append(u.marks, len(u.stack))
+		u.marks = pickleAppend(u, 8, u.marks, len(u.stack))
 	case '0': // POP
 		if len(u.stack) > u.floor() {
 			u.stack = u.stack[:len(u.stack)-1]
@@ -180,7 +210,7 @@ func (u *unpickler) step(op byte, at int) error {
 		if err != nil {
 			return err
 		}
-		u.push(v)
+		u.pushAgain(v)
 
 	case 'N': // NONE
 		u.push(nil)
@@ -313,6 +343,7 @@ func (u *unpickler) step(op byte, at int) error {
 		items := make([]any, n)
 		copy(items, u.stack[len(u.stack)-n:])
 		u.stack = u.stack[:len(u.stack)-n]
+		u.mem += 16 * int64(n)
 		u.push(&pyTuple{Items: items})
 	case 't': // TUPLE
 		items, err := u.popMark(at)
@@ -386,7 +417,7 @@ func (u *unpickler) step(op byte, at int) error {
 		if !ok {
 			return u.errorf(at, ErrMalformed, "ADDITEMS on %s", pyTypeName(t))
 		}
-		s.Items = append(s.Items, items...)
+		s.Items = u.append(s.Items, items...)
 
 	case 'q', 'r', 'p': // BINPUT, LONG_BINPUT, PUT
 		idx, err := u.memoIndex(op, at)
@@ -413,7 +444,7 @@ func (u *unpickler) step(op byte, at int) error {
 		if !ok {
 			return u.errorf(at, ErrMalformed, "memo key %d not found", idx)
 		}
-		u.push(v)
+		u.pushAgain(v)
 
 	case 'c': // GLOBAL
 		module, err := u.line(at)
@@ -479,6 +510,7 @@ func (u *unpickler) step(op byte, at int) error {
 		if err != nil {
 			return err
 		}
+		u.mem += 2 * pickleSeqCost // its class and arguments
 		u.push(&pyObject{Class: &pyGlobal{Module: module, Name: name}, Args: &pyTuple{Items: items}})
 	case 'o': // OBJ
 		items, err := u.popMark(at)
@@ -488,6 +520,7 @@ func (u *unpickler) step(op byte, at int) error {
 		if len(items) == 0 {
 			return u.errorf(at, ErrMalformed, "OBJ without a class")
 		}
+		u.mem += pickleSeqCost // its arguments
 		u.push(&pyObject{Class: items[0], Args: &pyTuple{Items: items[1:]}})
 	case 'b': // BUILD
 		state, err := u.pop(at)
@@ -549,9 +582,67 @@ func (u *unpickler) reduce(fn any, args *pyTuple, at int) (any, error) {
 	return &pyObject{Class: fn, Args: args}, nil
 }
 
+// push pushes a value just made, and charges its memory.
 func (u *unpickler) push(v any) {
-	u.stack = append(u.stack, v)
+	u.mem += pyCost(v)
+	u.pushAgain(v)
+}
+
+// pushAgain pushes a value that is already held elsewhere (DUP, GET).
+func (u *unpickler) pushAgain(v any) {
+	u.stack = u.append(u.stack, v)
 	u.pushes++
+}
+
+// append appends items to s.
+func (u *unpickler) append(s []any, items ...any) []any {
+	return pickleAppend(u, 16, s, items...)
+}
+
+// pickleAppend appends items to s, whose elements take size bytes, and
+// charges what growing s allocates. It doubles the capacity (append grows
+// large slices by a quarter, which allocates five times their final size
+// in all), or grows s just enough when the budget has no room for that.
+// When it has no room at all, s is left as it is and the pickle fails
+// after the current opcode: nothing is allocated beyond the budget.
+func pickleAppend[T any](u *unpickler, size int64, s []T, items ...T) []T {
+	n := len(s) + len(items)
+	if n <= cap(s) {
+		return append(s, items...)
+	}
+	c := max(n, 2*cap(s))
+	if u.mem+size*int64(c) > u.budget {
+		c = n
+	}
+	u.mem += size * int64(c)
+	if u.mem > u.budget {
+		return s
+	}
+	t := make([]T, len(s), c)
+	copy(t, s)
+	return append(t, items...)
+}
+
+// pyCost returns the bytes allocated for a new value, without the items
+// of a container (they are charged as they are added).
+func pyCost(v any) int64 {
+	switch x := v.(type) {
+	case nil, bool:
+		return 0
+	case string:
+		return pickleBoxCost + int64(len(x))
+	case pyBytes:
+		return pickleBoxCost + int64(len(x))
+	case int64, float64, pyBigInt:
+		return pickleBoxCost
+	case *pyTuple, *pyList, *pySet, *pyGlobal:
+		return pickleSeqCost // items made by popMark or TUPLE1-3 are charged there
+	case *pyDict:
+		return pickleDictCost
+	case *pyObject:
+		return pickleObjCost
+	}
+	return pickleHookCost
 }
 
 // floor returns the stack height at the innermost MARK: values below it
@@ -601,6 +692,7 @@ func (u *unpickler) popMark(at int) ([]any, error) {
 	items := make([]any, len(u.stack)-m)
 	copy(items, u.stack[m:])
 	u.stack = u.stack[:m]
+	u.mem += 16 * int64(len(items))
 	return items, nil
 }
 
@@ -611,9 +703,9 @@ func (u *unpickler) appendTo(at int, items ...any) error {
 	}
 	switch x := t.(type) {
 	case *pyList:
-		x.Items = append(x.Items, items...)
+		x.Items = u.append(x.Items, items...)
 	case *pyObject:
-		x.List = append(x.List, items...)
+		x.List = u.append(x.List, items...)
 	default:
 		return u.errorf(at, ErrMalformed, "APPEND to %s", pyTypeName(t))
 	}
@@ -631,6 +723,7 @@ func (u *unpickler) setItemsOnTop(at int, kv []any) error {
 	case *pyObject:
 		if x.Dict == nil {
 			x.Dict = &pyDict{}
+			u.mem += pickleDictCost
 		}
 		return u.setItems(x.Dict, kv, at)
 	}
@@ -642,9 +735,33 @@ func (u *unpickler) setItems(d *pyDict, kv []any, at int) error {
 		return u.errorf(at, ErrMalformed, "odd number of values (%d) for dict items", len(kv))
 	}
 	for i := 0; i < len(kv); i += 2 {
-		d.set(kv[i], kv[i+1])
+		if u.mem > u.budget {
+			return u.overBudget(at) // d may lack the last item's value
+		}
+		u.setItem(d, kv[i], kv[i+1])
 	}
 	return nil
+}
+
+// setItem sets d[k] to v. Keys of comparable kinds replace an equal key.
+func (u *unpickler) setItem(d *pyDict, k, v any) {
+	switch k.(type) {
+	case nil, bool, int64, float64, string, pyBytes, *pyGlobal, *pyTuple, *pyList, *pyDict, *pySet, *pyObject:
+		if d.index == nil {
+			d.index = make(map[any]int)
+			u.mem += pickleMapCost
+		}
+		if i, ok := d.index[k]; ok {
+			d.Vals[i] = v
+			return
+		}
+		if len(d.index) >= 8 {
+			u.mem += pickleMapEntry
+		}
+		d.index[k] = len(d.Keys)
+	}
+	d.Keys = u.append(d.Keys, k)
+	d.Vals = u.append(d.Vals, v)
 }
 
 // bytes returns the next n bytes of the pickle.
@@ -708,6 +825,7 @@ func (u *unpickler) line(at int) (string, error) {
 	}
 	s := string(u.b[u.pos : u.pos+i])
 	u.pos += i + 1
+	u.mem += int64(i)
 	return s, nil
 }
 
