@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"bytes"
 	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -42,4 +43,41 @@ func TestHostileEmptyDicts(t *testing.T) {
 		t.Errorf("%d bytes of EMPTY_DICT allocated %d bytes, more than %d", len(p), alloc, hostileBound(len(p)))
 	}
 	wantFormatError(t, err, ErrTooLarge, -1, "p.pkl byte ", "values exceed 68157632 bytes of memory in all")
+}
+
+// TestHostileMemoize: MEMOIZE is one byte and adds a memo entry without
+// pushing a value; a map entry cost ~110 bytes and was not counted.
+func TestHostileMemoize(t *testing.T) {
+	p := hostilePickle(4, "N", "\x94", 1<<20, "")
+	var err error
+	alloc := hostileAlloc(func() { _, err = unpickle(p) })
+	t.Logf("%d bytes: %d bytes allocated (%v)", len(p), alloc, err)
+	if alloc > hostileBound(len(p)) {
+		t.Errorf("%d bytes of MEMOIZE allocated %d bytes, more than %d", len(p), alloc, hostileBound(len(p)))
+	}
+}
+
+// TestUnpickleMemoOrder checks memo entries put out of order, and MEMOIZE
+// taking the number of entries as its index, as in Python.
+func TestUnpickleMemoOrder(t *testing.T) {
+	p := "\x80\x04" +
+		"K\x01r\x05\x00\x00\x000" + // memo[5] = 1
+		"K\x02\x940" + // memo[1] = 2 (one entry)
+		"K\x03q\x000" + // memo[0] = 3
+		"K\x04\x940" + // memo[3] = 4 (three entries)
+		"K\x05q\x020" + // memo[2] = 5
+		"K\x06\x940" + // memo[5] = 6 (five entries)
+		"K\x07r\x00\x00\x00\x800" + // memo[1<<31] = 7
+		"(h\x00h\x01h\x02h\x03h\x05j\x00\x00\x00\x80l."
+	v, err := unpickle([]byte(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []any{int64(3), int64(2), int64(5), int64(4), int64(6), int64(7)}
+	if l, ok := v.(*pyList); !ok || !slices.Equal(l.Items, want) {
+		t.Errorf("got %v, want %v", v, want)
+	}
+	if _, err := unpickle([]byte("\x80\x02K\x01q\x02h\x01.")); err == nil {
+		t.Error("GET of an entry never put succeeded")
+	}
 }

@@ -69,7 +69,7 @@ func (d *pyDict) setState(s any)   { d.State = s }
 
 const (
 	pickleMaxProto  = 5       // the highest pickle protocol known
-	pickleMaxValues = 1 << 23 // values pushed by one pickle
+	pickleMaxValues = 1 << 23 // values pushed or memoized by one pickle
 
 	// A pickle's values may take pickleBudgetPerByte bytes of memory per
 	// byte of its input (the pickle, or the file it came from) plus
@@ -110,9 +110,10 @@ type unpickler struct {
 	exact  bool   // b[i] is at file offset base+i
 
 	stack  []any
-	marks  []int // stack heights at each MARK
-	memo   map[uint64]any
-	pushes int // values pushed so far
+	marks  []int          // stack heights at each MARK
+	memo   []any          // memo entries 0 to len-1: picklers number them in order
+	far    map[uint64]any // memo entries put beyond the end of memo
+	pushes int            // values pushed so far
 
 	// budget bounds mem, the bytes allocated for values so far; 0 means
 	// pickleBudget(len(b)).
@@ -139,7 +140,6 @@ func (u *unpickler) errorf(at int, sentinel error, msg string, args ...any) erro
 
 // load runs the pickle up to STOP and returns the value it leaves.
 func (u *unpickler) load() (any, error) {
-	u.memo = make(map[uint64]any)
 	if u.budget == 0 {
 		u.budget = pickleBudget(int64(len(u.b)))
 	}
@@ -160,7 +160,7 @@ func (u *unpickler) load() (any, error) {
 		if err := u.step(op, at); err != nil {
 			return nil, err
 		}
-		if u.pushes > pickleMaxValues {
+		if u.pushes+len(u.memo)+len(u.far) > pickleMaxValues {
 			return nil, u.errorf(at, ErrTooLarge, "more than %d values", pickleMaxValues)
 		}
 		if u.mem > u.budget {
@@ -428,19 +428,19 @@ func (u *unpickler) step(op byte, at int) error {
 		if err != nil {
 			return err
 		}
-		u.memo[idx] = v
+		u.put(idx, v)
 	case 0x94: // MEMOIZE
 		v, err := u.top(at)
 		if err != nil {
 			return err
 		}
-		u.memo[uint64(len(u.memo))] = v
+		u.put(uint64(len(u.memo)+len(u.far)), v)
 	case 'h', 'j', 'g': // BINGET, LONG_BINGET, GET
 		idx, err := u.memoIndex(op, at)
 		if err != nil {
 			return err
 		}
-		v, ok := u.memo[idx]
+		v, ok := u.get(idx)
 		if !ok {
 			return u.errorf(at, ErrMalformed, "memo key %d not found", idx)
 		}
@@ -827,6 +827,44 @@ func (u *unpickler) line(at int) (string, error) {
 	u.pos += i + 1
 	u.mem += int64(i)
 	return s, nil
+}
+
+// put stores v in the memo under idx. Entries are numbered as in Python:
+// MEMOIZE takes the number of entries as its index.
+func (u *unpickler) put(idx uint64, v any) {
+	switch {
+	case idx < uint64(len(u.memo)):
+		u.memo[idx] = v
+	case idx == uint64(len(u.memo)):
+		u.memo = u.append(u.memo, v)
+		// entries put out of order join memo once it reaches them
+		for len(u.far) > 0 {
+			w, ok := u.far[uint64(len(u.memo))]
+			if !ok {
+				break
+			}
+			delete(u.far, uint64(len(u.memo)))
+			u.memo = u.append(u.memo, w)
+		}
+	default:
+		if u.far == nil {
+			u.far = make(map[uint64]any)
+			u.mem += pickleMapCost
+		}
+		if _, ok := u.far[idx]; !ok && len(u.far) >= 8 {
+			u.mem += pickleMapEntry
+		}
+		u.far[idx] = v
+	}
+}
+
+// get returns the memo entry idx.
+func (u *unpickler) get(idx uint64) (any, bool) {
+	if idx < uint64(len(u.memo)) {
+		return u.memo[idx], true
+	}
+	v, ok := u.far[idx]
+	return v, ok
 }
 
 // memoIndex reads the memo index of a PUT or GET opcode.
