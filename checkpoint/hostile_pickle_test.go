@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -79,5 +80,26 @@ func TestUnpickleMemoOrder(t *testing.T) {
 	}
 	if _, err := unpickle([]byte("\x80\x02K\x01q\x02h\x01.")); err == nil {
 		t.Error("GET of an entry never put succeeded")
+	}
+}
+
+// TestHostileLongKey: a 64 KiB string key, memoized once, then SETITEM
+// with it again and again (BINGET 0, NONE, SETITEM: 4 bytes) hashed 64 KiB
+// for every 4 bytes of pickle.
+func TestHostileLongKey(t *testing.T) {
+	const keyLen = 64 << 10
+	head := "}X\x00\x00\x01\x00" + strings.Repeat("k", keyLen) + "q\x000"
+	p := hostilePickle(2, head, "h\x00Ns", 4096, "")
+	_, err := unpickle(p)
+	wantFormatError(t, err, ErrTooLarge, -1, "dict keys hashed exceed")
+
+	// Keys that are not strings hash in constant time; equal keys still
+	// replace each other.
+	v, err := unpickle(hostilePickle(2, "}K\x07q\x000", "h\x00Ns", 4096, "h\x00K\x01s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := v.(*pyDict); len(d.Keys) != 1 || d.Vals[0] != int64(1) {
+		t.Errorf("dict %v", d)
 	}
 }

@@ -115,10 +115,13 @@ type unpickler struct {
 	far    map[uint64]any // memo entries put beyond the end of memo
 	pushes int            // values pushed so far
 
-	// budget bounds mem, the bytes allocated for values so far; 0 means
-	// pickleBudget(len(b)).
+	// budget bounds mem, the bytes allocated for values so far, and
+	// hashed, the bytes of dict keys hashed so far (a key is hashed at
+	// every SETITEM: a long one, memoized once, could cost its length
+	// for each 4 bytes of pickle); 0 means pickleBudget(len(b)).
 	budget int64
 	mem    int64
+	hashed int64
 
 	// persistentLoad returns the value of a persistent id; when nil,
 	// persistent ids are an error.
@@ -737,6 +740,15 @@ func (u *unpickler) setItems(d *pyDict, kv []any, at int) error {
 	for i := 0; i < len(kv); i += 2 {
 		if u.mem > u.budget {
 			return u.overBudget(at) // d may lack the last item's value
+		}
+		switch k := kv[i].(type) {
+		case string:
+			u.hashed += int64(len(k))
+		case pyBytes:
+			u.hashed += int64(len(k))
+		}
+		if u.hashed > u.budget {
+			return u.errorf(at, ErrTooLarge, "dict keys hashed exceed %d bytes in all", u.budget)
 		}
 		u.setItem(d, kv[i], kv[i+1])
 	}
