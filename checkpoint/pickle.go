@@ -176,6 +176,21 @@ func (u *unpickler) overBudget(at int) error {
 	return u.errorf(at, ErrTooLarge, "values exceed %d bytes of memory in all", u.budget)
 }
 
+// charge adds bytes allocated (mem) and bytes of keys about to be hashed
+// (hashed), for work that hooks and SETITEM do, and returns an error at
+// byte at beyond the budget.
+func (u *unpickler) charge(at int, mem, hashed int64) error {
+	u.mem += mem
+	u.hashed += hashed
+	if u.hashed > u.budget {
+		return u.errorf(at, ErrTooLarge, "keys hashed exceed %d bytes in all", u.budget)
+	}
+	if u.mem > u.budget {
+		return u.overBudget(at)
+	}
+	return nil
+}
+
 // step executes one opcode other than STOP.
 func (u *unpickler) step(op byte, at int) error {
 	switch op {
@@ -741,14 +756,15 @@ func (u *unpickler) setItems(d *pyDict, kv []any, at int) error {
 		if u.mem > u.budget {
 			return u.overBudget(at) // d may lack the last item's value
 		}
+		var n int
 		switch k := kv[i].(type) {
 		case string:
-			u.hashed += int64(len(k))
+			n = len(k)
 		case pyBytes:
-			u.hashed += int64(len(k))
+			n = len(k)
 		}
-		if u.hashed > u.budget {
-			return u.errorf(at, ErrTooLarge, "dict keys hashed exceed %d bytes in all", u.budget)
+		if err := u.charge(at, 0, int64(n)); err != nil {
+			return err
 		}
 		u.setItem(d, kv[i], kv[i+1])
 	}

@@ -55,10 +55,13 @@ import (
 // byteorder members when present.
 //
 // Pickles are read up to torchMaxPickle bytes, nested up to torchMaxDepth
-// levels, with names of torchNameBudget bytes in all; beyond that, and for
-// anything the format does not allow, Open returns a FormatError. Legacy
-// (non-zip) torch.save files and pre-1.4 TorchScript archives (model.json)
-// are not read.
+// levels, with names of torchNameBudget bytes in all. A file's pickles
+// (inflated) and their values take at most pickleBudget(size) bytes of
+// memory in all, 64 per byte of the file + 1 MiB, and its tensor names as
+// many: a deflated pickle can be a thousand times its file. Beyond that,
+// and for anything the format does not allow, Open returns a FormatError.
+// Legacy (non-zip) torch.save files and pre-1.4 TorchScript archives
+// (model.json) are not read.
 
 func init() {
 	Register(Format{
@@ -76,7 +79,7 @@ const (
 	torchMaxDepth    = 256      // nesting of containers and objects in a pickle
 	torchMaxDims     = 64       // dimensions of a tensor
 	torchMaxRebuild  = 8        // nested _rebuild_from_type_v2 calls
-	torchNameBudget  = 64 << 20 // bytes of tensor names built, in all
+	torchNameBudget  = 64 << 20 // bytes of tensor names built, in all (and at most pickleBudget(size))
 	torchMaxViews    = 1024     // names kept per storage for Metadata
 	torchMaxTextSize = 64       // version and byteorder members read
 )
@@ -172,7 +175,9 @@ type torchReader struct {
 	prefix   string // archive directory, with the trailing "/"
 	storages map[string]*torchStorage
 	order    []*torchStorage
+	names    int64 // bytes of names allowed in all
 	budget   int64 // bytes of names still allowed
+	mem      int64 // bytes the pickles and their values may still take
 }
 
 func openPyTorch(r io.ReaderAt, size int64) (*Layout, error) {
@@ -188,7 +193,9 @@ func openPyTorch(r io.ReaderAt, size int64) (*Layout, error) {
 	if !ok {
 		return nil, formatErr(formatPyTorch, z.Entries[0].RecordOff, ErrMalformed, "first member %q is not inside an archive directory", z.Entries[0].Name)
 	}
-	tr := &torchReader{z: z, prefix: dir + "/", storages: make(map[string]*torchStorage), budget: torchNameBudget}
+	tr := &torchReader{z: z, prefix: dir + "/", storages: make(map[string]*torchStorage), mem: pickleBudget(size)}
+	tr.names = min(torchNameBudget, pickleBudget(size))
+	tr.budget = tr.names
 	meta := map[string]string{"archive": dir, "kind": "torch.save"}
 	for _, e := range z.Entries {
 		if rest, ok := strings.CutPrefix(e.Name, tr.prefix); ok && (rest == "constants.pkl" || strings.HasPrefix(rest, "code/")) {
@@ -312,11 +319,16 @@ func openPyTorch(r io.ReaderAt, size int64) (*Layout, error) {
 // load reads the pickle member e, whose storages live in dir, and names the
 // tensors it holds starting from root.
 func (tr *torchReader) load(e *zipEntry, dir, root string) error {
+	if limit := min(torchMaxPickle, tr.mem); e.Size > limit {
+		return formatErr(formatPyTorch, e.RecordOff, ErrTooLarge, "zip: entry %q of %d bytes exceeds the limit of %d bytes for a pickle in a file of %d bytes",
+			e.Name, e.Size, limit, tr.z.size)
+	}
 	b, base, err := tr.z.read(e, torchMaxPickle)
 	if err != nil {
 		return err
 	}
-	u := &unpickler{b: b, format: formatPyTorch, what: strings.TrimPrefix(e.Name, tr.prefix), base: base, exact: base >= 0}
+	tr.mem -= int64(len(b))
+	u := &unpickler{b: b, format: formatPyTorch, what: strings.TrimPrefix(e.Name, tr.prefix), base: base, exact: base >= 0, budget: max(tr.mem, 1)}
 	if base < 0 {
 		u.base, _ = tr.z.dataOffset(e)
 	}
@@ -326,6 +338,7 @@ func (tr *torchReader) load(e *zipEntry, dir, root string) error {
 	if err != nil {
 		return err
 	}
+	tr.mem -= u.mem
 	w := torchWalk{tr: tr, u: u, seen: make(map[any]struct{})}
 	var p *torchPath
 	if root != "" {
@@ -367,6 +380,12 @@ func (tr *torchReader) persistent(u *unpickler, pid any, at int, dir string) (an
 	if !ok || numel < 0 {
 		return nil, u.errorf(at, ErrMalformed, "storage %q: element count is %v", key, t.Items[4])
 	}
+	// The name is built and hashed for every persistent id: one memoized
+	// with a long key would otherwise cost its length per 3 bytes.
+	n := int64(len(tr.prefix) + len(dir) + 1 + len(key))
+	if err := u.charge(at, n, 3*n); err != nil {
+		return nil, err
+	}
 	name := tr.prefix + dir + "/" + key
 	e, ok := tr.z.entry(name)
 	if !ok {
@@ -404,21 +423,24 @@ func (tr *torchReader) rebuild(u *unpickler, fn any, args *pyTuple, at, depth in
 		return nil, false, nil
 	}
 	a := args.Items
-	switch g.Module + "." + g.Name {
-	case "collections.OrderedDict":
+	// Module and name are compared apart: joining them would copy a long
+	// memoized name at every REDUCE.
+	switch mn := [2]string{g.Module, g.Name}; mn {
+	case [2]string{"collections", "OrderedDict"}:
 		if len(a) == 0 {
 			return &pyDict{}, true, nil
 		}
-	case "torch._utils._rebuild_tensor", "torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_tensor_v3", "torch._utils._rebuild_qtensor":
+	case [2]string{"torch._utils", "_rebuild_tensor"}, [2]string{"torch._utils", "_rebuild_tensor_v2"},
+		[2]string{"torch._utils", "_rebuild_tensor_v3"}, [2]string{"torch._utils", "_rebuild_qtensor"}:
 		t, err := tr.tensor(u, g.Name, a, at)
 		return t, err == nil, err
-	case "torch._utils._rebuild_parameter", "torch._utils._rebuild_parameter_with_state":
+	case [2]string{"torch._utils", "_rebuild_parameter"}, [2]string{"torch._utils", "_rebuild_parameter_with_state"}:
 		if len(a) > 0 {
 			if t, ok := a[0].(*torchTensor); ok {
 				return t, true, nil
 			}
 		}
-	case "torch._tensor._rebuild_from_type_v2", "torch._tensor._rebuild_from_type":
+	case [2]string{"torch._tensor", "_rebuild_from_type_v2"}, [2]string{"torch._tensor", "_rebuild_from_type"}:
 		// (func, type, args, state): a tensor subclass rebuilt by func(*args)
 		if len(a) >= 3 && depth < torchMaxRebuild {
 			if inner, ok := a[2].(*pyTuple); ok {
@@ -453,6 +475,9 @@ func (tr *torchReader) tensor(u *unpickler, fn string, a []any, at int) (*torchT
 	}
 	if len(stride) != len(size) {
 		return nil, u.errorf(at, ErrMalformed, "%s: size %v and stride %v differ in length", fn, size, stride)
+	}
+	if err := u.charge(at, 16*int64(len(size)), 0); err != nil {
+		return nil, err
 	}
 	n, ok := numElements(size)
 	if !ok {
@@ -669,7 +694,7 @@ func (w *torchWalk) view(t *torchTensor, p *torchPath) error {
 		n += len(q.key) + 1
 	}
 	if int64(n) > w.tr.budget {
-		return w.errorf(ErrTooLarge, "tensor names exceed %d bytes in all", torchNameBudget)
+		return w.errorf(ErrTooLarge, "tensor names exceed %d bytes in all", w.tr.names)
 	}
 	w.tr.budget -= int64(n)
 	parts := make([]string, 0, 8)

@@ -311,7 +311,7 @@ func (z *zipArchive) read(e *zipEntry, limit int64) (b []byte, base int64, err e
 		if e.CompSize < grow/1032 {
 			grow = e.CompSize*1032 + 64 // deflate expands at most ~1032:1
 		}
-		buf.Grow(int(grow))
+		buf.Grow(int(grow) + bytes.MinRead) // room for the read that finds the end: ReadFrom doubles the buffer otherwise
 		n, err := io.Copy(&buf, io.LimitReader(fr, e.Size+1))
 		if err != nil {
 			var ce flate.CorruptInputError
