@@ -292,6 +292,14 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	binary.LittleEndian.PutUint16(hdr[10:], idx.flags)
 	werr := write(hdr[:])
 
+	// With more than one thread the SHA-256s are computed by a goroutine
+	// of their own that reads the inputs from the start: hashing each task
+	// as it is written would leave the last tasks' hashing for after the
+	// coding (two threads: 13.3 -> 11.9 ms for real-bf16).
+	var ahead *hashAhead
+	if threads > 1 {
+		ahead = startHashAhead(ctx, inputs)
+	}
 	hashes := make([]hash.Hash, len(inputs))
 	for i := range hashes {
 		hashes[i] = sha256.New()
@@ -308,7 +316,9 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 			werr = t.err
 		}
 		if werr == nil {
-			hashes[t.file].Write(*t.in)
+			if ahead == nil {
+				hashes[t.file].Write(*t.in)
+			}
 			f := idx.files[t.file]
 			werr = dd.task(t, inputs, len(f.blocks))
 			f.blocks = append(f.blocks, t.info...)
@@ -329,11 +339,24 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		putBuf(t.out)
 	}
 	wg.Wait()
+	if ahead != nil {
+		if werr != nil {
+			cancel() // the hasher stops reading the inputs before Encode returns
+		}
+		<-ahead.done
+		if werr == nil {
+			werr = ahead.err
+		}
+	}
 	if werr != nil {
 		return res, werr
 	}
 	for i, f := range idx.files {
-		copy(f.SHA256[:], hashes[i].Sum(nil))
+		if ahead != nil {
+			f.SHA256 = ahead.sums[i]
+		} else {
+			copy(f.SHA256[:], hashes[i].Sum(nil))
+		}
 		if len(f.blocks) == 0 && f.Size != 0 {
 			return res, errors.New("codec: internal error: file without blocks")
 		}
@@ -439,4 +462,45 @@ func countTensors(x *indexData) int {
 		n += len(f.Tensors)
 	}
 	return n
+}
+
+// hashAhead computes the SHA-256 of each input, in order, in a goroutine.
+type hashAhead struct {
+	sums [][32]byte
+	err  error
+	done chan struct{}
+}
+
+func startHashAhead(ctx context.Context, inputs []Input) *hashAhead {
+	a := &hashAhead{sums: make([][32]byte, len(inputs)), done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		var buf []byte
+		h := sha256.New()
+		for i, in := range inputs {
+			h.Reset()
+			for off := int64(0); off < in.Size; {
+				if err := ctx.Err(); err != nil {
+					a.err = err
+					return
+				}
+				n := min(in.Size-off, 1<<20)
+				p, ok := inPlace(in.R, off, n)
+				if !ok {
+					if buf == nil {
+						buf = make([]byte, 1<<20)
+					}
+					p = buf[:n]
+					if err := readFull(in.R, p, off); err != nil {
+						a.err = err
+						return
+					}
+				}
+				h.Write(p)
+				off += n
+			}
+			h.Sum(a.sums[i][:0])
+		}
+	}()
+	return a
 }
