@@ -20,13 +20,14 @@ import (
 // Reader reads an archive: its index, whole files (streamed, in parallel)
 // and any byte range or tensor of a file (random access).
 type Reader struct {
-	r     io.ReaderAt
-	size  int64
-	idx   *indexData
-	setup *Setup
-	refR  []io.ReaderAt // the reference files (UseRef), as the index lists them
-	mu    sync.Mutex
-	bd    *blockDecoder // for ReadAt
+	r       io.ReaderAt
+	size    int64
+	idx     *indexData
+	setup   *Setup
+	refR    []io.ReaderAt // the reference files (UseRef), as the index lists them
+	usesRef bool          // a block is coded against a reference (UsesRef)
+	mu      sync.Mutex
+	bd      *blockDecoder // for ReadAt
 }
 
 // NewReader opens an archive of the given size. It reads and checks the
@@ -82,7 +83,7 @@ func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
 	if err != nil {
 		return nil, &CorruptError{Offset: indexOff, Block: -1, Msg: err.Error(), Err: ErrCorrupt}
 	}
-	rd := &Reader{r: r, size: size, idx: x}
+	rd := &Reader{r: r, size: size, idx: x, usesRef: x.usesRef()}
 	if x.setupMode == setupEmbedded {
 		s, err := ParseSetup(x.setupRaw)
 		if err != nil {
@@ -481,15 +482,52 @@ func (r *Reader) Tensor(name string) ([]byte, TensorInfo, error) {
 	for fi, f := range r.idx.files {
 		for _, t := range f.Tensors {
 			if t.Name == name {
-				buf := make([]byte, t.Length)
-				if _, err := r.ReadAt(fi, buf, t.Offset); err != nil && !errors.Is(err, io.EOF) {
-					return nil, t, err
-				}
-				return buf, t, nil
+				buf, err := r.readTensor(fi, t)
+				return buf, t, err
 			}
 		}
 	}
 	return nil, TensorInfo{}, fmt.Errorf("%w: tensor %q", ErrNotFound, name)
+}
+
+// plausibleOutput is the most output bytes that are allocated up front for
+// an archive of r.size bytes (ReadFileTo, Tensor); beyond it, output grows
+// as blocks decode. An archive of all-zero tensors decodes to far more
+// than its size, legitimately; allocating that much on the index's word
+// alone would let a tiny archive claim terabytes.
+func (r *Reader) plausibleOutput() int64 { return 4096*r.size + plausibleFloor }
+
+// plausibleFloor: outputs up to this size are allocated up front whatever
+// the archive's size (a variable for tests).
+var plausibleFloor int64 = 64 << 20
+
+// readTensor reads tensor t of file fi. A tiny archive can describe a huge
+// tensor of zeros (duplicate blocks), so beyond what a sane archive could
+// hold (as in ReadFileTo) the buffer grows a block at a time as the blocks
+// decode, instead of being allocated up front.
+func (r *Reader) readTensor(fi int, t TensorInfo) ([]byte, error) {
+	if t.Length <= r.plausibleOutput() {
+		buf := make([]byte, t.Length)
+		if _, err := r.ReadAt(fi, buf, t.Offset); err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		return buf, nil
+	}
+	var buf []byte
+	piece := make([]byte, 4<<20)
+	for off := t.Offset; off < t.Offset+t.Length; {
+		n := min(int64(len(piece)), t.Offset+t.Length-off)
+		k, err := r.ReadAt(fi, piece[:n], off)
+		buf = append(buf, piece[:k]...)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		if int64(k) < n {
+			return nil, fmt.Errorf("codec: tensor %q: %w", t.Name, io.ErrUnexpectedEOF)
+		}
+		off += n
+	}
+	return buf, nil
 }
 
 // Decode writes the single file of an archive to w. Archives of several
@@ -578,7 +616,7 @@ func (r *Reader) ReadFileTo(dst []byte, fi int, opt Options) ([]byte, error) {
 	// archive; still, a tiny archive can describe a huge file of zeros.
 	// Allocate up front only what a sane archive could hold and stream
 	// the rest.
-	if f.Size > 4096*r.size+64<<20 {
+	if f.Size > r.plausibleOutput() {
 		var buf bytes.Buffer
 		if err := r.WriteFile(&buf, fi, opt); err != nil {
 			return nil, err

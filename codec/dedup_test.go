@@ -103,7 +103,8 @@ func rewriteIndex(t *testing.T, arc []byte, f func(x *indexData)) []byte {
 	t.Helper()
 	tr := arc[len(arc)-trailerLen:]
 	off := binary.LittleEndian.Uint64(tr[0:])
-	raw, err := zstdDecode(nil, arc[off:len(arc)-trailerLen], int(binary.LittleEndian.Uint32(tr[16:])), true)
+	rawLen := int(binary.LittleEndian.Uint32(tr[16:]))
+	raw, err := zstdDecode(make([]byte, 0, rawLen), arc[off:len(arc)-trailerLen], rawLen, true)
 	if err != nil {
 		t.Fatal(err)
 	}

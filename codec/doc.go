@@ -48,7 +48,7 @@
 // length (so offset+length+32 equals the archive size), u32 raw index
 // length, u32 CRC-32C (Castagnoli) of the index bytes as stored, and the
 // magic "NZIPEND\x00". The raw index is at most 2^30 bytes, and at most
-// 2^24 + 4 × (the archive size) bytes: readers refuse larger ones.
+// 2^22 + 4 × (the archive size) bytes: readers refuse larger ones.
 //
 // Raw index:
 //
@@ -100,7 +100,7 @@
 // earlier clen (across files). A reader checks that the lengths add up to
 // each file's size and the clen to the payload size. The tensor list is for
 // listing and random access only; decoding a file needs just the blocks.
-// The names of one file's tensors total at most 64 × (the decoded index's
+// The tensor names of all files total at most 8 × (the decoded index's
 // length) + 2^20 bytes, so a short index cannot describe huge names through
 // their prefixes; a writer whose names would exceed that stores every name
 // whole (prefix 0).

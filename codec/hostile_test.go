@@ -146,3 +146,169 @@ func TestIndexRawLimitWriter(t *testing.T) {
 		t.Fatalf("want the writer to refuse the index, got %v", err)
 	}
 }
+
+// hostileArchive assembles header | payload | zidx | trailer, with the
+// trailer's raw index length rawLen.
+func hostileArchive(payload, zidx []byte, rawLen int, flags uint16) []byte {
+	b := append([]byte(nil), Magic[:]...)
+	b = binary.LittleEndian.AppendUint16(b, Version)
+	b = binary.LittleEndian.AppendUint16(b, flags)
+	b = append(b, 0, 0, 0, 0)
+	b = append(b, payload...)
+	off := len(b)
+	b = append(b, zidx...)
+	b = binary.LittleEndian.AppendUint64(b, uint64(off))
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(zidx)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(rawLen))
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(zidx, castagnoli))
+	return append(b, TrailerMagic[:]...)
+}
+
+func zstdFrame(t *testing.T, raw []byte) []byte {
+	z, err := zstdEncoder(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return z.EncodeAll(raw, nil)
+}
+
+// An index frame that declares no size must not decode past the length
+// the trailer gives (it used to run on to the decoder's 1 GiB limit).
+func TestIndexFrameWithoutSize(t *testing.T) {
+	z := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x38} // no content size, 128 KiB window
+	for i := range 64 {                             // 64 RLE blocks of 128 KiB of zeros
+		h := uint32(1<<1 | (128<<10)<<3)
+		if i == 63 {
+			h |= 1
+		}
+		z = append(z, byte(h), byte(h>>8), byte(h>>16), 0)
+	}
+	a := hostileArchive(nil, z, 3, 0)
+	var err error
+	n := allocated(func() { _, err = NewReader(bytes.NewReader(a), int64(len(a))) })
+	if err == nil {
+		t.Fatal("an index of the wrong length was accepted")
+	}
+	if n > 2<<20 {
+		t.Fatalf("a %d-byte archive allocated %d bytes before its index was refused", len(a), n)
+	}
+}
+
+// Every file of an index once got a name buffer the size of the rest of
+// the index: many empty files cost time and memory quadratic in the index.
+func TestIndexManyEmptyFiles(t *testing.T) {
+	var raw []byte
+	raw = binary.AppendUvarint(raw, 1024) // chunk
+	raw = append(raw, setupNone)
+	raw = binary.AppendUvarint(raw, 4000)
+	for range 4000 {
+		raw = append(raw, 0, 0)                // name "", size 0
+		raw = append(raw, make([]byte, 32)...) // SHA-256
+		raw = append(raw, 0, 0, 0)             // format "", no blocks, no tensors
+	}
+	a := hostileArchive(nil, zstdFrame(t, raw), len(raw), 0)
+	var err error
+	n := allocated(func() { _, err = NewReader(bytes.NewReader(a), int64(len(a))) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limit := 64*uint64(len(raw)) + 4<<20; n > limit {
+		t.Fatalf("an index of %d bytes allocated %d (limit %d)", len(raw), n, limit)
+	}
+}
+
+// The bound on tensor names holds for all files together: per file, a few
+// files of long shared-prefix names could each stay within it.
+func TestIndexNamesAcrossFiles(t *testing.T) {
+	long := strings.Repeat("n", 64<<10)
+	x := namesIndex(nil)
+	x.files = nil
+	for i := range 4 {
+		f := &FileInfo{Name: fmt.Sprint("f", i), Format: "unknown"}
+		for range 21 {
+			f.Tensors = append(f.Tensors, TensorInfo{Name: long, DType: dtype.F32, Shape: []int64{0}})
+		}
+		x.files = append(x.files, f)
+	}
+	raw := x.marshalNames(true)
+	if perFile := 21 * len(long); perFile > maxNameBytes(len(raw)) || 4*perFile <= maxNameBytes(len(raw)) {
+		t.Fatalf("names %d per file, bound %d: not a test of the total", perFile, maxNameBytes(len(raw)))
+	}
+	if _, err := unmarshalIndex(raw, 0, Version); err == nil || !strings.Contains(err.Error(), "tensor names exceed") {
+		t.Fatalf("want a names-limit error, got %v", err)
+	}
+	// the writer stores such names whole, and they read back
+	if _, err := unmarshalIndex(x.marshal(), 0, Version); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// bigZeroTensor is an archive of one tensor t of nb × 4 MiB of zeros:
+// block 0 a zstd block, the rest duplicates of it. With badCRC block 0's
+// checksum is wrong.
+func bigZeroTensor(t *testing.T, nb int, badCRC bool) []byte {
+	const bl = 4 << 20
+	zeros := make([]byte, bl)
+	payload := zstdFrame(t, zeros)
+	crc := crc32.Checksum(zeros, castagnoli)
+	if badCRC {
+		crc++
+	}
+	size := uint64(nb) * bl
+	var raw []byte
+	raw = binary.AppendUvarint(raw, 1024)
+	raw = append(raw, setupNone)
+	raw = binary.AppendUvarint(raw, 1) // one file
+	raw = append(raw, 1, 'z')
+	raw = binary.AppendUvarint(raw, size)
+	raw = append(raw, make([]byte, 32)...)
+	raw = append(raw, 0) // format ""
+	raw = binary.AppendUvarint(raw, uint64(nb))
+	for i := range nb {
+		if i == 0 {
+			raw = append(raw, kindZstd)
+			raw = binary.AppendUvarint(raw, bl)
+			raw = binary.AppendUvarint(raw, uint64(len(payload)))
+			raw = binary.LittleEndian.AppendUint32(raw, crc)
+			continue
+		}
+		raw = append(raw, kindDup)
+		raw = binary.AppendUvarint(raw, bl)
+		raw = binary.AppendUvarint(raw, 0)
+		raw = binary.LittleEndian.AppendUint32(raw, crc32.Checksum(zeros, castagnoli))
+		raw = append(raw, 0, 0) // file 0, block 0
+	}
+	raw = binary.AppendUvarint(raw, 1)                 // one tensor
+	raw = append(raw, 0, 1, 't', byte(dtype.U8), 0, 0) // name "t", rank 0, offset 0
+	raw = binary.AppendUvarint(raw, size)
+	return hostileArchive(payload, zstdFrame(t, raw), len(raw), 0)
+}
+
+// Reader.Tensor allocates up front only what a sane archive could hold;
+// beyond that the tensor grows as its blocks decode, so a tiny archive
+// claiming a huge tensor fails at its first bad block without the
+// allocation, and a real one still reads.
+func TestTensorHugeClaim(t *testing.T) {
+	defer func(f int64) { plausibleFloor = f }(plausibleFloor)
+	plausibleFloor = 1 << 20
+	a := bigZeroTensor(t, 8, true)
+	rd, err := NewReader(bytes.NewReader(a), int64(len(a)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := allocated(func() { _, _, err = rd.Tensor("t") })
+	if !errors.Is(err, ErrChecksum) {
+		t.Fatalf("want a checksum error, got %v", err)
+	}
+	if n > 16<<20 {
+		t.Fatalf("a %d-byte archive claiming %d bytes allocated %d before its first block failed", len(a), 8<<22, n)
+	}
+	a = bigZeroTensor(t, 8, false)
+	if rd, err = NewReader(bytes.NewReader(a), int64(len(a))); err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := rd.Tensor("t")
+	if err != nil || len(b) != 8<<22 || !bytes.Equal(b, make([]byte, len(b))) {
+		t.Fatalf("tensor of %d bytes, %v", len(b), err)
+	}
+}

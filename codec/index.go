@@ -24,17 +24,17 @@ const (
 // maxIndexRawFor is the largest raw index a reader accepts in an archive
 // of archiveSize bytes. Real indexes are a fraction of their archive, but
 // one of many empty or all-zero tensors compresses a thousandfold and more
-// (100,000 empty tensors: 811 KB in 534 bytes), so any index up to 16 MiB
+// (100,000 empty tensors: 811 KB in 534 bytes), so any index up to 4 MiB
 // passes. Beyond that the index may be at most four times the archive: a
-// small archive cannot make a reader allocate gigabytes for its index and
-// the tensor and block lists decoded from it.
+// small archive cannot make a reader allocate more than ~100 MB for its
+// index and the tensor, block and name lists decoded from it.
 func maxIndexRawFor(archiveSize int64) int64 {
 	return min(maxIndexRaw, indexRawFloor+4*archiveSize)
 }
 
 // indexRawFloor: indexes up to this size pass whatever the archive's
 // size (a variable for tests).
-var indexRawFloor int64 = 16 << 20
+var indexRawFloor int64 = 4 << 20
 
 // Magic starts every archive; TrailerMagic ends it.
 var (
@@ -139,11 +139,11 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, s...)
 }
 
-// maxNameBytes bounds the total length of one file's tensor names in an
-// index of rawLen bytes. Names share prefixes with the name before them,
+// maxNameBytes bounds the total length of the tensor names (of all files)
+// in an index of rawLen bytes. Names share prefixes with the name before them,
 // so without a bound a few kilobytes of index could describe gigabytes of
 // names.
-func maxNameBytes(rawLen int) int { return 64*rawLen + 1<<20 }
+func maxNameBytes(rawLen int) int { return 8*rawLen + 1<<20 }
 
 // marshal encodes the index (before zstd). Names are stored after the
 // prefix they share with the previous name, unless that would take a file
@@ -151,14 +151,14 @@ func maxNameBytes(rawLen int) int { return 64*rawLen + 1<<20 }
 // end); such an index stores every name whole.
 func (x *indexData) marshal() []byte {
 	b := x.marshalNames(true)
+	n := 0
 	for _, f := range x.files {
-		n := 0
 		for _, t := range f.Tensors {
 			n += len(t.Name)
 		}
-		if n > maxNameBytes(len(b)) {
-			return x.marshalNames(false)
-		}
+	}
+	if n > maxNameBytes(len(b)) {
+		return x.marshalNames(false)
 	}
 	return b
 }
@@ -356,6 +356,7 @@ func unmarshalIndexFlags(b []byte, payloadLen int64, version int, flags uint16) 
 		}
 	}
 	nf := r.uvarint(uint64(len(r.b)), "file count")
+	namesLeft := maxNameBytes(len(b)) // for the names of all files
 	compOff := int64(headerLen)
 	for i := uint64(0); i < nf && r.err == nil; i++ {
 		f := &FileInfo{}
@@ -453,9 +454,10 @@ func unmarshalIndexFlags(b []byte, payloadLen int64, version int, flags uint16) 
 		// one string: one allocation for all of them. A name shares a
 		// prefix with the one before, so a small index could describe
 		// huge names; their total is bounded (maxNameBytes).
-		names := make([]byte, 0, len(r.b)) // enough unless prefixes are long
+		// ~24 bytes a name; nt is bounded by the bytes left, so these
+		// allocations total a few times the index whatever the files say
+		names := make([]byte, 0, min(len(r.b), 24*int(nt)))
 		ends := make([]int, 0, nt)
-		nameLimit := maxNameBytes(len(b))
 		prevStart := 0
 		var prevEnd int64
 		var slab []int64
@@ -466,8 +468,8 @@ func unmarshalIndexFlags(b []byte, payloadLen int64, version int, flags uint16) 
 			if r.err != nil {
 				break
 			}
-			if len(names)+p+len(suffix) > nameLimit {
-				r.fail("index: file %q: tensor names exceed %d bytes", f.Name, nameLimit)
+			if namesLeft -= p + len(suffix); namesLeft < 0 {
+				r.fail("index: file %q: tensor names exceed %d bytes in all", f.Name, maxNameBytes(len(b)))
 				break
 			}
 			start := len(names)

@@ -47,9 +47,12 @@ var zstdDecoders struct {
 func zstdDecoder(index bool) (*zstd.Decoder, error) {
 	z := &zstdDecoders
 	z.once.Do(func() {
-		z.block, z.err = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxBlockLen), zstd.WithDecoderConcurrency(0))
+		// DecodeAll stops at cap(dst): a frame that declares no size
+		// must not decode past the length the index or trailer gives
+		// (up to the decoder's memory limit) before it is found wrong.
+		z.block, z.err = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxBlockLen), zstd.WithDecoderConcurrency(0), zstd.WithDecodeAllCapLimit(true))
 		if z.err == nil {
-			z.index, z.err = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxIndexRaw), zstd.WithDecoderConcurrency(0))
+			z.index, z.err = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxIndexRaw), zstd.WithDecoderConcurrency(0), zstd.WithDecodeAllCapLimit(true))
 		}
 	})
 	if index {

@@ -190,8 +190,12 @@ func (ref *Reference) mapPlans(plans []blockPlan, segs []Segment, size int64, na
 func (r *Reader) RefFiles() []RefInfo { return slices.Clone(r.idx.refs) }
 
 // UsesRef reports whether any block of the archive needs the reference.
-func (r *Reader) UsesRef() bool {
-	for _, f := range r.idx.files {
+func (r *Reader) UsesRef() bool { return r.usesRef }
+
+// usesRef reports whether a block is coded against a reference (computed
+// once per archive: needRef runs for every block read).
+func (x *indexData) usesRef() bool {
+	for _, f := range x.files {
 		for _, b := range f.blocks {
 			if b.kind == kindRef {
 				return true
