@@ -319,10 +319,10 @@ func (a *Archive) Walk(opt codec.Options, fn func(d *Decoded) error) error {
 		if last[i] > i {
 			keep[i] = d
 		}
-		for j := range keep {
-			if last[j] <= i {
-				delete(keep, j)
-			}
+		// only this frame's reference can have seen its last use (scanning
+		// keep instead was quadratic in a hostile index's frames)
+		if f.Ref >= 0 && last[f.Ref] == i {
+			delete(keep, f.Ref)
 		}
 	}
 	return nil
