@@ -146,9 +146,9 @@ func appendString(dst []byte, s string) []byte {
 func maxNameBytes(rawLen int) int { return 8*rawLen + 1<<20 }
 
 // marshal encodes the index (before zstd). Names are stored after the
-// prefix they share with the previous name, unless that would take a file
-// past maxNameBytes (names hundreds of bytes long that differ only at the
-// end); such an index stores every name whole.
+// prefix they share with the previous name, unless that would take the
+// index past maxNameBytes (names hundreds of bytes long that differ only
+// at the end); such an index stores every name whole.
 func (x *indexData) marshal() []byte {
 	b := x.marshalNames(true)
 	n := 0
@@ -453,9 +453,10 @@ func unmarshalIndexFlags(b []byte, payloadLen int64, version int, flags uint16) 
 		// The names are decoded into one buffer and become substrings of
 		// one string: one allocation for all of them. A name shares a
 		// prefix with the one before, so a small index could describe
-		// huge names; their total is bounded (maxNameBytes).
-		// ~24 bytes a name; nt is bounded by the bytes left, so these
-		// allocations total a few times the index whatever the files say
+		// huge names; their total is bounded (namesLeft). The buffer
+		// starts at ~24 bytes a name: nt is bounded by the bytes left, so
+		// these allocations total a few times the index whatever the
+		// files claim.
 		names := make([]byte, 0, min(len(r.b), 24*int(nt)))
 		ends := make([]int, 0, nt)
 		prevStart := 0
