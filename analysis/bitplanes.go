@@ -18,8 +18,9 @@ type BitPlanes struct {
 	Ones   []uint64 // per bit, Sign+Exp+Mant entries
 
 	size  int
-	pos   int            // byte position within the current value
-	bytes [8][256]uint64 // histogram of each byte position
+	pos   int             // byte position within the current value
+	bytes *[8][256]uint64 // histogram of each byte position, of the values written since Compact
+	base  []uint64        // per-bit counts of the values before (Compact)
 }
 
 // NewBitPlanes returns a counter for values of type d (C64 counts as F32);
@@ -40,6 +41,9 @@ func NewBitPlanes(d dtype.DType) (*BitPlanes, bool) {
 // Write adds bytes of little-endian values; values may straddle calls.
 func (b *BitPlanes) Write(p []byte) (int, error) {
 	n := len(p)
+	if b.bytes == nil {
+		b.bytes = new([8][256]uint64)
+	}
 	for len(p) > 0 && b.pos != 0 {
 		b.bytes[b.pos][p[0]]++
 		p = p[1:]
@@ -78,20 +82,44 @@ func (b *BitPlanes) Write(p []byte) (int, error) {
 
 // Merge adds the counts of o (same dtype).
 func (b *BitPlanes) Merge(o *BitPlanes) {
-	for k := range b.bytes {
-		for x := range b.bytes[k] {
-			b.bytes[k][x] += o.bytes[k][x]
+	switch {
+	case o.bytes != nil && o.base == nil:
+		if b.bytes == nil {
+			b.bytes = new([8][256]uint64)
+		}
+		for k := range b.bytes {
+			for x := range b.bytes[k] {
+				b.bytes[k][x] += o.bytes[k][x]
+			}
+		}
+	default: // o was compacted: add its per-bit counts
+		oc := o.Count()
+		if b.base == nil {
+			b.base = make([]uint64, len(oc))
+		}
+		for i, c := range oc {
+			b.base[i] += c
 		}
 	}
 	b.Values += o.Values
 	b.Ones = nil
 }
 
+// Compact keeps only the per-bit counts (Ones) and frees the byte
+// histograms (16 KiB): a model's statistics keep one BitPlanes per tensor,
+// and a file of many tiny tensors would otherwise cost 16 KiB each.
+// Writing more values afterwards still counts them.
+func (b *BitPlanes) Compact() {
+	b.base = append([]uint64(nil), b.Count()...)
+	b.bytes = nil
+}
+
 // Count fills Ones from the byte histograms and returns it.
 func (b *BitPlanes) Count() []uint64 {
 	bits := b.Sign + b.Exp + b.Mant
 	ones := make([]uint64, bits)
-	for k := 0; k < b.size; k++ {
+	copy(ones, b.base)
+	for k := 0; k < b.size && b.bytes != nil; k++ {
 		for x, c := range b.bytes[k] {
 			if c == 0 {
 				continue

@@ -2,7 +2,9 @@ package analysis
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"neuralzip/dtype"
@@ -77,5 +79,49 @@ func TestBitPlanesF32MatchesLoop(t *testing.T) {
 	}
 	if _, ok := NewBitPlanes(dtype.I32); ok {
 		t.Error("I32 accepted")
+	}
+}
+
+// Compacted counters (per-bit counts only) count, merge and keep counting
+// exactly like full ones, and hold no byte histograms.
+func TestBitPlanesCompact(t *testing.T) {
+	data := make([]byte, 4*1001)
+	for i := range 1001 {
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(math.Sin(float64(i)))*float32(i%7)))
+	}
+	all, _ := NewBitPlanes(dtype.F32)
+	all.Write(data)
+	want := append([]uint64(nil), all.Count()...)
+	check := func(name string, got *BitPlanes) {
+		t.Helper()
+		if g := got.Count(); !slices.Equal(g, want) || got.Values != all.Values {
+			t.Fatalf("%s: ones %v values %d, want %v %d", name, g, got.Values, want, all.Values)
+		}
+	}
+
+	// writing on after Compact, with a value straddling the two writes
+	a, _ := NewBitPlanes(dtype.F32)
+	a.Write(data[:4*500+2])
+	a.Compact()
+	if a.bytes != nil {
+		t.Fatal("Compact kept the byte histograms")
+	}
+	a.Write(data[4*500+2:])
+	check("written after Compact", a)
+
+	// merges of two halves, either side compacted or not
+	for _, compact := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+		p, _ := NewBitPlanes(dtype.F32)
+		p.Write(data[:2000])
+		q, _ := NewBitPlanes(dtype.F32)
+		q.Write(data[2000:])
+		if compact[0] {
+			p.Compact()
+		}
+		if compact[1] {
+			q.Compact()
+		}
+		p.Merge(q)
+		check(fmt.Sprintf("merge, compacted %v", compact), p)
 	}
 }

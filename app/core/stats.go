@@ -112,10 +112,10 @@ func tensorStats(ctx context.Context, r io.ReaderAt, t *Tensor, buf []byte, step
 		pl.Write(b)
 		step(int64(len(b)))
 	}
+	pl.Compact() // the per-bit counts are all a tensor keeps (16 KiB less each)
 	s := TensorStats{OK: true, Float: acc.Stats(), Moments: mom.Moments(), Planes: pl}
 	s.Sigma = s.Moments.RMS()
 	s.HuffBits = analysis.HuffmanBits(s.Float.Hist)
-	pl.Count()
 	return s, nil
 }
 
