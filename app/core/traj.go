@@ -58,6 +58,14 @@ func TrajSourcesFromModels(models []*Model) ([]TrajSource, error) {
 	return out, nil
 }
 
+// The workbench opens a .nztraj whose steps restore to at most
+// trajMemoryFactor × its size, or trajMemoryFloor bytes (variables for
+// tests). Real runs restore to ~1.4× their archive.
+var (
+	trajMemoryFactor int64 = 64
+	trajMemoryFloor  int64 = 1 << 30
+)
+
 // TrajSourcesFromArchive decodes every frame of a .nztraj archive.
 func TrajSourcesFromArchive(ctx context.Context, path string) ([]TrajSource, error) {
 	f, err := os.Open(path)
@@ -72,6 +80,17 @@ func TrajSourcesFromArchive(ctx context.Context, path string) ([]TrajSource, err
 	a, err := trajectory.Open(f, st.Size())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	// Every step is kept in memory. Frames coded against each other can
+	// be far smaller than the steps they restore, so the total the index
+	// claims is checked first (a 66 KB archive of 48 zero-filled 64 MiB
+	// steps would otherwise hold 3 GB).
+	var total int64
+	for _, fr := range a.Frames {
+		total += fr.Size
+	}
+	if limit := max(trajMemoryFactor*st.Size(), trajMemoryFloor); total > limit {
+		return nil, fmt.Errorf("%s: its %d steps restore to %d bytes, more than the workbench holds for an archive of %d bytes (%d); use nzip trajectory extract", path, len(a.Frames), total, st.Size(), limit)
 	}
 	var out []TrajSource
 	err = a.Walk(codec.Options{Context: ctx}, func(d *trajectory.Decoded) error {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"neuralzip/codec"
@@ -124,6 +125,25 @@ func TestTrajSourcesFromArchive(t *testing.T) {
 		if got[i].Name != src[i].Name || !bytes.Equal(got[i].Data, src[i].Data) {
 			t.Errorf("step %d differs", i)
 		}
+	}
+	// Steps restoring to more than the workbench holds for the archive's
+	// size are refused before any is decoded.
+	defer func(f, fl int64) { trajMemoryFactor, trajMemoryFloor = f, fl }(trajMemoryFactor, trajMemoryFloor)
+	st, _ := os.Stat(p)
+	var total int64
+	for _, s := range src {
+		total += int64(len(s.Data))
+	}
+	trajMemoryFactor, trajMemoryFloor = 1, total-1
+	if st.Size() >= total {
+		t.Fatalf("archive %d bytes for %d of steps: the limit test needs a smaller archive", st.Size(), total)
+	}
+	if _, err := TrajSourcesFromArchive(context.Background(), p); err == nil || !strings.Contains(err.Error(), "more than the workbench holds") {
+		t.Fatalf("want the memory limit, got %v", err)
+	}
+	trajMemoryFloor = total
+	if _, err := TrajSourcesFromArchive(context.Background(), p); err != nil {
+		t.Fatalf("at the limit: %v", err)
 	}
 }
 
