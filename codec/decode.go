@@ -497,6 +497,12 @@ func (r *Reader) Tensor(name string) ([]byte, TensorInfo, error) {
 // alone would let a tiny archive claim terabytes.
 func (r *Reader) plausibleOutput() int64 { return 4096*r.size + plausibleFloor }
 
+// PlausibleOutput is the most output bytes worth allocating up front for
+// this archive: 4096 × its size + 64 MiB. An archive of all-zero tensors
+// legitimately decodes to more; a decoder should then grow its output as
+// blocks decode, so that a tiny archive cannot claim terabytes of memory.
+func (r *Reader) PlausibleOutput() int64 { return r.plausibleOutput() }
+
 // plausibleFloor: outputs up to this size are allocated up front whatever
 // the archive's size (a variable for tests).
 var plausibleFloor int64 = 64 << 20

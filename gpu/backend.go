@@ -187,7 +187,7 @@ func DecodeFile(rd *codec.Reader, ra io.ReaderAt, fi int, b Backend, opt Options
 		return nil, Result{}, fmt.Errorf("gpu: no file %d in the archive", fi)
 	}
 	var buf bytes.Buffer
-	buf.Grow(int(min(files[fi].Size, 1<<30)))
+	buf.Grow(int(min(files[fi].Size, rd.PlausibleOutput(), 1<<30)))
 	res, err := DecodeTo(&buf, rd, ra, fi, b, opt)
 	if err != nil {
 		return nil, res, err
@@ -221,6 +221,10 @@ func DecodeTo(w io.Writer, rd *codec.Reader, ra io.ReaderAt, fi int, b Backend, 
 	if batch <= 0 {
 		batch = DefaultBatchBytes
 	}
+	// A batch's output is allocated before its blocks are checked: no
+	// more than the archive can plausibly hold (a few hundred bytes of
+	// duplicate blocks may claim gigabytes of zeros).
+	batch = min(batch, rd.PlausibleOutput())
 	res := Result{File: f.Name, Backend: b.Name(), Device: b.Device(), Bytes: f.Size, Stored: f.Compressed, Unhandled: map[string]int64{}}
 	sha := sha256.New()
 	var out []byte

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"unsafe"
 
@@ -511,5 +512,44 @@ func TestBatches(t *testing.T) {
 		if res.ExpHist != whole.ExpHist || res.DevBytes != whole.DevBytes {
 			t.Fatalf("batch %d: histogram or device bytes differ from one batch", batch)
 		}
+	}
+}
+
+// A small archive of zeros claiming a large file: a batch's output is
+// allocated only up to what the archive can plausibly hold, so a damaged
+// first block fails without the whole file's worth of memory (it used to
+// allocate a 1 GiB batch up front).
+func TestBatchBoundedByArchive(t *testing.T) {
+	src := make([]byte, 256<<20)
+	segs := []codec.Segment{{Name: "z", DType: dtype.F32, Offset: 0, Length: int64(len(src))}}
+	var buf bytes.Buffer
+	if _, err := codec.Encode(&buf, []codec.Input{{Name: "z", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, codec.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	src = nil
+	arc := buf.Bytes()
+	rd, err := codec.NewReader(bytes.NewReader(arc), int64(len(arc)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd.PlausibleOutput() >= 256<<20 {
+		t.Fatalf("archive of %d bytes: plausible output %d, not a test of the bound", len(arc), rd.PlausibleOutput())
+	}
+	first := rd.Files()[0].Blocks()[0]
+	bad := append([]byte(nil), arc...)
+	bad[first.Payload+first.Compressed-1] ^= 0xff
+	rd, err = codec.NewReader(bytes.NewReader(bad), int64(len(bad)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	_, err = DecodeTo(io.Discard, rd, bytes.NewReader(bad), 0, CPU(1), Options{})
+	runtime.ReadMemStats(&m1)
+	if err == nil {
+		t.Fatal("a damaged block decoded")
+	}
+	if n, limit := m1.TotalAlloc-m0.TotalAlloc, uint64(rd.PlausibleOutput())+16<<20; n > limit {
+		t.Fatalf("decoding a %d-byte archive allocated %d bytes (limit %d)", len(bad), n, limit)
 	}
 }
