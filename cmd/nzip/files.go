@@ -148,9 +148,10 @@ func (a *atomicFile) Abort() {
 }
 
 // safeName checks that a file name from an archive stays inside the output
-// directory.
+// directory (filepath.IsLocal also refuses names Windows reserves, such as
+// NUL or C:x).
 func safeName(name string) error {
-	if name == "" || strings.ContainsRune(name, 0) || filepath.IsAbs(name) || strings.HasPrefix(name, "/") || strings.Contains(name, `\`) {
+	if name == "" || strings.ContainsRune(name, 0) || filepath.IsAbs(name) || strings.HasPrefix(name, "/") || strings.Contains(name, `\`) || !filepath.IsLocal(name) {
 		return fmt.Errorf("unsafe file name %q in archive", name)
 	}
 	clean := filepath.Clean(name)
