@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -66,6 +67,47 @@ func TestPCA2WeightedIgnoresLightOutlier(t *testing.T) {
 	for i, want := range []float64{-2, -1, 1, 2} {
 		if math.Abs(proj[i][0]-want) > 1e-6 {
 			t.Fatalf("point %d on PC1: %g, want %g (explained %v)", i, proj[i][0], want, ex)
+		}
+	}
+}
+
+// With fewer points than dimensions PCA2 works on the Gram matrix; it
+// finds the same components and variances as the covariance matrix.
+func TestPCAGramMatchesCov(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, c := range []struct{ n, d int }{{3, 50}, {20, 300}, {7, 8}} {
+		rows := make([][]float64, c.n)
+		weights := make([]float64, c.n)
+		for i := range rows {
+			rows[i] = make([]float64, c.d)
+			for j := range rows[i] {
+				rows[i][j] = rng.NormFloat64() * float64(1+j%5)
+			}
+			weights[i] = 1 + rng.Float64()
+		}
+		w := func(i int) float64 { return weights[i] }
+		var wsum float64
+		mean := make([]float64, c.d)
+		for i, r := range rows {
+			wsum += w(i)
+			for j, v := range r {
+				mean[j] += w(i) * v
+			}
+		}
+		for j := range mean {
+			mean[j] /= wsum
+		}
+		gc, ge := pcaGram(rows, w, wsum, mean)
+		cc, ce := pcaCov(rows, w, wsum, mean)
+		for k := range 2 {
+			if math.Abs(ge[k]-ce[k]) > 1e-9 {
+				t.Fatalf("n %d d %d: explained %v (Gram) vs %v (covariance)", c.n, c.d, ge, ce)
+			}
+			for j := range gc[k] {
+				if math.Abs(gc[k][j]-cc[k][j]) > 1e-6 {
+					t.Fatalf("n %d d %d: component %d differs at %d: %g vs %g", c.n, c.d, k, j, gc[k][j], cc[k][j])
+				}
+			}
 		}
 	}
 }
