@@ -36,19 +36,20 @@ func Open(r io.ReaderAt, size int64) (*Archive, error) {
 	if !bytes.Equal(h[:8], Magic[:]) {
 		return nil, ErrNotTrajectory
 	}
-	if v := binary.LittleEndian.Uint16(h[8:]); v != Version {
-		return nil, fmt.Errorf("%w: unsupported version %d (this build reads %d)", ErrCorrupt, v, Version)
+	v := int(binary.LittleEndian.Uint16(h[8:]))
+	if v < MinVersion || v > Version {
+		return nil, fmt.Errorf("%w: unsupported version %d (this build reads %d to %d)", ErrCorrupt, v, MinVersion, Version)
 	}
 	if f := binary.LittleEndian.Uint16(h[10:]); f != 0 {
 		return nil, fmt.Errorf("%w: unknown flags %#x", ErrCorrupt, f)
 	}
 	a := &Archive{r: r}
 	// the trailer at the end, else the last valid one before it
-	if x, err := readTrailer(r, size); err == nil {
+	if x, err := readTrailer(r, size, v); err == nil {
 		a.Index, a.End = *x, size
 		return a, nil
 	}
-	end, x, err := findTrailer(r, size)
+	end, x, err := findTrailer(r, size, v)
 	if err != nil {
 		return nil, err
 	}
@@ -56,13 +57,13 @@ func Open(r io.ReaderAt, size int64) (*Archive, error) {
 	if x != nil {
 		a.Index = *x
 	} else {
-		a.Index = Index{K: 1}
+		a.Index = Index{Version: v, K: 1}
 	}
 	return a, nil
 }
 
 // readTrailer checks the trailer ending at end and decodes its index.
-func readTrailer(r io.ReaderAt, end int64) (*Index, error) {
+func readTrailer(r io.ReaderAt, end int64, version int) (*Index, error) {
 	if end < headerLen+trailerLen {
 		return nil, fmt.Errorf("%w: no trailer", ErrCorrupt)
 	}
@@ -85,7 +86,7 @@ func readTrailer(r io.ReaderAt, end int64) (*Index, error) {
 	if crc32.Checksum(idx, castagnoli) != binary.LittleEndian.Uint32(t[16:]) {
 		return nil, fmt.Errorf("%w: offset %d: index checksum mismatch", ErrCorrupt, off)
 	}
-	x, err := ParseIndex(idx, off)
+	x, err := ParseIndex(idx, off, version)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +106,7 @@ func readTrailer(r io.ReaderAt, end int64) (*Index, error) {
 // quadratic in its size. An interrupted append leaves a frame's worth of
 // bytes, which hardly ever holds a trailer's magic: the first candidate is
 // the real trailer.
-func findTrailer(r io.ReaderAt, size int64) (int64, *Index, error) {
+func findTrailer(r io.ReaderAt, size int64, version int) (int64, *Index, error) {
 	const win = 1 << 20
 	buf := make([]byte, win+len(TrailerMagic))
 	budget := 2*size + 1<<20
@@ -134,7 +135,7 @@ func findTrailer(r io.ReaderAt, size int64) (int64, *Index, error) {
 					}
 				}
 			}
-			if x, err := readTrailer(r, end); err == nil {
+			if x, err := readTrailer(r, end, version); err == nil {
 				return end, x, nil
 			}
 			j = k + len(TrailerMagic) - 1
@@ -190,30 +191,69 @@ func (a *Archive) FrameReader(i int) (*codec.Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("frame %d (%s): %w", i, f.Name, err)
 	}
-	if fs := rd.Files(); len(fs) != 1 || fs[0].Size != f.Size || fs[0].SHA256 != f.SHA256 {
+	if !holds(rd, f.files()) {
 		rd.Close()
-		return nil, fmt.Errorf("%w: frame %d (%s) does not hold the file the index names", ErrCorrupt, i, f.Name)
+		return nil, fmt.Errorf("%w: frame %d (%s) does not hold the files the index names", ErrCorrupt, i, f.Name)
 	}
 	return rd, nil
 }
 
-// Decoded is a decoded frame: its file's bytes and layout, which serve as
-// the reference of the frames coded against it.
+// holds reports whether an .nzip archive holds exactly these files (by
+// size and SHA-256), in this order.
+func holds(rd *codec.Reader, files []FrameFile) bool {
+	fs := rd.Files()
+	if len(fs) != len(files) {
+		return false
+	}
+	for k, f := range files {
+		if fs[k].Size != f.Size || fs[k].SHA256 != f.SHA256 {
+			return false
+		}
+	}
+	return true
+}
+
+// Decoded is a decoded frame: its files' bytes and layouts, which serve as
+// the reference of the frames coded against it. Data, Segs and Format are
+// those of the first file (the only one of a single-file step).
 type Decoded struct {
 	Frame  int
+	Files  []DecodedFile // every file of the step, in order
 	Data   []byte
 	Segs   []codec.Segment
 	Format string // the loader's format name recorded in the frame
 }
 
-// input is the decoded frame as an input to code (frame f's name).
-func (d *Decoded) input(f Frame) codec.Input {
-	return codec.Input{Name: f.Name, R: codec.Bytes(d.Data), Size: int64(len(d.Data)), Format: d.Format, Segments: d.Segs}
+// DecodedFile is one decoded file of a step.
+type DecodedFile struct {
+	Name   string // as the index names it
+	Data   []byte
+	Segs   []codec.Segment
+	Format string
+}
+
+// inputs is the decoded frame as inputs to code (frame f's file names).
+func (d *Decoded) inputs(f Frame) []codec.Input {
+	fs := f.files()
+	ins := make([]codec.Input, len(d.Files))
+	for k, df := range d.Files {
+		ins[k] = codec.Input{Name: fs[k].Name, R: codec.Bytes(df.Data), Size: int64(len(df.Data)), Format: df.Format, Segments: df.Segs}
+	}
+	return ins
 }
 
 // reference makes a codec reference of a decoded frame.
 func (d *Decoded) reference(f Frame) (*codec.Reference, error) {
-	return codec.NewReferenceSums([]codec.Input{d.input(f)}, [][32]byte{f.SHA256})
+	return codec.NewReferenceSums(d.inputs(f), fileSums(f))
+}
+
+// fileSums lists the SHA-256 of each of a frame's files.
+func fileSums(f Frame) [][32]byte {
+	var s [][32]byte
+	for _, ff := range f.files() {
+		s = append(s, ff.SHA256)
+	}
+	return s
 }
 
 // Extract decodes frame i: its keyframe, then every frame of its reference
@@ -226,7 +266,7 @@ func (a *Archive) Extract(i int, opt codec.Options) (*Decoded, error) {
 		return nil, err
 	}
 	var prev *Decoded
-	var spare []byte // the buffer of the frame before prev, free again
+	var spare [][]byte // the buffers of the frame before prev, free again
 	for k, j := range chain {
 		o := opt
 		if k < len(chain)-1 {
@@ -237,7 +277,10 @@ func (a *Archive) Extract(i int, opt codec.Options) (*Decoded, error) {
 			return nil, err
 		}
 		if prev != nil {
-			spare = prev.Data
+			spare = spare[:0]
+			for _, df := range prev.Files {
+				spare = append(spare, df.Data)
+			}
 		}
 		prev = d
 	}
@@ -249,8 +292,9 @@ func (a *Archive) decodeFrame(j int, ref *Decoded, opt codec.Options) (*Decoded,
 	return a.decodeFrameTo(nil, j, ref, opt)
 }
 
-// decodeFrameTo is decodeFrame into buf when it is large enough.
-func (a *Archive) decodeFrameTo(buf []byte, j int, ref *Decoded, opt codec.Options) (*Decoded, error) {
+// decodeFrameTo is decodeFrame, file k into buf[k] when it is there and
+// large enough.
+func (a *Archive) decodeFrameTo(buf [][]byte, j int, ref *Decoded, opt codec.Options) (*Decoded, error) {
 	f := a.Frames[j]
 	rd, err := a.FrameReader(j)
 	if err != nil {
@@ -270,12 +314,24 @@ func (a *Archive) decodeFrameTo(buf []byte, j int, ref *Decoded, opt codec.Optio
 		}
 	}
 	opt.Ref = nil
-	data, err := rd.ReadFileTo(buf, 0, opt)
-	if err != nil {
-		return nil, fmt.Errorf("frame %d (%s): %w", j, f.Name, err)
+	d := &Decoded{Frame: j}
+	for k, ff := range f.files() {
+		var b []byte
+		if k < len(buf) {
+			b = buf[k]
+		}
+		data, err := rd.ReadFileTo(b, k, opt)
+		if err != nil {
+			if len(f.files()) > 1 {
+				return nil, fmt.Errorf("frame %d (%s), file %s: %w", j, f.Name, ff.Name, err)
+			}
+			return nil, fmt.Errorf("frame %d (%s): %w", j, f.Name, err)
+		}
+		fi := rd.Files()[k]
+		d.Files = append(d.Files, DecodedFile{Name: ff.Name, Data: data, Segs: tensorSegments(fi), Format: fi.Format})
 	}
-	fi := rd.Files()[0]
-	return &Decoded{Frame: j, Data: data, Segs: tensorSegments(fi), Format: fi.Format}, nil
+	d.Data, d.Segs, d.Format = d.Files[0].Data, d.Files[0].Segs, d.Files[0].Format
+	return d, nil
 }
 
 // tensorSegments turns the tensor list of an archived file into a layout.

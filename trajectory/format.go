@@ -57,9 +57,39 @@
 // frames. A writer that knows several frames in advance may place
 // keyframes earlier, where they cost least (PlanKeyframes); later appends
 // follow the same rule from there.
+//
+// # Format, version 2
+//
+// Version 2 lets a frame (a step) hold several files, e.g. a sharded
+// checkpoint: a *.safetensors.index.json and its shards. Everything is as in
+// version 1 (header version 2) except the per-frame fields of the index:
+//
+//	per frame:
+//	  string   name    the step's name (a single-file step: the file's
+//	                   base name; a sharded one: e.g. its directory's name)
+//	  uvarint  files   (≥ 1) then per file, in the order of the frame's
+//	                   .nzip archive:
+//	    string   name    the file's name
+//	    uvarint  size    its size in bytes
+//	    [32]byte sha256  its SHA-256
+//	  uvarint  offset  as in version 1
+//	  uvarint  length
+//	  uvarint  ref
+//
+// A frame's .nzip archive holds the step's files in this order. A frame
+// with a reference is an .nzip archive whose reference files are exactly the
+// files of frame ref-1 (by size and SHA-256), so that its tensors are
+// matched by name across all of them. The step's size is the sum of its
+// files' sizes; its SHA-256 (Frame.SHA256) is the file's SHA-256 for a step
+// of one file, else the SHA-256 of the concatenated per-file SHA-256s.
+//
+// Readers read versions 1 and 2. A writer appending to a version 1
+// archive keeps writing version 1 indexes (single-file steps only: a step
+// of several files needs the archive repacked, which writes version 2).
 package trajectory
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -73,8 +103,12 @@ var (
 	TrailerMagic = [8]byte{'N', 'Z', 'T', 'R', 'E', 'N', 'D', 0}
 )
 
-// Version is the trajectory format version this package writes and reads.
-const Version = 1
+// Version is the trajectory format version this package writes; it also
+// reads MinVersion and appends to such archives in their own version.
+const (
+	Version    = 2
+	MinVersion = 1
+)
 
 const (
 	headerLen  = 16
@@ -102,12 +136,42 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Frame is one step of a trajectory.
 type Frame struct {
-	Name   string   // base name of the original file
-	Size   int64    // original size
-	SHA256 [32]byte // of the original file
-	Offset int64    // of the frame's .nzip archive in the trajectory file
-	Length int64    // of that archive
-	Ref    int      // index of the frame it is coded against, -1 for a keyframe
+	Name   string      // the step's name: a single file's base name, or e.g. a sharded checkpoint's directory
+	Files  []FrameFile // the step's files (≥ 1), in archive order
+	Size   int64       // the step's size: the sum of its files' sizes
+	SHA256 [32]byte    // a single file's SHA-256; for several, the SHA-256 of their concatenated SHA-256s (StepSum)
+	Offset int64       // of the frame's .nzip archive in the trajectory file
+	Length int64       // of that archive
+	Ref    int         // index of the frame it is coded against, -1 for a keyframe
+}
+
+// FrameFile is one file of a step.
+type FrameFile struct {
+	Name   string
+	Size   int64
+	SHA256 [32]byte
+}
+
+// StepSum is Frame.SHA256 of a step of these files: the file's SHA-256
+// for one file, else the SHA-256 of the files' SHA-256s concatenated.
+func StepSum(files []FrameFile) [32]byte {
+	if len(files) == 1 {
+		return files[0].SHA256
+	}
+	h := sha256.New()
+	for _, f := range files {
+		h.Write(f.SHA256[:])
+	}
+	return [32]byte(h.Sum(nil))
+}
+
+// files returns the frame's files; a frame built without Files (by hand)
+// is the one file its Name, Size and SHA256 describe.
+func (f Frame) files() []FrameFile {
+	if len(f.Files) == 0 {
+		return []FrameFile{{Name: f.Name, Size: f.Size, SHA256: f.SHA256}}
+	}
+	return f.Files
 }
 
 // Keyframe reports whether the frame is coded without a reference.
@@ -115,12 +179,17 @@ func (f Frame) Keyframe() bool { return f.Ref < 0 }
 
 // Index is the decoded index of a trajectory.
 type Index struct {
-	K      int // keyframe interval
-	Mode   int // RefPrevious or RefKeyframe
-	Frames []Frame
+	// Version is the format version of the archive (its header): 1 or 2;
+	// Marshal writes version 2 for any value but 1.
+	Version int
+	K       int // keyframe interval
+	Mode    int // RefPrevious or RefKeyframe
+	Frames  []Frame
 }
 
-// Marshal encodes the index.
+// Marshal encodes the index in its version. A version 1 index describes
+// each frame by its Name, Size and SHA256 (single-file frames only; the
+// writer refuses others).
 func (x *Index) Marshal() []byte {
 	var b []byte
 	b = binary.AppendUvarint(b, uint64(x.K))
@@ -129,8 +198,19 @@ func (x *Index) Marshal() []byte {
 	for _, f := range x.Frames {
 		b = binary.AppendUvarint(b, uint64(len(f.Name)))
 		b = append(b, f.Name...)
-		b = binary.AppendUvarint(b, uint64(f.Size))
-		b = append(b, f.SHA256[:]...)
+		if x.Version == 1 {
+			b = binary.AppendUvarint(b, uint64(f.Size))
+			b = append(b, f.SHA256[:]...)
+		} else {
+			fs := f.files()
+			b = binary.AppendUvarint(b, uint64(len(fs)))
+			for _, ff := range fs {
+				b = binary.AppendUvarint(b, uint64(len(ff.Name)))
+				b = append(b, ff.Name...)
+				b = binary.AppendUvarint(b, uint64(ff.Size))
+				b = append(b, ff.SHA256[:]...)
+			}
+		}
 		b = binary.AppendUvarint(b, uint64(f.Offset))
 		b = binary.AppendUvarint(b, uint64(f.Length))
 		b = binary.AppendUvarint(b, uint64(f.Ref+1))
@@ -138,11 +218,15 @@ func (x *Index) Marshal() []byte {
 	return b
 }
 
-// ParseIndex decodes an index whose frames must lie in [16, end). It checks
-// every count and offset before allocating.
-func ParseIndex(b []byte, end int64) (*Index, error) {
+// ParseIndex decodes an index of format version (1 or 2) whose frames
+// must lie in [16, end). It checks every count and offset before
+// allocating.
+func ParseIndex(b []byte, end int64, version int) (*Index, error) {
+	if version < MinVersion || version > Version {
+		return nil, fmt.Errorf("%w: unsupported version %d (this build reads %d to %d)", ErrCorrupt, version, MinVersion, Version)
+	}
 	r := reader{b: b}
-	x := &Index{}
+	x := &Index{Version: version}
 	x.K = int(r.uvarint(math.MaxInt32, "keyframe interval"))
 	if r.err == nil && x.K < 1 {
 		r.fail("keyframe interval 0")
@@ -155,10 +239,25 @@ func ParseIndex(b []byte, end int64) (*Index, error) {
 	pos := int64(headerLen)
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		var f Frame
-		l := r.uvarint(uint64(len(r.b)), "name length")
-		f.Name = string(r.bytes(int(l), "name"))
-		f.Size = int64(r.uvarint(math.MaxInt64, "size"))
-		copy(f.SHA256[:], r.bytes(32, "SHA-256"))
+		f.Name = r.str("name")
+		if version == 1 {
+			f.Size = int64(r.uvarint(math.MaxInt64, "size"))
+			copy(f.SHA256[:], r.bytes(32, "SHA-256"))
+			f.Files = []FrameFile{{Name: f.Name, Size: f.Size, SHA256: f.SHA256}}
+		} else {
+			f.Files = r.files()
+			if r.err != nil {
+				break
+			}
+			f.SHA256 = StepSum(f.Files)
+			for _, ff := range f.Files {
+				if ff.Size > math.MaxInt64-f.Size {
+					r.fail("frame %d (%q): files total more than 2^63 bytes", i, f.Name)
+					break
+				}
+				f.Size += ff.Size
+			}
+		}
 		f.Offset = int64(r.uvarint(math.MaxInt64, "offset"))
 		f.Length = int64(r.uvarint(math.MaxInt64, "length"))
 		f.Ref = int(r.uvarint(i, "reference")) - 1
@@ -179,6 +278,40 @@ func ParseIndex(b []byte, end int64) (*Index, error) {
 		return nil, fmt.Errorf("%w: index: %v", ErrCorrupt, r.err)
 	}
 	return x, nil
+}
+
+// minFileEntry is the fewest index bytes a file of a version 2 frame takes
+// (name length, size, SHA-256).
+const minFileEntry = 1 + 1 + 32
+
+// files decodes a version 2 frame's file list, its count bounded by the
+// bytes left before anything is allocated.
+func (r *reader) files() []FrameFile {
+	n := r.uvarint(uint64(len(r.b)/minFileEntry), "file count")
+	if r.err == nil && n == 0 {
+		r.fail("a frame of no files")
+	}
+	if r.err != nil {
+		return nil
+	}
+	fs := make([]FrameFile, 0, n)
+	for range n {
+		var ff FrameFile
+		ff.Name = r.str("file name")
+		ff.Size = int64(r.uvarint(math.MaxInt64, "file size"))
+		copy(ff.SHA256[:], r.bytes(32, "file SHA-256"))
+		if r.err != nil {
+			return nil
+		}
+		fs = append(fs, ff)
+	}
+	return fs
+}
+
+// str decodes a string.
+func (r *reader) str(what string) string {
+	l := r.uvarint(uint64(len(r.b)), what+" length")
+	return string(r.bytes(int(l), what))
 }
 
 // reader decodes with bounds checks.
@@ -231,10 +364,14 @@ func (r *reader) u8(what string) byte {
 	return v[0]
 }
 
-func header() []byte {
+// header is the header of a new archive (format Version).
+func header() []byte { return headerVersion(Version) }
+
+// headerVersion is the header of an archive of format version v.
+func headerVersion(v int) []byte {
 	var h [headerLen]byte
 	copy(h[:], Magic[:])
-	binary.LittleEndian.PutUint16(h[8:], Version)
+	binary.LittleEndian.PutUint16(h[8:], uint16(v))
 	return h[:]
 }
 

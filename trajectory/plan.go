@@ -81,6 +81,29 @@ func sampleInput(in codec.Input) codec.Input {
 	if in.Size <= planSampleMin {
 		return in
 	}
+	return samplePieces(in)
+}
+
+// sampleInputs samples the files of a step: all of them (each as
+// sampleInput does) when they total more than planSampleMin bytes, so
+// that a step of many shards is sampled like one file of their size.
+func sampleInputs(ins []codec.Input) ([]codec.Input, bool) {
+	var total int64
+	for _, in := range ins {
+		total += in.Size
+	}
+	if total <= planSampleMin {
+		return ins, false
+	}
+	out := make([]codec.Input, len(ins))
+	for k, in := range ins {
+		out[k] = samplePieces(in)
+	}
+	return out, true
+}
+
+// samplePieces is the virtual file of in's sampled tensor pieces.
+func samplePieces(in codec.Input) codec.Input {
 	segs := append([]codec.Segment(nil), in.Segments...)
 	slices.SortStableFunc(segs, func(a, b codec.Segment) int { return cmp.Compare(a.Offset, b.Offset) })
 	v := &pieceReader{r: in.R}
@@ -157,32 +180,38 @@ type Planner struct {
 }
 
 // Add measures in: its archive size on its own and, after the first frame,
-// coded against the input added before it, which must still be readable.
+// coded against the step added before it, which must still be readable.
 // Checkpoints above 64 MB are measured on a sample of their tensors (an
 // eighth), all others in full. Nothing is written; opt.Ref is ignored.
 func (p *Planner) Add(in codec.Input, opt codec.Options) error {
-	size := in.Size
-	in = sampleInput(in)
+	return p.AddFiles([]codec.Input{in}, opt)
+}
+
+// AddFiles is Add for a step of several files (Writer.AppendFiles): they
+// are measured together, as one frame, and sampled when they total more
+// than 64 MB.
+func (p *Planner) AddFiles(ins []codec.Input, opt codec.Options) error {
+	ins, sampled := sampleInputs(ins)
 	opt.Ref = nil
-	ind, err := encodedSize(in, opt)
+	ind, err := encodedSize(ins, opt)
 	if err != nil {
 		return err
 	}
 	var cond int64
 	if p.prev != nil {
 		opt.Ref = p.prev
-		if cond, err = encodedSize(in, opt); err != nil {
+		if cond, err = encodedSize(ins, opt); err != nil {
 			return err
 		}
 	}
-	ref, err := codec.NewReference([]codec.Input{in})
+	ref, err := codec.NewReference(ins)
 	if err != nil {
 		return fmt.Errorf("trajectory: planning: %w", err)
 	}
 	p.prev = ref
 	p.Independent = append(p.Independent, ind)
 	p.Conditioned = append(p.Conditioned, cond)
-	p.Sampled = append(p.Sampled, in.Size != size)
+	p.Sampled = append(p.Sampled, sampled)
 	return nil
 }
 
@@ -196,8 +225,8 @@ func (p *Planner) Saving() []int64 {
 	return s
 }
 
-// encodedSize is the size of in's archive under opt.
-func encodedSize(in codec.Input, opt codec.Options) (int64, error) {
-	res, err := codec.Encode(io.Discard, []codec.Input{in}, opt)
+// encodedSize is the size of the archive of ins under opt.
+func encodedSize(ins []codec.Input, opt codec.Options) (int64, error) {
+	res, err := codec.Encode(io.Discard, ins, opt)
 	return res.Compressed, err
 }

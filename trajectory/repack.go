@@ -17,7 +17,9 @@ import (
 // again. Each frame is decoded twice and measured as by Planner (coded
 // twice more, or a sample of it); opt.Ref is ignored. On an error (a
 // damaged frame names itself) f holds a partial trajectory: write to a
-// temporary file and rename it on success.
+// temporary file and rename it on success. The new archive is of format
+// Version (a version 1 archive is converted), its steps of one file or
+// several as in a.
 func Repack(a *Archive, f File, k int, opt codec.Options) (*Writer, error) {
 	w, err := Create(f, k, RefPrevious)
 	if err != nil {
@@ -28,7 +30,7 @@ func Repack(a *Archive, f File, k int, opt codec.Options) (*Writer, error) {
 	// places the keyframes where a pack of the same checkpoints would
 	var p Planner
 	err = a.Walk(opt, func(d *Decoded) error {
-		if err := p.Add(d.input(a.Frames[d.Frame]), opt); err != nil {
+		if err := p.AddFiles(d.inputs(a.Frames[d.Frame]), opt); err != nil {
 			return fmt.Errorf("frame %d (%s): %w", d.Frame, a.Frames[d.Frame].Name, err)
 		}
 		return nil
@@ -41,7 +43,7 @@ func Repack(a *Archive, f File, k int, opt codec.Options) (*Writer, error) {
 	// pass 2: write
 	err = a.Walk(opt, func(d *Decoded) error {
 		i, old := d.Frame, a.Frames[d.Frame]
-		in := d.input(old)
+		ins := d.inputs(old)
 		var fr Frame
 		var err error
 		switch {
@@ -51,13 +53,13 @@ func Repack(a *Archive, f File, k int, opt codec.Options) (*Writer, error) {
 			if !keys[i] {
 				nf.Ref = i - 1
 			}
-			fr, err = w.commit(nf, in, func(dst io.Writer) (int64, error) {
+			fr, err = w.commit(nf, ins, func(dst io.Writer) (int64, error) {
 				return io.Copy(dst, io.NewSectionReader(a.r, old.Offset, old.Length))
 			})
 		case keys[i]:
-			fr, err = w.AppendKeyframe(in, opt)
+			fr, err = w.AppendKeyframeFiles(old.Name, ins, opt)
 		default:
-			fr, err = w.Append(in, opt)
+			fr, err = w.AppendFiles(old.Name, ins, opt)
 		}
 		if err != nil {
 			return fmt.Errorf("frame %d (%s): %w", i, old.Name, err)

@@ -342,14 +342,17 @@ func FuzzParseIndex(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(a.Index.Marshal(), a.End)
+		f.Add(a.Index.Marshal(), a.End, uint8(a.Version))
 	}
-	f.Fuzz(func(t *testing.T, b []byte, end int64) {
-		x, err := ParseIndex(b, end)
+	f.Fuzz(func(t *testing.T, b []byte, end int64, v uint8) {
+		x, err := ParseIndex(b, end, int(v))
 		if err != nil {
 			return
 		}
-		y, err := ParseIndex(x.Marshal(), end)
+		if x.Version != int(v) {
+			t.Fatalf("version %d parsed as %d", v, x.Version)
+		}
+		y, err := ParseIndex(x.Marshal(), end, int(v))
 		if err != nil || fmt.Sprint(x) != fmt.Sprint(y) {
 			t.Fatalf("index does not roundtrip: %v", err)
 		}
@@ -380,6 +383,8 @@ func FuzzOpen(f *testing.F) {
 func fuzzTrajSeeds(tb testing.TB) [][]byte {
 	var seeds [][]byte
 	seeds = append(seeds, pack(tb, synthSteps(3), 2, RefPrevious, 1).b)
+	seeds = append(seeds, packMulti(tb, shardedSteps(3, 2), 2).b) // version 2, steps of 3 files
+	seeds = append(seeds, v1Archive(tb, synthSteps(2)).b)         // version 1
 	for _, d := range []string{"../../shared", "../shared"} {
 		dir := filepath.Join(d, "trajectories", "tinygpt-fortunes")
 		var steps []step

@@ -26,7 +26,7 @@ const DefaultK = 10
 type Writer struct {
 	f     File
 	a     *Archive
-	cache map[int]codec.Input // frames whose original bytes the caller still holds
+	cache map[int][]codec.Input // frames whose original files the caller still holds
 }
 
 // Create writes an empty trajectory (header, empty index, trailer) to f,
@@ -38,7 +38,7 @@ func Create(f File, k, mode int) (*Writer, error) {
 	if mode != RefPrevious && mode != RefKeyframe {
 		return nil, fmt.Errorf("trajectory: unknown reference mode %d", mode)
 	}
-	x := Index{K: k, Mode: mode}
+	x := Index{Version: Version, K: k, Mode: mode}
 	b := appendTrailer(header(), x.Marshal(), headerLen, 0)
 	if _, err := f.WriteAt(b, 0); err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func Create(f File, k, mode int) (*Writer, error) {
 	if err := f.Sync(); err != nil {
 		return nil, err
 	}
-	return &Writer{f: f, a: &Archive{r: f, Index: x, End: int64(len(b))}, cache: map[int]codec.Input{}}, nil
+	return &Writer{f: f, a: &Archive{r: f, Index: x, End: int64(len(b))}, cache: map[int][]codec.Input{}}, nil
 }
 
 // OpenWriter opens a trajectory of the given size for appending.
@@ -55,7 +55,7 @@ func OpenWriter(f File, size int64) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Writer{f: f, a: a, cache: map[int]codec.Input{}}, nil
+	return &Writer{f: f, a: a, cache: map[int][]codec.Input{}}, nil
 }
 
 // Archive returns the trajectory as written so far.
@@ -88,24 +88,60 @@ func (x *Index) RefFor(i int) int {
 	return i - 1
 }
 
-// Append codes in as the next frame. The reference (when the frame is not a
-// keyframe, see RefFor) is an earlier input still held by the writer, or else
-// decoded from the archive. in.R must stay readable until the writer is no
-// longer used: it may serve as the reference of the next frames. opt.Ref is
-// ignored.
+// Append codes in as the next frame, a step of one file named after it.
+// The reference (when the frame is not a keyframe, see RefFor) is an
+// earlier input still held by the writer, or else decoded from the
+// archive. in.R must stay readable until the writer is no longer used: it
+// may serve as the reference of the next frames. opt.Ref is ignored.
 func (w *Writer) Append(in codec.Input, opt codec.Options) (Frame, error) {
-	return w.append(in, opt, false)
+	return w.append(in.Name, []codec.Input{in}, opt, false)
 }
 
 // AppendKeyframe is Append, but codes in as a keyframe (see PlanKeyframes).
 func (w *Writer) AppendKeyframe(in codec.Input, opt codec.Options) (Frame, error) {
-	return w.append(in, opt, true)
+	return w.append(in.Name, []codec.Input{in}, opt, true)
 }
 
-func (w *Writer) append(in codec.Input, opt codec.Options, key bool) (Frame, error) {
+// AppendFiles is Append for a step of several files (e.g. a sharded
+// checkpoint: its index file and its shards), named name. The frame is one
+// .nzip archive of the files in this order, coded against all files of its
+// reference frame (tensors match by name across them). A version 1
+// archive takes only single-file steps named after their file: repack it
+// (Repack writes version 2) to append others.
+func (w *Writer) AppendFiles(name string, ins []codec.Input, opt codec.Options) (Frame, error) {
+	return w.append(name, ins, opt, false)
+}
+
+// AppendKeyframeFiles is AppendFiles, but codes the step as a keyframe.
+func (w *Writer) AppendKeyframeFiles(name string, ins []codec.Input, opt codec.Options) (Frame, error) {
+	return w.append(name, ins, opt, true)
+}
+
+// checkStep checks the files of a step before anything is written.
+func (w *Writer) checkStep(name string, ins []codec.Input) error {
+	if len(ins) == 0 {
+		return fmt.Errorf("trajectory: step %q has no files", name)
+	}
+	if w.a.Version == 1 && (len(ins) != 1 || ins[0].Name != name) {
+		return fmt.Errorf("trajectory: step %q of %d files: this archive is format version 1, whose frames are single files named after them; repack it (nzip trajectory repack) to version %d first", name, len(ins), Version)
+	}
+	seen := make(map[string]bool, len(ins))
+	for _, in := range ins {
+		if seen[in.Name] {
+			return fmt.Errorf("trajectory: step %q holds two files named %q", name, in.Name)
+		}
+		seen[in.Name] = true
+	}
+	return nil
+}
+
+func (w *Writer) append(name string, ins []codec.Input, opt codec.Options, key bool) (Frame, error) {
 	a := w.a
 	i := len(a.Frames)
-	fr := Frame{Name: in.Name, Size: in.Size, Ref: a.RefFor(i)}
+	fr := Frame{Name: name, Ref: a.RefFor(i)}
+	if err := w.checkStep(name, ins); err != nil {
+		return fr, err
+	}
 	if key {
 		fr.Ref = -1
 	}
@@ -117,17 +153,20 @@ func (w *Writer) append(in codec.Input, opt codec.Options, key bool) (Frame, err
 		}
 		opt.Ref = ref
 	}
-	return w.commit(fr, in, func(dst io.Writer) (int64, error) {
-		res, err := codec.Encode(dst, []codec.Input{in}, opt)
+	return w.commit(fr, ins, func(dst io.Writer) (int64, error) {
+		res, err := codec.Encode(dst, ins, opt)
 		return res.Compressed, err
 	})
 }
 
 // commit writes frame fr, whose .nzip archive write writes (returning its
-// length), then the new index and trailer; in (fr's original file) is kept
-// as a possible reference of later frames.
-func (w *Writer) commit(fr Frame, in codec.Input, write func(io.Writer) (int64, error)) (Frame, error) {
+// length), then the new index and trailer; ins (fr's original files) are
+// kept as a possible reference of later frames.
+func (w *Writer) commit(fr Frame, ins []codec.Input, write func(io.Writer) (int64, error)) (Frame, error) {
 	a := w.a
+	if err := w.checkStep(fr.Name, ins); err != nil {
+		return fr, err
+	}
 	i := len(a.Frames)
 	// cut off the remains of an interrupted append
 	if a.Tail > 0 {
@@ -147,8 +186,17 @@ func (w *Writer) commit(fr Frame, in codec.Input, write func(io.Writer) (int64, 
 	if err != nil {
 		return fr, fmt.Errorf("trajectory: reading back the new frame: %w", err)
 	}
-	fr.SHA256 = rd.Files()[0].SHA256
+	fs := rd.Files()
 	rd.Close()
+	if len(fs) != len(ins) {
+		return fr, fmt.Errorf("trajectory: internal error: the new frame holds %d files, not %d", len(fs), len(ins))
+	}
+	fr.Files, fr.Size = make([]FrameFile, len(ins)), 0
+	for k, in := range ins {
+		fr.Files[k] = FrameFile{Name: in.Name, Size: fs[k].Size, SHA256: fs[k].SHA256}
+		fr.Size += fs[k].Size
+	}
+	fr.SHA256 = StepSum(fr.Files)
 	if err := w.f.Sync(); err != nil {
 		return fr, err
 	}
@@ -169,32 +217,33 @@ func (w *Writer) commit(fr Frame, in codec.Input, write func(io.Writer) (int64, 
 	} else if fr.Ref < 0 {
 		clear(w.cache)
 	}
-	w.cache[i] = in
+	w.cache[i] = ins
 	return fr, nil
 }
 
 // reference returns the codec reference of frame j.
 func (w *Writer) reference(j int, opt codec.Options) (*codec.Reference, error) {
 	f := w.a.Frames[j]
-	if in, ok := w.cache[j]; ok {
-		return codec.NewReferenceSums([]codec.Input{in}, [][32]byte{f.SHA256})
+	if ins, ok := w.cache[j]; ok {
+		return codec.NewReferenceSums(ins, fileSums(f))
 	}
 	d, err := w.a.Extract(j, opt)
 	if err != nil {
 		return nil, fmt.Errorf("decoding the reference frame: %w", err)
 	}
-	in := codec.Input{Name: f.Name, R: codec.Bytes(d.Data), Size: int64(len(d.Data)), Segments: d.Segs}
-	w.cache[j] = in
-	return codec.NewReferenceSums([]codec.Input{in}, [][32]byte{f.SHA256})
+	ins := d.inputs(f)
+	w.cache[j] = ins
+	return codec.NewReferenceSums(ins, fileSums(f))
 }
 
 // Provide offers in as the original file of frame j: when its size and
 // SHA-256 are frame j's, the writer keeps it, and a later append coded
 // against frame j reads it instead of decoding frame j's chain (hashing a
 // file instead of decoding up to K frames). It reports whether in was
-// taken; in.R must then stay readable while Retains says so.
+// taken; in.R must then stay readable while Retains says so. Only
+// single-file steps are provided this way.
 func (w *Writer) Provide(j int, in codec.Input) (bool, error) {
-	if j < 0 || j >= len(w.a.Frames) || in.Size != w.a.Frames[j].Size {
+	if j < 0 || j >= len(w.a.Frames) || len(w.a.Frames[j].files()) != 1 || in.Size != w.a.Frames[j].Size {
 		return false, nil
 	}
 	if _, ok := w.cache[j]; ok {
@@ -207,16 +256,18 @@ func (w *Writer) Provide(j int, in codec.Input) (bool, error) {
 	if [32]byte(h.Sum(nil)) != w.a.Frames[j].SHA256 {
 		return false, nil
 	}
-	w.cache[j] = in
+	w.cache[j] = []codec.Input{in}
 	return true, nil
 }
 
 // Retains reports whether the writer may still read r (the ReaderAt of an
 // appended input) as a reference; the caller must keep it open until then.
 func (w *Writer) Retains(r io.ReaderAt) bool {
-	for _, in := range w.cache {
-		if in.R == r {
-			return true
+	for _, ins := range w.cache {
+		for _, in := range ins {
+			if in.R == r {
+				return true
+			}
 		}
 	}
 	return false
