@@ -94,7 +94,21 @@ func TrajSourcesFromArchive(ctx context.Context, path string) ([]TrajSource, err
 	}
 	var out []TrajSource
 	err = a.Walk(codec.Options{Context: ctx}, func(d *trajectory.Decoded) error {
-		out = append(out, TrajSource{Name: a.Frames[d.Frame].Name, Data: d.Data, Segs: d.Segs, Format: d.Format, Single: true})
+		src := TrajSource{Name: a.Frames[d.Frame].Name, Data: d.Data, Segs: d.Segs, Format: d.Format, Single: true}
+		if len(d.Files) > 1 {
+			// a step of several files (a sharded checkpoint): their
+			// concatenation, as for a model of several files
+			src.Data, src.Segs, src.Single = nil, nil, false
+			for _, f := range d.Files {
+				base := int64(len(src.Data))
+				for _, sg := range f.Segs {
+					sg.Offset += base
+					src.Segs = append(src.Segs, sg)
+				}
+				src.Data = append(src.Data, f.Data...)
+			}
+		}
+		out = append(out, src)
 		return ctx.Err()
 	})
 	return out, err

@@ -214,3 +214,37 @@ func TestPackTrajectory(t *testing.T) {
 		t.Fatal("packed a concatenation of files as a frame")
 	}
 }
+
+// A step of several files (a sharded checkpoint) in a .nztraj comes back
+// as the concatenation of its files, like a model of several files: fine
+// to analyse, not packed as one file.
+func TestTrajSourcesFromArchiveMultiFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "run.nztraj")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := trajectory.Create(f, trajectory.DefaultK, trajectory.RefPrevious)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := trajStep(0), trajStep(1)
+	in := func(name string, s TrajSource) codec.Input {
+		return codec.Input{Name: name, R: bytes.NewReader(s.Data), Size: int64(len(s.Data)), Segments: s.Segs}
+	}
+	if _, err := w.AppendFiles("checkpoint-1", []codec.Input{in("x.safetensors", a), in("y.safetensors", b)}, codec.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	got, err := TrajSourcesFromArchive(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Single || got[0].Name != "checkpoint-1" || !bytes.Equal(got[0].Data, append(bytes.Clone(a.Data), b.Data...)) {
+		t.Fatalf("got %d steps, first single %v", len(got), len(got) > 0 && got[0].Single)
+	}
+	last := got[0].Segs[len(got[0].Segs)-1]
+	if want := b.Segs[len(b.Segs)-1]; last.Name != want.Name || last.Offset != want.Offset+int64(len(a.Data)) {
+		t.Fatalf("the second file's tensors are not shifted: %+v", last)
+	}
+}

@@ -37,6 +37,14 @@ with the keyframes pack would place; verify checks every frame.
 STEP arguments are taken in the order given; a quoted glob ('step_*') is
 expanded and sorted naturally (step_2 before step_10). Appending never
 rewrites the archive: an interrupted append leaves it as it was.
+A STEP is a checkpoint file, a *.safetensors.index.json (the step is the
+index and its shards, one frame) or a directory holding one such index
+(e.g. checkpoint-500/) or one checkpoint file. A sharded step is named
+after its directory, any other after its file; names must differ.
+extract writes a sharded step's files into the directory -o DIR (default:
+the step's name in the current directory); extract -all into DIR/NAME/.
+Archives of format version 1 (single-file steps only) take sharded steps
+after a repack.
 `
 
 // runTrajectory dispatches the trajectory subcommands.
@@ -102,17 +110,116 @@ func digitRun(s string) int {
 	return i
 }
 
-// openStep opens one checkpoint for a trajectory frame.
-func openStep(path string, stderr io.Writer) (inputFile, error) {
-	files, err := openModel(path, stderr)
+// trajStep is one opened step of a trajectory: a checkpoint of one file or
+// several (a sharded safetensors index and its shards).
+type trajStep struct {
+	path, name string
+	files      []inputFile
+}
+
+func (s trajStep) inputs() []codec.Input {
+	ins := make([]codec.Input, len(s.files))
+	for k, f := range s.files {
+		ins[k] = f.input()
+	}
+	return ins
+}
+
+func (s trajStep) size() int64 {
+	var n int64
+	for _, f := range s.files {
+		n += f.size
+	}
+	return n
+}
+
+// stepModel resolves a STEP argument: a checkpoint file, a
+// *.safetensors.index.json (the step is it and its shards), or a directory
+// holding one such index (else one *.safetensors file, else one file). It
+// returns the file to open and the step's name: the directory's base name
+// for a sharded step, the file's base name otherwise.
+func stepModel(path string) (model, name string, err error) {
+	st, err := os.Stat(path)
 	if err != nil {
-		return inputFile{}, err
+		return "", "", err
 	}
-	if len(files) != 1 {
-		closeInputs(files)
-		return inputFile{}, fmt.Errorf("%s: a model of %d files; trajectory frames are single files", path, len(files))
+	model = path
+	if st.IsDir() {
+		ents, err := os.ReadDir(path)
+		if err != nil {
+			return "", "", err
+		}
+		var index, shards, files []string
+		for _, e := range ents {
+			n := e.Name()
+			if strings.HasPrefix(n, ".") || !e.Type().IsRegular() {
+				continue
+			}
+			files = append(files, n)
+			switch {
+			case strings.HasSuffix(n, ".safetensors.index.json"):
+				index = append(index, n)
+			case strings.HasSuffix(n, ".safetensors"):
+				shards = append(shards, n)
+			}
+		}
+		pick := files
+		if len(index) > 0 {
+			pick = index
+		} else if len(shards) > 0 {
+			pick = shards
+		}
+		if len(pick) != 1 {
+			return "", "", fmt.Errorf("%s: a step directory must hold one *.safetensors.index.json (or one checkpoint file); found %s; name the file instead", path, strings.Join(pick, ", "))
+		}
+		model = filepath.Join(path, pick[0])
 	}
-	return files[0], nil
+	if !strings.HasSuffix(model, ".safetensors.index.json") {
+		return model, filepath.Base(model), nil
+	}
+	abs, err := filepath.Abs(filepath.Dir(model))
+	if err != nil {
+		return "", "", err
+	}
+	return model, filepath.Base(abs), nil
+}
+
+// stepNames resolves the steps' names and checks that they differ from
+// each other and from the frames already in the archive (a nil a: none).
+func stepNames(paths []string, a *trajectory.Archive) error {
+	seen := map[string]string{}
+	if a != nil {
+		for i, fr := range a.Frames {
+			seen[fr.Name] = fmt.Sprintf("frame %d of the archive", i)
+		}
+	}
+	for _, p := range paths {
+		_, name, err := stepModel(p)
+		if err != nil {
+			return err
+		}
+		if prev, ok := seen[name]; ok {
+			return fmt.Errorf("%s: step name %q is already taken by %s; steps must have distinct names", p, name, prev)
+		}
+		seen[name] = p
+	}
+	return nil
+}
+
+// openStep opens one step (see stepModel) for a trajectory frame.
+func openStep(path string, stderr io.Writer) (trajStep, error) {
+	model, name, err := stepModel(path)
+	if err != nil {
+		return trajStep{}, err
+	}
+	files, err := openModel(model, stderr)
+	if err != nil {
+		return trajStep{}, err
+	}
+	if len(files) == 1 && !strings.HasSuffix(model, ".safetensors.index.json") {
+		name = files[0].name
+	}
+	return trajStep{path: path, name: name, files: files}, nil
 }
 
 func (f inputFile) input() codec.Input {
@@ -129,17 +236,17 @@ func appendSteps(ctx context.Context, w *trajectory.Writer, paths []string, keys
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		in, err := openStep(p, stderr)
+		st, err := openStep(p, stderr)
 		if err != nil {
 			return err
 		}
-		open = append(open, in)
+		open = append(open, st.files...)
 		start := time.Now()
 		var fr trajectory.Frame
 		if keys != nil && keys[i] {
-			fr, err = w.AppendKeyframe(in.input(), opt)
+			fr, err = w.AppendKeyframeFiles(st.name, st.inputs(), opt)
 		} else {
-			fr, err = w.Append(in.input(), opt)
+			fr, err = w.AppendFiles(st.name, st.inputs(), opt)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
@@ -149,7 +256,11 @@ func appendSteps(ctx context.Context, w *trajectory.Writer, paths []string, keys
 			if fr.Ref >= 0 {
 				how = fmt.Sprintf("against frame %d", fr.Ref)
 			}
-			fmt.Fprintf(stderr, "%s: %s -> %s (%.3f of raw, %s) in %.2fs\n", p, humanBytes(fr.Size), humanBytes(fr.Length),
+			of := ""
+			if len(fr.Files) > 1 {
+				of = fmt.Sprintf(" (step %s, %d files)", fr.Name, len(fr.Files))
+			}
+			fmt.Fprintf(stderr, "%s%s: %s -> %s (%.3f of raw, %s) in %.2fs\n", p, of, humanBytes(fr.Size), humanBytes(fr.Length),
 				float64(fr.Length)/float64(max(fr.Size, 1)), how, time.Since(start).Seconds())
 		}
 		// files that can no longer be a reference are closed
@@ -182,12 +293,8 @@ func keyframeList(keys []bool) string {
 // keyframes cost least. Loader warnings come once, from the pack itself.
 func planKeyframes(ctx context.Context, paths []string, k int, opt codec.Options, quiet bool, stderr io.Writer) ([]bool, error) {
 	var p trajectory.Planner
-	var prev inputFile
-	defer func() {
-		if prev.f != nil {
-			prev.f.Close()
-		}
-	}()
+	var prev trajStep
+	defer func() { closeInputs(prev.files) }()
 	for _, path := range paths {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -196,10 +303,8 @@ func planKeyframes(ctx context.Context, paths []string, k int, opt codec.Options
 		if err != nil {
 			return nil, err
 		}
-		err = p.Add(in.input(), opt)
-		if prev.f != nil {
-			prev.f.Close()
-		}
+		err = p.AddFiles(in.inputs(), opt)
+		closeInputs(prev.files)
 		prev = in
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
@@ -245,6 +350,9 @@ func runTrajPack(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	paths, err := expandSteps(fs.Args())
 	if err != nil {
+		return err
+	}
+	if err := stepNames(paths, nil); err != nil {
 		return err
 	}
 	w, err := createOutput(*out, *force, paths, 0o644)
@@ -310,6 +418,9 @@ func runTrajAppend(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	if err := stepNames(paths, w.Archive()); err != nil {
+		return err
+	}
 	if t := w.Archive().Tail; t > 0 && !*quiet {
 		fmt.Fprintf(stderr, "nzip: warning: %s: %d bytes of an interrupted append after the last valid index are cut off\n", path, t)
 	}
@@ -331,12 +442,16 @@ func runTrajAppend(ctx context.Context, args []string, stdout, stderr io.Writer)
 func provideReference(w *trajectory.Writer, archive string, steps []string, quiet bool, stderr io.Writer) (inputFile, bool) {
 	a := w.Archive()
 	j := a.RefFor(len(a.Frames))
-	if j < 0 || safeName(a.Frames[j].Name) != nil || strings.ContainsAny(a.Frames[j].Name, `/\`) {
+	if j < 0 || len(a.Frames[j].Files) != 1 {
+		return inputFile{}, false // only single-file steps are provided
+	}
+	name := a.Frames[j].Files[0].Name
+	if safeName(name) != nil || strings.ContainsAny(name, `/\`) {
 		return inputFile{}, false
 	}
 	seen := map[string]bool{}
 	for _, p := range append(steps[:1:1], archive) {
-		c := filepath.Join(filepath.Dir(p), a.Frames[j].Name)
+		c := filepath.Join(filepath.Dir(p), name)
 		if seen[c] {
 			continue
 		}
@@ -344,10 +459,15 @@ func provideReference(w *trajectory.Writer, archive string, steps []string, quie
 		if st, err := os.Stat(c); err != nil || !st.Mode().IsRegular() || st.Size() != a.Frames[j].Size {
 			continue
 		}
-		in, err := openStep(c, io.Discard)
+		files, err := openModel(c, io.Discard)
 		if err != nil {
 			continue
 		}
+		if len(files) != 1 {
+			closeInputs(files)
+			continue
+		}
+		in := files[0]
 		if ok, err := w.Provide(j, in.input()); err == nil && ok {
 			if !quiet {
 				fmt.Fprintf(stderr, "%s: reference frame %d read from %s (SHA-256 matches) instead of decoded\n", archive, j, c)
@@ -367,6 +487,7 @@ func openTraj(path string) (*trajectory.Archive, *os.File, error) {
 type trajFrameJSON struct {
 	Index      int     `json:"index"`
 	Name       string  `json:"name"`
+	Files      int     `json:"files"` // files of the step (several: a sharded checkpoint)
 	Size       int64   `json:"size"`
 	Compressed int64   `json:"compressed"`
 	OfRaw      float64 `json:"of_raw"`
@@ -397,7 +518,7 @@ func runTrajLs(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			keys++
 		}
 		longest = max(longest, chain)
-		rows = append(rows, trajFrameJSON{Index: i, Name: fr.Name, Size: fr.Size, Compressed: fr.Length, OfRaw: float64(fr.Length) / float64(max(fr.Size, 1)), Ref: fr.Ref, Chain: chain, SHA256: fmt.Sprintf("%x", fr.SHA256)})
+		rows = append(rows, trajFrameJSON{Index: i, Name: fr.Name, Files: len(fr.Files), Size: fr.Size, Compressed: fr.Length, OfRaw: float64(fr.Length) / float64(max(fr.Size, 1)), Ref: fr.Ref, Chain: chain, SHA256: fmt.Sprintf("%x", fr.SHA256)})
 		raw += fr.Size
 		comp += fr.Length
 	}
@@ -414,15 +535,15 @@ func runTrajLs(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fmt.Fprintf(stdout, "%s: %d frames, %d keyframes, frames against the %s; appends keep chains within K = %d (longest now %d)\n", fs.Arg(0), len(a.Frames), keys, map[int]string{0: "previous frame", 1: "keyframe"}[a.Mode], a.K, longest)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "#\tname\tsize\tframe\tof raw\tref\tchain\t")
+	fmt.Fprintln(tw, "#\tname\tfiles\tsize\tframe\tof raw\tref\tchain\t")
 	for _, r := range rows {
 		ref := "key"
 		if r.Ref >= 0 {
 			ref = fmt.Sprint(r.Ref)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%.3f\t%s\t%d\t\n", r.Index, r.Name, r.Size, r.Compressed, r.OfRaw, ref, r.Chain)
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%.3f\t%s\t%d\t\n", r.Index, r.Name, r.Files, r.Size, r.Compressed, r.OfRaw, ref, r.Chain)
 	}
-	fmt.Fprintf(tw, "\ttotal\t%d\t%d\t%.3f\t\t\t\n", raw, comp, float64(comp)/float64(max(raw, 1)))
+	fmt.Fprintf(tw, "\ttotal\t\t%d\t%d\t%.3f\t\t\t\n", raw, comp, float64(comp)/float64(max(raw, 1)))
 	tw.Flush()
 	fmt.Fprintf(stdout, "archive: %d bytes (frames, indexes and header)\n", a.End)
 	if a.Tail > 0 {
@@ -496,6 +617,12 @@ func extractAll(ctx context.Context, a *trajectory.Archive, path, dir string, fo
 			return fmt.Errorf("%s: frames %d and %d are both named %q; extract them one by one with -o", path, j, i, fr.Name)
 		}
 		seen[fr.Name] = i
+		if len(fr.Files) > 1 {
+			if err := checkStepFiles(path, i, fr, filepath.Join(dir, fr.Name), force); err != nil {
+				return err
+			}
+			continue
+		}
 		if _, err := os.Stat(filepath.Join(dir, fr.Name)); err == nil && !force {
 			return fmt.Errorf("%s: already exists (use -f to overwrite)", filepath.Join(dir, fr.Name))
 		}
@@ -505,7 +632,11 @@ func extractAll(ctx context.Context, a *trajectory.Archive, path, dir string, fo
 	err := a.Walk(opt, func(d *trajectory.Decoded) error {
 		fr := a.Frames[d.Frame]
 		dest := filepath.Join(dir, fr.Name)
-		if err := writeOutput(dest, force, path, nil, func(w io.Writer) error { _, err := w.Write(d.Data); return err }); err != nil {
+		if len(fr.Files) > 1 {
+			if err := writeStepFiles(dest, d, force, path); err != nil {
+				return err
+			}
+		} else if err := writeOutput(dest, force, path, nil, func(w io.Writer) error { _, err := w.Write(d.Data); return err }); err != nil {
 			return err
 		}
 		total += fr.Size
@@ -539,7 +670,9 @@ func runTrajVerify(ctx context.Context, args []string, stdout, stderr io.Writer)
 	start := time.Now()
 	var total int64
 	err = a.Walk(codec.Options{Threads: *threads, Context: ctx}, func(d *trajectory.Decoded) error {
-		total += int64(len(d.Data))
+		for _, df := range d.Files {
+			total += int64(len(df.Data))
+		}
 		return ctx.Err()
 	})
 	if err != nil {
@@ -565,8 +698,8 @@ func refModeName(m int) string {
 
 func runTrajExtract(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("trajectory extract", "[-o OUT] [-f] [-threads N] [-q] RUN.nztraj NAME|INDEX  |  -all [-d DIR] [-f] [-threads N] [-q] RUN.nztraj", stderr)
-	out := fs.String("o", "", "output file, - for stdout (default: the step's file name beside the archive)")
-	all := fs.Bool("all", false, "extract every step (each frame decoded once) into -d DIR under its own name")
+	out := fs.String("o", "", "output file, - for stdout (default: the step's file name beside the archive); for a step of several files the output directory (default: the step's name in the current directory)")
+	all := fs.Bool("all", false, "extract every step (each frame decoded once) into -d DIR under its own name (a step of several files: into DIR/NAME/)")
 	dir := fs.String("d", "", "with -all: the output directory (default: beside the archive)")
 	force := fs.Bool("f", false, "overwrite OUT if it exists")
 	threads := fs.Int("threads", 0, "blocks decoded in parallel (default: all CPUs)")
@@ -593,6 +726,9 @@ func runTrajExtract(ctx context.Context, args []string, stdout, stderr io.Writer
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	fr := a.Frames[i]
+	if len(fr.Files) > 1 {
+		return extractStep(ctx, a, path, i, *out, *force, codec.Options{Threads: *threads, Context: ctx}, *quiet, stderr)
+	}
 	dest := *out
 	if dest == "" {
 		if err := safeName(fr.Name); err != nil || strings.Contains(fr.Name, "/") {
@@ -612,6 +748,79 @@ func runTrajExtract(ctx context.Context, args []string, stdout, stderr io.Writer
 		chain, _ := a.Chain(i)
 		fmt.Fprintf(stderr, "%s: frame %d (%s, %s) decoded from %d frame(s) in %.2fs -> %s (SHA-256 verified)\n", path, i, fr.Name,
 			humanBytes(fr.Size), len(chain), time.Since(start).Seconds(), dest)
+	}
+	return nil
+}
+
+// checkStepFiles checks, before anything is decoded, that the files of
+// frame i (a step of several files) can be written into dir: safe,
+// distinct names, none there already unless force.
+func checkStepFiles(path string, i int, fr trajectory.Frame, dir string, force bool) error {
+	seen := map[string]bool{}
+	for _, ff := range fr.Files {
+		if err := safeName(ff.Name); err != nil || strings.Contains(ff.Name, "/") {
+			return fmt.Errorf("%s: frame %d (%s) holds a file without a usable name (%q)", path, i, fr.Name, ff.Name)
+		}
+		if seen[ff.Name] {
+			return fmt.Errorf("%s: frame %d (%s) holds two files named %q", path, i, fr.Name, ff.Name)
+		}
+		seen[ff.Name] = true
+		if _, err := os.Stat(filepath.Join(dir, ff.Name)); err == nil && !force {
+			return fmt.Errorf("%s: already exists (use -f to overwrite)", filepath.Join(dir, ff.Name))
+		}
+	}
+	return nil
+}
+
+// writeStepFiles writes the files of a decoded step into dir (created if
+// needed), each through a temporary file renamed into place.
+func writeStepFiles(dir string, d *trajectory.Decoded, force bool, path string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, df := range d.Files {
+		if err := safeName(df.Name); err != nil || strings.Contains(df.Name, "/") {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		data := df.Data
+		if err := writeOutput(filepath.Join(dir, df.Name), force, path, nil, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// extractStep writes frame i, a step of several files, into the
+// directory out (default: the step's name in the current directory).
+func extractStep(ctx context.Context, a *trajectory.Archive, path string, i int, out string, force bool, opt codec.Options, quiet bool, stderr io.Writer) error {
+	fr := a.Frames[i]
+	if out == "-" {
+		return fmt.Errorf("%s: frame %d (%s) is a step of %d files; give -o DIR, not -", path, i, fr.Name, len(fr.Files))
+	}
+	if out == "" {
+		if err := safeName(fr.Name); err != nil || strings.Contains(fr.Name, "/") {
+			return fmt.Errorf("%s: frame %d has no usable name; name the output directory with -o", path, i)
+		}
+		out = fr.Name
+	}
+	if st, err := os.Stat(out); err == nil && !st.IsDir() {
+		return fmt.Errorf("%s: exists and is not a directory (frame %d, %s, is a step of %d files)", out, i, fr.Name, len(fr.Files))
+	}
+	if err := checkStepFiles(path, i, fr, out, force); err != nil {
+		return err
+	}
+	start := time.Now()
+	d, err := a.Extract(i, opt)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := writeStepFiles(out, d, force, path); err != nil {
+		return err
+	}
+	if !quiet {
+		chain, _ := a.Chain(i)
+		fmt.Fprintf(stderr, "%s: frame %d (%s, %d files, %s) decoded from %d frame(s) in %.2fs -> %s%c (SHA-256 verified)\n", path, i, fr.Name,
+			len(fr.Files), humanBytes(fr.Size), len(chain), time.Since(start).Seconds(), out, filepath.Separator)
 	}
 	return nil
 }
