@@ -35,25 +35,60 @@ type TrajSource struct {
 	Data   []byte
 	Segs   []codec.Segment
 	Format string // the loader's format name
-	// Single: Data is one original file (a model of several files is read
-	// as their concatenation, which can be analysed but not packed).
+	// Single: Data is one original file. A model of several files (a
+	// sharded checkpoint) is read as their concatenation, which is what
+	// the analysis sees; Files then says where each file lies in Data,
+	// and a packed trajectory stores the step as its files.
 	Single bool
+	Files  []TrajFile
 }
 
-// input is the step as one file to code.
-func (s TrajSource) input() codec.Input {
-	return codec.Input{Name: s.Name, R: codec.Bytes(s.Data), Size: int64(len(s.Data)), Format: s.Format, Segments: s.Segs}
+// TrajFile is one file of a step of several files: Data[Start:Start+Size].
+type TrajFile struct {
+	Name        string
+	Start, Size int64
+	Format      string
+}
+
+// inputs is the step as the files to code: Data as one file, or each of
+// Files with the segments that lie in it.
+func (s TrajSource) inputs() []codec.Input {
+	if len(s.Files) == 0 {
+		return []codec.Input{{Name: s.Name, R: codec.Bytes(s.Data), Size: int64(len(s.Data)), Format: s.Format, Segments: s.Segs}}
+	}
+	ins := make([]codec.Input, len(s.Files))
+	for k, f := range s.Files {
+		ins[k] = codec.Input{Name: f.Name, R: codec.Bytes(s.Data[f.Start : f.Start+f.Size]), Size: f.Size, Format: f.Format}
+	}
+	// each segment to the last file that starts at or before it (files
+	// are contiguous and in order; an empty one at a boundary goes to the
+	// file after it)
+	for _, sg := range s.Segs {
+		k := len(s.Files) - 1
+		for k > 0 && s.Files[k].Start > sg.Offset {
+			k--
+		}
+		sg.Offset -= s.Files[k].Start
+		ins[k].Segments = append(ins[k].Segments, sg)
+	}
+	return ins
 }
 
 // TrajSourcesFromModels reads open models (in the order given) as steps.
 func TrajSourcesFromModels(models []*Model) ([]TrajSource, error) {
 	var out []TrajSource
 	for _, m := range models {
-		src, segs, _, err := m.ReadAll()
+		src, segs, starts, err := m.ReadAll()
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, TrajSource{Name: m.Name, Data: src, Segs: segs, Format: m.Format, Single: len(m.Files) == 1})
+		s := TrajSource{Name: m.Name, Data: src, Segs: segs, Format: m.Format, Single: len(m.Files) == 1}
+		if !s.Single {
+			for k, f := range m.Files {
+				s.Files = append(s.Files, TrajFile{Name: f.Name, Start: starts[k], Size: f.Size, Format: f.Format})
+			}
+		}
+		out = append(out, s)
 	}
 	return out, nil
 }
@@ -106,6 +141,7 @@ func TrajSourcesFromArchive(ctx context.Context, path string) ([]TrajSource, err
 					src.Segs = append(src.Segs, sg)
 				}
 				src.Data = append(src.Data, f.Data...)
+				src.Files = append(src.Files, TrajFile{Name: f.Name, Start: base, Size: int64(len(f.Data)), Format: f.Format})
 			}
 		}
 		out = append(out, src)
@@ -283,8 +319,8 @@ func PlanTrajPack(steps []TrajStep, k int) TrajPack {
 // archive. progress(done, total) follows the measuring and coding passes.
 func PackTrajectory(ctx context.Context, steps []TrajSource, k int, progress func(done, total int)) ([]byte, error) {
 	for _, s := range steps {
-		if !s.Single {
-			return nil, fmt.Errorf("%s: a model of several files; trajectory frames are single files", s.Name)
+		if !s.Single && len(s.Files) == 0 {
+			return nil, fmt.Errorf("%s: a model of several files whose file boundaries are not known", s.Name)
 		}
 	}
 	opt := codec.Options{Context: ctx}
@@ -294,7 +330,7 @@ func PackTrajectory(ctx context.Context, steps []TrajSource, k int, progress fun
 		total *= 2
 		var p trajectory.Planner
 		for i, s := range steps {
-			if err := p.Add(s.input(), opt); err != nil {
+			if err := p.AddFiles(s.inputs(), opt); err != nil {
 				return nil, fmt.Errorf("%s: %w", s.Name, err)
 			}
 			if progress != nil {
@@ -310,9 +346,9 @@ func PackTrajectory(ctx context.Context, steps []TrajSource, k int, progress fun
 	}
 	for i, s := range steps {
 		if keys != nil && keys[i] {
-			_, err = w.AppendKeyframe(s.input(), opt)
+			_, err = w.AppendKeyframeFiles(s.Name, s.inputs(), opt)
 		} else {
-			_, err = w.Append(s.input(), opt)
+			_, err = w.AppendFiles(s.Name, s.inputs(), opt)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.Name, err)

@@ -192,7 +192,7 @@ func TestPackTrajectory(t *testing.T) {
 	// the keyframes are the planner's
 	var p trajectory.Planner
 	for _, s := range src {
-		if err := p.Add(s.input(), codec.Options{}); err != nil {
+		if err := p.AddFiles(s.inputs(), codec.Options{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -208,16 +208,60 @@ func TestPackTrajectory(t *testing.T) {
 	if err != nil || n != len(src) {
 		t.Fatalf("walk: %v (%d frames)", err, n)
 	}
-	// a model of several files cannot be a frame
+	// a concatenation without its file boundaries cannot be a frame
 	src[3].Single = false
 	if _, err := PackTrajectory(context.Background(), src, 4, nil); err == nil {
 		t.Fatal("packed a concatenation of files as a frame")
 	}
 }
 
+// Steps of several files (sharded checkpoints, as the workbench reads
+// them: the concatenation and where each file lies) are packed as frames
+// of their files, which come back byte for byte.
+func TestPackTrajectoryMultiFile(t *testing.T) {
+	var steps []TrajSource
+	for i := range 4 {
+		a, b := trajStep(2*i), trajStep(2*i+1)
+		s := TrajSource{Name: fmt.Sprintf("checkpoint-%d", i), Data: append(bytes.Clone(a.Data), b.Data...), Format: "safetensors"}
+		s.Segs = append(s.Segs, a.Segs...)
+		for _, sg := range b.Segs {
+			sg.Offset += int64(len(a.Data))
+			s.Segs = append(s.Segs, sg)
+		}
+		s.Files = []TrajFile{{Name: "x.safetensors", Start: 0, Size: int64(len(a.Data)), Format: "safetensors"}, {Name: "y.safetensors", Start: int64(len(a.Data)), Size: int64(len(b.Data)), Format: "safetensors"}}
+		steps = append(steps, s)
+	}
+	arc, err := PackTrajectory(context.Background(), steps, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := trajectory.Open(bytes.NewReader(arc), int64(len(arc)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = a.Walk(codec.Options{}, func(d *trajectory.Decoded) error {
+		s := steps[d.Frame]
+		if a.Frames[d.Frame].Name != s.Name || len(d.Files) != 2 {
+			return fmt.Errorf("frame %d: %q of %d files", d.Frame, a.Frames[d.Frame].Name, len(d.Files))
+		}
+		for k, f := range s.Files {
+			if d.Files[k].Name != f.Name || !bytes.Equal(d.Files[k].Data, s.Data[f.Start:f.Start+f.Size]) || len(d.Files[k].Segs) == 0 {
+				return fmt.Errorf("frame %d file %d differs", d.Frame, k)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Frames[1].Keyframe() && a.Frames[2].Keyframe() && a.Frames[3].Keyframe() {
+		t.Fatal("no frame is coded against another")
+	}
+}
+
 // A step of several files (a sharded checkpoint) in a .nztraj comes back
-// as the concatenation of its files, like a model of several files: fine
-// to analyse, not packed as one file.
+// as the concatenation of its files, like a model of several files, and
+// with its files' boundaries, so that it can be packed again.
 func TestTrajSourcesFromArchiveMultiFile(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "run.nztraj")
 	f, err := os.Create(p)
@@ -246,5 +290,17 @@ func TestTrajSourcesFromArchiveMultiFile(t *testing.T) {
 	last := got[0].Segs[len(got[0].Segs)-1]
 	if want := b.Segs[len(b.Segs)-1]; last.Name != want.Name || last.Offset != want.Offset+int64(len(a.Data)) {
 		t.Fatalf("the second file's tensors are not shifted: %+v", last)
+	}
+	// and it knows its files: it packs again as a frame of two files
+	if fs := got[0].Files; len(fs) != 2 || fs[1].Name != "y.safetensors" || fs[1].Start != int64(len(a.Data)) {
+		t.Fatalf("files %+v", fs)
+	}
+	arc, err := PackTrajectory(context.Background(), got, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar, err := trajectory.Open(bytes.NewReader(arc), int64(len(arc)))
+	if err != nil || len(ar.Frames) != 1 || len(ar.Frames[0].Files) != 2 {
+		t.Fatalf("repacked: %v", err)
 	}
 }
