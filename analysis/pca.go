@@ -91,12 +91,9 @@ func pcaGram(rows [][]float64, w func(int) float64, wsum float64, mean []float64
 		}
 		total += g[a*n+a]
 	}
-	if total <= 0 {
-		return comps, explained
-	}
-	for k := 0; k < 2; k++ {
-		u, lambda := powerIteration(g, n)
-		if lambda <= total*1e-12 {
+	us, lambdas := topEigen(g, n, total)
+	for k, u := range us {
+		if u == nil {
 			break
 		}
 		v := make([]float64, d)
@@ -108,12 +105,7 @@ func pcaGram(rows [][]float64, w func(int) float64, wsum float64, mean []float64
 		normalize(v)
 		positiveLargest(v)
 		comps[k] = v
-		explained[k] = lambda / total
-		for a := 0; a < n; a++ {
-			for b := 0; b < n; b++ {
-				g[a*n+b] -= lambda * u[a] * u[b]
-			}
-		}
+		explained[k] = lambdas[k] / total
 	}
 	return comps, explained
 }
@@ -151,24 +143,36 @@ func pcaCov(rows [][]float64, w func(int) float64, wsum float64, mean []float64)
 		}
 		total += cov[i*d+i]
 	}
-	if total <= 0 {
-		return comps, explained
-	}
-	for k := 0; k < 2; k++ {
-		v, lambda := powerIteration(cov, d)
-		if lambda <= total*1e-12 {
-			break
-		}
-		comps[k] = v
-		explained[k] = lambda / total
-		// deflate
-		for i := 0; i < d; i++ {
-			for j := 0; j < d; j++ {
-				cov[i*d+j] -= lambda * v[i] * v[j]
-			}
+	comps, lambdas := topEigen(cov, d, total)
+	for k, v := range comps {
+		if v != nil {
+			explained[k] = lambdas[k] / total
 		}
 	}
 	return comps, explained
+}
+
+// topEigen returns the two dominant eigenvectors of the symmetric positive
+// semi-definite n×n matrix m (deflated in place) and their eigenvalues;
+// none when the trace total is not positive, and only the first when the
+// second's eigenvalue is below total·1e-12.
+func topEigen(m []float64, n int, total float64) (vecs [2][]float64, vals [2]float64) {
+	if total <= 0 {
+		return vecs, vals
+	}
+	for k := range vecs {
+		v, lambda := powerIteration(m, n)
+		if lambda <= total*1e-12 {
+			break
+		}
+		vecs[k], vals[k] = v, lambda
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				m[i*n+j] -= lambda * v[i] * v[j]
+			}
+		}
+	}
+	return vecs, vals
 }
 
 // powerIteration returns the dominant unit eigenvector of the symmetric
