@@ -73,20 +73,10 @@ var (
 	planPiece       int64 = 1 << 20
 )
 
-// sampleInput returns in itself when it is small, else the virtual file of
-// its sampled tensor pieces: one tensor per piece, named after the tensor
-// and the piece's offset in it, so that the same pieces of two steps match
-// as reference and value.
-func sampleInput(in codec.Input) codec.Input {
-	if in.Size <= planSampleMin {
-		return in
-	}
-	return samplePieces(in)
-}
-
-// sampleInputs samples the files of a step: all of them (each as
-// sampleInput does) when they total more than planSampleMin bytes, so
-// that a step of many shards is sampled like one file of their size.
+// sampleInputs returns the files of a step themselves when they total at
+// most planSampleMin bytes, else each as the virtual file of its sampled
+// tensor pieces (samplePieces), so that a step of many shards is sampled
+// like one file of their size.
 func sampleInputs(ins []codec.Input) ([]codec.Input, bool) {
 	var total int64
 	for _, in := range ins {
@@ -102,7 +92,9 @@ func sampleInputs(ins []codec.Input) ([]codec.Input, bool) {
 	return out, true
 }
 
-// samplePieces is the virtual file of in's sampled tensor pieces.
+// samplePieces is the virtual file of in's sampled tensor pieces: one
+// tensor per piece, named after the tensor and the piece's offset in it,
+// so that the same pieces of two steps match as reference and value.
 func samplePieces(in codec.Input) codec.Input {
 	segs := append([]codec.Segment(nil), in.Segments...)
 	slices.SortStableFunc(segs, func(a, b codec.Segment) int { return cmp.Compare(a.Offset, b.Offset) })

@@ -239,7 +239,11 @@ func TestSampleInput(t *testing.T) {
 		{Name: "c", DType: dtype.F64, Shape: []int64{3}, Offset: 407, Length: 24},
 		{Offset: 431, Length: 569}, // opaque: not sampled
 	}
-	in := sampleInput(codec.Input{Name: "x", R: bytes.NewReader(file), Size: int64(len(file)), Segments: segs})
+	ins, sampled := sampleInputs([]codec.Input{{Name: "x", R: bytes.NewReader(file), Size: int64(len(file)), Segments: segs}})
+	if !sampled {
+		t.Fatal("an input above the threshold was not sampled")
+	}
+	in := ins[0]
 	// the pieces: a in 40-byte pieces (7.25 of them), b in 40, q in 40 (one, 7 bytes),
 	// c in 40 (one, 24 bytes); every third piece in file order
 	type pc struct {
@@ -293,7 +297,7 @@ func TestSampleInput(t *testing.T) {
 	}
 	// small inputs are measured whole
 	withSampling(t, 1000, 3, 40)
-	if s := sampleInput(codec.Input{R: bytes.NewReader(file), Size: 1000, Segments: segs}); s.Size != 1000 || len(s.Segments) != len(segs) {
+	if s, sampled := sampleInputs([]codec.Input{{R: bytes.NewReader(file), Size: 1000, Segments: segs}}); sampled || s[0].Size != 1000 || len(s[0].Segments) != len(segs) {
 		t.Fatal("an input at the threshold was sampled")
 	}
 }
