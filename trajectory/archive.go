@@ -45,7 +45,7 @@ func Open(r io.ReaderAt, size int64) (*Archive, error) {
 	}
 	a := &Archive{r: r}
 	// the trailer at the end, else the last valid one before it
-	if x, err := readTrailer(r, size, v); err == nil {
+	if x, err := readTrailer(r, size, v, nil); err == nil {
 		a.Index, a.End = *x, size
 		return a, nil
 	}
@@ -63,7 +63,10 @@ func Open(r io.ReaderAt, size int64) (*Archive, error) {
 }
 
 // readTrailer checks the trailer ending at end and decodes its index.
-func readTrailer(r io.ReaderAt, end int64, version int) (*Index, error) {
+//
+// budget, when not nil, is what the index may still cost to check: its
+// length is charged before it is read (see findTrailer).
+func readTrailer(r io.ReaderAt, end int64, version int, budget *int64) (*Index, error) {
 	if end < headerLen+trailerLen {
 		return nil, fmt.Errorf("%w: no trailer", ErrCorrupt)
 	}
@@ -78,6 +81,11 @@ func readTrailer(r io.ReaderAt, end int64, version int) (*Index, error) {
 	n := int64(binary.LittleEndian.Uint64(t[8:]))
 	if off < headerLen || n < 0 || n > maxIndex || off > end-trailerLen || n != end-trailerLen-off {
 		return nil, fmt.Errorf("%w: offset %d: index at %d (+%d) does not end at the trailer", ErrCorrupt, end-trailerLen, off, n)
+	}
+	if budget != nil {
+		if *budget -= n; *budget < 0 {
+			return nil, errTrailerBudget
+		}
 	}
 	idx := make([]byte, n)
 	if _, err := r.ReadAt(idx, off); err != nil {
@@ -95,6 +103,9 @@ func readTrailer(r io.ReaderAt, end int64, version int) (*Index, error) {
 	}
 	return x, nil
 }
+
+// errTrailerBudget: findTrailer's budget is spent.
+var errTrailerBudget = errors.New("trajectory: trailer search budget spent")
 
 // findTrailer scans backwards from size for the last valid trailer. It
 // returns its end and index, or headerLen and nil when there is none (an
@@ -124,19 +135,12 @@ func findTrailer(r io.ReaderAt, size int64, version int) (int64, *Index, error) 
 				break
 			}
 			end := lo + int64(k) + int64(len(TrailerMagic))
-			if end >= headerLen+trailerLen {
-				var t [16]byte
-				if _, err := r.ReadAt(t[:], end-trailerLen); err != nil {
-					return 0, nil, err
-				}
-				if n := int64(binary.LittleEndian.Uint64(t[8:])); n > 0 && n <= maxIndex {
-					if budget -= n; budget < 0 {
-						return 0, nil, fmt.Errorf("%w: no valid trailer found; gave up at offset %d after checking indexes of twice the file's size", ErrCorrupt, end)
-					}
-				}
-			}
-			if x, err := readTrailer(r, end, version); err == nil {
+			x, err := readTrailer(r, end, version, &budget)
+			if err == nil {
 				return end, x, nil
+			}
+			if err == errTrailerBudget {
+				return 0, nil, fmt.Errorf("%w: no valid trailer found; gave up at offset %d after checking indexes of twice the file's size", ErrCorrupt, end)
 			}
 			j = k + len(TrailerMagic) - 1
 		}
