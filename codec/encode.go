@@ -307,9 +307,12 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	binary.LittleEndian.PutUint16(hdr[10:], idx.flags)
 	werr := write(hdr[:])
 
-	hashes := make([]hash.Hash, len(inputs))
-	for i := range hashes {
-		hashes[i] = sha256.New()
+	var hashes []hash.Hash // without the hasher, the inputs as they are written
+	if ahead == nil {
+		hashes = make([]hash.Hash, len(inputs))
+		for i := range hashes {
+			hashes[i] = sha256.New()
+		}
 	}
 	// empty files have no blocks
 	var done int64
