@@ -43,6 +43,23 @@ type TrajSource struct {
 	Files  []TrajFile
 }
 
+// joinFiles is a step of several files (a sharded checkpoint) as the
+// analysis sees it: their concatenation, as for a model of several files,
+// with Files saying where each lies.
+func joinFiles(name string, files []trajectory.DecodedFile) TrajSource {
+	src := TrajSource{Name: name, Format: files[0].Format}
+	for _, f := range files {
+		base := int64(len(src.Data))
+		for _, sg := range f.Segs {
+			sg.Offset += base
+			src.Segs = append(src.Segs, sg)
+		}
+		src.Data = append(src.Data, f.Data...)
+		src.Files = append(src.Files, TrajFile{Name: f.Name, Start: base, Size: int64(len(f.Data)), Format: f.Format})
+	}
+	return src
+}
+
 // TrajFile is one file of a step of several files: Data[Start:Start+Size].
 type TrajFile struct {
 	Name        string
@@ -131,18 +148,7 @@ func TrajSourcesFromArchive(ctx context.Context, path string) ([]TrajSource, err
 	err = a.Walk(codec.Options{Context: ctx}, func(d *trajectory.Decoded) error {
 		src := TrajSource{Name: a.Frames[d.Frame].Name, Data: d.Data, Segs: d.Segs, Format: d.Format, Single: true}
 		if len(d.Files) > 1 {
-			// a step of several files (a sharded checkpoint): their
-			// concatenation, as for a model of several files
-			src.Data, src.Segs, src.Single = nil, nil, false
-			for _, f := range d.Files {
-				base := int64(len(src.Data))
-				for _, sg := range f.Segs {
-					sg.Offset += base
-					src.Segs = append(src.Segs, sg)
-				}
-				src.Data = append(src.Data, f.Data...)
-				src.Files = append(src.Files, TrajFile{Name: f.Name, Start: base, Size: int64(len(f.Data)), Format: f.Format})
-			}
+			src = joinFiles(src.Name, d.Files)
 		}
 		out = append(out, src)
 		return ctx.Err()

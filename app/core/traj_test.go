@@ -96,8 +96,10 @@ func TestAnalyzeTrajectory(t *testing.T) {
 	}
 }
 
-// A .nztraj archive gives back its steps.
-func TestTrajSourcesFromArchive(t *testing.T) {
+// createTraj creates an empty trajectory file (default K, previous-frame
+// references) for a test to append to.
+func createTraj(t *testing.T) (string, *os.File, *trajectory.Writer) {
+	t.Helper()
 	p := filepath.Join(t.TempDir(), "run.nztraj")
 	f, err := os.Create(p)
 	if err != nil {
@@ -107,6 +109,12 @@ func TestTrajSourcesFromArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, f, w
+}
+
+// A .nztraj archive gives back its steps.
+func TestTrajSourcesFromArchive(t *testing.T) {
+	p, f, w := createTraj(t)
 	src := []TrajSource{trajStep(0), trajStep(1), trajStep(2)}
 	for _, s := range src {
 		if _, err := w.Append(codec.Input{Name: s.Name, R: bytes.NewReader(s.Data), Size: int64(len(s.Data)), Segments: s.Segs}, codec.Options{}); err != nil {
@@ -222,14 +230,10 @@ func TestPackTrajectoryMultiFile(t *testing.T) {
 	var steps []TrajSource
 	for i := range 4 {
 		a, b := trajStep(2*i), trajStep(2*i+1)
-		s := TrajSource{Name: fmt.Sprintf("checkpoint-%d", i), Data: append(bytes.Clone(a.Data), b.Data...), Format: "safetensors"}
-		s.Segs = append(s.Segs, a.Segs...)
-		for _, sg := range b.Segs {
-			sg.Offset += int64(len(a.Data))
-			s.Segs = append(s.Segs, sg)
-		}
-		s.Files = []TrajFile{{Name: "x.safetensors", Start: 0, Size: int64(len(a.Data)), Format: "safetensors"}, {Name: "y.safetensors", Start: int64(len(a.Data)), Size: int64(len(b.Data)), Format: "safetensors"}}
-		steps = append(steps, s)
+		steps = append(steps, joinFiles(fmt.Sprintf("checkpoint-%d", i), []trajectory.DecodedFile{
+			{Name: "x.safetensors", Data: a.Data, Segs: a.Segs, Format: "safetensors"},
+			{Name: "y.safetensors", Data: b.Data, Segs: b.Segs, Format: "safetensors"},
+		}))
 	}
 	arc, err := PackTrajectory(context.Background(), steps, 2, nil)
 	if err != nil {
@@ -263,15 +267,7 @@ func TestPackTrajectoryMultiFile(t *testing.T) {
 // as the concatenation of its files, like a model of several files, and
 // with its files' boundaries, so that it can be packed again.
 func TestTrajSourcesFromArchiveMultiFile(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "run.nztraj")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := trajectory.Create(f, trajectory.DefaultK, trajectory.RefPrevious)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, f, w := createTraj(t)
 	a, b := trajStep(0), trajStep(1)
 	in := func(name string, s TrajSource) codec.Input {
 		return codec.Input{Name: name, R: bytes.NewReader(s.Data), Size: int64(len(s.Data)), Segments: s.Segs}
