@@ -40,7 +40,7 @@ func benchDecompress(b *testing.B, name string, threads int, skipHash bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rd, err := NewReader(bytes.NewReader(arc), int64(len(arc)))
+	rd, err := NewReader(Bytes(arc), int64(len(arc))) // in place, as DecompressBytes and nzip bench
 	if err != nil {
 		b.Fatal(err)
 	}

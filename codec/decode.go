@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"hash/crc32"
 	"io"
 	"sort"
 	"strings"
@@ -72,7 +71,7 @@ func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
 	if err := readFull(r, ix, indexOff); err != nil {
 		return nil, err
 	}
-	if crc32.Checksum(ix, castagnoli) != indexCRC {
+	if crc32c(ix) != indexCRC {
 		return nil, &CorruptError{Offset: indexOff, Block: -1, Msg: "index checksum mismatch", Err: ErrChecksum}
 	}
 	raw, err := zstdDecode(make([]byte, 0, rawLen), ix, int(rawLen), true)
@@ -201,7 +200,7 @@ func (r *Reader) decodeBlock(bd *blockDecoder, fi, bi int, dst []byte, comp *[]b
 		if err := r.decodeBlock(bd, b.ref, int(b.refOff), dst, comp); err != nil {
 			return err
 		}
-		if crc32.Checksum(dst, castagnoli) != b.crc {
+		if crc32c(dst) != b.crc {
 			return &CorruptError{Offset: b.compOff, File: f.Name, Block: bi, FileOffset: b.origOff, Msg: "CRC-32C mismatch", Err: ErrChecksum}
 		}
 		return nil
@@ -237,7 +236,7 @@ func (r *Reader) decodeBlock(bd *blockDecoder, fi, bi int, dst []byte, comp *[]b
 	} else if err := bd.decode(dst, c, b.kind, b.dtype); err != nil {
 		return mk(err.Error(), ErrCorrupt)
 	}
-	if crc32.Checksum(dst, castagnoli) != b.crc {
+	if crc32c(dst) != b.crc {
 		return mk("CRC-32C mismatch", ErrChecksum)
 	}
 	return nil

@@ -386,7 +386,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	binary.LittleEndian.PutUint64(tr[0:], uint64(indexOff))
 	binary.LittleEndian.PutUint64(tr[8:], uint64(len(ix)))
 	binary.LittleEndian.PutUint32(tr[16:], uint32(len(raw)))
-	binary.LittleEndian.PutUint32(tr[20:], crc32.Checksum(ix, castagnoli))
+	binary.LittleEndian.PutUint32(tr[20:], crc32c(ix))
 	copy(tr[24:], TrailerMagic[:])
 	if err := write(tr[:]); err != nil {
 		return res, err
@@ -447,7 +447,7 @@ func encodeTask(be *blockEncoder, r io.ReaderAt, ref *Reference, t *encTask) err
 		if kind != kindFloat {
 			d = 0
 		}
-		t.info = append(t.info, blockInfo{kind: kind, dtype: d, origLen: p.length, compLen: int64(len(out) - mark), crc: crc32.Checksum(in, castagnoli)})
+		t.info = append(t.info, blockInfo{kind: kind, dtype: d, origLen: p.length, compLen: int64(len(out) - mark), crc: crc32c(in)})
 	}
 	*t.out = out
 	return nil

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"slices"
 
@@ -276,7 +275,7 @@ func (r *Reader) readRef(b blockInfo) (rb []byte, pooled *[]byte, err error) {
 // reference: a copy when the reference bytes are equal, otherwise the
 // smaller of the independent coding and the difference to the reference.
 func (b *blockEncoder) encodeWithRef(out, in []byte, ref *Reference, p blockPlan) ([]byte, blockInfo, error) {
-	info := blockInfo{origLen: p.length, crc: crc32.Checksum(in, castagnoli)}
+	info := blockInfo{origLen: p.length, crc: crc32c(in)}
 	rb := new([]byte)
 	if s, ok := inPlace(ref.files[p.ref-1].r, p.refOff, int64(len(in))); ok {
 		*rb = s

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"math"
 
 	"github.com/klauspost/compress/huff0"
@@ -517,7 +516,7 @@ func (s *Setup) marshal() []byte {
 	out = binary.LittleEndian.AppendUint16(out, 0)
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(p)))
 	out = append(out, p...)
-	out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
+	out = binary.LittleEndian.AppendUint32(out, crc32c(out))
 	return out
 }
 
@@ -552,7 +551,7 @@ func ParseSetup(b []byte) (*Setup, error) {
 	if n := binary.LittleEndian.Uint32(b[12:]); uint64(n) != uint64(len(b))-20 {
 		return nil, bad("payload of %d bytes in a file of %d", n, len(b))
 	}
-	if crc32.Checksum(b[:len(b)-4], castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
+	if crc32c(b[:len(b)-4]) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
 		return nil, bad("checksum mismatch")
 	}
 	r := &indexReader{b: b[16 : len(b)-4]}

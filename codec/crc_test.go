@@ -1,0 +1,117 @@
+package codec
+
+import (
+	"hash/crc32"
+	"math/bits"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestCRC32C compares crc32c with hash/crc32, its twin, over every length
+// up to a few folding steps, unaligned starts, non-zero initial states and
+// real weights.
+func TestCRC32C(t *testing.T) {
+	if !useCRCFold {
+		t.Log("no VPCLMULQDQ here: crc32c is hash/crc32 itself")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	buf := make([]byte, 8192+64)
+	for i := range buf {
+		buf[i] = byte(rng.Uint32())
+	}
+	check := func(crc uint32, p []byte) {
+		t.Helper()
+		if got, want := crc32cUpdate(crc, p), crc32.Update(crc, castagnoli, p); got != want {
+			t.Fatalf("len %d crc %#x: %#x, hash/crc32 %#x", len(p), crc, got, want)
+		}
+	}
+	for n := 0; n <= 4096+300; n++ {
+		off := n % 64
+		check(0, buf[off:off+n])
+		check(uint32(n)*0x9e3779b9, buf[off:off+n])
+	}
+	// all-zero and all-one runs (fold products of zero, of every bit)
+	z := make([]byte, 5000)
+	check(0, z)
+	check(0xffffffff, z)
+	for i := range z {
+		z[i] = 0xff
+	}
+	check(0, z)
+	if d := sharedDir(); d != "" {
+		src, err := os.ReadFile(filepath.Join(d, "models/bench/real-bf16.safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{1024, 65536 + 17, len(src) - 3} {
+			check(0, src[3:3+n])
+		}
+	}
+}
+
+// TestCRC32CChunks: folding in pieces gives the one-piece CRC.
+func TestCRC32CChunks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	p := make([]byte, 100000)
+	for i := range p {
+		p[i] = byte(rng.Uint32())
+	}
+	want := crc32.Checksum(p, castagnoli)
+	for _, step := range []int{1, 1000, 1024, 4097, 65536} {
+		var c uint32
+		for i := 0; i < len(p); i += step {
+			c = crc32cUpdate(c, p[i:min(i+step, len(p))])
+		}
+		if c != want {
+			t.Fatalf("pieces of %d: %#x, want %#x", step, c, want)
+		}
+	}
+}
+
+// TestCRCFoldConstants derives crc_amd64.s's folding constants from the
+// polynomial: for a distance of F bits, reflect32(x^(F±32) mod P) << 1.
+func TestCRCFoldConstants(t *testing.T) {
+	xnmod := func(n int) uint32 { // x^n mod P, P = x^32 + 0x1EDC6F41 (not reflected)
+		r := uint32(1)
+		for i := 0; i < n; i++ {
+			top := r & 0x80000000
+			r <<= 1
+			if top != 0 {
+				r ^= 0x1EDC6F41
+			}
+		}
+		return r
+	}
+	k := func(n int) uint64 { return uint64(bits.Reverse32(xnmod(n))) << 1 }
+	for _, c := range []struct {
+		f      int
+		lo, hi uint64
+	}{{2048, 0xdcb17aa4, 0xb9e02b86}, {512, 0x740eef02, 0x9e4addf8}, {128, 0xf20c0dfe, 0x14cd00bd6}} {
+		if k(c.f+32) != c.lo || k(c.f-32) != c.hi {
+			t.Errorf("F=%d: derived %#x %#x, assembly has %#x %#x", c.f, k(c.f+32), k(c.f-32), c.lo, c.hi)
+		}
+	}
+}
+
+func BenchmarkCRC32C(b *testing.B) {
+	p := make([]byte, 65536)
+	for i := range p {
+		p[i] = byte(i * 7)
+	}
+	b.Run("fold", func(b *testing.B) {
+		b.SetBytes(int64(len(p)))
+		b.ReportAllocs()
+		for b.Loop() {
+			crc32c(p)
+		}
+	})
+	b.Run("hash-crc32", func(b *testing.B) {
+		b.SetBytes(int64(len(p)))
+		b.ReportAllocs()
+		for b.Loop() {
+			crc32.Checksum(p, castagnoli)
+		}
+	})
+}
