@@ -35,6 +35,7 @@ type blockEncoder struct {
 	hist      [256]uint32
 	stats     fieldStats
 	ref       *refEncoder // reference-conditioned blocks (ref_block.go)
+	best      bool        // Options.Best: also try the slow codings
 }
 
 func (b *blockEncoder) buffers(n, np int) {

@@ -308,6 +308,47 @@
 // k XOR 2^(B-1) when the top bit of k is 1 and k XOR (2^B-1) otherwise.
 // Tokens above T are invalid.
 //
+// # Range-coded difference blocks
+//
+// A difference block may instead use method 2 (encoders write it only when
+// asked, Options.Best, and when it is smaller): the same tokens and extra
+// bits, but range-coded with adaptive binary models instead of Huffman
+// tables by group. The payload is
+//
+//	u8 method          2
+//	u8 q               sub-bucket bits, as for method 1
+//	uvarint L, L bytes the range-coded decisions (below)
+//	the rest           the raw extra bits: for each value with an extra-bit
+//	                   count x ≥ 2, in value order, its low x-1 extra bits,
+//	                   LSB first, packed LSB first into bytes; the last byte
+//	                   is padded with zero bits and no byte follows it
+//
+// For each value i in order, with context c = e(r_i), the decoder reads
+// the 8 bits of its token, most significant first, each with the model
+// tree[c][node] where node starts at 1 and becomes 2·node + bit after each
+// bit (the token is node - 256 at the end); then, when the token's bucket
+// k = floor((token+1)/2) has x ≥ 1 extra bits (k ≥ 2^(q+1),
+// x = floor(k/2^q) - 1), the top extra bit with the model top[k]; the
+// other x-1 extra bits come from the raw stream. Values and signs follow
+// as for method 1. All models start at probability 1/2 and count 0 at the
+// start of the block.
+//
+// A model holds p, the probability of a 1 bit times 2^16, and a count n.
+// After a bit b it becomes p + floor((b·2^16 - p)·w(n) / 2^16), clamped to
+// 32..65504, with w(n) = floor(655360 / (10n + 18)), and n becomes
+// min(n + 1, 127): the first bits move p about 1/(n + 1.8) of the way (a
+// Krichevsky–Trofimov estimate), later ones 1/130, so a model follows
+// statistics that drift along the block.
+//
+// The decisions are coded as by LZMA's range coder with 16-bit
+// probabilities. The decoder starts with range R = 2^32 - 1 and code C =
+// the big-endian uint32 of the stream's bytes 1 to 4 (byte 0 must be 0).
+// Per decision with model probability p: B = floor(R / 2^16)·p; if C < B
+// the bit is 1 and R = B, otherwise it is 0, C = C - B and R = R - B; then
+// while R < 2^24: R = R·2^8 and C = C·2^8 + the next byte. After the last
+// value the decoder must have read exactly the L bytes; the encoder (low
+// L, cache byte and pending count as in LZMA) flushes with five shifts.
+//
 // # Integrity
 //
 // Every block carries the CRC-32C of its original bytes and every file its

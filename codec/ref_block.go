@@ -181,6 +181,9 @@ type refEncoder struct {
 	best    []byte // the payload coded
 	est     huffTable
 	estHdr  []byte
+	rc      *rcState // method 2 (Options.Best)
+	rcOut   []byte
+	rcRaw   []byte
 }
 
 // refGroupThresholds: the encoder considers these minimum context sizes (a
@@ -286,9 +289,17 @@ func (b *blockEncoder) encodeRefFloat(dst, src, ref []byte, d dtype.DType) ([]by
 		}
 	}
 	e.best = b.appendRefGroups(e.best[:0], &p, bestK, n)
+	mark := len(dst)
 	dst = append(dst, e.best...)
 	dst = binary.AppendUvarint(dst, uint64(len(e.extra)))
-	return append(dst, e.extra...), true
+	dst = append(dst, e.extra...)
+	if b.best {
+		e.best = e.appendRefRange(e.best[:0], &p, n)
+		if len(e.best) < len(dst)-mark {
+			dst = append(dst[:mark], e.best...)
+		}
+	}
+	return dst, true
 }
 
 // estimateGroups estimates the bytes of the token streams with the k
@@ -568,6 +579,7 @@ type refDecoder struct {
 	ex      []byte   // exponent of each reference value
 	rv, out []uint32 // reference and decoded values
 	pad     []byte   // the extra bits, padded for 8-byte reads
+	rc      *rcState // method 2
 }
 
 // loadAll reads len(v) values of the given size (1, 2 or 4 bytes).
@@ -622,6 +634,9 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 	}
 	e := b.ref
 	n := len(dst) / p.size
+	if len(src) > 0 && src[0] == refMethodRange {
+		return e.decodeRefRange(dst, src[1:], ref, &p)
+	}
 	if len(src) < 3 || src[0] != refMethodULP {
 		return errf("reference block: unknown method")
 	}

@@ -157,6 +157,27 @@ func TestRefBlockRoundTrip(t *testing.T) {
 						}
 					}
 				}
+				// method 2 (range-coded) of the same values, forced
+				spec, _ := refSpecFor(d)
+				p2 := be.ref.appendRefRange(nil, &spec, n)
+				if p2[0] != refMethodRange {
+					t.Fatalf("%v: method byte %d", d, p2[0])
+				}
+				clear(got)
+				if err := bd.decodeRefFloat(got, p2, ref, d); err != nil || !bytes.Equal(got, cur) {
+					t.Fatalf("%v n=%d case %d, method 2: roundtrip differs (%v)", d, n, ci, err)
+				}
+				if len(p2) < 300 {
+					for k := 0; k < len(p2); k++ {
+						if bd.decodeRefFloat(got, p2[:k], ref, d) == nil {
+							t.Fatalf("%v n=%d case %d, method 2: truncated payload (%d of %d bytes) decodes", d, n, ci, k, len(p2))
+						}
+					}
+				}
+				// a byte more after the extra bits is refused too
+				if bd.decodeRefFloat(got, append(bytes.Clone(p2), 0), ref, d) == nil {
+					t.Fatalf("%v n=%d case %d, method 2: trailing byte accepted", d, n, ci)
+				}
 			}
 		}
 	}
@@ -214,9 +235,17 @@ func TestRefEdgeArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, best := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "best"}[best], func(t *testing.T) {
+			testRefEdgeArchive(t, cur, refB, segs, ref, best)
+		})
+	}
+}
+
+func testRefEdgeArchive(t *testing.T, cur, refB []byte, segs []Segment, ref *Reference, best bool) {
 	enc := func(threads int, ref *Reference) []byte {
 		var buf bytes.Buffer
-		if _, err := Encode(&buf, []Input{{Name: "cur.safetensors", R: bytes.NewReader(cur), Size: int64(len(cur)), Segments: segs}}, Options{Threads: threads, Ref: ref, ChunkValues: 4096}); err != nil {
+		if _, err := Encode(&buf, []Input{{Name: "cur.safetensors", R: bytes.NewReader(cur), Size: int64(len(cur)), Segments: segs}}, Options{Threads: threads, Ref: ref, ChunkValues: 4096, Best: best}); err != nil {
 			t.Fatal(err)
 		}
 		return buf.Bytes()
@@ -225,6 +254,11 @@ func TestRefEdgeArchive(t *testing.T) {
 	for _, th := range []int{2, 4} {
 		if !bytes.Equal(enc(th, ref), arc) {
 			t.Fatalf("archive differs at %d threads", th)
+		}
+	}
+	if best {
+		if n := countRefMethod(t, arc, ref, refMethodRange); n == 0 {
+			t.Fatal("Best: no range-coded block")
 		}
 	}
 	rd, err := NewReader(bytes.NewReader(arc), int64(len(arc)))
@@ -381,5 +415,45 @@ func TestGoldenRef(t *testing.T) {
 	}
 	if out, err := DecompressBytes(v2, Options{Ref: ref}); err != nil || sha256.Sum256(out) != sha256.Sum256(src) {
 		t.Fatalf("version 2 reference archive: %v", err)
+	}
+}
+
+// TestGoldenRefBest pins method 2 (range-coded difference blocks) the same
+// way: testdata/golden-ref-best-v3.nzip is the golden input coded against
+// refGoldenRef with Options.Best, and must hold range-coded blocks.
+func TestGoldenRefBest(t *testing.T) {
+	path := filepath.Join("testdata", "golden-ref-best-v3.nzip")
+	src, segs := goldenInput()
+	refB, refSegs := refGoldenRef()
+	ref, err := NewReference([]Input{{Name: "reference.safetensors", R: bytes.NewReader(refB), Size: int64(len(refB)), Segments: refSegs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := Encode(&buf, []Input{{Name: "example.safetensors", Format: "safetensors", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, Options{ChunkValues: 1024, Threads: 2, Ref: ref, Best: true}); err != nil {
+		t.Fatal(err)
+	}
+	arc := buf.Bytes()
+	if *update {
+		if err := os.WriteFile(path, arc, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	golden, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if n := countRefMethod(t, golden, ref, refMethodRange); n == 0 {
+		t.Fatal("golden Best archive holds no range-coded block")
+	}
+	out, err := DecompressBytes(golden, Options{Ref: ref})
+	if err != nil {
+		t.Fatalf("golden Best archive does not decode: %v", err)
+	}
+	if sha256.Sum256(out) != sha256.Sum256(src) {
+		t.Fatal("golden Best archive decodes to different bytes")
+	}
+	if !bytes.Equal(arc, golden) {
+		t.Fatalf("encoder output changed (%d bytes, golden %d): a format or coding change must be deliberate; regenerate with -update", len(arc), len(golden))
 	}
 }

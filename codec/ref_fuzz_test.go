@@ -19,12 +19,14 @@ func refFuzzSeeds(tb testing.TB) (refs []*Reference, seeds [][]byte) {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		var buf bytes.Buffer
-		if _, err := Encode(&buf, []Input{{Name: "m", R: bytes.NewReader(cur), Size: int64(len(cur)), Segments: segs}}, Options{Ref: ref, ChunkValues: chunk}); err != nil {
-			tb.Fatal(err)
-		}
 		refs = append(refs, ref)
-		seeds = append(seeds, buf.Bytes())
+		for _, best := range []bool{false, true} { // Best: range-coded blocks (method 2)
+			var buf bytes.Buffer
+			if _, err := Encode(&buf, []Input{{Name: "m", R: bytes.NewReader(cur), Size: int64(len(cur)), Segments: segs}}, Options{Ref: ref, ChunkValues: chunk, Best: best}); err != nil {
+				tb.Fatal(err)
+			}
+			seeds = append(seeds, buf.Bytes())
+		}
 	}
 	// a small model: a tensor of every type, moved a little
 	r := rand.New(rand.NewPCG(3, 4))
@@ -108,6 +110,8 @@ func FuzzRefBlock(f *testing.F) {
 		refs[d] = ref
 		p, _ := be.encodeRefFloat(nil, refPerturb(d, ref, r), ref, d)
 		f.Add(byte(i), p)
+		spec, _ := refSpecFor(d)
+		f.Add(byte(i), be.ref.appendRefRange(nil, &spec, len(ref)/d.Size())) // method 2
 	}
 	f.Fuzz(func(t *testing.T, which byte, payload []byte) {
 		d := refTestTypes[int(which)%len(refTestTypes)]

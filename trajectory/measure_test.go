@@ -47,12 +47,18 @@ func TestMeasure(t *testing.T) {
 		}
 		prev, _ := frames(n, RefPrevious)
 		key10, _ := frames(10, RefKeyframe)
+		bestOne := packOpt(t, steps, n, RefPrevious, codec.Options{Best: true})
+		ba, err := Open(bestOne, int64(len(bestOne.b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		prevBest := ba.Frames
 		var b strings.Builder
-		fmt.Fprintf(&b, "\n%s: %d steps\n\n| step | raw | independent | vs previous | of raw | ÷ indep. | vs keyframe (K=10) | of raw |\n|---|---|---|---|---|---|---|---|\n", kind, n)
+		fmt.Fprintf(&b, "\n%s: %d steps\n\n| step | raw | independent | vs previous | of raw | ÷ indep. | vs previous, best | of raw | vs keyframe (K=10) | of raw |\n|---|---|---|---|---|---|---|---|---|---|\n", kind, n)
 		for i, s := range steps {
 			raw := float64(len(s.data))
-			fmt.Fprintf(&b, "| %s | %d | %d (%.3f) | %d | %.3f | %.3f | %d | %.3f |\n", strings.TrimSuffix(s.name, ".safetensors"), len(s.data), ind[i], float64(ind[i])/raw,
-				prev[i].Length, float64(prev[i].Length)/raw, float64(prev[i].Length)/float64(ind[i]), key10[i].Length, float64(key10[i].Length)/raw)
+			fmt.Fprintf(&b, "| %s | %d | %d (%.3f) | %d | %.3f | %.3f | %d | %.3f | %d | %.3f |\n", strings.TrimSuffix(s.name, ".safetensors"), len(s.data), ind[i], float64(ind[i])/raw,
+				prev[i].Length, float64(prev[i].Length)/raw, float64(prev[i].Length)/float64(ind[i]), prevBest[i].Length, float64(prevBest[i].Length)/raw, key10[i].Length, float64(key10[i].Length)/raw)
 		}
 		fmt.Fprintf(&b, "\nsum raw %d, sum independent %d (%.3f of raw)\n\n| mode | K | archive bytes | ÷ sum independent | of raw |\n|---|---|---|---|---|\n", sumRaw, sumInd, float64(sumInd)/float64(sumRaw))
 		for _, mode := range []int{RefPrevious, RefKeyframe} {
@@ -60,6 +66,16 @@ func TestMeasure(t *testing.T) {
 				_, end := frames(k, mode)
 				fmt.Fprintf(&b, "| %s | %d | %d | %.4f | %.4f |\n", map[int]string{0: "prev", 1: "key"}[mode], k, end, float64(end)/float64(sumInd), float64(end)/float64(sumRaw))
 			}
+		}
+		// Options.Best (nzip trajectory pack -best): range-coded difference blocks
+		bestArc := map[int]*memFile{}
+		bestArc[n] = bestOne
+		for _, k := range []int{10, n} {
+			if bestArc[k] == nil {
+				bestArc[k] = packOpt(t, steps, k, RefPrevious, codec.Options{Best: true})
+			}
+			end := int64(len(bestArc[k].b))
+			fmt.Fprintf(&b, "| prev, best | %d | %d | %.4f | %.4f |\n", k, end, float64(end)/float64(sumInd), float64(end)/float64(sumRaw))
 		}
 		// keyframes placed by PlanKeyframes (nzip trajectory pack's default)
 		pl := measure(t, steps)
@@ -105,6 +121,17 @@ func TestMeasure(t *testing.T) {
 				}
 			})
 			fmt.Fprintf(&b, "| %s | %d | %d | %d | %.2f | %.1f | %v |\n", map[int]string{0: "prev", 1: "key"}[c.mode], c.k, i, len(chain), d.Seconds()*1e3, d.Seconds()/tInd.Seconds(), d.Seconds() <= float64(c.k)*tInd.Seconds())
+		}
+		for _, k := range []int{10, n} {
+			a, _ := Open(bestArc[k], int64(len(bestArc[k].b)))
+			i := min(k-1, n-1)
+			d := best(func() {
+				got, err := a.Extract(i, codec.Options{})
+				if err != nil || !bytes.Equal(got.Data, steps[i].data) {
+					t.Fatal("extract", err)
+				}
+			})
+			fmt.Fprintf(&b, "| prev, best | %d | %d | %d | %.2f | %.1f | %v |\n", k, i, i+1, d.Seconds()*1e3, d.Seconds()/tInd.Seconds(), d.Seconds() <= float64(k)*tInd.Seconds())
 		}
 		for _, k := range []int{5, 10} {
 			f := planned[k]

@@ -429,3 +429,41 @@ func TestExtractDamagedChain(t *testing.T) {
 		t.Fatalf("extract: %v", err)
 	}
 }
+
+// TestBest packs runs with codec.Options.Best (range-coded difference
+// blocks): every frame decodes bit-exact, the archive is no larger than
+// the default one, and repack with Best codes every referencing frame
+// again (a default archive repacked with Best is the Best pack).
+func TestBest(t *testing.T) {
+	t.Run("synthetic", func(t *testing.T) { testBest(t, synthSteps(7)) })
+	t.Run("real", func(t *testing.T) {
+		steps := realSteps(t, "bf16")
+		testBest(t, steps[len(steps)-6:]) // the late steps, where Best gains most
+	})
+}
+
+func testBest(t *testing.T, steps []step) {
+	for _, k := range []int{3, 100} {
+		def := pack(t, steps, k, RefPrevious, 2)
+		best := packOpt(t, steps, k, RefPrevious, codec.Options{Threads: 2, Best: true})
+		if len(best.b) > len(def.b) {
+			t.Fatalf("K %d: Best %d bytes, default %d", k, len(best.b), len(def.b))
+		}
+		checkAll(t, best, steps)
+		t.Logf("K %d: default %d bytes, Best %d (%.2f %% smaller)", k, len(def.b), len(best.b), 100*(1-float64(len(best.b))/float64(len(def.b))))
+	}
+	// repack of a one-keyframe default archive with Best = Best pack
+	def := pack(t, steps, 100, RefPrevious, 2)
+	a, err := Open(def, int64(len(def.b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := &memFile{}
+	if _, err := Repack(a, got, 100, codec.Options{Threads: 2, Best: true}); err != nil {
+		t.Fatal(err)
+	}
+	want := packOpt(t, steps, 100, RefPrevious, codec.Options{Threads: 1, Best: true})
+	if !bytes.Equal(got.b, want.b) {
+		t.Fatalf("repack with Best: %d bytes, Best pack %d", len(got.b), len(want.b))
+	}
+}

@@ -14,8 +14,9 @@ import (
 // every K-th frame) usually gets smaller. Frames that keep their
 // reference (a keyframe that stays one, a frame coded against the frame
 // before that stays so) are copied as they are; the others are coded
-// again. Each frame is decoded twice and measured as by Planner (coded
-// twice more, or a sample of it); opt.Ref is ignored. On an error (a
+// again (with opt.Best, every frame with a reference is). Each frame is
+// decoded twice and measured as by Planner (coded twice more, or a sample
+// of it); opt.Ref is ignored. On an error (a
 // damaged frame names itself) f holds a partial trajectory: write to a
 // temporary file and rename it on success. The new archive is of format
 // Version (a version 1 archive is converted), its steps of one file or
@@ -47,7 +48,7 @@ func Repack(a *Archive, f File, k int, opt codec.Options) (*Writer, error) {
 		var fr Frame
 		var err error
 		switch {
-		case keys[i] && old.Ref < 0, !keys[i] && old.Ref == i-1:
+		case keys[i] && old.Ref < 0, !keys[i] && old.Ref == i-1 && !opt.Best:
 			nf := old
 			nf.Ref = -1
 			if !keys[i] {

@@ -150,13 +150,19 @@ func realSteps(t testing.TB, kind string) []step {
 // pack writes a trajectory of the steps.
 func pack(t testing.TB, steps []step, k, mode, threads int) *memFile {
 	t.Helper()
+	return packOpt(t, steps, k, mode, codec.Options{Threads: threads})
+}
+
+// packOpt is pack with the given coding options.
+func packOpt(t testing.TB, steps []step, k, mode int, opt codec.Options) *memFile {
+	t.Helper()
 	f := &memFile{}
 	w, err := Create(f, k, mode)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range steps {
-		if _, err := w.Append(s.input(), codec.Options{Threads: threads}); err != nil {
+		if _, err := w.Append(s.input(), opt); err != nil {
 			t.Fatal(err)
 		}
 	}

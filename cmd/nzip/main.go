@@ -8,13 +8,13 @@
 //	nzip setup build   -o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-chunk N] [-sample F] [-pair-bias X] [-q] FILE...
 //	nzip setup show    [-json] FILE.nzsetup
 //	nzip setup compare [-json] -setups S1,S2,... [-threads N] [-runs N] [-setup-external] FILE...
-//	nzip trajectory pack    -o RUN.nztraj [-f] [-keyframe K] [-plan=false] [-ref-mode prev|key] [-threads N] [-chunk N] [-q] STEP...
-//	nzip trajectory append  [-threads N] [-q] RUN.nztraj STEP...
+//	nzip trajectory pack    -o RUN.nztraj [-f] [-keyframe K] [-plan=false] [-ref-mode prev|key] [-threads N] [-chunk N] [-best] [-q] STEP...
+//	nzip trajectory append  [-threads N] [-best] [-q] RUN.nztraj STEP...
 //	nzip trajectory ls      [-json] RUN.nztraj
 //	nzip trajectory extract [-o OUT] [-f] [-threads N] [-q] RUN.nztraj NAME|INDEX
 //	nzip trajectory extract -all [-d DIR] [-f] [-threads N] [-q] RUN.nztraj
 //	nzip trajectory verify  [-threads N] [-q] RUN.nztraj
-//	nzip trajectory repack  -o OUT.nztraj [-f] [-keyframe K] [-threads N] [-q] RUN.nztraj
+//	nzip trajectory repack  -o OUT.nztraj [-f] [-keyframe K] [-threads N] [-best] [-q] RUN.nztraj
 //
 // compress, decompress and verify take -ref REF: the archive is coded
 // against (and decoded with) the reference model REF.
@@ -38,7 +38,7 @@ const usage = `nzip: lossless compression of neural-network checkpoints
 
 usage:
   nzip compress   [-o OUT] [-f] [-threads N] [-chunk N] [-level N]
-                  [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF] [-q] IN
+                  [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF [-best]] [-q] IN
   nzip decompress [-o OUT] [-f] [-threads N] [-tensor NAME] [-setup S.nzsetup] [-ref REF] [-q] IN.nzip
   nzip verify     [-threads N] [-setup S.nzsetup] [-ref REF] IN.nzip
   nzip inspect    [-json] [-setup S.nzsetup] [-ref REF] FILE
@@ -48,13 +48,13 @@ usage:
                      [-pair-bias X] [-pairs=false] [-plane-min-gain X] [-q] FILE...
   nzip setup show    [-json] FILE.nzsetup
   nzip setup compare [-json] -setups S1,S2,... [-threads N] [-runs N] [-setup-external] FILE...
-  nzip trajectory pack    -o RUN.nztraj [-f] [-keyframe K] [-plan=false] [-ref-mode prev|key] [-threads N] [-chunk N] [-q] STEP...
-  nzip trajectory append  [-threads N] [-q] RUN.nztraj STEP...
+  nzip trajectory pack    -o RUN.nztraj [-f] [-keyframe K] [-plan=false] [-ref-mode prev|key] [-threads N] [-chunk N] [-best] [-q] STEP...
+  nzip trajectory append  [-threads N] [-best] [-q] RUN.nztraj STEP...
   nzip trajectory ls      [-json] RUN.nztraj
   nzip trajectory extract [-o OUT] [-f] [-threads N] [-q] RUN.nztraj NAME|INDEX
   nzip trajectory extract -all [-d DIR] [-f] [-threads N] [-q] RUN.nztraj
   nzip trajectory verify  [-threads N] [-q] RUN.nztraj
-  nzip trajectory repack  -o OUT.nztraj [-f] [-keyframe K] [-threads N] [-q] RUN.nztraj
+  nzip trajectory repack  -o OUT.nztraj [-f] [-keyframe K] [-threads N] [-best] [-q] RUN.nztraj
 
 Run "nzip COMMAND -h" (or "nzip setup SUBCOMMAND -h") for the flags of a command.
 `

@@ -404,3 +404,73 @@ func TestTrajectoryVerifyExtractAll(t *testing.T) {
 		t.Fatalf("verify of a damaged archive: %d %s", code, errs)
 	}
 }
+
+// TestBestCLI: -best (range-coded difference blocks) in compress -ref and
+// trajectory pack/append/repack: smaller or equal, bit-exact, and refused
+// without a reference in compress.
+func TestBestCLI(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base.safetensors")
+	ft := filepath.Join(dir, "ft.safetensors")
+	writeStep(t, base, 30000, 0)
+	want := writeStep(t, ft, 30000, 3)
+	if code, _, errs := nzip(t, "compress", "-q", "-best", ft); code != 2 || !strings.Contains(errs, "-best needs -ref") {
+		t.Fatalf("compress -best without -ref: %d %q", code, errs)
+	}
+	def, best := filepath.Join(dir, "def.nzip"), filepath.Join(dir, "best.nzip")
+	if code, _, errs := nzip(t, "compress", "-q", "-ref", base, "-o", def, ft); code != 0 {
+		t.Fatalf("compress -ref: %d %s", code, errs)
+	}
+	if code, _, errs := nzip(t, "compress", "-q", "-ref", base, "-best", "-o", best, ft); code != 0 {
+		t.Fatalf("compress -ref -best: %d %s", code, errs)
+	}
+	if a, b := refFileSize(t, best), refFileSize(t, def); a > b {
+		t.Fatalf("-best archive %d bytes, default %d", a, b)
+	}
+	out := filepath.Join(dir, "out.safetensors")
+	if code, _, errs := nzip(t, "decompress", "-q", "-ref", base, "-o", out, best); code != 0 {
+		t.Fatalf("decompress -best archive: %d %s", code, errs)
+	}
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, want) {
+		t.Fatal("decompressed -best archive differs")
+	}
+	// a trajectory packed, appended and repacked with -best
+	var files [][]byte
+	var paths []string
+	for s := 0; s < 6; s++ {
+		p := filepath.Join(dir, fmt.Sprintf("step_%d.safetensors", s))
+		files = append(files, writeStep(t, p, 5000, s))
+		paths = append(paths, p)
+	}
+	run, runDef := filepath.Join(dir, "best.nztraj"), filepath.Join(dir, "def.nztraj")
+	if code, _, errs := nzip(t, append([]string{"trajectory", "pack", "-q", "-o", runDef}, paths[:5]...)...); code != 0 {
+		t.Fatalf("pack: %d %s", code, errs)
+	}
+	if code, _, errs := nzip(t, append([]string{"trajectory", "pack", "-q", "-best", "-o", run}, paths[:5]...)...); code != 0 {
+		t.Fatalf("pack -best: %d %s", code, errs)
+	}
+	if a, b := refFileSize(t, run), refFileSize(t, runDef); a > b {
+		t.Fatalf("pack -best %d bytes, default %d", a, b)
+	}
+	if code, _, errs := nzip(t, "trajectory", "append", "-q", "-best", run, paths[5]); code != 0 {
+		t.Fatalf("append -best: %d %s", code, errs)
+	}
+	re := filepath.Join(dir, "re.nztraj")
+	if code, _, errs := nzip(t, "trajectory", "repack", "-q", "-best", "-o", re, runDef); code != 0 {
+		t.Fatalf("repack -best: %d %s", code, errs)
+	}
+	if code, out, errs := nzip(t, "trajectory", "verify", run); code != 0 || !strings.Contains(out, "OK") {
+		t.Fatalf("verify -best run: %d %s %s", code, out, errs)
+	}
+	for i, arc := range []string{run, re} {
+		for s := range 5 + (1 - i) {
+			o := filepath.Join(dir, fmt.Sprintf("x%d-%d", i, s))
+			if code, _, errs := nzip(t, "trajectory", "extract", "-q", "-o", o, arc, strconv.Itoa(s)); code != 0 {
+				t.Fatalf("extract %s %d: %d %s", arc, s, code, errs)
+			}
+			if got, _ := os.ReadFile(o); !bytes.Equal(got, files[s]) {
+				t.Fatalf("extract %s %d differs", arc, s)
+			}
+		}
+	}
+}

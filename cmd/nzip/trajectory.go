@@ -18,13 +18,13 @@ import (
 )
 
 const trajectoryUsage = `usage:
-  nzip trajectory pack    -o RUN.nztraj [-f] [-keyframe K] [-plan=false] [-ref-mode prev|key] [-threads N] [-chunk N] [-q] STEP...
-  nzip trajectory append  [-threads N] [-q] RUN.nztraj STEP...
+  nzip trajectory pack    -o RUN.nztraj [-f] [-keyframe K] [-plan=false] [-ref-mode prev|key] [-threads N] [-chunk N] [-best] [-q] STEP...
+  nzip trajectory append  [-threads N] [-best] [-q] RUN.nztraj STEP...
   nzip trajectory ls      [-json] RUN.nztraj
   nzip trajectory extract [-o OUT] [-f] [-threads N] [-q] RUN.nztraj NAME|INDEX
   nzip trajectory extract -all [-d DIR] [-f] [-threads N] [-q] RUN.nztraj
   nzip trajectory verify  [-threads N] [-q] RUN.nztraj
-  nzip trajectory repack  -o OUT.nztraj [-f] [-keyframe K] [-threads N] [-q] RUN.nztraj
+  nzip trajectory repack  -o OUT.nztraj [-f] [-keyframe K] [-threads N] [-best] [-q] RUN.nztraj
 
 A trajectory archive holds the checkpoints of a training run as frames:
 keyframes are coded on their own, the others against the previous frame
@@ -322,7 +322,7 @@ func planKeyframes(ctx context.Context, paths []string, k int, opt codec.Options
 }
 
 func runTrajPack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("trajectory pack", "-o RUN.nztraj [-f] [-keyframe K] [-plan=false] [-ref-mode prev|key] [-threads N] [-chunk N] [-q] STEP...", stderr)
+	fs := newFlags("trajectory pack", "-o RUN.nztraj [-f] [-keyframe K] [-plan=false] [-ref-mode prev|key] [-threads N] [-chunk N] [-best] [-q] STEP...", stderr)
 	out := fs.String("o", "", "output trajectory archive (required)")
 	force := fs.Bool("f", false, "overwrite OUT if it exists")
 	k := fs.Int("keyframe", trajectory.DefaultK, "keyframe interval: no step decodes through more than K frames (1: every frame on its own)")
@@ -330,6 +330,7 @@ func runTrajPack(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	mode := fs.String("ref-mode", "prev", "code frames against the previous frame (prev) or their keyframe (key)")
 	threads := fs.Int("threads", 0, "blocks coded in parallel (default: all CPUs); the archive is the same for any value")
 	chunk := fs.Int("chunk", 0, fmt.Sprintf("float values per block, %d..%d (default %d)", codec.MinChunkValues, codec.MaxChunkValues, codec.DefaultChunkValues))
+	best := fs.Bool("best", false, "the smallest archive: also try range-coded difference blocks (about 2 % smaller frames; they decode about 30× slower, so extract takes that much longer)")
 	quiet := fs.Bool("q", false, "print nothing on success")
 	if err := parse(fs, args, 1, -1); err != nil {
 		return err
@@ -365,7 +366,7 @@ func runTrajPack(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	start := time.Now()
-	opt := codec.Options{Threads: *threads, ChunkValues: *chunk, Context: ctx}
+	opt := codec.Options{Threads: *threads, ChunkValues: *chunk, Context: ctx, Best: *best}
 	var keys []bool
 	if *plan && m == trajectory.RefPrevious && *k > 1 && len(paths) > *k {
 		if keys, err = planKeyframes(ctx, paths, *k, opt, *quiet, stderr); err != nil {
@@ -394,8 +395,9 @@ func runTrajPack(ctx context.Context, args []string, stdout, stderr io.Writer) e
 }
 
 func runTrajAppend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("trajectory append", "[-threads N] [-q] RUN.nztraj STEP...", stderr)
+	fs := newFlags("trajectory append", "[-threads N] [-best] [-q] RUN.nztraj STEP...", stderr)
 	threads := fs.Int("threads", 0, "blocks coded in parallel (default: all CPUs)")
+	best := fs.Bool("best", false, "the smallest archive: also try range-coded difference blocks (about 2 % smaller frames; they decode about 30× slower, so extract takes that much longer)")
 	quiet := fs.Bool("q", false, "print nothing on success")
 	if err := parse(fs, args, 2, -1); err != nil {
 		return err
@@ -430,7 +432,7 @@ func runTrajAppend(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if ref, ok := provideReference(w, path, paths, *quiet, stderr); ok {
 		defer ref.f.Close()
 	}
-	if err := appendSteps(ctx, w, paths, nil, codec.Options{Threads: *threads, Context: ctx}, *quiet, stderr); err != nil {
+	if err := appendSteps(ctx, w, paths, nil, codec.Options{Threads: *threads, Context: ctx, Best: *best}, *quiet, stderr); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
@@ -553,11 +555,12 @@ func runTrajLs(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func runTrajRepack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("trajectory repack", "-o OUT.nztraj [-f] [-keyframe K] [-threads N] [-q] RUN.nztraj", stderr)
+	fs := newFlags("trajectory repack", "-o OUT.nztraj [-f] [-keyframe K] [-threads N] [-best] [-q] RUN.nztraj", stderr)
 	out := fs.String("o", "", "output trajectory archive (required; never the input)")
 	force := fs.Bool("f", false, "overwrite OUT if it exists")
 	k := fs.Int("keyframe", 0, "keyframe interval: no step decodes through more than K frames (default: the archive's)")
 	threads := fs.Int("threads", 0, "blocks coded in parallel (default: all CPUs); the archive is the same for any value")
+	best := fs.Bool("best", false, "code every frame that has a reference again, also trying range-coded difference blocks (about 2 % smaller; they decode about 30× slower)")
 	quiet := fs.Bool("q", false, "print nothing on success")
 	if err := parse(fs, args, 1, 1); err != nil {
 		return err
@@ -582,7 +585,7 @@ func runTrajRepack(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	defer w.Abort()
 	start := time.Now()
-	tw, err := trajectory.Repack(a, w.File, *k, codec.Options{Threads: *threads, Context: ctx})
+	tw, err := trajectory.Repack(a, w.File, *k, codec.Options{Threads: *threads, Context: ctx, Best: *best})
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

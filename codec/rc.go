@@ -1,0 +1,165 @@
+package codec
+
+// A binary adaptive range coder (the LZMA construction with 16-bit
+// probabilities) for reference blocks of method 2 (see doc.go, "Range-coded
+// difference blocks"). Integer arithmetic only, so every decoder computes
+// the same probabilities as the encoder.
+
+// rcModel is the adaptive probability of one binary decision. p holds
+// P(bit = 1)·2^16 XOR 0x8000, so the zero value is probability one half;
+// n counts the decisions seen, up to rcAdaptMax.
+type rcModel struct{ p, n uint16 }
+
+// rcAdaptMax bounds the count that sets the adaptation rate: the first
+// decisions move the probability by about 1/(n+1.8) (a Krichevsky–Trofimov
+// estimate), later ones by about 1/130, so a model follows drifting
+// statistics.
+const rcAdaptMax = 127
+
+// rcInv[n] = floor(655360 / (10n + 18)): the update weight, scaled by 2^16.
+var rcInv = func() (t [rcAdaptMax + 1]int64) {
+	for n := range t {
+		t[n] = 655360 / int64(10*n+18)
+	}
+	return
+}()
+
+const (
+	rcProbMin = 32
+	rcProbMax = 65536 - 32
+)
+
+func (m *rcModel) prob() uint32 { return uint32(m.p ^ 0x8000) }
+
+func (m *rcModel) update(bit uint32) {
+	p := int64(m.p ^ 0x8000)
+	n := m.n & rcAdaptMax
+	p += (int64(bit)<<16 - p) * rcInv[n] >> 16
+	p = min(max(p, rcProbMin), rcProbMax)
+	m.p = uint16(p) ^ 0x8000
+	m.n = min(n+1, rcAdaptMax)
+}
+
+type rcEncoder struct {
+	low       uint64
+	rng       uint32
+	cache     byte
+	cacheSize int
+	out       []byte
+}
+
+func (e *rcEncoder) reset(out []byte) {
+	*e = rcEncoder{rng: 0xFFFFFFFF, cacheSize: 1, out: out}
+}
+
+// encode codes bit (0 or 1) with model m and adapts m.
+func (e *rcEncoder) encode(m *rcModel, bit uint32) {
+	bound := (e.rng >> 16) * m.prob()
+	if bit != 0 {
+		e.rng = bound
+	} else {
+		e.low += uint64(bound)
+		e.rng -= bound
+	}
+	m.update(bit)
+	for e.rng < 1<<24 {
+		e.rng <<= 8
+		e.shiftLow()
+	}
+}
+
+func (e *rcEncoder) shiftLow() {
+	if uint32(e.low) < 0xFF000000 || e.low >= 1<<32 {
+		carry := byte(e.low >> 32)
+		b := e.cache
+		for ; e.cacheSize > 0; e.cacheSize-- {
+			e.out = append(e.out, b+carry)
+			b = 0xFF
+		}
+		e.cache = byte(e.low >> 24)
+	}
+	e.cacheSize++
+	e.low = e.low & 0x00FFFFFF << 8
+}
+
+// finish flushes the coder and returns the coded bytes.
+func (e *rcEncoder) finish() []byte {
+	for range 5 {
+		e.shiftLow()
+	}
+	return e.out
+}
+
+type rcDecoder struct {
+	rng, code uint32
+	src       []byte
+	pos       int
+	over      int // bytes read past the end (as zeros)
+}
+
+func (d *rcDecoder) reset(src []byte) error {
+	if len(src) < 5 || src[0] != 0 {
+		return errf("range-coded stream: bad start")
+	}
+	*d = rcDecoder{rng: 0xFFFFFFFF, code: uint32(src[1])<<24 | uint32(src[2])<<16 | uint32(src[3])<<8 | uint32(src[4]), src: src, pos: 5}
+	return nil
+}
+
+// decode returns the next bit coded with model m and adapts m.
+func (d *rcDecoder) decode(m *rcModel) uint32 {
+	bound := (d.rng >> 16) * m.prob()
+	// branch-free: the bit is as good as random to a branch predictor
+	var bit uint32
+	if d.code < bound {
+		bit = 1
+	}
+	mask := -bit // all ones for a 1
+	d.code -= bound &^ mask
+	d.rng = bound&mask | (d.rng-bound)&^mask
+	m.update(bit)
+	for d.rng < 1<<24 {
+		d.rng <<= 8
+		d.code = d.code<<8 | uint32(d.next())
+	}
+	return bit
+}
+
+// token decodes the 8 decisions of a token, most significant first, with
+// the binary tree of models row (decode's steps, kept in registers).
+func (d *rcDecoder) token(row *[256]rcModel) uint32 {
+	rng, code := d.rng, d.code
+	node := uint32(1)
+	for range 8 {
+		m := &row[node&0xFF]
+		bound := (rng >> 16) * m.prob()
+		var bit uint32
+		if code < bound {
+			bit = 1
+		}
+		mask := -bit
+		code -= bound &^ mask
+		rng = bound&mask | (rng-bound)&^mask
+		m.update(bit)
+		node = node<<1 | bit
+		for rng < 1<<24 {
+			rng <<= 8
+			code = code<<8 | uint32(d.next())
+		}
+	}
+	d.rng, d.code = rng, code
+	return node & 0xFF
+}
+
+func (d *rcDecoder) next() byte {
+	if d.pos < len(d.src) {
+		c := d.src[d.pos]
+		d.pos++
+		return c
+	}
+	d.over++
+	return 0
+}
+
+// done reports whether the stream was read exactly to its end, as the
+// encoder wrote it.
+func (d *rcDecoder) done() bool { return d.over == 0 && d.pos == len(d.src) }
