@@ -25,7 +25,7 @@
 // that is smaller (see References); decoding such an archive needs the same
 // reference (Options.Ref or Reader.UseRef), found by its SHA-256.
 //
-// # Format, version 3
+// # Format, versions 3 and 4
 //
 // All integers are little-endian; "uvarint" is encoding/binary's unsigned
 // varint, "varint" its zigzag signed one, "string" a uvarint length and that
@@ -34,7 +34,9 @@
 //	Header | Payload | Index | Trailer
 //
 // Header, 16 bytes: the magic 89 4E 5A 49 50 0D 0A 1A ("\x89NZIP\r\n\x1a"),
-// u16 version (3; readers also read 1 and 2), u16 flags, u32 zero. Flag bit 0
+// u16 version (3, or 4 for an archive whose difference blocks may use
+// method 2, see "Range-coded difference blocks"; the layout is the same;
+// readers also read 1 and 2), u16 flags, u32 zero. Flag bit 0
 // (value 1) marks an archive coded against a reference (see References);
 // a reader rejects any other flag. Archives without a reference have flags
 // 0 and are unchanged by the reference feature.
@@ -311,7 +313,8 @@
 // # Range-coded difference blocks
 //
 // A difference block may instead use method 2 (encoders write it only when
-// asked, Options.Best, and when it is smaller): the same tokens and extra
+// asked, Options.Best, and when it is smaller; such archives are of
+// version 4): the same tokens and extra
 // bits, but range-coded with adaptive binary models instead of Huffman
 // tables by group. The payload is
 //

@@ -185,7 +185,10 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 
 	// Plan every file first (cheap: segment lists only) and group the
 	// blocks into tasks.
-	idx := &indexData{version: Version, chunkValues: chunk}
+	idx := &indexData{version: versionPlain, chunkValues: chunk}
+	if opt.Best && opt.Ref != nil {
+		idx.version = Version // method-2 blocks may follow
+	}
 	if opt.Setup != nil {
 		idx.setupID = opt.Setup.ID()
 		idx.setupMode = setupEmbedded
@@ -308,7 +311,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	}
 	var hdr [headerLen]byte
 	copy(hdr[:], Magic[:])
-	binary.LittleEndian.PutUint16(hdr[8:], Version)
+	binary.LittleEndian.PutUint16(hdr[8:], uint16(idx.version))
 	binary.LittleEndian.PutUint16(hdr[10:], idx.flags)
 	werr := write(hdr[:])
 

@@ -11,9 +11,15 @@ import (
 
 // Container constants (see doc.go).
 const (
-	// Version is the archive format version this package writes. It also
-	// reads version 1 (archives without a setup reference).
-	Version = 3
+	// Version is the newest archive format version, which this package
+	// reads with every older one. It writes version 3 (duplicate blocks),
+	// and version 4 when Options.Best may put method-2 (range-coded)
+	// difference blocks into an archive coded against a reference, so
+	// that readers without that method refuse the archive by its version
+	// instead of failing at its first such block.
+	Version = 4
+	// versionPlain is the version of every other archive.
+	versionPlain = 3
 
 	headerLen  = 16
 	trailerLen = 32

@@ -419,10 +419,11 @@ func TestGoldenRef(t *testing.T) {
 }
 
 // TestGoldenRefBest pins method 2 (range-coded difference blocks) the same
-// way: testdata/golden-ref-best-v3.nzip is the golden input coded against
-// refGoldenRef with Options.Best, and must hold range-coded blocks.
+// way: testdata/golden-ref-best-v4.nzip is the golden input coded against
+// refGoldenRef with Options.Best, of format version 4, and must hold
+// range-coded blocks.
 func TestGoldenRefBest(t *testing.T) {
-	path := filepath.Join("testdata", "golden-ref-best-v3.nzip")
+	path := filepath.Join("testdata", "golden-ref-best-v4.nzip")
 	src, segs := goldenInput()
 	refB, refSegs := refGoldenRef()
 	ref, err := NewReference([]Input{{Name: "reference.safetensors", R: bytes.NewReader(refB), Size: int64(len(refB)), Segments: refSegs}})
@@ -445,6 +446,12 @@ func TestGoldenRefBest(t *testing.T) {
 	}
 	if n := countRefMethod(t, golden, ref, refMethodRange); n == 0 {
 		t.Fatal("golden Best archive holds no range-coded block")
+	}
+	if v := binary.LittleEndian.Uint16(golden[8:]); v != 4 {
+		t.Fatalf("golden Best archive of version %d, want 4", v)
+	}
+	if v := binary.LittleEndian.Uint16(encodeRef(t, src, ref, Options{ChunkValues: 1024})[8:]); v != 3 {
+		t.Fatalf("a reference archive without Best is of version %d, want 3", v)
 	}
 	out, err := DecompressBytes(golden, Options{Ref: ref})
 	if err != nil {
