@@ -378,36 +378,9 @@ func refGoldenRef() ([]byte, []Segment) {
 // against refGoldenRef (golden-ref-v2.nzip, by format version 2, must still
 // decode). Regenerate with -update after a deliberate change.
 func TestGoldenRef(t *testing.T) {
-	path := filepath.Join("testdata", "golden-ref-v3.nzip")
-	src, segs := goldenInput()
-	refB, refSegs := refGoldenRef()
-	ref, err := NewReference([]Input{{Name: "reference.safetensors", R: bytes.NewReader(refB), Size: int64(len(refB)), Segments: refSegs}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if _, err := Encode(&buf, []Input{{Name: "example.safetensors", Format: "safetensors", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, Options{ChunkValues: 1024, Threads: 2, Ref: ref}); err != nil {
-		t.Fatal(err)
-	}
-	arc := buf.Bytes()
-	if *update {
-		if err := os.WriteFile(path, arc, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	golden, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	out, err := DecompressBytes(golden, Options{Ref: ref})
-	if err != nil {
-		t.Fatalf("golden reference archive does not decode: %v", err)
-	}
-	if sha256.Sum256(out) != sha256.Sum256(src) {
-		t.Fatal("golden reference archive decodes to different bytes")
-	}
-	if !bytes.Equal(arc, golden) {
-		t.Fatalf("encoder output changed (%d bytes, golden %d): a format or coding change must be deliberate; regenerate with -update", len(arc), len(golden))
+	src, ref, golden := checkGoldenRef(t, "golden-ref-v3.nzip", false)
+	if v := binary.LittleEndian.Uint16(golden[8:]); v != 3 {
+		t.Fatalf("golden reference archive of version %d, want 3", v)
 	}
 	v2, err := os.ReadFile(filepath.Join("testdata", "golden-ref-v2.nzip"))
 	if err != nil {
@@ -423,7 +396,22 @@ func TestGoldenRef(t *testing.T) {
 // refGoldenRef with Options.Best, of format version 4, and must hold
 // range-coded blocks.
 func TestGoldenRefBest(t *testing.T) {
-	path := filepath.Join("testdata", "golden-ref-best-v4.nzip")
+	_, ref, golden := checkGoldenRef(t, "golden-ref-best-v4.nzip", true)
+	if n := countRefMethod(t, golden, ref, refMethodRange); n == 0 {
+		t.Fatal("golden Best archive holds no range-coded block")
+	}
+	if v := binary.LittleEndian.Uint16(golden[8:]); v != 4 {
+		t.Fatalf("golden Best archive of version %d, want 4", v)
+	}
+}
+
+// checkGoldenRef codes the golden input against refGoldenRef (with
+// Options.Best when best) and checks that the golden archive testdata/name
+// decodes to it and is what the encoder writes (-update rewrites it). It
+// returns the input, the reference and the golden archive.
+func checkGoldenRef(t *testing.T, name string, best bool) ([]byte, *Reference, []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
 	src, segs := goldenInput()
 	refB, refSegs := refGoldenRef()
 	ref, err := NewReference([]Input{{Name: "reference.safetensors", R: bytes.NewReader(refB), Size: int64(len(refB)), Segments: refSegs}})
@@ -431,7 +419,7 @@ func TestGoldenRefBest(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if _, err := Encode(&buf, []Input{{Name: "example.safetensors", Format: "safetensors", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, Options{ChunkValues: 1024, Threads: 2, Ref: ref, Best: true}); err != nil {
+	if _, err := Encode(&buf, []Input{{Name: "example.safetensors", Format: "safetensors", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, Options{ChunkValues: 1024, Threads: 2, Ref: ref, Best: best}); err != nil {
 		t.Fatal(err)
 	}
 	arc := buf.Bytes()
@@ -444,23 +432,15 @@ func TestGoldenRefBest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v (run with -update to create it)", err)
 	}
-	if n := countRefMethod(t, golden, ref, refMethodRange); n == 0 {
-		t.Fatal("golden Best archive holds no range-coded block")
-	}
-	if v := binary.LittleEndian.Uint16(golden[8:]); v != 4 {
-		t.Fatalf("golden Best archive of version %d, want 4", v)
-	}
-	if v := binary.LittleEndian.Uint16(encodeRef(t, src, ref, Options{ChunkValues: 1024})[8:]); v != 3 {
-		t.Fatalf("a reference archive without Best is of version %d, want 3", v)
-	}
 	out, err := DecompressBytes(golden, Options{Ref: ref})
 	if err != nil {
-		t.Fatalf("golden Best archive does not decode: %v", err)
+		t.Fatalf("%s does not decode: %v", name, err)
 	}
 	if sha256.Sum256(out) != sha256.Sum256(src) {
-		t.Fatal("golden Best archive decodes to different bytes")
+		t.Fatalf("%s decodes to different bytes", name)
 	}
 	if !bytes.Equal(arc, golden) {
-		t.Fatalf("encoder output changed (%d bytes, golden %d): a format or coding change must be deliberate; regenerate with -update", len(arc), len(golden))
+		t.Fatalf("encoder output changed (%d bytes, %s %d): a format or coding change must be deliberate; regenerate with -update", len(arc), name, len(golden))
 	}
+	return src, ref, golden
 }

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 )
 
@@ -15,13 +13,7 @@ import (
 // the default coding.
 func TestRefRangeReal(t *testing.T) {
 	dir := trajDir(t)
-	read := func(step int, kind string) []byte {
-		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("step_%06d.%s.safetensors", step, kind)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	read := func(step int, kind string) []byte { return readStep(t, dir, step, kind) }
 	for _, c := range []struct {
 		kind     string
 		from, to int
@@ -79,11 +71,7 @@ func countRefMethod(t testing.TB, arc []byte, ref *Reference, m byte) int {
 func BenchmarkRefRange(b *testing.B) {
 	dir := trajDir(b)
 	for _, c := range []struct{ from, to int }{{0, 50}, {950, 1000}} {
-		prev, err1 := os.ReadFile(filepath.Join(dir, fmt.Sprintf("step_%06d.bf16.safetensors", c.from)))
-		cur, err2 := os.ReadFile(filepath.Join(dir, fmt.Sprintf("step_%06d.bf16.safetensors", c.to)))
-		if err1 != nil || err2 != nil {
-			b.Skip("steps missing")
-		}
+		prev, cur := readStep(b, dir, c.from, "bf16"), readStep(b, dir, c.to, "bf16")
 		ref := refOf(b, "prev.safetensors", prev)
 		for _, best := range []bool{false, true} {
 			name := fmt.Sprintf("%d-%d/%s", c.from, c.to, map[bool]string{false: "default", true: "best"}[best])

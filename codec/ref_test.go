@@ -41,15 +41,19 @@ func encodeRef(t testing.TB, src []byte, ref *Reference, opt Options) []byte {
 	return buf.Bytes()
 }
 
+// readStep reads a step of the real trajectory (kind bf16, f32 or optim).
+func readStep(t testing.TB, dir string, step int, kind string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("step_%06d.%s.safetensors", step, kind)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func TestRefRoundTripReal(t *testing.T) {
 	dir := trajDir(t)
-	read := func(step int, kind string) []byte {
-		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("step_%06d.%s.safetensors", step, kind)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	read := func(step int, kind string) []byte { return readStep(t, dir, step, kind) }
 	for _, c := range []struct {
 		kind     string
 		from, to int
