@@ -409,6 +409,7 @@ func (e *streamEncoder) appendPairs(dst []byte) ([]byte, bool) {
 // streamDecoder holds the reusable state of one worker's stream decoding.
 type streamDecoder struct {
 	huf   huff0.Scratch
+	hx    *huffX // 4-stream blocks of huffXMin symbols and more
 	codes []byte
 	exc   []byte
 	sec   *SetupSection // the setup section of the block's dtype, for modes 6 and 7
@@ -663,6 +664,16 @@ func (d *streamDecoder) huffDecode(dst, src []byte, x4 bool) error {
 	if n == 0 {
 		return errf("huffman block for no symbols")
 	}
+	if x4 && n >= huffXMin && useHuffX {
+		if d.hx == nil {
+			d.hx = new(huffX)
+		}
+		rest, err := d.hx.readTable(src)
+		if err != nil {
+			return err
+		}
+		return d.hx.decode4(dst[:n], rest)
+	}
 	d.huf.MaxDecodedSize = n
 	s, rest, err := huff0.ReadTable(src, &d.huf)
 	if err != nil {
@@ -682,6 +693,14 @@ func (d *streamDecoder) huffDecode(dst, src []byte, x4 bool) error {
 	}
 	return nil
 }
+
+// huffXMin: 4-stream Huffman blocks of this many symbols and more are
+// decoded by huffX (two symbols per lookup) where it has its assembly;
+// below it building the second table costs more than it saves.
+const huffXMin = 2048
+
+// useHuffX selects huffX; tests turn it off to compare with huff0.
+var useHuffX = useHuffXAsm
 
 // minPairSymbolsVar: pair coding is tried from this many symbols on.
 var minPairSymbolsVar = minPairSymbols

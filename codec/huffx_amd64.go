@@ -1,0 +1,85 @@
+//go:build amd64 && !noasm && gc
+
+package codec
+
+import (
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// useHuffXAsm selects the assembly rounds of huffX (BMI2 for the shifts);
+// tests turn it off to check fast4Go, its twin.
+var useHuffXAsm = cpu.X86.HasBMI1 && cpu.X86.HasBMI2
+
+// hxCtx is huffXRounds' state (offsets in huffx_amd64.s): absolute
+// pointers, valid only during the call.
+type hxCtx struct {
+	tab *uint32
+	sh  uint64
+	p   [4]uintptr // end of each stream's window
+	c   [4]uint64  // bits consumed from the window's top
+	o   [4]uintptr // next output byte
+}
+
+//go:noescape
+func huffXRounds(ctx *hxCtx, rounds int)
+
+//go:noescape
+func huffXRounds1(ctx *hxCtx, rounds int)
+
+//go:noescape
+func huffXDoubleAVX512(single *uint16, double *uint32, tl int)
+
+// useHuffXAVX512 selects the AVX-512 build of the two-symbol table.
+var useHuffXAVX512 = cpu.X86.HasAVX512F
+
+// buildDouble is buildDoubleGo, 16 entries at a time where AVX-512 is.
+func (h *huffX) buildDouble() {
+	if useHuffXAVX512 && h.tl >= 4 {
+		huffXDoubleAVX512(&h.single[0], &h.double[0], int(h.tl))
+		return
+	}
+	h.buildDoubleGo()
+}
+
+// fast4 is fast4Go in assembly: as many rounds at a time as every stream's
+// input and output allow without checks.
+func (h *huffX) fast4(dst, src []byte, st *[4]hxStream) {
+	if !useHuffXAsm {
+		h.fast4Go(dst, src, st)
+		return
+	}
+	for {
+		r := 1 << 30
+		for i := range st {
+			s := &st[i]
+			p := s.p - int(s.c>>3)
+			r = min(r, (p-8)/7, (s.oe-s.o-2)/10)
+		}
+		if r <= 0 {
+			return
+		}
+		sb, db := uintptr(unsafe.Pointer(unsafe.SliceData(src))), uintptr(unsafe.Pointer(unsafe.SliceData(dst)))
+		ctx := hxCtx{tab: &h.double[0], sh: uint64(64 - h.tl)}
+		if !h.two {
+			ctx.tab = (*uint32)(unsafe.Pointer(&h.single[0]))
+		}
+		for i := range st {
+			s := &st[i]
+			p := s.p - int(s.c>>3)
+			ctx.p[i], ctx.c[i], ctx.o[i] = sb+uintptr(p), uint64(s.c&7), db+uintptr(s.o)
+		}
+		if h.two {
+			huffXRounds(&ctx, r)
+		} else {
+			huffXRounds1(&ctx, r)
+		}
+		runtime.KeepAlive(src)
+		runtime.KeepAlive(dst)
+		for i := range st {
+			st[i].p, st[i].c, st[i].o = int(ctx.p[i]-sb), uint(ctx.c[i]), int(ctx.o[i]-db)
+		}
+	}
+}

@@ -1,0 +1,9 @@
+//go:build !amd64 || noasm || !gc
+
+package codec
+
+var useHuffXAsm, useHuffXAVX512 = false, false
+
+func (h *huffX) fast4(dst, src []byte, st *[4]hxStream) { h.fast4Go(dst, src, st) }
+
+func (h *huffX) buildDouble() { h.buildDoubleGo() }

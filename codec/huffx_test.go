@@ -1,0 +1,211 @@
+package codec
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/klauspost/compress/huff0"
+)
+
+// huff0Decode4 is the twin: huff0's own table reader and 4-stream decoder.
+func huff0Decode4(src []byte, n int) ([]byte, error) {
+	var s huff0.Scratch
+	s.MaxDecodedSize = n
+	s2, rest, err := huff0.ReadTable(src, &s)
+	if err != nil {
+		return nil, err
+	}
+	return s2.Decoder().Decompress4X(make([]byte, 0, n), rest)
+}
+
+func huffXDecode4(h *huffX, src []byte, n int) ([]byte, error) {
+	rest, err := h.readTable(src)
+	if err != nil {
+		return nil, err
+	}
+	dst := make([]byte, n)
+	if err := h.decode4(dst, rest); err != nil {
+		return nil, err
+	}
+	return dst, nil
+}
+
+// huffXInputs are symbol streams of real exponents (bytes of a real
+// checkpoint's high halves) and of generated skewed distributions.
+func huffXInputs(t testing.TB) [][]byte {
+	var ins [][]byte
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{40, 100, 1000, 4097, 65536, 200000} {
+		for _, spread := range []float64{0.5, 2, 8, 40} {
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = byte(128 + int(r.NormFloat64()*spread))
+			}
+			ins = append(ins, b)
+		}
+	}
+	if d := sharedDir(); d != "" {
+		src, err := os.ReadFile(filepath.Join(d, "models/bench/real-bf16.safetensors"))
+		if err == nil {
+			e := make([]byte, 0, len(src)/2)
+			for i := 1; i < len(src); i += 2 {
+				e = append(e, src[i]<<1|src[i-1]>>7)
+			}
+			for off := 0; off+65536 <= len(e); off += len(e) / 7 {
+				ins = append(ins, e[off:off+65536])
+			}
+		}
+	}
+	return ins
+}
+
+// TestHuffXTwin: every 4-stream block huff0 writes decodes the same with
+// huffX as with huff0, and every truncation fails in both or in neither.
+func TestHuffXTwin(t *testing.T) {
+	var h huffX
+	var s huff0.Scratch
+	n := 0
+	for _, in := range huffXInputs(t) {
+		comp, _, err := huff0.Compress4X(in, &s)
+		if err != nil {
+			continue // incompressible or one symbol
+		}
+		comp = bytes.Clone(comp)
+		want, err := huff0Decode4(comp, len(in))
+		if err != nil || !bytes.Equal(want, in) {
+			t.Fatalf("huff0 roundtrip: %v", err)
+		}
+		got, err := huffXDecode4(&h, comp, len(in))
+		if err != nil || !bytes.Equal(got, in) {
+			t.Fatalf("n=%d: huffX: %v (equal %v)", len(in), err, bytes.Equal(got, in))
+		}
+		for _, cut := range []int{1, 2, 7, 8, 9, len(comp) / 2} {
+			if cut >= len(comp) {
+				continue
+			}
+			_, e1 := huff0Decode4(comp[:len(comp)-cut], len(in))
+			_, e2 := huffXDecode4(&h, comp[:len(comp)-cut], len(in))
+			if (e1 == nil) != (e2 == nil) {
+				t.Fatalf("n=%d cut %d: huff0 %v, huffX %v", len(in), cut, e1, e2)
+			}
+		}
+		n++
+	}
+	if n < 20 {
+		t.Fatalf("only %d compressible inputs", n)
+	}
+}
+
+// FuzzHuffX: on any input huffX and huff0 agree: both fail, or both
+// decode the same symbols.
+func FuzzHuffX(f *testing.F) {
+	var s huff0.Scratch
+	for _, in := range huffXInputs(f)[:12] {
+		if comp, _, err := huff0.Compress4X(in, &s); err == nil {
+			f.Add(bytes.Clone(comp), uint32(len(in)))
+		}
+	}
+	var h huffX
+	f.Fuzz(func(t *testing.T, src []byte, n uint32) {
+		n %= 1 << 17
+		if n == 0 {
+			return
+		}
+		want, e1 := huff0Decode4(src, int(n))
+		got, e2 := huffXDecode4(&h, src, int(n))
+		if (e1 == nil) != (e2 == nil) {
+			t.Fatalf("huff0 %v, huffX %v", e1, e2)
+		}
+		if e1 == nil && !bytes.Equal(want, got) {
+			t.Fatal("outputs differ")
+		}
+	})
+}
+
+func BenchmarkHuffX(b *testing.B) {
+	ins := huffXInputs(b)
+	var s huff0.Scratch
+	var comps [][]byte
+	var total int
+	for _, in := range ins {
+		if len(in) < 4096 {
+			continue
+		}
+		if c, _, err := huff0.Compress4X(in, &s); err == nil {
+			comps = append(comps, bytes.Clone(c))
+			total += len(in)
+		}
+	}
+	sizes := make([]int, 0, len(comps))
+	for _, in := range ins {
+		if len(in) < 4096 {
+			continue
+		}
+		if _, _, err := huff0.Compress4X(in, &s); err == nil {
+			sizes = append(sizes, len(in))
+		}
+	}
+	b.Run("huff0", func(b *testing.B) {
+		b.SetBytes(int64(total))
+		var d huff0.Scratch
+		dst := make([]byte, 1<<18)
+		for b.Loop() {
+			for i, c := range comps {
+				d.MaxDecodedSize = sizes[i]
+				s2, rest, _ := huff0.ReadTable(c, &d)
+				if _, err := s2.Decoder().Decompress4X(dst[:0:sizes[i]], rest); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("huffX", func(b *testing.B) {
+		b.SetBytes(int64(total))
+		var h huffX
+		dst := make([]byte, 1<<18)
+		for b.Loop() {
+			for i, c := range comps {
+				rest, _ := h.readTable(c)
+				if err := h.decode4(dst[:0:sizes[i]], rest); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
+
+// TestHuffXTiers: the assembly rounds and the AVX-512 table build give
+// what their pure-Go twins give.
+func TestHuffXTiers(t *testing.T) {
+	if !useHuffXAsm && !useHuffXAVX512 {
+		t.Skip("no assembly tiers on this machine")
+	}
+	var s huff0.Scratch
+	var a, b huffX
+	for _, in := range huffXInputs(t) {
+		comp, _, err := huff0.Compress4X(in, &s)
+		if err != nil {
+			continue
+		}
+		comp = bytes.Clone(comp)
+		r1, err1 := a.readTable(comp)
+		asm, avx := useHuffXAsm, useHuffXAVX512
+		useHuffXAsm, useHuffXAVX512 = false, false
+		r2, err2 := b.readTable(comp)
+		if err1 != nil || err2 != nil || a.double != b.double || a.single != b.single || len(r1) != len(r2) {
+			useHuffXAsm, useHuffXAVX512 = asm, avx
+			t.Fatalf("n=%d: tables differ (%v, %v)", len(in), err1, err2)
+		}
+		goOut := make([]byte, len(in))
+		err2 = b.decode4(goOut, r2)
+		useHuffXAsm, useHuffXAVX512 = asm, avx
+		asmOut := make([]byte, len(in))
+		err1 = a.decode4(asmOut, r1)
+		if err1 != nil || err2 != nil || !bytes.Equal(asmOut, in) || !bytes.Equal(goOut, in) {
+			t.Fatalf("n=%d: assembly %v, Go %v", len(in), err1, err2)
+		}
+	}
+}
