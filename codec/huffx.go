@@ -251,7 +251,7 @@ func (h *huffX) fast4Go(dst, src []byte, st *[4]hxStream) {
 		for i := range st {
 			s := &st[i]
 			p := s.p - int(s.c>>3)
-			if p < 8 || s.o+10 > s.oe {
+			if p < 8 || h.two && s.o+12 > s.oe || !h.two && s.o+5 > s.oe {
 				return
 			}
 		}
@@ -290,7 +290,16 @@ func (h *huffX) tail(dst, src []byte, s *hxStream) error {
 		if pos <= 0 {
 			return errf("%d symbols short", s.oe-s.o)
 		}
-		e := h.single[peekBack(src, s.lo, pos, tl)]
+		var x uint32
+		if end := s.lo + (pos+7)>>3; end >= 8 && pos >= int(tl) {
+			// the window of 8 bytes ending with the next unread bit
+			v := binary.LittleEndian.Uint64(src[end-8 : end])
+			top := uint(pos - 8*(end-8-s.lo))
+			x = uint32(v << (64 - top) >> (64 - tl))
+		} else {
+			x = peekBack(src, s.lo, pos, tl)
+		}
+		e := h.single[x]
 		dst[s.o] = byte(e >> 8)
 		pos -= int(e & 0xFF)
 	}

@@ -52,11 +52,22 @@ func (h *huffX) fast4(dst, src []byte, st *[4]hxStream) {
 		return
 	}
 	for {
+		// A round starts with a window of at least 57 unread bits, reads
+		// at most 55 and moves the next window down by at most 7 bytes;
+		// it writes at most 10 symbols (+2 bytes of slack) with two
+		// symbols per lookup, exactly 5 with one.
 		r := 1 << 30
 		for i := range st {
 			s := &st[i]
 			p := s.p - int(s.c>>3)
-			r = min(r, (p-8)/7, (s.oe-s.o-2)/10)
+			if p < 8 {
+				return
+			}
+			if h.two {
+				r = min(r, (p-8)/7+1, (s.oe-s.o-2)/10)
+			} else {
+				r = min(r, (p-8)/7+1, (s.oe-s.o)/5)
+			}
 		}
 		if r <= 0 {
 			return
