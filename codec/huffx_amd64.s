@@ -57,21 +57,43 @@
 	TZCNTQ W, DI \
 	MOVQ   DI, (CTX_C+8*i)(R15)
 
+// ENTER loads the state: ctx in R15, rounds in R13, the table in R14, the
+// shift in CX, output pointers in R8-R11, windows in AX, BX, DX, SI.
+#define ENTER \
+	MOVQ ctx+0(FP), R15 \
+	MOVQ rounds+8(FP), R13 \
+	MOVQ CTX_TAB(R15), R14 \
+	MOVQ CTX_SH(R15), CX \
+	MOVQ (CTX_O+0)(R15), R8 \
+	MOVQ (CTX_O+8)(R15), R9 \
+	MOVQ (CTX_O+16)(R15), R10 \
+	MOVQ (CTX_O+24)(R15), R11 \
+	LOAD(AX, 0) \
+	LOAD(BX, 1) \
+	LOAD(DX, 2) \
+	LOAD(SI, 3)
+
+// LEAVE stores the state back.
+#define LEAVE \
+	SAVE(AX, 0) \
+	SAVE(BX, 1) \
+	SAVE(DX, 2) \
+	SAVE(SI, 3) \
+	MOVQ R8, (CTX_O+0)(R15) \
+	MOVQ R9, (CTX_O+8)(R15) \
+	MOVQ R10, (CTX_O+16)(R15) \
+	MOVQ R11, (CTX_O+24)(R15)
+
+#define RELOAD4 \
+	RELOAD(AX, 0) \
+	RELOAD(BX, 1) \
+	RELOAD(DX, 2) \
+	RELOAD(SI, 3)
+
 // func huffXRounds1(ctx *hxCtx, rounds int)
 // huffXRounds with one symbol per lookup (ctx.tab is the single table).
 TEXT ·huffXRounds1(SB), NOSPLIT, $0-16
-	MOVQ ctx+0(FP), R15
-	MOVQ rounds+8(FP), R13
-	MOVQ CTX_TAB(R15), R14
-	MOVQ CTX_SH(R15), CX
-	MOVQ (CTX_O+0)(R15), R8
-	MOVQ (CTX_O+8)(R15), R9
-	MOVQ (CTX_O+16)(R15), R10
-	MOVQ (CTX_O+24)(R15), R11
-	LOAD(AX, 0)
-	LOAD(BX, 1)
-	LOAD(DX, 2)
-	LOAD(SI, 3)
+	ENTER
 
 loop1:
 	LOOKUP1(AX, R8, 0)
@@ -100,21 +122,11 @@ loop1:
 	ADDQ $5, R11
 	DECQ R13
 	JZ   done1
-	RELOAD(AX, 0)
-	RELOAD(BX, 1)
-	RELOAD(DX, 2)
-	RELOAD(SI, 3)
+	RELOAD4
 	JMP  loop1
 
 done1:
-	SAVE(AX, 0)
-	SAVE(BX, 1)
-	SAVE(DX, 2)
-	SAVE(SI, 3)
-	MOVQ R8, (CTX_O+0)(R15)
-	MOVQ R9, (CTX_O+8)(R15)
-	MOVQ R10, (CTX_O+16)(R15)
-	MOVQ R11, (CTX_O+24)(R15)
+	LEAVE
 	RET
 
 // func huffXRounds(ctx *hxCtx, rounds int)
@@ -123,18 +135,7 @@ done1:
 // Each window keeps a sentinel 1 in its lowest bit: the lookups of a
 // round read at most 62 bits from its top, so that bit is never data.
 TEXT ·huffXRounds(SB), NOSPLIT, $0-16
-	MOVQ ctx+0(FP), R15
-	MOVQ rounds+8(FP), R13
-	MOVQ CTX_TAB(R15), R14
-	MOVQ CTX_SH(R15), CX
-	MOVQ (CTX_O+0)(R15), R8
-	MOVQ (CTX_O+8)(R15), R9
-	MOVQ (CTX_O+16)(R15), R10
-	MOVQ (CTX_O+24)(R15), R11
-	LOAD(AX, 0)
-	LOAD(BX, 1)
-	LOAD(DX, 2)
-	LOAD(SI, 3)
+	ENTER
 
 loop:
 	LOOKUP(AX, R8)
@@ -159,21 +160,11 @@ loop:
 	LOOKUP(SI, R11)
 	DECQ R13
 	JZ   done
-	RELOAD(AX, 0)
-	RELOAD(BX, 1)
-	RELOAD(DX, 2)
-	RELOAD(SI, 3)
+	RELOAD4
 	JMP  loop
 
 done:
-	SAVE(AX, 0)
-	SAVE(BX, 1)
-	SAVE(DX, 2)
-	SAVE(SI, 3)
-	MOVQ R8, (CTX_O+0)(R15)
-	MOVQ R9, (CTX_O+8)(R15)
-	MOVQ R10, (CTX_O+16)(R15)
-	MOVQ R11, (CTX_O+24)(R15)
+	LEAVE
 	RET
 
 DATA hxIota<>+0(SB)/4, $0
