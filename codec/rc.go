@@ -124,32 +124,6 @@ func (d *rcDecoder) decode(m *rcModel) uint32 {
 	return bit
 }
 
-// token decodes the 8 decisions of a token, most significant first, with
-// the binary tree of models row (decode's steps, kept in registers).
-func (d *rcDecoder) token(row *[256]rcModel) uint32 {
-	rng, code := d.rng, d.code
-	node := uint32(1)
-	for range 8 {
-		m := &row[node&0xFF]
-		bound := (rng >> 16) * m.prob()
-		var bit uint32
-		if code < bound {
-			bit = 1
-		}
-		mask := -bit
-		code -= bound &^ mask
-		rng = bound&mask | (rng-bound)&^mask
-		m.update(bit)
-		node = node<<1 | bit
-		for rng < 1<<24 {
-			rng <<= 8
-			code = code<<8 | uint32(d.next())
-		}
-	}
-	d.rng, d.code = rng, code
-	return node & 0xFF
-}
-
 func (d *rcDecoder) next() byte {
 	if d.pos < len(d.src) {
 		c := d.src[d.pos]

@@ -126,7 +126,11 @@ func (e *refDecoder) decodeRefRange(dst, src, ref []byte, p *refSpec) error {
 	for i := range n {
 		r := loadValue(ref, i, p.size)
 		row := s.row(p.ctx(r))
-		t := dec.token(row)
+		t := uint32(1)
+		for range 8 {
+			t = t<<1 | dec.decode(&row[t])
+		}
+		t &= 0xFF
 		if t == 0 {
 			storeValue(dst, i, p.size, r)
 			continue
