@@ -20,14 +20,25 @@ import (
 // the given step: BF16 and F32 weights that drift a little per step.
 func writeStep(t *testing.T, path string, n, step int) []byte {
 	t.Helper()
+	file := driftFile("a.weight", "b.weight", n, step, 0, 1)
+	if err := os.WriteFile(path, file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// driftFile is a safetensors file of a BF16 tensor wn and an F32 tensor bn
+// of n values each at the given training step: value i is
+// sin((i+shift)·0.7)·0.05·(1+i%7) + step·1e-4·cos(i·mul) (the F32 one 3×).
+func driftFile(wn, bn string, n, step, shift, mul int) []byte {
 	var bf, f32 []byte
 	for i := 0; i < n; i++ {
-		x := float32(math.Sin(float64(i)*0.7))*0.05*float32(1+i%7) + float32(step)*1e-4*float32(math.Cos(float64(i)))
+		x := float32(math.Sin(float64(i+shift)*0.7))*0.05*float32(1+i%7) + float32(step)*1e-4*float32(math.Cos(float64(i*mul)))
 		bf = binary.LittleEndian.AppendUint16(bf, uint16(math.Float32bits(x)>>16))
 		f32 = binary.LittleEndian.AppendUint32(f32, math.Float32bits(x*3))
 	}
-	hdr := fmt.Sprintf(`{"a.weight":{"dtype":"BF16","shape":[%d],"data_offsets":[0,%d]},"b.weight":{"dtype":"F32","shape":[%d],"data_offsets":[%d,%d]}}`,
-		n, len(bf), n, len(bf), len(bf)+len(f32))
+	hdr := fmt.Sprintf(`{%q:{"dtype":"BF16","shape":[%d],"data_offsets":[0,%d]},%q:{"dtype":"F32","shape":[%d],"data_offsets":[%d,%d]}}`,
+		wn, n, len(bf), bn, n, len(bf), len(bf)+len(f32))
 	for len(hdr)%8 != 0 {
 		hdr += " "
 	}
@@ -35,11 +46,7 @@ func writeStep(t *testing.T, path string, n, step int) []byte {
 	file = binary.LittleEndian.AppendUint64(file, uint64(len(hdr)))
 	file = append(file, hdr...)
 	file = append(file, bf...)
-	file = append(file, f32...)
-	if err := os.WriteFile(path, file, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return file
+	return append(file, f32...)
 }
 
 func TestCompressRef(t *testing.T) {

@@ -2,10 +2,8 @@ package main
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,26 +23,10 @@ func writeShardedStep(t *testing.T, dir string, n, step int) map[string][]byte {
 	weightMap := map[string]string{}
 	const shards = 2
 	for k := range shards {
-		var bf, f32 []byte
-		for i := 0; i < n; i++ {
-			x := float32(math.Sin(float64(i+k*n)*0.7))*0.05*float32(1+i%7) + float32(step)*1e-4*float32(math.Cos(float64(i*(k+1))))
-			bf = binary.LittleEndian.AppendUint16(bf, uint16(math.Float32bits(x)>>16))
-			f32 = binary.LittleEndian.AppendUint32(f32, math.Float32bits(x*3))
-		}
 		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", k+1, shards)
 		wn, bn := fmt.Sprintf("layers.%d.weight", k), fmt.Sprintf("layers.%d.scale", k)
 		weightMap[wn], weightMap[bn] = name, name
-		hdr := fmt.Sprintf(`{%q:{"dtype":"BF16","shape":[%d],"data_offsets":[0,%d]},%q:{"dtype":"F32","shape":[%d],"data_offsets":[%d,%d]}}`,
-			wn, n, len(bf), bn, n, len(bf), len(bf)+len(f32))
-		for len(hdr)%8 != 0 {
-			hdr += " "
-		}
-		var file []byte
-		file = binary.LittleEndian.AppendUint64(file, uint64(len(hdr)))
-		file = append(file, hdr...)
-		file = append(file, bf...)
-		file = append(file, f32...)
-		files[name] = file
+		files[name] = driftFile(wn, bn, n, step, k*n, k+1)
 	}
 	idx, err := json.Marshal(map[string]any{"metadata": map[string]any{"total_size": shards * 6 * n}, "weight_map": weightMap})
 	if err != nil {
