@@ -166,31 +166,11 @@ func sameStep(fr Frame, d *Decoded, s mstep) error {
 // checkMulti decodes every frame by Walk and by Extract.
 func checkMulti(t *testing.T, f *memFile, steps []mstep) *Archive {
 	t.Helper()
-	a, err := Open(f, int64(len(f.b)))
-	if err != nil {
-		t.Fatal(err)
+	all := make([]int, len(steps))
+	for i := range all {
+		all[i] = i
 	}
-	if len(a.Frames) != len(steps) || a.Tail != 0 {
-		t.Fatalf("%d frames (tail %d), want %d", len(a.Frames), a.Tail, len(steps))
-	}
-	n := 0
-	err = a.Walk(codec.Options{Threads: 2}, func(d *Decoded) error {
-		n++
-		return sameStep(a.Frames[d.Frame], d, steps[d.Frame])
-	})
-	if err != nil || n != len(steps) {
-		t.Fatalf("walk: %v (%d frames)", err, n)
-	}
-	for i := range steps {
-		d, err := a.Extract(i, codec.Options{Threads: 1})
-		if err != nil {
-			t.Fatalf("extract %d: %v", i, err)
-		}
-		if err := sameStep(a.Frames[i], d, steps[i]); err != nil {
-			t.Fatalf("extract: %v", err)
-		}
-	}
-	return a
+	return checkFrames(t, f, len(steps), all, func(fr Frame, d *Decoded) error { return sameStep(fr, d, steps[d.Frame]) })
 }
 
 // TestMultiFileSteps packs a run of sharded checkpoints (an index file and

@@ -172,31 +172,42 @@ func packOpt(t testing.TB, steps []step, k, mode int, opt codec.Options) *memFil
 // checkAll decodes every frame (Walk) and a few by Extract.
 func checkAll(t *testing.T, f *memFile, steps []step) *Archive {
 	t.Helper()
+	same := func(fr Frame, d *Decoded) error {
+		if sha256.Sum256(d.Data) != sha256.Sum256(steps[d.Frame].data) {
+			return fmt.Errorf("frame %d differs", d.Frame)
+		}
+		return nil
+	}
+	return checkFrames(t, f, len(steps), []int{0, len(steps) / 2, len(steps) - 1}, same)
+}
+
+// checkFrames opens f, which must hold n frames and no tail, decodes every
+// frame by Walk and the frames extract by Extract, and checks each with
+// same.
+func checkFrames(t *testing.T, f *memFile, n int, extract []int, same func(Frame, *Decoded) error) *Archive {
+	t.Helper()
 	a, err := Open(f, int64(len(f.b)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(a.Frames) != len(steps) || a.Tail != 0 {
-		t.Fatalf("%d frames (tail %d), want %d", len(a.Frames), a.Tail, len(steps))
+	if len(a.Frames) != n || a.Tail != 0 {
+		t.Fatalf("%d frames (tail %d), want %d", len(a.Frames), a.Tail, n)
 	}
-	n := 0
+	walked := 0
 	err = a.Walk(codec.Options{Threads: 2}, func(d *Decoded) error {
-		if sha256.Sum256(d.Data) != sha256.Sum256(steps[d.Frame].data) {
-			return fmt.Errorf("frame %d differs", d.Frame)
-		}
-		n++
-		return nil
+		walked++
+		return same(a.Frames[d.Frame], d)
 	})
-	if err != nil || n != len(steps) {
-		t.Fatalf("walk: %v (%d frames)", err, n)
+	if err != nil || walked != n {
+		t.Fatalf("walk: %v (%d frames)", err, walked)
 	}
-	for _, i := range []int{0, len(steps) / 2, len(steps) - 1} {
+	for _, i := range extract {
 		d, err := a.Extract(i, codec.Options{Threads: 1})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("extract %d: %v", i, err)
 		}
-		if !bytes.Equal(d.Data, steps[i].data) {
-			t.Fatalf("extract %d differs", i)
+		if err := same(a.Frames[i], d); err != nil {
+			t.Fatalf("extract: %v", err)
 		}
 	}
 	return a
