@@ -4,36 +4,53 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"unsafe"
-
-	"github.com/klauspost/compress/fse"
 )
 
-// huffX decodes huff0 4-stream Huffman blocks (the layout huff0's
-// Decompress4X reads) with a table that yields up to two symbols per
+// huffX decodes huff0 Huffman blocks (the layouts huff0's Decompress4X
+// and Decompress1X read) with a table that yields up to two symbols per
 // lookup: where the codes of two symbols fit in the table's tl bits, one
 // lookup writes both. huff0's decoder takes one symbol per lookup, and
 // each lookup waits on the one before in the same stream, so on streams
 // of short codes (pair codes of exponents, tokens) this decodes more per
-// step. Tables of longer codes (mantissa planes) decode one symbol per
-// lookup, in the same rounds. huff0's own decoder is the twin
-// (huffx_test.go, FuzzHuffX); the assembly rounds and the AVX-512 table
-// build have pure-Go twins of their own (TestHuffXTiers).
+// step. Tables of longer codes (mantissa planes, most token tables)
+// decode one symbol per lookup, in the same rounds. Reading a table is
+// most of the cost of a short block (a difference block has a table per
+// group of tokens): the weights come from fseWeights, and the table is
+// filled weight by weight. huff0's own decoder is the twin (huffx_test.go,
+// FuzzHuffX, FuzzHuffX1); the assembly rounds and the AVX-512 table build
+// have pure-Go twins of their own (TestHuffXTiers).
 type huffX struct {
 	// single must come right before double: the AVX-512 table build
 	// reads 2 bytes past single's end
 	single [1 << huffMaxBits]uint16 // symbol<<8 | code length
 	double [1 << huffMaxBits]uint32 // bits | sym1<<8 | sym2<<16 | count<<24
 	tl     uint
-	two    bool      // decode with double (else single)
-	w      [257]byte // weights, then the implied last one
-	fse    *fse.Scratch
+	two    bool            // decode with double (else single)
+	w      [fseOutMax]byte // weights, then the implied last one
 }
 
 // readTable reads a huff0 table description (as huff0.ReadTable does,
-// with the same checks) and builds the decoding table, and the two-symbol
-// one where at least half the lookups would yield two symbols. It returns
-// the bytes after the description.
-func (h *huffX) readTable(src []byte) ([]byte, error) {
+// with the same checks) and builds the decoding table, and for a block of
+// n ≥ huffXMin symbols the two-symbol one where at least half the lookups
+// would yield two symbols (below that building it costs more than it
+// saves). It returns the bytes after the description.
+func (h *huffX) readTable(src []byte, n int) ([]byte, error) {
+	rest, err := h.readWeights(src)
+	if err != nil {
+		return nil, err
+	}
+	if h.two && (n < huffXMin || !useHuffXTwo) {
+		h.two = false
+	}
+	if h.two {
+		h.buildDouble()
+	}
+	return rest, nil
+}
+
+// readWeights reads the description and builds the single-symbol table;
+// two says whether the two-symbol one would pay on a long block.
+func (h *huffX) readWeights(src []byte) ([]byte, error) {
 	if len(src) <= 1 {
 		return nil, errf("huffman table: input too small")
 	}
@@ -58,20 +75,13 @@ func (h *huffX) readTable(src []byte) ([]byte, error) {
 		if in[0]&15+5 > 6 {
 			return nil, errf("huffman table: weights tableLog too big")
 		}
-		if h.fse == nil {
-			h.fse = &fse.Scratch{}
-		}
-		h.fse.DecompressLimit = 255
-		h.fse.Out = h.w[:0:255]
-		b, err := fse.Decompress(in[:iSize], h.fse)
-		h.fse.Out = nil
-		if err != nil {
+		var err error
+		if n, err = fseWeights(&h.w, in[:iSize]); err != nil {
 			return nil, errf("huffman table: weights: %v", err)
 		}
-		if len(b) > 255 {
+		if n > 255 {
 			return nil, errf("huffman table: too many weights")
 		}
-		n = copy(h.w[:], b)
 		in = in[iSize:]
 	}
 	// four histograms: weights repeat, so each increment does not wait
@@ -79,15 +89,19 @@ func (h *huffX) readTable(src []byte) ([]byte, error) {
 	var hist [4][16]uint32
 	var seen byte
 	w := h.w[:n]
-	for ; len(w) >= 4; w = w[4:] {
-		hist[0][w[0]&15]++
-		hist[1][w[1]&15]++
-		hist[2][w[2]&15]++
-		hist[3][w[3]&15]++
-		seen |= w[0] | w[1] | w[2] | w[3]
+	// (of the four quarters of the weights, the last one with the
+	// remainder: buildSingle sorts the quarters apart, too)
+	q := len(w) / 4
+	for i := range q {
+		a, b, c, d := w[i], w[q+i], w[2*q+i], w[3*q+i]
+		hist[0][a&15]++
+		hist[1][b&15]++
+		hist[2][c&15]++
+		hist[3][d&15]++
+		seen |= a | b | c | d
 	}
-	for _, v := range w {
-		hist[0][v&15]++
+	for _, v := range w[4*q:] {
+		hist[3][v&15]++
 		seen |= v
 	}
 	var rank [16]uint32
@@ -116,6 +130,7 @@ func (h *huffX) readTable(src []byte) ([]byte, error) {
 	h.w[n] = byte(last)
 	n++
 	rank[last]++
+	hist[3][last]++
 	if rank[1] < 2 || rank[1]&1 != 0 {
 		return nil, errf("huffman table: bad count of the longest codes")
 	}
@@ -134,36 +149,83 @@ func (h *huffX) readTable(src []byte) ([]byte, error) {
 		pairs += uint64(rank[w]) << (w - 1) * suffix[tl+2-w]
 	}
 	h.two = 2*pairs >= 1<<(2*tl)
-	var next uint32
-	for w := uint(1); w <= tl; w++ {
-		cur := next
-		next += rank[w] << (w - 1)
-		rank[w] = cur
-	}
-	single := h.single[:1<<tl]
-	quad := (*[1 << huffMaxBits / 4]uint64)(unsafe.Pointer(&h.single))
-	for s, w := range h.w[:n] {
-		if w == 0 {
-			continue
-		}
-		e := uint16(s)<<8 | uint16(tl+1-uint(w))
-		r, l := rank[w], uint32(1)<<(w-1)
-		if l >= 4 { // runs of 4 and more start at multiples of 4
-			v := uint64(e) * 0x0001_0001_0001_0001
-			for k := r / 4; k < (r+l)/4; k++ {
-				quad[k] = v
-			}
-		} else {
-			for i := r; i < r+l; i++ {
-				single[i] = e
-			}
-		}
-		rank[w] += l
-	}
-	if h.two {
-		h.buildDouble()
-	}
+	h.buildSingle(n, q, &rank, &hist)
 	return in, nil
+}
+
+// buildSingle fills the single-symbol table from the n weights, of which
+// rank[w] have weight w (hist[k][w] in quarter k: q weights each, the
+// last quarter the rest): symbols by increasing weight (longest codes
+// first), in symbol order within a weight, each repeated 2^(w-1) times.
+// The symbols are sorted by weight first, the four quarters in step (the
+// position counters of one quarter do not wait on another's), so that
+// each weight's runs are written by one loop of fixed stores (the runs of
+// a complete code are aligned to their length).
+func (h *huffX) buildSingle(n, q int, rank *[16]uint32, hist *[4][16]uint32) {
+	tl := h.tl           // ≥ every weight
+	var at [4][16]uint32 // where each quarter's symbols of each weight go in order
+	for w := uint(1); w <= tl; w++ {
+		at[0][w+1] = at[0][w] + rank[w]
+	}
+	at[0][0] = at[0][tl+1] // symbols of weight 0 go last
+	for k := 1; k < 4; k++ {
+		for w := range at[k] {
+			at[k][w] = at[k-1][w] + hist[k-1][w]
+		}
+	}
+	var order [256]byte
+	w := h.w[:n]
+	for i := range q {
+		a, b, c, d := w[i]&15, w[q+i]&15, w[2*q+i]&15, w[3*q+i]&15
+		order[at[0][a]&255] = byte(i)
+		order[at[1][b]&255] = byte(q + i)
+		order[at[2][c]&255] = byte(2*q + i)
+		order[at[3][d]&255] = byte(3*q + i)
+		at[0][a]++
+		at[1][b]++
+		at[2][c]++
+		at[3][d]++
+	}
+	for i := 4 * q; i < n; i++ {
+		order[at[3][w[i]&15]&255] = byte(i)
+		at[3][w[i]&15]++
+	}
+	single := (*[1 << huffMaxBits]uint16)(h.single[:])
+	quad := (*[1 << huffMaxBits / 4]uint64)(unsafe.Pointer(&h.single))
+	pos, k := uint32(0), uint32(0)
+	for w := uint(1); w <= tl; w++ {
+		syms := order[k : k+rank[w]]
+		k += rank[w]
+		length := uint16(tl + 1 - w)
+		switch w {
+		case 1:
+			for _, s := range syms {
+				single[pos&(1<<huffMaxBits-1)] = uint16(s)<<8 | length
+				pos++
+			}
+		case 2:
+			for _, s := range syms {
+				v := uint32(uint16(s)<<8|length) * 0x0001_0001
+				*(*uint32)(unsafe.Pointer(&single[pos&(1<<huffMaxBits-2)])) = v
+				pos += 2
+			}
+		case 3:
+			for _, s := range syms {
+				quad[pos/4&(1<<huffMaxBits/4-1)] = uint64(uint16(s)<<8|length) * 0x0001_0001_0001_0001
+				pos += 4
+			}
+		default:
+			l := uint32(1) << (w - 1)
+			for _, s := range syms {
+				v := uint64(uint16(s)<<8|length) * 0x0001_0001_0001_0001
+				q := quad[pos/4 : (pos+l)/4]
+				for j := range q {
+					q[j] = v
+				}
+				pos += l
+			}
+		}
+	}
 }
 
 // buildDoubleGo derives the two-symbol table from the single one: the
@@ -233,6 +295,61 @@ func (h *huffX) decode4(dst, src []byte) error {
 	return nil
 }
 
+// decode1 decodes the 1-stream data src (after the table description)
+// into dst, whose capacity is the symbol count: the stream must end
+// exactly with the last symbol (huff0's Decompress1X, with the caller's
+// check that it yields exactly cap(dst) symbols).
+func (h *huffX) decode1(dst, src []byte) error {
+	n := cap(dst)
+	dst = dst[:n]
+	if len(src) == 0 || src[len(src)-1] == 0 {
+		return errf("huffman data: no end marker")
+	}
+	s := hxStream{p: len(src), c: 8 - uint(bits.Len8(src[len(src)-1])-1), oe: n}
+	h.fast1(dst, src, &s)
+	if err := h.tail(dst, src, &s); err != nil {
+		return errf("huffman data: %v", err)
+	}
+	return nil
+}
+
+// fast1Go decodes one stream five lookups at a time while it has a full
+// window above src[0] and room for what five lookups write: the pure-Go
+// twin of huffXStream.
+func (h *huffX) fast1Go(dst, src []byte, s *hxStream) {
+	sh := 64 - h.tl
+	p, c, o := s.p, s.c, s.o
+	if h.two {
+		double := &h.double
+		for p-int(c>>3) >= 8 && o+12 <= s.oe {
+			p -= int(c >> 3)
+			c &= 7
+			w := binary.LittleEndian.Uint64(src[p-8:])
+			for range 5 {
+				e := double[(w<<c)>>sh&(1<<huffMaxBits-1)]
+				binary.LittleEndian.PutUint16(dst[o:], uint16(e>>8))
+				c += uint(e) & 0xFF
+				o += int(e >> 24)
+			}
+		}
+	} else {
+		single := &h.single
+		for p-int(c>>3) >= 8 && o+5 <= s.oe {
+			p -= int(c >> 3)
+			c &= 7
+			w := binary.LittleEndian.Uint64(src[p-8:])
+			d := dst[o : o+5 : o+5]
+			for k := range d {
+				e := single[(w<<c)>>sh&(1<<huffMaxBits-1)]
+				d[k] = byte(e >> 8)
+				c += uint(e) & 0xFF
+			}
+			o += 5
+		}
+	}
+	s.p, s.c, s.o = p, c, o
+}
+
 // hxStream is one backward bitstream: the unread bits end c bits below
 // the top of the 8-byte window src[p-8:p]; output goes to dst[o:oe].
 type hxStream struct {
@@ -282,9 +399,30 @@ func (h *huffX) fast4Go(dst, src []byte, st *[4]hxStream) {
 }
 
 // tail decodes the rest of a stream one symbol at a time and checks that
-// it ends exactly with its bits.
+// it ends exactly with its bits. While an 8-byte window lies above src[0]
+// it takes up to five symbols from each window without checking the bits
+// left: the window may reach below the stream's start, but a stream that
+// ends exactly with its bits decodes the same whatever lies below it, and
+// one that does not comes out with the bits left not zero, so it fails as
+// the checked loop below fails it (the unread bits only decrease).
 func (h *huffX) tail(dst, src []byte, s *hxStream) error {
 	tl := h.tl
+	sh := 64 - tl
+	for s.o < s.oe {
+		p := s.p - int(s.c>>3)
+		if p < 8 {
+			break
+		}
+		s.p, s.c = p, s.c&7
+		w := binary.LittleEndian.Uint64(src[p-8:])
+		d := dst[s.o:min(s.o+5, s.oe)]
+		for k := range d {
+			e := h.single[(w<<s.c)>>sh&(1<<huffMaxBits-1)]
+			d[k] = byte(e >> 8)
+			s.c += uint(e) & 0xFF
+		}
+		s.o += len(d)
+	}
 	pos := 8*(s.p-s.lo) - int(s.c) // unread bits of the stream
 	for ; s.o < s.oe; s.o++ {
 		if pos <= 0 {

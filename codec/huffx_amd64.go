@@ -30,6 +30,12 @@ func huffXRounds(ctx *hxCtx, rounds int)
 func huffXRounds1(ctx *hxCtx, rounds int)
 
 //go:noescape
+func huffXStream(ctx *hxCtx, rounds int)
+
+//go:noescape
+func huffXStream1(ctx *hxCtx, rounds int)
+
+//go:noescape
 func huffXDoubleAVX512(single *uint16, double *uint32, tl int)
 
 // useHuffXAVX512 selects the AVX-512 build of the two-symbol table.
@@ -92,5 +98,41 @@ func (h *huffX) fast4(dst, src []byte, st *[4]hxStream) {
 		for i := range st {
 			st[i].p, st[i].c, st[i].o = int(ctx.p[i]-sb), uint(ctx.c[i]), int(ctx.o[i]-db)
 		}
+	}
+}
+
+// fast1 is fast1Go in assembly (stream 0 of the context): as many rounds
+// at a time as the stream's input and output allow without checks.
+func (h *huffX) fast1(dst, src []byte, s *hxStream) {
+	if !useHuffXAsm {
+		h.fast1Go(dst, src, s)
+		return
+	}
+	for {
+		p := s.p - int(s.c>>3)
+		if p < 8 {
+			return
+		}
+		var r int
+		if h.two {
+			r = min((p-8)/7+1, (s.oe-s.o-2)/10)
+		} else {
+			r = min((p-8)/7+1, (s.oe-s.o)/5)
+		}
+		if r <= 0 {
+			return
+		}
+		sb, db := uintptr(unsafe.Pointer(unsafe.SliceData(src))), uintptr(unsafe.Pointer(unsafe.SliceData(dst)))
+		ctx := hxCtx{tab: &h.double[0], sh: uint64(64 - h.tl)}
+		ctx.p[0], ctx.c[0], ctx.o[0] = sb+uintptr(p), uint64(s.c&7), db+uintptr(s.o)
+		if h.two {
+			huffXStream(&ctx, r)
+		} else {
+			ctx.tab = (*uint32)(unsafe.Pointer(&h.single[0]))
+			huffXStream1(&ctx, r)
+		}
+		runtime.KeepAlive(src)
+		runtime.KeepAlive(dst)
+		s.p, s.c, s.o = int(ctx.p[0]-sb), uint(ctx.c[0]), int(ctx.o[0]-db)
 	}
 }

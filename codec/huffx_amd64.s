@@ -129,6 +129,76 @@ done1:
 	LEAVE
 	RET
 
+// RELOADP is RELOAD for a stream whose window end is kept in register P.
+#define RELOADP(W, P) \
+	TZCNTQ W, DI \
+	MOVQ   DI, W \
+	SHRQ   $3, W \
+	SUBQ   W, P \
+	MOVQ   -8(P), W \
+	ORQ    $1, W \
+	ANDQ   $7, DI \
+	SHLXQ  DI, W, W
+
+// ENTER1 loads stream 0 of ctx: ctx in R15, rounds in R13, the table in
+// R14, the shift in CX, the output pointer in R8, the window end in R9,
+// the window in AX.
+#define ENTER1 \
+	MOVQ ctx+0(FP), R15 \
+	MOVQ rounds+8(FP), R13 \
+	MOVQ CTX_TAB(R15), R14 \
+	MOVQ CTX_SH(R15), CX \
+	MOVQ (CTX_O+0)(R15), R8 \
+	MOVQ (CTX_P+0)(R15), R9 \
+	LOAD(AX, 0)
+
+// LEAVE1 stores stream 0's state back.
+#define LEAVE1 \
+	SAVE(AX, 0) \
+	MOVQ R8, (CTX_O+0)(R15) \
+	MOVQ R9, (CTX_P+0)(R15)
+
+// func huffXStream1(ctx *hxCtx, rounds int)
+// huffXRounds1 for the one stream of a 1-stream block (stream 0 of ctx).
+TEXT ·huffXStream1(SB), NOSPLIT, $0-16
+	ENTER1
+
+sloop1:
+	LOOKUP1(AX, R8, 0)
+	LOOKUP1(AX, R8, 1)
+	LOOKUP1(AX, R8, 2)
+	LOOKUP1(AX, R8, 3)
+	LOOKUP1(AX, R8, 4)
+	ADDQ $5, R8
+	DECQ R13
+	JZ   sdone1
+	RELOADP(AX, R9)
+	JMP  sloop1
+
+sdone1:
+	LEAVE1
+	RET
+
+// func huffXStream(ctx *hxCtx, rounds int)
+// huffXRounds for the one stream of a 1-stream block (stream 0 of ctx).
+TEXT ·huffXStream(SB), NOSPLIT, $0-16
+	ENTER1
+
+sloop:
+	LOOKUP(AX, R8)
+	LOOKUP(AX, R8)
+	LOOKUP(AX, R8)
+	LOOKUP(AX, R8)
+	LOOKUP(AX, R8)
+	DECQ R13
+	JZ   sdone
+	RELOADP(AX, R9)
+	JMP  sloop
+
+sdone:
+	LEAVE1
+	RET
+
 // func huffXRounds(ctx *hxCtx, rounds int)
 // rounds ≥ 1 rounds of five lookups in each of the four streams. The
 // caller guarantees every window and store stays inside its buffers.
@@ -240,3 +310,4 @@ loop:
 	JB         loop
 	VZEROUPPER
 	RET
+

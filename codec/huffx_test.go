@@ -12,22 +12,44 @@ import (
 
 // huff0Decode4 is the twin: huff0's own table reader and 4-stream decoder.
 func huff0Decode4(src []byte, n int) ([]byte, error) {
+	return huff0Decode(src, n, true)
+}
+
+// huff0Decode is huff0's table reader and its 4-stream or 1-stream
+// decoder, which must yield exactly n symbols (as streamDecoder requires).
+func huff0Decode(src []byte, n int, x4 bool) ([]byte, error) {
 	var s huff0.Scratch
 	s.MaxDecodedSize = n
 	s2, rest, err := huff0.ReadTable(src, &s)
 	if err != nil {
 		return nil, err
 	}
-	return s2.Decoder().Decompress4X(make([]byte, 0, n), rest)
+	if x4 {
+		return s2.Decoder().Decompress4X(make([]byte, 0, n), rest)
+	}
+	out, err := s2.Decoder().Decompress1X(make([]byte, 0, n), rest)
+	if err == nil && len(out) != n {
+		err = errf("%d symbols, want %d", len(out), n)
+	}
+	return out, err
 }
 
 func huffXDecode4(h *huffX, src []byte, n int) ([]byte, error) {
-	rest, err := h.readTable(src)
+	return huffXDecode(h, src, n, true)
+}
+
+func huffXDecode(h *huffX, src []byte, n int, x4 bool) ([]byte, error) {
+	rest, err := h.readTable(src, n)
 	if err != nil {
 		return nil, err
 	}
 	dst := make([]byte, n)
-	if err := h.decode4(dst, rest); err != nil {
+	if x4 {
+		err = h.decode4(dst, rest)
+	} else {
+		err = h.decode1(dst, rest)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return dst, nil
@@ -62,39 +84,60 @@ func huffXInputs(t testing.TB) [][]byte {
 	return ins
 }
 
-// TestHuffXTwin: every 4-stream block huff0 writes decodes the same with
-// huffX as with huff0, and every truncation fails in both or in neither.
+// TestHuffXTwin: every block huff0 writes (4 streams and 1) decodes the
+// same with huffX as with huff0, with and without two-symbol tables, and
+// every truncation fails in both or in neither.
 func TestHuffXTwin(t *testing.T) {
 	var h huffX
-	var s huff0.Scratch
+	s := huff0.Scratch{Reuse: huff0.ReusePolicyNone}
 	n := 0
 	for _, in := range huffXInputs(t) {
-		comp, _, err := huff0.Compress4X(in, &s)
-		if err != nil {
-			continue // incompressible or one symbol
-		}
-		comp = bytes.Clone(comp)
-		want, err := huff0Decode4(comp, len(in))
-		if err != nil || !bytes.Equal(want, in) {
-			t.Fatalf("huff0 roundtrip: %v", err)
-		}
-		got, err := huffXDecode4(&h, comp, len(in))
-		if err != nil || !bytes.Equal(got, in) {
-			t.Fatalf("n=%d: huffX: %v (equal %v)", len(in), err, bytes.Equal(got, in))
-		}
-		for _, cut := range []int{1, 2, 7, 8, 9, len(comp) / 2} {
-			if cut >= len(comp) {
-				continue
+		for _, x4 := range []bool{true, false} {
+			var comp []byte
+			var err error
+			if x4 {
+				comp, _, err = huff0.Compress4X(in, &s)
+			} else {
+				comp, _, err = huff0.Compress1X(in, &s)
 			}
-			_, e1 := huff0Decode4(comp[:len(comp)-cut], len(in))
-			_, e2 := huffXDecode4(&h, comp[:len(comp)-cut], len(in))
-			if (e1 == nil) != (e2 == nil) {
-				t.Fatalf("n=%d cut %d: huff0 %v, huffX %v", len(in), cut, e1, e2)
+			if err != nil {
+				continue // incompressible or one symbol
 			}
+			comp = bytes.Clone(comp)
+			want, err := huff0Decode(comp, len(in), x4)
+			if err != nil || !bytes.Equal(want, in) {
+				t.Fatalf("huff0 roundtrip: %v", err)
+			}
+			for _, two := range []bool{true, false} {
+				useHuffXTwo = two
+				got, err := huffXDecode(&h, comp, len(in), x4)
+				useHuffXTwo = true
+				if err != nil || !bytes.Equal(got, in) {
+					t.Fatalf("n=%d x4 %v two %v: huffX: %v (equal %v)", len(in), x4, two, err, bytes.Equal(got, in))
+				}
+			}
+			for _, cut := range []int{1, 2, 7, 8, 9, len(comp) / 2} {
+				if cut >= len(comp) {
+					continue
+				}
+				_, e1 := huff0Decode(comp[:len(comp)-cut], len(in), x4)
+				_, e2 := huffXDecode(&h, comp[:len(comp)-cut], len(in), x4)
+				if (e1 == nil) != (e2 == nil) {
+					t.Fatalf("n=%d x4 %v cut %d: huff0 %v, huffX %v", len(in), x4, cut, e1, e2)
+				}
+			}
+			// one symbol more or fewer than the block holds
+			for _, m := range []int{len(in) - 1, len(in) + 1} {
+				_, e1 := huff0Decode(comp, m, x4)
+				_, e2 := huffXDecode(&h, comp, m, x4)
+				if (e1 == nil) != (e2 == nil) {
+					t.Fatalf("n=%d x4 %v as %d symbols: huff0 %v, huffX %v", len(in), x4, m, e1, e2)
+				}
+			}
+			n++
 		}
-		n++
 	}
-	if n < 20 {
+	if n < 40 {
 		t.Fatalf("only %d compressible inputs", n)
 	}
 }
@@ -116,6 +159,31 @@ func FuzzHuffX(f *testing.F) {
 		}
 		want, e1 := huff0Decode4(src, int(n))
 		got, e2 := huffXDecode4(&h, src, int(n))
+		if (e1 == nil) != (e2 == nil) {
+			t.Fatalf("huff0 %v, huffX %v", e1, e2)
+		}
+		if e1 == nil && !bytes.Equal(want, got) {
+			t.Fatal("outputs differ")
+		}
+	})
+}
+
+// FuzzHuffX1: the same for 1-stream blocks.
+func FuzzHuffX1(f *testing.F) {
+	var s huff0.Scratch
+	for _, in := range huffXInputs(f)[:12] {
+		if comp, _, err := huff0.Compress1X(in, &s); err == nil {
+			f.Add(bytes.Clone(comp), uint32(len(in)))
+		}
+	}
+	var h huffX
+	f.Fuzz(func(t *testing.T, src []byte, n uint32) {
+		n %= 1 << 17
+		if n == 0 {
+			return
+		}
+		want, e1 := huff0Decode(src, int(n), false)
+		got, e2 := huffXDecode(&h, src, int(n), false)
 		if (e1 == nil) != (e2 == nil) {
 			t.Fatalf("huff0 %v, huffX %v", e1, e2)
 		}
@@ -168,7 +236,7 @@ func BenchmarkHuffX(b *testing.B) {
 		dst := make([]byte, 1<<18)
 		for b.Loop() {
 			for i, c := range comps {
-				rest, _ := h.readTable(c)
+				rest, _ := h.readTable(c, sizes[i])
 				if err := h.decode4(dst[:0:sizes[i]], rest); err != nil {
 					b.Fatal(err)
 				}
@@ -177,35 +245,49 @@ func BenchmarkHuffX(b *testing.B) {
 	})
 }
 
-// TestHuffXTiers: the assembly rounds and the AVX-512 table build give
-// what their pure-Go twins give.
+// TestHuffXTiers: the assembly rounds (4 streams and 1) and the AVX-512
+// table build give what their pure-Go twins give.
 func TestHuffXTiers(t *testing.T) {
 	if !useHuffXAsm && !useHuffXAVX512 {
 		t.Skip("no assembly tiers on this machine")
 	}
-	var s huff0.Scratch
+	s := huff0.Scratch{Reuse: huff0.ReusePolicyNone}
 	var a, b huffX
 	for _, in := range huffXInputs(t) {
-		comp, _, err := huff0.Compress4X(in, &s)
-		if err != nil {
-			continue
-		}
-		comp = bytes.Clone(comp)
-		r1, err1 := a.readTable(comp)
-		asm, avx := useHuffXAsm, useHuffXAVX512
-		useHuffXAsm, useHuffXAVX512 = false, false
-		r2, err2 := b.readTable(comp)
-		if err1 != nil || err2 != nil || a.double != b.double || a.single != b.single || len(r1) != len(r2) {
+		for _, x4 := range []bool{true, false} {
+			var comp []byte
+			var err error
+			if x4 {
+				comp, _, err = huff0.Compress4X(in, &s)
+			} else {
+				comp, _, err = huff0.Compress1X(in, &s)
+			}
+			if err != nil {
+				continue
+			}
+			comp = bytes.Clone(comp)
+			decode := func(h *huffX, dst, src []byte) error {
+				if x4 {
+					return h.decode4(dst, src)
+				}
+				return h.decode1(dst, src)
+			}
+			r1, err1 := a.readTable(comp, len(in))
+			asm, avx := useHuffXAsm, useHuffXAVX512
+			useHuffXAsm, useHuffXAVX512 = false, false
+			r2, err2 := b.readTable(comp, len(in))
+			if err1 != nil || err2 != nil || a.two != b.two || a.two && a.double != b.double || a.single != b.single || len(r1) != len(r2) {
+				useHuffXAsm, useHuffXAVX512 = asm, avx
+				t.Fatalf("n=%d: tables differ (%v, %v)", len(in), err1, err2)
+			}
+			goOut := make([]byte, len(in))
+			err2 = decode(&b, goOut, r2)
 			useHuffXAsm, useHuffXAVX512 = asm, avx
-			t.Fatalf("n=%d: tables differ (%v, %v)", len(in), err1, err2)
-		}
-		goOut := make([]byte, len(in))
-		err2 = b.decode4(goOut, r2)
-		useHuffXAsm, useHuffXAVX512 = asm, avx
-		asmOut := make([]byte, len(in))
-		err1 = a.decode4(asmOut, r1)
-		if err1 != nil || err2 != nil || !bytes.Equal(asmOut, in) || !bytes.Equal(goOut, in) {
-			t.Fatalf("n=%d: assembly %v, Go %v", len(in), err1, err2)
+			asmOut := make([]byte, len(in))
+			err1 = decode(&a, asmOut, r1)
+			if err1 != nil || err2 != nil || !bytes.Equal(asmOut, in) || !bytes.Equal(goOut, in) {
+				t.Fatalf("n=%d x4 %v: assembly %v, Go %v", len(in), x4, err1, err2)
+			}
 		}
 	}
 }

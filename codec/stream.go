@@ -409,7 +409,7 @@ func (e *streamEncoder) appendPairs(dst []byte) ([]byte, bool) {
 // streamDecoder holds the reusable state of one worker's stream decoding.
 type streamDecoder struct {
 	huf   huff0.Scratch
-	hx    *huffX // 4-stream blocks of huffXMin symbols and more
+	hx    *huffX // Huffman blocks (where useHuffX)
 	codes []byte
 	exc   []byte
 	sec   *SetupSection // the setup section of the block's dtype, for modes 6 and 7
@@ -664,15 +664,18 @@ func (d *streamDecoder) huffDecode(dst, src []byte, x4 bool) error {
 	if n == 0 {
 		return errf("huffman block for no symbols")
 	}
-	if x4 && n >= huffXMin && useHuffX {
+	if useHuffX {
 		if d.hx == nil {
 			d.hx = new(huffX)
 		}
-		rest, err := d.hx.readTable(src)
+		rest, err := d.hx.readTable(src, n)
 		if err != nil {
 			return err
 		}
-		return d.hx.decode4(dst[:n], rest)
+		if x4 {
+			return d.hx.decode4(dst[:n], rest)
+		}
+		return d.hx.decode1(dst[:n], rest)
 	}
 	d.huf.MaxDecodedSize = n
 	s, rest, err := huff0.ReadTable(src, &d.huf)
@@ -694,13 +697,18 @@ func (d *streamDecoder) huffDecode(dst, src []byte, x4 bool) error {
 	return nil
 }
 
-// huffXMin: 4-stream Huffman blocks of this many symbols and more are
-// decoded by huffX (two symbols per lookup) where it has its assembly;
-// below it building the second table costs more than it saves.
+// huffXMin: Huffman blocks of this many symbols and more are decoded two
+// symbols per lookup where their table makes it pay; below it building
+// the second table costs more than it saves.
 const huffXMin = 2048
 
-// useHuffX selects huffX; tests turn it off to compare with huff0.
+// useHuffX selects huffX for every Huffman block (where it has its
+// assembly); tests turn it off to compare with huff0.
 var useHuffX = useHuffXAsm
+
+// useHuffXTwo allows huffX's two-symbol tables; tests turn it off to
+// compare the one-symbol decoding of the same blocks.
+var useHuffXTwo = true
 
 // minPairSymbolsVar: pair coding is tried from this many symbols on.
 var minPairSymbolsVar = minPairSymbols
