@@ -187,19 +187,27 @@ type refEncoder struct {
 }
 
 // refGroupThresholds: the encoder considers these minimum context sizes (a
-// context with fewer values joins group 0; 1<<30 means one group),
-// estimates each grouping from its histograms (estimateGroups) and codes
-// the smallest. Three candidates code the real trajectory as small as five
-// did (1<<30, 8192, 2048, 512, 128), and the estimate picks within 0.005 %
-// of coding every candidate in full.
-var refGroupThresholds = []int{1 << 30, 512, 128}
+// context with fewer values joins group 0; 1<<30 means one group), in
+// decreasing order, estimates each grouping from its histograms
+// (estimateStream of each own group, estimateRest) and codes the one whose
+// estimate plus refGroupPenalty per group is smallest. The estimate picks
+// within 0.005 % of coding every candidate in full. With the penalty a
+// fine ladder matters: with three candidates (1<<30, 512, 128) a penalty
+// of 128 mostly falls back to one group (extract 3 % faster, +0.13 %),
+// with these ten it takes the groupings between (8.5 % faster, +0.15 %).
+var refGroupThresholds = []int{1 << 30, 32768, 16384, 8192, 4096, 2048, 1024, 512, 256, 128}
 
 // refGroupPenalty is what the encoder counts, in bytes, for each group
 // beyond the first when it compares groupings: a group costs the decoder
-// a Huffman table to read and a stream to start, which on the real
-// trajectory's small tensors outweighs a gain of a few bytes (32: extract
-// of a 10-frame chain 8 % faster, the run's archive 0.08 % larger).
-const refGroupPenalty = 32
+// a Huffman table to read (~1.3 µs for a table of tokens), a stream to
+// start and its tail, the time of decoding a few thousand tokens.
+// Measured on the real bf16 trajectory (one core, extract of a 10-frame
+// chain; the run's archive), relative to a penalty of 32 with three
+// candidates: 96 bytes -6.5 % time, +0.09 % size; 128: -8.5 %, +0.15 %;
+// 160: -10 %, +0.28 %. 128 keeps a one-core extract within K independent
+// decodes with a margin (issue 7); the last steps of a run, whose streams
+// are small, pay most (step 1000: 0.110 of raw instead of 0.107).
+const refGroupPenalty = 128
 
 // encodeRefFloat codes the values of src (float type d) against ref (the
 // same number of bytes) and appends the payload. ok is false when d has no
@@ -276,6 +284,7 @@ func (b *blockEncoder) encodeRefFloat(dst, src, ref []byte, d dtype.DType) ([]by
 	// the candidate groupings (contexts with a group of their own), each
 	// estimated from its histograms: the smallest is coded
 	bestK, bestEst := -1, 0
+	own, ownK := 0, 0 // the estimated own streams of the ownK largest contexts
 	for _, th := range refGroupThresholds {
 		k := 0
 		for k < len(e.order) && k < 254 && int(counts[e.order[k]]) >= th {
@@ -284,7 +293,14 @@ func (b *blockEncoder) encodeRefFloat(dst, src, ref []byte, d dtype.DType) ([]by
 		if k == bestK {
 			continue
 		}
-		if est := e.estimateGroups(&p, k) + k*refGroupPenalty; bestK < 0 || est < bestEst {
+		if k < ownK { // thresholds out of order: start over
+			own, ownK = 0, 0
+		}
+		for ; ownK < k; ownK++ {
+			c := e.order[ownK]
+			own += e.estimateStream(&e.rows[c], int(e.counts[c]), p.tokW)
+		}
+		if est := own + e.estimateRest(&p, k) + k*refGroupPenalty; bestK < 0 || est < bestEst {
 			bestK, bestEst = k, est
 		}
 	}
@@ -302,17 +318,15 @@ func (b *blockEncoder) encodeRefFloat(dst, src, ref []byte, d dtype.DType) ([]by
 	return dst, true
 }
 
-// estimateGroups estimates the bytes of the token streams with the k
-// largest contexts (order) in groups of their own: each group as packed
-// symbols or Huffman-coded singles with their table, whichever is smaller
-// (the coder may do better with pairs).
-func (e *refEncoder) estimateGroups(p *refSpec, k int) int {
+// estimateRest estimates the bytes of group 0 when the k largest contexts
+// (order) have groups of their own, with the 3 bytes of context map per
+// own group (the own streams: estimateStream of each, which does not
+// depend on k).
+func (e *refEncoder) estimateRest(p *refSpec, k int) int {
 	var rest [256]uint32 // group 0: the contexts without a group
 	var own [256]bool
-	size := 0
 	for _, c := range e.order[:k] {
 		own[c] = true
-		size += e.estimateStream(&e.rows[c], int(e.counts[c]), p.tokW)
 	}
 	n0 := 0
 	for _, c := range e.used {
@@ -323,7 +337,7 @@ func (e *refEncoder) estimateGroups(p *refSpec, k int) int {
 			n0 += int(e.counts[c])
 		}
 	}
-	return size + e.estimateStream(&rest, n0, p.tokW) + 3*k
+	return e.estimateStream(&rest, n0, p.tokW) + 3*k
 }
 
 // estimateStream is the smaller of a stream's packed size and its

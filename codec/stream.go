@@ -39,7 +39,7 @@ const (
 
 const (
 	minHuffSymbols = 32   // below this a stream is stored packed
-	min4XSymbols   = 2048 // from here on the 4-stream huff0 layout decodes faster
+	min4XSymbols   = 256  // from here on the 4-stream layout decodes faster (huffX)
 	minPairSymbols = 8192 // default of minPairSymbolsVar: below this pairs gain too little for a second table
 	maxPairK       = 15
 	pairSampleStep = 8    // appendSymbols ranks symbols by every 8th one

@@ -204,7 +204,7 @@ func edgeFile(rng *rand.Rand) ([]byte, []codec.Segment) {
 			add("bf16.noise", d, b)
 		}
 		if d == dtype.F32 {
-			add("f32.1500", d, genValues(d, 1500, rng)) // one huff0 stream
+			add("f32.1500", d, genValues(d, 1500, rng))
 			// once-BF16 weights: the low 16 bits are zero (dropped bits)
 			b := genValues(d, 7000, rng)
 			for i := 0; i < len(b); i += 4 {
@@ -268,14 +268,52 @@ func TestEdgeFileCPU(t *testing.T) {
 	}
 }
 
-// TestPlanCoversModes checks that the edge file exercises every source
-// kind and both Huffman layouts, so the kernels' paths are all tested.
+// oldArchive opens codec's golden-v3-1x.nzip, written when Huffman
+// streams below 2048 symbols were 1-stream blocks: today's encoder writes
+// 1-stream blocks only below 256 symbols, in blocks too small for the
+// device, but the device still decodes archives that have them.
+func oldArchive(t *testing.T) (*codec.Reader, *bytes.Reader, []byte) {
+	arc, err := os.ReadFile(filepath.Join("..", "codec", "testdata", "golden-v3-1x.nzip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := codec.DecompressBytes(arc, codec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra := bytes.NewReader(arc)
+	rd, err := codec.NewReader(ra, int64(len(arc)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rd, ra, want
+}
+
+// TestOldArchiveCPU decodes the archive of 1-stream blocks through the
+// device path (the CPU twin of the kernels).
+func TestOldArchiveCPU(t *testing.T) {
+	rd, ra, want := oldArchive(t)
+	res := decodeWith(t, CPU(2), rd, ra, want)
+	if res.DevBytes == 0 {
+		t.Fatal("the device decoded nothing")
+	}
+}
+
+// TestPlanCoversModes checks that the edge file (and, for 1-stream
+// blocks, oldArchive) exercises every source kind and both Huffman
+// layouts, so the kernels' paths are all tested.
 func TestPlanCoversModes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	src, segs := edgeFile(rng)
 	p := &Plan{}
-	for _, chunk := range []int{1000, 65536} {
-		rd, ra := archive(t, src, segs, codec.Options{ChunkValues: chunk})
+	for _, chunk := range []int{1000, 65536, 0} {
+		var rd *codec.Reader
+		var ra *bytes.Reader
+		if chunk == 0 {
+			rd, ra, _ = oldArchive(t)
+		} else {
+			rd, ra = archive(t, src, segs, codec.Options{ChunkValues: chunk})
+		}
 		q, err := NewPlan(rd, ra, 0)
 		if err != nil {
 			t.Fatal(err)
