@@ -95,6 +95,12 @@ func TestCUDAFakeDriver(t *testing.T) {
 			t.Fatalf("device bytes %d, twin %d", got.DevBytes, want.DevBytes)
 		}
 	}
+	// 1-stream Huffman blocks: an archive of the earlier encoder
+	ord, ora, owant := oldArchive(t)
+	got, want := decodeWith(t, b, ord, ora, owant), decodeWith(t, CPU(2), ord, ora, owant)
+	if got.ExpHist != want.ExpHist || got.DevBytes != want.DevBytes || got.DevBytes == 0 {
+		t.Fatalf("golden-v3-1x.nzip: device bytes %d, twin %d, histograms equal %v", got.DevBytes, want.DevBytes, got.ExpHist == want.ExpHist)
+	}
 	rd, ra := archive(t, src, segs, codec.Options{ChunkValues: 1000})
 	var buf bytes.Buffer
 	if _, err := DecodeTo(&buf, rd, ra, 0, b, Options{BatchBytes: 30000}); err != nil || !bytes.Equal(buf.Bytes(), src) {
