@@ -23,6 +23,9 @@ func TestCRC32C(t *testing.T) {
 	for i := range buf {
 		buf[i] = byte(rng.Uint32())
 	}
+	if CRC32C(buf) != crc32.Checksum(buf, castagnoli) {
+		t.Fatal("CRC32C differs from hash/crc32")
+	}
 	check := func(crc uint32, p []byte) {
 		t.Helper()
 		if got, want := crc32cUpdate(crc, p), crc32.Update(crc, castagnoli, p); got != want {

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"runtime"
 	"sort"
@@ -270,7 +269,7 @@ func DecodeTo(w io.Writer, rd *codec.Reader, ra io.ReaderAt, fi int, b Backend, 
 		for _, j := range p.Blocks {
 			bl := blocks[j.Index]
 			o := bl.Offset - p.Base
-			if crc32.Checksum(out[o:o+bl.Length], castagnoli) != bl.CRC {
+			if codec.CRC32C(out[o:o+bl.Length]) != bl.CRC {
 				return res, fmt.Errorf("gpu: %s: %w: block %d (file offset %d) decodes with a wrong CRC-32C on %s", p.File, ErrCorrupt, j.Index, bl.Offset, b.Name())
 			}
 		}
@@ -289,8 +288,6 @@ func DecodeTo(w io.Writer, rd *codec.Reader, ra io.ReaderAt, fi int, b Backend, 
 	}
 	return res, nil
 }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // parallelism returns the number of stream jobs and the most symbols one
 // of them decodes.
