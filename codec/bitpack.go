@@ -51,6 +51,11 @@ func unpack(dst, src []byte, w uint) {
 		copy(dst, src[:len(dst)])
 		return
 	}
+	// with AVX-512 64 symbols at a time (unpackFast; the loop below is
+	// its twin), from a whole byte: 64 symbols take 8w bytes
+	if k := unpackFast(dst, src, w); k > 0 {
+		dst, src = dst[k:], src[k/8*int(w):]
+	}
 	mask := uint64(1)<<w - 1
 	var acc uint64
 	var nb uint

@@ -209,7 +209,8 @@ func splitF16(src []byte, j uint, syms []byte, planes [][]byte) {
 	}
 }
 
-// mergeF16 is the inverse of splitF16.
+// mergeF16 is the inverse of splitF16 (with AVX-512 most values at once,
+// mergeF16Fast; the loops below are its twin).
 func mergeF16(dst []byte, j uint, syms []byte, planes [][]byte) {
 	n := len(syms)
 	if n == 0 {
@@ -217,8 +218,9 @@ func mergeF16(dst []byte, j uint, syms []byte, planes [][]byte) {
 	}
 	p0 := planes[0][:n]
 	_ = dst[2*n-1]
+	k := mergeF16Fast(dst, j, syms, planes)
 	if j == 3 {
-		for i := 0; i < n; i++ {
+		for i := k; i < n; i++ {
 			dst[2*i] = p0[i]
 			dst[2*i+1] = f16Inv[syms[i]]
 		}
@@ -226,7 +228,7 @@ func mergeF16(dst []byte, j uint, syms []byte, planes [][]byte) {
 	}
 	p1 := planes[1][:n]
 	sh := 3 - j
-	for i := 0; i < n; i++ {
+	for i := k; i < n; i++ {
 		dst[2*i] = p0[i]
 		dst[2*i+1] = f16Inv[syms[i]<<sh|p1[i]]
 	}

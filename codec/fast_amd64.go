@@ -287,3 +287,68 @@ func refExps32Fast(ex, ref []byte, m uint, em uint32) int {
 	refExps32AVX512(&ex[0], &ref[0], n, m, uint(em))
 	return n
 }
+
+//go:noescape
+func mergeF16AVX512(dst, syms, p0, p1 *byte, n int, sh int, tab *[256]byte, inter *[128]byte)
+
+//go:noescape
+func unpackAVX512(dst, src *byte, blocks int, w int, idx, ctl *[64]byte)
+
+// f16Interleave holds the VPERMI2B indices that interleave 64 low bytes
+// (indices 0..63) and 64 high bytes (64..127) into 64 values: the first
+// 32, then the last 32.
+var f16Interleave = func() (t [128]byte) {
+	for k := range 64 {
+		t[2*k] = byte(k)
+		t[2*k+1] = byte(64 + k)
+	}
+	return
+}()
+
+// mergeF16Fast merges the largest multiple of 64 values of mergeF16 it can
+// with AVX-512 (VBMI) and returns how many.
+func mergeF16Fast(dst []byte, j uint, syms []byte, planes [][]byte) int {
+	n := len(syms) &^ 63
+	if !useAVX2 || !useAVX512 || n == 0 {
+		return 0
+	}
+	_ = dst[2*n-1]
+	p0 := planes[0][:n]
+	var p1 *byte
+	sh := 0
+	if j != 3 {
+		p1, sh = &planes[1][:n][0], int(3-j)
+	}
+	mergeF16AVX512(&dst[0], &syms[0], &p0[0], p1, n, sh, &f16Inv, &f16Interleave)
+	return n
+}
+
+// unpackIdx[w] spreads the 8w bytes of 64 w-bit symbols so that qword k
+// holds bytes kw..kw+7; unpackCtl[w] has VPMULTISHIFTQB take byte j of a
+// qword from its bit jw.
+var unpackIdx, unpackCtl = func() (idx, ctl [8][64]byte) {
+	for w := 1; w < 8; w++ {
+		for k := range 8 {
+			for j := range 8 {
+				idx[w][8*k+j] = byte(k*w + j)
+				ctl[w][8*k+j] = byte(j * w)
+			}
+		}
+	}
+	return
+}()
+
+// unpackFast unpacks the largest multiple of 64 symbols of width w (1..7)
+// it can with AVX-512 (VBMI) while each block's 64-byte read stays inside
+// src, and returns how many.
+func unpackFast(dst, src []byte, w uint) int {
+	if !useAVX2 || !useAVX512 || w == 0 || w >= 8 || len(src) < 64 {
+		return 0
+	}
+	blocks := min(len(dst)/64, (len(src)-64)/(8*int(w))+1)
+	if blocks <= 0 {
+		return 0
+	}
+	unpackAVX512(&dst[0], &src[0], blocks, int(w), &unpackIdx[w], &unpackCtl[w])
+	return 64 * blocks
+}

@@ -1086,3 +1086,96 @@ tloop32:
 tdone32:
 	VZEROUPPER
 	RET
+
+// func mergeF16AVX512(dst *byte, syms *byte, p0 *byte, p1 *byte, n int, sh int, tab *[256]byte, inter *[128]byte)
+// mergeF16 for n values (a multiple of 64): the high byte of value i is
+// tab[syms[i]<<sh | p1[i]] (p1 nil: tab[syms[i]]), looked up in four
+// 64-byte registers by two VPERMI2B and a select on the index's bit 7; the
+// low byte is p0[i]; inter holds the two VPERMI2B index vectors that
+// interleave 64 low and 64 high bytes into 128 output bytes.
+TEXT ·mergeF16AVX512(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), DI
+	MOVQ syms+8(FP), SI
+	MOVQ p0+16(FP), R8
+	MOVQ p1+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ sh+40(FP), DX
+	MOVQ tab+48(FP), AX
+	MOVQ inter+56(FP), BX
+	VMOVDQU64 0(AX), Z16
+	VMOVDQU64 64(AX), Z17
+	VMOVDQU64 128(AX), Z18
+	VMOVDQU64 192(AX), Z19
+	VMOVDQU64 0(BX), Z20
+	VMOVDQU64 64(BX), Z21
+	VMOVQ DX, X22             // the shift, for VPSLLW
+	XORQ R10, R10
+
+mloop:
+	CMPQ R10, CX
+	JGE  mdone
+	VMOVDQU8 (SI)(R10*1), Z0  // syms
+	TESTQ R9, R9
+	JZ   mnop1
+	// syms < 2^(8-sh): shifting words moves no bit into the next byte
+	VPSLLW X22, Z0, Z0
+	VPORD (R9)(R10*1), Z0, Z0
+
+mnop1:
+	VMOVDQA64 Z0, Z1
+	VPERMI2B Z17, Z16, Z1     // tab[0..127]
+	VMOVDQA64 Z0, Z2
+	VPERMI2B Z19, Z18, Z2     // tab[128..255]
+	VPMOVB2M Z0, K1
+	VMOVDQU8 Z2, K1, Z1       // the high bytes
+	VMOVDQU8 (R8)(R10*1), Z3  // the low bytes
+	VMOVDQA64 Z20, Z4
+	VPERMI2B Z1, Z3, Z4       // values 0..31
+	VMOVDQA64 Z21, Z5
+	VPERMI2B Z1, Z3, Z5       // values 32..63
+	VMOVDQU8 Z4, (DI)(R10*2)
+	VMOVDQU8 Z5, 64(DI)(R10*2)
+	ADDQ $64, R10
+	JMP  mloop
+
+mdone:
+	VZEROUPPER
+	RET
+
+// func unpackAVX512(dst *byte, src *byte, blocks int, w int, idx *[64]byte, ctl *[64]byte)
+// unpack of 64 symbols of w < 8 bits per block: the 8w bytes of a block
+// are spread so that qword k holds bytes kw..kw+7 (VPERMB by idx), and
+// VPMULTISHIFTQB takes byte j of qword k from bit j·w of it (ctl); then
+// the symbols are masked to w bits. Each block reads 64 bytes from src at
+// its start, which the caller keeps inside src.
+TEXT ·unpackAVX512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ blocks+16(FP), CX
+	MOVQ w+24(FP), DX
+	MOVQ idx+32(FP), AX
+	MOVQ ctl+40(FP), BX
+	VMOVDQU64 (AX), Z20
+	VMOVDQU64 (BX), Z21
+	MOVL $1, R8
+	SHLXL DX, R8, R8
+	DECL R8
+	VPBROADCASTB R8, Z22      // (1 << w) - 1
+	SHLQ $3, DX               // bytes per block
+	TESTQ CX, CX
+	JZ   udone2
+
+uloop2:
+	VMOVDQU8 (SI), Z0
+	VPERMB Z0, Z20, Z1
+	VPMULTISHIFTQB Z1, Z21, Z2
+	VPANDQ Z22, Z2, Z2
+	VMOVDQU8 Z2, (DI)
+	ADDQ DX, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  uloop2
+
+udone2:
+	VZEROUPPER
+	RET

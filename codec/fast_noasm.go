@@ -7,6 +7,10 @@ var useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q, useAVX512BW = false,
 func mergeBF16Asm(dst, e, r []byte) int         { return 0 }
 func splitBF16Asm(src, e, r []byte) (int, byte) { return 0, 0 }
 
+func mergeF16Fast(dst []byte, j uint, syms []byte, planes [][]byte) int { return 0 }
+
+func unpackFast(dst, src []byte, w uint) int { return 0 }
+
 func expandPairsFast(dst, codes []byte, i int, tab *[256]uint32) int { return i }
 
 func encodeHuffStreamFast(out, src []byte, enc *[256]uint32) int {

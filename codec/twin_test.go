@@ -181,12 +181,57 @@ func TestF16FastPathTwins(t *testing.T) {
 					t.Fatalf("n=%d j=%d: plane %d differs", n, j, p)
 				}
 			}
-			out := make([]byte, 2*n)
-			merge(out, n, f, s1, p1[:f.planes()])
-			if !bytes.Equal(out, src) {
-				t.Fatalf("n=%d j=%d: merge does not restore", n, j)
+			if useAVX2 && useAVX512 && n >= 64 && mergeF16Fast(make([]byte, 2*n), j, s1, p1[:f.planes()]) == 0 {
+				t.Fatalf("n=%d: mergeF16Fast merged nothing", n)
+			}
+			for _, fast := range []bool{true, false} { // mergeF16Fast and its twin
+				avx := useAVX512
+				useAVX512 = useAVX512 && fast
+				out := make([]byte, 2*n)
+				merge(out, n, f, s1, p1[:f.planes()])
+				useAVX512 = avx
+				if !bytes.Equal(out, src) {
+					t.Fatalf("n=%d j=%d fast %v: merge does not restore", n, j, fast)
+				}
 			}
 		}
+	}
+}
+
+// unpack with AVX-512 (unpackFast) and without it gives the packed
+// symbols back, for every width, with and without bytes after the packed
+// ones, at every length around the 64-symbol blocks.
+func TestUnpackTwin(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	fastDone := 0
+	for w := uint(1); w < 8; w++ {
+		for _, n := range []int{0, 1, 7, 63, 64, 65, 127, 128, 129, 511, 512, 4099, 65536} {
+			syms := make([]byte, n)
+			for i := range syms {
+				syms[i] = byte(r.IntN(1 << w))
+			}
+			packed := appendPacked(nil, syms, w)
+			for _, extra := range []int{0, 3, 64} {
+				src := append(bytes.Clone(packed), make([]byte, extra)...)
+				for i := len(packed); i < len(src); i++ {
+					src[i] = 0xff // what follows must not leak into the symbols
+				}
+				fastDone += unpackFast(make([]byte, n), src, w)
+				for _, fast := range []bool{true, false} {
+					avx := useAVX512
+					useAVX512 = useAVX512 && fast
+					got := make([]byte, n)
+					unpack(got, src, w)
+					useAVX512 = avx
+					if !bytes.Equal(got, syms) {
+						t.Fatalf("w=%d n=%d extra %d fast %v: symbols differ", w, n, extra, fast)
+					}
+				}
+			}
+		}
+	}
+	if useAVX2 && useAVX512 && fastDone == 0 {
+		t.Fatal("unpackFast decoded nothing")
 	}
 }
 
