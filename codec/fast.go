@@ -122,13 +122,15 @@ func mergeBF16Go(dst, e, r []byte) {
 	}
 }
 
+// mergeF32 is the inverse of splitF32 (with AVX-512 most values at once,
+// mergeF32Fast; the loop below is its twin).
 func mergeF32(dst, e, p0, p1, p2 []byte) {
 	n := len(e)
 	_ = p0[n-1]
 	_ = p1[n-1]
 	_ = p2[n-1]
 	_ = dst[4*n-1]
-	for i := 0; i < n; i++ {
+	for i := mergeF32Fast(dst, e, p0, p1, p2); i < n; i++ {
 		ex, t := e[i], p2[i]
 		d := dst[4*i : 4*i+4]
 		d[0] = p0[i]

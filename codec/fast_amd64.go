@@ -3,6 +3,7 @@
 package codec
 
 import (
+	"encoding/binary"
 	"slices"
 	"unsafe"
 
@@ -351,4 +352,30 @@ func unpackFast(dst, src []byte, w uint) int {
 	}
 	unpackAVX512(&dst[0], &src[0], blocks, int(w), &unpackIdx[w], &unpackCtl[w])
 	return 64 * blocks
+}
+
+//go:noescape
+func mergeF32AVX512(dst, e, p0, p1, p2 *byte, n int, inter, interW *[128]byte)
+
+// f32InterleaveW holds the VPERMI2W indices that interleave 32 words of
+// bytes 0,1 (indices 0..31) and 32 of bytes 2,3 (32..63) into values: the
+// first 16 values of each, then the next 16.
+var f32InterleaveW = func() (t [128]byte) {
+	for k := range 32 { // k < 16: the first vector, then the second
+		binary.LittleEndian.PutUint16(t[4*k:], uint16(k))
+		binary.LittleEndian.PutUint16(t[4*k+2:], uint16(32+k))
+	}
+	return
+}()
+
+// mergeF32Fast merges the largest multiple of 64 values of mergeF32 it can
+// with AVX-512 (VBMI) and returns how many.
+func mergeF32Fast(dst, e, p0, p1, p2 []byte) int {
+	n := len(e) &^ 63
+	if !useAVX2 || !useAVX512 || n == 0 {
+		return 0
+	}
+	_, _, _, _ = dst[4*n-1], p0[n-1], p1[n-1], p2[n-1]
+	mergeF32AVX512(&dst[0], &e[0], &p0[0], &p1[0], &p2[0], n, &f16Interleave, &f32InterleaveW)
+	return n
 }

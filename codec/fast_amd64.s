@@ -1179,3 +1179,66 @@ uloop2:
 udone2:
 	VZEROUPPER
 	RET
+
+// func mergeF32AVX512(dst *byte, e *byte, p0 *byte, p1 *byte, p2 *byte, n int, inter *[128]byte, interW *[128]byte)
+// mergeF32 for n values (a multiple of 64): bytes 2 and 3 of value i are
+// (e<<7 | p2&0x7f, p2&0x80 | e>>1), built 64 at a time by word shifts and
+// a bitwise select on bit 7; then the four byte planes are interleaved by
+// VPERMI2B (bytes 0,1 and bytes 2,3 into words, inter) and VPERMI2W (the
+// two words into values, interW).
+TEXT ·mergeF32AVX512(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), DI
+	MOVQ e+8(FP), SI
+	MOVQ p0+16(FP), R8
+	MOVQ p1+24(FP), R9
+	MOVQ p2+32(FP), R11
+	MOVQ n+40(FP), CX
+	MOVQ inter+48(FP), AX
+	MOVQ interW+56(FP), BX
+	VMOVDQU64 0(AX), Z20
+	VMOVDQU64 64(AX), Z21
+	VMOVDQU64 0(BX), Z22
+	VMOVDQU64 64(BX), Z23
+	MOVL $0x80, DX
+	VPBROADCASTB DX, Z24
+	XORQ R10, R10
+
+floop:
+	CMPQ R10, CX
+	JGE  fdone
+	VMOVDQU8 (SI)(R10*1), Z0   // exponents
+	VMOVDQU8 (R11)(R10*1), Z1  // plane 2: sign and top 7 mantissa bits
+	VPSLLW $7, Z0, Z2          // bit 7 of each byte: its exponent's bit 0
+	VMOVDQA64 Z24, Z4
+	VPTERNLOGD $0xCA, Z1, Z2, Z4 // byte 2: bit 7 from Z2, the rest from p2
+	VPSRLW $1, Z0, Z3          // bits 0..6 of each byte: its exponent's bits 1..7
+	VMOVDQA64 Z24, Z5
+	VPTERNLOGD $0xCA, Z3, Z1, Z5 // byte 3: bit 7 from p2, the rest from Z3
+	VMOVDQU8 (R8)(R10*1), Z6   // byte 0
+	VMOVDQU8 (R9)(R10*1), Z7   // byte 1
+	VMOVDQA64 Z20, Z8
+	VPERMI2B Z7, Z6, Z8        // bytes 0,1 of values 0..31
+	VMOVDQA64 Z21, Z9
+	VPERMI2B Z7, Z6, Z9        // of values 32..63
+	VMOVDQA64 Z20, Z10
+	VPERMI2B Z5, Z4, Z10       // bytes 2,3 of values 0..31
+	VMOVDQA64 Z21, Z11
+	VPERMI2B Z5, Z4, Z11       // of values 32..63
+	VMOVDQA64 Z22, Z12
+	VPERMI2W Z10, Z8, Z12      // values 0..15
+	VMOVDQA64 Z23, Z13
+	VPERMI2W Z10, Z8, Z13      // 16..31
+	VMOVDQA64 Z22, Z14
+	VPERMI2W Z11, Z9, Z14      // 32..47
+	VMOVDQA64 Z23, Z15
+	VPERMI2W Z11, Z9, Z15      // 48..63
+	VMOVDQU8 Z12, (DI)(R10*4)
+	VMOVDQU8 Z13, 64(DI)(R10*4)
+	VMOVDQU8 Z14, 128(DI)(R10*4)
+	VMOVDQU8 Z15, 192(DI)(R10*4)
+	ADDQ $64, R10
+	JMP  floop
+
+fdone:
+	VZEROUPPER
+	RET

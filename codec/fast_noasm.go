@@ -11,6 +11,8 @@ func mergeF16Fast(dst []byte, j uint, syms []byte, planes [][]byte) int { return
 
 func unpackFast(dst, src []byte, w uint) int { return 0 }
 
+func mergeF32Fast(dst, e, p0, p1, p2 []byte) int { return 0 }
+
 func expandPairsFast(dst, codes []byte, i int, tab *[256]uint32) int { return i }
 
 func encodeHuffStreamFast(out, src []byte, enc *[256]uint32) int {

@@ -85,10 +85,18 @@ func TestSplitMergeF32Twins(t *testing.T) {
 				t.Fatalf("n=%d: plane %d differs", n, p)
 			}
 		}
-		d1 := make([]byte, 4*n)
-		merge(d1, n, f, e1, p1)
-		if !bytes.Equal(d1, src) {
-			t.Fatalf("n=%d: F32 merge does not restore the input", n)
+		if useAVX2 && useAVX512 && n >= 64 && mergeF32Fast(make([]byte, 4*n), e1, p1[0], p1[1], p1[2]) == 0 {
+			t.Fatalf("n=%d: mergeF32Fast merged nothing", n)
+		}
+		for _, fast := range []bool{true, false} { // mergeF32Fast and its twin
+			avx := useAVX512
+			useAVX512 = useAVX512 && fast
+			d1 := make([]byte, 4*n)
+			merge(d1, n, f, e1, p1)
+			useAVX512 = avx
+			if !bytes.Equal(d1, src) {
+				t.Fatalf("n=%d fast %v: F32 merge does not restore the input", n, fast)
+			}
 		}
 	}
 }
