@@ -52,6 +52,9 @@ func splitBF16Go(src, e, r []byte) byte {
 	return or
 }
 
+// splitF32 is the F32 split for j = 0, tz = 0 (with AVX-512 most values
+// at once, splitF32Fast, then the histogram of their exponents; the loop
+// below is its twin).
 func splitF32(src, e, p0, p1, p2 []byte, hist *[256]uint32) uint64 {
 	var h [4][256]uint32
 	var or uint32
@@ -60,7 +63,12 @@ func splitF32(src, e, p0, p1, p2 []byte, hist *[256]uint32) uint64 {
 	_ = p1[n-1]
 	_ = p2[n-1]
 	_ = src[4*n-1]
-	for i := 0; i < n; i++ {
+	k, or64 := splitF32Fast(src, e, p0, p1, p2)
+	if k > 0 {
+		or = uint32(or64)
+		countHist(&h[0], e[:k])
+	}
+	for i := k; i < n; i++ {
 		s := src[4*i : 4*i+4]
 		b0, b1, b2, b3 := s[0], s[1], s[2], s[3]
 		ex := b3<<1 | b2>>7

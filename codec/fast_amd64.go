@@ -379,3 +379,36 @@ func mergeF32Fast(dst, e, p0, p1, p2 []byte) int {
 	mergeF32AVX512(&dst[0], &e[0], &p0[0], &p1[0], &p2[0], n, &f16Interleave, &f32InterleaveW)
 	return n
 }
+
+//go:noescape
+func splitF32AVX512(src, e, p0, p1, p2 *byte, n int, tr *[64]byte, or *[192]byte)
+
+// f32Transpose has VPERMB gather byte k of 16 values into bytes 16k..16k+15.
+var f32Transpose = func() (t [64]byte) {
+	for k := range 4 {
+		for i := range 16 {
+			t[16*k+i] = byte(4*i + k)
+		}
+	}
+	return
+}()
+
+// splitF32Fast splits the largest multiple of 64 values of splitF32 it can
+// with AVX-512 (VBMI), without the histogram, and returns how many and the
+// OR of their residual bytes (as splitF32 returns it).
+func splitF32Fast(src, e, p0, p1, p2 []byte) (int, uint64) {
+	n := len(e) &^ 63
+	if !useAVX2 || !useAVX512 || n == 0 {
+		return 0, 0
+	}
+	_, _, _, _ = src[4*n-1], p0[n-1], p1[n-1], p2[n-1]
+	var or [192]byte
+	splitF32AVX512(&src[0], &e[0], &p0[0], &p1[0], &p2[0], n, &f32Transpose, &or)
+	var o [3]byte
+	for k := range 3 {
+		for _, b := range or[64*k : 64*k+64] {
+			o[k] |= b
+		}
+	}
+	return n, uint64(o[0]) | uint64(o[1])<<8 | uint64(o[2])<<16
+}

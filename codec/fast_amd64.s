@@ -1242,3 +1242,66 @@ floop:
 fdone:
 	VZEROUPPER
 	RET
+
+// func splitF32AVX512(src *byte, e *byte, p0 *byte, p1 *byte, p2 *byte, n int, tr *[64]byte, or *[192]byte)
+// splitF32 for n values (a multiple of 64), without the histogram: each
+// 64-byte register of 16 values is transposed to four 16-byte planes
+// (VPERMB by tr), the planes of four registers gathered by VSHUFI64X2;
+// then e = b3<<1 | b2>>7 and p2 = b3&0x80 | b2&0x7f. or gets the OR of
+// the p0, p1 and p2 bytes (64 each).
+TEXT ·splitF32AVX512(SB), NOSPLIT, $0-64
+	MOVQ src+0(FP), SI
+	MOVQ e+8(FP), DI
+	MOVQ p0+16(FP), R8
+	MOVQ p1+24(FP), R9
+	MOVQ p2+32(FP), R11
+	MOVQ n+40(FP), CX
+	MOVQ tr+48(FP), AX
+	MOVQ or+56(FP), BX
+	VMOVDQU64 (AX), Z20
+	MOVL $0x80, DX
+	VPBROADCASTB DX, Z21
+	MOVL $0x01, DX
+	VPBROADCASTB DX, Z22
+	VPXORQ Z23, Z23, Z23       // OR of p0
+	VPXORQ Z24, Z24, Z24       // of p1
+	VPXORQ Z25, Z25, Z25       // of p2
+	XORQ R10, R10
+
+sploop:
+	CMPQ R10, CX
+	JGE  spdone
+	VPERMB 0(SI)(R10*4), Z20, Z0
+	VPERMB 64(SI)(R10*4), Z20, Z1
+	VPERMB 128(SI)(R10*4), Z20, Z2
+	VPERMB 192(SI)(R10*4), Z20, Z3
+	VSHUFI64X2 $0x44, Z1, Z0, Z4
+	VSHUFI64X2 $0x44, Z3, Z2, Z5
+	VSHUFI64X2 $0xEE, Z1, Z0, Z6
+	VSHUFI64X2 $0xEE, Z3, Z2, Z7
+	VSHUFI64X2 $0x88, Z5, Z4, Z8  // byte 0 of the 64 values
+	VSHUFI64X2 $0xDD, Z5, Z4, Z9  // byte 1
+	VSHUFI64X2 $0x88, Z7, Z6, Z10 // byte 2
+	VSHUFI64X2 $0xDD, Z7, Z6, Z11 // byte 3
+	VPADDB Z11, Z11, Z12           // b3<<1
+	VPSRLW $7, Z10, Z13            // bit 0 of each byte: its b2's bit 7
+	VMOVDQA64 Z22, Z14
+	VPTERNLOGD $0xEA, Z12, Z13, Z14 // e = (Z13 & 1) | b3<<1
+	VMOVDQA64 Z21, Z15
+	VPTERNLOGD $0xCA, Z10, Z11, Z15 // p2: bit 7 from b3, the rest from b2
+	VMOVDQU8 Z14, (DI)(R10*1)
+	VMOVDQU8 Z8, (R8)(R10*1)
+	VMOVDQU8 Z9, (R9)(R10*1)
+	VMOVDQU8 Z15, (R11)(R10*1)
+	VPORQ Z8, Z23, Z23
+	VPORQ Z9, Z24, Z24
+	VPORQ Z15, Z25, Z25
+	ADDQ $64, R10
+	JMP  sploop
+
+spdone:
+	VMOVDQU64 Z23, 0(BX)
+	VMOVDQU64 Z24, 64(BX)
+	VMOVDQU64 Z25, 128(BX)
+	VZEROUPPER
+	RET

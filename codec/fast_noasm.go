@@ -13,6 +13,8 @@ func unpackFast(dst, src []byte, w uint) int { return 0 }
 
 func mergeF32Fast(dst, e, p0, p1, p2 []byte) int { return 0 }
 
+func splitF32Fast(src, e, p0, p1, p2 []byte) (int, uint64) { return 0, 0 }
+
 func expandPairsFast(dst, codes []byte, i int, tab *[256]uint32) int { return i }
 
 func encodeHuffStreamFast(out, src []byte, enc *[256]uint32) int {

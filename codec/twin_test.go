@@ -73,16 +73,27 @@ func TestSplitMergeF32Twins(t *testing.T) {
 		e1, e2 := make([]byte, n), make([]byte, n)
 		p1 := [][]byte{make([]byte, n), make([]byte, n), make([]byte, n)}
 		p2 := [][]byte{make([]byte, n), make([]byte, n), make([]byte, n)}
-		or1, ok := split(src, n, f, e1, p1, &h1)
 		splitGeneric(src, n, f, e2, p2, &h2)
 		var st fieldStats
 		statsGeneric(src, n, f, &st)
-		if !ok || h1 != h2 || or1 != st.orR || !bytes.Equal(e1, e2) {
-			t.Fatalf("n=%d: F32 split differs from the generic one", n)
+		if useAVX2 && useAVX512 && n >= 64 {
+			if k, _ := splitF32Fast(src, make([]byte, n), make([]byte, n), make([]byte, n), make([]byte, n)); k == 0 {
+				t.Fatalf("n=%d: splitF32Fast split nothing", n)
+			}
 		}
-		for p := range p1 {
-			if !bytes.Equal(p1[p], p2[p]) {
-				t.Fatalf("n=%d: plane %d differs", n, p)
+		for _, fast := range []bool{false, true} { // splitF32Fast and its twin (the split kept is the fast one)
+			avx := useAVX512
+			useAVX512 = useAVX512 && fast
+			h1 = [256]uint32{}
+			or1, ok := split(src, n, f, e1, p1, &h1)
+			useAVX512 = avx
+			if !ok || h1 != h2 || or1 != st.orR || !bytes.Equal(e1, e2) {
+				t.Fatalf("n=%d fast %v: F32 split differs from the generic one", n, fast)
+			}
+			for p := range p1 {
+				if !bytes.Equal(p1[p], p2[p]) {
+					t.Fatalf("n=%d fast %v: plane %d differs", n, fast, p)
+				}
 			}
 		}
 		if useAVX2 && useAVX512 && n >= 64 && mergeF32Fast(make([]byte, 4*n), e1, p1[0], p1[1], p1[2]) == 0 {
