@@ -193,7 +193,8 @@ func statsF16(src []byte, st *fieldStats) {
 	st.orR = uint64(orLo) | uint64(orHi&3)<<8 | uint64(orHi>>7)<<10
 }
 
-// splitF16 is the fast split for F16 with tz = 0.
+// splitF16 is the fast split for F16 with tz = 0 (with AVX-512 most
+// values at once, splitF16Fast; the loops below are its twin).
 func splitF16(src []byte, j uint, syms []byte, planes [][]byte) {
 	n := len(syms)
 	if n == 0 {
@@ -201,8 +202,9 @@ func splitF16(src []byte, j uint, syms []byte, planes [][]byte) {
 	}
 	p0 := planes[0][:n]
 	_ = src[2*n-1]
+	k := splitF16Fast(src, j, syms, planes)
 	if j == 3 {
-		for i := 0; i < n; i++ {
+		for i := k; i < n; i++ {
 			p0[i] = src[2*i]
 			syms[i] = f16Perm[src[2*i+1]]
 		}
@@ -211,7 +213,7 @@ func splitF16(src []byte, j uint, syms []byte, planes [][]byte) {
 	p1 := planes[1][:n]
 	sh := 3 - j
 	mask := byte(1)<<sh - 1
-	for i := 0; i < n; i++ {
+	for i := k; i < n; i++ {
 		p0[i] = src[2*i]
 		c := f16Perm[src[2*i+1]]
 		syms[i] = c >> sh

@@ -412,3 +412,34 @@ func splitF32Fast(src, e, p0, p1, p2 []byte) (int, uint64) {
 	}
 	return n, uint64(o[0]) | uint64(o[1])<<8 | uint64(o[2])<<16
 }
+
+//go:noescape
+func splitF16AVX512(src, syms, p0, p1 *byte, n int, sh int, tab *[256]byte, deint *[128]byte)
+
+// f16Deinterleave holds the VPERMI2B indices that take the low bytes
+// (even) and then the high bytes (odd) of 64 two-byte values.
+var f16Deinterleave = func() (t [128]byte) {
+	for i := range 64 {
+		t[i] = byte(2 * i)
+		t[64+i] = byte(2*i + 1)
+	}
+	return
+}()
+
+// splitF16Fast splits the largest multiple of 64 values of splitF16 it can
+// with AVX-512 (VBMI) and returns how many.
+func splitF16Fast(src []byte, j uint, syms []byte, planes [][]byte) int {
+	n := len(syms) &^ 63
+	if !useAVX2 || !useAVX512 || n == 0 {
+		return 0
+	}
+	_ = src[2*n-1]
+	p0 := planes[0][:n]
+	var p1 *byte
+	sh := 0
+	if j != 3 {
+		p1, sh = &planes[1][:n][0], int(3-j)
+	}
+	splitF16AVX512(&src[0], &syms[0], &p0[0], p1, n, sh, &f16Perm, &f16Deinterleave)
+	return n
+}

@@ -1305,3 +1305,65 @@ spdone:
 	VMOVDQU64 Z25, 128(BX)
 	VZEROUPPER
 	RET
+
+// func splitF16AVX512(src *byte, syms *byte, p0 *byte, p1 *byte, n int, sh int, tab *[256]byte, deint *[128]byte)
+// splitF16 for n values (a multiple of 64): the low and high bytes of 64
+// values separated by two VPERMI2B (deint), c = tab[high byte] by two
+// VPERMI2B and a select on bit 7; then syms = c >> sh and p1 = the low sh
+// bits of c (p1 nil: syms = c).
+TEXT ·splitF16AVX512(SB), NOSPLIT, $0-64
+	MOVQ src+0(FP), SI
+	MOVQ syms+8(FP), DI
+	MOVQ p0+16(FP), R8
+	MOVQ p1+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ sh+40(FP), DX
+	MOVQ tab+48(FP), AX
+	MOVQ deint+56(FP), BX
+	VMOVDQU64 0(AX), Z16
+	VMOVDQU64 64(AX), Z17
+	VMOVDQU64 128(AX), Z18
+	VMOVDQU64 192(AX), Z19
+	VMOVDQU64 0(BX), Z20
+	VMOVDQU64 64(BX), Z21
+	VMOVQ DX, X22             // the shift
+	MOVL $0xff, R11
+	SHRXL DX, R11, R12
+	VPBROADCASTB R12, Z23     // 0xff >> sh: the symbol's bits
+	MOVL $1, R11
+	SHLXL DX, R11, R11
+	DECL R11
+	VPBROADCASTB R11, Z24     // (1 << sh) - 1: the low sh bits
+	XORQ R10, R10
+
+hloop:
+	CMPQ R10, CX
+	JGE  hdone
+	VMOVDQU8 0(SI)(R10*2), Z0
+	VMOVDQU8 64(SI)(R10*2), Z1
+	VMOVDQA64 Z20, Z2
+	VPERMI2B Z1, Z0, Z2       // the low bytes
+	VMOVDQA64 Z21, Z3
+	VPERMI2B Z1, Z0, Z3       // the high bytes
+	VMOVDQA64 Z3, Z4
+	VPERMI2B Z17, Z16, Z4     // tab[0..127]
+	VMOVDQA64 Z3, Z5
+	VPERMI2B Z19, Z18, Z5     // tab[128..255]
+	VPMOVB2M Z3, K1
+	VMOVDQU8 Z5, K1, Z4       // c
+	VMOVDQU8 Z2, (R8)(R10*1)
+	TESTQ R9, R9
+	JZ   hnop1
+	VPANDQ Z24, Z4, Z7
+	VMOVDQU8 Z7, (R9)(R10*1)
+	VPSRLW X22, Z4, Z4
+	VPANDQ Z23, Z4, Z4
+
+hnop1:
+	VMOVDQU8 Z4, (DI)(R10*1)
+	ADDQ $64, R10
+	JMP  hloop
+
+hdone:
+	VZEROUPPER
+	RET

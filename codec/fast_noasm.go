@@ -9,6 +9,8 @@ func splitBF16Asm(src, e, r []byte) (int, byte) { return 0, 0 }
 
 func mergeF16Fast(dst []byte, j uint, syms []byte, planes [][]byte) int { return 0 }
 
+func splitF16Fast(src []byte, j uint, syms []byte, planes [][]byte) int { return 0 }
+
 func unpackFast(dst, src []byte, w uint) int { return 0 }
 
 func mergeF32Fast(dst, e, p0, p1, p2 []byte) int { return 0 }

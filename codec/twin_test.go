@@ -189,15 +189,23 @@ func TestF16FastPathTwins(t *testing.T) {
 			s1, s2 := make([]byte, n), make([]byte, n)
 			p1 := [][]byte{make([]byte, n), make([]byte, n)}
 			p2 := [][]byte{make([]byte, n), make([]byte, n)}
-			splitF16(src, j, s1, p1[:f.planes()])
 			var h [256]uint32
 			splitGeneric(src, n, f, s2, p2[:f.planes()], &h)
-			if !bytes.Equal(s1, s2) {
-				t.Fatalf("n=%d j=%d: symbols differ", n, j)
+			if useAVX2 && useAVX512 && n >= 64 && splitF16Fast(src, j, make([]byte, n), [][]byte{make([]byte, n), make([]byte, n)}[:f.planes()]) == 0 {
+				t.Fatalf("n=%d: splitF16Fast split nothing", n)
 			}
-			for p := 0; p < f.planes(); p++ {
-				if !bytes.Equal(p1[p], p2[p]) {
-					t.Fatalf("n=%d j=%d: plane %d differs", n, j, p)
+			for _, fast := range []bool{false, true} { // splitF16Fast and its twin (the split kept is the fast one)
+				avx := useAVX512
+				useAVX512 = useAVX512 && fast
+				splitF16(src, j, s1, p1[:f.planes()])
+				useAVX512 = avx
+				if !bytes.Equal(s1, s2) {
+					t.Fatalf("n=%d j=%d fast %v: symbols differ", n, j, fast)
+				}
+				for p := 0; p < f.planes(); p++ {
+					if !bytes.Equal(p1[p], p2[p]) {
+						t.Fatalf("n=%d j=%d fast %v: plane %d differs", n, j, fast, p)
+					}
 				}
 			}
 			if useAVX2 && useAVX512 && n >= 64 && mergeF16Fast(make([]byte, 2*n), j, s1, p1[:f.planes()]) == 0 {
