@@ -1087,6 +1087,24 @@ tdone32:
 	VZEROUPPER
 	RET
 
+// LOADTAB256 loads a 256-byte table from R into Z16-Z19.
+#define LOADTAB256(R) \
+	VMOVDQU64 0(R), Z16 \
+	VMOVDQU64 64(R), Z17 \
+	VMOVDQU64 128(R), Z18 \
+	VMOVDQU64 192(R), Z19
+
+// TAB256 looks each byte of IDX up in the table of Z16-Z19 into OUT (TMP
+// and K1 are clobbered): two VPERMI2B over its halves and a select on the
+// index's bit 7.
+#define TAB256(IDX, OUT, TMP) \
+	VMOVDQA64 IDX, OUT \
+	VPERMI2B Z17, Z16, OUT \
+	VMOVDQA64 IDX, TMP \
+	VPERMI2B Z19, Z18, TMP \
+	VPMOVB2M IDX, K1 \
+	VMOVDQU8 TMP, K1, OUT
+
 // func mergeF16AVX512(dst *byte, syms *byte, p0 *byte, p1 *byte, n int, sh int, tab *[256]byte, inter *[128]byte)
 // mergeF16 for n values (a multiple of 64): the high byte of value i is
 // tab[syms[i]<<sh | p1[i]] (p1 nil: tab[syms[i]]), looked up in four
@@ -1102,10 +1120,7 @@ TEXT ·mergeF16AVX512(SB), NOSPLIT, $0-64
 	MOVQ sh+40(FP), DX
 	MOVQ tab+48(FP), AX
 	MOVQ inter+56(FP), BX
-	VMOVDQU64 0(AX), Z16
-	VMOVDQU64 64(AX), Z17
-	VMOVDQU64 128(AX), Z18
-	VMOVDQU64 192(AX), Z19
+	LOADTAB256(AX)
 	VMOVDQU64 0(BX), Z20
 	VMOVDQU64 64(BX), Z21
 	VMOVQ DX, X22             // the shift, for VPSLLW
@@ -1122,12 +1137,7 @@ mloop:
 	VPORD (R9)(R10*1), Z0, Z0
 
 mnop1:
-	VMOVDQA64 Z0, Z1
-	VPERMI2B Z17, Z16, Z1     // tab[0..127]
-	VMOVDQA64 Z0, Z2
-	VPERMI2B Z19, Z18, Z2     // tab[128..255]
-	VPMOVB2M Z0, K1
-	VMOVDQU8 Z2, K1, Z1       // the high bytes
+	TAB256(Z0, Z1, Z2)        // the high bytes
 	VMOVDQU8 (R8)(R10*1), Z3  // the low bytes
 	VMOVDQA64 Z20, Z4
 	VPERMI2B Z1, Z3, Z4       // values 0..31
@@ -1320,10 +1330,7 @@ TEXT ·splitF16AVX512(SB), NOSPLIT, $0-64
 	MOVQ sh+40(FP), DX
 	MOVQ tab+48(FP), AX
 	MOVQ deint+56(FP), BX
-	VMOVDQU64 0(AX), Z16
-	VMOVDQU64 64(AX), Z17
-	VMOVDQU64 128(AX), Z18
-	VMOVDQU64 192(AX), Z19
+	LOADTAB256(AX)
 	VMOVDQU64 0(BX), Z20
 	VMOVDQU64 64(BX), Z21
 	VMOVQ DX, X22             // the shift
@@ -1345,12 +1352,7 @@ hloop:
 	VPERMI2B Z1, Z0, Z2       // the low bytes
 	VMOVDQA64 Z21, Z3
 	VPERMI2B Z1, Z0, Z3       // the high bytes
-	VMOVDQA64 Z3, Z4
-	VPERMI2B Z17, Z16, Z4     // tab[0..127]
-	VMOVDQA64 Z3, Z5
-	VPERMI2B Z19, Z18, Z5     // tab[128..255]
-	VPMOVB2M Z3, K1
-	VMOVDQU8 Z5, K1, Z4       // c
+	TAB256(Z3, Z4, Z5)        // c
 	VMOVDQU8 Z2, (R8)(R10*1)
 	TESTQ R9, R9
 	JZ   hnop1

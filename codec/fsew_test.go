@@ -63,15 +63,8 @@ func huffBlocks(t testing.TB) (blocks [][]byte, x4 []bool) {
 	s := huff0.Scratch{Reuse: huff0.ReusePolicyNone} // every block with its table
 	for _, in := range ins {
 		for _, four := range []bool{false, true} {
-			var comp []byte
-			var err error
-			if four {
-				comp, _, err = huff0.Compress4X(in, &s)
-			} else {
-				comp, _, err = huff0.Compress1X(in, &s)
-			}
-			if err == nil {
-				blocks, x4 = append(blocks, bytes.Clone(comp)), append(x4, four)
+			if comp, err := huff0Compress(in, &s, four); err == nil {
+				blocks, x4 = append(blocks, comp), append(x4, four)
 			}
 		}
 	}

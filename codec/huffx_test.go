@@ -34,6 +34,16 @@ func huff0Decode(src []byte, n int, x4 bool) ([]byte, error) {
 	return out, err
 }
 
+// huff0Compress is huff0's 4-stream or 1-stream block of in (a copy).
+func huff0Compress(in []byte, s *huff0.Scratch, x4 bool) ([]byte, error) {
+	compress := huff0.Compress1X
+	if x4 {
+		compress = huff0.Compress4X
+	}
+	comp, _, err := compress(in, s)
+	return bytes.Clone(comp), err
+}
+
 func huffXDecode4(h *huffX, src []byte, n int) ([]byte, error) {
 	return huffXDecode(h, src, n, true)
 }
@@ -93,17 +103,10 @@ func TestHuffXTwin(t *testing.T) {
 	n := 0
 	for _, in := range huffXInputs(t) {
 		for _, x4 := range []bool{true, false} {
-			var comp []byte
-			var err error
-			if x4 {
-				comp, _, err = huff0.Compress4X(in, &s)
-			} else {
-				comp, _, err = huff0.Compress1X(in, &s)
-			}
+			comp, err := huff0Compress(in, &s, x4)
 			if err != nil {
 				continue // incompressible or one symbol
 			}
-			comp = bytes.Clone(comp)
 			want, err := huff0Decode(comp, len(in), x4)
 			if err != nil || !bytes.Equal(want, in) {
 				t.Fatalf("huff0 roundtrip: %v", err)
@@ -144,36 +147,16 @@ func TestHuffXTwin(t *testing.T) {
 
 // FuzzHuffX: on any input huffX and huff0 agree: both fail, or both
 // decode the same symbols.
-func FuzzHuffX(f *testing.F) {
-	var s huff0.Scratch
-	for _, in := range huffXInputs(f)[:12] {
-		if comp, _, err := huff0.Compress4X(in, &s); err == nil {
-			f.Add(bytes.Clone(comp), uint32(len(in)))
-		}
-	}
-	var h huffX
-	f.Fuzz(func(t *testing.T, src []byte, n uint32) {
-		n %= 1 << 17
-		if n == 0 {
-			return
-		}
-		want, e1 := huff0Decode4(src, int(n))
-		got, e2 := huffXDecode4(&h, src, int(n))
-		if (e1 == nil) != (e2 == nil) {
-			t.Fatalf("huff0 %v, huffX %v", e1, e2)
-		}
-		if e1 == nil && !bytes.Equal(want, got) {
-			t.Fatal("outputs differ")
-		}
-	})
-}
+func FuzzHuffX(f *testing.F) { fuzzHuffX(f, true) }
 
 // FuzzHuffX1: the same for 1-stream blocks.
-func FuzzHuffX1(f *testing.F) {
+func FuzzHuffX1(f *testing.F) { fuzzHuffX(f, false) }
+
+func fuzzHuffX(f *testing.F, x4 bool) {
 	var s huff0.Scratch
 	for _, in := range huffXInputs(f)[:12] {
-		if comp, _, err := huff0.Compress1X(in, &s); err == nil {
-			f.Add(bytes.Clone(comp), uint32(len(in)))
+		if comp, err := huff0Compress(in, &s, x4); err == nil {
+			f.Add(comp, uint32(len(in)))
 		}
 	}
 	var h huffX
@@ -182,8 +165,8 @@ func FuzzHuffX1(f *testing.F) {
 		if n == 0 {
 			return
 		}
-		want, e1 := huff0Decode(src, int(n), false)
-		got, e2 := huffXDecode(&h, src, int(n), false)
+		want, e1 := huff0Decode(src, int(n), x4)
+		got, e2 := huffXDecode(&h, src, int(n), x4)
 		if (e1 == nil) != (e2 == nil) {
 			t.Fatalf("huff0 %v, huffX %v", e1, e2)
 		}
@@ -255,17 +238,10 @@ func TestHuffXTiers(t *testing.T) {
 	var a, b huffX
 	for _, in := range huffXInputs(t) {
 		for _, x4 := range []bool{true, false} {
-			var comp []byte
-			var err error
-			if x4 {
-				comp, _, err = huff0.Compress4X(in, &s)
-			} else {
-				comp, _, err = huff0.Compress1X(in, &s)
-			}
+			comp, err := huff0Compress(in, &s, x4)
 			if err != nil {
 				continue
 			}
-			comp = bytes.Clone(comp)
 			decode := func(h *huffX, dst, src []byte) error {
 				if x4 {
 					return h.decode4(dst, src)
