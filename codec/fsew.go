@@ -22,11 +22,10 @@ func fseWeights(w *[fseOutMax]byte, in []byte) (int, error) {
 		return 0, err
 	}
 	var dt [64]uint32 // newState | symbol<<16 | nbBits<<24
-	zeroBits, err := fseBuildTable(&dt, &norm, tableLog, symbolLen)
-	if err != nil {
+	if err := fseBuildTable(&dt, &norm, tableLog, symbolLen); err != nil {
 		return 0, err
 	}
-	return fseDecode(w, in[off:], &dt, tableLog, zeroBits)
+	return fseDecode(w, in[off:], &dt, tableLog)
 }
 
 // fseOutMax bounds what fseDecode writes before the caller rejects more
@@ -144,23 +143,18 @@ func fseReadNCount(norm *[256]int16, in []byte) (tableLog uint, symbolLen, off i
 	return tableLog, symbolLen, off, nil
 }
 
-// fseBuildTable builds the decoding table (fse's buildDtable) and reports
-// whether a state may read no bits.
-func fseBuildTable(dt *[64]uint32, norm *[256]int16, tableLog uint, symbolLen int) (zeroBits bool, err error) {
+// fseBuildTable builds the decoding table (fse's buildDtable).
+func fseBuildTable(dt *[64]uint32, norm *[256]int16, tableLog uint, symbolLen int) error {
 	tableSize := uint32(1) << tableLog
 	highThreshold := tableSize - 1
 	var symbolNext [256]uint16
 	var sym [64]byte
-	largeLimit := int16(1 << (tableLog - 1))
 	for i, v := range norm[:symbolLen] {
 		if v == -1 {
 			sym[highThreshold&63] = uint8(i)
 			highThreshold--
 			symbolNext[i] = 1
 		} else {
-			if v >= largeLimit {
-				zeroBits = true
-			}
 			symbolNext[i] = uint16(v)
 		}
 	}
@@ -177,7 +171,7 @@ func fseBuildTable(dt *[64]uint32, norm *[256]int16, tableLog uint, symbolLen in
 		}
 	}
 	if position != 0 {
-		return false, errf("fse: corrupt counts (position %d)", position)
+		return errf("fse: corrupt counts (position %d)", position)
 	}
 	size := uint16(tableSize)
 	for u := range tableSize {
@@ -187,14 +181,14 @@ func fseBuildTable(dt *[64]uint32, norm *[256]int16, tableLog uint, symbolLen in
 		nb := uint16(tableLog) - uint16(bits.Len16(next)-1)
 		newState := next<<nb - size
 		if newState >= size {
-			return false, errf("fse: newState %d outside the table", newState)
+			return errf("fse: newState %d outside the table", newState)
 		}
 		if newState == uint16(u) && nb == 0 {
-			return false, errf("fse: newState %d == oldState and no bits", newState)
+			return errf("fse: newState %d == oldState and no bits", newState)
 		}
 		dt[u] = uint32(newState) | uint32(s)<<16 | uint32(nb)<<24
 	}
-	return zeroBits, nil
+	return nil
 }
 
 // fseBits is fse's bitReader: a stream read backwards from its last byte,
@@ -231,15 +225,17 @@ func (b *fseBits) get(n uint8) uint16 {
 	return b.getFast(n)
 }
 
+// getFast returns n ≤ 16 bits (0 for n = 0: the shift is split in two
+// so that it never wraps) without checking that the stream has them.
 func (b *fseBits) getFast(n uint8) uint16 {
-	v := uint16(b.value << (b.bitsRead & 63) >> ((64 - n) & 63))
+	v := uint16(b.value << (b.bitsRead & 63) >> ((63 - n) & 63) >> 1)
 	b.bitsRead += n
 	return v
 }
 
 // fseDecode decodes the interleaved two-state stream src with table dt
 // (fse's decompress with DecompressLimit 255).
-func fseDecode(w *[fseOutMax]byte, src []byte, dt *[64]uint32, tableLog uint, zeroBits bool) (int, error) {
+func fseDecode(w *[fseOutMax]byte, src []byte, dt *[64]uint32, tableLog uint) (int, error) {
 	if len(src) < 1 {
 		return 0, errf("fse: stream too short")
 	}
@@ -261,40 +257,24 @@ func fseDecode(w *[fseOutMax]byte, src []byte, dt *[64]uint32, tableLog uint, ze
 	s2 := br.get(uint8(tableLog))
 	n := 0
 	// the main part: 4 symbols per step while 8 bytes remain (256 of
-	// them exceed the limit)
-	if !zeroBits {
-		for br.off >= 8 {
-			br.fillFast()
-			e1 := dt[s1&63]
-			s1 = uint16(e1) + br.getFast(uint8(e1>>24))
-			e2 := dt[s2&63]
-			s2 = uint16(e2) + br.getFast(uint8(e2>>24))
-			br.fillFast()
-			e3 := dt[s1&63]
-			s1 = uint16(e3) + br.getFast(uint8(e3>>24))
-			e4 := dt[s2&63]
-			s2 = uint16(e4) + br.getFast(uint8(e4>>24))
-			w[n], w[n+1], w[n+2], w[n+3] = byte(e1>>16), byte(e2>>16), byte(e3>>16), byte(e4>>16)
-			if n += 4; n == 256 {
-				return 0, errf("fse: more than 255 symbols")
-			}
-		}
-	} else {
-		for br.off >= 8 {
-			br.fillFast()
-			e1 := dt[s1&63]
-			s1 = uint16(e1) + br.get(uint8(e1>>24))
-			e2 := dt[s2&63]
-			s2 = uint16(e2) + br.get(uint8(e2>>24))
-			br.fillFast()
-			e3 := dt[s1&63]
-			s1 = uint16(e3) + br.get(uint8(e3>>24))
-			e4 := dt[s2&63]
-			s2 = uint16(e4) + br.get(uint8(e4>>24))
-			w[n], w[n+1], w[n+2], w[n+3] = byte(e1>>16), byte(e2>>16), byte(e3>>16), byte(e4>>16)
-			if n += 4; n == 256 {
-				return 0, errf("fse: more than 255 symbols")
-			}
+	// them exceed the limit). fse.Decompress has two copies of this loop,
+	// one for tables with states that read no bits (through getBits);
+	// getFast returns 0 for no bits itself, and fillFast keeps bitsRead
+	// below 64 here, so one loop does for both.
+	for br.off >= 8 {
+		br.fillFast()
+		e1 := dt[s1&63]
+		s1 = uint16(e1) + br.getFast(uint8(e1>>24))
+		e2 := dt[s2&63]
+		s2 = uint16(e2) + br.getFast(uint8(e2>>24))
+		br.fillFast()
+		e3 := dt[s1&63]
+		s1 = uint16(e3) + br.getFast(uint8(e3>>24))
+		e4 := dt[s2&63]
+		s2 = uint16(e4) + br.getFast(uint8(e4>>24))
+		w[n], w[n+1], w[n+2], w[n+3] = byte(e1>>16), byte(e2>>16), byte(e3>>16), byte(e4>>16)
+		if n += 4; n == 256 {
+			return 0, errf("fse: more than 255 symbols")
 		}
 	}
 	// the tail: a state whose entry reads bits ends the stream once they

@@ -92,11 +92,20 @@ func TestFSEWeightsTwin(t *testing.T) {
 	if len(descs) < 30 {
 		t.Fatalf("only %d descriptions", len(descs))
 	}
-	widest := 0
+	widest, zeroBits := 0, 0
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, d := range descs {
 		if !fseCheck(t, &s, d) {
 			t.Fatalf("description %x does not decode", d)
+		}
+		// a symbol of probability ≥ 1/2 has states that read no bits
+		var norm [256]int16
+		tl, sl, _, _ := fseReadNCount(&norm, d)
+		for _, v := range norm[:sl] {
+			if v >= 1<<(tl-1) {
+				zeroBits++
+				break
+			}
 		}
 		var w [fseOutMax]byte
 		n, _ := fseWeights(&w, d)
@@ -119,6 +128,9 @@ func TestFSEWeightsTwin(t *testing.T) {
 	}
 	if widest < 200 {
 		t.Fatalf("the widest table has %d weights; the inputs miss wide alphabets", widest)
+	}
+	if zeroBits == 0 {
+		t.Fatal("no description has states that read no bits")
 	}
 }
 
