@@ -332,22 +332,31 @@ func (h *huffX) fast1Go(dst, src []byte, s *hxStream) {
 				o += int(e >> 24)
 			}
 		}
-	} else {
-		single := &h.single
-		for p-int(c>>3) >= 8 && o+5 <= s.oe {
-			p -= int(c >> 3)
-			c &= 7
-			w := binary.LittleEndian.Uint64(src[p-8:])
-			d := dst[o : o+5 : o+5]
-			for k := range d {
-				e := single[(w<<c)>>sh&(1<<huffMaxBits-1)]
-				d[k] = byte(e >> 8)
-				c += uint(e) & 0xFF
-			}
-			o += 5
-		}
+		s.p, s.c, s.o = p, c, o
+		return
 	}
-	s.p, s.c, s.o = p, c, o
+	for s.o+5 <= s.oe && h.window1(dst, src, s, 5) {
+	}
+}
+
+// window1 takes k ≤ 5 symbols of stream s one per lookup from its next
+// 8-byte window, if that lies above src[0], and reports whether it did.
+func (h *huffX) window1(dst, src []byte, s *hxStream, k int) bool {
+	p := s.p - int(s.c>>3)
+	if p < 8 {
+		return false
+	}
+	s.p, s.c = p, s.c&7
+	w := binary.LittleEndian.Uint64(src[p-8:])
+	sh := 64 - h.tl
+	d := dst[s.o : s.o+k]
+	for j := range d {
+		e := h.single[(w<<s.c)>>sh&(1<<huffMaxBits-1)]
+		d[j] = byte(e >> 8)
+		s.c += uint(e) & 0xFF
+	}
+	s.o += k
+	return true
 }
 
 // hxStream is one backward bitstream: the unread bits end c bits below
@@ -407,21 +416,7 @@ func (h *huffX) fast4Go(dst, src []byte, st *[4]hxStream) {
 // the checked loop below fails it (the unread bits only decrease).
 func (h *huffX) tail(dst, src []byte, s *hxStream) error {
 	tl := h.tl
-	sh := 64 - tl
-	for s.o < s.oe {
-		p := s.p - int(s.c>>3)
-		if p < 8 {
-			break
-		}
-		s.p, s.c = p, s.c&7
-		w := binary.LittleEndian.Uint64(src[p-8:])
-		d := dst[s.o:min(s.o+5, s.oe)]
-		for k := range d {
-			e := h.single[(w<<s.c)>>sh&(1<<huffMaxBits-1)]
-			d[k] = byte(e >> 8)
-			s.c += uint(e) & 0xFF
-		}
-		s.o += len(d)
+	for s.o < s.oe && h.window1(dst, src, s, min(5, s.oe-s.o)) {
 	}
 	pos := 8*(s.p-s.lo) - int(s.c) // unread bits of the stream
 	for ; s.o < s.oe; s.o++ {
