@@ -90,32 +90,31 @@
 	RELOAD(DX, 2) \
 	RELOAD(SI, 3)
 
+// LOOKUP4 does one lookup in each of the four streams.
+#define LOOKUP4 \
+	LOOKUP(AX, R8) \
+	LOOKUP(BX, R9) \
+	LOOKUP(DX, R10) \
+	LOOKUP(SI, R11)
+
+// LOOKUP1x4 does LOOKUP1 in each of the four streams, storing at off.
+#define LOOKUP1x4(off) \
+	LOOKUP1(AX, R8, off) \
+	LOOKUP1(BX, R9, off) \
+	LOOKUP1(DX, R10, off) \
+	LOOKUP1(SI, R11, off)
+
 // func huffXRounds1(ctx *hxCtx, rounds int)
 // huffXRounds with one symbol per lookup (ctx.tab is the single table).
 TEXT ·huffXRounds1(SB), NOSPLIT, $0-16
 	ENTER
 
 loop1:
-	LOOKUP1(AX, R8, 0)
-	LOOKUP1(BX, R9, 0)
-	LOOKUP1(DX, R10, 0)
-	LOOKUP1(SI, R11, 0)
-	LOOKUP1(AX, R8, 1)
-	LOOKUP1(BX, R9, 1)
-	LOOKUP1(DX, R10, 1)
-	LOOKUP1(SI, R11, 1)
-	LOOKUP1(AX, R8, 2)
-	LOOKUP1(BX, R9, 2)
-	LOOKUP1(DX, R10, 2)
-	LOOKUP1(SI, R11, 2)
-	LOOKUP1(AX, R8, 3)
-	LOOKUP1(BX, R9, 3)
-	LOOKUP1(DX, R10, 3)
-	LOOKUP1(SI, R11, 3)
-	LOOKUP1(AX, R8, 4)
-	LOOKUP1(BX, R9, 4)
-	LOOKUP1(DX, R10, 4)
-	LOOKUP1(SI, R11, 4)
+	LOOKUP1x4(0)
+	LOOKUP1x4(1)
+	LOOKUP1x4(2)
+	LOOKUP1x4(3)
+	LOOKUP1x4(4)
 	ADDQ $5, R8
 	ADDQ $5, R9
 	ADDQ $5, R10
@@ -208,26 +207,11 @@ TEXT ·huffXRounds(SB), NOSPLIT, $0-16
 	ENTER
 
 loop:
-	LOOKUP(AX, R8)
-	LOOKUP(BX, R9)
-	LOOKUP(DX, R10)
-	LOOKUP(SI, R11)
-	LOOKUP(AX, R8)
-	LOOKUP(BX, R9)
-	LOOKUP(DX, R10)
-	LOOKUP(SI, R11)
-	LOOKUP(AX, R8)
-	LOOKUP(BX, R9)
-	LOOKUP(DX, R10)
-	LOOKUP(SI, R11)
-	LOOKUP(AX, R8)
-	LOOKUP(BX, R9)
-	LOOKUP(DX, R10)
-	LOOKUP(SI, R11)
-	LOOKUP(AX, R8)
-	LOOKUP(BX, R9)
-	LOOKUP(DX, R10)
-	LOOKUP(SI, R11)
+	LOOKUP4
+	LOOKUP4
+	LOOKUP4
+	LOOKUP4
+	LOOKUP4
 	DECQ R13
 	JZ   done
 	RELOAD4
