@@ -27,6 +27,17 @@ func writeStep(t *testing.T, path string, n, step int) []byte {
 	return file
 }
 
+// writeSteps writes steps 0..count-1 (n values per tensor) as
+// DIR/step_S.safetensors and returns their bytes and paths.
+func writeSteps(t *testing.T, dir string, count, n int) (files [][]byte, paths []string) {
+	t.Helper()
+	for s := range count {
+		p := filepath.Join(dir, fmt.Sprintf("step_%d.safetensors", s))
+		files, paths = append(files, writeStep(t, p, n, s)), append(paths, p)
+	}
+	return files, paths
+}
+
 // driftFile is a safetensors file of a BF16 tensor wn and an F32 tensor bn
 // of n values each at the given training step: value i is
 // sin((i+shift)·0.7)·0.05·(1+i%7) + step·1e-4·cos(i·mul) (the F32 one 3×).
@@ -126,10 +137,7 @@ func refFileSize(t *testing.T, p string) int64 {
 
 func TestTrajectoryCLI(t *testing.T) {
 	dir := t.TempDir()
-	var files [][]byte
-	for s := 0; s < 12; s++ {
-		files = append(files, writeStep(t, filepath.Join(dir, fmt.Sprintf("step_%d.safetensors", s)), 5000, s))
-	}
+	files, _ := writeSteps(t, dir, 12, 5000)
 	run := filepath.Join(dir, "run.nztraj")
 	// a quoted glob is sorted naturally: step_2 before step_10
 	if code, _, errs := nzip(t, "trajectory", "pack", "-q", "-plan=false", "-o", run, "-keyframe", "4", filepath.Join(dir, "step_*.safetensors")); code != 0 {
@@ -325,12 +333,7 @@ func checkPlannedCLI(t *testing.T, dir string, files [][]byte, regularRun string
 // decoding its chain; either way the archive is the one pack makes.
 func TestTrajectoryAppendProvides(t *testing.T) {
 	dir := t.TempDir()
-	var steps []string
-	for s := 0; s < 6; s++ {
-		p := filepath.Join(dir, fmt.Sprintf("step_%d.safetensors", s))
-		writeStep(t, p, 3000, s)
-		steps = append(steps, p)
-	}
+	_, steps := writeSteps(t, dir, 6, 3000)
 	whole := filepath.Join(dir, "whole.nztraj")
 	if code, _, errs := nzip(t, append([]string{"trajectory", "pack", "-q", "-o", whole}, steps...)...); code != 0 {
 		t.Fatalf("pack: %d %s", code, errs)
@@ -366,13 +369,7 @@ func TestTrajectoryAppendProvides(t *testing.T) {
 // writes every step once, refusing to overwrite.
 func TestTrajectoryVerifyExtractAll(t *testing.T) {
 	dir := t.TempDir()
-	var files [][]byte
-	var steps []string
-	for s := 0; s < 7; s++ {
-		p := filepath.Join(dir, fmt.Sprintf("step_%d.safetensors", s))
-		files = append(files, writeStep(t, p, 3000, s))
-		steps = append(steps, p)
-	}
+	files, steps := writeSteps(t, dir, 7, 3000)
 	run := filepath.Join(dir, "run.nztraj")
 	if code, _, errs := nzip(t, append([]string{"trajectory", "pack", "-q", "-keyframe", "3", "-o", run}, steps...)...); code != 0 {
 		t.Fatalf("pack: %d %s", code, errs)
@@ -442,13 +439,7 @@ func TestBestCLI(t *testing.T) {
 		t.Fatal("decompressed -best archive differs")
 	}
 	// a trajectory packed, appended and repacked with -best
-	var files [][]byte
-	var paths []string
-	for s := 0; s < 6; s++ {
-		p := filepath.Join(dir, fmt.Sprintf("step_%d.safetensors", s))
-		files = append(files, writeStep(t, p, 5000, s))
-		paths = append(paths, p)
-	}
+	files, paths := writeSteps(t, dir, 6, 5000)
 	run, runDef := filepath.Join(dir, "best.nztraj"), filepath.Join(dir, "def.nztraj")
 	if code, _, errs := nzip(t, append([]string{"trajectory", "pack", "-q", "-o", runDef}, paths[:5]...)...); code != 0 {
 		t.Fatalf("pack: %d %s", code, errs)
