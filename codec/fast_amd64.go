@@ -314,14 +314,18 @@ func mergeF16Fast(dst []byte, j uint, syms []byte, planes [][]byte) int {
 		return 0
 	}
 	_ = dst[2*n-1]
-	p0 := planes[0][:n]
-	var p1 *byte
-	sh := 0
-	if j != 3 {
-		p1, sh = &planes[1][:n][0], int(3-j)
-	}
-	mergeF16AVX512(&dst[0], &syms[0], &p0[0], p1, n, sh, &f16Inv, &f16Interleave)
+	p1, sh := f16Second(j, planes, n)
+	mergeF16AVX512(&dst[0], &syms[0], &planes[0][:n][0], p1, n, sh, &f16Inv, &f16Interleave)
 	return n
+}
+
+// f16Second returns the second plane of n F16 values split with join
+// width j and the bits it holds (nil, 0 for j = 3: there is none).
+func f16Second(j uint, planes [][]byte, n int) (*byte, int) {
+	if j == 3 {
+		return nil, 0
+	}
+	return &planes[1][:n][0], int(3 - j)
 }
 
 // unpackIdx[w] spreads the 8w bytes of 64 w-bit symbols so that qword k
@@ -434,12 +438,7 @@ func splitF16Fast(src []byte, j uint, syms []byte, planes [][]byte) int {
 		return 0
 	}
 	_ = src[2*n-1]
-	p0 := planes[0][:n]
-	var p1 *byte
-	sh := 0
-	if j != 3 {
-		p1, sh = &planes[1][:n][0], int(3-j)
-	}
-	splitF16AVX512(&src[0], &syms[0], &p0[0], p1, n, sh, &f16Perm, &f16Deinterleave)
+	p1, sh := f16Second(j, planes, n)
+	splitF16AVX512(&src[0], &syms[0], &planes[0][:n][0], p1, n, sh, &f16Perm, &f16Deinterleave)
 	return n
 }
