@@ -101,6 +101,15 @@ func expandPairsWide(dst, codes []byte, tab *[256]uint32, esc byte, exc []byte, 
 	return expandPairsAVX512(&dst[0], &codes[0], m, tab, int(esc), e, len(exc), x)
 }
 
+// useHuffEnc2 selects huffEnc2Asm (BMI2 for the shifts); tests turn it
+// off to check huffEnc2Go.
+var useHuffEnc2 = cpu.X86.HasBMI2
+
+// huffEnc2Asm is huffEnc2Go in assembly (n > 0 symbols in each stream).
+//
+//go:noescape
+func huffEnc2Asm(out0, out1, src0, src1 *byte, n int, enc *[256]uint64, w *[2]huffW)
+
 //go:noescape
 func encodeHuffStreamAsm(out, src *byte, n int, enc *[256]uint32) int
 

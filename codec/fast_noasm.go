@@ -23,6 +23,10 @@ func encodeHuffStreamFast(out, src []byte, enc *[256]uint32) int {
 	return encodeHuffStream(out, src, enc)
 }
 
+var useHuffEnc2 = false
+
+func huffEnc2Asm(out0, out1, src0, src1 *byte, n int, enc *[256]uint64, w *[2]huffW) {}
+
 func pairizeFast(codes, syms []byte, i int, pc *[65536]byte) int { return i }
 
 func (ap *refApply) refDeltasFast(ds []uint32, ts []byte, bp, limit uint) (int, uint) {

@@ -27,6 +27,7 @@ var (
 // huffTable is a canonical, length-limited Huffman code in huff0's form.
 type huffTable struct {
 	enc    [256]uint32 // code | length<<16, 0 for absent symbols
+	encL   [256]uint64 // code<<(64-length) | length, for huffW (present symbols only)
 	tl     uint8       // table log: the longest code length
 	maxSym int         // largest symbol present
 	// scratch
@@ -113,14 +114,13 @@ func (t *huffTable) sortKeys(hist *[256]uint32) (int, error) {
 	return len(t.keys), nil
 }
 
-// radixSortMin: from this many keys on, radixSort beats slices.Sort
-// (pair-code alphabets of up to 226 symbols, full byte alphabets).
-const radixSortMin = 64
+// radixSortMin: from this many keys on, radixSort beats slices.Sort.
+const radixSortMin = 16
 
-// radixSort sorts keys ascending with passes of 9 bits (three for the
-// keys of a block: a count below 2^18 and a symbol), skipping a pass whose
-// digit is the same in every key, and returns the scratch slice for reuse.
-// The keys are distinct, so the order is the same as any other sort's.
+// radixSort sorts keys (count<<8 | symbol, in increasing symbol order, at
+// most one per symbol) ascending: a stable sort by count with passes of 8
+// bits, skipping a pass whose digit is the same in every key. It returns
+// the scratch slice for reuse.
 func radixSort(keys, tmp []uint64) []uint64 {
 	n := len(keys)
 	tmp = slices.Grow(tmp[:0], n)[:n]
@@ -129,12 +129,12 @@ func radixSort(keys, tmp []uint64) []uint64 {
 		or |= k
 	}
 	src, dst := keys, tmp
-	for shift := uint(0); shift < 64 && or>>shift != 0; shift += 9 {
-		var count [512]uint32
+	for shift := uint(8); shift < 64 && or>>shift != 0; shift += 8 {
+		var count [256]uint32
 		for _, k := range src {
-			count[k>>shift&511]++
+			count[k>>shift&255]++
 		}
-		if count[src[0]>>shift&511] == uint32(n) {
+		if count[src[0]>>shift&255] == uint32(n) {
 			continue // every key has this digit
 		}
 		var sum uint32
@@ -143,7 +143,7 @@ func radixSort(keys, tmp []uint64) []uint64 {
 			sum += c
 		}
 		for _, k := range src {
-			d := k >> shift & 511
+			d := k >> shift & 255
 			dst[count[d]] = k
 			count[d]++
 		}
@@ -282,7 +282,9 @@ func (t *huffTable) assignCodes() {
 			continue
 		}
 		w := t.tl + 1 - l
-		t.enc[s] = start[w]>>(w-1) | uint32(l)<<16
+		code := start[w] >> (w - 1)
+		t.enc[s] = code | uint32(l)<<16
+		t.encL[s] = uint64(code)<<(64-l) | uint64(l)
 		start[w] += 1 << (w - 1)
 	}
 }
@@ -445,29 +447,25 @@ func (t *huffTable) appendData4X(dst, src []byte) ([]byte, error) {
 	jt := len(dst)
 	dst = append(dst, 0, 0, 0, 0, 0, 0)
 	var parts [4][]byte
+	var off [5]int // where each stream is coded, after the jump table
 	for k := range parts {
 		parts[k] = src[min(k*seg, len(src)):min((k+1)*seg, len(src))]
+		off[k+1] = off[k] + huffStreamMax(len(parts[k]))
 	}
+	// streams 0+1 and 2+3 are coded in pairs, each into its own space,
+	// then closed up
+	base := len(dst)
+	dst = grow(dst, off[4])
+	out := dst[base : base+off[4]]
 	var lens [4]int
-	if useAVX2 {
-		// the assembly codes one stream at a time, straight into place
-		for k := range parts {
-			s := len(dst)
-			dst = grow(dst, huffStreamMax(len(parts[k])))
-			lens[k] = encodeHuffStreamFast(dst[s:], parts[k], &t.enc)
-			dst = dst[:s+lens[k]]
-		}
+	for k := 0; k < 4; k += 2 {
+		lens[k], lens[k+1] = encodeHuff2(out[off[k]:off[k+1]], out[off[k+1]:off[k+2]], parts[k], parts[k+1], &t.encL)
 	}
-	// else streams 0+1 and 2+3 are coded in pairs into scratch space after dst
-	for k := 0; k < 4 && !useAVX2; k += 2 {
-		s := len(dst)
-		m0, m1 := huffStreamMax(len(parts[k])), huffStreamMax(len(parts[k+1]))
-		dst = grow(dst, m0+m1)
-		l0, l1 := encodeHuffStreams2(dst[s:s+m0], dst[s+m0:s+m0+m1], parts[k], parts[k+1], &t.enc)
-		copy(dst[s+l0:], dst[s+m0:s+m0+l1])
-		dst = dst[:s+l0+l1]
-		lens[k], lens[k+1] = l0, l1
+	p := lens[0]
+	for k := 1; k < 4; k++ {
+		p += copy(out[p:], out[off[k]:off[k]+lens[k]])
 	}
+	dst = dst[:base+p]
 	for k := 0; k < 3; k++ {
 		if lens[k] > 0xffff {
 			return dst[:mark], errHuffTooLarge
@@ -477,65 +475,95 @@ func (t *huffTable) appendData4X(dst, src []byte) ([]byte, error) {
 	return dst, nil
 }
 
-// encodeHuffStreams2 writes two streams at once (independent bit containers
-// give the CPU two dependency chains to overlap). Each out must have
-// huffStreamMax bytes; it returns the two lengths. Same output as two calls
-// of encodeHuffStream.
-func encodeHuffStreams2(out0, out1, src0, src1 []byte, enc *[256]uint32) (int, int) {
-	var c0, c1 uint64
-	var nb0, nb1 uint
-	p0, p1 := 0, 0
-	i0, i1 := len(src0), len(src1)
+// huffW writes one huff0 bit stream the way zstd's Huffman encoder does:
+// the bits are kept left-aligned in a 64-bit container, each code entering
+// at the top (c = c>>length | code<<(64-length)). One table entry,
+// code<<(64-length) | length (huffTable.encL), then serves the shift
+// (which reads its low 6 bits), the OR (its low byte lands below the
+// valid bits, which are shifted out before they could reach them) and the
+// bit count (of which only the low byte is kept). Flushing writes the top
+// nb bits; the container itself is never shifted back. At most 60 bits may
+// be pending (the length noise stays in the low 4 bits): four codes of ≤ 11
+// bits on top of the ≤ 7 a flush leaves.
+type huffW struct {
+	c   uint64 // the pending bits at the top
+	nb  uint64 // pending bits in the low byte; the rest is noise
+	pos int    // bytes written
+}
+
+func (w *huffW) put(e uint64) {
+	w.c = w.c>>(e&63) | e
+	w.nb += e
+}
+
+func (w *huffW) flush(out []byte) {
+	nb := w.nb & 0xff
+	binary.LittleEndian.PutUint64(out[w.pos:], w.c>>((64-nb)&63))
+	w.pos += int(nb >> 3)
+	w.nb = nb & 7
+}
+
+// end adds the end-of-stream 1 bit, writes the last bytes and returns the
+// stream length.
+func (w *huffW) end(out []byte) int {
+	w.put(1<<63 | 1)
+	nb := w.nb & 0xff
+	binary.LittleEndian.PutUint64(out[w.pos:], w.c>>((64-nb)&63))
+	return w.pos + int(nb+7)/8
+}
+
+// encodeHuff2 writes two streams at once (two dependency chains for the
+// CPU to overlap). Each out must have huffStreamMax bytes; it returns the
+// two lengths. The output is that of encodeHuffStream on each.
+func encodeHuff2(out0, out1, src0, src1 []byte, enc *[256]uint64) (int, int) {
+	var w [2]huffW
 	_ = out0[huffStreamMax(len(src0))-1]
 	_ = out1[huffStreamMax(len(src1))-1]
-	// bring the longer stream down to the shorter one's length
-	for i0 > i1 {
-		i0--
-		c0, nb0, p0 = putCode(out0, c0, nb0, p0, enc[src0[i0]])
+	// the longer stream first codes down to the shorter one's length
+	for len(src0) > len(src1) {
+		w[0].put(enc[src0[len(src0)-1]])
+		w[0].flush(out0)
+		src0 = src0[:len(src0)-1]
 	}
-	for i1 > i0 {
-		i1--
-		c1, nb1, p1 = putCode(out1, c1, nb1, p1, enc[src1[i1]])
+	for len(src1) > len(src0) {
+		w[1].put(enc[src1[len(src1)-1]])
+		w[1].flush(out1)
+		src1 = src1[:len(src1)-1]
 	}
-	for i := i0; i >= 5; i -= 5 {
-		s := src0[i-5 : i]
-		t := src1[i-5 : i]
-		a4, a3, a2, a1, a0 := enc[s[4]], enc[s[3]], enc[s[2]], enc[s[1]], enc[s[0]]
-		b4, b3, b2, b1, b0 := enc[t[4]], enc[t[3]], enc[t[2]], enc[t[1]], enc[t[0]]
-		c0 |= uint64(a4&0xffff) << (nb0 & 63)
-		nb0 += uint(a4 >> 16)
-		c1 |= uint64(b4&0xffff) << (nb1 & 63)
-		nb1 += uint(b4 >> 16)
-		c0 |= uint64(a3&0xffff) << (nb0 & 63)
-		nb0 += uint(a3 >> 16)
-		c1 |= uint64(b3&0xffff) << (nb1 & 63)
-		nb1 += uint(b3 >> 16)
-		c0 |= uint64(a2&0xffff) << (nb0 & 63)
-		nb0 += uint(a2 >> 16)
-		c1 |= uint64(b2&0xffff) << (nb1 & 63)
-		nb1 += uint(b2 >> 16)
-		c0 |= uint64(a1&0xffff) << (nb0 & 63)
-		nb0 += uint(a1 >> 16)
-		c1 |= uint64(b1&0xffff) << (nb1 & 63)
-		nb1 += uint(b1 >> 16)
-		c0 |= uint64(a0&0xffff) << (nb0 & 63)
-		nb0 += uint(a0 >> 16)
-		c1 |= uint64(b0&0xffff) << (nb1 & 63)
-		nb1 += uint(b0 >> 16)
-		binary.LittleEndian.PutUint64(out0[p0:], c0)
-		binary.LittleEndian.PutUint64(out1[p1:], c1)
-		p0 += int(nb0 >> 3)
-		p1 += int(nb1 >> 3)
-		c0 >>= (nb0 &^ 7) & 63
-		c1 >>= (nb1 &^ 7) & 63
-		nb0 &= 7
-		nb1 &= 7
-		i0 = i - 5
+	if len(src0) > 0 {
+		if useHuffEnc2 {
+			huffEnc2Asm(&out0[0], &out1[0], &src0[0], &src1[0], len(src0), enc, &w)
+		} else {
+			huffEnc2Go(out0, out1, src0, src1, enc, &w)
+		}
 	}
-	for i0 > 0 {
-		i0--
-		c0, nb0, p0 = putCode(out0, c0, nb0, p0, enc[src0[i0]])
-		c1, nb1, p1 = putCode(out1, c1, nb1, p1, enc[src1[i0]])
+	return w[0].end(out0), w[1].end(out1)
+}
+
+// huffEnc2Go is huffEnc2Asm's twin: both streams, of equal length, from
+// the states in w.
+func huffEnc2Go(out0, out1, src0, src1 []byte, enc *[256]uint64, w *[2]huffW) {
+	w0, w1 := w[0], w[1]
+	i := len(src0)
+	src1 = src1[:i]
+	for ; i >= 4; i -= 4 {
+		s, t := src0[i-4:i], src1[i-4:i]
+		w0.put(enc[s[3]])
+		w1.put(enc[t[3]])
+		w0.put(enc[s[2]])
+		w1.put(enc[t[2]])
+		w0.put(enc[s[1]])
+		w1.put(enc[t[1]])
+		w0.put(enc[s[0]])
+		w1.put(enc[t[0]])
+		w0.flush(out0)
+		w1.flush(out1)
 	}
-	return endStream(out0, c0, nb0, p0), endStream(out1, c1, nb1, p1)
+	for ; i > 0; i-- {
+		w0.put(enc[src0[i-1]])
+		w1.put(enc[src1[i-1]])
+	}
+	w0.flush(out0)
+	w1.flush(out1)
+	w[0], w[1] = w0, w1
 }

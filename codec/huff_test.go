@@ -156,26 +156,55 @@ func BenchmarkHuff0Encode4X(b *testing.B) {
 	}
 }
 
-// The two-stream encoder must equal two single-stream encodes for any pair
-// of lengths.
-func TestHuffStreams2Twin(t *testing.T) {
-	src := huffInputs()["geometric-4x"]
-	var hist [256]uint32
-	countHist(&hist, src)
-	var ht huffTable
-	if err := ht.build(&hist); err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range [][2]int{{0, 0}, {1, 0}, {0, 7}, {5, 5}, {13, 9}, {100, 101}, {4096, 4093}, {333, 1000}} {
-		a, b := src[:l[0]], src[l[0]:l[0]+l[1]]
-		o0, o1 := make([]byte, huffStreamMax(len(a))), make([]byte, huffStreamMax(len(b)))
-		n0, n1 := encodeHuffStreams2(o0, o1, a, b, &ht.enc)
-		r0, r1 := make([]byte, huffStreamMax(len(a))), make([]byte, huffStreamMax(len(b)))
-		m0 := encodeHuffStream(r0, a, &ht.enc)
-		m1 := encodeHuffStream(r1, b, &ht.enc)
-		if !bytes.Equal(o0[:n0], r0[:m0]) || !bytes.Equal(o1[:n1], r1[:m1]) {
-			t.Fatalf("lengths %v: two-stream encoder differs", l)
+// The two-stream encoder, in assembly and in Go, must equal two
+// single-stream encodes for any pair of lengths and any code lengths (up
+// to 11 bits, where four codes fill the container to its limit).
+func TestHuffEnc2Twin(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	inputs := huffInputs()
+	long := make([]byte, 5000)
+	for i := range long {
+		// rare symbols get 11-bit codes
+		long[i] = byte(r.ExpFloat64() * 3)
+		if r.IntN(40) == 0 {
+			long[i] = byte(100 + r.IntN(150))
 		}
+	}
+	inputs["long-codes"] = long
+	maxTL := uint8(0)
+	for name, src := range inputs {
+		var hist [256]uint32
+		countHist(&hist, src)
+		var ht huffTable
+		if err := ht.build(&hist); err != nil {
+			continue
+		}
+		for _, l := range [][2]int{{0, 0}, {1, 0}, {0, 7}, {1, 1}, {3, 3}, {4, 4}, {5, 5}, {8, 7}, {13, 9}, {100, 101}, {4096, 4093}, {333, 1000}} {
+			if l[0]+l[1] > len(src) {
+				continue
+			}
+			a, b := src[:l[0]], src[l[0]:l[0]+l[1]]
+			r0, r1 := make([]byte, huffStreamMax(len(a))), make([]byte, huffStreamMax(len(b)))
+			m0 := encodeHuffStream(r0, a, &ht.enc)
+			m1 := encodeHuffStream(r1, b, &ht.enc)
+			for _, asm := range []bool{false, true} {
+				if asm && !useHuffEnc2 {
+					continue
+				}
+				saved := useHuffEnc2
+				useHuffEnc2 = asm
+				o0, o1 := make([]byte, huffStreamMax(len(a))), make([]byte, huffStreamMax(len(b)))
+				n0, n1 := encodeHuff2(o0, o1, a, b, &ht.encL)
+				useHuffEnc2 = saved
+				if !bytes.Equal(o0[:n0], r0[:m0]) || !bytes.Equal(o1[:n1], r1[:m1]) {
+					t.Fatalf("%s, lengths %v, assembly %v: two-stream encoder differs", name, l, asm)
+				}
+			}
+		}
+		maxTL = max(maxTL, ht.tl)
+	}
+	if maxTL != huffMaxBits {
+		t.Fatalf("longest code %d bits, want inputs with %d", maxTL, huffMaxBits)
 	}
 }
 
@@ -245,15 +274,13 @@ func TestRadixSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	var tmp []uint64
 	for it := 0; it < 2000; it++ {
-		n := radixSortMin + rng.IntN(200)
-		seen := map[uint64]bool{}
+		// as sortKeys makes them: one key per symbol, in symbol order
+		n := radixSortMin + rng.IntN(256-radixSortMin+1)
 		var keys []uint64
 		maxCount := []uint64{1 << 4, 1 << 9, 1 << 18, 1 << 32}[it%4]
-		for len(keys) < n {
-			k := (1+rng.Uint64N(maxCount))<<8 | uint64(len(keys)%256)
-			if !seen[k] {
-				seen[k] = true
-				keys = append(keys, k)
+		for s := 0; len(keys) < n; s++ {
+			if rng.IntN(256-s) < n-len(keys) {
+				keys = append(keys, (1+rng.Uint64N(maxCount))<<8|uint64(s))
 			}
 		}
 		want := slices.Clone(keys)
