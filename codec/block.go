@@ -187,14 +187,16 @@ func (b *blockEncoder) appendPlane(dst, p []byte, w uint) []byte {
 
 // appendPlaneCut is appendPlane with a setup's cut (see
 // SetupSection.PlaneCuts): the plane is stored packed when its sampled
-// entropy is at least cut/256 of its width; 0 means planeSampleGain.
+// entropy is at least cut/256 of its width; 0 means planePays decides.
 func (b *blockEncoder) appendPlaneCut(dst, p []byte, w uint, cut uint8) []byte {
-	bits, n, sampled := b.planeEntropy(p, cut != 0)
-	gain := planeSampleGain
+	bits, n, k, sampled := b.planeEntropy(p, cut != 0)
+	var packed bool
 	if cut != 0 {
-		gain = float64(cut) / 256
+		packed = bits >= float64(n)*float64(w)*(float64(cut)/256)
+	} else {
+		packed = !planePays(bits, n, k, len(p), w)
 	}
-	if bits >= float64(n)*float64(w)*gain {
+	if packed {
 		dst = append(dst, smPacked)
 		return appendPacked(dst, p, w)
 	}
@@ -210,7 +212,7 @@ func (b *blockEncoder) appendPlaneCut(dst, p []byte, w uint, cut uint8) []byte {
 // 2·planeCutSample values or more are sampled about planeCutSample times
 // (the cut was learned on the same estimate). Shorter planes are counted
 // whole into b.hist (sampled = false).
-func (b *blockEncoder) planeEntropy(p []byte, cutSample bool) (bits float64, n int, sampled bool) {
+func (b *blockEncoder) planeEntropy(p []byte, cutSample bool) (bits float64, n, k int, sampled bool) {
 	step := 0
 	switch {
 	case cutSample && len(p) >= 2*planeCutSample:
@@ -224,22 +226,40 @@ func (b *blockEncoder) planeEntropy(p []byte, cutSample bool) (bits float64, n i
 			h[p[i]]++
 			n++
 		}
-		bits, _ = entropyBits(&h, n)
-		return bits, n, true
+		bits, k = entropyBits(&h, n)
+		return bits, n, k, true
 	}
 	countHist(&b.hist, p)
-	bits, _ = entropyBits(&b.hist, len(p))
-	return bits, len(p), false
+	bits, k = entropyBits(&b.hist, len(p))
+	return bits, len(p), k, false
+}
+
+// planePays reports whether a residual plane of size values of w bits, of
+// which n (k distinct) have an order-0 entropy of bits, is worth a Huffman
+// table: whether the entropy, corrected for the sample's bias (Miller–Madow:
+// (k−1)/(2 ln 2) bits) and scaled to the plane, plus an estimate of the
+// table (min(4+k, 20+k/5) bytes, fitted to huff0's descriptions of real
+// tables) stays below planeGainMilli/1000 of the raw width.
+// Integer arithmetic in 1/1024 bit keeps the decision the same on every
+// platform.
+func planePays(bits float64, n, k, size int, w uint) bool {
+	if n == 0 || k < 2 {
+		return n > 0
+	}
+	est := (int64(bits*1024) + int64(k-1)*739) * int64(size) / int64(n)
+	est += int64(min(4+k, 20+k/5)) * 8 * 1024
+	raw := int64(size) * int64(w) * 1024
+	return est*1000 < raw*planeGainMilli
 }
 
 // Plane sampling: planes of at least planeSampleMin values are sampled every
-// planeSampleStep values (shorter ones are counted whole); when the order-0
-// entropy is above planeSampleGain of the raw width, the plane is stored
-// packed without building a Huffman table.
+// planeSampleStep values (shorter ones are counted whole); unless the
+// estimate of planePays stays below planeGainMilli/1000 of the raw width,
+// the plane is stored packed without building a Huffman table.
 const (
 	planeSampleMin  = 8192
 	planeSampleStep = 16
-	planeSampleGain = 0.985
+	planeGainMilli  = 990
 	// planeCutSample: values sampled from a plane under a setup's cut
 	planeCutSample = 512
 )

@@ -223,7 +223,7 @@ func BuildSetup(inputs []Input, opt SetupOptions) (*Setup, error) {
 				w := f.planeW(p)
 				packed := int64(packedLen(cn, w)) + 1
 				pbuf = pe.appendPlane(pbuf[:0], pl, w)
-				bits, n, _ := pe.planeEntropy(pl, true)
+				bits, n, _, _ := pe.planeEntropy(pl, true)
 				obs[p] = append(obs[p], planeObs{q: bits / (float64(n) * float64(w)), packed: packed, saved: packed - int64(len(pbuf))})
 			}
 			if f.j == 0 && f.symW() >= 3 {
