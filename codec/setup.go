@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/klauspost/compress/huff0"
 
@@ -107,9 +108,31 @@ type SetupTable struct {
 type tableCode struct {
 	huff   huffTable
 	dec    *huff0.Decoder
+	hdr    []byte      // the huff0 table description
 	expand [256]uint32 // pairs: code -> two symbols, bit 16 = escape/invalid
 	esc    byte        // the escape's huff0 symbol
 	lens   [256]uint8  // singles: aligned symbol -> code length (0 = escapes)
+
+	// huffX's tables for this code, made on first use (12 KB each: only
+	// for the codes an archive's blocks use) and then shared by every
+	// decoding goroutine, which only read them
+	hxOnce sync.Once
+	hx     *huffX
+	hxErr  error
+}
+
+// huffX returns the code's huffX decoder, with its two-symbol table where
+// that pays (it is made once, so it pays for every block).
+func (c *tableCode) huffX() (*huffX, error) {
+	c.hxOnce.Do(func() {
+		h := new(huffX)
+		if _, err := h.readTable(c.hdr, huffXMin); err != nil {
+			c.hxErr = errf("setup table: %v", err)
+			return
+		}
+		c.hx = h
+	})
+	return c.hx, c.hxErr
 }
 
 // ID identifies a setup: the first 16 bytes of the SHA-256 of its encoding.
@@ -410,6 +433,7 @@ func (c *tableCode) init(lengths []uint8, esc int) error {
 		return fmt.Errorf("table description: %v", err)
 	}
 	c.dec = s2.Decoder()
+	c.hdr = hdr
 	for i := range c.expand {
 		c.expand[i] = 1 << 16
 	}

@@ -447,3 +447,61 @@ func TestSetupCancel(t *testing.T) {
 		t.Fatal("cancelled build did not stop")
 	}
 }
+
+// Blocks coded with setup tables decode the same through huffX (the
+// code's tables made once, shared by the decoding goroutines) and through
+// huff0's decoder, in the 4-stream and the 1-stream layout, with and
+// without two-symbol tables.
+func TestSetupHuffX(t *testing.T) {
+	small := realisticValues(dtype.BF16, 200, 7) // a block of one short stream
+	big := realisticValues(dtype.BF16, 300000, 8)
+	data := append(append([]byte(nil), small...), big...)
+	segs := []Segment{
+		{Name: "s", DType: dtype.BF16, Length: int64(len(small))},
+		{Name: "w", DType: dtype.BF16, Offset: int64(len(small)), Length: int64(len(big))},
+	}
+	in := Input{Name: "x", R: bytes.NewReader(data), Size: int64(len(data)), Segments: segs}
+	s, err := BuildSetup([]Input{in}, SetupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, chunk := range []int{65536, 4096} {
+		arc, err := CompressBytes(data, segs, Options{Setup: s, SetupExternal: true, SetupThreshold: 1e9, ChunkValues: chunk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct{ hx, two bool }{{false, false}, {true, false}, {true, true}} {
+			if c.hx && !useHuffXAsm {
+				continue
+			}
+			// a fresh setup each time: the huffX tables are made once
+			s2, err := ParseSetup(s.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			savedX, savedTwo := useHuffX, useHuffXTwo
+			useHuffX, useHuffXTwo = c.hx, c.two
+			out, err := DecompressBytes(arc, Options{Setup: s2, Threads: 2})
+			useHuffX, useHuffXTwo = savedX, savedTwo
+			if err != nil || !bytes.Equal(out, data) {
+				t.Fatalf("chunk %d, huffX %v, two-symbol %v: %v", chunk, c.hx, c.two, err)
+			}
+			made, two := 0, 0
+			for _, sec := range s2.Sections {
+				for _, tb := range sec.Tables {
+					for _, code := range []*tableCode{&tb.single, &tb.pair} {
+						if code.hx != nil {
+							made++
+							if code.hx.two {
+								two++
+							}
+						}
+					}
+				}
+			}
+			if c.hx != (made > 0) || c.two && chunk == 65536 && two == 0 {
+				t.Fatalf("chunk %d, huffX %v, two-symbol %v: %d huffX codes made (%d with two-symbol tables)", chunk, c.hx, c.two, made, two)
+			}
+		}
+	}
+}

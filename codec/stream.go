@@ -1093,7 +1093,20 @@ func (d *streamDecoder) decodeShared(dst, src []byte, w uint, x4 bool) ([]byte, 
 	} else {
 		codes = dst[:0:n] // singles decode straight into the output
 	}
-	if m > 0 {
+	if m > 0 && useHuffX {
+		hx, err := code.huffX()
+		if err != nil {
+			return nil, err
+		}
+		if x4 {
+			err = hx.decode4(codes, data)
+		} else {
+			err = hx.decode1(codes, data)
+		}
+		if err != nil {
+			return nil, errf("shared %v", err)
+		}
+	} else if m > 0 {
 		var out []byte
 		if x4 {
 			out, err = code.dec.Decompress4X(codes, data)
