@@ -26,6 +26,18 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 	dup := realisticValues(dtype.F32, 600, 5)
 	dsrc := append(append([]byte(nil), dup...), dup...)
 	add(dsrc, []Segment{{Name: "a", DType: dtype.F32, Offset: 0, Length: int64(len(dup))}, {Name: "b", DType: dtype.F32, Offset: int64(len(dup)), Length: int64(len(dup))}}, 300)
+	// blocks coded with an embedded setup's tables (modes 6 and 7)
+	sv := realisticValues(dtype.BF16, 3000, 6)
+	ssegs := []Segment{{Name: "s", DType: dtype.BF16, Length: int64(len(sv))}}
+	if st, err := BuildSetup([]Input{{Name: "s", R: bytes.NewReader(sv), Size: int64(len(sv)), Segments: ssegs}}, SetupOptions{}); err == nil {
+		arc, err := CompressBytes(sv, ssegs, Options{Setup: st, SetupThreshold: 1e9, ChunkValues: 1024})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		seeds = append(seeds, arc)
+	} else {
+		tb.Fatal(err)
+	}
 	add([]byte("plain text, not a checkpoint, plain text"), nil, 0)
 	add(nil, nil, 0)
 	if d := sharedDir(); d != "" {
