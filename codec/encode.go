@@ -114,6 +114,10 @@ type encTask struct {
 	info  []blockInfo
 	err   error
 	done  chan struct{}
+	// loaded is closed once in is set (loadErr tells whether reading it
+	// failed), hashed once the hasher is done with in
+	loaded, hashed chan struct{}
+	loadErr        error
 }
 
 // minTaskBytes: consecutive blocks are grouped into tasks of at least this
@@ -222,7 +226,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		}
 		for j := 0; j < len(plans); {
 			k := taskEnd(len(plans), j, func(b int) int64 { return plans[b].length })
-			tasks = append(tasks, &encTask{file: i, plans: plans[j:k]})
+			tasks = append(tasks, &encTask{file: i, plans: plans[j:k], done: make(chan struct{}), loaded: make(chan struct{}), hashed: make(chan struct{})})
 			j = k
 		}
 		f := &FileInfo{Name: in.Name, Size: in.Size, Format: in.Format}
@@ -241,14 +245,32 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		return res, err
 	}
 
-	// With more than one thread the SHA-256s are computed by a goroutine
-	// of their own that reads the inputs from the start: hashing each task
-	// as it is written would leave the last tasks' hashing for after the
-	// coding (two threads: 13.3 -> 11.9 ms for real-bf16).
-	var ahead *hashAhead
-	if threads > 1 {
-		ahead = startHashAhead(ctx, inputs)
+	// The SHA-256s are computed in file order by a goroutine of their own,
+	// from each task's input as soon as a worker has read it: hashing runs
+	// beside the coding (hashing each task as it is written would leave
+	// the last tasks' hashing for after the coding), and each byte of a
+	// file is read and copied once (a hasher that read the inputs itself
+	// read them twice: ~10 % of the CPU time of two-thread compression).
+	hashes := make([]hash.Hash, len(inputs))
+	for i := range hashes {
+		hashes[i] = sha256.New()
 	}
+	hashDone := make(chan struct{})
+	go func() {
+		defer close(hashDone)
+		for _, t := range tasks {
+			select {
+			case <-t.loaded:
+			case <-ctx.Done():
+				return
+			}
+			if t.loadErr != nil {
+				return // Encode fails with the task's error
+			}
+			hashes[t.file].Write(*t.in)
+			close(t.hashed)
+		}
+	}()
 	window := 2*threads + 2
 	order := make(chan *encTask, window)
 	work := make(chan *encTask, window)
@@ -262,7 +284,11 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 			be.setup, be.threshold, be.best = opt.Setup, threshold, opt.Best
 			defer blockEncoders.Put(be)
 			for t := range work {
-				t.err = encodeTask(be, inputs[t.file].R, opt.Ref, t)
+				t.loadErr = loadTask(inputs[t.file].R, t)
+				close(t.loaded)
+				if t.err = t.loadErr; t.err == nil {
+					t.err = encodeTask(be, opt.Ref, t)
+				}
 				close(t.done)
 			}
 		}()
@@ -271,7 +297,6 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		defer close(work)
 		defer close(order)
 		for _, t := range tasks {
-			t.done = make(chan struct{})
 			select {
 			case order <- t:
 			case <-ctx.Done():
@@ -283,13 +308,6 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 				close(t.done)
 				return
 			}
-			if ahead != nil {
-				last := t.plans[len(t.plans)-1]
-				ahead.dispatch(last.off + last.length - t.plans[0].off)
-			}
-		}
-		if ahead != nil {
-			ahead.release() // everything is handed out: no need to wait
 		}
 	}()
 
@@ -315,13 +333,6 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	binary.LittleEndian.PutUint16(hdr[10:], idx.flags)
 	werr := write(hdr[:])
 
-	var hashes []hash.Hash // without the hasher, the inputs as they are written
-	if ahead == nil {
-		hashes = make([]hash.Hash, len(inputs))
-		for i := range hashes {
-			hashes[i] = sha256.New()
-		}
-	}
 	// empty files have no blocks
 	var done int64
 	var dd deduper
@@ -334,9 +345,6 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 			werr = t.err
 		}
 		if werr == nil {
-			if ahead == nil {
-				hashes[t.file].Write(*t.in)
-			}
 			f := idx.files[t.file]
 			werr = dd.task(t, inputs, len(f.blocks))
 			f.blocks = append(f.blocks, t.info...)
@@ -351,30 +359,30 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		if werr != nil {
 			cancel()
 		}
-		if !t.inMem {
-			putBuf(t.in)
+		if !t.inMem && t.in != nil {
+			// the hasher reads it too; after an error it may still be
+			// reading it, and the buffer is left to the GC
+			select {
+			case <-t.hashed:
+				putBuf(t.in)
+			case <-ctx.Done():
+			}
 		}
 		putBuf(t.out)
 	}
 	wg.Wait()
-	if ahead != nil {
-		if werr != nil {
-			cancel() // the hasher stops reading the inputs before Encode returns
-		}
-		<-ahead.done
-		if werr == nil {
-			werr = ahead.err
-		}
+	if werr != nil {
+		cancel() // the hasher stops before Encode returns
+	}
+	<-hashDone
+	if werr == nil && ctx.Err() != nil {
+		werr = ctx.Err()
 	}
 	if werr != nil {
 		return res, werr
 	}
 	for i, f := range idx.files {
-		if ahead != nil {
-			f.SHA256 = ahead.sums[i]
-		} else {
-			copy(f.SHA256[:], hashes[i].Sum(nil))
-		}
+		copy(f.SHA256[:], hashes[i].Sum(nil))
 		if len(f.blocks) == 0 && f.Size != 0 {
 			return res, errors.New("codec: internal error: file without blocks")
 		}
@@ -411,18 +419,22 @@ type nopFlusher struct{ *bytes.Buffer }
 
 func (nopFlusher) Flush() error { return nil }
 
-// encodeTask reads the blocks of a task and codes them one by one.
-func encodeTask(be *blockEncoder, r io.ReaderAt, ref *Reference, t *encTask) error {
+// loadTask gives a task its input: a slice of an in-memory input (the
+// coders and the hasher only read it) or a pooled buffer read from r.
+func loadTask(r io.ReaderAt, t *encTask) error {
 	first, last := t.plans[0], t.plans[len(t.plans)-1]
 	lo, hi := first.off, last.off+last.length
-	if s, ok := inPlace(r, lo, hi-lo); ok { // the coders only read it
+	if s, ok := inPlace(r, lo, hi-lo); ok {
 		t.in, t.inMem = &s, true
-	} else {
-		t.in, t.inMem = getBuf(int(hi-lo)), false
-		if err := readFull(r, *t.in, first.off); err != nil {
-			return err
-		}
+		return nil
 	}
+	t.in, t.inMem = getBuf(int(hi-lo)), false
+	return readFull(r, *t.in, first.off)
+}
+
+// encodeTask codes the blocks of a loaded task one by one.
+func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
+	first := t.plans[0]
 	t.out = getBuf(0)
 	out := (*t.out)[:0]
 	t.info = t.info[:0]
@@ -482,91 +494,3 @@ func countTensors(x *indexData) int {
 	return n
 }
 
-// hashAhead computes the SHA-256 of each input, in order, in a goroutine.
-// Reading an input that is not in memory, it stays at most hashAheadMax
-// bytes ahead of the tasks handed to the workers, so that the workers find
-// what it read still in the page cache: a file larger than memory is not
-// read from disk twice.
-type hashAhead struct {
-	sums [][32]byte
-	err  error
-	done chan struct{}
-
-	mu         sync.Mutex
-	cond       *sync.Cond
-	dispatched int64 // bytes of all inputs handed to the workers, in order
-	all        bool  // every task was handed out
-}
-
-// hashAheadMax: how far the hasher may read ahead of the dispatched tasks
-// (a variable for tests).
-var hashAheadMax int64 = 64 << 20
-
-// dispatch records n more bytes handed to the workers.
-func (a *hashAhead) dispatch(n int64) {
-	a.mu.Lock()
-	a.dispatched += n
-	a.cond.Broadcast()
-	a.mu.Unlock()
-}
-
-// release lets the hasher read to the end.
-func (a *hashAhead) release() {
-	a.mu.Lock()
-	a.all = true
-	a.cond.Broadcast()
-	a.mu.Unlock()
-}
-
-// wait blocks until the bytes up to end may be read, or ctx is done.
-func (a *hashAhead) wait(ctx context.Context, end int64) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for !a.all && end > a.dispatched+hashAheadMax && ctx.Err() == nil {
-		a.cond.Wait()
-	}
-	return ctx.Err()
-}
-
-func startHashAhead(ctx context.Context, inputs []Input) *hashAhead {
-	a := &hashAhead{sums: make([][32]byte, len(inputs)), done: make(chan struct{})}
-	a.cond = sync.NewCond(&a.mu)
-	stop := context.AfterFunc(ctx, func() { a.dispatch(0) }) // wakes a waiting hasher
-	go func() {
-		defer close(a.done)
-		defer stop()
-		var buf []byte
-		h := sha256.New()
-		var base int64 // bytes of the inputs before this one
-		for i, in := range inputs {
-			h.Reset()
-			for off := int64(0); off < in.Size; {
-				if err := ctx.Err(); err != nil {
-					a.err = err
-					return
-				}
-				n := min(in.Size-off, 1<<20)
-				p, ok := inPlace(in.R, off, n)
-				if !ok {
-					if err := a.wait(ctx, base+off+n); err != nil {
-						a.err = err
-						return
-					}
-					if buf == nil {
-						buf = make([]byte, 1<<20)
-					}
-					p = buf[:n]
-					if err := readFull(in.R, p, off); err != nil {
-						a.err = err
-						return
-					}
-				}
-				h.Write(p)
-				off += n
-			}
-			h.Sum(a.sums[i][:0])
-			base += in.Size
-		}
-	}()
-	return a
-}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,20 +26,14 @@ func (r *failingReader) ReadAt(p []byte, off int64) (int, error) {
 	if r.returned.Load() {
 		r.late.Add(1)
 	}
-	if len(p) == 1<<20 {
-		// the hasher's pieces: slow, and they do not fail, so that the
-		// workers fail while it still reads
-		time.Sleep(2 * time.Millisecond)
-		return copy(p, r.data[off:]), nil
-	}
 	if off+int64(len(p)) > r.failAt {
 		return 0, errDisk
 	}
 	return copy(p, r.data[off:]), nil
 }
 
-// A read error fails Encode at any thread count, and nothing (workers or
-// the goroutine that hashes ahead) reads the input after Encode returned.
+// A read error fails Encode at any thread count, and nothing (workers,
+// the hasher) reads the input after Encode returned.
 func TestEncodeReadError(t *testing.T) {
 	data := realisticValues(dtype.BF16, 3<<20, 7)
 	segs := []Segment{{Name: "w", DType: dtype.BF16, Offset: 0, Length: int64(len(data))}}
@@ -60,53 +53,43 @@ func TestEncodeReadError(t *testing.T) {
 	}
 }
 
-// trackingReader records how far reads of 1 MiB (the hasher's pieces) ran
-// ahead of the other reads (the workers' tasks), which it slows down.
-type trackingReader struct {
-	data       []byte
-	mu         sync.Mutex
-	workersEnd int64 // end of the furthest task read
-	lead       int64 // most the hasher read beyond workersEnd
+// countingReader counts the bytes read from it and slows the reads down
+// (a disk), so that the hasher would run ahead if it read by itself.
+type countingReader struct {
+	data []byte
+	read atomic.Int64
 }
 
-func (r *trackingReader) ReadAt(p []byte, off int64) (int, error) {
-	end := off + int64(len(p))
-	r.mu.Lock()
-	if len(p) == 1<<20 {
-		r.lead = max(r.lead, end-r.workersEnd)
-	} else {
-		r.workersEnd = max(r.workersEnd, end)
-	}
-	r.mu.Unlock()
-	if len(p) != 1<<20 {
-		time.Sleep(200 * time.Microsecond)
-	}
+func (r *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	r.read.Add(int64(len(p)))
+	time.Sleep(100 * time.Microsecond)
 	return copy(p, r.data[off:]), nil
 }
 
-// Reading a file (not memory), the hasher stays within hashAheadMax of the
-// tasks handed to the workers, so that a file larger than memory is not
-// read from disk twice; the archive is the same as with one thread.
-func TestHashAheadBounded(t *testing.T) {
-	defer func(m int64) { hashAheadMax = m }(hashAheadMax)
-	hashAheadMax = 2 << 20
-	data := realisticValues(dtype.BF16, 12<<20, 3)
+// Reading a file (not memory), every byte is read once at any thread
+// count: the hasher takes the workers' copies (a file larger than memory
+// is not read from disk twice); the archives are the same.
+func TestEncodeReadsOnce(t *testing.T) {
+	data := realisticValues(dtype.BF16, 6<<20, 3)
 	segs := []Segment{{Name: "w", DType: dtype.BF16, Offset: 0, Length: int64(len(data))}}
-	r := &trackingReader{data: data}
-	var two, one bytes.Buffer
-	if _, err := Encode(&two, []Input{{Name: "w", R: r, Size: int64(len(data)), Segments: segs}}, Options{Threads: 2}); err != nil {
-		t.Fatal(err)
+	var first []byte
+	for _, threads := range []int{1, 2, 4} {
+		r := &countingReader{data: data}
+		var buf bytes.Buffer
+		if _, err := Encode(&buf, []Input{{Name: "w", R: r, Size: int64(len(data)), Segments: segs}}, Options{Threads: threads}); err != nil {
+			t.Fatal(err)
+		}
+		if n := r.read.Load(); n != int64(len(data)) {
+			t.Fatalf("threads %d: read %d bytes of a %d-byte input", threads, n, len(data))
+		}
+		if first == nil {
+			first = buf.Bytes()
+		} else if !bytes.Equal(buf.Bytes(), first) {
+			t.Fatalf("threads %d: the archive differs from one thread's", threads)
+		}
+		out, err := DecompressBytes(buf.Bytes(), Options{})
+		if err != nil || !bytes.Equal(out, data) {
+			t.Fatalf("threads %d: roundtrip: %v", threads, err)
+		}
 	}
-	// dispatched but unread tasks: the two channels' buffers and the workers
-	inFlight := int64(2*(2*2+2)+2) * (minTaskBytes + 256<<10)
-	if r.lead > hashAheadMax+inFlight {
-		t.Fatalf("the hasher read %d bytes beyond the workers (bound %d + %d in flight)", r.lead, hashAheadMax, inFlight)
-	}
-	if _, err := Encode(&one, []Input{{Name: "w", R: bytes.NewReader(data), Size: int64(len(data)), Segments: segs}}, Options{Threads: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(two.Bytes(), one.Bytes()) {
-		t.Fatal("archives differ between 1 and 2 threads")
-	}
-	t.Logf("hasher lead %d bytes", r.lead)
 }
