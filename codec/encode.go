@@ -114,10 +114,18 @@ type encTask struct {
 	info  []blockInfo
 	err   error
 	done  chan struct{}
-	// loaded is closed once in is set (loadErr tells whether reading it
-	// failed), hashed once the hasher is done with in
-	loaded, hashed chan struct{}
-	loadErr        error
+	// in is read once, by the worker or the hasher, whichever comes first
+	// (loadErr tells whether that failed); dispatched is closed once the
+	// task is handed out, hashed once the hasher is done with in
+	loadOnce           sync.Once
+	loadErr            error
+	dispatched, hashed chan struct{}
+}
+
+// load gives the task its input (see loadTask), once.
+func (t *encTask) load(r io.ReaderAt) error {
+	t.loadOnce.Do(func() { t.loadErr = loadTask(r, t) })
+	return t.loadErr
 }
 
 // minTaskBytes: consecutive blocks are grouped into tasks of at least this
@@ -226,7 +234,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		}
 		for j := 0; j < len(plans); {
 			k := taskEnd(len(plans), j, func(b int) int64 { return plans[b].length })
-			tasks = append(tasks, &encTask{file: i, plans: plans[j:k], done: make(chan struct{}), loaded: make(chan struct{}), hashed: make(chan struct{})})
+			tasks = append(tasks, &encTask{file: i, plans: plans[j:k], done: make(chan struct{}), dispatched: make(chan struct{}), hashed: make(chan struct{})})
 			j = k
 		}
 		f := &FileInfo{Name: in.Name, Size: in.Size, Format: in.Format}
@@ -246,11 +254,12 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	}
 
 	// The SHA-256s are computed in file order by a goroutine of their own,
-	// from each task's input as soon as a worker has read it: hashing runs
 	// beside the coding (hashing each task as it is written would leave
-	// the last tasks' hashing for after the coding), and each byte of a
-	// file is read and copied once (a hasher that read the inputs itself
-	// read them twice: ~10 % of the CPU time of two-thread compression).
+	// the last tasks' hashing for after the coding). It hashes each task
+	// as soon as it is handed out, reading its input itself when no worker
+	// has yet, so that each byte of a file is read once (a hasher that
+	// read the inputs by itself read every file twice) and the hasher runs
+	// at most the dispatch window ahead of the writer.
 	hashes := make([]hash.Hash, len(inputs))
 	for i := range hashes {
 		hashes[i] = sha256.New()
@@ -260,11 +269,11 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		defer close(hashDone)
 		for _, t := range tasks {
 			select {
-			case <-t.loaded:
+			case <-t.dispatched:
 			case <-ctx.Done():
 				return
 			}
-			if t.loadErr != nil {
+			if t.load(inputs[t.file].R) != nil {
 				return // Encode fails with the task's error
 			}
 			hashes[t.file].Write(*t.in)
@@ -284,9 +293,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 			be.setup, be.threshold, be.best = opt.Setup, threshold, opt.Best
 			defer blockEncoders.Put(be)
 			for t := range work {
-				t.loadErr = loadTask(inputs[t.file].R, t)
-				close(t.loaded)
-				if t.err = t.loadErr; t.err == nil {
+				if t.err = t.load(inputs[t.file].R); t.err == nil {
 					t.err = encodeTask(be, opt.Ref, t)
 				}
 				close(t.done)
@@ -299,6 +306,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		for _, t := range tasks {
 			select {
 			case order <- t:
+				close(t.dispatched)
 			case <-ctx.Done():
 				return
 			}
@@ -359,14 +367,14 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		if werr != nil {
 			cancel()
 		}
-		if !t.inMem && t.in != nil {
-			// the hasher reads it too; after an error it may still be
-			// reading it, and the buffer is left to the GC
-			select {
-			case <-t.hashed:
+		// the input goes back to the pool once hashed; after an error the
+		// hasher may still be reading (or loading) it: it is left to the GC
+		select {
+		case <-t.hashed:
+			if !t.inMem {
 				putBuf(t.in)
-			case <-ctx.Done():
 			}
+		case <-ctx.Done():
 		}
 		putBuf(t.out)
 	}
