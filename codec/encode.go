@@ -501,4 +501,3 @@ func countTensors(x *indexData) int {
 	}
 	return n
 }
-
