@@ -259,7 +259,9 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	// as soon as it is handed out, reading its input itself when no worker
 	// has yet, so that each byte of a file is read once (a hasher that
 	// read the inputs by itself read every file twice) and the hasher runs
-	// at most the dispatch window ahead of the writer.
+	// at most the dispatch window ahead of the writer. An input in memory
+	// it hashes in place from the start (waiting for the dispatch there
+	// made two-thread coding 9 % slower).
 	hashes := make([]hash.Hash, len(inputs))
 	for i := range hashes {
 		hashes[i] = sha256.New()
@@ -268,12 +270,18 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	go func() {
 		defer close(hashDone)
 		for _, t := range tasks {
-			select {
-			case <-t.dispatched:
-			case <-ctx.Done():
+			r := inputs[t.file].R
+			if _, mem := inPlace(r, t.plans[0].off, 0); !mem {
+				// a file: read only what the workers take next
+				select {
+				case <-t.dispatched:
+				case <-ctx.Done():
+					return
+				}
+			} else if ctx.Err() != nil {
 				return
 			}
-			if t.load(inputs[t.file].R) != nil {
+			if t.load(r) != nil {
 				return // Encode fails with the task's error
 			}
 			hashes[t.file].Write(*t.in)
