@@ -941,7 +941,6 @@ func (e *streamEncoder) appendWithTable(dst, syms []byte, w uint, t *SetupTable,
 		for s := range e.perm.enc {
 			e.perm.enc[s] = code.huff.enc[fwd[s]]
 			e.perm.encL[s] = code.huff.encL[fwd[s]]
-			e.perm.encL[s] = code.huff.encL[fwd[s]]
 		}
 		huff, codes = e.perm, syms
 	default:
