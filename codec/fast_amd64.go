@@ -21,6 +21,10 @@ var useAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VB
 // besides).
 var useAVX512G = useAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VBMI2 && cpu.X86.HasBMI1 && cpu.X86.HasPOPCNT
 
+// useAVX512W selects the AVX-512 decoding of 2-byte values in 16-bit
+// lanes (F, BW, VBMI, VBMI2).
+var useAVX512W = useAVX512 && cpu.X86.HasAVX512VBMI2
+
 // useAVX512Q selects the AVX-512 decoding of 4-byte values (F, DQ, VBMI).
 var useAVX512Q = useAVX512 && cpu.X86.HasAVX512DQ
 
@@ -195,7 +199,10 @@ func refExps16Fast(ex, ref []byte, m uint, em uint16) {
 //go:noescape
 func refDeltasAdd16AVX512(dst, ref, ts *byte, n int, pad *byte, bp, limit, q uint) (int, uint)
 
-// deltasAddFast decodes the multiple of 16 (size 2) or 8 (size 4) values
+//go:noescape
+func refDeltasAdd16WAVX512(dst, ref, ts *byte, n int, pad *byte, bp, limit, q uint) (int, uint)
+
+// deltasAddFast decodes the multiple of 16 (size 2; 32 with VBMI2) or 8 (size 4) values
 // of ts it can with AVX-512 straight into dst (signed values of that size,
 // references ref), the extra bits read from position bp with q sub-bucket
 // bits, checking limit every refCheckEvery values as deltasChecked; it
@@ -206,6 +213,8 @@ func (ap *refApply) deltasAddFast(dst, ref, ts []byte, bp, limit, q uint, size i
 	on := useAVX512
 	if size == 4 {
 		step, on = 8, useAVX512Q
+	} else if useAVX512W {
+		step = 32
 	}
 	n := len(ts) &^ (step - 1)
 	if !useAVX2 || !on || n == 0 {
@@ -217,6 +226,8 @@ func (ap *refApply) deltasAddFast(dst, ref, ts []byte, bp, limit, q uint, size i
 	}
 	if size == 4 {
 		done, pos = refDeltasAdd32AVX512(&dst[0], &ref[0], &ts[0], n, &ap.pad[0], bp, limit, q)
+	} else if step == 32 {
+		done, pos = refDeltasAdd16WAVX512(&dst[0], &ref[0], &ts[0], n, &ap.pad[0], bp, limit, q)
 	} else {
 		done, pos = refDeltasAdd16AVX512(&dst[0], &ref[0], &ts[0], n, &ap.pad[0], bp, limit, q)
 	}

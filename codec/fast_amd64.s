@@ -535,6 +535,123 @@ wdone:
 	MOVQ BX, ret1+72(FP)
 	RET
 
+// func refDeltasAdd16WAVX512(dst *byte, ref *byte, ts *byte, n int, pad *byte, bp uint, limit uint, q uint) (int, uint)
+// refDeltasAdd16AVX512 in 16-bit lanes, 32 values at a time (n a multiple
+// of 32; needs VBMI2 besides): the same per-token arithmetic on words, the
+// bit positions summed within each 128-bit lane and then across lanes, and
+// each value's extra bits taken from the 64-byte window (32 values read at
+// most 32·15 bits) as bytes b..b+1 and b+2..b+3 funnel-shifted right by the
+// bit offset (VPSHRDVW). Stops every 64 values as refDeltasAdd16AVX512.
+TEXT ·refDeltasAdd16WAVX512(SB), NOSPLIT, $0-80
+	MOVQ dst+0(FP), DI
+	MOVQ ref+8(FP), SI
+	MOVQ ts+16(FP), DX
+	MOVQ n+24(FP), R13
+	MOVQ pad+32(FP), R9
+	MOVQ bp+40(FP), BX
+	MOVQ limit+48(FP), R10
+	MOVQ q+56(FP), CX
+	VPBROADCASTQ CX, Z20      // q (as a shift count)
+	MOVL $0x00010001, R11
+	VPBROADCASTD R11, Z21     // 1 in every word
+	MOVL $1, R11
+	SHLL CX, R11
+	MOVL R11, R12
+	SHLL $16, R12
+	ORL  R12, R11
+	VPBROADCASTD R11, Z22     // 1 << q
+	VPSUBW Z21, Z22, Z23      // (1 << q) - 1
+	MOVL $0x7fff7fff, R11
+	VPBROADCASTD R11, Z25
+	VPXORD Z27, Z27, Z27      // 0
+	MOVL $0x00070007, R11
+	VPBROADCASTD R11, Z29     // 7
+	MOVL $0x01000100, R11
+	VPBROADCASTD R11, Z28     // byte indexes +0, +1
+	MOVL $0x02020202, R11
+	VPBROADCASTD R11, Z26     // +2 more
+	MOVL $0x0f0e0f0e, R11
+	VPBROADCASTD R11, Z30     // VPSHUFB: each 128-bit lane's last word
+	XORQ R8, R8
+
+vloop:
+	CMPQ R8, R13
+	JGE  vdone
+	TESTQ $63, R8
+	JNZ  vbody
+	CMPQ BX, R10
+	JA   vdone
+
+vbody:
+	VPMOVZXBW (DX)(R8*1), Z0  // tokens
+	VPADDW Z21, Z0, Z1        // t+1
+	VPSRLW $1, Z1, Z2         // bucket
+	VPANDD Z21, Z1, Z3
+	VPSUBW Z3, Z27, Z3        // neg: -((t+1)&1)
+	VPSRLW X20, Z2, Z4
+	VPSUBUSW Z21, Z4, Z4      // extra bits n = max(0, bucket>>q - 1)
+	VPMINUW Z22, Z2, Z5
+	VPTERNLOGD $0xd8, Z23, Z2, Z5 // bucket below bit q, min(bucket, 2^q) from bit q
+	VPSLLVW Z4, Z5, Z5        // base
+	VPSLLVW Z4, Z21, Z6
+	VPSUBW Z21, Z6, Z6        // low mask
+	VPSLLDQ $2, Z4, Z7        // prefix sum of n within each 128-bit lane
+	VPADDW Z7, Z4, Z7
+	VPSLLDQ $4, Z7, Z8
+	VPADDW Z8, Z7, Z7
+	VPSLLDQ $8, Z7, Z8
+	VPADDW Z8, Z7, Z7
+	VPSHUFB Z30, Z7, Z8       // each lane's sum in all its words
+	VALIGND $12, Z27, Z8, Z8  // the sum of the lane before
+	VALIGND $12, Z27, Z8, Z9
+	VPADDW Z9, Z8, Z8         // of the two before
+	VALIGND $8, Z27, Z8, Z9
+	VPADDW Z9, Z8, Z8         // of all before
+	VPADDW Z8, Z7, Z7         // inclusive
+	VPSUBW Z4, Z7, Z8         // exclusive: bit offset of each value
+	MOVQ BX, R11
+	ANDQ $7, R11
+	VPBROADCASTW R11, Z9
+	VPADDW Z9, Z8, Z8         // from the window's first byte
+	VPSRLW $3, Z8, Z9         // byte
+	VPANDD Z29, Z8, Z8        // bit
+	VPSLLW $8, Z9, Z10
+	VPORD Z10, Z9, Z9
+	VPADDW Z28, Z9, Z9        // bytes byte, byte+1 of each lane
+	VPADDW Z26, Z9, Z10       // byte+2, byte+3
+	MOVQ BX, R11
+	SHRQ $3, R11
+	VMOVDQU64 (R9)(R11*1), Z11 // the window
+	VPERMB Z11, Z9, Z9
+	VPERMB Z11, Z10, Z10
+	VPSHRDVW Z8, Z10, Z9      // the 16 bits from bit
+	VPANDD Z6, Z9, Z9
+	VPORD Z5, Z9, Z9          // magnitude
+	VMOVDQU64 (SI)(R8*2), Z11 // references
+	VPSRAW $15, Z11, Z12      // their sign
+	VPXORD Z12, Z3, Z3
+	VPXORD Z3, Z9, Z9
+	VPSUBW Z3, Z9, Z9         // the difference
+	// key(r) = r XOR (sign ? 0xffff : 0x8000): bits 0..14 (Z25) r XOR
+	// sign, bit 15 NOT r
+	VPTERNLOGD $0x39, Z25, Z11, Z12
+	VPADDW Z9, Z12, Z13       // key(r) + d
+	VPSRAW $15, Z13, Z14
+	// unkey: bits 0..14 flipped where bit 15 is 0, bit 15 flipped
+	VPTERNLOGD $0x93, Z25, Z13, Z14
+	VMOVDQU64 Z14, (DI)(R8*2)
+	VEXTRACTI32X4 $3, Z7, X15
+	VPEXTRW $7, X15, R11
+	ADDQ R11, BX
+	ADDQ $32, R8
+	JMP  vloop
+
+vdone:
+	VZEROUPPER
+	MOVQ R8, ret+64(FP)
+	MOVQ BX, ret1+72(FP)
+	RET
+
 // func refUngroupAVX512(tv *byte, ex *byte, grouped *byte, gtab *[256]byte, o *[256]uint32, n int, G int, scratch *[64]byte)
 // refUngroup for n values (a multiple of 64) as one chain: per 64 values
 // the groups (gtab of ex, four 64-byte tables) and then, for each group g

@@ -2,7 +2,7 @@
 
 package codec
 
-var useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q, useAVX512BW = false, false, false, false, false, false
+var useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q, useAVX512BW, useAVX512W = false, false, false, false, false, false, false
 
 func mergeBF16Asm(dst, e, r []byte) int         { return 0 }
 func splitBF16Asm(src, e, r []byte) (int, byte) { return 0, 0 }

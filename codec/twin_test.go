@@ -626,6 +626,8 @@ func TestRefDeltasAddTwin(t *testing.T) {
 	if !useAVX2 || !useAVX512 {
 		t.Log("no AVX-512 (F, VBMI) here: the fused passes are not compared")
 	}
+	w := useAVX512W // the 16-bit lanes (VBMI2) are compared when the CPU has them
+	defer func() { useAVX512W = w }()
 	r := rand.New(rand.NewPCG(14, 15))
 	for _, d := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32} {
 		for q := uint(0); q <= 6; q++ {
@@ -634,46 +636,55 @@ func TestRefDeltasAddTwin(t *testing.T) {
 				continue
 			}
 			tab := refTokTable(&p)
-			step := 32 / p.size // values per AVX-512 step: 16 or 8
-			for _, n := range []int{0, step - 1, step, step + 1, 64, 65, 1000, 65536} {
-				ts, x := randTokens(r, &p, tab, n)
-				ref := randBytes(r, p.size*n)
-				for _, short := range []uint{0, 1, 13, x / 3, x} {
-					lim := x - min(short, x)
-					ap := p.applier(tab, randBytes(r, int(lim+refPad)))
-					ds := make([]uint32, n)
-					k2, b2 := ap.deltasChecked(ds, ts, 0, 8*lim)
-					rs := make([]uint32, n)
-					loadAll(rs, ref, p.size)
-					ap.add(ds[:k2], rs[:k2], ds[:k2])
-					want := make([]byte, p.size*n)
-					storeAll(want[:p.size*k2], ds[:k2], p.size)
-					got := make([]byte, p.size*n)
-					tried, k1, b1 := ap.deltasAddFast(got, ref, ts, 0, 8*lim, q, p.size)
-					if tried == 0 {
-						continue
-					}
-					if tried != n&^(step-1) {
-						t.Fatalf("%v q=%d n=%d: took on %d values", d, q, n, tried)
-					}
-					// both stop at the same check (every 64 values) when
-					// the bits run out within what the fast pass took on
-					if k2 <= tried && (k1 != k2 || b1 != b2) || k2 > tried && k1 != tried {
-						t.Fatalf("%v q=%d n=%d short=%d: stopped at %d (bit %d), Go at %d (bit %d)", d, q, n, short, k1, b1, k2, b2)
-					}
-					m := min(k1, k2)
-					if !bytes.Equal(got[:p.size*m], want[:p.size*m]) {
-						t.Fatalf("%v q=%d n=%d short=%d: values differ from the Go twin", d, q, n, short)
-					}
-				}
-				if p.size != 4 {
+			for _, words := range []bool{false, true} {
+				if words && (!w || p.size != 2) {
 					continue
 				}
-				ex := make([]byte, n)
-				k := refExps32Fast(ex, ref, p.m, uint32(p.emask))
-				for i := range ex[:k] {
-					if ex[i] != byte(binary.LittleEndian.Uint32(ref[4*i:])>>p.m&uint32(p.emask)) {
-						t.Fatalf("n=%d: exponent %d wrong", n, i)
+				useAVX512W = words && w
+				step := 32 / p.size // values per AVX-512 step: 16 or 8, 32 in 16-bit lanes
+				if words {
+					step = 32
+				}
+				for _, n := range []int{0, step - 1, step, step + 1, 64, 65, 96, 1000, 65536} {
+					ts, x := randTokens(r, &p, tab, n)
+					ref := randBytes(r, p.size*n)
+					for _, short := range []uint{0, 1, 13, x / 3, x} {
+						lim := x - min(short, x)
+						ap := p.applier(tab, randBytes(r, int(lim+refPad)))
+						ds := make([]uint32, n)
+						k2, b2 := ap.deltasChecked(ds, ts, 0, 8*lim)
+						rs := make([]uint32, n)
+						loadAll(rs, ref, p.size)
+						ap.add(ds[:k2], rs[:k2], ds[:k2])
+						want := make([]byte, p.size*n)
+						storeAll(want[:p.size*k2], ds[:k2], p.size)
+						got := make([]byte, p.size*n)
+						tried, k1, b1 := ap.deltasAddFast(got, ref, ts, 0, 8*lim, q, p.size)
+						if tried == 0 {
+							continue
+						}
+						if tried != n&^(step-1) {
+							t.Fatalf("%v q=%d n=%d: took on %d values", d, q, n, tried)
+						}
+						// both stop at the same check (every 64 values) when
+						// the bits run out within what the fast pass took on
+						if k2 <= tried && (k1 != k2 || b1 != b2) || k2 > tried && k1 != tried {
+							t.Fatalf("%v q=%d n=%d short=%d: stopped at %d (bit %d), Go at %d (bit %d)", d, q, n, short, k1, b1, k2, b2)
+						}
+						m := min(k1, k2)
+						if !bytes.Equal(got[:p.size*m], want[:p.size*m]) {
+							t.Fatalf("%v q=%d n=%d short=%d 16-bit lanes %v: values differ from the Go twin", d, q, n, short, words)
+						}
+					}
+					if p.size != 4 {
+						continue
+					}
+					ex := make([]byte, n)
+					k := refExps32Fast(ex, ref, p.m, uint32(p.emask))
+					for i := range ex[:k] {
+						if ex[i] != byte(binary.LittleEndian.Uint32(ref[4*i:])>>p.m&uint32(p.emask)) {
+							t.Fatalf("n=%d: exponent %d wrong", n, i)
+						}
 					}
 				}
 			}
