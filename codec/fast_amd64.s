@@ -574,15 +574,15 @@ TEXT ·refDeltasAdd16WAVX512(SB), NOSPLIT, $0-80
 	VPBROADCASTD R11, Z30     // VPSHUFB: each 128-bit lane's last word
 	XORQ R8, R8
 
-vloop:
+hloop:
 	CMPQ R8, R13
-	JGE  vdone
+	JGE  hdone
 	TESTQ $63, R8
-	JNZ  vbody
+	JNZ  hbody
 	CMPQ BX, R10
-	JA   vdone
+	JA   hdone
 
-vbody:
+hbody:
 	VPMOVZXBW (DX)(R8*1), Z0  // tokens
 	VPADDW Z21, Z0, Z1        // t+1
 	VPSRLW $1, Z1, Z2         // bucket
@@ -644,9 +644,9 @@ vbody:
 	VPEXTRW $7, X15, R11
 	ADDQ R11, BX
 	ADDQ $32, R8
-	JMP  vloop
+	JMP  hloop
 
-vdone:
+hdone:
 	VZEROUPPER
 	MOVQ R8, ret+64(FP)
 	MOVQ BX, ret1+72(FP)
