@@ -76,17 +76,21 @@ func TestRefRoundTripReal(t *testing.T) {
 		if sha256.Sum256(out) != sha256.Sum256(cur) {
 			t.Fatalf("%s %d->%d: roundtrip differs", c.kind, c.from, c.to)
 		}
-		// every tier of fast paths gives the same archive and bytes: the
-		// AVX2 assembly alone, and pure Go
-		for _, tier := range []string{"avx2", "go"} {
-			a2, a512, a512g, a512t, a512q := useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q
-			useAVX512, useAVX512G, useAVX512T, useAVX512Q = false, false, false, false
+		// every tier of fast paths gives the same archive and bytes:
+		// AVX-512 with 2-byte values in 32-bit lanes (no VBMI2), the AVX2
+		// assembly alone, and pure Go
+		for _, tier := range []string{"avx512-32", "avx2", "go"} {
+			a2, a512, a512g, a512t, a512q, a512w := useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q, useAVX512W
+			useAVX512W = false
+			if tier != "avx512-32" {
+				useAVX512, useAVX512G, useAVX512T, useAVX512Q = false, false, false, false
+			}
 			if tier == "go" {
 				useAVX2 = false
 			}
 			arc3 := encodeRef(t, cur, ref, Options{Threads: 2})
 			out3, err := DecompressBytes(arc1, Options{Ref: ref})
-			useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q = a2, a512, a512g, a512t, a512q
+			useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q, useAVX512W = a2, a512, a512g, a512t, a512q, a512w
 			if err != nil || !bytes.Equal(out3, cur) || !bytes.Equal(arc3, arc1) {
 				t.Fatalf("%s %d->%d, %s paths: roundtrip or archive differs (%v)", c.kind, c.from, c.to, tier, err)
 			}
