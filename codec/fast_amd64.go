@@ -21,8 +21,8 @@ var useAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VB
 // besides).
 var useAVX512G = useAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VBMI2 && cpu.X86.HasBMI1 && cpu.X86.HasPOPCNT
 
-// useAVX512W selects the AVX-512 decoding of 2-byte values in 16-bit
-// lanes (F, BW, VBMI, VBMI2).
+// useAVX512W selects the AVX-512 decoding of 2- and 4-byte values in 16-
+// and 32-bit lanes (F, BW, VBMI, VBMI2; DQ too for 4-byte values).
 var useAVX512W = useAVX512 && cpu.X86.HasAVX512VBMI2
 
 // useAVX512Q selects the AVX-512 decoding of 4-byte values (F, DQ, VBMI).
@@ -202,7 +202,11 @@ func refDeltasAdd16AVX512(dst, ref, ts *byte, n int, pad *byte, bp, limit, q uin
 //go:noescape
 func refDeltasAdd16WAVX512(dst, ref, ts *byte, n int, pad *byte, bp, limit, q uint) (int, uint)
 
-// deltasAddFast decodes the multiple of 16 (size 2; 32 with VBMI2) or 8 (size 4) values
+//go:noescape
+func refDeltasAdd32DAVX512(dst, ref, ts *byte, n int, pad *byte, bp, limit, q uint) (int, uint)
+
+// deltasAddFast decodes the multiple of 16 (size 2) or 8 (size 4) values,
+// twice as many in narrower lanes with VBMI2 (useAVX512W),
 // of ts it can with AVX-512 straight into dst (signed values of that size,
 // references ref), the extra bits read from position bp with q sub-bucket
 // bits, checking limit every refCheckEvery values as deltasChecked; it
@@ -213,8 +217,9 @@ func (ap *refApply) deltasAddFast(dst, ref, ts []byte, bp, limit, q uint, size i
 	on := useAVX512
 	if size == 4 {
 		step, on = 8, useAVX512Q
-	} else if useAVX512W {
-		step = 32
+	}
+	if useAVX512W {
+		step *= 2
 	}
 	n := len(ts) &^ (step - 1)
 	if !useAVX2 || !on || n == 0 {
@@ -224,7 +229,9 @@ func (ap *refApply) deltasAddFast(dst, ref, ts []byte, bp, limit, q uint, size i
 	if uint(len(ap.pad)) < limit/8+refPad || q > 6 {
 		panic("codec: reference extra bits without their padding")
 	}
-	if size == 4 {
+	if size == 4 && step == 16 {
+		done, pos = refDeltasAdd32DAVX512(&dst[0], &ref[0], &ts[0], n, &ap.pad[0], bp, limit, q)
+	} else if size == 4 {
 		done, pos = refDeltasAdd32AVX512(&dst[0], &ref[0], &ts[0], n, &ap.pad[0], bp, limit, q)
 	} else if step == 32 {
 		done, pos = refDeltasAdd16WAVX512(&dst[0], &ref[0], &ts[0], n, &ap.pad[0], bp, limit, q)

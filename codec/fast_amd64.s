@@ -974,6 +974,122 @@ vdone:
 	MOVQ BX, ret1+72(FP)
 	RET
 
+// func refDeltasAdd32DAVX512(dst *byte, ref *byte, ts *byte, n int, pad *byte, bp uint, limit uint, q uint) (int, uint)
+// refDeltasAdd32AVX512 in 32-bit lanes, 16 values at a time (n a multiple
+// of 16; needs VBMI2 besides): a value's bits are taken as bytes b..b+3 and
+// b+4..b+7 of the 64-byte window funnel-shifted right by the bit offset
+// (VPSHRDVD), which gives the 32 bits from it whatever the offset (at
+// most 7) and the count (at most 31). The bits a value uses lie below
+// byte 63 of the window (16 values read at most 16·31 bits); indexes of
+// bytes past them may wrap (VPERMB takes them mod 64), and those bytes
+// are masked off. Stops every 64 values as refDeltasAdd16AVX512.
+TEXT ·refDeltasAdd32DAVX512(SB), NOSPLIT, $0-80
+	MOVQ dst+0(FP), DI
+	MOVQ ref+8(FP), SI
+	MOVQ ts+16(FP), DX
+	MOVQ n+24(FP), R13
+	MOVQ pad+32(FP), R9
+	MOVQ bp+40(FP), BX
+	MOVQ limit+48(FP), R10
+	MOVQ q+56(FP), CX
+	VPBROADCASTQ CX, Z20      // q (as a shift count)
+	MOVL $1, R11
+	VPBROADCASTD R11, Z21     // 1
+	SHLL CX, R11
+	VPBROADCASTD R11, Z22     // 1 << q
+	DECL R11
+	VPBROADCASTD R11, Z23     // (1 << q) - 1
+	MOVL $0x7fffffff, R11
+	VPBROADCASTD R11, Z25
+	VPXORD Z27, Z27, Z27      // 0
+	MOVL $0x03020100, R11
+	VPBROADCASTD R11, Z28     // byte indexes +0..+3
+	MOVL $0x04040404, R11
+	VPBROADCASTD R11, Z26     // +4 more
+	MOVL $7, R11
+	VPBROADCASTD R11, Z29
+	// Z30: the VPSHUFB pattern that copies byte 0 of each dword into all
+	// four of its bytes
+	MOVQ $0x0404040400000000, R11
+	VPBROADCASTQ R11, Z30
+	MOVQ $0x0808080808080808, R11
+	VPBROADCASTQ R11, Z16
+	MOVQ $0xff00ff00ff00ff00, R11
+	KMOVQ R11, K1
+	VPADDB Z16, Z30, K1, Z30
+	XORQ R8, R8
+
+dloop:
+	CMPQ R8, R13
+	JGE  ddone
+	TESTQ $63, R8
+	JNZ  dbody
+	CMPQ BX, R10
+	JA   ddone
+
+dbody:
+	VPMOVZXBD (DX)(R8*1), Z0  // tokens
+	VPADDD Z21, Z0, Z1        // t+1
+	VPSRLD $1, Z1, Z2         // bucket
+	VPANDD Z21, Z1, Z3
+	VPSUBD Z3, Z27, Z3        // neg: -((t+1)&1)
+	VPSRLD X20, Z2, Z4
+	VPSUBUSW Z21, Z4, Z4      // extra bits n = max(0, bucket>>q - 1) (< 2^16)
+	VPMINUD Z22, Z2, Z5
+	VPTERNLOGD $0xd8, Z23, Z2, Z5 // bucket below bit q, min(bucket, 2^q) from bit q
+	VPSLLVD Z4, Z5, Z5        // base
+	VPSLLVD Z4, Z21, Z6
+	VPSUBD Z21, Z6, Z6        // low mask
+	VALIGND $15, Z27, Z4, Z7  // prefix sum of n
+	VPADDD Z7, Z4, Z7
+	VALIGND $14, Z27, Z7, Z8
+	VPADDD Z8, Z7, Z7
+	VALIGND $12, Z27, Z7, Z8
+	VPADDD Z8, Z7, Z7
+	VALIGND $8, Z27, Z7, Z8
+	VPADDD Z8, Z7, Z7         // inclusive
+	VPSUBD Z4, Z7, Z8         // exclusive: bit offset of each value
+	MOVQ BX, R11
+	ANDQ $7, R11
+	VPBROADCASTD R11, Z9
+	VPADDD Z9, Z8, Z8         // from the window's first byte
+	VPSRLD $3, Z8, Z9         // byte
+	VPANDD Z29, Z8, Z8        // bit
+	VPSHUFB Z30, Z9, Z9
+	VPADDB Z28, Z9, Z9        // bytes byte..byte+3 of each lane
+	VPADDB Z26, Z9, Z10       // byte+4..byte+7
+	MOVQ BX, R11
+	SHRQ $3, R11
+	VMOVDQU64 (R9)(R11*1), Z11 // the window
+	VPERMB Z11, Z9, Z9
+	VPERMB Z11, Z10, Z10
+	VPSHRDVD Z8, Z10, Z9      // the 32 bits from bit
+	VPANDD Z6, Z9, Z9
+	VPORD Z5, Z9, Z9          // magnitude
+	VMOVDQU64 (SI)(R8*4), Z11 // references
+	VPSRAD $31, Z11, Z12      // their sign
+	VPXORD Z12, Z3, Z3
+	VPXORD Z3, Z9, Z9
+	VPSUBD Z3, Z9, Z9         // the difference
+	// key(r) = r XOR (sign ? 0xffffffff : 0x80000000)
+	VPTERNLOGD $0x39, Z25, Z11, Z12
+	VPADDD Z9, Z12, Z13       // key(r) + d
+	VPSRAD $31, Z13, Z14
+	// unkey: bits 0..30 flipped where bit 31 is 0, bit 31 flipped
+	VPTERNLOGD $0x93, Z25, Z13, Z14
+	VMOVDQU64 Z14, (DI)(R8*4)
+	VEXTRACTI32X4 $3, Z7, X15
+	VPEXTRD $3, X15, R11
+	ADDQ R11, BX
+	ADDQ $16, R8
+	JMP  dloop
+
+ddone:
+	VZEROUPPER
+	MOVQ R8, ret+64(FP)
+	MOVQ BX, ret1+72(FP)
+	RET
+
 // func refExps32AVX512(ex *byte, ref *byte, n int, m uint, em uint)
 // The exponent of each 4-byte value (>> m, & em) as a byte, 16 at a time
 // (n a multiple of 16).
