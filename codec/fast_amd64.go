@@ -205,12 +205,16 @@ func refDeltasAdd16WAVX512(dst, ref, ts *byte, n int, pad *byte, bp, limit, q ui
 //go:noescape
 func refDeltasAdd32DAVX512(dst, ref, ts *byte, n int, pad *byte, bp, limit, q uint) (int, uint)
 
+//go:noescape
+func refDeltasAdd16AVX2(dst, ref, ts *byte, n int, pad *byte, bp, limit, q uint) (int, uint)
+
 // deltasAddFast decodes the multiple of 16 (size 2) or 8 (size 4) values,
-// twice as many in narrower lanes with VBMI2 (useAVX512W),
+// twice as many in narrower lanes with VBMI2 (useAVX512W), of 8 for size
+// 2 in AVX2 without AVX-512,
 // of ts it can with AVX-512 straight into dst (signed values of that size,
 // references ref), the extra bits read from position bp with q sub-bucket
 // bits, checking limit every refCheckEvery values as deltasChecked; it
-// returns the values it took on (0 without AVX-512), the values done (fewer
+// returns the values it took on (0 without a fast path), the values done (fewer
 // when the position passed limit) and the position.
 func (ap *refApply) deltasAddFast(dst, ref, ts []byte, bp, limit, q uint, size int) (tried, done int, pos uint) {
 	step := 16
@@ -221,6 +225,10 @@ func (ap *refApply) deltasAddFast(dst, ref, ts []byte, bp, limit, q uint, size i
 	if useAVX512W {
 		step *= 2
 	}
+	avx2 := false // 2-byte values without AVX-512: 8 at a time in AVX2
+	if !on && size == 2 && useAVX2 {
+		step, on, avx2 = 8, true, true
+	}
 	n := len(ts) &^ (step - 1)
 	if !useAVX2 || !on || n == 0 {
 		return 0, 0, bp
@@ -229,7 +237,9 @@ func (ap *refApply) deltasAddFast(dst, ref, ts []byte, bp, limit, q uint, size i
 	if uint(len(ap.pad)) < limit/8+refPad || q > 6 {
 		panic("codec: reference extra bits without their padding")
 	}
-	if size == 4 && step == 16 {
+	if avx2 {
+		done, pos = refDeltasAdd16AVX2(&dst[0], &ref[0], &ts[0], n, &ap.pad[0], bp, limit, q)
+	} else if size == 4 && step == 16 {
 		done, pos = refDeltasAdd32DAVX512(&dst[0], &ref[0], &ts[0], n, &ap.pad[0], bp, limit, q)
 	} else if size == 4 {
 		done, pos = refDeltasAdd32AVX512(&dst[0], &ref[0], &ts[0], n, &ap.pad[0], bp, limit, q)

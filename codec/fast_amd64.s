@@ -390,6 +390,123 @@ adone:
 	VZEROUPPER
 	RET
 
+// func refDeltasAdd16AVX2(dst *byte, ref *byte, ts *byte, n int, pad *byte, bp uint, limit uint, q uint) (int, uint)
+// refDeltasAsm and add16AVX2 fused for 2-byte signed formats in AVX2, 8
+// values at a time (n a multiple of 8): the token arithmetic of
+// refDeltasAdd16AVX512 in 32-bit lanes, the bit positions summed within
+// each 128-bit lane and then across, each value's extra bits gathered as
+// 4 bytes from its byte of pad (VPGATHERDD; 8 values read at most 8·15
+// bits, so within 18 bytes of the window's first) and shifted by its bit
+// offset, and the difference added to the reference's key. Every 64
+// values it stops when bp has passed limit, as refDeltasAsm; returns the
+// values done and bp.
+TEXT ·refDeltasAdd16AVX2(SB), NOSPLIT, $0-80
+	MOVQ dst+0(FP), DI
+	MOVQ ref+8(FP), SI
+	MOVQ ts+16(FP), DX
+	MOVQ n+24(FP), R13
+	MOVQ pad+32(FP), R9
+	MOVQ bp+40(FP), BX
+	MOVQ limit+48(FP), R10
+	MOVQ q+56(FP), CX
+	MOVQ CX, X9               // q (as a shift count)
+	MOVL $1, R11
+	MOVQ R11, X15
+	VPBROADCASTD X15, Y15     // 1
+	SHLL CX, R11
+	MOVQ R11, X14
+	VPBROADCASTD X14, Y14     // 1 << q
+	VPSUBD Y15, Y14, Y13      // (1 << q) - 1
+	MOVL $0x7fff, R11
+	MOVQ R11, X12
+	VPBROADCASTD X12, Y12
+	MOVL $0x8000, R11
+	MOVQ R11, X11
+	VPBROADCASTD X11, Y11
+	VPXOR Y10, Y10, Y10       // 0
+	MOVL $7, R11
+	MOVQ R11, X8
+	VPBROADCASTD X8, Y8       // 7
+	XORQ R8, R8
+
+gloop:
+	CMPQ R8, R13
+	JGE  gdone
+	TESTQ $63, R8
+	JNZ  gbody
+	CMPQ BX, R10
+	JA   gdone
+
+gbody:
+	VPMOVZXBD (DX)(R8*1), Y0  // tokens
+	VPADDD Y15, Y0, Y1        // t+1
+	VPSRLD $1, Y1, Y2         // bucket
+	VPAND Y15, Y1, Y3
+	VPSUBD Y3, Y10, Y3        // neg: -((t+1)&1)
+	VPSRLD X9, Y2, Y4
+	VPSUBUSW Y15, Y4, Y4      // extra bits n = max(0, bucket>>q - 1) (< 2^16)
+	VPMINUD Y14, Y2, Y5
+	VPAND Y13, Y2, Y2
+	VPOR Y2, Y5, Y5           // bucket below bit q, min(bucket, 2^q) from bit q
+	VPSLLVD Y4, Y5, Y5        // base
+	VPSLLVD Y4, Y15, Y6
+	VPSUBD Y15, Y6, Y6        // low mask
+	VPSLLDQ $4, Y4, Y7        // prefix sum of n within each 128-bit lane
+	VPADDD Y7, Y4, Y7
+	VPSLLDQ $8, Y7, Y1
+	VPADDD Y1, Y7, Y7
+	VPSHUFD $0xff, Y7, Y1     // each lane's sum in all its dwords
+	VPERM2I128 $0x08, Y1, Y1, Y1 // the low lane's sum in the high lane, 0 in the low
+	VPADDD Y1, Y7, Y7         // inclusive
+	VPSUBD Y4, Y7, Y4         // exclusive: bit offset of each value
+	MOVQ BX, R11
+	ANDQ $7, R11
+	MOVQ R11, X1
+	VPBROADCASTD X1, Y1
+	VPADDD Y1, Y4, Y4         // from the window's first byte
+	VPSRLD $3, Y4, Y2         // byte
+	VPAND Y8, Y4, Y4          // bit
+	MOVQ BX, R11
+	SHRQ $3, R11
+	ADDQ R9, R11              // the window's first byte
+	VPCMPEQD Y0, Y0, Y0       // gather every lane
+	VPXOR Y1, Y1, Y1
+	VPGATHERDD Y0, (R11)(Y2*1), Y1 // 4 bytes from each value's byte
+	VPSRLVD Y4, Y1, Y1
+	VPAND Y6, Y1, Y1
+	VPOR Y5, Y1, Y1           // magnitude
+	VPMOVZXWD (SI)(R8*2), Y0  // references
+	VPSLLD $16, Y0, Y2
+	VPSRAD $31, Y2, Y2        // s = -(sign of r)
+	VPXOR Y2, Y3, Y3
+	VPXOR Y3, Y1, Y1
+	VPSUBD Y3, Y1, Y1         // the difference
+	VPAND Y12, Y2, Y2
+	VPOR Y11, Y2, Y2
+	VPXOR Y0, Y2, Y2          // key(r)
+	VPADDD Y1, Y2, Y2         // key(r) + d (low 16 bits)
+	VPSRLD $15, Y2, Y1        // unkey: ^= 0x8000 | ((k>>15 & 1)-1) & 0x7fff
+	VPAND Y15, Y1, Y1
+	VPSUBD Y15, Y1, Y1
+	VPAND Y12, Y1, Y1
+	VPOR Y11, Y1, Y1
+	VPXOR Y1, Y2, Y2
+	VPBLENDW $0xaa, Y10, Y2, Y2 // the low 16 bits of each dword
+	VPACKUSDW Y2, Y2, Y2      // per lane: 0-3, 0-3 | 4-7, 4-7
+	VPERMQ $0x08, Y2, Y2      // 0-3, 4-7 in the low 128 bits
+	VMOVDQU X2, (DI)(R8*2)
+	VEXTRACTI128 $1, Y7, X1
+	VPEXTRD $3, X1, R11
+	ADDQ R11, BX
+	ADDQ $8, R8
+	JMP  gloop
+
+gdone:
+	VZEROUPPER
+	MOVQ R8, ret+64(FP)
+	MOVQ BX, ret1+72(FP)
+	RET
+
 // func refExps16AVX2(ex *byte, ref *byte, n int, m uint, em uint)
 // refExps16 for n values, n a multiple of 32: each 2-byte value shifted
 // right by m and masked with em, packed to bytes.

@@ -626,8 +626,10 @@ func TestRefDeltasAddTwin(t *testing.T) {
 	if !useAVX2 || !useAVX512 {
 		t.Log("no AVX-512 (F, VBMI) here: the fused passes are not compared")
 	}
-	w := useAVX512W // the narrower lanes (VBMI2) are compared when the CPU has them
-	defer func() { useAVX512W = w }()
+	// the narrower lanes (VBMI2) are compared when the CPU has them, and
+	// the AVX2 pass of 2-byte values with AVX-512 switched off
+	w, a512, a512q := useAVX512W, useAVX512, useAVX512Q
+	defer func() { useAVX512W, useAVX512, useAVX512Q = w, a512, a512q }()
 	r := rand.New(rand.NewPCG(14, 15))
 	for _, d := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32} {
 		for q := uint(0); q <= 6; q++ {
@@ -636,14 +638,19 @@ func TestRefDeltasAddTwin(t *testing.T) {
 				continue
 			}
 			tab := refTokTable(&p)
-			for _, words := range []bool{false, true} {
-				if words && !w {
+			for _, tier := range []string{"avx512", "narrow", "avx2"} {
+				words := tier == "narrow"
+				if words && !w || tier == "avx2" && (!useAVX2 || p.size != 2) {
 					continue
 				}
 				useAVX512W = words
+				useAVX512, useAVX512Q = a512 && tier != "avx2", a512q && tier != "avx2"
 				step := 32 / p.size // values per AVX-512 step: 16 or 8, twice that in narrower lanes
 				if words {
 					step *= 2
+				}
+				if tier == "avx2" {
+					step = 8
 				}
 				for _, n := range []int{0, step - 1, step, step + 1, 64, 65, 96, 1000, 65536} {
 					ts, x := randTokens(r, &p, tab, n)
@@ -664,16 +671,16 @@ func TestRefDeltasAddTwin(t *testing.T) {
 							continue
 						}
 						if tried != n&^(step-1) {
-							t.Fatalf("%v q=%d n=%d: took on %d values", d, q, n, tried)
+							t.Fatalf("%v q=%d n=%d %s: took on %d values", d, q, n, tier, tried)
 						}
 						// both stop at the same check (every 64 values) when
 						// the bits run out within what the fast pass took on
 						if k2 <= tried && (k1 != k2 || b1 != b2) || k2 > tried && k1 != tried {
-							t.Fatalf("%v q=%d n=%d short=%d: stopped at %d (bit %d), Go at %d (bit %d)", d, q, n, short, k1, b1, k2, b2)
+							t.Fatalf("%v q=%d n=%d short=%d %s: stopped at %d (bit %d), Go at %d (bit %d)", d, q, n, short, tier, k1, b1, k2, b2)
 						}
 						m := min(k1, k2)
 						if !bytes.Equal(got[:p.size*m], want[:p.size*m]) {
-							t.Fatalf("%v q=%d n=%d short=%d narrow lanes %v: values differ from the Go twin", d, q, n, short, words)
+							t.Fatalf("%v q=%d n=%d short=%d %s: values differ from the Go twin", d, q, n, short, tier)
 						}
 					}
 					if p.size != 4 {
