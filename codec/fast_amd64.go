@@ -208,45 +208,65 @@ func refDeltasAdd32DAVX512(dst, ref, ts *byte, n int, pad *byte, bp, limit, q ui
 //go:noescape
 func refDeltasAdd16AVX2(dst, ref, ts *byte, n int, pad *byte, bp, limit, q uint) (int, uint)
 
-// deltasAddFast decodes the multiple of 16 (size 2) or 8 (size 4) values,
-// twice as many in narrower lanes with VBMI2 (useAVX512W), of 8 for size
-// 2 in AVX2 without AVX-512,
-// of ts it can with AVX-512 straight into dst (signed values of that size,
+// The fused extra-bit/add passes deltasAddFast can run.
+const (
+	deltasNone = iota
+	deltas16W  // 2-byte values, 32 at a time in 16-bit lanes (VBMI2)
+	deltas16   // 2-byte values, 16 at a time in 32-bit lanes
+	deltas16A2 // 2-byte values, 8 at a time in AVX2, without AVX-512
+	deltas32D  // 4-byte values, 16 at a time in 32-bit lanes (DQ, VBMI2)
+	deltas32   // 4-byte values, 8 at a time in 64-bit lanes (DQ)
+)
+
+// refDeltasKernel picks the pass for values of the given size and the
+// values it takes at a time.
+func refDeltasKernel(size int) (kernel, step int) {
+	switch {
+	case !useAVX2:
+	case size == 2 && useAVX512 && useAVX512W:
+		return deltas16W, 32
+	case size == 2 && useAVX512:
+		return deltas16, 16
+	case size == 2:
+		return deltas16A2, 8
+	case size == 4 && useAVX512Q && useAVX512W:
+		return deltas32D, 16
+	case size == 4 && useAVX512Q:
+		return deltas32, 8
+	}
+	return deltasNone, 0
+}
+
+// deltasAddFast decodes the multiple of refDeltasKernel's step of the
+// values of ts it can straight into dst (signed values of that size,
 // references ref), the extra bits read from position bp with q sub-bucket
 // bits, checking limit every refCheckEvery values as deltasChecked; it
-// returns the values it took on (0 without a fast path), the values done (fewer
-// when the position passed limit) and the position.
+// returns the values it took on (0 without a fast path), the values done
+// (fewer when the position passed limit) and the position. (The kernels
+// are called directly, not through a func value, which would make the
+// caller's token table escape.)
 func (ap *refApply) deltasAddFast(dst, ref, ts []byte, bp, limit, q uint, size int) (tried, done int, pos uint) {
-	step := 16
-	on := useAVX512
-	if size == 4 {
-		step, on = 8, useAVX512Q
-	}
-	if useAVX512W {
-		step *= 2
-	}
-	avx2 := false // 2-byte values without AVX-512: 8 at a time in AVX2
-	if !on && size == 2 && useAVX2 {
-		step, on, avx2 = 8, true, true
-	}
-	n := len(ts) &^ (step - 1)
-	if !useAVX2 || !on || n == 0 {
+	kernel, step := refDeltasKernel(size)
+	if kernel == deltasNone || len(ts) < step {
 		return 0, 0, bp
 	}
+	n := len(ts) &^ (step - 1)
 	_, _ = dst[size*n-1], ref[size*n-1]
 	if uint(len(ap.pad)) < limit/8+refPad || q > 6 {
 		panic("codec: reference extra bits without their padding")
 	}
-	if avx2 {
-		done, pos = refDeltasAdd16AVX2(&dst[0], &ref[0], &ts[0], n, &ap.pad[0], bp, limit, q)
-	} else if size == 4 && step == 16 {
-		done, pos = refDeltasAdd32DAVX512(&dst[0], &ref[0], &ts[0], n, &ap.pad[0], bp, limit, q)
-	} else if size == 4 {
-		done, pos = refDeltasAdd32AVX512(&dst[0], &ref[0], &ts[0], n, &ap.pad[0], bp, limit, q)
-	} else if step == 32 {
-		done, pos = refDeltasAdd16WAVX512(&dst[0], &ref[0], &ts[0], n, &ap.pad[0], bp, limit, q)
-	} else {
-		done, pos = refDeltasAdd16AVX512(&dst[0], &ref[0], &ts[0], n, &ap.pad[0], bp, limit, q)
+	d, r, t, p := &dst[0], &ref[0], &ts[0], &ap.pad[0]
+	switch kernel {
+	case deltas16W:
+		done, pos = refDeltasAdd16WAVX512(d, r, t, n, p, bp, limit, q)
+	case deltas16:
+		done, pos = refDeltasAdd16AVX512(d, r, t, n, p, bp, limit, q)
+	case deltas16A2:
+		done, pos = refDeltasAdd16AVX2(d, r, t, n, p, bp, limit, q)
+	case deltas32D:
+		done, pos = refDeltasAdd32DAVX512(d, r, t, n, p, bp, limit, q)
+	default:
+		done, pos = refDeltasAdd32AVX512(d, r, t, n, p, bp, limit, q)
 	}
 	return n, done, pos
 }
