@@ -2,6 +2,32 @@
 
 #include "textflag.h"
 
+// The fused extra-bit/add passes (refDeltasAdd*) share their arguments
+// (dst *byte, ref *byte, ts *byte, n int, pad *byte, bp uint, limit uint,
+// q uint) (int, uint), their registers for them (DI, SI, DX, R13, R9, BX,
+// R10, CX; R8 counts the values done), the check of the extra-bit position
+// every 64 values. (Each writes its results itself: go vet does not look
+// into macros.)
+#define DELTAS_ARGS \
+	MOVQ dst+0(FP), DI \
+	MOVQ ref+8(FP), SI \
+	MOVQ ts+16(FP), DX \
+	MOVQ n+24(FP), R13 \
+	MOVQ pad+32(FP), R9 \
+	MOVQ bp+40(FP), BX \
+	MOVQ limit+48(FP), R10 \
+	MOVQ q+56(FP), CX
+
+// DELTAS_CHECK ends at done after the last value, and every 64 values
+// when the position has passed limit; otherwise it goes on at body.
+#define DELTAS_CHECK(body, done) \
+	CMPQ R8, R13 \
+	JGE  done \
+	TESTQ $63, R8 \
+	JNZ  body \
+	CMPQ BX, R10 \
+	JA   done
+
 // func mergeBF16AVX2(dst, e, r *byte, n int)
 // n is a multiple of 32. dst gets 2n bytes: value i = (r&0x80)<<8 | e<<7 | r&0x7f.
 TEXT ·mergeBF16AVX2(SB), NOSPLIT, $0-32
@@ -401,14 +427,7 @@ adone:
 // values it stops when bp has passed limit, as refDeltasAsm; returns the
 // values done and bp.
 TEXT ·refDeltasAdd16AVX2(SB), NOSPLIT, $0-80
-	MOVQ dst+0(FP), DI
-	MOVQ ref+8(FP), SI
-	MOVQ ts+16(FP), DX
-	MOVQ n+24(FP), R13
-	MOVQ pad+32(FP), R9
-	MOVQ bp+40(FP), BX
-	MOVQ limit+48(FP), R10
-	MOVQ q+56(FP), CX
+	DELTAS_ARGS
 	MOVQ CX, X9               // q (as a shift count)
 	MOVL $1, R11
 	MOVQ R11, X15
@@ -430,12 +449,7 @@ TEXT ·refDeltasAdd16AVX2(SB), NOSPLIT, $0-80
 	XORQ R8, R8
 
 gloop:
-	CMPQ R8, R13
-	JGE  gdone
-	TESTQ $63, R8
-	JNZ  gbody
-	CMPQ BX, R10
-	JA   gdone
+	DELTAS_CHECK(gbody, gdone)
 
 gbody:
 	VPMOVZXBD (DX)(R8*1), Y0  // tokens
@@ -549,14 +563,7 @@ xdone:
 // keys of the references. Every 64 values it stops when bp has passed
 // limit, as refDeltasAsm; returns the values done and bp.
 TEXT ·refDeltasAdd16AVX512(SB), NOSPLIT, $0-80
-	MOVQ dst+0(FP), DI
-	MOVQ ref+8(FP), SI
-	MOVQ ts+16(FP), DX
-	MOVQ n+24(FP), R13
-	MOVQ pad+32(FP), R9
-	MOVQ bp+40(FP), BX
-	MOVQ limit+48(FP), R10
-	MOVQ q+56(FP), CX
+	DELTAS_ARGS
 	VPBROADCASTQ CX, Z20      // q (as a shift count)
 	MOVL $1, R11
 	VPBROADCASTD R11, Z21     // 1
@@ -583,12 +590,7 @@ TEXT ·refDeltasAdd16AVX512(SB), NOSPLIT, $0-80
 	XORQ R8, R8
 
 wloop:
-	CMPQ R8, R13
-	JGE  wdone
-	TESTQ $63, R8
-	JNZ  wbody
-	CMPQ BX, R10
-	JA   wdone
+	DELTAS_CHECK(wbody, wdone)
 
 wbody:
 	VPMOVZXBD (DX)(R8*1), Z0  // tokens
@@ -660,14 +662,7 @@ wdone:
 // most 32·15 bits) as bytes b..b+1 and b+2..b+3 funnel-shifted right by the
 // bit offset (VPSHRDVW). Stops every 64 values as refDeltasAdd16AVX512.
 TEXT ·refDeltasAdd16WAVX512(SB), NOSPLIT, $0-80
-	MOVQ dst+0(FP), DI
-	MOVQ ref+8(FP), SI
-	MOVQ ts+16(FP), DX
-	MOVQ n+24(FP), R13
-	MOVQ pad+32(FP), R9
-	MOVQ bp+40(FP), BX
-	MOVQ limit+48(FP), R10
-	MOVQ q+56(FP), CX
+	DELTAS_ARGS
 	VPBROADCASTQ CX, Z20      // q (as a shift count)
 	MOVL $0x00010001, R11
 	VPBROADCASTD R11, Z21     // 1 in every word
@@ -692,12 +687,7 @@ TEXT ·refDeltasAdd16WAVX512(SB), NOSPLIT, $0-80
 	XORQ R8, R8
 
 hloop:
-	CMPQ R8, R13
-	JGE  hdone
-	TESTQ $63, R8
-	JNZ  hbody
-	CMPQ BX, R10
-	JA   hdone
+	DELTAS_CHECK(hbody, hdone)
 
 hbody:
 	VPMOVZXBW (DX)(R8*1), Z0  // tokens
@@ -991,14 +981,7 @@ tdone:
 // bytes per lane from one 64-byte window of pad (8 values read at most
 // 8·31 bits), and the difference added to the key of the reference.
 TEXT ·refDeltasAdd32AVX512(SB), NOSPLIT, $0-80
-	MOVQ dst+0(FP), DI
-	MOVQ ref+8(FP), SI
-	MOVQ ts+16(FP), DX
-	MOVQ n+24(FP), R13
-	MOVQ pad+32(FP), R9
-	MOVQ bp+40(FP), BX
-	MOVQ limit+48(FP), R10
-	MOVQ q+56(FP), CX
+	DELTAS_ARGS
 	VPBROADCASTQ CX, Z20      // q (as a shift count)
 	MOVQ $1, R11
 	VPBROADCASTQ R11, Z21     // 1
@@ -1024,12 +1007,7 @@ TEXT ·refDeltasAdd32AVX512(SB), NOSPLIT, $0-80
 	XORQ R8, R8
 
 vloop:
-	CMPQ R8, R13
-	JGE  vdone
-	TESTQ $63, R8
-	JNZ  vbody
-	CMPQ BX, R10
-	JA   vdone
+	DELTAS_CHECK(vbody, vdone)
 
 vbody:
 	VPMOVZXBQ (DX)(R8*1), Z0  // tokens
@@ -1101,14 +1079,7 @@ vdone:
 // bytes past them may wrap (VPERMB takes them mod 64), and those bytes
 // are masked off. Stops every 64 values as refDeltasAdd16AVX512.
 TEXT ·refDeltasAdd32DAVX512(SB), NOSPLIT, $0-80
-	MOVQ dst+0(FP), DI
-	MOVQ ref+8(FP), SI
-	MOVQ ts+16(FP), DX
-	MOVQ n+24(FP), R13
-	MOVQ pad+32(FP), R9
-	MOVQ bp+40(FP), BX
-	MOVQ limit+48(FP), R10
-	MOVQ q+56(FP), CX
+	DELTAS_ARGS
 	VPBROADCASTQ CX, Z20      // q (as a shift count)
 	MOVL $1, R11
 	VPBROADCASTD R11, Z21     // 1
@@ -1137,12 +1108,7 @@ TEXT ·refDeltasAdd32DAVX512(SB), NOSPLIT, $0-80
 	XORQ R8, R8
 
 dloop:
-	CMPQ R8, R13
-	JGE  ddone
-	TESTQ $63, R8
-	JNZ  dbody
-	CMPQ BX, R10
-	JA   ddone
+	DELTAS_CHECK(dbody, ddone)
 
 dbody:
 	VPMOVZXBD (DX)(R8*1), Z0  // tokens
