@@ -28,6 +28,44 @@
 	CMPQ BX, R10 \
 	JA   done
 
+// DELTAS_TOKENS_D starts a step of 16 values in 32-bit lanes (the
+// 16- and 32-bit-lane kernels of refDeltasAdd16AVX512 and
+// refDeltasAdd32DAVX512): from the 16 tokens at DX+R8 with the constants
+// Z20-Z23, Z27-Z30 of their setup: the tokens' sign masks (Z3), bases (Z5), low
+// masks (Z6), inclusive prefix sums of the extra-bit counts (Z7), each
+// value's bit (Z8) and the indexes of its byte and the three after it in
+// the window at bp/8 (Z9).
+#define DELTAS_TOKENS_D \
+	VPMOVZXBD (DX)(R8*1), Z0 \
+	VPADDD Z21, Z0, Z1 \
+	VPSRLD $1, Z1, Z2 \
+	VPANDD Z21, Z1, Z3 \
+	VPSUBD Z3, Z27, Z3 \
+	VPSRLD X20, Z2, Z4 \
+	VPSUBUSW Z21, Z4, Z4 \
+	VPMINUD Z22, Z2, Z5 \
+	VPTERNLOGD $0xd8, Z23, Z2, Z5 \
+	VPSLLVD Z4, Z5, Z5 \
+	VPSLLVD Z4, Z21, Z6 \
+	VPSUBD Z21, Z6, Z6 \
+	VALIGND $15, Z27, Z4, Z7 \
+	VPADDD Z7, Z4, Z7 \
+	VALIGND $14, Z27, Z7, Z8 \
+	VPADDD Z8, Z7, Z7 \
+	VALIGND $12, Z27, Z7, Z8 \
+	VPADDD Z8, Z7, Z7 \
+	VALIGND $8, Z27, Z7, Z8 \
+	VPADDD Z8, Z7, Z7 \
+	VPSUBD Z4, Z7, Z8 \
+	MOVQ BX, R11 \
+	ANDQ $7, R11 \
+	VPBROADCASTD R11, Z9 \
+	VPADDD Z9, Z8, Z8 \
+	VPSRLD $3, Z8, Z9 \
+	VPANDD Z29, Z8, Z8 \
+	VPSHUFB Z30, Z9, Z9 \
+	VPADDB Z28, Z9, Z9
+
 // func mergeBF16AVX2(dst, e, r *byte, n int)
 // n is a multiple of 32. dst gets 2n bytes: value i = (r&0x80)<<8 | e<<7 | r&0x7f.
 TEXT ·mergeBF16AVX2(SB), NOSPLIT, $0-32
@@ -593,35 +631,7 @@ wloop:
 	DELTAS_CHECK(wbody, wdone)
 
 wbody:
-	VPMOVZXBD (DX)(R8*1), Z0  // tokens
-	VPADDD Z21, Z0, Z1        // t+1
-	VPSRLD $1, Z1, Z2         // bucket
-	VPANDD Z21, Z1, Z3
-	VPSUBD Z3, Z27, Z3        // neg: -((t+1)&1)
-	VPSRLD X20, Z2, Z4
-	VPSUBUSW Z21, Z4, Z4      // extra bits n = max(0, bucket>>q - 1) (< 2^16)
-	VPMINUD Z22, Z2, Z5
-	VPTERNLOGD $0xd8, Z23, Z2, Z5 // bucket below bit q, min(bucket, 2^q) from bit q
-	VPSLLVD Z4, Z5, Z5        // base
-	VPSLLVD Z4, Z21, Z6
-	VPSUBD Z21, Z6, Z6        // low mask
-	VALIGND $15, Z27, Z4, Z7  // prefix sum of n
-	VPADDD Z7, Z4, Z7
-	VALIGND $14, Z27, Z7, Z8
-	VPADDD Z8, Z7, Z7
-	VALIGND $12, Z27, Z7, Z8
-	VPADDD Z8, Z7, Z7
-	VALIGND $8, Z27, Z7, Z8
-	VPADDD Z8, Z7, Z7         // inclusive
-	VPSUBD Z4, Z7, Z8         // exclusive: bit offset of each value
-	MOVQ BX, R11
-	ANDQ $7, R11
-	VPBROADCASTD R11, Z9
-	VPADDD Z9, Z8, Z8         // from the window's first byte
-	VPSRLD $3, Z8, Z9         // byte
-	VPANDD Z29, Z8, Z8        // bit
-	VPSHUFB Z30, Z9, Z9
-	VPADDB Z28, Z9, Z9        // bytes byte..byte+3 of each lane
+	DELTAS_TOKENS_D
 	MOVQ BX, R11
 	SHRQ $3, R11
 	VPERMB (R9)(R11*1), Z9, Z10
@@ -1111,35 +1121,7 @@ dloop:
 	DELTAS_CHECK(dbody, ddone)
 
 dbody:
-	VPMOVZXBD (DX)(R8*1), Z0  // tokens
-	VPADDD Z21, Z0, Z1        // t+1
-	VPSRLD $1, Z1, Z2         // bucket
-	VPANDD Z21, Z1, Z3
-	VPSUBD Z3, Z27, Z3        // neg: -((t+1)&1)
-	VPSRLD X20, Z2, Z4
-	VPSUBUSW Z21, Z4, Z4      // extra bits n = max(0, bucket>>q - 1) (< 2^16)
-	VPMINUD Z22, Z2, Z5
-	VPTERNLOGD $0xd8, Z23, Z2, Z5 // bucket below bit q, min(bucket, 2^q) from bit q
-	VPSLLVD Z4, Z5, Z5        // base
-	VPSLLVD Z4, Z21, Z6
-	VPSUBD Z21, Z6, Z6        // low mask
-	VALIGND $15, Z27, Z4, Z7  // prefix sum of n
-	VPADDD Z7, Z4, Z7
-	VALIGND $14, Z27, Z7, Z8
-	VPADDD Z8, Z7, Z7
-	VALIGND $12, Z27, Z7, Z8
-	VPADDD Z8, Z7, Z7
-	VALIGND $8, Z27, Z7, Z8
-	VPADDD Z8, Z7, Z7         // inclusive
-	VPSUBD Z4, Z7, Z8         // exclusive: bit offset of each value
-	MOVQ BX, R11
-	ANDQ $7, R11
-	VPBROADCASTD R11, Z9
-	VPADDD Z9, Z8, Z8         // from the window's first byte
-	VPSRLD $3, Z8, Z9         // byte
-	VPANDD Z29, Z8, Z8        // bit
-	VPSHUFB Z30, Z9, Z9
-	VPADDB Z28, Z9, Z9        // bytes byte..byte+3 of each lane
+	DELTAS_TOKENS_D
 	VPADDB Z26, Z9, Z10       // byte+4..byte+7
 	MOVQ BX, R11
 	SHRQ $3, R11
