@@ -118,7 +118,18 @@ func FuzzRefBlock(f *testing.F) {
 		ref := refs[d]
 		bd := &blockDecoder{}
 		dst := make([]byte, len(ref))
-		if bd.decodeRefFloat(dst, payload, ref, d) != nil {
+		err := bd.decodeRefFloat(dst, payload, ref, d)
+		// the AVX2 tier and pure Go accept and reject the same payloads,
+		// and decode them to the same values
+		for _, tier := range []string{"avx2", "go"} {
+			got := make([]byte, len(ref))
+			var e error
+			withoutAVX512(tier == "go", func() { e = (&blockDecoder{}).decodeRefFloat(got, payload, ref, d) })
+			if (e == nil) != (err == nil) || err == nil && !bytes.Equal(got, dst) {
+				t.Fatalf("%v: %s tier gives %v, the fastest %v", d, tier, e, err)
+			}
+		}
+		if err != nil {
 			return
 		}
 		// what decodes must re-encode to something that decodes the same
@@ -128,4 +139,18 @@ func FuzzRefBlock(f *testing.F) {
 			t.Fatalf("re-encoded block does not roundtrip: %v", err)
 		}
 	})
+}
+
+// withoutAVX512 runs fn with the AVX-512 paths switched off (and AVX2 too
+// when noAVX2), as on a CPU without them.
+func withoutAVX512(noAVX2 bool, fn func()) {
+	a2, a512, a512g, a512t, a512q, a512w, a512bw := useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q, useAVX512W, useAVX512BW
+	defer func() {
+		useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q, useAVX512W, useAVX512BW = a2, a512, a512g, a512t, a512q, a512w, a512bw
+	}()
+	useAVX512, useAVX512G, useAVX512T, useAVX512Q, useAVX512W, useAVX512BW = false, false, false, false, false, false
+	if noAVX2 {
+		useAVX2 = false
+	}
+	fn()
 }
