@@ -25,7 +25,7 @@
 // that is smaller (see References); decoding such an archive needs the same
 // reference (Options.Ref or Reader.UseRef), found by its SHA-256.
 //
-// # Format, versions 3 and 4
+// # Format, versions 3 to 5
 //
 // All integers are little-endian; "uvarint" is encoding/binary's unsigned
 // varint, "varint" its zigzag signed one, "string" a uvarint length and that
@@ -34,9 +34,11 @@
 //	Header | Payload | Index | Trailer
 //
 // Header, 16 bytes: the magic 89 4E 5A 49 50 0D 0A 1A ("\x89NZIP\r\n\x1a"),
-// u16 version (3, or 4 for an archive whose difference blocks may use
-// method 2, see "Range-coded difference blocks"; the layout is the same;
-// readers also read 1 and 2), u16 flags, u32 zero. Flag bit 0
+// u16 version (3; 5 for an archive coded against a reference, whose
+// difference blocks may use method 3, see "Difference blocks in value
+// order", and method 2, see "Range-coded difference blocks"; version 4
+// archives, written before method 3, may hold method 2 but not 3; the
+// layout is the same; readers also read 1 and 2), u16 flags, u32 zero. Flag bit 0
 // (value 1) marks an archive coded against a reference (see References);
 // a reader rejects any other flag. Archives without a reference have flags
 // 0 and are unchanged by the reference feature.
@@ -310,11 +312,37 @@
 // k XOR 2^(B-1) when the top bit of k is 1 and k XOR (2^B-1) otherwise.
 // Tokens above T are invalid.
 //
+// # Difference blocks in value order
+//
+// Method 3 codes the same tokens, groups and extra bits as method 1, but
+// keeps the tokens in value order, each coded with the table of its
+// value's group; the reader needs neither the groups' counts nor to put
+// tokens back in order, and takes eight streams at once (archives of
+// version 5 may hold it; the encoder writes it unless method 1 is
+// smaller by more than 1/64). The payload is
+//
+//	u8 method          3
+//	u8 q, u8 G, uvarint m, m × (uvarint δ, u8 g)
+//	                   as for method 1
+//	G tables           group g's Huffman code: a huff0 table description
+//	                   (as in Streams; every symbol it describes must be a
+//	                   valid token), or u8 0, u8 token: the group's only
+//	                   token, with a code of length 0
+//	S × uvarint L_k    the sizes of the S streams (S = 8, or 1 when
+//	                   n < 512), each at least 1 byte
+//	S streams          stream k codes the tokens of values k, k+S, k+2S,
+//	                   ... below n, in a huff0 bit stream (last token
+//	                   first, then a 1 end bit; the reader takes the first
+//	                   token from the top), each token with the code of its
+//	                   value's group; a stream must end exactly with its
+//	                   bits
+//	uvarint X, X bytes extra bits, as for method 1
+//
 // # Range-coded difference blocks
 //
-// A difference block may instead use method 2 (encoders write it only when
+// A difference block may also use method 2 (encoders write it only when
 // asked, Options.Best, and when it is smaller; such archives are of
-// version 4): the same tokens and extra
+// version 4 or 5): the same tokens and extra
 // bits, but range-coded with adaptive binary models instead of Huffman
 // tables by group. The payload is
 //

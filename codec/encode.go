@@ -198,8 +198,8 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	// Plan every file first (cheap: segment lists only) and group the
 	// blocks into tasks.
 	idx := &indexData{version: versionPlain, chunkValues: chunk}
-	if opt.Best && opt.Ref != nil {
-		idx.version = Version // method-2 blocks may follow
+	if opt.Ref != nil {
+		idx.version = Version // method-3 (and with Best method-2) blocks may follow
 	}
 	if opt.Setup != nil {
 		idx.setupID = opt.Setup.ID()

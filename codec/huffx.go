@@ -25,6 +25,7 @@ type huffX struct {
 	single [1 << huffMaxBits]uint16 // symbol<<8 | code length
 	double [1 << huffMaxBits]uint32 // bits | sym1<<8 | sym2<<16 | count<<24
 	tl     uint
+	nsym   int             // symbols described (the last one has the implied weight)
 	two    bool            // decode with double (else single)
 	w      [fseOutMax]byte // weights, then the implied last one
 }
@@ -129,6 +130,7 @@ func (h *huffX) readWeights(src []byte) ([]byte, error) {
 	}
 	h.w[n] = byte(last)
 	n++
+	h.nsym = n
 	rank[last]++
 	hist[3][last]++
 	if rank[1] < 2 || rank[1]&1 != 0 {

@@ -13,11 +13,12 @@ import (
 const (
 	// Version is the newest archive format version, which this package
 	// reads with every older one. It writes version 3 (duplicate blocks),
-	// and version 4 when Options.Best may put method-2 (range-coded)
-	// difference blocks into an archive coded against a reference, so
-	// that readers without that method refuse the archive by its version
-	// instead of failing at its first such block.
-	Version = 4
+	// and version 5 for an archive coded against a reference, which may
+	// hold method-3 difference blocks (tokens in value order; version 4
+	// added method 2, range-coded, with Options.Best), so that readers
+	// without those methods refuse the archive by its version instead of
+	// failing at its first such block.
+	Version = 5
 	// versionPlain is the version of every other archive.
 	versionPlain = 3
 

@@ -11,7 +11,7 @@ import (
 )
 
 // refBenchPair loads two steps of the real trajectory (or generated data).
-func refBenchPair(b *testing.B, from, to int) (prev, cur []byte) {
+func refBenchPair(b testing.TB, from, to int) (prev, cur []byte) {
 	dir := trajDir(b)
 	var err error
 	if prev, err = os.ReadFile(filepath.Join(dir, fmt.Sprintf("step_%06d.bf16.safetensors", from))); err != nil {

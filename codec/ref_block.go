@@ -179,6 +179,10 @@ type refEncoder struct {
 	order   []int
 	own     []int
 	best    []byte // the payload coded
+	sw      []byte // method 3's payload, or the other one
+	swTabs  []*huffTable
+	swEnc   []uint64 // each group's codes (huffTable.encL), 256 per group
+	swOut   []byte
 	est     huffTable
 	estHdr  []byte
 	rc      *rcState // method 2 (Options.Best)
@@ -305,7 +309,29 @@ func (b *blockEncoder) encodeRefFloat(dst, src, ref []byte, d dtype.DType) ([]by
 			bestK, bestEst = k, est
 		}
 	}
-	e.best = b.appendRefGroups(e.best[:0], &p, bestK, n)
+	G := e.prepareGroups(&p, bestK)
+	if refForceMethod == 0 && !e.pairsMayPay(G) {
+		// method 1 would be method 3 with a stream per group: no need
+		// to code it
+		if sw, ok := e.appendRefSwitch(e.best[:0], &p, G, n); ok {
+			e.best = sw
+			goto coded
+		}
+	}
+	e.best = b.appendRefGroups(e.best[:0], &p, G, n)
+	// method 3 unless it is larger by more than 1/refSwitchSlack: it
+	// decodes faster (no counting, no ungrouping, eight chains of lookups)
+	// but has no pair codes, which pay on streams of mostly unchanged
+	// values
+	if refForceMethod != refMethodULP {
+		if sw, ok := e.appendRefSwitch(e.sw[:0], &p, G, n); ok {
+			e.sw = sw
+			if len(sw) <= len(e.best)+len(e.best)/refSwitchSlack || refForceMethod == refMethodSwitch {
+				e.best, e.sw = sw, e.best
+			}
+		}
+	}
+coded:
 	mark := len(dst)
 	dst = append(dst, e.best...)
 	dst = binary.AppendUvarint(dst, uint64(len(e.extra)))
@@ -354,12 +380,11 @@ func (e *refEncoder) estimateStream(hist *[256]uint32, n int, w uint) int {
 	return best
 }
 
-// appendRefGroups appends the method header, the context map and the token
-// streams of the prepared block with the k largest contexts in groups of
-// their own (the others in group 0).
-func (b *blockEncoder) appendRefGroups(dst []byte, p *refSpec, k, n int) []byte {
-	e := b.ref
-	// group g ≥ 1 is the context order[g-1]; listed by increasing key
+// prepareGroups puts the k largest contexts (order) in groups of their
+// own, the others in group 0, and counts each group's tokens (ghist); it
+// returns the number of groups. Group g ≥ 1 is the context own[g-1]; own
+// ends up sorted by key, as the context map lists them.
+func (e *refEncoder) prepareGroups(p *refSpec, k int) int {
 	if len(e.groupOf) < p.nctx {
 		e.groupOf = make([]byte, p.nctx)
 	}
@@ -371,16 +396,6 @@ func (b *blockEncoder) appendRefGroups(dst []byte, p *refSpec, k, n int) []byte 
 	}
 	slices.Sort(own)
 	G := k + 1
-	dst = append(dst, refMethodULP, byte(p.q), byte(G))
-	dst = binary.AppendUvarint(dst, uint64(len(own)))
-	prev := -1
-	for _, c := range own {
-		dst = binary.AppendUvarint(dst, uint64(c-prev-1))
-		dst = append(dst, e.groupOf[c])
-		prev = c
-	}
-	// tokens by group, in value order within each
-	var off [256]int
 	for g := 0; g < G; g++ {
 		e.ghist[g] = [256]uint32{}
 	}
@@ -390,6 +405,30 @@ func (b *blockEncoder) appendRefGroups(dst []byte, p *refSpec, k, n int) []byte 
 			e.ghist[g][t] += v
 		}
 	}
+	return G
+}
+
+// appendRefHeader appends the method, q, G and the context map of the
+// groups prepareGroups made.
+func (e *refEncoder) appendRefHeader(dst []byte, method byte, p *refSpec, G int) []byte {
+	dst = append(dst, method, byte(p.q), byte(G))
+	dst = binary.AppendUvarint(dst, uint64(len(e.own)))
+	prev := -1
+	for _, c := range e.own {
+		dst = binary.AppendUvarint(dst, uint64(c-prev-1))
+		dst = append(dst, e.groupOf[c])
+		prev = c
+	}
+	return dst
+}
+
+// appendRefGroups appends the method header, the context map and the token
+// streams (method 1) of the G groups prepareGroups made.
+func (b *blockEncoder) appendRefGroups(dst []byte, p *refSpec, G, n int) []byte {
+	e := b.ref
+	dst = e.appendRefHeader(dst, refMethodULP, p, G)
+	// tokens by group, in value order within each
+	var off [256]int
 	pos := 0
 	for g := 0; g < G; g++ {
 		off[g] = pos
@@ -590,11 +629,12 @@ const refCheckEvery = 64
 type refDecoder struct {
 	grouped []byte
 	groupOf []byte
-	tv      []byte   // token of each value
-	ex      []byte   // exponent of each reference value
-	rv, out []uint32 // reference and decoded values
-	pad     []byte   // the extra bits, padded for 8-byte reads
-	rc      *rcState // method 2
+	tv      []byte        // token of each value
+	ex      []byte        // exponent of each reference value
+	rv, out []uint32      // reference and decoded values
+	pad     []byte        // the extra bits, padded for 8-byte reads
+	rc      *rcState      // method 2
+	sw      *refSwitchDec // method 3
 }
 
 // loadAll reads len(v) values of the given size (1, 2 or 4 bytes).
@@ -652,9 +692,10 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 	if len(src) > 0 && src[0] == refMethodRange {
 		return e.decodeRefRange(dst, src[1:], ref, &p)
 	}
-	if len(src) < 3 || src[0] != refMethodULP {
+	if len(src) < 3 || src[0] != refMethodULP && src[0] != refMethodSwitch {
 		return errf("reference block: unknown method")
 	}
+	method := src[0]
 	if !p.setQ(uint(src[1])) {
 		return errf("reference block: bad sub-bucket bits %d for %v", src[1], d)
 	}
@@ -705,36 +746,19 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 			ex[i] = byte(uint32(r) >> m32 & em)
 		}
 	}
-	// four quarters of the values, counted apart (which also breaks the
-	// store-to-load dependency): the quarters are put back in order by
-	// four independent chains below
-	var hc [4][256]uint32
-	qn := n / 4
-	var count, off [256]int
-	var c32 [256]uint32
-	quarters := false // hc holds the quarters' histograms
-	if k := refCountGroupsFast(ex, &gtab, G, &c32); k > 0 {
-		for _, c := range ex[k:] {
-			c32[gtab[c]]++
+	tv := e.tv[:n]
+	if method == refMethodSwitch {
+		if e.sw == nil {
+			e.sw = new(refSwitchDec)
 		}
-		for g, c := range c32 {
-			count[g] = int(c)
-		}
-	} else {
-		quarterHist(&hc, ex, qn)
-		quarters = true
-		for t := range p.nctx {
-			count[gtab[t]] += int(hc[0][t] + hc[1][t] + hc[2][t] + hc[3][t])
-		}
-	}
-	e.grouped = slices.Grow(e.grouped[:0], n+1)[:n]
-	pos := 0
-	for g := 0; g < G; g++ {
-		off[g] = pos
-		if rest, err = b.st.decodeStream(e.grouped[pos:pos+count[g]], rest, p.tokW); err != nil {
+		if rest, err = e.sw.readTables(rest, G, &gtab, p.maxTok); err != nil {
 			return err
 		}
-		pos += count[g]
+		if rest, err = e.sw.decodeTokens(tv, ex, rest); err != nil {
+			return err
+		}
+	} else if rest, err = e.decodeGroups(b, tv, ex, rest, &gtab, G, &p); err != nil {
+		return err
 	}
 	x, rest, err := readUvarint(rest, uint64(len(rest)))
 	if err != nil {
@@ -750,31 +774,6 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 	limit := uint(8 * x)
 	var tab [256]refTok
 	p.tokTable(&tab)
-	// tokens back in value order: with AVX-512 in one chain (the rest of
-	// the values after it), otherwise one chain per quarter
-	tv := e.tv[:n]
-	var o1 [256]uint32
-	for g := 0; g < G; g++ {
-		o1[g] = uint32(off[g])
-	}
-	if k, maxT := refUngroupFast(tv, ex, e.grouped, &gtab, &o1, G); k > 0 {
-		for i := k; i < n; i++ {
-			g := gtab[ex[i]]
-			tv[i] = e.grouped[o1[g]]
-			o1[g]++
-			maxT = max(maxT, tv[i])
-		}
-		if int(maxT) > p.maxTok {
-			return errf("reference block: token %d out of range", maxT)
-		}
-	} else {
-		if !quarters {
-			quarterHist(&hc, ex, qn)
-		}
-		if maxT := refUngroupQuarters(tv, ex, e.grouped, &gtab, &hc, &off, G, p.nctx, qn); int(maxT) > p.maxTok {
-			return errf("reference block: token %d out of range", maxT)
-		}
-	}
 	ap := p.applier(&tab, pad)
 	if p.size == 2 && p.s == 1 { // BF16, F16: straight into dst
 		// with AVX-512 most values in one pass, the rest as below
@@ -813,4 +812,68 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 	ap.add(out[k:n], e.rv, out[k:n])
 	storeAll(dst[k*p.size:], out[k:n], p.size)
 	return nil
+}
+
+// decodeGroups decodes method 1's token streams (src after the context
+// map) and puts the tokens back in value order into tv; it returns the
+// rest of src.
+func (e *refDecoder) decodeGroups(b *blockDecoder, tv, ex, rest []byte, gtab *[256]byte, G int, p *refSpec) ([]byte, error) {
+	n := len(tv)
+	var err error
+	// four quarters of the values, counted apart (which also breaks the
+	// store-to-load dependency): the quarters are put back in order by
+	// four independent chains below
+	var hc [4][256]uint32
+	qn := n / 4
+	var count, off [256]int
+	var c32 [256]uint32
+	quarters := false // hc holds the quarters' histograms
+	if k := refCountGroupsFast(ex, gtab, G, &c32); k > 0 {
+		for _, c := range ex[k:] {
+			c32[gtab[c]]++
+		}
+		for g, c := range c32 {
+			count[g] = int(c)
+		}
+	} else {
+		quarterHist(&hc, ex, qn)
+		quarters = true
+		for t := range p.nctx {
+			count[gtab[t]] += int(hc[0][t] + hc[1][t] + hc[2][t] + hc[3][t])
+		}
+	}
+	e.grouped = slices.Grow(e.grouped[:0], n+1)[:n]
+	pos := 0
+	for g := 0; g < G; g++ {
+		off[g] = pos
+		if rest, err = b.st.decodeStream(e.grouped[pos:pos+count[g]], rest, p.tokW); err != nil {
+			return nil, err
+		}
+		pos += count[g]
+	}
+	// tokens back in value order: with AVX-512 in one chain (the rest of
+	// the values after it), otherwise one chain per quarter
+	var o1 [256]uint32
+	for g := 0; g < G; g++ {
+		o1[g] = uint32(off[g])
+	}
+	if k, maxT := refUngroupFast(tv, ex, e.grouped, gtab, &o1, G); k > 0 {
+		for i := k; i < n; i++ {
+			g := gtab[ex[i]]
+			tv[i] = e.grouped[o1[g]]
+			o1[g]++
+			maxT = max(maxT, tv[i])
+		}
+		if int(maxT) > p.maxTok {
+			return nil, errf("reference block: token %d out of range", maxT)
+		}
+	} else {
+		if !quarters {
+			quarterHist(&hc, ex, qn)
+		}
+		if maxT := refUngroupQuarters(tv, ex, e.grouped, gtab, &hc, &off, G, p.nctx, qn); int(maxT) > p.maxTok {
+			return nil, errf("reference block: token %d out of range", maxT)
+		}
+	}
+	return rest, nil
 }

@@ -137,7 +137,13 @@ func TestRefBlockRoundTrip(t *testing.T) {
 			for i := 0; i < n; i++ {
 				storeValue(far, i, size, loadValue(ref, i, size)^(1<<(8*size-1)))
 			}
-			for ci, cur := range [][]byte{bytes.Clone(ref), refPerturb(d, ref, r), far, refValues(d, n, r)} {
+			// half the values unchanged, the others far: groups of one token
+			half := bytes.Clone(far)
+			copy(half[:size*(n/2)], ref)
+			for ci, cur := range [][]byte{bytes.Clone(ref), refPerturb(d, ref, r), far, refValues(d, n, r), half} {
+				for _, force := range []byte{0, refMethodULP, refMethodSwitch} {
+					refBlockCase(t, be, bd, d, cur, ref, force, fmt.Sprintf("%v n=%d case %d method %d", d, n, ci, force))
+				}
 				p, ok := be.encodeRefFloat(nil, cur, ref, d)
 				if !ok {
 					t.Fatalf("%v: no reference coding", d)
@@ -180,6 +186,47 @@ func TestRefBlockRoundTrip(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// refBlockCase codes cur against ref with refForceMethod = force (0: the
+// smaller method) and checks that the payload is of that method, decodes
+// to cur with every decoding tier, and that every proper prefix of it and
+// the payload with a byte more fail cleanly.
+func refBlockCase(t *testing.T, be *blockEncoder, bd *blockDecoder, d dtype.DType, cur, ref []byte, force byte, name string) {
+	t.Helper()
+	refForceMethod = force
+	p, ok := be.encodeRefFloat(nil, cur, ref, d)
+	refForceMethod = 0
+	if !ok {
+		t.Fatalf("%s: no reference coding", name)
+	}
+	if force != 0 && p[0] != force {
+		t.Fatalf("%s: method %d written", name, p[0])
+	}
+	got := make([]byte, len(cur))
+	for _, tier := range []string{"fastest", "avx2", "go"} {
+		clear(got)
+		var err error
+		dec := func() { err = bd.decodeRefFloat(got, p, ref, d) }
+		if tier == "fastest" {
+			dec()
+		} else {
+			withoutAVX512(tier == "go", dec)
+		}
+		if err != nil || !bytes.Equal(got, cur) {
+			t.Fatalf("%s, %s tier: roundtrip differs (%v)", name, tier, err)
+		}
+	}
+	if len(p) < 300 {
+		for k := 0; k < len(p); k++ {
+			if bd.decodeRefFloat(got, p[:k], ref, d) == nil {
+				t.Fatalf("%s: truncated payload (%d of %d bytes) decodes", name, k, len(p))
+			}
+		}
+	}
+	if bd.decodeRefFloat(got, append(bytes.Clone(p), 0), ref, d) == nil {
+		t.Fatalf("%s: trailing byte accepted", name)
 	}
 }
 
@@ -374,17 +421,21 @@ func refGoldenRef() ([]byte, []Segment) {
 }
 
 // TestGoldenRef pins the format of reference archives like TestGolden does
-// for plain ones: testdata/golden-ref-v3.nzip is the golden input coded
-// against refGoldenRef (golden-ref-v2.nzip, by format version 2, and
-// golden-ref-v3-1x.nzip, by the encoder that wrote streams below 2048
-// symbols as 1-stream blocks, must still decode). Regenerate with -update
-// after a deliberate change.
+// for plain ones: testdata/golden-ref-v5.nzip is the golden input coded
+// against refGoldenRef, of format version 5, with method-3 difference
+// blocks (method 1 is pinned by golden-ref-v3.nzip). The archives of earlier encoders must still decode:
+// golden-ref-v2.nzip (format version 2), golden-ref-v3-1x.nzip (streams
+// below 2048 symbols as 1-stream blocks) and golden-ref-v3.nzip (version
+// 3, method 1 only). Regenerate with -update after a deliberate change.
 func TestGoldenRef(t *testing.T) {
-	src, ref, golden := checkGoldenRef(t, "golden-ref-v3.nzip", false)
-	if v := binary.LittleEndian.Uint16(golden[8:]); v != 3 {
-		t.Fatalf("golden reference archive of version %d, want 3", v)
+	src, ref, golden := checkGoldenRef(t, "golden-ref-v5.nzip", false)
+	if v := binary.LittleEndian.Uint16(golden[8:]); v != 5 {
+		t.Fatalf("golden reference archive of version %d, want 5", v)
 	}
-	for _, name := range []string{"golden-ref-v2.nzip", "golden-ref-v3-1x.nzip"} {
+	if n := countRefMethod(t, golden, ref, refMethodSwitch); n == 0 {
+		t.Error("golden reference archive holds no method-3 block")
+	}
+	for _, name := range []string{"golden-ref-v2.nzip", "golden-ref-v3-1x.nzip", "golden-ref-v3.nzip"} {
 		old, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			t.Fatal(err)
@@ -396,16 +447,24 @@ func TestGoldenRef(t *testing.T) {
 }
 
 // TestGoldenRefBest pins method 2 (range-coded difference blocks) the same
-// way: testdata/golden-ref-best-v4.nzip is the golden input coded against
-// refGoldenRef with Options.Best, of format version 4, and must hold
-// range-coded blocks.
+// way: testdata/golden-ref-best-v5.nzip is the golden input coded against
+// refGoldenRef with Options.Best, of format version 5, and must hold
+// range-coded blocks; golden-ref-best-v4.nzip, written before method 3,
+// must still decode.
 func TestGoldenRefBest(t *testing.T) {
-	_, ref, golden := checkGoldenRef(t, "golden-ref-best-v4.nzip", true)
+	src, ref, golden := checkGoldenRef(t, "golden-ref-best-v5.nzip", true)
 	if n := countRefMethod(t, golden, ref, refMethodRange); n == 0 {
 		t.Fatal("golden Best archive holds no range-coded block")
 	}
-	if v := binary.LittleEndian.Uint16(golden[8:]); v != 4 {
-		t.Fatalf("golden Best archive of version %d, want 4", v)
+	if v := binary.LittleEndian.Uint16(golden[8:]); v != 5 {
+		t.Fatalf("golden Best archive of version %d, want 5", v)
+	}
+	old, err := os.ReadFile(filepath.Join("testdata", "golden-ref-best-v4.nzip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := DecompressBytes(old, Options{Ref: ref}); err != nil || sha256.Sum256(out) != sha256.Sum256(src) {
+		t.Fatalf("golden-ref-best-v4.nzip: %v", err)
 	}
 }
 

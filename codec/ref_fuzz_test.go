@@ -108,8 +108,13 @@ func FuzzRefBlock(f *testing.F) {
 	for i, d := range refTestTypes {
 		ref := refValues(d, 777, r)
 		refs[d] = ref
-		p, _ := be.encodeRefFloat(nil, refPerturb(d, ref, r), ref, d)
-		f.Add(byte(i), p)
+		cur := refPerturb(d, ref, r)
+		for _, m := range []byte{refMethodULP, refMethodSwitch} {
+			refForceMethod = m
+			p, _ := be.encodeRefFloat(nil, cur, ref, d)
+			refForceMethod = 0
+			f.Add(byte(i), p)
+		}
 		spec, _ := refSpecFor(d)
 		f.Add(byte(i), be.ref.appendRefRange(nil, &spec, len(ref)/d.Size())) // method 2
 	}
@@ -141,16 +146,17 @@ func FuzzRefBlock(f *testing.F) {
 	})
 }
 
-// withoutAVX512 runs fn with the AVX-512 paths switched off (and AVX2 too
-// when noAVX2), as on a CPU without them.
+// withoutAVX512 runs fn with the AVX-512 paths switched off (and AVX2 and
+// the BMI2 token rounds of method 3 too when noAVX2: pure Go), as on a CPU
+// without them.
 func withoutAVX512(noAVX2 bool, fn func()) {
-	a2, a512, a512g, a512t, a512q, a512w, a512bw := useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q, useAVX512W, useAVX512BW
+	a2, a512, a512g, a512t, a512q, a512w, a512bw, sw := useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q, useAVX512W, useAVX512BW, useSwitchAsm
 	defer func() {
-		useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q, useAVX512W, useAVX512BW = a2, a512, a512g, a512t, a512q, a512w, a512bw
+		useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q, useAVX512W, useAVX512BW, useSwitchAsm = a2, a512, a512g, a512t, a512q, a512w, a512bw, sw
 	}()
 	useAVX512, useAVX512G, useAVX512T, useAVX512Q, useAVX512W, useAVX512BW = false, false, false, false, false, false
 	if noAVX2 {
-		useAVX2 = false
+		useAVX2, useSwitchAsm = false, false
 	}
 	fn()
 }

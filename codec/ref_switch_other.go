@@ -1,0 +1,9 @@
+//go:build !amd64 || noasm || !gc
+
+package codec
+
+var useSwitchAsm = false
+
+func (d *refSwitchDec) fast8(tv, ex, src []byte, st *[refSwitchMaxStreams]swStream) {
+	d.fast8Go(tv, ex, src, st)
+}
