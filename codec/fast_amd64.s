@@ -458,10 +458,11 @@ adone:
 // refDeltasAsm and add16AVX2 fused for 2-byte signed formats in AVX2, 8
 // values at a time (n a multiple of 8): the token arithmetic of
 // refDeltasAdd16AVX512 in 32-bit lanes, the bit positions summed within
-// each 128-bit lane and then across, each value's extra bits gathered as
-// 4 bytes from its byte of pad (VPGATHERDD; 8 values read at most 8·15
-// bits, so within 18 bytes of the window's first) and shifted by its bit
-// offset, and the difference added to the reference's key. Every 64
+// each 128-bit lane and then across, each value's extra bits taken from a
+// 32-byte window of pad (8 values read at most 8·15 bits, so within 17
+// bytes of the window's first): the dword holding its first bit and the
+// next one (VPERMD), shifted by its bit offset and joined; and the
+// difference added to the reference's key. Every 64
 // values it stops when bp has passed limit, as refDeltasAsm; returns the
 // values done and bp.
 TEXT ·refDeltasAdd16AVX2(SB), NOSPLIT, $0-80
@@ -481,9 +482,9 @@ TEXT ·refDeltasAdd16AVX2(SB), NOSPLIT, $0-80
 	MOVQ R11, X11
 	VPBROADCASTD X11, Y11
 	VPXOR Y10, Y10, Y10       // 0
-	MOVL $7, R11
+	MOVL $31, R11
 	MOVQ R11, X8
-	VPBROADCASTD X8, Y8       // 7
+	VPBROADCASTD X8, Y8       // 31
 	XORQ R8, R8
 
 gloop:
@@ -516,15 +517,19 @@ gbody:
 	MOVQ R11, X1
 	VPBROADCASTD X1, Y1
 	VPADDD Y1, Y4, Y4         // from the window's first byte
-	VPSRLD $3, Y4, Y2         // byte
-	VPAND Y8, Y4, Y4          // bit
 	MOVQ BX, R11
 	SHRQ $3, R11
-	ADDQ R9, R11              // the window's first byte
-	VPCMPEQD Y0, Y0, Y0       // gather every lane
-	VPXOR Y1, Y1, Y1
-	VPGATHERDD Y0, (R11)(Y2*1), Y1 // 4 bytes from each value's byte
+	VMOVDQU (R9)(R11*1), Y0   // the window: 32 bytes from BX's byte
+	VPSRLD $5, Y4, Y2         // each value's dword of the window
+	VPAND Y8, Y4, Y4          // and bit in it
+	VPERMD Y0, Y2, Y1         // that dword
+	VPADDD Y15, Y2, Y2
+	VPERMD Y0, Y2, Y2         // the next one
 	VPSRLVD Y4, Y1, Y1
+	VPXOR Y8, Y4, Y4          // 31 - bit
+	VPSLLD $1, Y2, Y2
+	VPSLLVD Y4, Y2, Y2        // the next dword's bits above the first's
+	VPOR Y2, Y1, Y1
 	VPAND Y6, Y1, Y1
 	VPOR Y5, Y1, Y1           // magnitude
 	VPMOVZXWD (SI)(R8*2), Y0  // references
