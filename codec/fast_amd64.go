@@ -206,29 +206,29 @@ func refDeltasAdd16WAVX512(dst, ref, ts *byte, n int, pad *byte, bp, limit, q ui
 func refDeltasAdd32DAVX512(dst, ref, ts *byte, n int, pad *byte, bp, limit, q uint) (int, uint)
 
 //go:noescape
-func refDeltasAdd16AVX2(dst, ref, ts *byte, n int, pad *byte, bp, limit, q uint) (int, uint)
+func refDeltasAdd16WAVX2(dst, ref, ts *byte, n int, pad *byte, bp, limit, q uint) (int, uint)
 
 // The fused extra-bit/add passes deltasAddFast can run.
 const (
 	deltasNone = iota
 	deltas16W  // 2-byte values, 32 at a time in 16-bit lanes (VBMI2)
 	deltas16   // 2-byte values, 16 at a time in 32-bit lanes
-	deltas16A2 // 2-byte values, 8 at a time in AVX2, without AVX-512
+	deltas16W2 // 2-byte values, 16 at a time in AVX2's 16-bit lanes (q ≥ 1), without AVX-512
 	deltas32D  // 4-byte values, 16 at a time in 32-bit lanes (DQ, VBMI2)
 	deltas32   // 4-byte values, 8 at a time in 64-bit lanes (DQ)
 )
 
-// refDeltasKernel picks the pass for values of the given size and the
-// values it takes at a time.
-func refDeltasKernel(size int) (kernel, step int) {
+// refDeltasKernel picks the pass for values of the given size (q
+// sub-bucket bits) and the values it takes at a time.
+func refDeltasKernel(size int, q uint) (kernel, step int) {
 	switch {
 	case !useAVX2:
 	case size == 2 && useAVX512 && useAVX512W:
 		return deltas16W, 32
 	case size == 2 && useAVX512:
 		return deltas16, 16
-	case size == 2:
-		return deltas16A2, 8
+	case size == 2 && q >= 1:
+		return deltas16W2, 16
 	case size == 4 && useAVX512Q && useAVX512W:
 		return deltas32D, 16
 	case size == 4 && useAVX512Q:
@@ -246,7 +246,7 @@ func refDeltasKernel(size int) (kernel, step int) {
 // are called directly, not through a func value, which would make the
 // caller's token table escape.)
 func (ap *refApply) deltasAddFast(dst, ref, ts []byte, bp, limit, q uint, size int) (tried, done int, pos uint) {
-	kernel, step := refDeltasKernel(size)
+	kernel, step := refDeltasKernel(size, q)
 	if kernel == deltasNone || len(ts) < step {
 		return 0, 0, bp
 	}
@@ -261,8 +261,8 @@ func (ap *refApply) deltasAddFast(dst, ref, ts []byte, bp, limit, q uint, size i
 		done, pos = refDeltasAdd16WAVX512(d, r, t, n, p, bp, limit, q)
 	case deltas16:
 		done, pos = refDeltasAdd16AVX512(d, r, t, n, p, bp, limit, q)
-	case deltas16A2:
-		done, pos = refDeltasAdd16AVX2(d, r, t, n, p, bp, limit, q)
+	case deltas16W2:
+		done, pos = refDeltasAdd16WAVX2(d, r, t, n, p, bp, limit, q)
 	case deltas32D:
 		done, pos = refDeltasAdd32DAVX512(d, r, t, n, p, bp, limit, q)
 	default:

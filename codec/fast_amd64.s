@@ -454,115 +454,147 @@ adone:
 	VZEROUPPER
 	RET
 
-// func refDeltasAdd16AVX2(dst *byte, ref *byte, ts *byte, n int, pad *byte, bp uint, limit uint, q uint) (int, uint)
-// refDeltasAsm and add16AVX2 fused for 2-byte signed formats in AVX2, 8
-// values at a time (n a multiple of 8): the token arithmetic of
-// refDeltasAdd16AVX512 in 32-bit lanes, the bit positions summed within
-// each 128-bit lane and then across, each value's extra bits taken from a
-// 32-byte window of pad (8 values read at most 8·15 bits, so within 17
-// bytes of the window's first): the dword holding its first bit and the
-// next one (VPERMD), shifted by its bit offset and joined; and the
-// difference added to the reference's key. Every 64
-// values it stops when bp has passed limit, as refDeltasAsm; returns the
-// values done and bp.
-TEXT ·refDeltasAdd16AVX2(SB), NOSPLIT, $0-80
+// func refDeltasAdd16WAVX2(dst *byte, ref *byte, ts *byte, n int, pad *byte, bp uint, limit uint, q uint) (int, uint)
+// refDeltasAsm and add16AVX2 fused for 2-byte signed formats in AVX2, in
+// 16-bit lanes, 16 values at a time (n a multiple of 16, 1 ≤ q ≤ 6, so
+// that a value has at most 14 extra bits): the token arithmetic of
+// refDeltasAdd16WAVX512, with 2^n from
+// a byte shuffle (w2pow: the low byte indexed by n, the high one by
+// n XOR 8), the bit positions summed within each 128-bit lane, each lane's
+// values read from a 16-byte window of pad of its own (8 values read at
+// most 7 + 7·14 + 14 bits, so bytes b..b+2 of a value lie within it):
+// bytes b, b+1 and b+1, b+2 of each value by VPSHUFB, shifted right by
+// its bit s as products with 2^(7-s) (w2shr), and the difference added
+// to the reference's key as 16-bit integers (key - 0x8000 is the value
+// with its magnitude bits flipped when negative). Every 64 values it
+// stops when bp has passed limit, as refDeltasAsm; returns the values
+// done and bp.
+TEXT ·refDeltasAdd16WAVX2(SB), NOSPLIT, $0-80
 	DELTAS_ARGS
 	MOVQ CX, X9               // q (as a shift count)
 	MOVL $1, R11
 	MOVQ R11, X15
-	VPBROADCASTD X15, Y15     // 1
+	VPBROADCASTW X15, Y15     // 1
 	SHLL CX, R11
 	MOVQ R11, X14
-	VPBROADCASTD X14, Y14     // 1 << q
-	VPSUBD Y15, Y14, Y13      // (1 << q) - 1
+	VPBROADCASTW X14, Y14     // 1 << q
 	MOVL $0x7fff, R11
 	MOVQ R11, X12
-	VPBROADCASTD X12, Y12
-	MOVL $0x8000, R11
-	MOVQ R11, X11
-	VPBROADCASTD X11, Y11
-	VPXOR Y10, Y10, Y10       // 0
-	MOVL $31, R11
+	VPBROADCASTW X12, Y12     // 0x7fff
+	MOVL $0x8007, R11
+	MOVQ R11, X13
+	VPBROADCASTW X13, Y13     // 0x8007
+	MOVQ BX, R11
+	ORQ  $0x8000, R11
 	MOVQ R11, X8
-	VPBROADCASTD X8, Y8       // 31
+	VPBROADCASTW X8, Y8
+	VPAND Y13, Y8, Y8         // bp's bit in its byte, | 0x8000 (kept in step with bp)
+	VMOVDQU w2pow<>(SB), Y11
+	VMOVDQU w2shr<>(SB), Y10
 	XORQ R8, R8
 
-gloop:
-	DELTAS_CHECK(gbody, gdone)
+wloop:
+	DELTAS_CHECK(wbody, wdone)
 
-gbody:
-	VPMOVZXBD (DX)(R8*1), Y0  // tokens
-	VPADDD Y15, Y0, Y1        // t+1
-	VPSRLD $1, Y1, Y2         // bucket
-	VPAND Y15, Y1, Y3
-	VPSUBD Y3, Y10, Y3        // neg: -((t+1)&1)
-	VPSRLD X9, Y2, Y4
-	VPSUBUSW Y15, Y4, Y4      // extra bits n = max(0, bucket>>q - 1) (< 2^16)
-	VPMINUD Y14, Y2, Y5
-	VPAND Y13, Y2, Y2
-	VPOR Y2, Y5, Y5           // bucket below bit q, min(bucket, 2^q) from bit q
-	VPSLLVD Y4, Y5, Y5        // base
-	VPSLLVD Y4, Y15, Y6
-	VPSUBD Y15, Y6, Y6        // low mask
-	VPSLLDQ $4, Y4, Y7        // prefix sum of n within each 128-bit lane
-	VPADDD Y7, Y4, Y7
-	VPSLLDQ $8, Y7, Y1
-	VPADDD Y1, Y7, Y7
-	VPSHUFD $0xff, Y7, Y1     // each lane's sum in all its dwords
-	VPERM2I128 $0x08, Y1, Y1, Y1 // the low lane's sum in the high lane, 0 in the low
-	VPADDD Y1, Y7, Y7         // inclusive
-	VPSUBD Y4, Y7, Y4         // exclusive: bit offset of each value
-	MOVQ BX, R11
-	ANDQ $7, R11
-	MOVQ R11, X1
-	VPBROADCASTD X1, Y1
-	VPADDD Y1, Y4, Y4         // from the window's first byte
-	MOVQ BX, R11
+wbody:
+	VPMOVZXBW (DX)(R8*1), Y0  // tokens
+	VPADDW Y15, Y0, Y0        // t+1
+	VPSLLW $15, Y0, Y3
+	VPSRAW $15, Y3, Y3        // neg: -((t+1)&1)
+	VPSRLW $1, Y0, Y0         // bucket
+	VPSRLW X9, Y0, Y4
+	VPSUBUSW Y15, Y4, Y4      // extra bits n = max(0, bucket>>q - 1)
+	VPMINUW Y14, Y0, Y5
+	VPSUBW Y15, Y14, Y2
+	VPAND Y2, Y0, Y0
+	VPOR Y0, Y5, Y5           // bucket below bit q, min(bucket, 2^q) from bit q
+	VPSLLW $8, Y4, Y6
+	VPOR Y4, Y6, Y6
+	VPSLLW $11, Y15, Y7       // 0x0800
+	VPXOR Y7, Y6, Y6          // n | (n^8)<<8
+	VPSHUFB Y6, Y11, Y6       // 2^n
+	VPMULLW Y6, Y5, Y5        // base
+	VPSUBW Y15, Y6, Y6        // low mask
+	VPSLLDQ $2, Y4, Y7        // prefix sum of n within each 128-bit lane
+	VPADDW Y7, Y4, Y7
+	VPSLLDQ $4, Y7, Y2
+	VPADDW Y2, Y7, Y7
+	VPSLLDQ $8, Y7, Y2
+	VPADDW Y2, Y7, Y7         // inclusive
+	VPSUBW Y4, Y7, Y4         // exclusive: bit of each value from its lane's first
+	VPSHUFHW $0xff, Y7, Y2
+	VPSHUFD $0xff, Y2, Y2     // each lane's sum in all its words
+	VPERM2I128 $0x08, Y2, Y2, Y1 // the low lane's sum in the high lane, 0 in the low
+	VPADDW Y8, Y1, Y1
+	VPAND Y13, Y1, Y1         // each lane's first bit in its byte, | 0x8000
+	VPADDW Y1, Y4, Y4         // each value's bit in its lane's window (< 128), | 0x8000
+	VPERM2I128 $0x01, Y2, Y2, Y0
+	VPADDW Y0, Y2, Y2         // both lanes' sum
+	VPADDW Y2, Y8, Y8
+	VPAND Y13, Y8, Y8         // the next step's first bit in its byte
+	VPEXTRW $7, X7, R11       // the low lane's bits
+	VPEXTRW $0, X2, R12       // both lanes'
+	ADDQ BX, R11              // the high lane's first bit
+	MOVQ BX, AX
+	SHRQ $3, AX
+	VMOVDQU (R9)(AX*1), X0    // the low lane's window: 16 bytes from its first bit's byte
 	SHRQ $3, R11
-	VMOVDQU (R9)(R11*1), Y0   // the window: 32 bytes from BX's byte
-	VPSRLD $5, Y4, Y2         // each value's dword of the window
-	VPAND Y8, Y4, Y4          // and bit in it
-	VPERMD Y0, Y2, Y1         // that dword
-	VPADDD Y15, Y2, Y2
-	VPERMD Y0, Y2, Y2         // the next one
-	VPSRLVD Y4, Y1, Y1
-	VPXOR Y8, Y4, Y4          // 31 - bit
-	VPSLLD $1, Y2, Y2
-	VPSLLVD Y4, Y2, Y2        // the next dword's bits above the first's
-	VPOR Y2, Y1, Y1
-	VPAND Y6, Y1, Y1
-	VPOR Y5, Y1, Y1           // magnitude
-	VPMOVZXWD (SI)(R8*2), Y0  // references
-	VPSLLD $16, Y0, Y2
-	VPSRAD $31, Y2, Y2        // s = -(sign of r)
-	VPXOR Y2, Y3, Y3
-	VPXOR Y3, Y1, Y1
-	VPSUBD Y3, Y1, Y1         // the difference
-	VPAND Y12, Y2, Y2
-	VPOR Y11, Y2, Y2
-	VPXOR Y0, Y2, Y2          // key(r)
-	VPADDD Y1, Y2, Y2         // key(r) + d (low 16 bits)
-	VPSRLD $15, Y2, Y1        // unkey: ^= 0x8000 | ((k>>15 & 1)-1) & 0x7fff
-	VPAND Y15, Y1, Y1
-	VPSUBD Y15, Y1, Y1
+	VINSERTI128 $1, (R9)(R11*1), Y0, Y0 // the high lane's
+	ADDQ R12, BX
+	VPSRLW $3, Y4, Y1         // byte b | 0x1000
+	VPSLLW $8, Y1, Y2
+	VPOR Y2, Y1, Y1           // b, b | 0x10 (VPSHUFB reads the low 4 bits)
+	VPSLLW $8, Y15, Y2        // 0x0100
+	VPADDW Y2, Y1, Y1         // bytes b, b+1
+	VPSHUFB Y1, Y0, Y7
+	VPADDW Y2, Y1, Y1
+	VPADDW Y15, Y1, Y1        // bytes b+1, b+2
+	VPSHUFB Y1, Y0, Y1
+	VPSHUFB Y4, Y10, Y2       // P = 2^(7-s) (the high byte's bit 7 makes it 0 there)
+	VPMULHUW Y2, Y7, Y4
+	VPMULLW Y2, Y7, Y7
+	VPSRLW $7, Y7, Y7
+	VPSLLW $9, Y4, Y4
+	VPOR Y4, Y7, Y7           // bytes b, b+1 >> s
+	VPMULLW Y2, Y1, Y1
+	VPSLLW $1, Y1, Y1         // bytes b+1, b+2 << (8-s)
+	VPOR Y1, Y7, Y7
+	VPAND Y6, Y7, Y7
+	VPOR Y5, Y7, Y7           // magnitude
+	VMOVDQU (SI)(R8*2), Y0    // references r
+	VPSRAW $15, Y0, Y1        // -(sign of r)
+	VPAND Y12, Y1, Y2
+	VPXOR Y2, Y0, Y0          // key(r) - 0x8000
+	VPXOR Y1, Y3, Y3
+	VPXOR Y3, Y7, Y7
+	VPSUBW Y3, Y7, Y7         // the difference
+	VPADDW Y7, Y0, Y0         // key(v) - 0x8000
+	VPSRAW $15, Y0, Y1
 	VPAND Y12, Y1, Y1
-	VPOR Y11, Y1, Y1
-	VPXOR Y1, Y2, Y2
-	VPBLENDW $0xaa, Y10, Y2, Y2 // the low 16 bits of each dword
-	VPACKUSDW Y2, Y2, Y2      // per lane: 0-3, 0-3 | 4-7, 4-7
-	VPERMQ $0x08, Y2, Y2      // 0-3, 4-7 in the low 128 bits
-	VMOVDQU X2, (DI)(R8*2)
-	VEXTRACTI128 $1, Y7, X1
-	VPEXTRD $3, X1, R11
-	ADDQ R11, BX
-	ADDQ $8, R8
-	JMP  gloop
+	VPXOR Y1, Y0, Y0          // v
+	VMOVDQU Y0, (DI)(R8*2)
+	ADDQ $16, R8
+	JMP  wloop
 
-gdone:
+wdone:
 	VZEROUPPER
 	MOVQ R8, ret+64(FP)
 	MOVQ BX, ret1+72(FP)
 	RET
+
+// w2pow: 2^i for i < 8, 0 for 8 ≤ i < 16, in both lanes.
+DATA w2pow<>+0(SB)/8, $0x8040201008040201
+DATA w2pow<>+8(SB)/8, $0
+DATA w2pow<>+16(SB)/8, $0x8040201008040201
+DATA w2pow<>+24(SB)/8, $0
+GLOBL w2pow<>(SB), RODATA|NOPTR, $32
+
+// w2shr: 2^(7 - i mod 8) for i < 16, in both lanes.
+DATA w2shr<>+0(SB)/8, $0x0102040810204080
+DATA w2shr<>+8(SB)/8, $0x0102040810204080
+DATA w2shr<>+16(SB)/8, $0x0102040810204080
+DATA w2shr<>+24(SB)/8, $0x0102040810204080
+GLOBL w2shr<>(SB), RODATA|NOPTR, $32
 
 // func refExps16AVX2(ex *byte, ref *byte, n int, m uint, em uint)
 // refExps16 for n values, n a multiple of 32: each 2-byte value shifted

@@ -627,7 +627,8 @@ func TestRefDeltasAddTwin(t *testing.T) {
 		t.Log("no AVX-512 (F, VBMI) here: the fused passes are not compared")
 	}
 	// the narrower lanes (VBMI2) are compared when the CPU has them, and
-	// the AVX2 pass of 2-byte values with AVX-512 switched off
+	// the AVX2 pass of 2-byte values (16-bit lanes, q ≥ 1) with AVX-512
+	// switched off
 	w, a512, a512q := useAVX512W, useAVX512, useAVX512Q
 	defer func() { useAVX512W, useAVX512, useAVX512Q = w, a512, a512q }()
 	r := rand.New(rand.NewPCG(14, 15))
@@ -640,17 +641,18 @@ func TestRefDeltasAddTwin(t *testing.T) {
 			tab := refTokTable(&p)
 			for _, tier := range []string{"avx512", "narrow", "avx2"} {
 				words := tier == "narrow"
-				if words && !w || tier == "avx2" && (!useAVX2 || p.size != 2) {
+				avx2 := tier == "avx2"
+				if words && !w || avx2 && (!useAVX2 || p.size != 2 || q == 0) {
 					continue
 				}
 				useAVX512W = words
-				useAVX512, useAVX512Q = a512 && tier != "avx2", a512q && tier != "avx2"
+				useAVX512, useAVX512Q = a512 && !avx2, a512q && !avx2
 				step := 32 / p.size // values per AVX-512 step: 16 or 8, twice that in narrower lanes
 				if words {
 					step *= 2
 				}
-				if tier == "avx2" {
-					step = 8
+				if avx2 {
+					step = 16
 				}
 				for _, n := range []int{0, step - 1, step, step + 1, 64, 65, 96, 1000, 65536} {
 					ts, x := randTokens(r, &p, tab, n)
