@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm && gc
 
 #include "textflag.h"
+#include "bitwin_amd64.h"
 
 // hxCtx offsets (huffx_amd64.go)
 #define CTX_TAB 0
@@ -31,31 +32,10 @@
 	SHRQ    $8, DI \
 	MOVB    DI, off(O)
 
-// RELOAD moves stream i's window down by the whole bytes its W has
-// consumed (the sentinel's position, TZCNT) and loads the next one.
-#define RELOAD(W, i) \
-	TZCNTQ W, DI \
-	MOVQ   DI, W \
-	SHRQ   $3, W \
-	SUBQ   W, (CTX_P+8*i)(R15) \
-	MOVQ   (CTX_P+8*i)(R15), W \
-	MOVQ   -8(W), W \
-	ORQ    $1, W \
-	ANDQ   $7, DI \
-	SHLXQ  DI, W, W
-
-// LOAD starts stream i from its pointer and consumed count c (< 8).
-#define LOAD(W, i) \
-	MOVQ  (CTX_C+8*i)(R15), DI \
-	MOVQ  (CTX_P+8*i)(R15), W \
-	MOVQ  -8(W), W \
-	ORQ   $1, W \
-	SHLXQ DI, W, W
-
-// SAVE stores stream i's consumed count (the sentinel's position).
-#define SAVE(W, i) \
-	TZCNTQ W, DI \
-	MOVQ   DI, (CTX_C+8*i)(R15)
+// RELOAD, LOAD and SAVE are bitwin_amd64.h's for hxCtx.
+#define RELOAD(W, i) BWRELOAD(W, CTX_P, i)
+#define LOAD(W, i) BWLOAD(W, CTX_P, CTX_C, i)
+#define SAVE(W, i) BWSAVE(W, CTX_C, i)
 
 // ENTER loads the state: ctx in R15, rounds in R13, the table in R14, the
 // shift in CX, output pointers in R8-R11, windows in AX, BX, DX, SI.

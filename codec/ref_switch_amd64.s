@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm && gc
 
 #include "textflag.h"
+#include "bitwin_amd64.h"
 
 // swCtx offsets (ref_switch_amd64.go)
 #define SW_REC 0
@@ -35,31 +36,10 @@
 	SWLOOKUP(R10, 8*j+6) \
 	SWLOOKUP(R11, 8*j+7)
 
-// SWRELOAD moves stream i's window down by the whole bytes its W has
-// consumed (the sentinel's position, TZCNT) and loads the next one.
-#define SWRELOAD(W, i) \
-	TZCNTQ W, DI \
-	MOVQ   DI, W \
-	SHRQ   $3, W \
-	SUBQ   W, (SW_P+8*i)(R15) \
-	MOVQ   (SW_P+8*i)(R15), W \
-	MOVQ   -8(W), W \
-	ORQ    $1, W \
-	ANDQ   $7, DI \
-	SHLXQ  DI, W, W
-
-// SWLOAD starts stream i from its pointer and consumed count c (< 8).
-#define SWLOAD(W, i) \
-	MOVQ  (SW_C+8*i)(R15), DI \
-	MOVQ  (SW_P+8*i)(R15), W \
-	MOVQ  -8(W), W \
-	ORQ   $1, W \
-	SHLXQ DI, W, W
-
-// SWSAVE stores stream i's consumed count (the sentinel's position).
-#define SWSAVE(W, i) \
-	TZCNTQ W, DI \
-	MOVQ   DI, (SW_C+8*i)(R15)
+// SWRELOAD, SWLOAD and SWSAVE are bitwin_amd64.h's for swCtx.
+#define SWRELOAD(W, i) BWRELOAD(W, SW_P, i)
+#define SWLOAD(W, i) BWLOAD(W, SW_P, SW_C, i)
+#define SWSAVE(W, i) BWSAVE(W, SW_C, i)
 
 // func refSwitchRounds(ctx *swCtx, rounds int)
 // rounds ≥ 1 rounds of five tokens in each of the eight streams (values
