@@ -10,6 +10,7 @@ import (
 
 	"neuralzip/checkpoint"
 	"neuralzip/codec"
+	"neuralzip/trajectory"
 )
 
 // inputFile is one original file opened for compression.
@@ -161,9 +162,26 @@ func safeName(name string) error {
 	return nil
 }
 
-// openArchive opens an archive file for reading.
+// openArchive opens an archive file for reading. A trajectory archive
+// given instead gets an error that says which commands read it.
 func openArchive(path string) (*codec.Reader, *os.File, error) {
-	return openWith(path, codec.NewReader)
+	rd, f, err := openWith(path, codec.NewReader)
+	if errors.Is(err, codec.ErrNotArchive) && startsWith(path, trajectory.Magic[:]) {
+		err = fmt.Errorf("%w: it is a trajectory archive (.nztraj); read it with nzip trajectory ls, extract or verify", err)
+	}
+	return rd, f, err
+}
+
+// startsWith reports whether the file at path starts with magic.
+func startsWith(path string, magic []byte) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, len(magic))
+	_, err = io.ReadFull(f, b)
+	return err == nil && string(b) == string(magic)
 }
 
 // openDecoder opens an archive for decoding with the setup and reference

@@ -14,6 +14,7 @@ import (
 	"neuralzip/analysis"
 	"neuralzip/codec"
 	"neuralzip/dtype"
+	"neuralzip/trajectory"
 )
 
 type tensorReport struct {
@@ -110,6 +111,9 @@ func isArchive(path string) bool {
 func inspectPath(ctx context.Context, path, setupPath, refPath string, stderr io.Writer) (*inspectReport, error) {
 	if isArchive(path) {
 		return inspectArchive(ctx, path, setupPath, refPath, stderr)
+	}
+	if startsWith(path, trajectory.Magic[:]) {
+		return nil, fmt.Errorf("%s is a trajectory archive (.nztraj): list its steps with nzip trajectory ls", path)
 	}
 	files, err := openModel(path, stderr)
 	if err != nil {

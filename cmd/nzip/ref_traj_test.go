@@ -219,6 +219,21 @@ func TestTrajectoryCLI(t *testing.T) {
 	if code, _, _ := nzip(t, "trajectory", "frobnicate"); code != 2 {
 		t.Fatalf("unknown subcommand: %d", code)
 	}
+	// the other kind of archive: an error that names the commands for it
+	for _, args := range [][]string{{"inspect", run}, {"decompress", "-o", filepath.Join(dir, "z"), run}, {"verify", run}} {
+		if code, _, errs := nzip(t, args...); code != 1 || !strings.Contains(errs, "trajectory archive") || !strings.Contains(errs, "nzip trajectory ls") {
+			t.Fatalf("%s of a trajectory archive: %d %q", args[0], code, errs)
+		}
+	}
+	arc := filepath.Join(dir, "step_0.nzip")
+	if code, _, errs := nzip(t, "compress", "-q", "-o", arc, filepath.Join(dir, "step_0.safetensors")); code != 0 {
+		t.Fatalf("compress: %d %s", code, errs)
+	}
+	for _, args := range [][]string{{"trajectory", "ls", arc}, {"trajectory", "extract", "-o", filepath.Join(dir, "z"), arc, "0"}} {
+		if code, _, errs := nzip(t, args...); code != 1 || !strings.Contains(errs, "it is an nzip archive") {
+			t.Fatalf("%s of an nzip archive: %d %q", args[1], code, errs)
+		}
+	}
 }
 
 func TestNaturalLess(t *testing.T) {

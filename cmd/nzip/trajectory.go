@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -481,9 +482,14 @@ func provideReference(w *trajectory.Writer, archive string, steps []string, quie
 	return inputFile{}, false
 }
 
-// openTraj opens a trajectory archive for reading.
+// openTraj opens a trajectory archive for reading. An nzip archive given
+// instead gets an error that says which commands read it.
 func openTraj(path string) (*trajectory.Archive, *os.File, error) {
-	return openWith(path, trajectory.Open)
+	a, f, err := openWith(path, trajectory.Open)
+	if errors.Is(err, trajectory.ErrNotTrajectory) && startsWith(path, codec.Magic[:]) {
+		err = fmt.Errorf("%w: it is an nzip archive; read it with nzip inspect, decompress or verify", err)
+	}
+	return a, f, err
 }
 
 type trajFrameJSON struct {
