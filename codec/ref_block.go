@@ -310,28 +310,27 @@ func (b *blockEncoder) encodeRefFloat(dst, src, ref []byte, d dtype.DType) ([]by
 		}
 	}
 	G := e.prepareGroups(&p, bestK)
+	coded := false
 	if refForceMethod == 0 && !e.pairsMayPay(G) {
 		// method 1 would be method 3 with a stream per group: no need
 		// to code it
-		if sw, ok := e.appendRefSwitch(e.best[:0], &p, G, n); ok {
-			e.best = sw
-			goto coded
-		}
+		e.best, coded = e.appendRefSwitch(e.best[:0], &p, G, n)
 	}
-	e.best = b.appendRefGroups(e.best[:0], &p, G, n)
-	// method 3 unless it is larger by more than 1/refSwitchSlack: it
-	// decodes faster (no counting, no ungrouping, eight chains of lookups)
-	// but has no pair codes, which pay on streams of mostly unchanged
-	// values
-	if refForceMethod != refMethodULP {
-		if sw, ok := e.appendRefSwitch(e.sw[:0], &p, G, n); ok {
-			e.sw = sw
-			if len(sw) <= len(e.best)+len(e.best)/refSwitchSlack || refForceMethod == refMethodSwitch {
-				e.best, e.sw = sw, e.best
+	if !coded {
+		e.best = b.appendRefGroups(e.best[:0], &p, G, n)
+		// method 3 unless it is larger by more than 1/refSwitchSlack: it
+		// decodes faster (no counting, no ungrouping, eight chains of
+		// lookups) but has no pair codes, which pay on streams of mostly
+		// unchanged values
+		if refForceMethod != refMethodULP {
+			if sw, ok := e.appendRefSwitch(e.sw[:0], &p, G, n); ok {
+				e.sw = sw
+				if len(sw) <= len(e.best)+len(e.best)/refSwitchSlack || refForceMethod == refMethodSwitch {
+					e.best, e.sw = sw, e.best
+				}
 			}
 		}
 	}
-coded:
 	mark := len(dst)
 	dst = append(dst, e.best...)
 	dst = binary.AppendUvarint(dst, uint64(len(e.extra)))
