@@ -534,7 +534,16 @@ func quarterHist(hc *[4][256]uint32, ex []byte, qn int) {
 //go:noinline
 func refExps16(ex, ref []byte, m uint, em uint16) {
 	ref = ref[:2*len(ex)]
-	for i := range ex {
+	// four values at a time from one 8-byte load (the exponent lies
+	// within its 16 bits: m + the width of em ≤ 16)
+	e := uint64(em)
+	i := 0
+	for ; i+4 <= len(ex); i += 4 {
+		x := binary.LittleEndian.Uint64(ref[2*i:])
+		v := x>>m&e | x>>(16+m)&e<<8 | x>>(32+m)&e<<16 | x>>(48+m)&e<<24
+		binary.LittleEndian.PutUint32(ex[i:], uint32(v))
+	}
+	for ; i < len(ex); i++ {
 		ex[i] = byte(binary.LittleEndian.Uint16(ref[2*i:]) >> m & em)
 	}
 }
@@ -565,6 +574,43 @@ func (ap *refApply) deltas(ds []uint32, ts []byte, bp uint) uint {
 		ds[i] = (a ^ tk.neg) - tk.neg
 	}
 	return bp
+}
+
+// deltasAdd16 is deltas and add16 in one loop, for the 2-byte values of a
+// signed format (BF16, F16) rebuilt from the references ref into d (the
+// pure-Go path: the additions overlap the serial chain of bit positions).
+//
+//go:noinline
+func (ap *refApply) deltasAdd16(d, ref, ts []byte, bp uint) uint {
+	tab, pad := ap.tab, ap.pad
+	ref = ref[:2*len(ts)]
+	d = d[:2*len(ts)]
+	for i, t := range ts {
+		tk := &tab[t]
+		a := tk.base | uint32(binary.LittleEndian.Uint64(pad[bp>>3:])>>(bp&7))&tk.low
+		bp += uint(tk.n)
+		dv := (a ^ tk.neg) - tk.neg
+		r := uint32(binary.LittleEndian.Uint16(ref[2*i:]))
+		s := -(r >> 15 & 1)
+		kr := r ^ (0x8000 | s&0x7fff) // key(r)
+		kr = (kr + (dv ^ s) - s) & 0xffff
+		kr ^= 0x8000 | (kr>>15-1)&0x7fff // unkey
+		binary.LittleEndian.PutUint16(d[2*i:], uint16(kr))
+	}
+	return bp
+}
+
+// deltasAdd16Checked is deltasAdd16 over all of ts, checking the position
+// as deltasChecked does; it returns the values done and the position.
+func (ap *refApply) deltasAdd16Checked(d, ref, ts []byte, bp, limit uint) (int, uint) {
+	for c0 := 0; c0 < len(ts); c0 += refCheckEvery {
+		if bp > limit {
+			return c0, bp
+		}
+		c1 := min(c0+refCheckEvery, len(ts))
+		bp = ap.deltasAdd16(d[2*c0:], ref[2*c0:], ts[c0:c1], bp)
+	}
+	return len(ts), bp
 }
 
 // deltasChecked is deltas over all of ts, checking every refCheckEvery
@@ -780,14 +826,20 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 		if done < k {
 			return errf("reference block: extra bits exhausted")
 		}
-		done, bp = ap.refDeltasFast(out[k:], tv[k:], bp, limit)
+		if useAVX2 {
+			done, bp = ap.refDeltasFast(out[k:], tv[k:], bp, limit)
+		} else {
+			done, bp = ap.deltasAdd16Checked(dst[2*k:], ref[2*k:], tv[k:], bp, limit)
+		}
 		if done < n-k {
 			return errf("reference block: extra bits exhausted")
 		}
 		if bp > limit || (bp+7)/8 != uint(x) {
 			return errf("reference block: %d bytes of extra bits, want %d", x, (bp+7)/8)
 		}
-		add16Fast(dst[2*k:], ref[2*k:], out[k:n])
+		if useAVX2 {
+			add16Fast(dst[2*k:], ref[2*k:], out[k:n])
+		}
 		return nil
 	}
 	// FP8, or F32 without AVX-512 (and the last values with it)

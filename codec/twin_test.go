@@ -419,6 +419,19 @@ func TestRefDecodeTwins(t *testing.T) {
 				if short == 0 && k1 != n {
 					t.Fatalf("%v n=%d: deltas stopped at %d with the bits all there", d, n, k1)
 				}
+				if p.size != 2 {
+					continue
+				}
+				// the fused pure-Go pass of 2-byte values against the two
+				// passes: same stop, same position, same values
+				ref := randBytes(r, 2*n)
+				want := make([]byte, 2*n)
+				add16(want[:2*k2], ref[:2*k2], d2[:k2])
+				got := make([]byte, 2*n)
+				k3, b3 := ap.deltasAdd16Checked(got, ref, ts, 0, 8*lim)
+				if k3 != k2 || b3 != b2 || !bytes.Equal(got[:2*k3], want[:2*k2]) {
+					t.Fatalf("%v n=%d short=%d: deltasAdd16 differs from deltas and add16 (%d,%d vs %d,%d)", d, n, short, k3, b3, k2, b2)
+				}
 			}
 			if p.size != 2 {
 				continue
