@@ -169,6 +169,20 @@ func (ap *refApply) refDeltasFast(ds []uint32, ts []byte, bp, limit uint) (int, 
 	return refDeltasAsm(&ds[0], &ts[0], len(ts), &ap.tab[0], &ap.pad[0], bp, limit)
 }
 
+// deltasAdd16Rest decodes the 2-byte values of ts that deltasAddFast left
+// into d (references ref, scratch ds), checking the position as
+// deltasChecked does: with AVX2 the assembly extra-bit pass and add16Fast,
+// otherwise deltasAdd16Checked. It returns the values done and the
+// position.
+func (ap *refApply) deltasAdd16Rest(d, ref []byte, ds []uint32, ts []byte, bp, limit uint) (int, uint) {
+	if !useAVX2 {
+		return ap.deltasAdd16Checked(d, ref, ts, bp, limit)
+	}
+	done, bp := ap.refDeltasFast(ds, ts, bp, limit)
+	add16Fast(d, ref, ds[:done])
+	return done, bp
+}
+
 // add16Fast is add16 with the multiple of 16 values it can in AVX2.
 func add16Fast(d, ref []byte, ds []uint32) {
 	n := len(ds) &^ 15

@@ -35,6 +35,10 @@ func (ap *refApply) refDeltasFast(ds []uint32, ts []byte, bp, limit uint) (int, 
 
 func add16Fast(d, ref []byte, ds []uint32) { add16(d, ref, ds) }
 
+func (ap *refApply) deltasAdd16Rest(d, ref []byte, ds []uint32, ts []byte, bp, limit uint) (int, uint) {
+	return ap.deltasAdd16Checked(d, ref, ts, bp, limit)
+}
+
 func refExps16Fast(ex, ref []byte, m uint, em uint16) { refExps16(ex, ref, m, em) }
 
 func (ap *refApply) deltasAddFast(dst, ref, ts []byte, bp, limit, q uint, size int) (tried, done int, pos uint) {

@@ -590,12 +590,7 @@ func (ap *refApply) deltasAdd16(d, ref, ts []byte, bp uint) uint {
 		a := tk.base | uint32(binary.LittleEndian.Uint64(pad[bp>>3:])>>(bp&7))&tk.low
 		bp += uint(tk.n)
 		dv := (a ^ tk.neg) - tk.neg
-		r := uint32(binary.LittleEndian.Uint16(ref[2*i:]))
-		s := -(r >> 15 & 1)
-		kr := r ^ (0x8000 | s&0x7fff) // key(r)
-		kr = (kr + (dv ^ s) - s) & 0xffff
-		kr ^= 0x8000 | (kr>>15-1)&0x7fff // unkey
-		binary.LittleEndian.PutUint16(d[2*i:], uint16(kr))
+		binary.LittleEndian.PutUint16(d[2*i:], add16One(binary.LittleEndian.Uint16(ref[2*i:]), dv))
 	}
 	return bp
 }
@@ -635,13 +630,20 @@ func add16(d, ref []byte, ds []uint32) {
 	ref = ref[:2*len(ds)]
 	d = d[:2*len(ds)]
 	for i, dv := range ds {
-		r := uint32(binary.LittleEndian.Uint16(ref[2*i:]))
-		s := -(r >> 15 & 1)
-		kr := r ^ (0x8000 | s&0x7fff) // key(r)
-		kr = (kr + (dv ^ s) - s) & 0xffff
-		kr ^= 0x8000 | (kr>>15-1)&0x7fff // unkey
-		binary.LittleEndian.PutUint16(d[2*i:], uint16(kr))
+		binary.LittleEndian.PutUint16(d[2*i:], add16One(binary.LittleEndian.Uint16(ref[2*i:]), dv))
 	}
+}
+
+// add16One is the value of a signed 2-byte format at difference dv (the
+// sign flipped for negative references, as the tokens have it) from the
+// reference value r: key(r) + dv, masked to 16 bits, unkeyed.
+func add16One(r16 uint16, dv uint32) uint16 {
+	r := uint32(r16)
+	s := -(r >> 15 & 1)
+	kr := r ^ (0x8000 | s&0x7fff) // key(r)
+	kr = (kr + (dv ^ s) - s) & 0xffff
+	kr ^= 0x8000 | (kr>>15-1)&0x7fff // unkey
+	return uint16(kr)
 }
 
 // add is add16 for values of any size, written to out.
@@ -826,19 +828,12 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 		if done < k {
 			return errf("reference block: extra bits exhausted")
 		}
-		if useAVX2 {
-			done, bp = ap.refDeltasFast(out[k:], tv[k:], bp, limit)
-		} else {
-			done, bp = ap.deltasAdd16Checked(dst[2*k:], ref[2*k:], tv[k:], bp, limit)
-		}
+		done, bp = ap.deltasAdd16Rest(dst[2*k:], ref[2*k:], out[k:n], tv[k:], bp, limit)
 		if done < n-k {
 			return errf("reference block: extra bits exhausted")
 		}
 		if bp > limit || (bp+7)/8 != uint(x) {
 			return errf("reference block: %d bytes of extra bits, want %d", x, (bp+7)/8)
-		}
-		if useAVX2 {
-			add16Fast(dst[2*k:], ref[2*k:], out[k:n])
 		}
 		return nil
 	}
