@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -97,16 +96,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-func isArchive(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var m [8]byte
-	n, _ := io.ReadFull(f, m[:])
-	return n == 8 && m == codec.Magic
-}
+func isArchive(path string) bool { return startsWith(path, codec.Magic[:]) }
 
 func inspectPath(ctx context.Context, path, setupPath, refPath string, stderr io.Writer) (*inspectReport, error) {
 	if isArchive(path) {
