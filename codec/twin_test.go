@@ -400,8 +400,19 @@ func TestHuffAndPairizeAsmTwins(t *testing.T) {
 // several points, and on real trajectory blocks through decodeRefFloat.
 func TestRefDecodeTwins(t *testing.T) {
 	r := rand.New(rand.NewPCG(12, 13))
-	for _, d := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32, dtype.F8E4M3} {
+	type spec struct {
+		d dtype.DType
+		q int // -1: the default
+	}
+	// q = 0 of a 2-byte type: the most extra bits a value can have (15;
+	// deltasAdd16Block's window is sized for them), which only the scalar
+	// passes take
+	for _, c := range []spec{{dtype.BF16, -1}, {dtype.F16, -1}, {dtype.BF16, 0}, {dtype.F16, 1}, {dtype.F32, -1}, {dtype.F8E4M3, -1}} {
+		d := c.d
 		p, _ := refSpecFor(d)
+		if c.q >= 0 && !p.setQ(uint(c.q)) {
+			t.Fatalf("%v: q=%d rejected", d, c.q)
+		}
 		var tab [256]refTok
 		p.tokTable(&tab)
 		for _, n := range []int{0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000, 65536} {
