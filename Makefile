@@ -26,9 +26,10 @@ ADDR      ?= 127.0.0.1:8080
 BROTLI    ?= 5
 GOWASMEXEC = $$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec
 # packages tested under GOOS=js with node (the non-UI ones)
+PKGS_ARM64 := ./dtype/... ./codec/... ./checkpoint/... ./trajectory/... ./analysis/... ./assets/...
 PKGS_JS   := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./trajectory/... ./app/core/... ./gpu/...
 
-.PHONY: ptx ptx-check gpu-deps gpu-check webgpu-test all build run demo workbench fyne-deps screenshots test check-go fmt-check vet unit race noasm fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
+.PHONY: ptx ptx-check gpu-deps gpu-check webgpu-test all build run demo workbench fyne-deps screenshots test check-go fmt-check vet unit race noasm arm64-test fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
 
 all: build
 
@@ -59,7 +60,7 @@ screenshots: check-go
 demo: build
 	./scripts/demo.sh $(BIN) $(SHARED)
 
-test: check-go fyne-deps gpu-deps fmt-check vet ptx-check unit race noasm fuzz-short wasm-build purego-build js-test browser-test webgpu-test
+test: check-go fyne-deps gpu-deps fmt-check vet ptx-check unit race noasm arm64-test fuzz-short wasm-build purego-build js-test browser-test webgpu-test
 	@echo "make test: all checks passed"
 
 # clang-14 (PTX) and g++ (the kernels as C++ in gpu's tests)
@@ -91,6 +92,13 @@ race:
 # the pure-Go twins of every assembly path
 noasm:
 	$(GO) test -count=1 -tags noasm ./codec/...
+
+# the non-UI packages built for arm64 (pure Go there: no assembly of ours),
+# run under qemu-user (scripts/qemu-deps.sh installs it); -short. app/core
+# and gpu link dynamically (purego) and would need an arm64 libc: not here
+arm64-test: check-go
+	@./scripts/qemu-deps.sh
+	GOARCH=arm64 $(GO) test -short -count=1 -exec qemu-aarch64 $(PKGS_ARM64)
 
 # every fuzz target for FUZZTIME, seeded from testdata and real files
 fuzz-short:
