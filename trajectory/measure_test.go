@@ -180,6 +180,27 @@ func BenchmarkExtract(b *testing.B) {
 			}
 		}
 	})
+	// the same frame through Stream (bounded memory: what nzip trajectory
+	// extract writes), into a buffer of the frame's size
+	out := bytes.NewBuffer(make([]byte, 0, len(want)))
+	b.Run("stream10", func(b *testing.B) {
+		b.SetBytes(int64(len(want)))
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			out.Reset()
+			s, err := a.Stream(9)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := s.WriteFile(out, 0, codec.Options{}); err != nil {
+				b.Fatal(err)
+			}
+			s.Close()
+		}
+		if !bytes.Equal(out.Bytes(), want) {
+			b.Fatal("stream")
+		}
+	})
 	ind, _ := codec.CompressBytes(want, steps[9].segs, codec.Options{})
 	b.Run("independent", func(b *testing.B) {
 		b.SetBytes(int64(len(want)))

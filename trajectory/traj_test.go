@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -209,8 +210,37 @@ func checkFrames(t *testing.T, f *memFile, n int, extract []int, same func(Frame
 		if err := same(a.Frames[i], d); err != nil {
 			t.Fatalf("extract: %v", err)
 		}
+		for _, threads := range []int{1, 3} {
+			d, err := streamFrame(a, i, threads)
+			if err != nil {
+				t.Fatalf("stream %d, %d threads: %v", i, threads, err)
+			}
+			if err := same(a.Frames[i], d); err != nil {
+				t.Fatalf("stream, %d threads: %v", threads, err)
+			}
+		}
 	}
 	return a
+}
+
+// streamFrame decodes frame i through Archive.Stream, each file with
+// WriteFile (its SHA-256 checked).
+func streamFrame(a *Archive, i, threads int) (*Decoded, error) {
+	s, err := a.Stream(i)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	d := &Decoded{Frame: i}
+	for k, ff := range a.Frames[i].files() {
+		var b bytes.Buffer
+		if err := s.WriteFile(&b, k, codec.Options{Threads: threads}); err != nil {
+			return nil, err
+		}
+		d.Files = append(d.Files, DecodedFile{Name: ff.Name, Data: b.Bytes()})
+	}
+	d.Data = d.Files[0].Data
+	return d, nil
 }
 
 func TestTrajectorySynthetic(t *testing.T) {
@@ -392,6 +422,18 @@ func FuzzOpen(f *testing.F) {
 			}
 		}
 		_ = a.Walk(codec.Options{Threads: 1}, func(*Decoded) error { return nil })
+		// the last frame streamed down its chain, every file: an error or
+		// the checked bytes, never a panic
+		if n := len(a.Frames); n > 0 {
+			if s, err := a.Stream(n - 1); err == nil {
+				for k := range a.Frames[n-1].files() {
+					if s.WriteFile(io.Discard, k, codec.Options{Threads: 2}) != nil {
+						break
+					}
+				}
+				s.Close()
+			}
+		}
 	})
 }
 

@@ -147,7 +147,7 @@ func (w *Writer) append(name string, ins []codec.Input, opt codec.Options, key b
 	}
 	opt.Ref = nil
 	if fr.Ref >= 0 {
-		ref, err := w.reference(fr.Ref, opt)
+		ref, err := w.reference(fr.Ref)
 		if err != nil {
 			return fr, err
 		}
@@ -221,17 +221,21 @@ func (w *Writer) commit(fr Frame, ins []codec.Input, write func(io.Writer) (int6
 	return fr, nil
 }
 
-// reference returns the codec reference of frame j.
-func (w *Writer) reference(j int, opt codec.Options) (*codec.Reference, error) {
+// reference returns the codec reference of frame j: the original files
+// the writer still holds, or else frame j decoded from the archive block
+// by block as the encoder reads it (Stream: memory bounded whatever the
+// step's size). Each block the encoder reads decodes the chain below it
+// once; a frame's blocks whose CRC-32C fails make the append fail.
+func (w *Writer) reference(j int) (*codec.Reference, error) {
 	f := w.a.Frames[j]
 	if ins, ok := w.cache[j]; ok {
 		return codec.NewReferenceSums(ins, fileSums(f))
 	}
-	d, err := w.a.Extract(j, opt)
+	s, err := w.a.Stream(j)
 	if err != nil {
-		return nil, fmt.Errorf("decoding the reference frame: %w", err)
+		return nil, fmt.Errorf("opening the reference frame: %w", err)
 	}
-	ins := d.inputs(f)
+	ins := lazyInputs(s.Reader, f)
 	w.cache[j] = ins
 	return codec.NewReferenceSums(ins, fileSums(f))
 }

@@ -422,6 +422,44 @@ func TestTrajectoryVerifyExtractAll(t *testing.T) {
 	if code, _, errs := nzip(t, "trajectory", "verify", run); code != 1 || !strings.Contains(errs, "frame ") {
 		t.Fatalf("verify of a damaged archive: %d %s", code, errs)
 	}
+	// extract -all decodes each frame against the files it has just
+	// written: a damaged frame stops it with an error, the frames before
+	// it are written whole and the damaged one not at all
+	bad := filepath.Join(dir, "bad")
+	os.Mkdir(bad, 0o755)
+	code, _, errs := nzip(t, "trajectory", "extract", "-all", "-q", "-d", bad, run)
+	if code != 1 || !strings.Contains(errs, "frame ") {
+		t.Fatalf("extract -all of a damaged archive: %d %s", code, errs)
+	}
+	ents, _ := os.ReadDir(bad)
+	for _, e := range ents {
+		var i int
+		if _, err := fmt.Sscanf(e.Name(), "step_%d.safetensors", &i); err != nil {
+			t.Fatalf("extract -all of a damaged archive left %s", e.Name())
+		}
+		if got, _ := os.ReadFile(filepath.Join(bad, e.Name())); !bytes.Equal(got, files[i]) {
+			t.Fatalf("extract -all of a damaged archive wrote a wrong %s", e.Name())
+		}
+	}
+	if len(ents) == len(files) {
+		t.Fatal("extract -all of a damaged archive wrote every step")
+	}
+	// frames coded against their keyframe (-ref-mode key): each reads the
+	// keyframe's file, kept open while later frames need it
+	keyRun := filepath.Join(dir, "key.nztraj")
+	if code, _, errs := nzip(t, append([]string{"trajectory", "pack", "-q", "-keyframe", "3", "-ref-mode", "key", "-o", keyRun}, steps...)...); code != 0 {
+		t.Fatalf("pack -ref-mode key: %d %s", code, errs)
+	}
+	keyDir := filepath.Join(dir, "key")
+	os.Mkdir(keyDir, 0o755)
+	if code, _, errs := nzip(t, "trajectory", "extract", "-all", "-q", "-d", keyDir, keyRun); code != 0 {
+		t.Fatalf("extract -all (key mode): %d %s", code, errs)
+	}
+	for i := range files {
+		if got, _ := os.ReadFile(filepath.Join(keyDir, fmt.Sprintf("step_%d.safetensors", i))); !bytes.Equal(got, files[i]) {
+			t.Fatalf("extract -all (key mode): step %d differs", i)
+		}
+	}
 }
 
 // TestBestCLI: -best (range-coded difference blocks) in compress -ref and

@@ -638,24 +638,86 @@ func extractAll(ctx context.Context, a *trajectory.Archive, path, dir string, fo
 	}
 	start := time.Now()
 	var total int64
-	err := a.Walk(opt, func(d *trajectory.Decoded) error {
-		fr := a.Frames[d.Frame]
+	// Each frame is decoded once, in order, block by block as it is
+	// written; a frame coded against an earlier one reads that frame's
+	// files as just written (and checked), so memory stays bounded
+	// whatever the steps' size. They stay open while a later frame needs
+	// them.
+	lastUse := make([]int, len(a.Frames))
+	for j, fr := range a.Frames {
+		lastUse[j] = -1
+		if fr.Ref >= 0 {
+			lastUse[fr.Ref] = j
+		}
+	}
+	written := map[int][]*os.File{}
+	closeFrame := func(j int) {
+		for _, f := range written[j] {
+			f.Close()
+		}
+		delete(written, j)
+	}
+	defer func() {
+		for j := range written {
+			closeFrame(j)
+		}
+	}()
+	for j, fr := range a.Frames {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var ref []io.ReaderAt
+		if fr.Ref >= 0 {
+			for _, f := range written[fr.Ref] {
+				ref = append(ref, f)
+			}
+		}
+		s, err := a.StreamFrom(j, ref)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
 		dest := filepath.Join(dir, fr.Name)
+		var paths []string
 		if len(fr.Files) > 1 {
-			if err := writeStepFiles(dest, d, force, path); err != nil {
+			if err := os.MkdirAll(dest, 0o755); err != nil {
+				s.Close()
 				return err
 			}
-		} else if err := writeOutput(dest, force, path, nil, func(w io.Writer) error { _, err := w.Write(d.Data); return err }); err != nil {
-			return err
+			for _, ff := range fr.Files {
+				paths = append(paths, filepath.Join(dest, ff.Name))
+			}
+		} else {
+			paths = []string{dest}
+		}
+		for k, p := range paths {
+			err := writeOutput(p, force, path, nil, func(w io.Writer) error {
+				if err := s.WriteFile(w, k, opt); err != nil {
+					return fmt.Errorf("frame %d (%s): %w", j, fr.Name, err)
+				}
+				return nil
+			})
+			if err != nil {
+				s.Close()
+				return err
+			}
+		}
+		s.Close()
+		if fr.Ref >= 0 && lastUse[fr.Ref] == j {
+			closeFrame(fr.Ref)
+		}
+		if lastUse[j] >= 0 {
+			for _, p := range paths {
+				f, err := os.Open(p)
+				if err != nil {
+					return fmt.Errorf("%s: reading back frame %d: %w", path, j, err)
+				}
+				written[j] = append(written[j], f)
+			}
 		}
 		total += fr.Size
 		if !quiet {
-			fmt.Fprintf(stderr, "%s: frame %d -> %s (%s, SHA-256 verified)\n", path, d.Frame, dest, humanBytes(fr.Size))
+			fmt.Fprintf(stderr, "%s: frame %d -> %s (%s, SHA-256 verified)\n", path, j, dest, humanBytes(fr.Size))
 		}
-		return ctx.Err()
-	})
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
 	}
 	if !quiet {
 		fmt.Fprintf(stderr, "%s: %d frames, %s in %.2fs\n", path, len(a.Frames), humanBytes(total), time.Since(start).Seconds())
@@ -746,11 +808,21 @@ func runTrajExtract(ctx context.Context, args []string, stdout, stderr io.Writer
 		dest = filepath.Join(filepath.Dir(path), fr.Name)
 	}
 	start := time.Now()
-	d, err := a.Extract(i, codec.Options{Threads: *threads, Context: ctx})
+	// decoded block by block down the chain as it is written: memory
+	// bounded whatever the step's size (the output goes to a temporary
+	// file renamed into place once every block's CRC-32C and the file's
+	// SHA-256 have checked)
+	s, err := a.Stream(i)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if err := writeOutput(dest, *force, path, stdout, func(w io.Writer) error { _, err := w.Write(d.Data); return err }); err != nil {
+	defer s.Close()
+	if err := writeOutput(dest, *force, path, stdout, func(w io.Writer) error {
+		if err := s.WriteFile(w, 0, codec.Options{Threads: *threads, Context: ctx}); err != nil {
+			return fmt.Errorf("frame %d (%s): %w", i, fr.Name, err)
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	if !*quiet && dest != "-" {
@@ -781,24 +853,6 @@ func checkStepFiles(path string, i int, fr trajectory.Frame, dir string, force b
 	return nil
 }
 
-// writeStepFiles writes the files of a decoded step into dir (created if
-// needed), each through a temporary file renamed into place.
-func writeStepFiles(dir string, d *trajectory.Decoded, force bool, path string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for _, df := range d.Files {
-		if err := safeName(df.Name); err != nil || strings.Contains(df.Name, "/") {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		data := df.Data
-		if err := writeOutput(filepath.Join(dir, df.Name), force, path, nil, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // extractStep writes frame i, a step of several files, into the
 // directory out (default: the step's name in the current directory).
 func extractStep(ctx context.Context, a *trajectory.Archive, path string, i int, out string, force bool, opt codec.Options, quiet bool, stderr io.Writer) error {
@@ -819,12 +873,23 @@ func extractStep(ctx context.Context, a *trajectory.Archive, path string, i int,
 		return err
 	}
 	start := time.Now()
-	d, err := a.Extract(i, opt)
+	s, err := a.Stream(i) // block by block, as for a single file
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if err := writeStepFiles(out, d, force, path); err != nil {
+	defer s.Close()
+	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
+	}
+	for k, ff := range fr.Files {
+		if err := writeOutput(filepath.Join(out, ff.Name), force, path, nil, func(w io.Writer) error {
+			if err := s.WriteFile(w, k, opt); err != nil {
+				return fmt.Errorf("frame %d (%s), file %s: %w", i, fr.Name, ff.Name, err)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
 	}
 	if !quiet {
 		chain, _ := a.Chain(i)
