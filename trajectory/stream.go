@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"neuralzip/codec"
 )
@@ -141,17 +142,34 @@ func lazyInputs(rd *codec.Reader, f Frame) []codec.Input {
 // frameFile is file fi of an open frame as an io.ReaderAt that decodes the
 // blocks a read covers (with their CRC-32C checked), straight into the
 // caller's buffer where a block lies wholly inside the read — as the blocks
-// of a frame coded against it mostly do. It is safe for concurrent use:
+// of a frame coded against it do when both frames have the same layout
+// and chunk size. A block a read covers only in part is kept in a small
+// cache: reads that straddle blocks (frames of other layouts or chunk
+// sizes) would otherwise decode each block twice, and through a chain of
+// such frames 2^depth times. It is safe for concurrent use:
 // codec.Reader.DecodeBlock gives each call its own decoding state.
 type frameFile struct {
 	rd         *codec.Reader
 	fi         int
 	size       int64
 	offs, lens []int64 // the blocks, in order, covering [0, size)
+
+	mu    sync.Mutex
+	cache [frameCacheBlocks]cachedBlock // the blocks read in part lately
+	next  int                           // the slot to fill next
 }
 
-// blockBufs holds buffers for blocks that a read covers only in part.
-var blockBufs sync.Pool
+type cachedBlock struct {
+	bi  int
+	buf []byte // nil: empty
+}
+
+// frameCacheBlocks is how many partly read blocks a frameFile keeps: the
+// two a straddling read needs, for a few threads at a time.
+const frameCacheBlocks = 8
+
+// frameDecodes counts the blocks frameFiles decode (tests).
+var frameDecodes atomic.Int64
 
 func (f *frameFile) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 || off > f.size {
@@ -166,28 +184,18 @@ func (f *frameFile) ReadAt(p []byte, off int64) (int, error) {
 			break // a gap: reported below
 		}
 		if bo == pos && bo+bl <= end {
+			frameDecodes.Add(1)
 			if err := f.rd.DecodeBlock(f.fi, bi, p[bo-off:bo-off+bl]); err != nil {
 				return int(pos - off), err
 			}
 			pos = bo + bl
 			continue
 		}
-		bp, _ := blockBufs.Get().(*[]byte)
-		if bp == nil {
-			bp = new([]byte)
-		}
-		if int64(cap(*bp)) < bl {
-			*bp = make([]byte, bl)
-		}
-		b := (*bp)[:bl]
-		err := f.rd.DecodeBlock(f.fi, bi, b)
-		if err == nil {
-			pos += int64(copy(p[pos-off:end-off], b[pos-bo:]))
-		}
-		blockBufs.Put(bp)
+		b, err := f.block(bi, bl)
 		if err != nil {
 			return int(pos - off), err
 		}
+		pos += int64(copy(p[pos-off:end-off], b[pos-bo:]))
 	}
 	if pos < end {
 		return int(pos - off), fmt.Errorf("trajectory: a frame's blocks end at %d, before %d", pos, end)
@@ -196,4 +204,27 @@ func (f *frameFile) ReadAt(p []byte, off int64) (int, error) {
 		return int(end - off), io.EOF
 	}
 	return len(p), nil
+}
+
+// block returns block bi (of bl bytes) decoded, from the cache or decoded
+// into it. The slice stays valid after it leaves the cache.
+func (f *frameFile) block(bi int, bl int64) ([]byte, error) {
+	f.mu.Lock()
+	for _, c := range f.cache {
+		if c.buf != nil && c.bi == bi {
+			f.mu.Unlock()
+			return c.buf, nil
+		}
+	}
+	f.mu.Unlock()
+	frameDecodes.Add(1)
+	b := make([]byte, bl)
+	if err := f.rd.DecodeBlock(f.fi, bi, b); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.cache[f.next] = cachedBlock{bi: bi, buf: b}
+	f.next = (f.next + 1) % frameCacheBlocks
+	f.mu.Unlock()
+	return b, nil
 }

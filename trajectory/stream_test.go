@@ -116,3 +116,51 @@ func TestStreamCorrupt(t *testing.T) {
 		t.Fatalf("only %d of 50 corruptions were caught", failed)
 	}
 }
+
+// TestStreamMixedChunks streams a run whose frames were appended with
+// different chunk sizes, so that every block of a frame straddles two of
+// the frame before: bit-exact, and each block of the chain decoded about
+// once (a read covering part of a block keeps it: without that, the
+// chain's blocks would be decoded up to 2^depth times).
+func TestStreamMixedChunks(t *testing.T) {
+	steps := synthSteps(12)
+	f := &memFile{}
+	w, err := Create(f, 100, RefPrevious)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range steps {
+		if _, err := w.Append(s.input(), codec.Options{Threads: 1, ChunkValues: 256 + 128*(i%2)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := Open(f, int64(len(f.b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := 0
+	for j := range a.Frames {
+		rd, err := a.FrameReader(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks += len(rd.Files()[0].Blocks())
+		rd.Close()
+	}
+	last := len(steps) - 1
+	for _, threads := range []int{1, 3} {
+		frameDecodes.Store(0)
+		d, err := streamFrame(a, last, threads)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(d.Data, steps[last].data) {
+			t.Fatalf("%d threads: the last step differs", threads)
+		}
+		if n := frameDecodes.Load(); n > int64(2*blocks) {
+			t.Fatalf("%d threads: %d blocks decoded for a chain of %d blocks", threads, n, blocks)
+		} else {
+			t.Logf("%d threads: %d blocks decoded below the last frame; the chain has %d", threads, n, blocks)
+		}
+	}
+}
