@@ -25,7 +25,7 @@
 // that is smaller (see References); decoding such an archive needs the same
 // reference (Options.Ref or Reader.UseRef), found by its SHA-256.
 //
-// # Format, versions 3 to 5
+// # Format, versions 3 to 6
 //
 // All integers are little-endian; "uvarint" is encoding/binary's unsigned
 // varint, "varint" its zigzag signed one, "string" a uvarint length and that
@@ -34,11 +34,12 @@
 //	Header | Payload | Index | Trailer
 //
 // Header, 16 bytes: the magic 89 4E 5A 49 50 0D 0A 1A ("\x89NZIP\r\n\x1a"),
-// u16 version (3; 5 for an archive coded against a reference, whose
-// difference blocks may use method 3, see "Difference blocks in value
-// order", and method 2, see "Range-coded difference blocks"; version 4
-// archives, written before method 3, may hold method 2 but not 3; the
-// layout is the same; readers also read 1 and 2), u16 flags, u32 zero. Flag bit 0
+// u16 version (3; 6 for an archive coded against a reference, whose
+// difference blocks may use methods 3 and 4, see "Difference blocks in
+// value order", and method 2, see "Range-coded difference blocks";
+// version 5 archives, written before method 4, may hold methods 2 and 3,
+// version 4 ones method 2 but not 3; the layout is the same; readers also
+// read 1 and 2), u16 flags, u32 zero. Flag bit 0
 // (value 1) marks an archive coded against a reference (see References);
 // a reader rejects any other flag. Archives without a reference have flags
 // 0 and are unchanged by the reference feature.
@@ -338,11 +339,42 @@
 //	                   bits
 //	uvarint X, X bytes extra bits, as for method 1
 //
+// Method 4 (archives of version 6; what the encoder writes where it wrote
+// method 3, its codes at most 10 bits long) is method 3 with u8 method 4
+// and each of the G tables as one of
+//
+//	u8 0, u8 token     the group's only token, as in method 3
+//	u8 255, huff0 table description
+//	                   as in method 3
+//	u8 count (1..254), bits
+//	                   a compact description (below)
+//
+// A compact description gives the code lengths l_0 .. l_(count-1) of the
+// tokens 0 .. count-1 (0: absent), each 1..11 when present; the token
+// count must be present, with the length that makes the code complete
+// (Kraft sum 1), and the code must meet huff0's rules (as a huff0
+// description would: at least two longest codes, an even number of them).
+// The lengths are read from a bit string, LSB first within each byte, the
+// last byte padded with zero bits. For token s, with a = l_(s-2) and b =
+// l_(s-1) (0 before token 0):
+//
+//   - a = b = 0: r zero lengths, then, if tokens remain, one length of 4
+//     bits (1..11). r + 1 is written in Elias gamma: k one bits, a zero
+//     bit, then the k bits of r + 1 below its top bit, LSB first (k ≤ 8);
+//     the r zeros must not pass token count-1.
+//   - a = 0, b > 0: a flag bit; 0: l_s = 0; 1: l_s = b + D, D from the
+//     delta code below (whose "absent" is then invalid).
+//   - a > 0: l_s = a + D, from the delta code.
+//
+// The delta code: 0 → D = 0; 1 0 s → D = +1 (s = 0) or -1; 1 1 0 s → D =
+// +2 or -2; 1 1 1 0 → the token is absent (l_s = 0); 1 1 1 1 v (4 bits)
+// → l_s = v (1..11). A length outside 1..11 is an error.
+//
 // # Range-coded difference blocks
 //
 // A difference block may also use method 2 (encoders write it only when
 // asked, Options.Best, and when it is smaller; such archives are of
-// version 4 or 5): the same tokens and extra
+// version 4 to 6): the same tokens and extra
 // bits, but range-coded with adaptive binary models instead of Huffman
 // tables by group. The payload is
 //

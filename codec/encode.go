@@ -199,7 +199,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	// blocks into tasks.
 	idx := &indexData{version: versionPlain, chunkValues: chunk}
 	if opt.Ref != nil {
-		idx.version = Version // method-3 (and with Best method-2) blocks may follow
+		idx.version = Version // method-4 (and with Best method-2) blocks may follow
 	}
 	if opt.Setup != nil {
 		idx.setupID = opt.Setup.ID()

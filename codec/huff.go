@@ -26,6 +26,7 @@ var (
 
 // huffTable is a canonical, length-limited Huffman code in huff0's form.
 type huffTable struct {
+	limit  int         // the longest code build may make; 0: huffMaxBits
 	enc    [256]uint32 // code | length<<16, 0 for absent symbols
 	encL   [256]uint64 // code<<(64-length) | length, for huffW (present symbols only)
 	tl     uint8       // table log: the longest code length
@@ -63,7 +64,11 @@ func (t *huffTable) build(hist *[256]uint32) error {
 		count[l]++
 		maxLen = max(maxLen, int(l))
 	}
-	for i := maxLen; i > huffMaxBits; i-- {
+	lim := huffMaxBits
+	if t.limit > 0 {
+		lim = min(t.limit, huffMaxBits)
+	}
+	for i := maxLen; i > lim; i-- {
 		for count[i] > 0 {
 			j := i - 2
 			for count[j] == 0 {
@@ -78,7 +83,7 @@ func (t *huffTable) build(hist *[256]uint32) error {
 	// longest codes to the least frequent symbols
 	t.lens = [256]uint8{}
 	t.maxSym = 0
-	l := min(maxLen, huffMaxBits)
+	l := min(maxLen, lim)
 	t.tl = uint8(l)
 	for _, k := range t.keys {
 		for count[l] == 0 {

@@ -51,7 +51,11 @@ func (h *huffX) readTable(src []byte, n int) ([]byte, error) {
 
 // readWeights reads the description and builds the single-symbol table;
 // two says whether the two-symbol one would pay on a long block.
-func (h *huffX) readWeights(src []byte) ([]byte, error) {
+func (h *huffX) readWeights(src []byte) ([]byte, error) { return h.readWeightsTo(src, nil) }
+
+// readWeightsTo is readWeights building the table into dst(tl) when dst
+// is not nil (see finishWeights).
+func (h *huffX) readWeightsTo(src []byte, dst func(tl uint) *[1 << huffMaxBits]uint16) ([]byte, error) {
 	if len(src) <= 1 {
 		return nil, errf("huffman table: input too small")
 	}
@@ -85,6 +89,17 @@ func (h *huffX) readWeights(src []byte) ([]byte, error) {
 		}
 		in = in[iSize:]
 	}
+	if err := h.finishWeights(n, dst); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// finishWeights checks the n weights described in h.w (huff0's: length =
+// tableLog + 1 - weight, 0 for an absent symbol), adds the last symbol's,
+// implied by the code being complete, and builds the single-symbol table:
+// into h.single, or where dst (given the table log) says.
+func (h *huffX) finishWeights(n int, dst func(tl uint) *[1 << huffMaxBits]uint16) error {
 	// four histograms: weights repeat, so each increment does not wait
 	// on the one before
 	var hist [4][16]uint32
@@ -110,23 +125,23 @@ func (h *huffX) readWeights(src []byte) ([]byte, error) {
 		rank[i] = hist[0][i] + hist[1][i] + hist[2][i] + hist[3][i]
 	}
 	if seen > 15 || rank[12]|rank[13]|rank[14]|rank[15] != 0 {
-		return nil, errf("huffman table: weight too large")
+		return errf("huffman table: weight too large")
 	}
 	var total uint32
 	for i := 1; i < len(rank); i++ {
 		total += rank[i] << (i - 1)
 	}
 	if total == 0 {
-		return nil, errf("huffman table: weights zero")
+		return errf("huffman table: weights zero")
 	}
 	tl := uint(bits.Len32(total))
 	if tl > huffMaxBits {
-		return nil, errf("huffman table: tableLog too big")
+		return errf("huffman table: tableLog too big")
 	}
 	rest := uint32(1)<<tl - total
 	last := uint(bits.Len32(rest))
 	if rest != 1<<(last-1) {
-		return nil, errf("huffman table: last weight not a power of two")
+		return errf("huffman table: last weight not a power of two")
 	}
 	h.w[n] = byte(last)
 	n++
@@ -134,7 +149,7 @@ func (h *huffX) readWeights(src []byte) ([]byte, error) {
 	rank[last]++
 	hist[3][last]++
 	if rank[1] < 2 || rank[1]&1 != 0 {
-		return nil, errf("huffman table: bad count of the longest codes")
+		return errf("huffman table: bad count of the longest codes")
 	}
 	h.tl = tl
 	// Under the code's own distribution every table entry is equally
@@ -151,8 +166,12 @@ func (h *huffX) readWeights(src []byte) ([]byte, error) {
 		pairs += uint64(rank[w]) << (w - 1) * suffix[tl+2-w]
 	}
 	h.two = 2*pairs >= 1<<(2*tl)
-	h.buildSingle(n, q, &rank, &hist)
-	return in, nil
+	single := &h.single
+	if dst != nil {
+		single = dst(tl)
+	}
+	h.buildSingle(single, n, q, &rank, &hist)
+	return nil
 }
 
 // buildSingle fills the single-symbol table from the n weights, of which
@@ -163,7 +182,7 @@ func (h *huffX) readWeights(src []byte) ([]byte, error) {
 // position counters of one quarter do not wait on another's), so that
 // each weight's runs are written by one loop of fixed stores (the runs of
 // a complete code are aligned to their length).
-func (h *huffX) buildSingle(n, q int, rank *[16]uint32, hist *[4][16]uint32) {
+func (h *huffX) buildSingle(single *[1 << huffMaxBits]uint16, n, q int, rank *[16]uint32, hist *[4][16]uint32) {
 	tl := h.tl           // ≥ every weight
 	var at [4][16]uint32 // where each quarter's symbols of each weight go in order
 	for w := uint(1); w <= tl; w++ {
@@ -192,8 +211,7 @@ func (h *huffX) buildSingle(n, q int, rank *[16]uint32, hist *[4][16]uint32) {
 		order[at[3][w[i]&15]&255] = byte(i)
 		at[3][w[i]&15]++
 	}
-	single := (*[1 << huffMaxBits]uint16)(h.single[:])
-	quad := (*[1 << huffMaxBits / 4]uint64)(unsafe.Pointer(&h.single))
+	quad := (*[1 << huffMaxBits / 4]uint64)(unsafe.Pointer(single))
 	pos, k := uint32(0), uint32(0)
 	for w := uint(1); w <= tl; w++ {
 		syms := order[k : k+rank[w]]

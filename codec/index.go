@@ -13,12 +13,13 @@ import (
 const (
 	// Version is the newest archive format version, which this package
 	// reads with every older one. It writes version 3 (duplicate blocks),
-	// and version 5 for an archive coded against a reference, which may
-	// hold method-3 difference blocks (tokens in value order; version 4
-	// added method 2, range-coded, with Options.Best), so that readers
+	// and version 6 for an archive coded against a reference, which may
+	// hold method-4 difference blocks (method 3 with compact table
+	// descriptions; version 5 added method 3, tokens in value order,
+	// version 4 method 2, range-coded, with Options.Best), so that readers
 	// without those methods refuse the archive by its version instead of
 	// failing at its first such block.
-	Version = 5
+	Version = 6
 	// versionPlain is the version of every other archive.
 	versionPlain = 3
 

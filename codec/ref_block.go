@@ -179,7 +179,7 @@ type refEncoder struct {
 	order   []int
 	own     []int
 	best    []byte // the payload coded
-	sw      []byte // method 3's payload, or the other one
+	sw      []byte // method 4's payload, or the other one
 	swTabs  []*huffTable
 	swEnc   []uint64 // each group's codes (huffTable.encL), 256 per group
 	swOut   []byte
@@ -311,21 +311,27 @@ func (b *blockEncoder) encodeRefFloat(dst, src, ref []byte, d dtype.DType) ([]by
 	}
 	G := e.prepareGroups(&p, bestK)
 	coded := false
+	// tokens in value order: method 4 (compact tables), or method 3 when
+	// a test asks for it
+	sw := byte(refMethodCompact)
+	if refForceMethod == refMethodSwitch {
+		sw = refMethodSwitch
+	}
 	if refForceMethod == 0 && !e.pairsMayPay(G) {
-		// method 1 would be method 3 with a stream per group: no need
+		// method 1 would be method 4 with a stream per group: no need
 		// to code it
-		e.best, coded = e.appendRefSwitch(e.best[:0], &p, G, n)
+		e.best, coded = e.appendRefSwitch(e.best[:0], &p, G, n, sw)
 	}
 	if !coded {
 		e.best = b.appendRefGroups(e.best[:0], &p, G, n)
-		// method 3 unless it is larger by more than 1/refSwitchSlack: it
+		// method 4 unless it is larger by more than 1/refSwitchSlack: it
 		// decodes faster (no counting, no ungrouping, eight chains of
 		// lookups) but has no pair codes, which pay on streams of mostly
 		// unchanged values
 		if refForceMethod != refMethodULP {
-			if sw, ok := e.appendRefSwitch(e.sw[:0], &p, G, n); ok {
+			if sw, ok := e.appendRefSwitch(e.sw[:0], &p, G, n, sw); ok {
 				e.sw = sw
-				if len(sw) <= len(e.best)+len(e.best)/refSwitchSlack || refForceMethod == refMethodSwitch {
+				if len(sw) <= len(e.best)+len(e.best)/refSwitchSlack || refForceMethod != 0 {
 					e.best, e.sw = sw, e.best
 				}
 			}
@@ -371,9 +377,8 @@ func (e *refEncoder) estimateRest(p *refSpec, k int) int {
 func (e *refEncoder) estimateStream(hist *[256]uint32, n int, w uint) int {
 	best := packedLen(n, w) + 1
 	if n >= minHuffSymbols && e.est.build(hist) == nil {
-		if h, err := e.est.appendHeader(e.estHdr[:0]); err == nil {
-			e.estHdr = h
-			best = min(best, huffSize(len(h), e.est.cost(hist), n)+2)
+		if hl := refTableLen(&e.est, &e.estHdr); hl < 1<<30 {
+			best = min(best, huffSize(hl, e.est.cost(hist), n)+2)
 		}
 	}
 	return best
@@ -732,7 +737,7 @@ type refDecoder struct {
 	rv, out []uint32      // reference and decoded values
 	pad     []byte        // the extra bits, padded for 8-byte reads
 	rc      *rcState      // method 2
-	sw      *refSwitchDec // method 3
+	sw      *refSwitchDec // methods 3 and 4
 }
 
 // loadAll reads len(v) values of the given size (1, 2 or 4 bytes).
@@ -790,7 +795,7 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 	if len(src) > 0 && src[0] == refMethodRange {
 		return e.decodeRefRange(dst, src[1:], ref, &p)
 	}
-	if len(src) < 3 || src[0] != refMethodULP && src[0] != refMethodSwitch {
+	if len(src) < 3 || src[0] != refMethodULP && src[0] != refMethodSwitch && src[0] != refMethodCompact {
 		return errf("reference block: unknown method")
 	}
 	method := src[0]
@@ -845,11 +850,11 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 		}
 	}
 	tv := e.tv[:n]
-	if method == refMethodSwitch {
+	if method == refMethodSwitch || method == refMethodCompact {
 		if e.sw == nil {
 			e.sw = new(refSwitchDec)
 		}
-		if rest, err = e.sw.readTables(rest, G, &gtab, p.maxTok); err != nil {
+		if rest, err = e.sw.readTables(rest, G, &gtab, p.maxTok, method == refMethodCompact); err != nil {
 			return err
 		}
 		if rest, err = e.sw.decodeTokens(tv, ex, rest); err != nil {

@@ -141,7 +141,7 @@ func TestRefBlockRoundTrip(t *testing.T) {
 			half := bytes.Clone(far)
 			copy(half[:size*(n/2)], ref)
 			for ci, cur := range [][]byte{bytes.Clone(ref), refPerturb(d, ref, r), far, refValues(d, n, r), half} {
-				for _, force := range []byte{0, refMethodULP, refMethodSwitch} {
+				for _, force := range []byte{0, refMethodULP, refMethodSwitch, refMethodCompact} {
 					refBlockCase(t, be, bd, d, cur, ref, force, fmt.Sprintf("%v n=%d case %d method %d", d, n, ci, force))
 				}
 				p, ok := be.encodeRefFloat(nil, cur, ref, d)
@@ -421,21 +421,30 @@ func refGoldenRef() ([]byte, []Segment) {
 }
 
 // TestGoldenRef pins the format of reference archives like TestGolden does
-// for plain ones: testdata/golden-ref-v5.nzip is the golden input coded
-// against refGoldenRef, of format version 5, with method-3 difference
-// blocks (method 1 is pinned by golden-ref-v3.nzip). The archives of earlier encoders must still decode:
+// for plain ones: testdata/golden-ref-v6.nzip is the golden input coded
+// against refGoldenRef, of format version 6, with method-4 difference
+// blocks (method 3 is pinned by golden-ref-v5.nzip, method 1 by
+// golden-ref-v3.nzip). The archives of earlier encoders must still decode:
 // golden-ref-v2.nzip (format version 2), golden-ref-v3-1x.nzip (streams
-// below 2048 symbols as 1-stream blocks) and golden-ref-v3.nzip (version
-// 3, method 1 only). Regenerate with -update after a deliberate change.
+// below 2048 symbols as 1-stream blocks), golden-ref-v3.nzip (version 3,
+// method 1 only) and golden-ref-v5.nzip (version 5, method 3).
+// Regenerate with -update after a deliberate change.
 func TestGoldenRef(t *testing.T) {
-	src, ref, golden := checkGoldenRef(t, "golden-ref-v5.nzip", false)
-	if v := binary.LittleEndian.Uint16(golden[8:]); v != 5 {
-		t.Fatalf("golden reference archive of version %d, want 5", v)
+	src, ref, golden := checkGoldenRef(t, "golden-ref-v6.nzip", false)
+	if v := binary.LittleEndian.Uint16(golden[8:]); v != 6 {
+		t.Fatalf("golden reference archive of version %d, want 6", v)
 	}
-	if n := countRefMethod(t, golden, ref, refMethodSwitch); n == 0 {
-		t.Error("golden reference archive holds no method-3 block")
+	if n := countRefMethod(t, golden, ref, refMethodCompact); n == 0 {
+		t.Error("golden reference archive holds no method-4 block")
 	}
-	for _, name := range []string{"golden-ref-v2.nzip", "golden-ref-v3-1x.nzip", "golden-ref-v3.nzip"} {
+	old5, err := os.ReadFile(filepath.Join("testdata", "golden-ref-v5.nzip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countRefMethod(t, old5, ref, refMethodSwitch); n == 0 {
+		t.Error("golden-ref-v5.nzip holds no method-3 block")
+	}
+	for _, name := range []string{"golden-ref-v2.nzip", "golden-ref-v3-1x.nzip", "golden-ref-v3.nzip", "golden-ref-v5.nzip"} {
 		old, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			t.Fatal(err)
@@ -447,24 +456,26 @@ func TestGoldenRef(t *testing.T) {
 }
 
 // TestGoldenRefBest pins method 2 (range-coded difference blocks) the same
-// way: testdata/golden-ref-best-v5.nzip is the golden input coded against
-// refGoldenRef with Options.Best, of format version 5, and must hold
-// range-coded blocks; golden-ref-best-v4.nzip, written before method 3,
-// must still decode.
+// way: testdata/golden-ref-best-v6.nzip is the golden input coded against
+// refGoldenRef with Options.Best, of format version 6, and must hold
+// range-coded blocks; golden-ref-best-v4.nzip and golden-ref-best-v5.nzip,
+// written before methods 3 and 4, must still decode.
 func TestGoldenRefBest(t *testing.T) {
-	src, ref, golden := checkGoldenRef(t, "golden-ref-best-v5.nzip", true)
+	src, ref, golden := checkGoldenRef(t, "golden-ref-best-v6.nzip", true)
 	if n := countRefMethod(t, golden, ref, refMethodRange); n == 0 {
 		t.Fatal("golden Best archive holds no range-coded block")
 	}
-	if v := binary.LittleEndian.Uint16(golden[8:]); v != 5 {
-		t.Fatalf("golden Best archive of version %d, want 5", v)
+	if v := binary.LittleEndian.Uint16(golden[8:]); v != 6 {
+		t.Fatalf("golden Best archive of version %d, want 6", v)
 	}
-	old, err := os.ReadFile(filepath.Join("testdata", "golden-ref-best-v4.nzip"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := DecompressBytes(old, Options{Ref: ref}); err != nil || sha256.Sum256(out) != sha256.Sum256(src) {
-		t.Fatalf("golden-ref-best-v4.nzip: %v", err)
+	for _, name := range []string{"golden-ref-best-v4.nzip", "golden-ref-best-v5.nzip"} {
+		old, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := DecompressBytes(old, Options{Ref: ref}); err != nil || sha256.Sum256(out) != sha256.Sum256(src) {
+			t.Fatalf("%s: %v", name, err)
+		}
 	}
 }
 

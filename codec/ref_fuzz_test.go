@@ -109,7 +109,7 @@ func FuzzRefBlock(f *testing.F) {
 		ref := refValues(d, 777, r)
 		refs[d] = ref
 		cur := refPerturb(d, ref, r)
-		for _, m := range []byte{refMethodULP, refMethodSwitch} {
+		for _, m := range []byte{refMethodULP, refMethodSwitch, refMethodCompact} {
 			refForceMethod = m
 			p, _ := be.encodeRefFloat(nil, cur, ref, d)
 			refForceMethod = 0

@@ -14,12 +14,29 @@ import (
 // token, so switching tables costs two loads beside each lookup, not a
 // step in the chain of lookups; eight streams make eight independent
 // chains; and the decoder neither counts the groups nor puts tokens back
-// in value order, which method 1 needs. The encoder takes it unless
-// method 1's pair codes make method 1 clearly smaller.
+// in value order, which method 1 needs. Method 4 is method 3 with compact
+// table descriptions (ctab.go) and codes of at most 10 bits; the encoder
+// writes it unless method 1's pair codes make method 1 clearly smaller.
 
 const refMethodSwitch = 3
 
-// refSwitchSlack: the encoder takes method 3 unless it is larger than
+// refMethodCompact is method 3 with compact table descriptions (ctab.go):
+// what the encoder writes since format version 6.
+const refMethodCompact = 4
+
+// refCompactBits is the longest token code of method 4: tables of 2^10
+// entries build and fill the cache faster than 2^11, for 0.06 % more
+// bytes (the bf16 run; with 11 bits, method 4 decoded 1.5–3 % slower
+// than method 3, with 10 as fast or faster).
+const refCompactBits = 10
+
+// refTableHuff0 introduces a huff0 table description among compact ones
+// (method 4), where the compact form would be longer: a compact
+// description starts with its count of lengths, which is below 255 (at
+// most maxTok ≤ 246).
+const refTableHuff0 = 255
+
+// refSwitchSlack: the encoder takes method 4 unless it is larger than
 // method 1 by more than 1/refSwitchSlack of method 1's size.
 const refSwitchSlack = 64
 
@@ -32,12 +49,12 @@ var refForceMethod byte
 // has length 0.
 const refSwitchSingle = 0
 
-// appendRefSwitch appends method 3 of the G groups prepareGroups made:
-// header, context map, one table per group, the stream sizes and the
-// streams (without the extra bits). ok is false when a table cannot be
-// described.
-func (e *refEncoder) appendRefSwitch(dst []byte, p *refSpec, G, n int) ([]byte, bool) {
-	dst = e.appendRefHeader(dst, refMethodSwitch, p, G)
+// appendRefSwitch appends method 3 or 4 (method) of the G groups
+// prepareGroups made: header, context map, one table per group, the
+// stream sizes and the streams (without the extra bits). ok is false when
+// a table cannot be described.
+func (e *refEncoder) appendRefSwitch(dst []byte, p *refSpec, G, n int, method byte) ([]byte, bool) {
+	dst = e.appendRefHeader(dst, method, p, G)
 	for len(e.swTabs) < G {
 		e.swTabs = append(e.swTabs, new(huffTable))
 	}
@@ -48,6 +65,10 @@ func (e *refEncoder) appendRefSwitch(dst []byte, p *refSpec, G, n int) ([]byte, 
 	for g := 0; g < G; g++ {
 		h := &e.ghist[g]
 		t := e.swTabs[g]
+		t.limit = 0
+		if method == refMethodCompact {
+			t.limit = refCompactBits
+		}
 		err := t.build(h)
 		if err == errHuffTooFew {
 			sym := 0
@@ -63,7 +84,9 @@ func (e *refEncoder) appendRefSwitch(dst []byte, p *refSpec, G, n int) ([]byte, 
 		if err != nil {
 			return dst, false
 		}
-		if dst, err = t.appendHeader(dst); err != nil {
+		if method == refMethodCompact {
+			dst = appendRefTable(dst, t)
+		} else if dst, err = t.appendHeader(dst); err != nil {
 			return dst, false
 		}
 		copy(enc[g<<8:g<<8+256], t.encL[:])
@@ -90,7 +113,37 @@ func (e *refEncoder) appendRefSwitch(dst []byte, p *refSpec, G, n int) ([]byte, 
 	return dst, true
 }
 
-// refSwitchStreams is the number of token streams of a method-3 block of n
+// appendRefTable appends t's description in a method-4 block: the compact
+// one, or refTableHuff0 and the huff0 one where that is shorter (or the
+// compact one cannot say it).
+func appendRefTable(dst []byte, t *huffTable) []byte {
+	mark := len(dst)
+	if t.maxSym < refTableHuff0 {
+		dst = appendCompactTable(dst, t)
+	}
+	hd, err := t.appendHeader(nil)
+	if err == nil && (len(dst) == mark || len(hd)+1 < len(dst)-mark) {
+		dst = append(append(dst[:mark], refTableHuff0), hd...)
+	}
+	return dst
+}
+
+// refTableLen is the length of appendRefTable's description of t (1<<30
+// if it has none), written into *scratch to be measured.
+func refTableLen(t *huffTable, scratch *[]byte) int {
+	n := 1 << 30
+	if t.maxSym < refTableHuff0 {
+		*scratch = appendCompactTable((*scratch)[:0], t)
+		n = len(*scratch)
+	}
+	if hd, err := t.appendHeader((*scratch)[:0]); err == nil {
+		*scratch = hd
+		n = min(n, len(hd)+1)
+	}
+	return n
+}
+
+// refSwitchStreams is the number of token streams of a method-3 or -4 block of n
 // values: 8 (value i in stream i mod 8: eight independent chains of
 // lookups for the decoder), or 1 for blocks below refSwitchWide values,
 // where 7 more stream sizes and end bytes would cost more than the chains
@@ -135,7 +188,7 @@ func encodeSwitch(out, toks, ctxs []byte, k, S int, gof *[256]byte, enc []uint64
 	return w.end(out)
 }
 
-// refSwitchDec is a worker's method-3 state: every group's single-symbol
+// refSwitchDec is a worker's state for methods 3 and 4: every group's single-symbol
 // decoding table (huffX form: symbol<<8 | code length, little-endian
 // uint16s) in tabs, and per context key the table of its group, as
 // start<<6 | shift: the entry for the next code is the one at byte start
@@ -158,10 +211,10 @@ var nativeLE = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 // up to 63 to the next multiple of 64, the shift (< 64) and the entries.
 const refSwitchTabBytes = 128 + 2<<huffMaxBits
 
-// readTables reads the G table descriptions of src and sets up cinfo for
-// the groups of gtab; every token a table can yield must be at most
-// maxTok. It returns the rest of src.
-func (d *refSwitchDec) readTables(src []byte, G int, gtab *[256]byte, maxTok int) ([]byte, error) {
+// readTables reads the G table descriptions of src (method 4: compact
+// ones, compact) and sets up cinfo for the groups of gtab; every token a
+// table can yield must be at most maxTok. It returns the rest of src.
+func (d *refSwitchDec) readTables(src []byte, G int, gtab *[256]byte, maxTok int, compact bool) ([]byte, error) {
 	if need := G*refSwitchTabBytes + 64; cap(d.raw) < need {
 		d.raw = make([]byte, need)
 		a := int(uintptr(unsafe.Pointer(unsafe.SliceData(d.raw))) & 63)
@@ -186,7 +239,30 @@ func (d *refSwitchDec) readTables(src []byte, G int, gtab *[256]byte, maxTok int
 			tab = one[:]
 			src = src[2:]
 		} else {
-			rest, err := d.hx.readWeights(src)
+			// the table is built in place (where the CPU stores uint16
+			// little-endian, as the rounds read them), else copied
+			var dst func(tl uint) *[1 << huffMaxBits]uint16
+			placed := -1
+			if nativeLE {
+				dst = func(tl uint) *[1 << huffMaxBits]uint16 {
+					start := (pos+63)&^63 + int(64-tl)
+					if start+2<<huffMaxBits > len(d.tabs) {
+						return &d.hx.single
+					}
+					placed = start
+					return (*[1 << huffMaxBits]uint16)(unsafe.Pointer(&d.tabs[start]))
+				}
+			}
+			var rest []byte
+			var err error
+			switch {
+			case !compact:
+				rest, err = d.hx.readWeightsTo(src, dst)
+			case src[0] == refTableHuff0:
+				rest, err = d.hx.readWeightsTo(src[1:], dst)
+			default:
+				rest, err = d.hx.readCompactTable(src, dst)
+			}
 			if err != nil {
 				return nil, errf("reference block: group %d: %v", g, err)
 			}
@@ -194,8 +270,13 @@ func (d *refSwitchDec) readTables(src []byte, G int, gtab *[256]byte, maxTok int
 				return nil, errf("reference block: token %d out of range", d.hx.nsym-1)
 			}
 			tl = d.hx.tl
-			tab = d.hx.single[:1<<tl]
 			src = rest
+			if placed >= 0 {
+				ginfo[g] = uint32(placed)<<6 | uint32(64-tl)
+				pos = placed + 2<<tl
+				continue
+			}
+			tab = d.hx.single[:1<<tl]
 		}
 		sh := 64 - tl
 		start := (pos+63)&^63 + int(sh)
@@ -216,7 +297,7 @@ func (d *refSwitchDec) readTables(src []byte, G int, gtab *[256]byte, maxTok int
 	return src, nil
 }
 
-// swStream is one backward bitstream of method 3: the unread bits end c
+// swStream is one backward bitstream of methods 3 and 4: the unread bits end c
 // bits below the top of the 8-byte window src[p-8:p] (the stream starts at
 // src[lo]); its next token is that of value o, then o+S, ... below n.
 type swStream struct {
@@ -369,10 +450,10 @@ func (d *refSwitchDec) tail(tv, ex, src []byte, s *swStream, S int) error {
 }
 
 // pairsMayPay reports whether method 1 may code the G groups prepareGroups
-// made smaller than method 3: its streams may use pair codes, which pay
+// made smaller than method 4: its streams may use pair codes, which pay
 // where one token is most of a group (the Huffman code cannot spend less
 // than a bit on it), as with mostly unchanged values; otherwise its streams
-// are method 3's codes with a header each.
+// are method 4's codes with a header each.
 func (e *refEncoder) pairsMayPay(G int) bool {
 	for g := 0; g < G; g++ {
 		var n, top uint32

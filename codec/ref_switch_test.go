@@ -10,19 +10,22 @@ import (
 	"neuralzip/dtype"
 )
 
-// refSwitchPayloads returns method-3 payloads with their references: real
-// trajectory blocks where the corpus is (an early step, where every value
-// moves, and the last, where most do not), and random moves of every type.
+// refSwitchPayloads returns method-3 and method-4 payloads with their
+// references: real trajectory blocks where the corpus is (an early step,
+// where every value moves, and the last, where most do not), and random
+// moves of every type.
 func refSwitchPayloads(t *testing.T) (ps, refs, curs [][]byte, ds []dtype.DType) {
 	be := &blockEncoder{}
 	add := func(cur, ref []byte, d dtype.DType) {
-		refForceMethod = refMethodSwitch
-		p, ok := be.encodeRefFloat(nil, cur, ref, d)
-		refForceMethod = 0
-		if !ok || p[0] != refMethodSwitch {
-			t.Fatalf("%v: no method-3 payload", d)
+		for _, m := range []byte{refMethodSwitch, refMethodCompact} {
+			refForceMethod = m
+			p, ok := be.encodeRefFloat(nil, cur, ref, d)
+			refForceMethod = 0
+			if !ok || p[0] != m {
+				t.Fatalf("%v: no method-%d payload", d, m)
+			}
+			ps, refs, curs, ds = append(ps, p), append(refs, ref), append(curs, cur), append(ds, d)
 		}
-		ps, refs, curs, ds = append(ps, p), append(refs, ref), append(curs, cur), append(ds, d)
 	}
 	if d := sharedDir(); d != "" && fileExists(filepath.Join(d, "trajectories", "tinygpt-fortunes", "step_000000.bf16.safetensors")) {
 		for _, st := range [][2]int{{0, 50}, {950, 1000}} {
@@ -47,7 +50,7 @@ func refSwitchPayloads(t *testing.T) (ps, refs, curs [][]byte, ds []dtype.DType)
 	return
 }
 
-// TestRefSwitchTwin checks method 3's assembly rounds against fast4Go,
+// TestRefSwitchTwin checks the assembly rounds of methods 3 and 4 against fast8Go,
 // their twin: the same tokens from every payload, and on payloads with
 // bytes changed the same verdict and the same values.
 func TestRefSwitchTwin(t *testing.T) {
