@@ -134,9 +134,9 @@ const (
 	ctabRaw    = 2
 )
 
-// ctabMaxBytes bounds a compact description after its count: 254 lengths
-// of at most 8 bits each, or fewer tokens in runs (a run of r+1 ≥ 1 zeros
-// and a length take at most 2·8+1+4 bits).
+// ctabMaxBytes bounds a compact description after its count: at most 254
+// steps of at most 21 bits (a run: 2·8+1 bits of Elias gamma and a 4-bit
+// length; any other step at most 9 bits).
 const ctabMaxBytes = (254*21+7)/8 + 1
 
 // readCompactTable reads a compact table description and builds h's
