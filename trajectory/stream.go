@@ -1,9 +1,13 @@
 package trajectory
 
 import (
+	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -143,10 +147,11 @@ func lazyInputs(rd *codec.Reader, f Frame) []codec.Input {
 // blocks a read covers (with their CRC-32C checked), straight into the
 // caller's buffer where a block lies wholly inside the read — as the blocks
 // of a frame coded against it do when both frames have the same layout
-// and chunk size. A block a read covers only in part is kept in a small
-// cache: reads that straddle blocks (frames of other layouts or chunk
-// sizes) would otherwise decode each block twice, and through a chain of
-// such frames 2^depth times. It is safe for concurrent use:
+// and chunk size. A block a read covers only in part, or that Verify
+// reads, is kept in a small cache, which every read looks in first:
+// reads that straddle blocks (frames of other layouts or chunk sizes)
+// would otherwise decode each block twice, and through a chain of such
+// frames 2^depth times. It is safe for concurrent use:
 // codec.Reader.DecodeBlock gives each call its own decoding state.
 type frameFile struct {
 	rd         *codec.Reader
@@ -154,18 +159,15 @@ type frameFile struct {
 	size       int64
 	offs, lens []int64 // the blocks, in order, covering [0, size)
 
-	mu    sync.Mutex
-	cache [frameCacheBlocks]cachedBlock // the blocks read in part lately
-	next  int                           // the slot to fill next
+	mu       sync.Mutex
+	cache    map[int][]byte // decoded blocks by index
+	order    []int          // their indices, oldest first
+	bytes    int64          // their bytes
+	maxBytes int64          // Verify's budget; 0: frameCacheBlocks blocks
 }
 
-type cachedBlock struct {
-	bi  int
-	buf []byte // nil: empty
-}
-
-// frameCacheBlocks is how many partly read blocks a frameFile keeps: the
-// two a straddling read needs, for a few threads at a time.
+// frameCacheBlocks is how many blocks a frameFile of Stream keeps: the two
+// a straddling read needs, for a few threads at a time.
 const frameCacheBlocks = 8
 
 // frameDecodes counts the blocks frameFiles decode (tests).
@@ -184,9 +186,13 @@ func (f *frameFile) ReadAt(p []byte, off int64) (int, error) {
 			break // a gap: reported below
 		}
 		if bo == pos && bo+bl <= end {
-			frameDecodes.Add(1)
-			if err := f.rd.DecodeBlock(f.fi, bi, p[bo-off:bo-off+bl]); err != nil {
-				return int(pos - off), err
+			if c := f.cached(bi); c != nil {
+				copy(p[bo-off:], c)
+			} else {
+				frameDecodes.Add(1)
+				if err := f.rd.DecodeBlock(f.fi, bi, p[bo-off:bo-off+bl]); err != nil {
+					return int(pos - off), err
+				}
 			}
 			pos = bo + bl
 			continue
@@ -206,25 +212,209 @@ func (f *frameFile) ReadAt(p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
+// cached returns block bi from the cache, or nil.
+func (f *frameFile) cached(bi int) []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cache[bi]
+}
+
 // block returns block bi (of bl bytes) decoded, from the cache or decoded
 // into it. The slice stays valid after it leaves the cache.
 func (f *frameFile) block(bi int, bl int64) ([]byte, error) {
-	f.mu.Lock()
-	for _, c := range f.cache {
-		if c.buf != nil && c.bi == bi {
-			f.mu.Unlock()
-			return c.buf, nil
-		}
+	if c := f.cached(bi); c != nil {
+		return c, nil
 	}
-	f.mu.Unlock()
 	frameDecodes.Add(1)
 	b := make([]byte, bl)
 	if err := f.rd.DecodeBlock(f.fi, bi, b); err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
-	f.cache[f.next] = cachedBlock{bi: bi, buf: b}
-	f.next = (f.next + 1) % frameCacheBlocks
+	if f.cache == nil {
+		f.cache = map[int][]byte{}
+	}
+	if _, ok := f.cache[bi]; !ok {
+		f.cache[bi] = b
+		f.order = append(f.order, bi)
+		f.bytes += bl
+	}
+	// the oldest go: beyond frameCacheBlocks blocks, or beyond the byte
+	// budget (keeping the newest)
+	for len(f.order) > 1 && (f.maxBytes == 0 && len(f.order) > frameCacheBlocks || f.maxBytes > 0 && f.bytes > f.maxBytes) {
+		old := f.order[0]
+		f.order = f.order[1:]
+		f.bytes -= int64(len(f.cache[old]))
+		delete(f.cache, old)
+	}
 	f.mu.Unlock()
 	return b, nil
+}
+
+// Verify decodes every frame and checks every block's CRC-32C and every
+// file's SHA-256 with memory bounded whatever the steps' size: the frames
+// of each keyframe's group are decoded in lock-step, verifyStride bytes of
+// each file at a time, each frame's recent blocks kept (two strides and a
+// block) for the frames coded against it, so that every block is decoded
+// about once and memory holds ~2 MiB per file of a group's frames and the
+// index of every frame. Groups are verified in parallel (opt.Threads,
+// default all CPUs; one group on one goroutine). done, when not nil, is
+// called with each frame once its files have checked (in order within a
+// group; groups concurrently, so done must be safe for that).
+func (a *Archive) Verify(opt codec.Options, done func(frame int)) error {
+	n := len(a.Frames)
+	root := make([]int, n)
+	for i, f := range a.Frames {
+		if f.Ref >= i {
+			return fmt.Errorf("%w: frame %d refers forward", ErrCorrupt, i)
+		}
+		root[i] = i
+		if f.Ref >= 0 {
+			root[i] = root[f.Ref]
+		}
+	}
+	// every frame open, its files as cached lazily decoded files
+	rds := make([]*codec.Reader, n)
+	defer func() {
+		for _, rd := range rds {
+			if rd != nil {
+				rd.Close()
+			}
+		}
+	}()
+	files := make([][]*frameFile, n)
+	for i, f := range a.Frames {
+		rd, err := a.FrameReader(i)
+		if err != nil {
+			return err
+		}
+		rds[i] = rd
+		for k, fi := range rd.Files() {
+			ff := &frameFile{rd: rd, fi: k, size: fi.Size, maxBytes: 2 * verifyStride}
+			for _, b := range fi.Blocks() {
+				ff.offs = append(ff.offs, b.Offset)
+				ff.lens = append(ff.lens, b.Length)
+				ff.maxBytes = max(ff.maxBytes, 2*verifyStride+b.Length)
+			}
+			files[i] = append(files[i], ff)
+		}
+		if f.Ref >= 0 {
+			rf := a.Frames[f.Ref]
+			ins := make([]codec.Input, len(files[f.Ref]))
+			for k, ff := range files[f.Ref] {
+				ins[k] = codec.Input{Name: rf.files()[k].Name, R: ff, Size: ff.size}
+			}
+			cr, err := codec.NewReferenceSums(ins, fileSums(rf))
+			if err == nil {
+				err = rd.UseRef(cr)
+			}
+			if err != nil {
+				return fmt.Errorf("frame %d (%s): %w", i, f.Name, err)
+			}
+		}
+	}
+	var groups [][]int
+	at := map[int]int{}
+	for i := range a.Frames {
+		g, ok := at[root[i]]
+		if !ok {
+			g = len(groups)
+			at[root[i]] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	threads := opt.Threads
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	ctx := opt.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	errs := make([]error, len(groups))
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for range min(threads, len(groups)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				g := int(next.Add(1)) - 1
+				if g >= len(groups) {
+					return
+				}
+				errs[g] = a.verifyGroup(ctx, groups[g], files, done)
+				if errs[g] != nil {
+					next.Store(int64(len(groups))) // stop the others after their group
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// verifyStride is how far Verify moves through every file of a group's
+// frames at a time; each frame file keeps two strides and a block of its
+// latest blocks, so that a block coded against bytes of its reference up
+// to a stride away (files of other layouts) still finds them decoded.
+const verifyStride = 1 << 20
+
+// verifyGroup decodes the frames of one keyframe's group (in order, each
+// coded against an earlier one of the group) in lock-step, a stride of
+// file offsets at a time, hashing each file as it goes.
+func (a *Archive) verifyGroup(ctx context.Context, frames []int, files [][]*frameFile, done func(int)) error {
+	hs := make([][]hash.Hash, len(frames))
+	next := make([][]int, len(frames)) // each file's next block
+	for x, j := range frames {
+		for range files[j] {
+			hs[x] = append(hs[x], sha256.New())
+			next[x] = append(next[x], 0)
+		}
+	}
+	for end := int64(verifyStride); ; end += verifyStride {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		left := false
+		for x, j := range frames {
+			for k, ff := range files[j] {
+				for ; next[x][k] < len(ff.offs) && ff.offs[next[x][k]] < end; next[x][k]++ {
+					b := next[x][k]
+					data, err := ff.block(b, ff.lens[b])
+					if err != nil {
+						f := a.Frames[j]
+						if len(files[j]) > 1 {
+							return fmt.Errorf("frame %d (%s), file %s: %w", j, f.Name, f.files()[k].Name, err)
+						}
+						return fmt.Errorf("frame %d (%s): %w", j, f.Name, err)
+					}
+					hs[x][k].Write(data)
+				}
+				left = left || next[x][k] < len(ff.offs)
+			}
+		}
+		if !left {
+			break
+		}
+	}
+	for x, j := range frames {
+		f := a.Frames[j]
+		for k, ff := range f.files() {
+			if [32]byte(hs[x][k].Sum(nil)) != ff.SHA256 {
+				return fmt.Errorf("%w: frame %d (%s), file %s: SHA-256 mismatch", codec.ErrChecksum, j, f.Name, ff.Name)
+			}
+		}
+		if done != nil {
+			done(j)
+		}
+	}
+	return nil
 }

@@ -101,6 +101,14 @@ func TestStreamCorrupt(t *testing.T) {
 		var out bytes.Buffer
 		err = s.WriteFile(&out, 0, codec.Options{Threads: 2})
 		s.Close()
+		// Verify, which decodes every frame, meets any damage that
+		// stopped the stream too (and more: blocks of frame 1 that later
+		// frames do not read)
+		if verr := b.Verify(codec.Options{Threads: 2}, nil); err != nil && verr == nil {
+			t.Fatalf("stream: %v, but verify passed", err)
+		} else if verr != nil && !errors.Is(verr, codec.ErrChecksum) && !errors.Is(verr, codec.ErrCorrupt) && !errors.Is(verr, ErrCorrupt) {
+			t.Fatalf("verify of a damaged frame: %v", verr)
+		}
 		if err == nil {
 			if !bytes.Equal(out.Bytes(), steps[3].data) {
 				t.Fatal("a corrupted chain decoded to other bytes without an error")
@@ -162,5 +170,15 @@ func TestStreamMixedChunks(t *testing.T) {
 		} else {
 			t.Logf("%d threads: %d blocks decoded below the last frame; the chain has %d", threads, n, blocks)
 		}
+	}
+	// Verify in lock-step, blocks straddling: about one decode a block
+	frameDecodes.Store(0)
+	if err := a.Verify(codec.Options{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := frameDecodes.Load(); n > int64(2*blocks) {
+		t.Fatalf("verify: %d blocks decoded for %d", n, blocks)
+	} else {
+		t.Logf("verify: %d blocks decoded; the run has %d", n, blocks)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"testing"
 
 	"neuralzip/codec"
@@ -201,6 +202,32 @@ func checkFrames(t *testing.T, f *memFile, n int, extract []int, same func(Frame
 	})
 	if err != nil || walked != n {
 		t.Fatalf("walk: %v (%d frames)", err, walked)
+	}
+	// Verify: every frame checked once, each block decoded once
+	var mu sync.Mutex
+	seen := map[int]int{}
+	blocks := 0
+	for j := range a.Frames {
+		rd, err := a.FrameReader(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fi := range rd.Files() {
+			blocks += len(fi.Blocks())
+		}
+		rd.Close()
+	}
+	frameDecodes.Store(0)
+	if err := a.Verify(codec.Options{Threads: 2}, func(j int) { mu.Lock(); seen[j]++; mu.Unlock() }); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	for j := range a.Frames {
+		if seen[j] != 1 {
+			t.Fatalf("verify reported frame %d %d times", j, seen[j])
+		}
+	}
+	if d := frameDecodes.Load(); d > int64(blocks)+int64(blocks)/4 {
+		t.Fatalf("verify decoded %d blocks; the frames have %d", d, blocks)
 	}
 	for _, i := range extract {
 		d, err := a.Extract(i, codec.Options{Threads: 1})
@@ -422,6 +449,7 @@ func FuzzOpen(f *testing.F) {
 			}
 		}
 		_ = a.Walk(codec.Options{Threads: 1}, func(*Decoded) error { return nil })
+		_ = a.Verify(codec.Options{Threads: 2}, nil)
 		// the last frame streamed down its chain, every file: an error or
 		// the checked bytes, never a panic
 		if n := len(a.Frames); n > 0 {

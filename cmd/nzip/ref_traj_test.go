@@ -389,8 +389,14 @@ func TestTrajectoryVerifyExtractAll(t *testing.T) {
 	if code, _, errs := nzip(t, append([]string{"trajectory", "pack", "-q", "-keyframe", "3", "-o", run}, steps...)...); code != 0 {
 		t.Fatalf("pack: %d %s", code, errs)
 	}
-	if code, out, errs := nzip(t, "trajectory", "verify", run); code != 0 || !strings.Contains(out, "OK: 7 frames") {
-		t.Fatalf("verify: %d %s %s", code, out, errs)
+	// both ways of verify: steps decoded whole (small ones) and block by
+	// block in lock-step (large ones; here with the threshold lowered)
+	defer func(v int64) { verifyInMemory = v }(verifyInMemory)
+	for _, lim := range []int64{128 << 20, 0} {
+		verifyInMemory = lim
+		if code, out, errs := nzip(t, "trajectory", "verify", run); code != 0 || !strings.Contains(out, "OK: 7 frames") {
+			t.Fatalf("verify (in memory up to %d): %d %s %s", lim, code, out, errs)
+		}
 	}
 	outDir := filepath.Join(dir, "out")
 	os.Mkdir(outDir, 0o755)
@@ -419,8 +425,11 @@ func TestTrajectoryVerifyExtractAll(t *testing.T) {
 		b[i] ^= 0x5a
 	}
 	os.WriteFile(run, b, 0o644)
-	if code, _, errs := nzip(t, "trajectory", "verify", run); code != 1 || !strings.Contains(errs, "frame ") {
-		t.Fatalf("verify of a damaged archive: %d %s", code, errs)
+	for _, lim := range []int64{128 << 20, 0} {
+		verifyInMemory = lim
+		if code, _, errs := nzip(t, "trajectory", "verify", run); code != 1 || !strings.Contains(errs, "frame ") {
+			t.Fatalf("verify of a damaged archive (in memory up to %d): %d %s", lim, code, errs)
+		}
 	}
 	// extract -all decodes each frame against the files it has just
 	// written: a damaged frame stops it with an error, the frames before
