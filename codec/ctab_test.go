@@ -147,34 +147,24 @@ func realTables(tb testing.TB) (compact, huff0 [][]byte) {
 func BenchmarkTableRead(b *testing.B) {
 	compact, huff0 := realTables(b)
 	var h huffX
-	b.Run("compact", func(b *testing.B) {
-		n := 0
-		for _, c := range compact {
-			n += len(c)
-		}
-		b.ReportMetric(float64(n)/float64(len(compact)), "B/table")
-		for i := 0; i < b.N; i++ {
-			for _, c := range compact {
-				if _, err := h.readCompactTable(c, nil); err != nil {
-					b.Fatal(err)
+	run := func(name string, descs [][]byte, read func([]byte) error) {
+		b.Run(name, func(b *testing.B) {
+			n := 0
+			for _, c := range descs {
+				n += len(c)
+			}
+			b.ReportMetric(float64(n)/float64(len(descs)), "B/table")
+			for i := 0; i < b.N; i++ {
+				for _, c := range descs {
+					if err := read(c); err != nil {
+						b.Fatal(err)
+					}
 				}
 			}
-		}
-	})
-	b.Run("huff0", func(b *testing.B) {
-		n := 0
-		for _, c := range huff0 {
-			n += len(c)
-		}
-		b.ReportMetric(float64(n)/float64(len(huff0)), "B/table")
-		for i := 0; i < b.N; i++ {
-			for _, c := range huff0 {
-				if _, err := h.readWeights(c); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-	})
+		})
+	}
+	run("compact", compact, func(c []byte) error { _, err := h.readCompactTable(c, nil); return err })
+	run("huff0", huff0, func(c []byte) error { _, err := h.readWeights(c); return err })
 }
 
 // TestCompactTableReal reads the compact descriptions of real token tables

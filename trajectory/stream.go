@@ -133,14 +133,20 @@ func lazyInputs(rd *codec.Reader, f Frame) []codec.Input {
 	fs := rd.Files()
 	ins := make([]codec.Input, len(fs))
 	for k, fi := range fs {
-		ff := &frameFile{rd: rd, fi: k, size: fi.Size}
-		for _, b := range fi.Blocks() {
-			ff.offs = append(ff.offs, b.Offset)
-			ff.lens = append(ff.lens, b.Length)
-		}
+		ff := newFrameFile(rd, k, fi)
 		ins[k] = codec.Input{Name: f.files()[k].Name, R: ff, Size: fi.Size, Format: fi.Format, Segments: tensorSegments(fi)}
 	}
 	return ins
+}
+
+// newFrameFile is file k (fi) of the open frame rd as a frameFile.
+func newFrameFile(rd *codec.Reader, k int, fi *codec.FileInfo) *frameFile {
+	ff := &frameFile{rd: rd, fi: k, size: fi.Size}
+	for _, b := range fi.Blocks() {
+		ff.offs = append(ff.offs, b.Offset)
+		ff.lens = append(ff.lens, b.Length)
+	}
+	return ff
 }
 
 // frameFile is file fi of an open frame as an io.ReaderAt that decodes the
@@ -290,11 +296,10 @@ func (a *Archive) Verify(opt codec.Options, done func(frame int)) error {
 		}
 		rds[i] = rd
 		for k, fi := range rd.Files() {
-			ff := &frameFile{rd: rd, fi: k, size: fi.Size, maxBytes: 2 * verifyStride}
-			for _, b := range fi.Blocks() {
-				ff.offs = append(ff.offs, b.Offset)
-				ff.lens = append(ff.lens, b.Length)
-				ff.maxBytes = max(ff.maxBytes, 2*verifyStride+b.Length)
+			ff := newFrameFile(rd, k, fi)
+			ff.maxBytes = 2 * verifyStride
+			for _, l := range ff.lens {
+				ff.maxBytes = max(ff.maxBytes, 2*verifyStride+l)
 			}
 			files[i] = append(files[i], ff)
 		}

@@ -42,11 +42,7 @@ func TestStreamReadAt(t *testing.T) {
 			}
 			defer s.Close()
 		}
-		ff := &frameFile{rd: rd, fi: 0, size: rd.Files()[0].Size}
-		for _, b := range rd.Files()[0].Blocks() {
-			ff.offs = append(ff.offs, b.Offset)
-			ff.lens = append(ff.lens, b.Length)
-		}
+		ff := newFrameFile(rd, 0, rd.Files()[0])
 		if len(ff.offs) < 4 {
 			t.Fatalf("frame %d: %d blocks; the test wants several", i, len(ff.offs))
 		}
