@@ -262,8 +262,8 @@ func (f *frameFile) block(bi int, bl int64) ([]byte, error) {
 // of each keyframe's group are decoded in lock-step, verifyStride bytes of
 // each file at a time, each frame's recent blocks kept (two strides and a
 // block) for the frames coded against it, so that every block is decoded
-// about once and memory holds ~2 MiB per file of a group's frames and the
-// index of every frame. Groups are verified in parallel (opt.Threads,
+// about once and memory holds ~2 MiB per file and the index of each frame
+// of the groups being verified. Groups are verified in parallel (opt.Threads,
 // default all CPUs; one group on one goroutine). done, when not nil, is
 // called with each frame once its files have checked (in order within a
 // group; groups concurrently, so done must be safe for that).
@@ -277,45 +277,6 @@ func (a *Archive) Verify(opt codec.Options, done func(frame int)) error {
 		root[i] = i
 		if f.Ref >= 0 {
 			root[i] = root[f.Ref]
-		}
-	}
-	// every frame open, its files as cached lazily decoded files
-	rds := make([]*codec.Reader, n)
-	defer func() {
-		for _, rd := range rds {
-			if rd != nil {
-				rd.Close()
-			}
-		}
-	}()
-	files := make([][]*frameFile, n)
-	for i, f := range a.Frames {
-		rd, err := a.FrameReader(i)
-		if err != nil {
-			return err
-		}
-		rds[i] = rd
-		for k, fi := range rd.Files() {
-			ff := newFrameFile(rd, k, fi)
-			ff.maxBytes = 2 * verifyStride
-			for _, l := range ff.lens {
-				ff.maxBytes = max(ff.maxBytes, 2*verifyStride+l)
-			}
-			files[i] = append(files[i], ff)
-		}
-		if f.Ref >= 0 {
-			rf := a.Frames[f.Ref]
-			ins := make([]codec.Input, len(files[f.Ref]))
-			for k, ff := range files[f.Ref] {
-				ins[k] = codec.Input{Name: rf.files()[k].Name, R: ff, Size: ff.size}
-			}
-			cr, err := codec.NewReferenceSums(ins, fileSums(rf))
-			if err == nil {
-				err = rd.UseRef(cr)
-			}
-			if err != nil {
-				return fmt.Errorf("frame %d (%s): %w", i, f.Name, err)
-			}
 		}
 	}
 	var groups [][]int
@@ -349,7 +310,7 @@ func (a *Archive) Verify(opt codec.Options, done func(frame int)) error {
 				if g >= len(groups) {
 					return
 				}
-				errs[g] = a.verifyGroup(ctx, groups[g], files, done)
+				errs[g] = a.verifyGroup(ctx, groups[g], done)
 				if errs[g] != nil {
 					next.Store(int64(len(groups))) // stop the others after their group
 					return
@@ -375,7 +336,46 @@ const verifyStride = 1 << 20
 // verifyGroup decodes the frames of one keyframe's group (in order, each
 // coded against an earlier one of the group) in lock-step, a stride of
 // file offsets at a time, hashing each file as it goes.
-func (a *Archive) verifyGroup(ctx context.Context, frames []int, files [][]*frameFile, done func(int)) error {
+func (a *Archive) verifyGroup(ctx context.Context, frames []int, done func(int)) error {
+	// the group's frames open (only these: an index per frame), their
+	// files as cached lazily decoded files
+	files := map[int][]*frameFile{}
+	var rds []*codec.Reader
+	defer func() {
+		for _, rd := range rds {
+			rd.Close()
+		}
+	}()
+	for _, i := range frames {
+		f := a.Frames[i]
+		rd, err := a.FrameReader(i)
+		if err != nil {
+			return err
+		}
+		rds = append(rds, rd)
+		for k, fi := range rd.Files() {
+			ff := newFrameFile(rd, k, fi)
+			ff.maxBytes = 2 * verifyStride
+			for _, l := range ff.lens {
+				ff.maxBytes = max(ff.maxBytes, 2*verifyStride+l)
+			}
+			files[i] = append(files[i], ff)
+		}
+		if f.Ref >= 0 {
+			rf := a.Frames[f.Ref]
+			ins := make([]codec.Input, len(files[f.Ref]))
+			for k, ff := range files[f.Ref] {
+				ins[k] = codec.Input{Name: rf.files()[k].Name, R: ff, Size: ff.size}
+			}
+			cr, err := codec.NewReferenceSums(ins, fileSums(rf))
+			if err == nil {
+				err = rd.UseRef(cr)
+			}
+			if err != nil {
+				return fmt.Errorf("frame %d (%s): %w", i, f.Name, err)
+			}
+		}
+	}
 	hs := make([][]hash.Hash, len(frames))
 	next := make([][]int, len(frames)) // each file's next block
 	for x, j := range frames {
