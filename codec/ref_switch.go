@@ -26,8 +26,8 @@ const refMethodCompact = 4
 
 // refCompactBits is the longest token code of method 4: tables of 2^10
 // entries build and fill the cache faster than 2^11, for 0.06 % more
-// bytes (the bf16 run; with 11 bits, method 4 decoded 1.5–3 % slower
-// than method 3, with 10 as fast or faster).
+// bytes (the bf16 run, one-core 10-frame chain in turns: with 11 bits
+// method 4 decoded 2–4 % slower than method 3, with 10 within ±1.5 %).
 const refCompactBits = 10
 
 // refTableHuff0 introduces a huff0 table description among compact ones
@@ -131,16 +131,11 @@ func appendRefTable(dst []byte, t *huffTable) []byte {
 // refTableLen is the length of appendRefTable's description of t (1<<30
 // if it has none), written into *scratch to be measured.
 func refTableLen(t *huffTable, scratch *[]byte) int {
-	n := 1 << 30
-	if t.maxSym < refTableHuff0 {
-		*scratch = appendCompactTable((*scratch)[:0], t)
-		n = len(*scratch)
+	*scratch = appendRefTable((*scratch)[:0], t)
+	if len(*scratch) == 0 {
+		return 1 << 30
 	}
-	if hd, err := t.appendHeader((*scratch)[:0]); err == nil {
-		*scratch = hd
-		n = min(n, len(hd)+1)
-	}
-	return n
+	return len(*scratch)
 }
 
 // refSwitchStreams is the number of token streams of a method-3 or -4 block of n
