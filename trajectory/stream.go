@@ -106,8 +106,21 @@ func (a *Archive) StreamFrom(i int, ref []io.ReaderAt) (*Stream, error) {
 		s.Close()
 		return nil, fmt.Errorf("trajectory: frame %d is coded against frame %d (%d files); %d reference files given", i, f.Ref, len(files), len(ref))
 	}
-	ins := make([]codec.Input, len(files))
-	for k, ff := range files {
+	if err := useRefFiles(rd, a.Frames, i, ref); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// useRefFiles gives rd, frame i of frames, its reference frame's files as
+// ref (in that frame's order, taken to be its files: their SHA-256 is the
+// index's, not computed again).
+func useRefFiles(rd *codec.Reader, frames []Frame, i int, ref []io.ReaderAt) error {
+	f := frames[i]
+	rf := frames[f.Ref]
+	ins := make([]codec.Input, len(ref))
+	for k, ff := range rf.files() {
 		ins[k] = codec.Input{Name: ff.Name, R: ref[k], Size: ff.Size}
 	}
 	cr, err := codec.NewReferenceSums(ins, fileSums(rf))
@@ -115,10 +128,9 @@ func (a *Archive) StreamFrom(i int, ref []io.ReaderAt) (*Stream, error) {
 		err = rd.UseRef(cr)
 	}
 	if err != nil {
-		s.Close()
-		return nil, fmt.Errorf("frame %d (%s): %w", i, f.Name, err)
+		return fmt.Errorf("frame %d (%s): %w", i, f.Name, err)
 	}
-	return s, nil
+	return nil
 }
 
 // lazyReference is the codec reference of frame f (open as rd) whose
@@ -362,17 +374,12 @@ func (a *Archive) verifyGroup(ctx context.Context, frames []int, done func(int))
 			files[i] = append(files[i], ff)
 		}
 		if f.Ref >= 0 {
-			rf := a.Frames[f.Ref]
-			ins := make([]codec.Input, len(files[f.Ref]))
-			for k, ff := range files[f.Ref] {
-				ins[k] = codec.Input{Name: rf.files()[k].Name, R: ff, Size: ff.size}
+			var ref []io.ReaderAt
+			for _, ff := range files[f.Ref] {
+				ref = append(ref, ff)
 			}
-			cr, err := codec.NewReferenceSums(ins, fileSums(rf))
-			if err == nil {
-				err = rd.UseRef(cr)
-			}
-			if err != nil {
-				return fmt.Errorf("frame %d (%s): %w", i, f.Name, err)
+			if err := useRefFiles(rd, a.Frames, i, ref); err != nil {
+				return err
 			}
 		}
 	}
