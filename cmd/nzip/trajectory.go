@@ -690,13 +690,7 @@ func extractAll(ctx context.Context, a *trajectory.Archive, path, dir string, fo
 			paths = []string{dest}
 		}
 		for k, p := range paths {
-			err := writeOutput(p, force, path, nil, func(w io.Writer) error {
-				if err := s.WriteFile(w, k, opt); err != nil {
-					return fmt.Errorf("frame %d (%s): %w", j, fr.Name, err)
-				}
-				return nil
-			})
-			if err != nil {
+			if err := writeFrameFile(p, force, path, nil, s, j, k, fr, opt); err != nil {
 				s.Close()
 				return err
 			}
@@ -833,12 +827,7 @@ func runTrajExtract(ctx context.Context, args []string, stdout, stderr io.Writer
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	defer s.Close()
-	if err := writeOutput(dest, *force, path, stdout, func(w io.Writer) error {
-		if err := s.WriteFile(w, 0, codec.Options{Threads: *threads, Context: ctx}); err != nil {
-			return fmt.Errorf("frame %d (%s): %w", i, fr.Name, err)
-		}
-		return nil
-	}); err != nil {
+	if err := writeFrameFile(dest, *force, path, stdout, s, i, 0, fr, codec.Options{Threads: *threads, Context: ctx}); err != nil {
 		return err
 	}
 	if !*quiet && dest != "-" {
@@ -867,6 +856,21 @@ func checkStepFiles(path string, i int, fr trajectory.Frame, dir string, force b
 		}
 	}
 	return nil
+}
+
+// writeFrameFile writes file k of frame i (fr, open as s) to dest (- for
+// stdout) through writeOutput, decoded block by block as it is written;
+// an error names the frame, and the file for a step of several.
+func writeFrameFile(dest string, force bool, path string, stdout io.Writer, s *trajectory.Stream, i, k int, fr trajectory.Frame, opt codec.Options) error {
+	return writeOutput(dest, force, path, stdout, func(w io.Writer) error {
+		if err := s.WriteFile(w, k, opt); err != nil {
+			if len(fr.Files) > 1 {
+				return fmt.Errorf("frame %d (%s), file %s: %w", i, fr.Name, fr.Files[k].Name, err)
+			}
+			return fmt.Errorf("frame %d (%s): %w", i, fr.Name, err)
+		}
+		return nil
+	})
 }
 
 // extractStep writes frame i, a step of several files, into the
@@ -898,12 +902,7 @@ func extractStep(ctx context.Context, a *trajectory.Archive, path string, i int,
 		return err
 	}
 	for k, ff := range fr.Files {
-		if err := writeOutput(filepath.Join(out, ff.Name), force, path, nil, func(w io.Writer) error {
-			if err := s.WriteFile(w, k, opt); err != nil {
-				return fmt.Errorf("frame %d (%s), file %s: %w", i, fr.Name, ff.Name, err)
-			}
-			return nil
-		}); err != nil {
+		if err := writeFrameFile(filepath.Join(out, ff.Name), force, path, nil, s, i, k, fr, opt); err != nil {
 			return err
 		}
 	}
