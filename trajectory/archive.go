@@ -351,17 +351,9 @@ func tensorSegments(fi *codec.FileInfo) []codec.Segment {
 // decoded frame is kept only while a later frame refers to it. Every
 // frame's blocks and SHA-256 are checked.
 func (a *Archive) Walk(opt codec.Options, fn func(d *Decoded) error) error {
-	last := make([]int, len(a.Frames)) // the last frame that refers to each
-	for i := range last {
-		last[i] = -1
-	}
-	for i, f := range a.Frames {
-		if f.Ref >= i {
-			return fmt.Errorf("%w: frame %d refers forward", ErrCorrupt, i)
-		}
-		if f.Ref >= 0 {
-			last[f.Ref] = i
-		}
+	last, err := lastUses(a.Frames) // the last frame that refers to each
+	if err != nil {
+		return err
 	}
 	keep := map[int]*Decoded{}
 	for i, f := range a.Frames {

@@ -414,9 +414,7 @@ func TestRepackMultiFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := &memFile{}
-	if _, err := Repack(a, got, k, codec.Options{Threads: 2}); err != nil {
-		t.Fatal(err)
-	}
+	repackBoth(t, a, got, k, codec.Options{Threads: 2})
 	if !bytes.Equal(got.b, want.b) {
 		t.Fatalf("repacked: %d bytes, planned pack: %d bytes, not the same archive (keys %v)", len(got.b), len(want.b), keys)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -173,13 +174,46 @@ func TestRepack(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := &memFile{}
-	if _, err := Repack(a, got, k, codec.Options{Threads: 2}); err != nil {
-		t.Fatal(err)
-	}
+	repackBoth(t, a, got, k, codec.Options{Threads: 2})
 	if !bytes.Equal(got.b, want.b) {
 		t.Fatalf("repacked: %d bytes, planned pack: %d bytes, not the same archive", len(got.b), len(want.b))
 	}
 	checkAll(t, got, steps)
+}
+
+// repackBoth repacks a into f with Repack, and again with RepackFiles into
+// a temporary directory, which must give the same archive, leave the
+// directory empty and leave a writer that appends as Repack's does (the
+// last step decoded from the archive, not read from a deleted file).
+func repackBoth(t *testing.T, a *Archive, f *memFile, k int, opt codec.Options) (*Writer, *memFile, *Writer) {
+	t.Helper()
+	w, err := Repack(a, f, k, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	g := &memFile{}
+	wf, err := RepackFiles(a, g, k, opt, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(f.b, g.b) {
+		t.Fatalf("RepackFiles: %d bytes, Repack: %d bytes, not the same archive", len(g.b), len(f.b))
+	}
+	checkEmptyDir(t, dir)
+	return w, g, wf
+}
+
+// checkEmptyDir fails unless dir holds nothing.
+func checkEmptyDir(t *testing.T, dir string) {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		t.Errorf("left behind in the temporary directory: %s", e.Name())
+	}
 }
 
 // TestRepackModes repacks synthetic runs from either mode and interval into
@@ -195,12 +229,15 @@ func TestRepackModes(t *testing.T) {
 			}
 			for _, k := range []int{1, 2, 4, 100} {
 				f := &memFile{}
-				w, err := Repack(a, f, k, codec.Options{Threads: 1})
-				if err != nil {
-					t.Fatalf("mode %d K %d -> %d: %v", mode, from, k, err)
-				}
+				w, g, wf := repackBoth(t, a, f, k, codec.Options{Threads: 1})
 				if _, err := w.Append(steps[8].input(), codec.Options{}); err != nil {
 					t.Fatal(err)
+				}
+				if _, err := wf.Append(steps[8].input(), codec.Options{}); err != nil {
+					t.Fatalf("append after RepackFiles: %v", err)
+				}
+				if !bytes.Equal(f.b, g.b) {
+					t.Fatalf("mode %d K %d -> %d: appends after Repack and RepackFiles differ", mode, from, k)
 				}
 				b := checkAll(t, f, steps)
 				for i := range b.Frames {
@@ -386,6 +423,12 @@ func TestRepackDamaged(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "frame 2") {
 		t.Fatalf("repack of a damaged archive: %v", err)
 	}
+	dir := t.TempDir()
+	_, err = RepackFiles(b, &memFile{}, 2, codec.Options{Threads: 1}, dir)
+	if err == nil || !strings.Contains(err.Error(), "frame 2") {
+		t.Fatalf("RepackFiles of a damaged archive: %v", err)
+	}
+	checkEmptyDir(t, dir)
 }
 
 // TestExtractDamagedChain: damage in a frame before the one extracted fails

@@ -16,12 +16,34 @@ import (
 // before that stays so) are copied as they are; the others are coded
 // again (with opt.Best, every frame with a reference is). Each frame is
 // decoded twice and measured as by Planner (coded twice more, or a sample
-// of it); opt.Ref is ignored. On an error (a
-// damaged frame names itself) f holds a partial trajectory: write to a
-// temporary file and rename it on success. The new archive is of format
-// Version (a version 1 archive is converted), its steps of one file or
-// several as in a.
+// of it); opt.Ref is ignored. Repack holds two or three decoded steps in
+// memory (Archive.Walk); RepackFiles keeps them in temporary files. On an
+// error (a damaged frame names itself) f holds a partial trajectory:
+// write to a temporary file and rename it on success. The new archive is
+// of format Version (a version 1 archive is converted), its steps of one
+// file or several as in a.
 func Repack(a *Archive, f File, k int, opt codec.Options) (*Writer, error) {
+	return repack(a, f, k, opt, func(fn func(int, []codec.Input) error) error {
+		return a.Walk(opt, func(d *Decoded) error { return fn(d.Frame, d.inputs(a.Frames[d.Frame])) })
+	})
+}
+
+// RepackFiles is Repack with memory bounded whatever the steps' size: the
+// decoded steps go to temporary files in dir (os.TempDir() when empty;
+// Archive.WalkFiles), two or three steps at a time, deleted as they are
+// done with. The archive is the same as Repack's.
+func RepackFiles(a *Archive, f File, k int, opt codec.Options, dir string) (*Writer, error) {
+	w, err := repack(a, f, k, opt, func(fn func(int, []codec.Input) error) error {
+		return a.WalkFiles(opt, dir, fn)
+	})
+	if w != nil {
+		clear(w.cache) // the last step's temporary files are gone: a later append decodes it
+	}
+	return w, err
+}
+
+// repack is Repack, decoding the frames of a in order through walk (twice).
+func repack(a *Archive, f File, k int, opt codec.Options, walk func(fn func(i int, ins []codec.Input) error) error) (*Writer, error) {
 	w, err := Create(f, k, RefPrevious)
 	if err != nil {
 		return nil, err
@@ -30,21 +52,21 @@ func Repack(a *Archive, f File, k int, opt codec.Options) (*Writer, error) {
 	// pass 1: measure every frame as pack does (Planner), so that repack
 	// places the keyframes where a pack of the same checkpoints would
 	var p Planner
-	err = a.Walk(opt, func(d *Decoded) error {
-		if err := p.AddFiles(d.inputs(a.Frames[d.Frame]), opt); err != nil {
-			return fmt.Errorf("frame %d (%s): %w", d.Frame, a.Frames[d.Frame].Name, err)
+	err = walk(func(i int, ins []codec.Input) error {
+		if err := p.AddFiles(ins, opt); err != nil {
+			return fmt.Errorf("frame %d (%s): %w", i, a.Frames[i].Name, err)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	p.prev = nil // the walk's files may be gone
 	saving := p.Saving()
 	keys := PlanKeyframes(saving, k)
 	// pass 2: write
-	err = a.Walk(opt, func(d *Decoded) error {
-		i, old := d.Frame, a.Frames[d.Frame]
-		ins := d.inputs(old)
+	err = walk(func(i int, ins []codec.Input) error {
+		old := a.Frames[i]
 		var fr Frame
 		var err error
 		switch {

@@ -203,6 +203,39 @@ func checkFrames(t *testing.T, f *memFile, n int, extract []int, same func(Frame
 	if err != nil || walked != n {
 		t.Fatalf("walk: %v (%d frames)", err, walked)
 	}
+	// WalkFiles: the same frames from temporary files, the frame before
+	// still readable and unchanged, nothing left behind
+	dir := t.TempDir()
+	var prev []codec.Input
+	var prevSum [][32]byte
+	walked = 0
+	err = a.WalkFiles(codec.Options{Threads: 2}, dir, func(i int, ins []codec.Input) error {
+		if i != walked {
+			return fmt.Errorf("WalkFiles gave frame %d as the %dth", i, walked)
+		}
+		walked++
+		for k, in := range prev {
+			if b, err := io.ReadAll(io.NewSectionReader(in.R, 0, in.Size)); err != nil || sha256.Sum256(b) != prevSum[k] {
+				return fmt.Errorf("frame %d: the frame before no longer readable as it was (%v)", i, err)
+			}
+		}
+		d := &Decoded{Frame: i}
+		prev, prevSum = ins, nil
+		for _, in := range ins {
+			b, err := io.ReadAll(io.NewSectionReader(in.R, 0, in.Size))
+			if err != nil {
+				return err
+			}
+			d.Files = append(d.Files, DecodedFile{Name: in.Name, Data: b, Segs: in.Segments, Format: in.Format})
+			prevSum = append(prevSum, sha256.Sum256(b))
+		}
+		d.Data, d.Segs, d.Format = d.Files[0].Data, d.Files[0].Segs, d.Files[0].Format
+		return same(a.Frames[i], d)
+	})
+	if err != nil || walked != n {
+		t.Fatalf("WalkFiles: %v (%d frames)", err, walked)
+	}
+	checkEmptyDir(t, dir)
 	// Verify: every frame checked once, each block decoded once
 	var mu sync.Mutex
 	seen := map[int]int{}

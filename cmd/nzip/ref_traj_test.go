@@ -317,15 +317,33 @@ func checkPlannedCLI(t *testing.T, dir string, files [][]byte, regularRun string
 	if size := refFileSize(t, run); size > regular {
 		t.Fatalf("planned archive %d bytes, every 4th frame %d", size, regular)
 	}
+	// repack, its steps decoded in memory and (the threshold lowered)
+	// into temporary files, which it removes
 	repacked := filepath.Join(dir, "repacked.nztraj")
-	if code, _, errs := nzip(t, "trajectory", "repack", "-o", repacked, regularRun); code != 0 || !strings.Contains(errs, "keyframes 0, ") {
-		t.Fatalf("repack: %d %s", code, errs)
+	tmp := filepath.Join(dir, "tmp")
+	os.Mkdir(tmp, 0o755)
+	defer func(v int64) { stepInMemory = v }(stepInMemory)
+	for _, lim := range []int64{128 << 20, 0} {
+		stepInMemory = lim
+		if code, _, errs := nzip(t, "trajectory", "repack", "-f", "-tmpdir", tmp, "-o", repacked, regularRun); code != 0 || !strings.Contains(errs, "keyframes 0, ") {
+			t.Fatalf("repack (in memory up to %d): %d %s", lim, code, errs)
+		}
+		a, _ := os.ReadFile(run)
+		b, _ := os.ReadFile(repacked)
+		if !bytes.Equal(a, b) {
+			t.Fatalf("repack of the regular run (%d bytes, in memory up to %d) differs from the planned pack (%d bytes)", len(b), lim, len(a))
+		}
+		if es, _ := os.ReadDir(tmp); len(es) != 0 {
+			t.Fatalf("repack left %d files in its temporary directory", len(es))
+		}
 	}
-	a, _ := os.ReadFile(run)
-	b, _ := os.ReadFile(repacked)
-	if !bytes.Equal(a, b) {
-		t.Fatalf("repack of the regular run (%d bytes) differs from the planned pack (%d bytes)", len(b), len(a))
+	if code, _, errs := nzip(t, "trajectory", "repack", "-q", "-tmpdir", filepath.Join(dir, "none"), "-o", filepath.Join(dir, "r2.nztraj"), regularRun); code != 1 || !strings.Contains(errs, "temporary file") {
+		t.Fatalf("repack into a missing temporary directory: %d %s", code, errs)
 	}
+	if _, err := os.Stat(filepath.Join(dir, "r2.nztraj")); err == nil {
+		t.Fatal("a failed repack left its output")
+	}
+	stepInMemory = 128 << 20
 	if code, _, errs := nzip(t, "trajectory", "repack", "-q", "-o", regularRun, regularRun); code != 1 || !strings.Contains(errs, "overwrite the input") {
 		t.Fatalf("repack onto its input: %d %s", code, errs)
 	}
@@ -391,9 +409,9 @@ func TestTrajectoryVerifyExtractAll(t *testing.T) {
 	}
 	// both ways of verify: steps decoded whole (small ones) and block by
 	// block in lock-step (large ones; here with the threshold lowered)
-	defer func(v int64) { verifyInMemory = v }(verifyInMemory)
+	defer func(v int64) { stepInMemory = v }(stepInMemory)
 	for _, lim := range []int64{128 << 20, 0} {
-		verifyInMemory = lim
+		stepInMemory = lim
 		if code, out, errs := nzip(t, "trajectory", "verify", run); code != 0 || !strings.Contains(out, "OK: 7 frames") {
 			t.Fatalf("verify (in memory up to %d): %d %s %s", lim, code, out, errs)
 		}
@@ -426,7 +444,7 @@ func TestTrajectoryVerifyExtractAll(t *testing.T) {
 	}
 	os.WriteFile(run, b, 0o644)
 	for _, lim := range []int64{128 << 20, 0} {
-		verifyInMemory = lim
+		stepInMemory = lim
 		if code, _, errs := nzip(t, "trajectory", "verify", run); code != 1 || !strings.Contains(errs, "frame ") {
 			t.Fatalf("verify of a damaged archive (in memory up to %d): %d %s", lim, code, errs)
 		}

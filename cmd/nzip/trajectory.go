@@ -561,12 +561,13 @@ func runTrajLs(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func runTrajRepack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("trajectory repack", "-o OUT.nztraj [-f] [-keyframe K] [-threads N] [-best] [-q] RUN.nztraj", stderr)
+	fs := newFlags("trajectory repack", "-o OUT.nztraj [-f] [-keyframe K] [-threads N] [-best] [-tmpdir DIR] [-q] RUN.nztraj", stderr)
 	out := fs.String("o", "", "output trajectory archive (required; never the input)")
 	force := fs.Bool("f", false, "overwrite OUT if it exists")
 	k := fs.Int("keyframe", 0, "keyframe interval: no step decodes through more than K frames (default: the archive's)")
 	threads := fs.Int("threads", 0, "blocks coded in parallel (default: all CPUs); the archive is the same for any value")
 	best := fs.Bool("best", false, "code every frame that has a reference again, also trying range-coded difference blocks (about 2 % smaller; they decode about 30× slower)")
+	tmpdir := fs.String("tmpdir", "", "where steps above 128 MiB are decoded to, two or three at a time, while they are coded (default: OUT's directory)")
 	quiet := fs.Bool("q", false, "print nothing on success")
 	if err := parse(fs, args, 1, 1); err != nil {
 		return err
@@ -591,7 +592,18 @@ func runTrajRepack(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	defer w.Abort()
 	start := time.Now()
-	tw, err := trajectory.Repack(a, w.File, *k, codec.Options{Threads: *threads, Context: ctx, Best: *best})
+	opt := codec.Options{Threads: *threads, Context: ctx, Best: *best}
+	var tw *trajectory.Writer
+	if largestStep(a) <= stepInMemory {
+		// small steps: decoded whole, two or three in memory
+		tw, err = trajectory.Repack(a, w.File, *k, opt)
+	} else {
+		// large ones: decoded block by block into temporary files
+		if *tmpdir == "" {
+			*tmpdir = filepath.Dir(*out)
+		}
+		tw, err = trajectory.RepackFiles(a, w.File, *k, opt, *tmpdir)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -719,13 +731,23 @@ func extractAll(ctx context.Context, a *trajectory.Archive, path, dir string, fo
 	return nil
 }
 
-// verifyInMemory is the largest step that trajectory verify decodes whole
-// (trajectory.Archive.Walk: two steps in memory, every thread on each);
-// beyond it, Archive.Verify (a few MiB per frame of a keyframe's group).
-// On the 1.7 MB steps of the bf16 run Walk took 0.09 s and 23 MB, Verify
-// 0.20 s and 49 MB; on four 200 MiB steps Walk 2.69 s and 833 MB, Verify
-// 1.22 s and 36 MB.
-var verifyInMemory int64 = 128 << 20 // tests lower it
+// stepInMemory is the largest step that trajectory verify and repack
+// decode whole (trajectory.Archive.Walk: two or three steps in memory,
+// every thread on each); beyond it, verify uses Archive.Verify (a few MiB
+// per frame of a keyframe's group) and repack RepackFiles (the steps
+// decoded into temporary files). On the 1.7 MB steps of the bf16 run Walk
+// took 0.09 s and 23 MB, Verify 0.20 s and 49 MB; on four 200 MiB steps
+// Walk 2.69 s and 833 MB, Verify 1.22 s and 36 MB.
+var stepInMemory int64 = 128 << 20 // tests lower it
+
+// largestStep is the size of a's largest step.
+func largestStep(a *trajectory.Archive) int64 {
+	var n int64
+	for _, fr := range a.Frames {
+		n = max(n, fr.Size)
+	}
+	return n
+}
 
 func runTrajVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("trajectory verify", "[-threads N] [-q] RUN.nztraj", stderr)
@@ -741,13 +763,12 @@ func runTrajVerify(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	defer f.Close()
 	start := time.Now()
-	var total, largest int64
+	var total int64
 	for _, fr := range a.Frames {
 		total += fr.Size
-		largest = max(largest, fr.Size)
 	}
 	opt := codec.Options{Threads: *threads, Context: ctx}
-	if largest <= verifyInMemory {
+	if largestStep(a) <= stepInMemory {
 		// small steps: each decoded whole, on every thread, against the
 		// step before, which stays in memory (two steps at a time)
 		err = a.Walk(opt, func(*trajectory.Decoded) error { return ctx.Err() })
