@@ -471,6 +471,7 @@ func FuzzOpen(f *testing.F) {
 	for _, s := range fuzzTrajSeeds(f) {
 		f.Add(s)
 	}
+	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		a, err := Open(bytes.NewReader(b), int64(len(b)))
 		if err != nil {
@@ -481,7 +482,16 @@ func FuzzOpen(f *testing.F) {
 				return
 			}
 		}
-		_ = a.Walk(codec.Options{Threads: 1}, func(*Decoded) error { return nil })
+		werr := a.Walk(codec.Options{Threads: 1}, func(*Decoded) error { return nil })
+		// WalkFiles decodes the same frames another way (block by block
+		// into files): the same verdict, and nothing left behind
+		ferr := a.WalkFiles(codec.Options{Threads: 2}, dir, func(int, []codec.Input) error { return nil })
+		if (werr == nil) != (ferr == nil) {
+			t.Fatalf("Walk: %v; WalkFiles: %v", werr, ferr)
+		}
+		if es, _ := os.ReadDir(dir); len(es) != 0 {
+			t.Fatalf("WalkFiles left %d files", len(es))
+		}
 		_ = a.Verify(codec.Options{Threads: 2}, nil)
 		// the last frame streamed down its chain, every file: an error or
 		// the checked bytes, never a panic
