@@ -40,8 +40,11 @@
 //	  uvarint  offset  where the frame's .nzip archive starts in the file
 //	  uvarint  length  its length
 //	  uvarint  ref     0: a keyframe (coded without reference); otherwise
-//	                   1 + the index of the frame it is coded against,
-//	                   which must be smaller than its own
+//	                   1 + the index of the frame it is coded against:
+//	                   the frame before it or the last keyframe before it
+//	                   (either mode may hold both), and its chain (the
+//	                   frame, its reference, and so on down to a
+//	                   keyframe) must not be longer than K frames
 //
 // Frames lie between the header and the index, in order, without
 // overlapping. A frame with a reference is an .nzip archive with the
@@ -237,6 +240,7 @@ func ParseIndex(b []byte, end int64, version int) (*Index, error) {
 	}
 	n := r.uvarint(uint64(len(r.b)/36), "frame count")
 	pos := int64(headerLen)
+	key, depth := -1, 0 // the last keyframe, the chain length of the frame before
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		var f Frame
 		f.Name = r.str("name")
@@ -266,6 +270,25 @@ func ParseIndex(b []byte, end int64, version int) (*Index, error) {
 		}
 		if f.Offset < pos || f.Offset > end || f.Length > end-f.Offset {
 			r.fail("frame %d (%q) at [%d,+%d) outside [%d,%d)", i, f.Name, f.Offset, f.Length, pos, end)
+			break
+		}
+		// what writers make, and what bounds a reader's work: a frame is
+		// coded against the frame before it or the last keyframe, and no
+		// chain is longer than K frames
+		switch {
+		case f.Ref < 0:
+			key, depth = int(i), 1
+		case f.Ref == int(i)-1:
+			depth++
+		case f.Ref == key:
+			depth = 2
+		default:
+			r.fail("frame %d (%q) is coded against frame %d, neither the frame before it nor the last keyframe (%d)", i, f.Name, f.Ref, key)
+		}
+		if r.err == nil && depth > x.K {
+			r.fail("frame %d (%q) decodes through %d frames, more than the keyframe interval %d", i, f.Name, depth, x.K)
+		}
+		if r.err != nil {
 			break
 		}
 		pos = f.Offset + f.Length

@@ -6,9 +6,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"neuralzip/codec"
 	"runtime"
+	"strings"
 	"testing"
+
+	"neuralzip/codec"
 )
 
 // A file of nothing but fake trailers, each pointing at an index that
@@ -39,49 +41,94 @@ func TestOpenFakeTrailers(t *testing.T) {
 	}
 }
 
-// Frames may refer to any earlier frame (the writer only ever uses the
-// previous frame or the keyframe): Walk keeps each decoded frame exactly
-// until its last use. Here M keyframes are followed by M frames that each
-// refer back to one of the first M/2 of them (each twice).
-func TestWalkFarReferences(t *testing.T) {
-	const M = 40
-	data := func(i int) []byte { return []byte(fmt.Sprintf("checkpoint %03d", i)) }
-	in := func(b []byte) codec.Input { return codec.Input{Name: "x", R: bytes.NewReader(b), Size: int64(len(b))} }
-	buf := header()
-	var x Index
-	x.K, x.Mode = 1<<20, RefKeyframe
-	for i := range 2 * M {
-		opt := codec.Options{Threads: 1}
-		ref := -1
-		if i >= M {
-			ref = (i - M) / 2 // each of the first M/2 keyframes, twice
-			r, err := codec.NewReference([]codec.Input{in(data(ref))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			opt.Ref = r
+// A frame is coded against the frame before it or the last keyframe, and
+// no chain is longer than K (what every writer makes): ParseIndex refuses
+// other references (a walk would have to keep any number of decoded
+// frames for them) and longer chains (a stream would decode through any
+// number of frames at once).
+func TestIndexReferenceRules(t *testing.T) {
+	frames := func(refs ...int) []Frame {
+		var fs []Frame
+		for i, r := range refs {
+			fs = append(fs, Frame{Name: fmt.Sprint(i), Files: []FrameFile{{Name: "x", Size: 1}}, Offset: int64(headerLen + i), Length: 1, Ref: r})
 		}
-		var a bytes.Buffer
-		if _, err := codec.Encode(&a, []codec.Input{in(data(i))}, opt); err != nil {
-			t.Fatal(err)
-		}
-		x.Frames = append(x.Frames, Frame{Name: fmt.Sprint(i), Size: int64(len(data(i))), SHA256: sha256.Sum256(data(i)), Offset: int64(len(buf)), Length: int64(a.Len()), Ref: ref})
-		buf = append(buf, a.Bytes()...)
+		return fs
 	}
-	buf = appendTrailer(buf, x.Marshal(), int64(len(buf)), len(x.Frames))
-	ar, err := Open(bytes.NewReader(buf), int64(len(buf)))
+	for _, c := range []struct {
+		k, mode int
+		refs    []int
+		bad     string
+	}{
+		{3, RefPrevious, []int{-1, 0, 1, -1, 3, 4}, ""},
+		{3, RefKeyframe, []int{-1, 0, 0, -1, 3, 3}, ""},
+		{3, RefPrevious, []int{-1, 0, 0, 2, -1, 4}, ""}, // both kinds in one archive
+		{1, RefPrevious, []int{-1, -1, -1}, ""},
+		{3, RefPrevious, []int{-1, 0, 1, 2}, "decodes through 4 frames, more than the keyframe interval 3"},
+		{1, RefKeyframe, []int{-1, 0}, "decodes through 2 frames"},
+		{9, RefKeyframe, []int{-1, 0, -1, 0}, "coded against frame 0, neither the frame before it nor the last keyframe (2)"},
+		{9, RefPrevious, []int{-1, 0, 1, 2, 1}, "coded against frame 1"},
+	} {
+		x := Index{Version: Version, K: c.k, Mode: c.mode, Frames: frames(c.refs...)}
+		_, err := ParseIndex(x.Marshal(), 1<<20, Version)
+		if c.bad == "" && err != nil || c.bad != "" && (!errors.Is(err, ErrCorrupt) || !strings.Contains(fmt.Sprint(err), c.bad)) {
+			t.Errorf("K %d, refs %v: %v; want %q", c.k, c.refs, err, c.bad)
+		}
+	}
+}
+
+// TestDeepChain: a small archive whose last step decodes through
+// thousands of frames (K as large) is extracted without holding blocks of
+// every level at once (read whole: a few steps of 64 bytes), and verified.
+func TestDeepChain(t *testing.T) {
+	const n = 3000
+	data := bytes.Repeat([]byte("checkpoint bytes"), 4)
+	in := codec.Input{Name: "x", R: bytes.NewReader(data), Size: int64(len(data))}
+	ref, err := codec.NewReference([]codec.Input{in})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	err = ar.Walk(codec.Options{Threads: 1}, func(d *Decoded) error {
-		if !bytes.Equal(d.Data, data(n)) {
-			t.Fatalf("frame %d: %q", n, d.Data)
+	var key, dep bytes.Buffer
+	if _, err := codec.Encode(&key, []codec.Input{in}, codec.Options{Threads: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := codec.Encode(&dep, []codec.Input{in}, codec.Options{Threads: 1, Ref: ref}); err != nil {
+		t.Fatal(err)
+	}
+	buf := header()
+	x := Index{Version: Version, K: n, Mode: RefPrevious}
+	for i := range n {
+		b := dep.Bytes()
+		if i == 0 {
+			b = key.Bytes()
 		}
-		n++
-		return nil
-	})
-	if err != nil || n != 2*M {
-		t.Fatalf("walked %d frames: %v", n, err)
+		x.Frames = append(x.Frames, Frame{Name: fmt.Sprint(i), Files: []FrameFile{{Name: "x", Size: int64(len(data)), SHA256: sha256.Sum256(data)}},
+			Offset: int64(len(buf)), Length: int64(len(b)), Ref: i - 1})
+		buf = append(buf, b...)
+	}
+	buf = appendTrailer(buf, x.Marshal(), int64(len(buf)), n)
+	a, err := Open(bytes.NewReader(buf), int64(len(buf)))
+	if err != nil || len(a.Frames) != n {
+		t.Fatalf("open: %v", err)
+	}
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	s, err := a.Stream(n - 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = s.WriteFile(&out, 0, codec.Options{Threads: 2})
+	runtime.ReadMemStats(&m1)
+	s.Close()
+	if err != nil || !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("stream of the last frame: %v", err)
+	}
+	// block by block, every level would hold two buffers of at least
+	// 64 KiB at once: ~390 MB here
+	if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > 64<<20 {
+		t.Fatalf("the stream allocated %d MiB", alloc>>20)
+	}
+	if err := a.Verify(codec.Options{Threads: 2}, nil); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -37,7 +37,7 @@ func RepackFiles(a *Archive, f File, k int, opt codec.Options, dir string) (*Wri
 		return a.WalkFiles(opt, dir, fn)
 	})
 	if w != nil {
-		clear(w.cache) // the last step's temporary files are gone: a later append decodes it
+		w.forget() // the last step's temporary files are gone: a later append decodes it
 	}
 	return w, err
 }

@@ -8,6 +8,7 @@ import (
 	"hash"
 	"io"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,7 @@ import (
 type Stream struct {
 	*codec.Reader                 // frame i
 	chain         []*codec.Reader // keyframe first; the last is Reader
+	files         []*frameFile    // the chain's lazily decoded files
 }
 
 // Close closes the readers of the chain.
@@ -35,38 +37,75 @@ func (s *Stream) Close() error {
 	for _, rd := range s.chain {
 		err = errors.Join(err, rd.Close())
 	}
-	s.chain = nil
+	s.chain, s.files = nil, nil
 	return err
 }
 
+// WriteFile writes file k of the frame (codec.Reader.WriteFile), then
+// lets go of the blocks of the chain kept for reads that straddle them.
+func (s *Stream) WriteFile(w io.Writer, k int, opt codec.Options) error {
+	err := s.Reader.WriteFile(w, k, opt)
+	for _, ff := range s.files {
+		ff.dropCache()
+	}
+	return err
+}
+
+// wholeAbove: a chain (Stream) or keyframe group (Verify) whose blocks in
+// memory could take more than this is read block by block only when
+// decoding its frames whole would take more.
+var wholeAbove int64 = 256 << 20 // tests lower it
+
 // Stream opens frame i for reading with bounded memory (see Stream). The
 // trajectory's reader must stay open until the stream is closed.
+//
+// Each level of the chain holds a few blocks per thread while a block of
+// frame i decodes, so a long chain of small steps would take more memory
+// streamed than decoded whole: when the blocks in flight could take more
+// than 256 MiB and more than two of the chain's steps, frame i's reference
+// frame is decoded whole (Extract: two steps in memory, every thread on
+// each, not cancellable) and frame i is read against it instead.
 func (a *Archive) Stream(i int) (*Stream, error) {
 	chain, err := a.Chain(i)
 	if err != nil {
 		return nil, err
 	}
 	s := &Stream{}
-	var prev *codec.Reader
-	for k, j := range chain {
-		f := a.Frames[j]
+	var step, block int64 // the chain's largest step and block
+	for _, j := range chain {
 		rd, err := a.FrameReader(j)
 		if err != nil {
 			s.Close()
 			return nil, err
 		}
 		s.chain = append(s.chain, rd)
+		step = max(step, a.Frames[j].Size)
+		for _, fi := range rd.Files() {
+			for _, b := range fi.Blocks() {
+				block = max(block, b.Length)
+			}
+		}
+	}
+	// per level: two buffers per thread decoding, the cached blocks
+	inFlight := int64(len(chain)) * int64(2*runtime.GOMAXPROCS(0)+frameCacheBlocks) * max(block, 64<<10)
+	if len(chain) > 2 && inFlight > max(wholeAbove, 2*step) {
+		return a.streamWhole(s, chain)
+	}
+	var prev *codec.Reader
+	for k, j := range chain {
+		f, rd := a.Frames[j], s.chain[k]
 		if f.Ref >= 0 {
 			if k == 0 || f.Ref != chain[k-1] {
 				s.Close()
 				return nil, fmt.Errorf("trajectory: internal error: frame %d opened without its reference", j)
 			}
-			ref, err := lazyReference(prev, a.Frames[f.Ref])
-			if err != nil {
-				s.Close()
-				return nil, err
+			ins, ffs := lazyInputs(prev, a.Frames, f.Ref)
+			s.files = append(s.files, ffs...)
+			ref, err := codec.NewReferenceSums(ins, fileSums(a.Frames[f.Ref]))
+			if err == nil {
+				err = rd.UseRef(ref)
 			}
-			if err := rd.UseRef(ref); err != nil {
+			if err != nil {
 				s.Close()
 				return nil, fmt.Errorf("frame %d (%s): %w", j, f.Name, err)
 			}
@@ -74,6 +113,35 @@ func (a *Archive) Stream(i int) (*Stream, error) {
 		prev = rd
 	}
 	s.Reader = prev
+	return s, nil
+}
+
+// streamWhole makes s (the chain's readers open) read the last frame of
+// chain against its reference frame decoded whole.
+func (a *Archive) streamWhole(s *Stream, chain []int) (*Stream, error) {
+	n := len(chain)
+	rd := s.chain[n-1]
+	for _, r := range s.chain[:n-1] {
+		r.Close()
+	}
+	s.chain = []*codec.Reader{rd}
+	wholeReads.Add(1)
+	i, j := chain[n-1], chain[n-2]
+	d, err := a.Extract(j, codec.Options{})
+	if err == nil {
+		var ref *codec.Reference
+		if ref, err = d.reference(a.Frames[j]); err == nil {
+			err = rd.UseRef(ref)
+		}
+		if err != nil {
+			err = fmt.Errorf("frame %d (%s): %w", i, a.Frames[i].Name, err)
+		}
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.Reader = rd
 	return s, nil
 }
 
@@ -133,27 +201,35 @@ func useRefFiles(rd *codec.Reader, frames []Frame, i int, ref []io.ReaderAt) err
 	return nil
 }
 
-// lazyReference is the codec reference of frame f (open as rd) whose
-// files are read by decoding their blocks on demand.
-func lazyReference(rd *codec.Reader, f Frame) (*codec.Reference, error) {
-	return codec.NewReferenceSums(lazyInputs(rd, f), fileSums(f))
-}
-
-// lazyInputs are the files of frame f (open as rd, its reference set) as
-// inputs whose bytes are decoded block by block as they are read.
-func lazyInputs(rd *codec.Reader, f Frame) []codec.Input {
+// lazyInputs are the files of frame j of frames (open as rd, its
+// reference set) as inputs whose bytes are decoded block by block as they
+// are read, and those files.
+func lazyInputs(rd *codec.Reader, frames []Frame, j int) ([]codec.Input, []*frameFile) {
+	f := frames[j]
 	fs := rd.Files()
 	ins := make([]codec.Input, len(fs))
+	ffs := make([]*frameFile, len(fs))
 	for k, fi := range fs {
-		ff := newFrameFile(rd, k, fi)
-		ins[k] = codec.Input{Name: f.files()[k].Name, R: ff, Size: fi.Size, Format: fi.Format, Segments: tensorSegments(fi)}
+		ffs[k] = newFrameFile(rd, k, fi, frameLabel(frames, j, k))
+		ins[k] = codec.Input{Name: f.files()[k].Name, R: ffs[k], Size: fi.Size, Format: fi.Format, Segments: tensorSegments(fi)}
 	}
-	return ins
+	return ins, ffs
 }
 
-// newFrameFile is file k (fi) of the open frame rd as a frameFile.
-func newFrameFile(rd *codec.Reader, k int, fi *codec.FileInfo) *frameFile {
-	ff := &frameFile{rd: rd, fi: k, size: fi.Size}
+// frameLabel names file k of frame j in errors: the frame, and the file
+// for a step of several.
+func frameLabel(frames []Frame, j, k int) string {
+	f := frames[j]
+	if fs := f.files(); len(fs) > 1 && k < len(fs) {
+		return fmt.Sprintf("frame %d (%s), file %s", j, f.Name, fs[k].Name)
+	}
+	return fmt.Sprintf("frame %d (%s)", j, f.Name)
+}
+
+// newFrameFile is file k (fi) of the open frame rd as a frameFile whose
+// errors begin with label.
+func newFrameFile(rd *codec.Reader, k int, fi *codec.FileInfo, label string) *frameFile {
+	ff := &frameFile{rd: rd, fi: k, size: fi.Size, label: label}
 	for _, b := range fi.Blocks() {
 		ff.offs = append(ff.offs, b.Offset)
 		ff.lens = append(ff.lens, b.Length)
@@ -176,6 +252,7 @@ type frameFile struct {
 	fi         int
 	size       int64
 	offs, lens []int64 // the blocks, in order, covering [0, size)
+	label      string  // the frame (and file) in errors
 
 	mu       sync.Mutex
 	cache    map[int][]byte // decoded blocks by index
@@ -188,12 +265,13 @@ type frameFile struct {
 // a straddling read needs, for a few threads at a time.
 const frameCacheBlocks = 8
 
-// frameDecodes counts the blocks frameFiles decode (tests).
-var frameDecodes atomic.Int64
+// frameDecodes counts the blocks frameFiles decode, wholeReads the chains
+// and groups read whole instead of block by block (tests).
+var frameDecodes, wholeReads atomic.Int64
 
 func (f *frameFile) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 || off > f.size {
-		return 0, fmt.Errorf("trajectory: offset %d outside a frame's file of %d bytes", off, f.size)
+		return 0, fmt.Errorf("trajectory: %s: offset %d outside its file of %d bytes", f.label, off, f.size)
 	}
 	end := min(off+int64(len(p)), f.size)
 	bi := sort.Search(len(f.offs), func(k int) bool { return f.offs[k]+f.lens[k] > off })
@@ -209,7 +287,7 @@ func (f *frameFile) ReadAt(p []byte, off int64) (int, error) {
 			} else {
 				frameDecodes.Add(1)
 				if err := f.rd.DecodeBlock(f.fi, bi, p[bo-off:bo-off+bl]); err != nil {
-					return int(pos - off), err
+					return int(pos - off), fmt.Errorf("%s: %w", f.label, err)
 				}
 			}
 			pos = bo + bl
@@ -222,7 +300,7 @@ func (f *frameFile) ReadAt(p []byte, off int64) (int, error) {
 		pos += int64(copy(p[pos-off:end-off], b[pos-bo:]))
 	}
 	if pos < end {
-		return int(pos - off), fmt.Errorf("trajectory: a frame's blocks end at %d, before %d", pos, end)
+		return int(pos - off), fmt.Errorf("trajectory: %s: its blocks end at %d, before %d", f.label, pos, end)
 	}
 	if end-off < int64(len(p)) {
 		return int(end - off), io.EOF
@@ -230,11 +308,27 @@ func (f *frameFile) ReadAt(p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
+// dropCache empties the cache.
+func (f *frameFile) dropCache() {
+	f.mu.Lock()
+	f.cache, f.order, f.bytes = nil, nil, 0
+	f.mu.Unlock()
+}
+
 // cached returns block bi from the cache, or nil.
 func (f *frameFile) cached(bi int) []byte {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.cache[bi]
+}
+
+// decodeTo decodes block bi into b (its length), without the cache.
+func (f *frameFile) decodeTo(bi int, b []byte) error {
+	frameDecodes.Add(1)
+	if err := f.rd.DecodeBlock(f.fi, bi, b); err != nil {
+		return fmt.Errorf("%s: %w", f.label, err)
+	}
+	return nil
 }
 
 // block returns block bi (of bl bytes) decoded, from the cache or decoded
@@ -246,7 +340,7 @@ func (f *frameFile) block(bi int, bl int64) ([]byte, error) {
 	frameDecodes.Add(1)
 	b := make([]byte, bl)
 	if err := f.rd.DecodeBlock(f.fi, bi, b); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", f.label, err)
 	}
 	f.mu.Lock()
 	if f.cache == nil {
@@ -311,6 +405,7 @@ func (a *Archive) Verify(opt codec.Options, done func(frame int)) error {
 		ctx = context.Background()
 	}
 	errs := make([]error, len(groups))
+	mem := newBudget(wholeAbove)
 	next := atomic.Int64{}
 	var wg sync.WaitGroup
 	for range min(threads, len(groups)) {
@@ -322,7 +417,7 @@ func (a *Archive) Verify(opt codec.Options, done func(frame int)) error {
 				if g >= len(groups) {
 					return
 				}
-				errs[g] = a.verifyGroup(ctx, groups[g], done)
+				errs[g] = a.verifyGroup(ctx, groups[g], done, mem)
 				if errs[g] != nil {
 					next.Store(int64(len(groups))) // stop the others after their group
 					return
@@ -347,10 +442,22 @@ const verifyStride = 1 << 20
 
 // verifyGroup decodes the frames of one keyframe's group (in order, each
 // coded against an earlier one of the group) in lock-step, a stride of
-// file offsets at a time, hashing each file as it goes.
-func (a *Archive) verifyGroup(ctx context.Context, frames []int, done func(int)) error {
+// file offsets at a time, hashing each file as it goes. Only frames that
+// later frames are coded against keep their recent blocks. When those
+// could take more memory than wholeAbove and than decoding the group's
+// frames whole, one after the other (walkGroup: up to three steps), the
+// group is decoded whole instead.
+func (a *Archive) verifyGroup(ctx context.Context, frames []int, done func(int), mem *budget) error {
+	referenced := map[int]bool{}
+	var step int64
+	for _, j := range frames {
+		if r := a.Frames[j].Ref; r >= 0 {
+			referenced[r] = true
+		}
+		step = max(step, a.Frames[j].Size)
+	}
 	// the group's frames open (only these: an index per frame), their
-	// files as cached lazily decoded files
+	// files as lazily decoded files, cached where a later frame reads them
 	files := map[int][]*frameFile{}
 	var rds []*codec.Reader
 	defer func() {
@@ -358,6 +465,7 @@ func (a *Archive) verifyGroup(ctx context.Context, frames []int, done func(int))
 			rd.Close()
 		}
 	}()
+	var cached int64 // the most the caches may hold
 	for _, i := range frames {
 		f := a.Frames[i]
 		rd, err := a.FrameReader(i)
@@ -366,10 +474,13 @@ func (a *Archive) verifyGroup(ctx context.Context, frames []int, done func(int))
 		}
 		rds = append(rds, rd)
 		for k, fi := range rd.Files() {
-			ff := newFrameFile(rd, k, fi)
+			ff := newFrameFile(rd, k, fi, frameLabel(a.Frames, i, k))
 			ff.maxBytes = 2 * verifyStride
 			for _, l := range ff.lens {
 				ff.maxBytes = max(ff.maxBytes, 2*verifyStride+l)
+			}
+			if referenced[i] {
+				cached += ff.maxBytes
 			}
 			files[i] = append(files[i], ff)
 		}
@@ -383,6 +494,16 @@ func (a *Archive) verifyGroup(ctx context.Context, frames []int, done func(int))
 			}
 		}
 	}
+	// groups verified at once share wholeAbove (one group may take more)
+	if cached > max(wholeAbove, 3*step) {
+		for _, rd := range rds {
+			rd.Close()
+		}
+		rds = nil
+		defer mem.release(mem.acquire(3 * step))
+		return a.walkGroup(ctx, frames, done)
+	}
+	defer mem.release(mem.acquire(cached))
 	hs := make([][]hash.Hash, len(frames))
 	next := make([][]int, len(frames)) // each file's next block
 	for x, j := range frames {
@@ -391,6 +512,7 @@ func (a *Archive) verifyGroup(ctx context.Context, frames []int, done func(int))
 			next[x] = append(next[x], 0)
 		}
 	}
+	var buf []byte // the blocks of frames no other frame reads
 	for end := int64(verifyStride); ; end += verifyStride {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -400,13 +522,16 @@ func (a *Archive) verifyGroup(ctx context.Context, frames []int, done func(int))
 			for k, ff := range files[j] {
 				for ; next[x][k] < len(ff.offs) && ff.offs[next[x][k]] < end; next[x][k]++ {
 					b := next[x][k]
-					data, err := ff.block(b, ff.lens[b])
+					var data []byte
+					var err error
+					if referenced[j] {
+						data, err = ff.block(b, ff.lens[b])
+					} else {
+						buf = slices.Grow(buf[:0], int(ff.lens[b]))[:ff.lens[b]]
+						data, err = buf, ff.decodeTo(b, buf)
+					}
 					if err != nil {
-						f := a.Frames[j]
-						if len(files[j]) > 1 {
-							return fmt.Errorf("frame %d (%s), file %s: %w", j, f.Name, f.files()[k].Name, err)
-						}
-						return fmt.Errorf("frame %d (%s): %w", j, f.Name, err)
+						return err // the error names the frame
 					}
 					hs[x][k].Write(data)
 				}
@@ -429,4 +554,76 @@ func (a *Archive) verifyGroup(ctx context.Context, frames []int, done func(int))
 		}
 	}
 	return nil
+}
+
+// walkGroup verifies the frames of one keyframe's group as Walk does: each
+// decoded whole, kept while a later frame of the group is coded against
+// it (the frame before and the keyframe: ParseIndex).
+func (a *Archive) walkGroup(ctx context.Context, frames []int, done func(int)) error {
+	wholeReads.Add(1)
+	last := map[int]int{}
+	for _, j := range frames {
+		if r := a.Frames[j].Ref; r >= 0 {
+			last[r] = j
+		}
+	}
+	keep := map[int]*Decoded{}
+	for _, j := range frames {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		f := a.Frames[j]
+		var ref *Decoded
+		if f.Ref >= 0 {
+			ref = keep[f.Ref]
+		}
+		d, err := a.decodeFrame(j, ref, codec.Options{Threads: 1, Context: ctx})
+		if err != nil {
+			return err
+		}
+		if last[j] > j {
+			keep[j] = d
+		}
+		if f.Ref >= 0 && last[f.Ref] == j {
+			delete(keep, f.Ref)
+		}
+		if done != nil {
+			done(j)
+		}
+	}
+	return nil
+}
+
+// budget is memory shared by the groups Verify checks at once.
+type budget struct {
+	mu          sync.Mutex
+	cond        sync.Cond
+	total, left int64
+}
+
+func newBudget(total int64) *budget {
+	b := &budget{total: total, left: total}
+	b.cond.L = &b.mu
+	return b
+}
+
+// acquire waits until n bytes (at most the whole budget) are free, takes
+// them and returns how many it took.
+func (b *budget) acquire(n int64) int64 {
+	n = min(n, b.total)
+	b.mu.Lock()
+	for b.left < n {
+		b.cond.Wait()
+	}
+	b.left -= n
+	b.mu.Unlock()
+	return n
+}
+
+// release gives back n bytes.
+func (b *budget) release(n int64) {
+	b.mu.Lock()
+	b.left += n
+	b.mu.Unlock()
+	b.cond.Broadcast()
 }

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"neuralzip/codec"
@@ -33,7 +36,8 @@ func TestStreamReadAt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ref, err := lazyReference(s.Reader, a.Frames[i-1])
+			ins, _ := lazyInputs(s.Reader, a.Frames, i-1)
+			ref, err := codec.NewReferenceSums(ins, fileSums(a.Frames[i-1]))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -42,7 +46,7 @@ func TestStreamReadAt(t *testing.T) {
 			}
 			defer s.Close()
 		}
-		ff := newFrameFile(rd, 0, rd.Files()[0])
+		ff := newFrameFile(rd, 0, rd.Files()[0], frameLabel(a.Frames, i, 0))
 		if len(ff.offs) < 4 {
 			t.Fatalf("frame %d: %d blocks; the test wants several", i, len(ff.offs))
 		}
@@ -114,6 +118,10 @@ func TestStreamCorrupt(t *testing.T) {
 		if !errors.Is(err, codec.ErrChecksum) && !errors.Is(err, codec.ErrCorrupt) {
 			t.Fatalf("corrupted reference frame: %v", err)
 		}
+		// the error names the damaged frame, not only the one streamed
+		if !strings.Contains(err.Error(), "frame 1 (") {
+			t.Fatalf("the error does not name the damaged frame 1: %v", err)
+		}
 		failed++
 	}
 	if failed < 40 {
@@ -176,5 +184,94 @@ func TestStreamMixedChunks(t *testing.T) {
 		t.Fatalf("verify: %d blocks decoded for %d", n, blocks)
 	} else {
 		t.Logf("verify: %d blocks decoded; the run has %d", n, blocks)
+	}
+}
+
+// TestWholeReads: a chain or keyframe group whose blocks in flight could
+// take more memory than its frames decoded whole (here with the threshold
+// lowered to 0) is read whole instead — Stream against its reference frame
+// decoded whole, Verify one frame after the other — with the same bytes
+// and checks, in both modes.
+func TestWholeReads(t *testing.T) {
+	defer func(v int64) { wholeAbove = v }(wholeAbove)
+	steps := synthSteps(7)
+	for _, mode := range []int{RefPrevious, RefKeyframe} {
+		f := pack(t, steps, 100, mode, 1)
+		a, err := Open(f, int64(len(f.b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, lim := range []int64{256 << 20, 0} {
+			wholeAbove = lim
+			wholeReads.Store(0)
+			for i := range steps {
+				d, err := streamFrame(a, i, 2)
+				if err != nil || !bytes.Equal(d.Data, steps[i].data) {
+					t.Fatalf("mode %d, limit %d: frame %d: %v", mode, lim, i, err)
+				}
+			}
+			streamed := wholeReads.Load()
+			seen := 0
+			if err := a.Verify(codec.Options{Threads: 2}, func(int) { seen++ }); err != nil || seen != len(steps) {
+				t.Fatalf("mode %d, limit %d: verify: %v (%d frames)", mode, lim, err, seen)
+			}
+			verified := wholeReads.Load() - streamed
+			// whole reads: a stream of a chain of 3 or more (prev mode),
+			// and the one group
+			if lim == 0 && (mode == RefPrevious && streamed != int64(len(steps)-2) || mode == RefKeyframe && streamed != 0 || verified != 1) {
+				t.Fatalf("mode %d: %d streams and %d groups read whole", mode, streamed, verified)
+			}
+			if lim != 0 && streamed+verified != 0 {
+				t.Fatalf("mode %d: %d reads whole with the default limit", mode, streamed+verified)
+			}
+		}
+		// a damaged frame: the whole-read verify names it
+		g := &memFile{b: bytes.Clone(f.b)}
+		fr := a.Frames[2]
+		for i := fr.Offset + 20; i < fr.Offset+fr.Length-40; i += 31 {
+			g.b[i] ^= 0x5a
+		}
+		b, err := Open(g, int64(len(g.b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wholeAbove = 0
+		if err := b.Verify(codec.Options{Threads: 1}, nil); err == nil || !strings.Contains(err.Error(), "frame 2 (") {
+			t.Fatalf("mode %d: whole-read verify of a damaged frame: %v", mode, err)
+		}
+		wholeAbove = 256 << 20
+	}
+}
+
+// TestBudget: what Verify's groups hold at once never exceeds the budget,
+// and a group asking for more than all of it gets all of it, alone.
+func TestBudget(t *testing.T) {
+	b := newBudget(100)
+	if n := b.acquire(500); n != 100 {
+		t.Fatalf("acquire(500) of 100: took %d", n)
+	}
+	b.release(100)
+	var held, most atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range 200 {
+				n := b.acquire(int64(10 + (g*7+r)%60))
+				if h := held.Add(n); h > most.Load() {
+					most.Store(h) // racy maximum: enough to see a breach
+				}
+				if h := held.Load(); h > 100 {
+					t.Errorf("%d bytes held of 100", h)
+				}
+				held.Add(-n)
+				b.release(n)
+			}
+		}()
+	}
+	wg.Wait()
+	if b.left != 100 {
+		t.Fatalf("%d bytes left of 100", b.left)
 	}
 }

@@ -297,6 +297,11 @@ func streamFrame(a *Archive, i, threads int) (*Decoded, error) {
 		if err := s.WriteFile(&b, k, codec.Options{Threads: threads}); err != nil {
 			return nil, err
 		}
+		for _, ff := range s.files {
+			if ff.bytes != 0 || len(ff.cache) != 0 {
+				return nil, fmt.Errorf("frame %d: %s keeps %d bytes of blocks after WriteFile", i, ff.label, ff.bytes)
+			}
+		}
 		d.Files = append(d.Files, DecodedFile{Name: ff.Name, Data: b.Bytes()})
 	}
 	d.Data = d.Files[0].Data

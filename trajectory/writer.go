@@ -24,9 +24,10 @@ const DefaultK = 10
 // short at any point leaves the archive as it was before (the next Open
 // finds the previous trailer, the next append cuts off the remains).
 type Writer struct {
-	f     File
-	a     *Archive
-	cache map[int][]codec.Input // frames whose original files the caller still holds
+	f       File
+	a       *Archive
+	cache   map[int][]codec.Input // frames whose original files the caller still holds
+	streams []*Stream             // frames read as references, decoded from the archive
 }
 
 // Create writes an empty trajectory (header, empty index, trailer) to f,
@@ -210,15 +211,22 @@ func (w *Writer) commit(fr Frame, ins []codec.Input, write func(io.Writer) (int6
 	if err := w.f.Sync(); err != nil {
 		return fr, err
 	}
-	a.Index, a.End = x, idxOff+int64(len(b))
+	a.Index, a.End, a.Tail = x, idxOff+int64(len(b)), 0
 	// keep what later frames may be coded against
-	if a.Mode == RefPrevious {
-		clear(w.cache)
-	} else if fr.Ref < 0 {
-		clear(w.cache)
+	if a.Mode == RefPrevious || fr.Ref < 0 {
+		w.forget()
 	}
 	w.cache[i] = ins
 	return fr, nil
+}
+
+// forget lets go of the frames kept as references.
+func (w *Writer) forget() {
+	clear(w.cache)
+	for _, s := range w.streams {
+		s.Close()
+	}
+	w.streams = nil
 }
 
 // reference returns the codec reference of frame j: the original files
@@ -235,8 +243,9 @@ func (w *Writer) reference(j int) (*codec.Reference, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the reference frame: %w", err)
 	}
-	ins := lazyInputs(s.Reader, f)
+	ins, _ := lazyInputs(s.Reader, w.a.Frames, j)
 	w.cache[j] = ins
+	w.streams = append(w.streams, s)
 	return codec.NewReferenceSums(ins, fileSums(f))
 }
 
