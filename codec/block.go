@@ -331,6 +331,9 @@ type blockDecoder struct {
 	syms   []byte
 	planes [8][]byte
 	ref    *refDecoder // reference-conditioned blocks (ref_block.go)
+	// methods is the newest difference-block method the archive's format
+	// version may hold (refMethodsFor; 0: any)
+	methods byte
 }
 
 func (b *blockDecoder) buffers(n, np int) {

@@ -252,5 +252,11 @@ func (h *huffX) readCompactTable(src []byte, dst func(tl uint) *[1 << huffMaxBit
 	if err := h.finishWeights(count, dst); err != nil {
 		return nil, err
 	}
+	// finishWeights sizes the code from the weights' sum: it is the
+	// lengths as described only when they leave the last token a length
+	// of 1..maxL, i.e. the code's longest is maxL
+	if h.tl != uint(maxL) {
+		return nil, errf("compact table: the lengths do not make a complete code")
+	}
 	return in[(pos+7)>>3:], nil
 }

@@ -112,6 +112,205 @@ func TestCompactTable(t *testing.T) {
 		if _, err := h1.readCompactTable(b, nil); err == nil && (h1.tl < 1 || h1.tl > huffMaxBits || h1.nsym < 2) {
 			t.Fatalf("accepted %x as tl %d, %d symbols", b, h1.tl, h1.nsym)
 		}
+		checkCompactSpec(t, b)
+	}
+	// descriptions whose lengths leave the last token no length of 1..11
+	// (Kraft sum below 1/2, or 1 and above): once taken as other lengths
+	for _, b := range [][]byte{{1, 0x04}, {2, 0x26}, {7, 0x24, 0x30, 0x30}} {
+		if _, err := h1.readCompactTable(b, nil); err == nil {
+			t.Fatalf("accepted %x, whose lengths make no complete code", b)
+		}
+		checkCompactSpec(t, b)
+	}
+}
+
+// compactSpec reads a compact table description (count 1..254) as doc.go
+// words it, bit by bit: the code lengths of tokens 0..count (0: absent),
+// the last one's completing the code, and the bits read; ok is false where
+// the description breaks a rule.
+func compactSpec(b []byte) (lens []int, nbits int, ok bool) {
+	if len(b) < 1 || b[0] == 0 || b[0] == 255 {
+		return nil, 0, false
+	}
+	count, pos := int(b[0]), 0
+	bit := func() int {
+		if pos >= 8*(len(b)-1) {
+			pos++
+			return -1
+		}
+		v := int(b[1+pos/8] >> (pos % 8) & 1)
+		pos++
+		return v
+	}
+	num := func(n int) int { // n bits, LSB first
+		v := 0
+		for i := range n {
+			x := bit()
+			if x < 0 {
+				return -1
+			}
+			v |= x << i
+		}
+		return v
+	}
+	// the delta code: D, or absent, or a raw length (raw true)
+	delta := func() (d int, absent, raw bool, good bool) {
+		switch {
+		case bit() != 1:
+			return 0, false, false, pos <= 8*(len(b)-1)
+		case bit() != 1:
+			s := bit()
+			return 1 - 2*s, false, false, s >= 0
+		case bit() != 1:
+			s := bit()
+			return 2 - 4*s, false, false, s >= 0
+		case bit() != 1:
+			return 0, true, false, pos <= 8*(len(b)-1)
+		}
+		v := num(4)
+		return v, false, true, v >= 0
+	}
+	lens = make([]int, 0, count+1)
+	at := func(i int) int {
+		if i < 0 {
+			return 0
+		}
+		return lens[i]
+	}
+	for s := 0; s < count; {
+		a, c := at(s-2), at(s-1)
+		l, absent := 0, false
+		switch {
+		case a == 0 && c == 0:
+			k := 0
+			for {
+				x := bit()
+				if x < 0 {
+					return nil, 0, false
+				}
+				if x == 0 {
+					break
+				}
+				k++
+			}
+			if k > 8 {
+				return nil, 0, false
+			}
+			low := num(k)
+			if low < 0 {
+				return nil, 0, false
+			}
+			r := (1<<k | low) - 1
+			if s+r > count {
+				return nil, 0, false
+			}
+			for range r {
+				lens = append(lens, 0)
+			}
+			s += r
+			if s == count {
+				continue
+			}
+			if l = num(4); l < 1 || l > 11 {
+				return nil, 0, false
+			}
+		case a == 0:
+			f := bit()
+			if f < 0 {
+				return nil, 0, false
+			}
+			absent = f == 0
+			if f == 1 {
+				d, abs, raw, good := delta()
+				if !good || abs {
+					return nil, 0, false
+				}
+				if l = c + d; raw {
+					l = d
+				}
+			}
+		default:
+			d, abs, raw, good := delta()
+			if !good {
+				return nil, 0, false
+			}
+			if l = a + d; raw {
+				l = d
+			}
+			if absent = abs; absent {
+				l = 0
+			}
+		}
+		if !absent && (l < 1 || l > 11) {
+			return nil, 0, false
+		}
+		lens = append(lens, l)
+		s++
+	}
+	if pos > 8*(len(b)-1) {
+		return nil, 0, false
+	}
+	// the last token completes the code: 2^-l = 1 - the others' sum
+	const one = 1 << 11
+	sum := 0
+	for _, l := range lens {
+		if l > 0 {
+			sum += one >> l
+		}
+	}
+	last := 0
+	for l := 1; l <= 11; l++ {
+		if one>>l == one-sum {
+			last = l
+		}
+	}
+	if last == 0 {
+		return nil, 0, false
+	}
+	lens = append(lens, last)
+	// huff0's rules: at least two longest codes, an even number
+	longest, n := 0, 0
+	for _, l := range lens {
+		longest = max(longest, l)
+	}
+	for _, l := range lens {
+		if l == longest {
+			n++
+		}
+	}
+	if n < 2 || n%2 != 0 {
+		return nil, 0, false
+	}
+	return lens, pos, true
+}
+
+// checkCompactSpec fails unless readCompactTable accepts b exactly when
+// compactSpec does, with the same lengths and bytes read.
+func checkCompactSpec(t *testing.T, b []byte) {
+	t.Helper()
+	if len(b) > 0 && b[0] == 255 {
+		return // a huff0 description follows (readTables), not a compact one
+	}
+	var h huffX
+	rest, err := h.readCompactTable(b, nil)
+	lens, nbits, ok := compactSpec(b)
+	if (err == nil) != ok {
+		t.Fatalf("%x: readCompactTable: %v; the spec: ok %v", b, err, ok)
+	}
+	if !ok {
+		return
+	}
+	if h.nsym != len(lens) || len(rest) != len(b)-1-(nbits+7)/8 {
+		t.Fatalf("%x: %d symbols, %d bytes left; the spec: %d symbols, %d bits", b, h.nsym, len(rest), len(lens), nbits)
+	}
+	for s, l := range lens {
+		got := 0
+		if w := int(h.w[s]); w > 0 {
+			got = int(h.tl) + 1 - w
+		}
+		if got != l {
+			t.Fatalf("%x: token %d has length %d; the spec: %d (all: %v)", b, s, got, l, lens)
+		}
 	}
 }
 
@@ -204,6 +403,8 @@ func FuzzCompactTable(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// the lengths doc.go's rules give, or a refusal where they do
+		checkCompactSpec(t, b)
 		var h huffX
 		rest, err := h.readCompactTable(b, nil)
 		if err != nil {

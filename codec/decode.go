@@ -168,6 +168,7 @@ func (r *Reader) File(name string) (int, error) {
 func (r *Reader) newBlockDecoder() *blockDecoder {
 	bd := blockDecoders.Get().(*blockDecoder)
 	bd.setup = r.setup
+	bd.methods = refMethodsFor(r.idx.version)
 	return bd
 }
 

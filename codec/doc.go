@@ -38,8 +38,9 @@
 // difference blocks may use methods 3 and 4, see "Difference blocks in
 // value order", and method 2, see "Range-coded difference blocks";
 // version 5 archives, written before method 4, may hold methods 2 and 3,
-// version 4 ones method 2 but not 3; the layout is the same; readers also
-// read 1 and 2), u16 flags, u32 zero. Flag bit 0
+// version 4 ones method 2 but not 3, and readers refuse a method newer
+// than the archive's version; the layout is the same; readers also read 1
+// and 2), u16 flags, u32 zero. Flag bit 0
 // (value 1) marks an archive coded against a reference (see References);
 // a reader rejects any other flag. Archives without a reference have flags
 // 0 and are unchanged by the reference feature.
@@ -303,6 +304,8 @@
 //	                   values (known from the reference), its width t
 //	uvarint X, X bytes extra bits of the values in value order, each value's
 //	                   LSB first, packed LSB first; X = ceil(total bits/8)
+//	                   (encoders pad the last byte with zero bits; readers
+//	                   ignore the padding)
 //
 // To decode, the reader counts the values per group from the reference,
 // decodes the streams, and for each value i takes the next token of its
@@ -340,8 +343,9 @@
 //	uvarint X, X bytes extra bits, as for method 1
 //
 // Method 4 (archives of version 6; what the encoder writes where it wrote
-// method 3, its codes at most 10 bits long) is method 3 with u8 method 4
-// and each of the G tables as one of
+// method 3; the encoder limits its codes to 10 bits, which decode faster,
+// but a reader takes any length the description allows) is method 3 with
+// u8 method 4 and each of the G tables as one of
 //
 //	u8 0, u8 token     the group's only token, as in method 3
 //	u8 255, huff0 table description
@@ -355,7 +359,9 @@
 // (Kraft sum 1), and the code must meet huff0's rules (as a huff0
 // description would: at least two longest codes, an even number of them).
 // The lengths are read from a bit string, LSB first within each byte, the
-// last byte padded with zero bits. For token s, with a = l_(s-2) and b =
+// last byte padded with zero bits (which readers ignore). So the lengths
+// given must leave token count a length of 1..11: their Kraft sum is at
+// least 1/2 and below 1. For token s, with a = l_(s-2) and b =
 // l_(s-1) (0 before token 0):
 //
 //   - a = b = 0: r zero lengths, then, if tokens remain, one length of 4
@@ -384,7 +390,8 @@
 //	the rest           the raw extra bits: for each value with an extra-bit
 //	                   count x ≥ 2, in value order, its low x-1 extra bits,
 //	                   LSB first, packed LSB first into bytes; the last byte
-//	                   is padded with zero bits and no byte follows it
+//	                   is padded with zero bits (readers ignore them) and
+//	                   no byte follows it
 //
 // For each value i in order, with context c = e(r_i), the decoder reads
 // the 8 bits of its token, most significant first, each with the model

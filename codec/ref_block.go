@@ -18,6 +18,21 @@ import (
 
 const refMethodULP = 1
 
+// refMethodsFor is the newest difference-block method an archive of
+// format version v may hold: method 2 came with version 4, 3 with 5, 4
+// with 6.
+func refMethodsFor(v int) byte {
+	switch {
+	case v <= 3:
+		return refMethodULP
+	case v == 4:
+		return refMethodRange
+	case v == 5:
+		return refMethodSwitch
+	}
+	return refMethodCompact
+}
+
 // refSpec is the per-dtype arithmetic of ULP coding.
 type refSpec struct {
 	size   int
@@ -792,6 +807,9 @@ func (b *blockDecoder) decodeRefFloat(dst, src, ref []byte, d dtype.DType) error
 	}
 	e := b.ref
 	n := len(dst) / p.size
+	if len(src) > 0 && b.methods != 0 && src[0] > b.methods && src[0] <= refMethodCompact {
+		return errf("reference block: method %d is newer than the archive's format version", src[0])
+	}
 	if len(src) > 0 && src[0] == refMethodRange {
 		return e.decodeRefRange(dst, src[1:], ref, &p)
 	}

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"neuralzip/dtype"
@@ -451,6 +452,18 @@ func TestGoldenRef(t *testing.T) {
 		}
 		if out, err := DecompressBytes(old, Options{Ref: ref}); err != nil || sha256.Sum256(out) != sha256.Sum256(src) {
 			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	// a method newer than the archive's version is refused: the method-4
+	// archive marked version 5 or 4, the method-3 one marked version 4
+	for _, c := range []struct {
+		arc []byte
+		v   uint16
+	}{{golden, 5}, {golden, 4}, {old5, 4}} {
+		b := bytes.Clone(c.arc)
+		binary.LittleEndian.PutUint16(b[8:], c.v)
+		if _, err := DecompressBytes(b, Options{Ref: ref}); err == nil || !strings.Contains(err.Error(), "newer than the archive's format version") {
+			t.Fatalf("difference blocks of a newer method in an archive of version %d: %v", c.v, err)
 		}
 	}
 }

@@ -100,27 +100,33 @@ func FuzzRefDecode(f *testing.F) {
 }
 
 // FuzzRefBlock decodes arbitrary reference-block payloads of every type
-// against fixed reference values, bypassing the index and its checksums.
+// and of block lengths around the decoders' edges (one stream below 512
+// values, the last round of eight streams, partial 64-value runs) against
+// fixed reference values, bypassing the index and its checksums.
 func FuzzRefBlock(f *testing.F) {
 	r := rand.New(rand.NewPCG(1, 2))
 	be := &blockEncoder{}
+	sizes := []int{777, 1, 5, 40, 63, 64, 65, 511, 512, 513, 551, 1000}
 	refs := map[dtype.DType][]byte{}
 	for i, d := range refTestTypes {
-		ref := refValues(d, 777, r)
+		ref := refValues(d, 1000, r)
 		refs[d] = ref
 		cur := refPerturb(d, ref, r)
-		for _, m := range []byte{refMethodULP, refMethodSwitch, refMethodCompact} {
-			refForceMethod = m
-			p, _ := be.encodeRefFloat(nil, cur, ref, d)
-			refForceMethod = 0
-			f.Add(byte(i), p)
+		for k, n := range sizes[:4] {
+			nb := n * d.Size()
+			for _, m := range []byte{refMethodULP, refMethodSwitch, refMethodCompact} {
+				refForceMethod = m
+				p, _ := be.encodeRefFloat(nil, cur[:nb], ref[:nb], d)
+				refForceMethod = 0
+				f.Add(byte(i), byte(k), p)
+			}
+			spec, _ := refSpecFor(d)
+			f.Add(byte(i), byte(k), be.ref.appendRefRange(nil, &spec, n)) // method 2
 		}
-		spec, _ := refSpecFor(d)
-		f.Add(byte(i), be.ref.appendRefRange(nil, &spec, len(ref)/d.Size())) // method 2
 	}
-	f.Fuzz(func(t *testing.T, which byte, payload []byte) {
+	f.Fuzz(func(t *testing.T, which, size byte, payload []byte) {
 		d := refTestTypes[int(which)%len(refTestTypes)]
-		ref := refs[d]
+		ref := refs[d][:sizes[int(size)%len(sizes)]*d.Size()]
 		bd := &blockDecoder{}
 		dst := make([]byte, len(ref))
 		err := bd.decodeRefFloat(dst, payload, ref, d)
@@ -131,7 +137,7 @@ func FuzzRefBlock(f *testing.F) {
 			var e error
 			withoutAVX512(tier == "go", func() { e = (&blockDecoder{}).decodeRefFloat(got, payload, ref, d) })
 			if (e == nil) != (err == nil) || err == nil && !bytes.Equal(got, dst) {
-				t.Fatalf("%v: %s tier gives %v, the fastest %v", d, tier, e, err)
+				t.Fatalf("%v, %d values: %s tier gives %v, the fastest %v", d, len(ref)/d.Size(), tier, e, err)
 			}
 		}
 		if err != nil {
