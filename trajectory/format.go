@@ -272,24 +272,11 @@ func ParseIndex(b []byte, end int64, version int) (*Index, error) {
 			r.fail("frame %d (%q) at [%d,+%d) outside [%d,%d)", i, f.Name, f.Offset, f.Length, pos, end)
 			break
 		}
-		// what writers make, and what bounds a reader's work: a frame is
-		// coded against the frame before it or the last keyframe, and no
-		// chain is longer than K frames
-		switch {
-		case f.Ref < 0:
-			key, depth = int(i), 1
-		case f.Ref == int(i)-1:
-			depth++
-		case f.Ref == key:
-			depth = 2
-		default:
-			r.fail("frame %d (%q) is coded against frame %d, neither the frame before it nor the last keyframe (%d)", i, f.Name, f.Ref, key)
-		}
-		if r.err == nil && depth > x.K {
-			r.fail("frame %d (%q) decodes through %d frames, more than the keyframe interval %d", i, f.Name, depth, x.K)
-		}
-		if r.err != nil {
+		if depth, r.err = refRule(f, int(i), key, depth, x.K); r.err != nil {
 			break
+		}
+		if f.Ref < 0 {
+			key = int(i)
 		}
 		pos = f.Offset + f.Length
 		x.Frames = append(x.Frames, f)
@@ -301,6 +288,28 @@ func ParseIndex(b []byte, end int64, version int) (*Index, error) {
 		return nil, fmt.Errorf("%w: index: %v", ErrCorrupt, r.err)
 	}
 	return x, nil
+}
+
+// refRule checks frame f, the i-th, against the rule that bounds a
+// reader's work (and that every writer follows): a frame is coded against
+// the frame before it or the last keyframe (key), and no chain is longer
+// than k frames. depth is the chain length of the frame before; it
+// returns frame i's.
+func refRule(f Frame, i, key, depth, k int) (int, error) {
+	switch {
+	case f.Ref < 0:
+		depth = 1
+	case f.Ref == i-1:
+		depth++
+	case f.Ref == key:
+		depth = 2
+	default:
+		return 0, fmt.Errorf("frame %d (%q) is coded against frame %d, neither the frame before it nor the last keyframe (%d)", i, f.Name, f.Ref, key)
+	}
+	if depth > k {
+		return 0, fmt.Errorf("frame %d (%q) decodes through %d frames, more than the keyframe interval %d", i, f.Name, depth, k)
+	}
+	return depth, nil
 }
 
 // minFileEntry is the fewest index bytes a file of a version 2 frame takes

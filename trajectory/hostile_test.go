@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"testing"
@@ -130,5 +132,72 @@ func TestDeepChain(t *testing.T) {
 	}
 	if err := a.Verify(codec.Options{Threads: 2}, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWritersKeepReferenceRule: whatever the writers are asked (appends,
+// keyframes anywhere, reopened writers, repacks to other intervals, either
+// mode), the archive they leave opens with every frame: their indexes keep
+// the rule ParseIndex enforces.
+func TestWritersKeepReferenceRule(t *testing.T) {
+	steps := synthSteps(10)
+	r := rand.New(rand.NewPCG(11, 12))
+	for round := range 12 {
+		k, mode := 1+r.IntN(4), r.IntN(2)
+		f := &memFile{}
+		w, err := Create(f, k, mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 3 + r.IntN(len(steps)-3)
+		for i := range n {
+			if r.IntN(4) == 0 {
+				if w, err = OpenWriter(f, int64(len(f.Bytes()))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			opt := codec.Options{Threads: 1}
+			if r.IntN(3) == 0 {
+				_, err = w.AppendKeyframe(steps[i].input(), opt)
+			} else {
+				_, err = w.Append(steps[i].input(), opt)
+			}
+			if err != nil {
+				t.Fatalf("round %d (K %d, mode %d), step %d: %v", round, k, mode, i, err)
+			}
+		}
+		a, err := Open(f, int64(len(f.Bytes())))
+		if err != nil || len(a.Frames) != n || a.Tail != 0 {
+			t.Fatalf("round %d: %v, %d frames of %d", round, err, len(a.Frames), n)
+		}
+		g := &memFile{}
+		k2 := 1 + r.IntN(5)
+		w2, err := Repack(a, g, k2, codec.Options{Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w2.Append(steps[n].input(), codec.Options{Threads: 1}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := Open(g, int64(len(g.Bytes())))
+		if err != nil || len(b.Frames) != n+1 {
+			t.Fatalf("round %d: repacked to K %d: %v", round, k2, err)
+		}
+		if err := b.Verify(codec.Options{Threads: 1}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a frame that would break the rule is refused before anything is
+	// written (a reader would otherwise take the archive to end before it)
+	f := pack(t, steps[:4], 10, RefPrevious, 1)
+	size := len(f.Bytes())
+	w, err := OpenWriter(f, int64(size))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := []codec.Input{steps[4].input()}
+	_, err = w.commit(Frame{Name: "far", Ref: 1}, ins, func(dst io.Writer) (int64, error) { return 0, errors.New("written") })
+	if err == nil || !strings.Contains(err.Error(), "neither the frame before it") || len(f.Bytes()) != size {
+		t.Fatalf("a far reference: %v (%d bytes of %d)", err, len(f.Bytes()), size)
 	}
 }

@@ -169,6 +169,22 @@ func (w *Writer) commit(fr Frame, ins []codec.Input, write func(io.Writer) (int6
 		return fr, err
 	}
 	i := len(a.Frames)
+	// the reference rule readers enforce (ParseIndex), before anything is
+	// written: a frame it broke would hide itself and every later one
+	key, depth := -1, 0
+	for j, f := range a.Frames {
+		if f.Ref < 0 {
+			key = j
+		}
+		if j == i-1 {
+			for depth = 1; f.Ref >= 0; f = a.Frames[f.Ref] {
+				depth++
+			}
+		}
+	}
+	if _, err := refRule(fr, i, key, depth, a.K); err != nil {
+		return fr, fmt.Errorf("trajectory: internal error: %w", err)
+	}
 	// cut off the remains of an interrupted append
 	if a.Tail > 0 {
 		if err := w.f.Truncate(a.End); err != nil {
