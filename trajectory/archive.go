@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"strconv"
+	"strings"
 
 	"neuralzip/codec"
 )
@@ -17,9 +18,13 @@ type Archive struct {
 	r io.ReaderAt
 	Index
 	// End is the end of the last valid trailer: the archive's size. Bytes
-	// after it (Tail of them) are the remains of an interrupted append.
-	End  int64
-	Tail int64
+	// after it (Tail of them) are the remains of an interrupted append —
+	// unless TailTrailer: they end in a trailer's magic, as a whole
+	// append does, so most likely a damaged last index (whose frame is
+	// lost with it), not an interrupted append.
+	End         int64
+	Tail        int64
+	TailTrailer bool
 }
 
 // Open reads a trajectory of the given size. When the file ends in an
@@ -54,6 +59,10 @@ func Open(r io.ReaderAt, size int64) (*Archive, error) {
 		return nil, err
 	}
 	a.End, a.Tail = end, size-end
+	var m [len(TrailerMagic)]byte
+	if _, err := r.ReadAt(m[:], size-int64(len(m))); err == nil && a.Tail >= int64(len(m)) && m == TrailerMagic {
+		a.TailTrailer = true
+	}
 	if x != nil {
 		a.Index = *x
 	} else {
@@ -153,13 +162,21 @@ func findTrailer(r io.ReaderAt, size int64, version int) (int64, *Index, error) 
 	return headerLen, nil, nil
 }
 
-// Find returns the index of the frame named name, or of the frame whose
-// index name is (as ls lists them).
+// Find returns the index of the frame named name, or else of the frame
+// whose index name is (as ls lists them). A name that several frames
+// share is an error naming them: give the index instead.
 func (a *Archive) Find(name string) (int, error) {
+	var at []int
 	for i, f := range a.Frames {
 		if f.Name == name {
-			return i, nil
+			at = append(at, i)
 		}
+	}
+	switch {
+	case len(at) == 1:
+		return at[0], nil
+	case len(at) > 1:
+		return -1, fmt.Errorf("%w: %d frames are named %q (frames %s); give the index of one", ErrAmbiguous, len(at), name, strings.Trim(fmt.Sprint(at), "[]"))
 	}
 	if i, err := strconv.Atoi(name); err == nil && i >= 0 && i < len(a.Frames) {
 		return i, nil

@@ -129,6 +129,8 @@ const (
 var (
 	// ErrNotTrajectory means the file does not start with the magic.
 	ErrNotTrajectory = errors.New("trajectory: not a trajectory archive")
+	// ErrAmbiguous means a name given to Find names several frames.
+	ErrAmbiguous = errors.New("trajectory: ambiguous step name")
 	// ErrCorrupt means the archive (or an index) is damaged.
 	ErrCorrupt = errors.New("trajectory: corrupt archive")
 	// ErrNotFound means no frame has the name or index asked for.

@@ -2,6 +2,7 @@ package trajectory
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 
@@ -369,6 +371,9 @@ func TestAppendCrash(t *testing.T) {
 			if len(a.Frames) != 3 || a.End != int64(len(base.b)) || a.Tail != int64(len(f.b)-len(base.b)) {
 				t.Fatalf("cut at %d: %d frames, end %d, tail %d", cut, len(a.Frames), a.End, a.Tail)
 			}
+			if a.TailTrailer {
+				t.Fatalf("cut at %d: an interrupted append taken for a damaged index", cut)
+			}
 			w, err := OpenWriter(f, int64(len(f.b)))
 			if err != nil {
 				t.Fatal(err)
@@ -382,6 +387,17 @@ func TestAppendCrash(t *testing.T) {
 		}
 	}
 	checkAll(t, full, steps)
+	// a whole append whose index is damaged: it ends like a complete
+	// append, which Open reports (TailTrailer) instead of calling it an
+	// interrupted one
+	for _, at := range []int{len(full.b) - 40, len(full.b) - trailerLen - 3} {
+		f := &memFile{b: bytes.Clone(full.b)}
+		f.b[at] ^= 0x10
+		a, err := Open(f, int64(len(f.b)))
+		if err != nil || len(a.Frames) != 3 || !a.TailTrailer || a.Tail != int64(len(full.b)-len(base.b)) {
+			t.Fatalf("damaged last index at %d: %v, %d frames, tail %d, damaged %v", at, err, len(a.Frames), a.Tail, a.TailTrailer)
+		}
+	}
 	// an interrupted first append: only the header and the empty index
 	empty := pack(t, nil, 2, RefPrevious, 1)
 	f := &memFile{b: append(bytes.Clone(empty.b), 1, 2, 3)}
@@ -543,4 +559,53 @@ func fuzzTrajSeeds(tb testing.TB) [][]byte {
 		}
 	}
 	return seeds
+}
+
+// TestAppendRollsBack: an append that fails after writing part of its
+// frame (its writer's BeforeCommit refuses, as when an input changed while
+// it was read; or the encoder is cancelled) leaves the archive as it was,
+// with no tail, and the next append goes on.
+func TestAppendRollsBack(t *testing.T) {
+	steps := synthSteps(4)
+	f := pack(t, steps[:3], 10, RefPrevious, 1)
+	before := bytes.Clone(f.b)
+	w, err := OpenWriter(f, int64(len(f.b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.BeforeCommit = func() error { return errors.New("an input changed") }
+	if _, err := w.Append(steps[3].input(), codec.Options{Threads: 1}); err == nil || !strings.Contains(err.Error(), "an input changed") {
+		t.Fatalf("append with a refusing check: %v", err)
+	}
+	if !bytes.Equal(f.b, before) || w.Archive().Tail != 0 {
+		t.Fatalf("a refused append left %d bytes (tail %d), the archive had %d", len(f.b), w.Archive().Tail, len(before))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	w.BeforeCommit = nil
+	if _, err := w.Append(steps[3].input(), codec.Options{Threads: 1, Context: ctx}); err == nil || !bytes.Equal(f.b, before) {
+		t.Fatalf("a cancelled append: %v, %d bytes of %d", err, len(f.b), len(before))
+	}
+	if _, err := w.Append(steps[3].input(), codec.Options{Threads: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if want := pack(t, steps, 10, RefPrevious, 1); !bytes.Equal(f.b, want.b) {
+		t.Fatal("the append after the failed ones differs from a pack")
+	}
+}
+
+// TestFindAmbiguous: a name several frames share is refused, naming them.
+func TestFindAmbiguous(t *testing.T) {
+	a := &Archive{Index: Index{Frames: []Frame{{Name: "dup"}, {Name: "dup"}, {Name: "1"}, {Name: "x"}}}}
+	if _, err := a.Find("dup"); !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), "frames 0 1") {
+		t.Fatalf("Find(dup): %v", err)
+	}
+	for name, want := range map[string]int{"x": 3, "1": 2, "0": 0, "3": 3} {
+		if i, err := a.Find(name); err != nil || i != want {
+			t.Fatalf("Find(%s) = %d, %v; want %d", name, i, err, want)
+		}
+	}
+	if _, err := a.Find("9"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Find(9): %v", err)
+	}
 }

@@ -24,6 +24,12 @@ const DefaultK = 10
 // short at any point leaves the archive as it was before (the next Open
 // finds the previous trailer, the next append cuts off the remains).
 type Writer struct {
+	// BeforeCommit, when set, is called after a frame's archive is written
+	// and before the index that adds it: an error (e.g. an input or
+	// reference file that changed while it was read) cuts the frame off
+	// again, as does any other failure of an append.
+	BeforeCommit func() error
+
 	f       File
 	a       *Archive
 	cache   map[int][]codec.Input // frames whose original files the caller still holds
@@ -194,9 +200,22 @@ func (w *Writer) commit(fr Frame, ins []codec.Input, write func(io.Writer) (int6
 	}
 	fr.Offset = a.End
 	a.Tail = 1 // until the new trailer is written, whatever follows End is garbage
+	committed := false
+	defer func() {
+		// a failed append (cancelled, a bad input, a failed check) leaves
+		// no remains: the archive ends at its last trailer again
+		if !committed && w.f.Truncate(a.End) == nil && w.f.Sync() == nil {
+			a.Tail = 0
+		}
+	}()
 	n, err := write(io.NewOffsetWriter(w.f, fr.Offset))
 	if err != nil {
 		return fr, err
+	}
+	if w.BeforeCommit != nil {
+		if err := w.BeforeCommit(); err != nil {
+			return fr, err
+		}
 	}
 	fr.Length = n
 	rd, err := codec.NewReader(io.NewSectionReader(w.f, fr.Offset, fr.Length), fr.Length)
@@ -228,6 +247,7 @@ func (w *Writer) commit(fr Frame, ins []codec.Input, write func(io.Writer) (int6
 		return fr, err
 	}
 	a.Index, a.End, a.Tail = x, idxOff+int64(len(b)), 0
+	committed = true
 	// keep what later frames may be coded against
 	if a.Mode == RefPrevious || fr.Ref < 0 {
 		w.forget()

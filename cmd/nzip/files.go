@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"neuralzip/checkpoint"
 	"neuralzip/codec"
@@ -19,8 +20,22 @@ type inputFile struct {
 	path   string
 	f      *os.File
 	size   int64
+	mod    time.Time // when it was opened
 	format string
 	segs   []codec.Segment
+}
+
+// unchanged reports an error when the file's size or modification time
+// is no longer what it was when opened: it was written to since.
+func (in inputFile) unchanged() error {
+	st, err := in.f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() != in.size || !st.ModTime().Equal(in.mod) {
+		return fmt.Errorf("%s: changed while it was read", in.path)
+	}
+	return nil
 }
 
 // openModel opens a checkpoint (or any file) for compression. A file whose
@@ -63,7 +78,7 @@ func openModel(path string, warn io.Writer) ([]inputFile, error) {
 			closeInputs(out)
 			return nil, fmt.Errorf("%s: not a regular file", f.Path)
 		}
-		in := inputFile{name: f.Name, path: f.Path, f: fh, size: st.Size(), format: "unknown"}
+		in := inputFile{name: f.Name, path: f.Path, f: fh, size: st.Size(), mod: st.ModTime(), format: "unknown"}
 		if f.Layout != nil {
 			if f.Layout.Size != st.Size() {
 				fh.Close()

@@ -5,13 +5,16 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"neuralzip/assets"
 )
@@ -337,7 +340,7 @@ func checkPlannedCLI(t *testing.T, dir string, files [][]byte, regularRun string
 			t.Fatalf("repack left %d files in its temporary directory", len(es))
 		}
 	}
-	if code, _, errs := nzip(t, "trajectory", "repack", "-q", "-tmpdir", filepath.Join(dir, "none"), "-o", filepath.Join(dir, "r2.nztraj"), regularRun); code != 1 || !strings.Contains(errs, "temporary file") {
+	if code, _, errs := nzip(t, "trajectory", "repack", "-q", "-tmpdir", filepath.Join(dir, "none"), "-o", filepath.Join(dir, "r2.nztraj"), regularRun); code != 1 || !strings.Contains(errs, "not a directory") {
 		t.Fatalf("repack into a missing temporary directory: %d %s", code, errs)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "r2.nztraj")); err == nil {
@@ -550,5 +553,76 @@ func TestBestCLI(t *testing.T) {
 				t.Fatalf("extract %s %d differs", arc, s)
 			}
 		}
+	}
+}
+
+// TestTrajectoryAppendSafety: append refuses the archive as its own step,
+// an archive another process is writing (locked), and one whose last index
+// is damaged (a whole frame would be cut off) unless told to drop it; ls
+// and verify report that damage; an input changed after it was opened is
+// noticed.
+func TestTrajectoryAppendSafety(t *testing.T) {
+	dir := t.TempDir()
+	_, steps := writeSteps(t, dir, 5, 3000)
+	run := filepath.Join(dir, "run.nztraj")
+	if code, _, errs := nzip(t, append([]string{"trajectory", "pack", "-q", "-o", run}, steps[:3]...)...); code != 0 {
+		t.Fatalf("pack: %d %s", code, errs)
+	}
+	if code, _, errs := nzip(t, "trajectory", "append", "-q", run, run); code != 1 || !strings.Contains(errs, "the archive itself") {
+		t.Fatalf("append of the archive to itself: %d %s", code, errs)
+	}
+	f, err := os.OpenFile(run, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lockFile(f); err != nil {
+		t.Fatal(err)
+	}
+	if runtime.GOOS == "linux" {
+		if code, _, errs := nzip(t, "trajectory", "append", "-q", run, steps[3]); code != 1 || !strings.Contains(errs, "another process") {
+			t.Fatalf("append while another holds the lock: %d %s", code, errs)
+		}
+	}
+	f.Close()
+	if code, _, errs := nzip(t, "trajectory", "append", "-q", run, steps[3]); code != 0 {
+		t.Fatalf("append: %d %s", code, errs)
+	}
+	// the last index damaged: frame 3 can no longer be read
+	b, _ := os.ReadFile(run)
+	b[len(b)-40] ^= 0x10
+	os.WriteFile(run, b, 0o644)
+	if code, out, _ := nzip(t, "trajectory", "ls", run); code != 0 || !strings.Contains(out, "index that follows is damaged") {
+		t.Fatalf("ls of a damaged last index: %d %s", code, out)
+	}
+	if code, _, errs := nzip(t, "trajectory", "verify", run); code != 1 || !strings.Contains(errs, "damaged") {
+		t.Fatalf("verify of a damaged last index: %d %s", code, errs)
+	}
+	if code, _, errs := nzip(t, "trajectory", "append", "-q", run, steps[4]); code != 1 || !strings.Contains(errs, "-drop-damaged-tail") && !strings.Contains(errs, "damaged") {
+		t.Fatalf("append after a damaged last index: %d %s", code, errs)
+	}
+	if got, _ := os.ReadFile(run); !bytes.Equal(got, b) {
+		t.Fatal("a refused append changed the archive")
+	}
+	if code, _, errs := nzip(t, "trajectory", "append", "-q", "-drop-damaged-tail", run, steps[4]); code != 0 || !strings.Contains(errs, "cut off") {
+		t.Fatalf("append -drop-damaged-tail: %d %s", code, errs)
+	}
+	if code, out, errs := nzip(t, "trajectory", "verify", run); code != 0 || !strings.Contains(out, "OK: 4 frames") {
+		t.Fatalf("verify after dropping the damaged tail: %d %s %s", code, out, errs)
+	}
+	// an input written to after it was opened
+	in, err := openModel(steps[0], io.Discard)
+	if err != nil || len(in) != 1 {
+		t.Fatal(err)
+	}
+	defer closeInputs(in)
+	if err := in[0].unchanged(); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Second)
+	if err := os.Chtimes(steps[0], later, later); err != nil {
+		t.Fatal(err)
+	}
+	if err := in[0].unchanged(); err == nil || !strings.Contains(err.Error(), "changed while it was read") {
+		t.Fatalf("a file touched after it was opened: %v", err)
 	}
 }

@@ -182,3 +182,62 @@ func TestTrajectoryShardedCLI(t *testing.T) {
 		t.Fatalf("append of a directory without a checkpoint: %d %s", code, errs)
 	}
 }
+
+// TestTrajectoryShardedDamaged: a damaged frame of a sharded step leaves
+// nothing under the step's names: no part of the step, and with -f no mix
+// with the files of the step extracted there before.
+func TestTrajectoryShardedDamaged(t *testing.T) {
+	dir := t.TempDir()
+	var steps []map[string][]byte
+	var dirs []string
+	for s := range 3 {
+		d := filepath.Join(dir, "run", fmt.Sprintf("checkpoint-%d", 100*(s+1)))
+		steps = append(steps, writeShardedStep(t, d, 3000, s))
+		dirs = append(dirs, d)
+	}
+	run := filepath.Join(dir, "run.nztraj")
+	if code, _, errs := nzip(t, append([]string{"trajectory", "pack", "-q", "-keyframe", "5", "-o", run}, dirs...)...); code != 0 {
+		t.Fatalf("pack: %d %s", code, errs)
+	}
+	o := filepath.Join(dir, "out")
+	if code, _, errs := nzip(t, "trajectory", "extract", "-q", "-o", o, run, "checkpoint-100"); code != 0 {
+		t.Fatalf("extract: %d %s", code, errs)
+	}
+	// damage the end of the last frame (its last shard's blocks)
+	code, out, _ := nzip(t, "trajectory", "ls", "-json", run)
+	var ls struct {
+		Frames []trajFrameJSON `json:"frames"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &ls) != nil {
+		t.Fatalf("ls: %d %s", code, out)
+	}
+	b, _ := os.ReadFile(run)
+	var off int64
+	for _, fr := range ls.Frames[:2] {
+		off += fr.Compressed
+	}
+	end := 16 + off + ls.Frames[2].Compressed // header, frames 0 and 1, frame 2
+	for i := end - ls.Frames[2].Compressed/3; i < end-200; i += 7 {
+		b[i] ^= 0x5a
+	}
+	bad := filepath.Join(dir, "bad.nztraj")
+	os.WriteFile(bad, b, 0o644)
+	if code, _, errs := nzip(t, "trajectory", "extract", "-q", "-f", "-o", o, bad, "checkpoint-300"); code != 1 || !strings.Contains(errs, "frame 2") {
+		t.Fatalf("extract of a damaged sharded step: %d %s", code, errs)
+	}
+	sameFiles(t, o, steps[0]) // the step extracted before, whole and alone
+	fresh := filepath.Join(dir, "fresh")
+	if code, _, _ := nzip(t, "trajectory", "extract", "-q", "-o", fresh, bad, "checkpoint-300"); code != 1 {
+		t.Fatalf("extract of a damaged sharded step: %d", code)
+	}
+	if _, err := os.Stat(fresh); err == nil {
+		t.Fatal("a failed extract left its output directory")
+	}
+	all := filepath.Join(dir, "all")
+	if code, _, _ := nzip(t, "trajectory", "extract", "-all", "-q", "-d", all, bad); code != 1 {
+		t.Fatalf("extract -all of a damaged archive: %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(all, "checkpoint-300")); err == nil {
+		t.Fatal("extract -all left a part of the damaged step")
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -230,9 +231,24 @@ func (f inputFile) input() codec.Input {
 // appendSteps appends every step to w, keeping the files open while they
 // may serve as references.
 // keys (when not nil) says which steps are keyframes.
-func appendSteps(ctx context.Context, w *trajectory.Writer, paths []string, keys []bool, opt codec.Options, quiet bool, stderr io.Writer) error {
+//
+// Every file the frame being written reads (its step's files, the files of
+// the step before that serve as its reference, and watch) must be as it
+// was when opened until the frame is committed (size and modification
+// time): otherwise the frame is cut off again with an error, since it
+// would decode to neither the old nor the new bytes.
+func appendSteps(ctx context.Context, w *trajectory.Writer, paths []string, keys []bool, watch []inputFile, opt codec.Options, quiet bool, stderr io.Writer) error {
 	var open []inputFile
 	defer func() { closeInputs(open) }()
+	w.BeforeCommit = func() error {
+		for _, f := range append(open[:len(open):len(open)], watch...) {
+			if err := f.unchanged(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	defer func() { w.BeforeCommit = nil }()
 	for i, p := range paths {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -377,7 +393,7 @@ func runTrajPack(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			fmt.Fprintf(stderr, "planned keyframes (frames %s) in %.2fs\n", keyframeList(keys), time.Since(start).Seconds())
 		}
 	}
-	if err := appendSteps(ctx, tw, paths, keys, opt, *quiet, stderr); err != nil {
+	if err := appendSteps(ctx, tw, paths, keys, nil, opt, *quiet, stderr); err != nil {
 		return err
 	}
 	if err := w.Commit(); err != nil {
@@ -396,12 +412,18 @@ func runTrajPack(ctx context.Context, args []string, stdout, stderr io.Writer) e
 }
 
 func runTrajAppend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("trajectory append", "[-threads N] [-best] [-q] RUN.nztraj STEP...", stderr)
+	fs := newFlags("trajectory append", "[-threads N] [-best] [-drop-damaged-tail] [-q] RUN.nztraj STEP...", stderr)
 	threads := fs.Int("threads", 0, "blocks coded in parallel (default: all CPUs)")
 	best := fs.Bool("best", false, "the smallest archive: also try range-coded difference blocks (about 2 % smaller frames; they decode about 30× slower, so extract takes that much longer)")
+	dropTail := fs.Bool("drop-damaged-tail", false, "when the archive ends in a damaged index (not an interrupted append), cut it off with the frames it held and append after the last valid index")
 	quiet := fs.Bool("q", false, "print nothing on success")
 	if err := parse(fs, args, 2, -1); err != nil {
 		return err
+	}
+	if *threads < 0 {
+		fmt.Fprintln(stderr, "nzip trajectory append: -threads must be ≥ 0")
+		fs.Usage()
+		return errUsage
 	}
 	path := fs.Arg(0)
 	paths, err := expandSteps(fs.Args()[1:])
@@ -413,9 +435,16 @@ func runTrajAppend(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer f.Close()
+	// one append at a time: a second would write over the first's frame
+	if err := lockFile(f); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
 	st, err := f.Stat()
 	if err != nil {
 		return err
+	}
+	if err := notSameFile(st, paths); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	w, err := trajectory.OpenWriter(f, st.Size())
 	if err != nil {
@@ -424,19 +453,45 @@ func runTrajAppend(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := stepNames(paths, w.Archive()); err != nil {
 		return err
 	}
-	if t := w.Archive().Tail; t > 0 && !*quiet {
-		fmt.Fprintf(stderr, "nzip: warning: %s: %d bytes of an interrupted append after the last valid index are cut off\n", path, t)
+	if a := w.Archive(); a.Tail > 0 {
+		switch {
+		case a.TailTrailer && !*dropTail:
+			return fmt.Errorf("%s: %w", path, damagedTail(a))
+		case a.TailTrailer:
+			fmt.Fprintf(stderr, "nzip: warning: %s: %v; cut off (-drop-damaged-tail)\n", path, damagedTail(a))
+		case !*quiet:
+			fmt.Fprintf(stderr, "nzip: warning: %s: %d bytes of an interrupted append after the last valid index are cut off\n", path, a.Tail)
+		}
 	}
 	// the file the next step is coded against, if it is still on disk
 	// beside a new step or the archive: hashing it is cheaper than
 	// decoding its chain of frames
+	var watch []inputFile
 	if ref, ok := provideReference(w, path, paths, *quiet, stderr); ok {
 		defer ref.f.Close()
+		watch = append(watch, ref)
 	}
-	if err := appendSteps(ctx, w, paths, nil, codec.Options{Threads: *threads, Context: ctx, Best: *best}, *quiet, stderr); err != nil {
+	if err := appendSteps(ctx, w, paths, nil, watch, codec.Options{Threads: *threads, Context: ctx, Best: *best}, *quiet, stderr); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// damagedTail describes the bytes after the last valid index of an archive
+// that end like a whole append (a trailer's magic): a damaged index, with
+// the frames only it listed.
+func damagedTail(a *trajectory.Archive) error {
+	return fmt.Errorf("%w: %d bytes after the last valid index (frame %d) end like a complete append: the index that follows is damaged, and the frames it listed cannot be read", trajectory.ErrCorrupt, a.Tail, len(a.Frames)-1)
+}
+
+// notSameFile refuses steps that are the archive st itself.
+func notSameFile(st os.FileInfo, paths []string) error {
+	for _, p := range paths {
+		if pst, err := os.Stat(p); err == nil && os.SameFile(st, pst) {
+			return fmt.Errorf("%s is the archive itself", p)
+		}
+	}
+	return nil
 }
 
 // provideReference looks for the original of the frame the next append is
@@ -538,8 +593,9 @@ func runTrajLs(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			RefMode  string          `json:"ref_mode"`
 			Bytes    int64           `json:"bytes"`
 			Tail     int64           `json:"interrupted_tail"`
+			Damaged  bool            `json:"damaged_tail,omitempty"` // the tail ends like a complete append: a damaged index
 			Frames   []trajFrameJSON `json:"frames"`
-		}{a.K, refModeName(a.Mode), a.End, a.Tail, rows})
+		}{a.K, refModeName(a.Mode), a.End, a.Tail, a.TailTrailer, rows})
 	}
 	fmt.Fprintf(stdout, "%s: %d frames, %d keyframes, frames against the %s; appends keep chains within K = %d (longest now %d)\n", fs.Arg(0), len(a.Frames), keys, map[int]string{0: "previous frame", 1: "keyframe"}[a.Mode], a.K, longest)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -554,7 +610,10 @@ func runTrajLs(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintf(tw, "\ttotal\t\t%d\t%d\t%.3f\t\t\t\n", raw, comp, float64(comp)/float64(max(raw, 1)))
 	tw.Flush()
 	fmt.Fprintf(stdout, "archive: %d bytes (frames, indexes and header)\n", a.End)
-	if a.Tail > 0 {
+	switch {
+	case a.TailTrailer:
+		fmt.Fprintf(stdout, "warning: %v\n", damagedTail(a))
+	case a.Tail > 0:
 		fmt.Fprintf(stdout, "warning: %d bytes of an interrupted append follow the last valid index (the next append cuts them off)\n", a.Tail)
 	}
 	return nil
@@ -577,6 +636,11 @@ func runTrajRepack(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fs.Usage()
 		return errUsage
 	}
+	if *tmpdir != "" {
+		if st, err := os.Stat(*tmpdir); err != nil || !st.IsDir() {
+			return fmt.Errorf("-tmpdir %s: not a directory", *tmpdir)
+		}
+	}
 	path := fs.Arg(0)
 	a, f, err := openTraj(path)
 	if err != nil {
@@ -585,6 +649,12 @@ func runTrajRepack(ctx context.Context, args []string, stdout, stderr io.Writer)
 	defer f.Close()
 	if *k == 0 {
 		*k = a.K
+	}
+	switch {
+	case a.TailTrailer:
+		fmt.Fprintf(stderr, "nzip: warning: %s: %v; repacking the %d frames before it\n", path, damagedTail(a), len(a.Frames))
+	case a.Tail > 0 && !*quiet:
+		fmt.Fprintf(stderr, "nzip: warning: %s: %d bytes of an interrupted append after the last valid index are left out\n", path, a.Tail)
 	}
 	w, err := createOutput(*out, *force, []string{path}, 0o644)
 	if err != nil {
@@ -689,25 +759,16 @@ func extractAll(ctx context.Context, a *trajectory.Archive, path, dir string, fo
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		dest := filepath.Join(dir, fr.Name)
-		var paths []string
+		paths := []string{dest}
 		if len(fr.Files) > 1 {
-			if err := os.MkdirAll(dest, 0o755); err != nil {
-				s.Close()
-				return err
-			}
-			for _, ff := range fr.Files {
-				paths = append(paths, filepath.Join(dest, ff.Name))
-			}
+			paths, err = writeStepFiles(dest, force, path, s, j, fr, opt)
 		} else {
-			paths = []string{dest}
-		}
-		for k, p := range paths {
-			if err := writeFrameFile(p, force, path, nil, s, j, k, fr, opt); err != nil {
-				s.Close()
-				return err
-			}
+			err = writeFrameFile(dest, force, path, nil, s, j, 0, fr, opt)
 		}
 		s.Close()
+		if err != nil {
+			return err
+		}
 		if fr.Ref >= 0 && lastUse[fr.Ref] == j {
 			closeFrame(fr.Ref)
 		}
@@ -779,6 +840,9 @@ func runTrajVerify(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
+	}
+	if a.TailTrailer {
+		return fmt.Errorf("%s: %d frames check, but %w", path, len(a.Frames), damagedTail(a))
 	}
 	if !*quiet {
 		msg := ""
@@ -894,6 +958,52 @@ func writeFrameFile(dest string, force bool, path string, stdout io.Writer, s *t
 	})
 }
 
+// writeStepFiles writes the files of frame i (fr, a step of several,
+// open as s) into dir, each decoded block by block into a temporary file
+// and checked; only when all have checked do they take their names, so a
+// damaged frame leaves no part of the step (nor a mix with files already
+// there) under them. It returns the files' paths.
+func writeStepFiles(dir string, force bool, path string, s *trajectory.Stream, i int, fr trajectory.Frame, opt codec.Options) ([]string, error) {
+	_, statErr := os.Stat(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var outs []*atomicFile
+	ok := false
+	defer func() {
+		for _, w := range outs {
+			w.Abort()
+		}
+		if !ok && statErr != nil {
+			os.Remove(dir) // made here, and empty again
+		}
+	}()
+	var paths []string
+	for k, ff := range fr.Files {
+		p := filepath.Join(dir, ff.Name)
+		w, err := createOutput(p, force, []string{path}, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		outs = append(outs, w)
+		bw := bufio.NewWriterSize(w, 1<<20)
+		if err := s.WriteFile(bw, k, opt); err != nil {
+			return nil, fmt.Errorf("%s: frame %d (%s), file %s: %w", path, i, fr.Name, ff.Name, err)
+		}
+		if err := bw.Flush(); err != nil {
+			return nil, err
+		}
+		paths = append(paths, p)
+	}
+	for _, w := range outs {
+		if err := w.Commit(); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return paths, nil
+}
+
 // extractStep writes frame i, a step of several files, into the
 // directory out (default: the step's name in the current directory).
 func extractStep(ctx context.Context, a *trajectory.Archive, path string, i int, out string, force bool, opt codec.Options, quiet bool, stderr io.Writer) error {
@@ -919,13 +1029,8 @@ func extractStep(ctx context.Context, a *trajectory.Archive, path string, i int,
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	defer s.Close()
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	if _, err := writeStepFiles(out, force, path, s, i, fr, opt); err != nil {
 		return err
-	}
-	for k, ff := range fr.Files {
-		if err := writeFrameFile(filepath.Join(out, ff.Name), force, path, nil, s, i, k, fr, opt); err != nil {
-			return err
-		}
 	}
 	if !quiet {
 		chain, _ := a.Chain(i)
