@@ -718,6 +718,10 @@ func extractAll(ctx context.Context, a *trajectory.Archive, path, dir string, fo
 			return fmt.Errorf("%s: already exists (use -f to overwrite)", filepath.Join(dir, fr.Name))
 		}
 	}
+	// the directory is made (as for a sharded step) once the names check
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
 	start := time.Now()
 	var total int64
 	// Each frame is decoded once, in order, block by block as it is
