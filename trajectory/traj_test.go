@@ -609,3 +609,41 @@ func TestFindAmbiguous(t *testing.T) {
 		t.Fatalf("Find(9): %v", err)
 	}
 }
+
+// opLog is a File that records its writes and syncs.
+type opLog struct {
+	memFile
+	ops []string
+}
+
+func (o *opLog) WriteAt(p []byte, off int64) (int, error) {
+	op := "write"
+	if bytes.HasSuffix(p, TrailerMagic[:]) {
+		op = "trailer"
+	}
+	o.ops = append(o.ops, op)
+	return o.memFile.WriteAt(p, off)
+}
+
+func (o *opLog) Sync() error { o.ops = append(o.ops, "sync"); return nil }
+
+// TestIndexSyncedBeforeTrailer: an append syncs the new index before it
+// writes the trailer, so that a trailer's magic on disk means its index
+// was there whole: a tail that ends in one but does not check is damage
+// (TailTrailer), not a crash between the two writes.
+func TestIndexSyncedBeforeTrailer(t *testing.T) {
+	steps := synthSteps(2)
+	f := &opLog{}
+	w, err := Create(f, 10, RefPrevious)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ops = nil
+	if _, err := w.Append(steps[0].input(), codec.Options{Threads: 1}); err != nil {
+		t.Fatal(err)
+	}
+	n := len(f.ops)
+	if n < 4 || strings.Join(f.ops[n-4:], " ") != "write sync trailer sync" {
+		t.Fatalf("an append's last writes and syncs: %v", f.ops)
+	}
+}

@@ -239,12 +239,23 @@ func (w *Writer) commit(fr Frame, ins []codec.Input, write func(io.Writer) (int6
 	x := a.Index
 	x.Frames = append(x.Frames[:len(x.Frames):len(x.Frames)], fr)
 	idxOff := fr.Offset + fr.Length
-	b := appendTrailer(nil, x.Marshal(), idxOff, len(x.Frames))
-	if _, err := w.f.WriteAt(b, idxOff); err != nil {
-		return fr, err
-	}
-	if err := w.f.Sync(); err != nil {
-		return fr, err
+	idx := x.Marshal()
+	b := appendTrailer(nil, idx, idxOff, len(x.Frames))
+	// the index, synced, before the trailer: a trailer's magic on disk
+	// then means its index was there whole, so a tail that ends in one
+	// but does not check is damage (Archive.TailTrailer), never a crash
+	// between writes of the two
+	for _, at := range []int{0, len(idx)} {
+		part := b[at:len(idx)]
+		if at > 0 {
+			part = b[at:]
+		}
+		if _, err := w.f.WriteAt(part, idxOff+int64(at)); err != nil {
+			return fr, err
+		}
+		if err := w.f.Sync(); err != nil {
+			return fr, err
+		}
 	}
 	a.Index, a.End, a.Tail = x, idxOff+int64(len(b)), 0
 	committed = true

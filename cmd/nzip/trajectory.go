@@ -999,8 +999,14 @@ func writeStepFiles(dir string, force bool, path string, s *trajectory.Stream, i
 		}
 		paths = append(paths, p)
 	}
-	for _, w := range outs {
+	for k, w := range outs {
 		if err := w.Commit(); err != nil {
+			// a failed rename: the files already renamed go too, so that
+			// no part of the step stays under its names (with -f, the
+			// files they replaced are gone)
+			for _, p := range paths[:k] {
+				os.Remove(p)
+			}
 			return nil, err
 		}
 	}
