@@ -368,12 +368,28 @@ func tensorSegments(fi *codec.FileInfo) []codec.Segment {
 // decoded frame is kept only while a later frame refers to it. Every
 // frame's blocks and SHA-256 are checked.
 func (a *Archive) Walk(opt codec.Options, fn func(d *Decoded) error) error {
-	last, err := lastUses(a.Frames) // the last frame that refers to each
-	if err != nil {
+	if _, err := lastUses(a.Frames); err != nil {
 		return err
 	}
+	frames := make([]int, len(a.Frames))
+	for i := range frames {
+		frames[i] = i
+	}
+	return a.walk(frames, opt, fn)
+}
+
+// walk is Walk over frames (in order; each coded against an earlier one of
+// them, or a keyframe).
+func (a *Archive) walk(frames []int, opt codec.Options, fn func(d *Decoded) error) error {
+	last := map[int]int{} // the last frame that refers to each
+	for _, j := range frames {
+		if r := a.Frames[j].Ref; r >= 0 {
+			last[r] = j
+		}
+	}
 	keep := map[int]*Decoded{}
-	for i, f := range a.Frames {
+	for _, i := range frames {
+		f := a.Frames[i]
 		var ref *Decoded
 		if f.Ref >= 0 {
 			ref = keep[f.Ref]

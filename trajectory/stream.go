@@ -561,37 +561,12 @@ func (a *Archive) verifyGroup(ctx context.Context, frames []int, done func(int),
 // it (the frame before and the keyframe: ParseIndex).
 func (a *Archive) walkGroup(ctx context.Context, frames []int, done func(int)) error {
 	wholeReads.Add(1)
-	last := map[int]int{}
-	for _, j := range frames {
-		if r := a.Frames[j].Ref; r >= 0 {
-			last[r] = j
-		}
-	}
-	keep := map[int]*Decoded{}
-	for _, j := range frames {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		f := a.Frames[j]
-		var ref *Decoded
-		if f.Ref >= 0 {
-			ref = keep[f.Ref]
-		}
-		d, err := a.decodeFrame(j, ref, codec.Options{Threads: 1, Context: ctx})
-		if err != nil {
-			return err
-		}
-		if last[j] > j {
-			keep[j] = d
-		}
-		if f.Ref >= 0 && last[f.Ref] == j {
-			delete(keep, f.Ref)
-		}
+	return a.walk(frames, codec.Options{Threads: 1, Context: ctx}, func(d *Decoded) error {
 		if done != nil {
-			done(j)
+			done(d.Frame)
 		}
-	}
-	return nil
+		return ctx.Err()
+	})
 }
 
 // budget is memory shared by the groups Verify checks at once.

@@ -178,15 +178,12 @@ func (w *Writer) commit(fr Frame, ins []codec.Input, write func(io.Writer) (int6
 	// the reference rule readers enforce (ParseIndex), before anything is
 	// written: a frame it broke would hide itself and every later one
 	key, depth := -1, 0
-	for j, f := range a.Frames {
-		if f.Ref < 0 {
-			key = j
+	if i > 0 {
+		chain, err := a.Chain(i - 1)
+		if err != nil {
+			return fr, err
 		}
-		if j == i-1 {
-			for depth = 1; f.Ref >= 0; f = a.Frames[f.Ref] {
-				depth++
-			}
-		}
+		key, depth = chain[0], len(chain) // in a valid index, the last keyframe
 	}
 	if _, err := refRule(fr, i, key, depth, a.K); err != nil {
 		return fr, fmt.Errorf("trajectory: internal error: %w", err)

@@ -62,18 +62,24 @@ func sameFiles(t *testing.T, dir string, files map[string][]byte) {
 	}
 }
 
+// writeShardedRun writes n sharded steps, dir/run/checkpoint-100 and on,
+// and returns their files and directories.
+func writeShardedRun(t *testing.T, dir string, n int) (steps []map[string][]byte, dirs []string) {
+	t.Helper()
+	for s := range n {
+		d := filepath.Join(dir, "run", fmt.Sprintf("checkpoint-%d", 100*(s+1)))
+		steps = append(steps, writeShardedStep(t, d, 3000, s))
+		dirs = append(dirs, d)
+	}
+	return steps, dirs
+}
+
 // TestTrajectoryShardedCLI packs sharded checkpoint directories (and an
 // index file named directly), lists, extracts one step and all steps into
 // directories, verifies, repacks and appends.
 func TestTrajectoryShardedCLI(t *testing.T) {
 	dir := t.TempDir()
-	var steps []map[string][]byte
-	var dirs []string
-	for s := range 4 {
-		d := filepath.Join(dir, "run", fmt.Sprintf("checkpoint-%d", 100*(s+1)))
-		steps = append(steps, writeShardedStep(t, d, 3000, s))
-		dirs = append(dirs, d)
-	}
+	steps, dirs := writeShardedRun(t, dir, 4)
 	run := filepath.Join(dir, "run.nztraj")
 	args := []string{"trajectory", "pack", "-q", "-keyframe", "2", "-o", run, dirs[0], filepath.Join(dirs[1], "model.safetensors.index.json"), dirs[2]}
 	if code, _, errs := nzip(t, args...); code != 0 {
@@ -188,13 +194,7 @@ func TestTrajectoryShardedCLI(t *testing.T) {
 // with the files of the step extracted there before.
 func TestTrajectoryShardedDamaged(t *testing.T) {
 	dir := t.TempDir()
-	var steps []map[string][]byte
-	var dirs []string
-	for s := range 3 {
-		d := filepath.Join(dir, "run", fmt.Sprintf("checkpoint-%d", 100*(s+1)))
-		steps = append(steps, writeShardedStep(t, d, 3000, s))
-		dirs = append(dirs, d)
-	}
+	steps, dirs := writeShardedRun(t, dir, 3)
 	run := filepath.Join(dir, "run.nztraj")
 	if code, _, errs := nzip(t, append([]string{"trajectory", "pack", "-q", "-keyframe", "5", "-o", run}, dirs...)...); code != 0 {
 		t.Fatalf("pack: %d %s", code, errs)
