@@ -617,7 +617,7 @@ func (ap *refApply) deltasAdd16(d, ref, ts []byte, bp uint) uint {
 		a := tk.base | uint32(binary.LittleEndian.Uint64(pad[bp>>3:])>>(bp&7))&tk.low
 		bp += uint(tk.n)
 		dv := (a ^ tk.neg) - tk.neg
-		binary.LittleEndian.PutUint16(d[2*i:], add16One(binary.LittleEndian.Uint16(ref[2*i:]), dv))
+		binary.LittleEndian.PutUint16(d[2*i:], addMag16(binary.LittleEndian.Uint16(ref[2*i:]), dv))
 	}
 	return bp
 }
@@ -644,39 +644,57 @@ func (ap *refApply) deltasAdd16Checked(d, ref, ts []byte, bp, limit uint) (int, 
 // bits never reach (a 2-byte value has fewer than 16: 64·15 < 1024).
 const refWin16 = 1024/8 + 8
 
-// deltasAdd16Block is deltasAdd16 of refCheckEvery values, written so that
-// the compiler drops the bounds checks (the extra bits are read from a
-// window of refWin16 bytes, at bit offsets within it below 1024), and
-// adding most differences to the magnitude directly: the pure-Go path
-// (arm64, the browser). With it, fast8Go's four streams at a time and
-// refExps16's eight values a step, a BF16 block of 64 Ki values (step 0 →
-// 50) decodes in 280–300 µs instead of 505 µs in pure Go (amd64 built
-// with -tags noasm, BenchmarkRefBlockDecode); this pass: 420 → 282 µs.
+// deltasAdd16Block is deltasAdd16 of refCheckEvery values, written for
+// the pure-Go path (arm64, the browser) in two loops: the first reads the
+// extra bits, two values from each 8-byte read, and keeps each value's
+// 16-bit difference, without bounds checks (the extra bits are read from
+// a window of refWin16 bytes, at bit offsets within it below 1024); the
+// second adds them to the references four at a time (addMag16x4), without
+// branches. With it, fast8Go's four streams at a time and refExps16's
+// eight values a step, a BF16 block of 64 Ki values (step 0 → 50) decodes
+// in 280–300 µs instead of 505 µs in pure Go (amd64 built with -tags
+// noasm, BenchmarkRefBlockDecode; this pass in one loop with a branch:
+// 420 → 282 µs). Then the two loops without a branch (a branch on
+// whether a value goes through zero mispredicted) and fast8Go's unchecked
+// lookups made the pure-Go 10-frame chain 18–22 % faster (README).
 //
 //go:noinline
 func (ap *refApply) deltasAdd16Block(dp, refp *[2 * refCheckEvery]byte, tsp *[refCheckEvery]byte, bp uint) uint {
 	tab := ap.tab
-	win := (*[refWin16]byte)(ap.pad[bp>>3:])[:]
-	d, ref, ts := dp[:], refp[:], tsp[:]
+	win := (*[refWin16]byte)(ap.pad[bp>>3:])
+	var dvs [2 * refCheckEvery]byte
 	off := bp & 7
-	for i := 0; i < refCheckEvery; i++ {
-		tk := &tab[ts[i]]
+	for i := 0; i < refCheckEvery; i += 2 {
+		// two values from one 8-byte read: at least 57 bits, and two
+		// values have at most 30 extra bits
+		t0, t1 := &tab[tsp[i]], &tab[tsp[i+1]]
 		o := off & 1023
-		a := tk.base | uint32(binary.LittleEndian.Uint64(win[o>>3:])>>(o&7))&tk.low
-		off += uint(tk.n)
-		dv := (a ^ tk.neg) - tk.neg
-		r := binary.LittleEndian.Uint16(ref[2*i:])
-		// the difference is to the magnitude (its sign is flipped for
-		// negative references): where the magnitude stays within its 15
-		// bits, the sign stays too and the value is the sum; otherwise
-		// (a value through zero, or wrapping) add16One
-		if m := uint32(r&0x7fff) + dv; m < 0x8000 {
-			binary.LittleEndian.PutUint16(d[2*i:], r&0x8000|uint16(m))
-		} else {
-			binary.LittleEndian.PutUint16(d[2*i:], add16One(r, dv))
-		}
+		w := binary.LittleEndian.Uint64(win[o>>3:]) >> (o & 7)
+		a0 := t0.base | uint32(w)&t0.low
+		a1 := t1.base | uint32(w>>(t0.n&15))&t1.low
+		off += uint(t0.n) + uint(t1.n)
+		binary.LittleEndian.PutUint16(dvs[2*i:], uint16((a0^t0.neg)-t0.neg))
+		binary.LittleEndian.PutUint16(dvs[2*i+2:], uint16((a1^t1.neg)-t1.neg))
+	}
+	for i := 0; i < 2*refCheckEvery; i += 8 {
+		r := binary.LittleEndian.Uint64(refp[i:])
+		dv := binary.LittleEndian.Uint64(dvs[i:])
+		binary.LittleEndian.PutUint64(dp[i:], addMag16x4(r, dv))
 	}
 	return bp&^7 + off
+}
+
+// addMag16x4 is addMag16 of four values in the 16-bit lanes of r and dv:
+// the magnitudes (below 2^15) and the differences' low 15 bits add
+// without carrying into the next lane, and the differences' top bits go
+// in by xor; a lane whose sum has its top bit set went through zero, and
+// its mask, all ones, comes from that bit (m<<16 - m, mod 2^64 for the top
+// lane).
+func addMag16x4(r, dv uint64) uint64 {
+	const h = 0x8000_8000_8000_8000
+	t := (r&^h + dv&^h) ^ dv&h
+	m := t & h >> 15
+	return (r^t)&h | (t ^ (m<<16 - m))
 }
 
 // deltasChecked is deltas over all of ts, checking every refCheckEvery
@@ -715,6 +733,20 @@ func add16One(r16 uint16, dv uint32) uint16 {
 	kr = (kr + (dv ^ s) - s) & 0xffff
 	kr ^= 0x8000 | (kr>>15-1)&0x7fff // unkey
 	return uint16(kr)
+}
+
+// addMag16 is add16One computed on the magnitude, without branches (the
+// pure-Go path; a branch on whether the value goes through zero, taken
+// for 15 % of the values between early steps, mispredicts). The
+// difference is to the magnitude (its sign flipped for negative
+// references, as the tokens have it): t = magnitude + dv mod 2^16. Where
+// t < 2^15 the sign stays and t is the magnitude; otherwise the value went
+// through zero (or wrapped past the largest key) and comes out with the
+// other sign and magnitude ^t & 0x7fff, as key arithmetic mod 2^16 gives.
+func addMag16(r uint16, dv uint32) uint16 {
+	t := r&0x7fff + uint16(dv)
+	through := uint16(int16(t) >> 15) // all ones when t ≥ 2^15
+	return (r^t)&0x8000 | (t ^ through)
 }
 
 // add is add16 for values of any size, written to out.

@@ -370,9 +370,17 @@ func (d *refSwitchDec) window(tv, ex, src []byte, s *swStream, k, S int) bool {
 // pure Go: 17 % faster than one stream at a time, a BF16 block of 64 Ki
 // values; two at a time: 9 %). The streams go in step (stream k's next
 // value is o+k), which decodeTokens starts and every round keeps.
+//
+// The table entries are read without bounds checks (swLookup), as the
+// assembly does: every context's cinfo names a table that readTables
+// placed within tabs (a context outside the map is group 0), and the
+// index, the top tl bits of a window, stays below the table's 2^tl
+// entries. The shift counts are masked to 6 bits, which they are anyway
+// (c ≤ 7 + 5·11), so that the compiler needs no code for counts of 64 or
+// more.
 func (d *refSwitchDec) fast8Go(tv, ex, src []byte, st *[refSwitchMaxStreams]swStream) {
 	const S = refSwitchMaxStreams
-	tabs := d.tabs
+	tb := unsafe.Pointer(unsafe.SliceData(d.tabs))
 	ci := &d.cinfo
 	for {
 		for i := range st {
@@ -388,14 +396,13 @@ func (d *refSwitchDec) fast8Go(tv, ex, src []byte, st *[refSwitchMaxStreams]swSt
 			wa, wb := binary.LittleEndian.Uint64(src[pa-8:]), binary.LittleEndian.Uint64(src[pb-8:])
 			wc, we := binary.LittleEndian.Uint64(src[pc-8:]), binary.LittleEndian.Uint64(src[pe-8:])
 			o := a.o
-			xs := ex[o : o+4*S+4]
-			ts := tv[o : o+4*S+4]
+			xs := (*[4*S + 4]byte)(ex[o:])
+			ts := (*[4*S + 4]byte)(tv[o:])
 			for j := 0; j <= 4*S; j += S {
-				ia, ib, ic, ie := ci[xs[j]], ci[xs[j+1]], ci[xs[j+2]], ci[xs[j+3]]
-				ea := binary.LittleEndian.Uint16(tabs[int(ia>>6)+2*int((wa<<ca)>>(ia&63)):])
-				eb := binary.LittleEndian.Uint16(tabs[int(ib>>6)+2*int((wb<<cb)>>(ib&63)):])
-				ec := binary.LittleEndian.Uint16(tabs[int(ic>>6)+2*int((wc<<cc)>>(ic&63)):])
-				ee := binary.LittleEndian.Uint16(tabs[int(ie>>6)+2*int((we<<ce)>>(ie&63)):])
+				ea := swLookup(tb, ci[xs[j]], wa, ca)
+				eb := swLookup(tb, ci[xs[j+1]], wb, cb)
+				ec := swLookup(tb, ci[xs[j+2]], wc, cc)
+				ee := swLookup(tb, ci[xs[j+3]], we, ce)
 				ts[j], ts[j+1], ts[j+2], ts[j+3] = byte(ea>>8), byte(eb>>8), byte(ec>>8), byte(ee>>8)
 				ca += uint(ea) & 0xFF
 				cb += uint(eb) & 0xFF
@@ -408,6 +415,14 @@ func (d *refSwitchDec) fast8Go(tv, ex, src []byte, st *[refSwitchMaxStreams]swSt
 			e.p, e.c, e.o = pe, ce, o+3+5*S
 		}
 	}
+}
+
+// swLookup is the table entry of the window w with c bits read, for the
+// table cinfo entry inf (offset in tabs << 6 | 64 - tl): see fast8Go on
+// why it needs no bounds check.
+func swLookup(tb unsafe.Pointer, inf uint32, w uint64, c uint) uint16 {
+	x := (w << (c & 63)) >> (inf & 63)
+	return binary.LittleEndian.Uint16((*[2]byte)(unsafe.Add(tb, uintptr(inf>>6)+2*uintptr(x)))[:])
 }
 
 // tail decodes the rest of a stream and checks that it ends exactly with

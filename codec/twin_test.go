@@ -394,6 +394,53 @@ func TestHuffAndPairizeAsmTwins(t *testing.T) {
 	}
 }
 
+// TestAddMag16 checks the branchless magnitude additions of the pure-Go
+// pass against add16One, the key arithmetic: every 2-byte reference value
+// with differences mod 2^16 that cross zero, wrap past the largest key or
+// stay (every one within 300 of the value's magnitude either way, of 0,
+// ±2^15 and ±2^16, and every 61st), and addMag16x4 on four random lanes
+// at a time, each lane against add16One.
+func TestAddMag16(t *testing.T) {
+	var dvs []uint32
+	for dv := uint32(0); dv < 1<<16; dv += 61 {
+		dvs = append(dvs, dv)
+	}
+	for d := uint32(0); d < 300; d++ {
+		dvs = append(dvs, d, -d, 1<<15+d, 1<<15-d, 1<<16-d, 1<<16+d)
+	}
+	step := 1
+	if testing.Short() {
+		step = 7
+	}
+	for r := 0; r < 1<<16; r += step {
+		m := uint32(r & 0x7fff)
+		for _, dv := range dvs {
+			for _, dv := range []uint32{dv, -m + dv - 150, 0x7fff - m + dv - 150} {
+				if got, want := addMag16(uint16(r), dv), add16One(uint16(r), dv); got != want {
+					t.Fatalf("addMag16(%#04x, %#x) = %#04x, add16One %#04x", r, dv, got, want)
+				}
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 1<<20; i++ {
+		r, dv := rng.Uint64(), rng.Uint64()
+		if i&1 != 0 {
+			// differences near each lane's magnitude: through zero or not
+			for k := 0; k < 64; k += 16 {
+				m := r >> k & 0x7fff
+				dv = dv&^(0xffff<<k) | (-m+uint64(rng.IntN(64))-32)&0xffff<<k
+			}
+		}
+		got := addMag16x4(r, dv)
+		for k := 0; k < 64; k += 16 {
+			if want := add16One(uint16(r>>k), uint32(dv>>k)); uint16(got>>k) != want {
+				t.Fatalf("addMag16x4(%#016x, %#016x): lane %d is %#04x, add16One %#04x", r, dv, k/16, uint16(got>>k), want)
+			}
+		}
+	}
+}
+
 // The assembly paths of reference-block decoding (extra-bit deltas, the
 // 16-bit add and the exponents of 2-byte values) against their Go twins,
 // on random tokens and bit patterns, with the extra bits running out at

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -154,6 +155,48 @@ func TestMeasure(t *testing.T) {
 		}
 		t.Log(b.String())
 	}
+}
+
+// TestExtractRatio prints the time of extracting the last frame of the
+// first K = 10 group of the real bf16 trajectory (a keyframe and nine
+// frames, each coded against the one before) against decoding that
+// step's own archive: the best of NZ_TRAJ_RATIO runs of each, taken in
+// turns (the VM's speed drifts). It is how the README compares builds
+// (e.g. -tags noasm, -cpu 1); it asserts nothing about time.
+func TestExtractRatio(t *testing.T) {
+	rounds, _ := strconv.Atoi(os.Getenv("NZ_TRAJ_RATIO"))
+	if rounds <= 0 {
+		t.Skip("set NZ_TRAJ_RATIO=runs to time extract against an independent decode")
+	}
+	steps := realSteps(t, "bf16")
+	if len(steps) < 10 {
+		t.Skip("fewer than 10 steps")
+	}
+	f := pack(t, steps, 10, RefPrevious, 0)
+	a, err := Open(f, int64(len(f.b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := steps[9].data
+	ind, err := codec.CompressBytes(want, steps[9].segs, codec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, di := time.Duration(1<<62), time.Duration(1<<62)
+	for range rounds {
+		s := time.Now()
+		got, err := a.Extract(9, codec.Options{})
+		d = min(d, time.Since(s))
+		if err != nil || !bytes.Equal(got.Data, want) {
+			t.Fatal("extract", err)
+		}
+		s = time.Now()
+		if _, err := codec.DecompressBytes(ind, codec.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		di = min(di, time.Since(s))
+	}
+	t.Logf("10-frame chain %.2f ms, independent %.2f ms: %.2f×", d.Seconds()*1e3, di.Seconds()*1e3, d.Seconds()/di.Seconds())
 }
 
 // BenchmarkExtract extracts the last frame of the first K = 10 group of the
