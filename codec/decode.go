@@ -27,11 +27,29 @@ type Reader struct {
 	usesRef bool          // a block is coded against a reference (UsesRef)
 	mu      sync.Mutex
 	bd      *blockDecoder // for ReadAt
+	base    int64         // where the archive starts in the file errors name (NewSectionReader)
 }
 
 // NewReader opens an archive of the given size. It reads and checks the
 // header, trailer and index; block payloads are read on demand.
 func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
+	return newReader(r, size, 0)
+}
+
+// NewSectionReader opens the archive that occupies bytes [off, off+size)
+// of r, such as a frame of a trajectory archive. It is NewReader of that
+// section, except that the offsets of its CorruptErrors are positions in
+// r, so that they point at the damage in the file the user holds; the
+// offsets the index reports (BlockInfo.Payload) stay relative to the
+// archive.
+func NewSectionReader(r io.ReaderAt, off, size int64) (*Reader, error) {
+	if off < 0 || size < 0 {
+		return nil, fmt.Errorf("%w: section at %d of %d bytes", ErrNotArchive, off, size)
+	}
+	return newReader(io.NewSectionReader(r, off, size), size, off)
+}
+
+func newReader(r io.ReaderAt, size, base int64) (*Reader, error) {
 	if size < headerLen+trailerLen {
 		return nil, fmt.Errorf("%w: %d bytes is too short", ErrNotArchive, size)
 	}
@@ -48,45 +66,45 @@ func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
 	}
 	flags := binary.LittleEndian.Uint16(hdr[10:])
 	if flags&^flagRef != 0 {
-		return nil, &CorruptError{Offset: 10, Block: -1, Msg: fmt.Sprintf("unknown header flags %#x", flags), Err: ErrCorrupt}
+		return nil, &CorruptError{Offset: base + 10, Block: -1, Msg: fmt.Sprintf("unknown header flags %#x", flags), Err: ErrCorrupt}
 	}
 	var tr [trailerLen]byte
 	if err := readFull(r, tr[:], size-trailerLen); err != nil {
 		return nil, err
 	}
 	if !bytes.Equal(tr[24:], TrailerMagic[:]) {
-		return nil, &CorruptError{Offset: size - 8, Block: -1, Msg: "trailer magic missing (truncated archive?)", Err: ErrCorrupt}
+		return nil, &CorruptError{Offset: base + size - 8, Block: -1, Msg: "trailer magic missing (truncated archive?)", Err: ErrCorrupt}
 	}
 	indexOff := int64(binary.LittleEndian.Uint64(tr[0:]))
 	indexLen := int64(binary.LittleEndian.Uint64(tr[8:]))
 	rawLen := int64(binary.LittleEndian.Uint32(tr[16:]))
 	indexCRC := binary.LittleEndian.Uint32(tr[20:])
 	if indexOff < headerLen || indexLen < 0 || indexOff > size-trailerLen || indexLen != size-trailerLen-indexOff {
-		return nil, &CorruptError{Offset: size - trailerLen, Block: -1, Msg: fmt.Sprintf("index at %d (+%d) does not end at the trailer", indexOff, indexLen), Err: ErrCorrupt}
+		return nil, &CorruptError{Offset: base + size - trailerLen, Block: -1, Msg: fmt.Sprintf("index at %d (+%d) does not end at the trailer", indexOff, indexLen), Err: ErrCorrupt}
 	}
 	if rawLen > maxIndexRawFor(size) {
-		return nil, &CorruptError{Offset: size - trailerLen + 16, Block: -1, Msg: fmt.Sprintf("index size %d is implausible", rawLen), Err: ErrTooLarge}
+		return nil, &CorruptError{Offset: base + size - trailerLen + 16, Block: -1, Msg: fmt.Sprintf("index size %d is implausible", rawLen), Err: ErrTooLarge}
 	}
 	ix := make([]byte, indexLen)
 	if err := readFull(r, ix, indexOff); err != nil {
 		return nil, err
 	}
 	if crc32c(ix) != indexCRC {
-		return nil, &CorruptError{Offset: indexOff, Block: -1, Msg: "index checksum mismatch", Err: ErrChecksum}
+		return nil, &CorruptError{Offset: base + indexOff, Block: -1, Msg: "index checksum mismatch", Err: ErrChecksum}
 	}
 	raw, err := zstdDecode(make([]byte, 0, rawLen), ix, int(rawLen), true)
 	if err != nil {
-		return nil, &CorruptError{Offset: indexOff, Block: -1, Msg: fmt.Sprintf("index does not decompress: %v", err), Err: ErrCorrupt}
+		return nil, &CorruptError{Offset: base + indexOff, Block: -1, Msg: fmt.Sprintf("index does not decompress: %v", err), Err: ErrCorrupt}
 	}
 	x, err := unmarshalIndexFlags(raw, indexOff-headerLen, version, flags)
 	if err != nil {
-		return nil, &CorruptError{Offset: indexOff, Block: -1, Msg: err.Error(), Err: ErrCorrupt}
+		return nil, &CorruptError{Offset: base + indexOff, Block: -1, Msg: err.Error(), Err: ErrCorrupt}
 	}
-	rd := &Reader{r: r, size: size, idx: x, usesRef: x.usesRef()}
+	rd := &Reader{r: r, size: size, idx: x, usesRef: x.usesRef(), base: base}
 	if x.setupMode == setupEmbedded {
 		s, err := ParseSetup(x.setupRaw)
 		if err != nil {
-			return nil, &CorruptError{Offset: indexOff, Block: -1, Msg: fmt.Sprintf("embedded setup: %v", err), Err: ErrCorrupt}
+			return nil, &CorruptError{Offset: base + indexOff, Block: -1, Msg: fmt.Sprintf("embedded setup: %v", err), Err: ErrCorrupt}
 		}
 		rd.setup = s
 	}
@@ -202,7 +220,7 @@ func (r *Reader) decodeBlock(bd *blockDecoder, fi, bi int, dst []byte, comp *[]b
 			return err
 		}
 		if crc32c(dst) != b.crc {
-			return &CorruptError{Offset: b.compOff, File: f.Name, Block: bi, FileOffset: b.origOff, Msg: "CRC-32C mismatch", Err: ErrChecksum}
+			return &CorruptError{Offset: r.base + b.compOff, File: f.Name, Block: bi, FileOffset: b.origOff, Msg: "CRC-32C mismatch", Err: ErrChecksum}
 		}
 		return nil
 	}
@@ -217,7 +235,7 @@ func (r *Reader) decodeBlock(bd *blockDecoder, fi, bi int, dst []byte, comp *[]b
 		}
 	}
 	mk := func(msg string, e error) error {
-		return &CorruptError{Offset: b.compOff, File: f.Name, Block: bi, FileOffset: b.origOff, Msg: msg, Err: e}
+		return &CorruptError{Offset: r.base + b.compOff, File: f.Name, Block: bi, FileOffset: b.origOff, Msg: msg, Err: e}
 	}
 	if b.kind == kindRef {
 		if r.refR == nil {

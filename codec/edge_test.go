@@ -3,8 +3,11 @@ package codec
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"neuralzip/dtype"
@@ -312,6 +315,59 @@ func TestCorruptionLocated(t *testing.T) {
 	var ce *CorruptError
 	if !asCorrupt(err, &ce) || ce.Block != 3 || ce.FileOffset != blocks[3].Offset {
 		t.Fatalf("corruption not located in block 3: %v", err)
+	}
+}
+
+// TestSectionReaderOffsets opens an archive that lies inside a larger
+// file: it decodes as on its own, and the damage its errors locate is at
+// positions of the file (a damaged block, the header flags, the index),
+// while Blocks keeps the archive's own offsets.
+func TestSectionReaderOffsets(t *testing.T) {
+	data := realisticValues(dtype.BF16, 100000, 7)
+	segs := []Segment{{Name: "w", DType: dtype.BF16, Offset: 0, Length: int64(len(data))}}
+	arc := roundTrip(t, data, segs, Options{ChunkValues: 16384})
+	const base = 1234
+	file := append(append(bytes.Repeat([]byte{0xee}, base), arc...), 0xee, 0xee)
+	open := func(f []byte) (*Reader, error) {
+		return NewSectionReader(bytes.NewReader(f), base, int64(len(arc)))
+	}
+	rd, err := open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := rd.ReadFile(0, Options{})
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("section decode: %v", err)
+	}
+	blk := rd.Files()[0].Blocks()[2]
+	if blk.Payload < headerLen || blk.Payload >= int64(len(arc)) {
+		t.Fatalf("block 2's payload at %d: not an offset in the archive", blk.Payload)
+	}
+	var ce *CorruptError
+	bad := bytes.Clone(file)
+	bad[base+blk.Payload+blk.Compressed/2] ^= 0x55
+	rb, err := open(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rb.ReadFile(0, Options{}); !asCorrupt(err, &ce) || ce.Block != 2 || ce.Offset != base+blk.Payload {
+		t.Fatalf("damaged block 2 (payload at %d in the file): %v", base+blk.Payload, err)
+	}
+	if !strings.Contains(ce.Error(), fmt.Sprintf("archive offset %d:", base+blk.Payload)) {
+		t.Fatalf("message %q does not give the file offset", ce.Error())
+	}
+	bad = bytes.Clone(file)
+	bad[base+10] |= 0x80 // an unknown header flag
+	if _, err := open(bad); !asCorrupt(err, &ce) || ce.Offset != base+10 {
+		t.Fatalf("damaged header flags: %v", err)
+	}
+	bad = bytes.Clone(file)
+	bad[base+len(arc)-trailerLen-1] ^= 0x55 // the index's last byte
+	if _, err := open(bad); !asCorrupt(err, &ce) || ce.Offset < base+headerLen || ce.Offset >= base+int64(len(arc)) {
+		t.Fatalf("damaged index: %v", err)
+	}
+	if _, err := NewSectionReader(bytes.NewReader(file), -1, 10); !errors.Is(err, ErrNotArchive) {
+		t.Fatalf("negative offset: %v", err)
 	}
 }
 

@@ -208,7 +208,7 @@ func (a *Archive) Chain(i int) ([]int, error) {
 // FrameReader opens frame i's .nzip archive.
 func (a *Archive) FrameReader(i int) (*codec.Reader, error) {
 	f := a.Frames[i]
-	rd, err := codec.NewReader(io.NewSectionReader(a.r, f.Offset, f.Length), f.Length)
+	rd, err := codec.NewSectionReader(a.r, f.Offset, f.Length)
 	if err != nil {
 		return nil, fmt.Errorf("frame %d (%s): %w", i, f.Name, err)
 	}

@@ -2,6 +2,7 @@ package trajectory
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -465,6 +466,11 @@ func TestExtractDamagedChain(t *testing.T) {
 		_, err := b.Extract(4, o)
 		if err == nil || !strings.Contains(err.Error(), "frame 2") || !strings.Contains(err.Error(), "CRC-32C") {
 			t.Fatalf("%+v: extract through a damaged frame: %v", o, err)
+		}
+		// the offset is the block's in the .nztraj file, not in the frame
+		var ce *codec.CorruptError
+		if at := a.Frames[2].Offset + blk.Payload; !errors.As(err, &ce) || ce.Offset != at {
+			t.Fatalf("%+v: the damaged block starts at %d of the file: %v", o, at, err)
 		}
 	}
 	// the undamaged chain decodes

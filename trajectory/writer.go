@@ -215,7 +215,7 @@ func (w *Writer) commit(fr Frame, ins []codec.Input, write func(io.Writer) (int6
 		}
 	}
 	fr.Length = n
-	rd, err := codec.NewReader(io.NewSectionReader(w.f, fr.Offset, fr.Length), fr.Length)
+	rd, err := codec.NewSectionReader(w.f, fr.Offset, fr.Length)
 	if err != nil {
 		return fr, fmt.Errorf("trajectory: reading back the new frame: %w", err)
 	}
