@@ -157,6 +157,22 @@ func TestMeasure(t *testing.T) {
 	}
 }
 
+// chain10 packs the first ten steps of the real bf16 trajectory with K =
+// 10, each frame coded against the one before, and returns the archive
+// and the tenth step (frame 9: a chain of a keyframe and nine frames).
+func chain10(tb testing.TB) (*Archive, step) {
+	steps := realSteps(tb, "bf16")
+	if len(steps) < 10 {
+		tb.Skip("fewer than 10 steps")
+	}
+	f := pack(tb, steps[:10], 10, RefPrevious, 0)
+	a, err := Open(f, int64(len(f.b)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return a, steps[9]
+}
+
 // TestExtractRatio prints the time of extracting the last frame of the
 // first K = 10 group of the real bf16 trajectory (a keyframe and nine
 // frames, each coded against the one before) against decoding that
@@ -168,17 +184,9 @@ func TestExtractRatio(t *testing.T) {
 	if rounds <= 0 {
 		t.Skip("set NZ_TRAJ_RATIO=runs to time extract against an independent decode")
 	}
-	steps := realSteps(t, "bf16")
-	if len(steps) < 10 {
-		t.Skip("fewer than 10 steps")
-	}
-	f := pack(t, steps, 10, RefPrevious, 0)
-	a, err := Open(f, int64(len(f.b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := steps[9].data
-	ind, err := codec.CompressBytes(want, steps[9].segs, codec.Options{})
+	a, last := chain10(t)
+	want := last.data
+	ind, err := codec.CompressBytes(want, last.segs, codec.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,16 +211,8 @@ func TestExtractRatio(t *testing.T) {
 // real bf16 trajectory (a chain of a keyframe and nine frames, each coded
 // against the one before); .../independent decodes that step's own archive.
 func BenchmarkExtract(b *testing.B) {
-	steps := realSteps(b, "bf16")
-	if len(steps) < 10 {
-		b.Skip("fewer than 10 steps")
-	}
-	f := pack(b, steps, 10, RefPrevious, 0)
-	a, err := Open(f, int64(len(f.b)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	want := steps[9].data
+	a, last := chain10(b)
+	want := last.data
 	b.Run("chain10", func(b *testing.B) {
 		b.SetBytes(int64(len(want)))
 		b.ReportAllocs()
@@ -244,7 +244,7 @@ func BenchmarkExtract(b *testing.B) {
 			b.Fatal("stream")
 		}
 	})
-	ind, _ := codec.CompressBytes(want, steps[9].segs, codec.Options{})
+	ind, _ := codec.CompressBytes(want, last.segs, codec.Options{})
 	b.Run("independent", func(b *testing.B) {
 		b.SetBytes(int64(len(want)))
 		b.ReportAllocs()
