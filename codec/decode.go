@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -43,7 +44,7 @@ func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
 // offsets the index reports (BlockInfo.Payload) stay relative to the
 // archive.
 func NewSectionReader(r io.ReaderAt, off, size int64) (*Reader, error) {
-	if off < 0 || size < 0 {
+	if off < 0 || size < 0 || size > math.MaxInt64-off {
 		return nil, fmt.Errorf("%w: section at %d of %d bytes", ErrNotArchive, off, size)
 	}
 	return newReader(io.NewSectionReader(r, off, size), size, off)
@@ -54,7 +55,7 @@ func newReader(r io.ReaderAt, size, base int64) (*Reader, error) {
 		return nil, fmt.Errorf("%w: %d bytes is too short", ErrNotArchive, size)
 	}
 	var hdr [headerLen]byte
-	if err := readFull(r, hdr[:], 0); err != nil {
+	if err := readFullAt(r, hdr[:], 0, base); err != nil {
 		return nil, err
 	}
 	if !bytes.Equal(hdr[:8], Magic[:]) {
@@ -69,7 +70,7 @@ func newReader(r io.ReaderAt, size, base int64) (*Reader, error) {
 		return nil, &CorruptError{Offset: base + 10, Block: -1, Msg: fmt.Sprintf("unknown header flags %#x", flags), Err: ErrCorrupt}
 	}
 	var tr [trailerLen]byte
-	if err := readFull(r, tr[:], size-trailerLen); err != nil {
+	if err := readFullAt(r, tr[:], size-trailerLen, base); err != nil {
 		return nil, err
 	}
 	if !bytes.Equal(tr[24:], TrailerMagic[:]) {
@@ -86,7 +87,7 @@ func newReader(r io.ReaderAt, size, base int64) (*Reader, error) {
 		return nil, &CorruptError{Offset: base + size - trailerLen + 16, Block: -1, Msg: fmt.Sprintf("index size %d is implausible", rawLen), Err: ErrTooLarge}
 	}
 	ix := make([]byte, indexLen)
-	if err := readFull(r, ix, indexOff); err != nil {
+	if err := readFullAt(r, ix, indexOff, base); err != nil {
 		return nil, err
 	}
 	if crc32c(ix) != indexCRC {
@@ -230,7 +231,7 @@ func (r *Reader) decodeBlock(bd *blockDecoder, fi, bi int, dst []byte, comp *[]b
 			*comp = make([]byte, b.compLen)
 		}
 		c = (*comp)[:b.compLen]
-		if err := readFull(r.r, c, b.compOff); err != nil {
+		if err := readFullAt(r.r, c, b.compOff, r.base); err != nil {
 			return err
 		}
 	}
@@ -776,7 +777,7 @@ func (r *Reader) Census() (Census, error) {
 			}
 			c.FloatBlocks++
 			n := min(int(b.compLen), len(hdr))
-			if err := readFull(r.r, hdr[:n], b.compOff); err != nil {
+			if err := readFullAt(r.r, hdr[:n], b.compOff, r.base); err != nil {
 				return c, err
 			}
 			switch {

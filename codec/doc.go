@@ -424,6 +424,7 @@
 // Every block carries the CRC-32C of its original bytes and every file its
 // SHA-256; the index carries its own CRC-32C. Readers check every length
 // against the archive before allocating and report damage as a
-// CorruptError naming the archive offset, the file, the block and the
+// CorruptError naming the archive offset (the offset in the file that
+// holds the archive, for NewSectionReader), the file, the block and the
 // block's original offset.
 package codec

@@ -366,6 +366,12 @@ func TestSectionReaderOffsets(t *testing.T) {
 	if _, err := open(bad); !asCorrupt(err, &ce) || ce.Offset < base+headerLen || ce.Offset >= base+int64(len(arc)) {
 		t.Fatalf("damaged index: %v", err)
 	}
+	// a file cut short inside the section: the failed read is located in
+	// the file too
+	cut := file[:base+len(arc)-1]
+	if _, err := open(cut); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("at offset %d:", base+len(arc)-trailerLen)) {
+		t.Fatalf("section past the end of the file: %v", err)
+	}
 	if _, err := NewSectionReader(bytes.NewReader(file), -1, 10); !errors.Is(err, ErrNotArchive) {
 		t.Fatalf("negative offset: %v", err)
 	}

@@ -492,6 +492,12 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 // readFull reads len(p) bytes at off; a short read is an error even when the
 // reader reports io.EOF.
 func readFull(r io.ReaderAt, p []byte, off int64) error {
+	return readFullAt(r, p, off, 0)
+}
+
+// readFullAt is readFull of an archive that starts at base in the file
+// its errors name (NewSectionReader).
+func readFullAt(r io.ReaderAt, p []byte, off, base int64) error {
 	n, err := r.ReadAt(p, off)
 	if n == len(p) {
 		return nil
@@ -499,7 +505,7 @@ func readFull(r io.ReaderAt, p []byte, off int64) error {
 	if err == nil || errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
 	}
-	return fmt.Errorf("codec: read %d bytes at offset %d: %w", len(p), off, err)
+	return fmt.Errorf("codec: read %d bytes at offset %d: %w", len(p), base+off, err)
 }
 
 func countTensors(x *indexData) int {

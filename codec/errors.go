@@ -31,7 +31,9 @@ var (
 )
 
 // CorruptError reports damage found at a position of the archive.
-// Offset is the byte offset in the archive; Block is the block index within
+// Offset is the byte offset in the archive (in the file that holds it, for
+// a Reader from NewSectionReader), -1 when the damage has no one position
+// (a file's SHA-256); Block is the block index within
 // File, or -1 when the damage is not inside a block payload. FileOffset is the
 // offset in the original file the block starts at (when Block >= 0).
 type CorruptError struct {

@@ -50,27 +50,34 @@ func refSwitchPayloads(t *testing.T) (ps, refs, curs [][]byte, ds []dtype.DType)
 	return
 }
 
-// TestRefSwitchTwin checks the assembly rounds of methods 3 and 4 against fast8Go,
-// their twin: the same tokens from every payload, and on payloads with
-// bytes changed the same verdict and the same values.
+// TestRefSwitchTwin checks the token rounds of methods 3 and 4 — the
+// assembly (where the CPU has it) and fast8Go, its twin, both reading the
+// tables without bounds checks — against decoding with window and tail
+// alone, whose reads are all checked: the same tokens from every payload,
+// and on payloads with bytes changed the same verdict and the same values.
 func TestRefSwitchTwin(t *testing.T) {
-	if !useSwitchAsm {
-		t.Skip("no assembly rounds on this CPU or build")
-	}
 	ps, refs, curs, ds := refSwitchPayloads(t)
 	r := rand.New(rand.NewPCG(5, 9))
-	decode := func(p, ref []byte, d dtype.DType, asm bool) ([]byte, error) {
-		saved := useSwitchAsm
-		useSwitchAsm = asm
-		defer func() { useSwitchAsm = saved }()
+	type mode struct {
+		name        string
+		asm, rounds bool
+	}
+	modes := []mode{{"checked", false, false}, {"fast8Go", false, true}}
+	if useSwitchAsm {
+		modes = append(modes, mode{"assembly", true, true})
+	}
+	decode := func(p, ref []byte, d dtype.DType, m mode) ([]byte, error) {
+		savedAsm, savedRounds := useSwitchAsm, refSwitchRoundsOn
+		useSwitchAsm, refSwitchRoundsOn = m.asm, m.rounds
+		defer func() { useSwitchAsm, refSwitchRoundsOn = savedAsm, savedRounds }()
 		got := make([]byte, len(ref))
 		return got, (&blockDecoder{}).decodeRefFloat(got, p, ref, d)
 	}
 	for i, p := range ps {
-		for _, asm := range []bool{true, false} {
-			got, err := decode(p, refs[i], ds[i], asm)
+		for _, m := range modes {
+			got, err := decode(p, refs[i], ds[i], m)
 			if err != nil || !bytes.Equal(got, curs[i]) {
-				t.Fatalf("payload %d (%v), asm %v: roundtrip differs (%v)", i, ds[i], asm, err)
+				t.Fatalf("payload %d (%v), %s: roundtrip differs (%v)", i, ds[i], m.name, err)
 			}
 		}
 		accepted := 0
@@ -79,16 +86,18 @@ func TestRefSwitchTwin(t *testing.T) {
 			for j := 0; j < 1+k%3; j++ {
 				q[r.IntN(len(q))] ^= byte(1 + r.IntN(255))
 			}
-			g1, e1 := decode(q, refs[i], ds[i], true)
-			g2, e2 := decode(q, refs[i], ds[i], false)
-			if (e1 == nil) != (e2 == nil) || e1 == nil && !bytes.Equal(g1, g2) {
-				t.Fatalf("payload %d (%v), change %d: assembly %v, Go %v", i, ds[i], k, e1, e2)
+			g0, e0 := decode(q, refs[i], ds[i], modes[0])
+			for _, m := range modes[1:] {
+				g, e := decode(q, refs[i], ds[i], m)
+				if (e0 == nil) != (e == nil) || e0 == nil && !bytes.Equal(g0, g) {
+					t.Fatalf("payload %d (%v), change %d: checked %v, %s %v", i, ds[i], k, e0, m.name, e)
+				}
 			}
-			if e1 == nil {
+			if e0 == nil {
 				accepted++
 			}
 		}
-		t.Logf("payload %d (%v, %d bytes): %d of 300 changed payloads decode, alike", i, ds[i], len(p), accepted)
+		t.Logf("payload %d (%v, %d bytes): %d of 300 changed payloads decode, alike in %d modes", i, ds[i], len(p), accepted, len(modes))
 	}
 }
 
