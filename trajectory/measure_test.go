@@ -158,14 +158,15 @@ func TestMeasure(t *testing.T) {
 }
 
 // chain10 packs the first ten steps of the real bf16 trajectory with K =
-// 10, each frame coded against the one before, and returns the archive
-// and the tenth step (frame 9: a chain of a keyframe and nine frames).
-func chain10(tb testing.TB) (*Archive, step) {
+// 10, each frame coded against the one before (mode RefPrevious) or
+// against frame 0 (RefKeyframe), and returns the archive and the tenth
+// step (frame 9: a chain of a keyframe and nine frames, or of two).
+func chain10(tb testing.TB, mode int) (*Archive, step) {
 	steps := realSteps(tb, "bf16")
 	if len(steps) < 10 {
 		tb.Skip("fewer than 10 steps")
 	}
-	f := pack(tb, steps[:10], 10, RefPrevious, 0)
+	f := pack(tb, steps[:10], 10, mode, 0)
 	a, err := Open(f, int64(len(f.b)))
 	if err != nil {
 		tb.Fatal(err)
@@ -175,16 +176,25 @@ func chain10(tb testing.TB) (*Archive, step) {
 
 // TestExtractRatio prints the time of extracting the last frame of the
 // first K = 10 group of the real bf16 trajectory (a keyframe and nine
-// frames, each coded against the one before) against decoding that
-// step's own archive: the best of NZ_TRAJ_RATIO runs of each, taken in
-// turns (the VM's speed drifts). It is how the README compares builds
-// (e.g. -tags noasm, -cpu 1); it asserts nothing about time.
+// frames, each coded against the one before; NZ_TRAJ_RATIO_MODE=key: the
+// frame coded against the keyframe) against decoding that step's own
+// archive: the best of NZ_TRAJ_RATIO runs of each, taken in turns (the
+// VM's speed drifts). It is how the README compares builds (e.g. -tags
+// noasm, -cpu 1); it asserts nothing about time.
 func TestExtractRatio(t *testing.T) {
 	rounds, _ := strconv.Atoi(os.Getenv("NZ_TRAJ_RATIO"))
 	if rounds <= 0 {
 		t.Skip("set NZ_TRAJ_RATIO=runs to time extract against an independent decode")
 	}
-	a, last := chain10(t)
+	mode := RefPrevious
+	if os.Getenv("NZ_TRAJ_RATIO_MODE") == "key" {
+		mode = RefKeyframe
+	}
+	a, last := chain10(t, mode)
+	chain, err := a.Chain(9)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := last.data
 	ind, err := codec.CompressBytes(want, last.segs, codec.Options{})
 	if err != nil {
@@ -204,14 +214,14 @@ func TestExtractRatio(t *testing.T) {
 		}
 		di = min(di, time.Since(s))
 	}
-	t.Logf("10-frame chain %.2f ms, independent %.2f ms: %.2f×", d.Seconds()*1e3, di.Seconds()*1e3, d.Seconds()/di.Seconds())
+	t.Logf("frame 9 (a chain of %d frames) %.2f ms, independent %.2f ms: %.2f×", len(chain), d.Seconds()*1e3, di.Seconds()*1e3, d.Seconds()/di.Seconds())
 }
 
 // BenchmarkExtract extracts the last frame of the first K = 10 group of the
 // real bf16 trajectory (a chain of a keyframe and nine frames, each coded
 // against the one before); .../independent decodes that step's own archive.
 func BenchmarkExtract(b *testing.B) {
-	a, last := chain10(b)
+	a, last := chain10(b, RefPrevious)
 	want := last.data
 	b.Run("chain10", func(b *testing.B) {
 		b.SetBytes(int64(len(want)))
