@@ -63,9 +63,17 @@ var wholeAbove int64 = 256 << 20 // tests lower it
 // frame i decodes, so a long chain of small steps would take more memory
 // streamed than decoded whole: when the blocks in flight could take more
 // than 256 MiB and more than two of the chain's steps, frame i's reference
-// frame is decoded whole (Extract: two steps in memory, every thread on
-// each, not cancellable) and frame i is read against it instead.
+// frame is decoded whole (Extract: two steps in memory) and frame i is
+// read against it instead.
 func (a *Archive) Stream(i int) (*Stream, error) {
+	return a.StreamWith(i, codec.Options{})
+}
+
+// StreamWith is Stream with the options the whole decode of a reference
+// frame takes, when Stream falls back to it: opt.Context cancels it and
+// opt.Threads bounds its threads (and the blocks in flight Stream counts
+// when it decides).
+func (a *Archive) StreamWith(i int, opt codec.Options) (*Stream, error) {
 	chain, err := a.Chain(i)
 	if err != nil {
 		return nil, err
@@ -87,9 +95,13 @@ func (a *Archive) Stream(i int) (*Stream, error) {
 		}
 	}
 	// per level: two buffers per thread decoding, the cached blocks
-	inFlight := int64(len(chain)) * int64(2*runtime.GOMAXPROCS(0)+frameCacheBlocks) * max(block, 64<<10)
+	threads := opt.Threads
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	inFlight := int64(len(chain)) * int64(2*threads+frameCacheBlocks) * max(block, 64<<10)
 	if len(chain) > 2 && inFlight > max(wholeAbove, 2*step) {
-		return a.streamWhole(s, chain)
+		return a.streamWhole(s, chain, opt)
 	}
 	var prev *codec.Reader
 	for k, j := range chain {
@@ -118,7 +130,7 @@ func (a *Archive) Stream(i int) (*Stream, error) {
 
 // streamWhole makes s (the chain's readers open) read the last frame of
 // chain against its reference frame decoded whole.
-func (a *Archive) streamWhole(s *Stream, chain []int) (*Stream, error) {
+func (a *Archive) streamWhole(s *Stream, chain []int, opt codec.Options) (*Stream, error) {
 	n := len(chain)
 	rd := s.chain[n-1]
 	for _, r := range s.chain[:n-1] {
@@ -127,7 +139,7 @@ func (a *Archive) streamWhole(s *Stream, chain []int) (*Stream, error) {
 	s.chain = []*codec.Reader{rd}
 	wholeReads.Add(1)
 	i, j := chain[n-1], chain[n-2]
-	d, err := a.Extract(j, codec.Options{})
+	d, err := a.Extract(j, codec.Options{Threads: opt.Threads, Context: opt.Context})
 	if err == nil {
 		var ref *codec.Reference
 		if ref, err = d.reference(a.Frames[j]); err == nil {

@@ -2,6 +2,7 @@ package trajectory
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -240,6 +241,42 @@ func TestWholeReads(t *testing.T) {
 			t.Fatalf("mode %d: whole-read verify of a damaged frame: %v", mode, err)
 		}
 		wholeAbove = 256 << 20
+	}
+}
+
+// TestStreamWithCancel: the whole decode of a reference frame that Stream
+// falls back to takes StreamWith's context (cancelled: the stream is not
+// made, and the error says why) and threads (the frame then streams
+// bit-exact).
+func TestStreamWithCancel(t *testing.T) {
+	defer func(v int64) { wholeAbove = v }(wholeAbove)
+	wholeAbove = 0 // every chain of 3 or more frames decodes its reference whole
+	steps := synthSteps(5)
+	f := pack(t, steps, 100, RefPrevious, 1)
+	a, err := Open(f, int64(len(f.b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	wholeReads.Store(0)
+	if s, err := a.StreamWith(4, codec.Options{Context: ctx}); err == nil || !errors.Is(err, context.Canceled) {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("cancelled: %v", err)
+	}
+	if wholeReads.Load() != 1 {
+		t.Fatalf("%d whole reads: the fallback was not taken", wholeReads.Load())
+	}
+	s, err := a.StreamWith(4, codec.Options{Threads: 1, Context: context.Background()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var out bytes.Buffer
+	if err := s.WriteFile(&out, 0, codec.Options{Threads: 1}); err != nil || !bytes.Equal(out.Bytes(), steps[4].data) {
+		t.Fatalf("stream after the whole read: %v", err)
 	}
 }
 

@@ -911,12 +911,13 @@ func runTrajExtract(ctx context.Context, args []string, stdout, stderr io.Writer
 	// bounded whatever the step's size (the output goes to a temporary
 	// file renamed into place once every block's CRC-32C and the file's
 	// SHA-256 have checked)
-	s, err := a.Stream(i)
+	opt := codec.Options{Threads: *threads, Context: ctx}
+	s, err := a.StreamWith(i, opt)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	defer s.Close()
-	if err := writeFrameFile(dest, *force, path, stdout, s, i, 0, fr, codec.Options{Threads: *threads, Context: ctx}); err != nil {
+	if err := writeFrameFile(dest, *force, path, stdout, s, i, 0, fr, opt); err != nil {
 		return err
 	}
 	if !*quiet && dest != "-" {
@@ -1034,7 +1035,7 @@ func extractStep(ctx context.Context, a *trajectory.Archive, path string, i int,
 		return err
 	}
 	start := time.Now()
-	s, err := a.Stream(i) // block by block, as for a single file
+	s, err := a.StreamWith(i, opt) // block by block, as for a single file
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
