@@ -154,7 +154,7 @@ func (w *Writer) append(name string, ins []codec.Input, opt codec.Options, key b
 	}
 	opt.Ref = nil
 	if fr.Ref >= 0 {
-		ref, err := w.reference(fr.Ref)
+		ref, err := w.reference(fr.Ref, opt)
 		if err != nil {
 			return fr, err
 		}
@@ -275,15 +275,15 @@ func (w *Writer) forget() {
 
 // reference returns the codec reference of frame j: the original files
 // the writer still holds, or else frame j decoded from the archive block
-// by block as the encoder reads it (Stream: memory bounded whatever the
-// step's size). Each block the encoder reads decodes the chain below it
+// by block as the encoder reads it (StreamWith, with opt's context and
+// threads: memory bounded whatever the step's size). Each block the encoder reads decodes the chain below it
 // once; a frame's blocks whose CRC-32C fails make the append fail.
-func (w *Writer) reference(j int) (*codec.Reference, error) {
+func (w *Writer) reference(j int, opt codec.Options) (*codec.Reference, error) {
 	f := w.a.Frames[j]
 	if ins, ok := w.cache[j]; ok {
 		return codec.NewReferenceSums(ins, fileSums(f))
 	}
-	s, err := w.a.Stream(j)
+	s, err := w.a.StreamWith(j, codec.Options{Threads: opt.Threads, Context: opt.Context})
 	if err != nil {
 		return nil, fmt.Errorf("opening the reference frame: %w", err)
 	}
