@@ -283,7 +283,7 @@ func (w *Writer) reference(j int, opt codec.Options) (*codec.Reference, error) {
 	if ins, ok := w.cache[j]; ok {
 		return codec.NewReferenceSums(ins, fileSums(f))
 	}
-	s, err := w.a.StreamWith(j, codec.Options{Threads: opt.Threads, Context: opt.Context})
+	s, err := w.a.StreamWith(j, opt) // only its context and threads count
 	if err != nil {
 		return nil, fmt.Errorf("opening the reference frame: %w", err)
 	}
