@@ -162,9 +162,13 @@ func findTrailer(r io.ReaderAt, size int64, version int) (int64, *Index, error) 
 	return headerLen, nil, nil
 }
 
-// Find returns the index of the frame named name, or else of the frame
-// whose index name is (as ls lists them). A name that several frames
-// share is an error naming them: give the index instead.
+// Find returns the index of the frame named name, else of the frame whose
+// index name is (as ls lists them), else of the one frame whose name is
+// name followed by extensions ("step_000500" for
+// "step_000500.bf16.safetensors"). A name that several frames share, or
+// that several frames' names extend, is an error naming them: give the
+// full name or the index instead. A name no frame has is an error that
+// lists the names that contain it, if any.
 func (a *Archive) Find(name string) (int, error) {
 	var at []int
 	for i, f := range a.Frames {
@@ -181,7 +185,40 @@ func (a *Archive) Find(name string) (int, error) {
 	if i, err := strconv.Atoi(name); err == nil && i >= 0 && i < len(a.Frames) {
 		return i, nil
 	}
+	var like []int
+	for i, f := range a.Frames {
+		if name != "" && strings.HasPrefix(f.Name, name+".") {
+			at = append(at, i)
+		} else if name != "" && strings.Contains(f.Name, name) {
+			like = append(like, i)
+		}
+	}
+	switch {
+	case len(at) == 1:
+		return at[0], nil
+	case len(at) > 1:
+		return -1, fmt.Errorf("%w: %q names %d frames: %s; give the full name or the index", ErrAmbiguous, name, len(at), a.frameList(at))
+	case len(like) > 0:
+		return -1, fmt.Errorf("%w: %q (frames whose name contains it: %s)", ErrNotFound, name, a.frameList(like))
+	}
 	return -1, fmt.Errorf("%w: %q", ErrNotFound, name)
+}
+
+// frameList lists frames as "3 (step_000150.bf16.safetensors), ...", at
+// most five of them.
+func (a *Archive) frameList(at []int) string {
+	var b strings.Builder
+	for k, i := range at {
+		if k == 5 {
+			fmt.Fprintf(&b, ", and %d more", len(at)-k)
+			break
+		}
+		if k > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d (%s)", i, a.Frames[i].Name)
+	}
+	return b.String()
 }
 
 // Chain returns the frames to decode, keyframe first, to get frame i.

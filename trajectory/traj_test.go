@@ -610,6 +610,39 @@ func TestFindAmbiguous(t *testing.T) {
 	}
 }
 
+// TestFindStem: a name without its extensions finds the one frame it
+// names; one that names several, or none, says which frames come close.
+func TestFindStem(t *testing.T) {
+	names := []string{"step_000500.bf16.safetensors", "step_000500.f32.safetensors", "step_000550.bf16.safetensors", "7.safetensors", "run", "run.x"}
+	a := &Archive{}
+	for _, n := range names {
+		a.Frames = append(a.Frames, Frame{Name: n})
+	}
+	for name, want := range map[string]int{
+		"step_000550":      2, // the one frame it extends
+		"step_000550.bf16": 2,
+		"step_000500.f32":  1,
+		"run":              4, // an exact name before a stem
+		"3":                3, // an index before a stem
+		"7":                3, // no frame 7: the stem of 7.safetensors
+	} {
+		if i, err := a.Find(name); err != nil || i != want {
+			t.Errorf("Find(%q) = %d, %v; want %d", name, i, err, want)
+		}
+	}
+	if _, err := a.Find("step_000500"); !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), "0 (step_000500.bf16.safetensors), 1 (step_000500.f32.safetensors)") {
+		t.Errorf("Find(step_000500): %v", err)
+	}
+	if _, err := a.Find("000550"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "2 (step_000550.bf16.safetensors)") {
+		t.Errorf("Find(000550): %v", err)
+	}
+	for _, name := range []string{"", ".", "step_0005", "nope"} {
+		if _, err := a.Find(name); err == nil {
+			t.Errorf("Find(%q) found a frame", name)
+		}
+	}
+}
+
 // opLog is a File that records its writes and syncs.
 type opLog struct {
 	memFile

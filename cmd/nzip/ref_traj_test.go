@@ -175,7 +175,7 @@ func TestTrajectoryCLI(t *testing.T) {
 	if code, out, _ := nzip(t, "trajectory", "ls", run); code != 0 || !strings.Contains(out, "step_11.safetensors") {
 		t.Fatalf("ls: %d %s", code, out)
 	}
-	for _, name := range []string{"step_7.safetensors", "11", "0"} {
+	for _, name := range []string{"step_7.safetensors", "11", "0", "step_5"} {
 		o := filepath.Join(dir, "x-"+name)
 		if code, _, errs := nzip(t, "trajectory", "extract", "-q", "-o", o, run, name); code != 0 {
 			t.Fatalf("extract %s: %d %s", name, code, errs)

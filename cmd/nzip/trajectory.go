@@ -45,6 +45,8 @@ index and its shards, one frame) or a directory holding one such index
 after its directory, any other after its file; names must differ.
 extract writes a sharded step's files into the directory -o DIR (default:
 the step's name in the current directory); extract -all into DIR/NAME/.
+extract takes a step's NAME as ls lists it, its INDEX, or the NAME without
+its extensions when one step has it (step_000500).
 Archives of format version 1 (single-file steps only) take sharded steps
 after a repack.
 `
