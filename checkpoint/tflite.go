@@ -376,6 +376,11 @@ func (f *fbReader) owner(t fbTable, name string, bi uint32) (tfliteOwner, error)
 func (o *tfliteOwner) segment(name string, b *tfliteBuffer) (Segment, error) {
 	seg := Segment{Kind: Tensor, Name: name, DType: o.typ.dt, Type: o.typ.name, Offset: b.off, Length: b.length}
 	if o.typ.dt == dtype.Invalid {
+		// values nzip does not decode (strings, resources): the shape is
+		// only told, but it must still count a number of elements
+		if _, ok := numElements(o.shape); !ok {
+			return seg, formatErr("tflite", o.at, ErrMalformed, "tensor %q: shape %v has more elements than an int64 counts", name, o.shape)
+		}
 		seg.Shape = o.shape
 		return seg, nil
 	}
