@@ -95,11 +95,7 @@ func (a *Archive) StreamWith(i int, opt codec.Options) (*Stream, error) {
 		}
 	}
 	// per level: two buffers per thread decoding, the cached blocks
-	threads := opt.Threads
-	if threads <= 0 {
-		threads = runtime.GOMAXPROCS(0)
-	}
-	inFlight := int64(len(chain)) * int64(2*threads+frameCacheBlocks) * max(block, 64<<10)
+	inFlight := int64(len(chain)) * int64(2*threadsOf(opt)+frameCacheBlocks) * max(block, 64<<10)
 	if len(chain) > 2 && inFlight > max(wholeAbove, 2*step) {
 		return a.streamWhole(s, chain, opt)
 	}
@@ -126,6 +122,15 @@ func (a *Archive) StreamWith(i int, opt codec.Options) (*Stream, error) {
 	}
 	s.Reader = prev
 	return s, nil
+}
+
+// threadsOf is the number of threads opt asks for: opt.Threads, or
+// GOMAXPROCS when it is 0 (as the codec counts them).
+func threadsOf(opt codec.Options) int {
+	if opt.Threads > 0 {
+		return opt.Threads
+	}
+	return runtime.GOMAXPROCS(0)
 }
 
 // streamWhole makes s (the chain's readers open) read the last frame of
@@ -408,10 +413,7 @@ func (a *Archive) Verify(opt codec.Options, done func(frame int)) error {
 		}
 		groups[g] = append(groups[g], i)
 	}
-	threads := opt.Threads
-	if threads <= 0 {
-		threads = runtime.GOMAXPROCS(0)
-	}
+	threads := threadsOf(opt)
 	ctx := opt.Context
 	if ctx == nil {
 		ctx = context.Background()

@@ -276,8 +276,9 @@ func (w *Writer) forget() {
 // reference returns the codec reference of frame j: the original files
 // the writer still holds, or else frame j decoded from the archive block
 // by block as the encoder reads it (StreamWith, with opt's context and
-// threads: memory bounded whatever the step's size). Each block the encoder reads decodes the chain below it
-// once; a frame's blocks whose CRC-32C fails make the append fail.
+// threads: memory bounded whatever the step's size). Each block the
+// encoder reads decodes the chain below it once; a frame's blocks whose
+// CRC-32C fails make the append fail.
 func (w *Writer) reference(j int, opt codec.Options) (*codec.Reference, error) {
 	f := w.a.Frames[j]
 	if ins, ok := w.cache[j]; ok {
