@@ -109,7 +109,10 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return nil
 	}
 
-	// several files: restore them into a directory
+	// several files: restore them into a directory, each into a temporary
+	// file and checked; they take their names only when all have, all or
+	// none (commitAll), so a damaged archive leaves no part of the model
+	// (nor, with -f, a mix with the files it would replace)
 	dir := *out
 	if dir == "-" {
 		return fmt.Errorf("%s: holds %d files; cannot write them to stdout", in, len(files))
@@ -117,21 +120,49 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if dir == "" {
 		dir = filepath.Dir(in)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for i, fi := range files {
+	seen := map[string]bool{}
+	for _, fi := range files {
 		if err := safeName(fi.Name); err != nil {
 			return fmt.Errorf("%s: %w", in, err)
 		}
-		dest := filepath.Join(dir, fi.Name)
+		if seen[fi.Name] {
+			return fmt.Errorf("%s: holds two files named %q", in, fi.Name)
+		}
+		seen[fi.Name] = true
+		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(fi.Name))); err == nil && !*force {
+			return fmt.Errorf("%s: already exists (use -f to overwrite)", filepath.Join(dir, filepath.FromSlash(fi.Name)))
+		}
+	}
+	var outs []*atomicFile
+	defer func() {
+		for _, w := range outs {
+			w.Abort()
+		}
+	}()
+	for i, fi := range files {
+		dest := filepath.Join(dir, filepath.FromSlash(fi.Name))
 		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 			return err
 		}
-		if err := writeOutput(dest, *force, in, stdout, func(w io.Writer) error { return writeFile(w, i) }); err != nil {
+		w, err := createOutput(dest, *force, []string{in}, 0o644)
+		if err != nil {
+			return err
+		}
+		outs = append(outs, w)
+		bw := bufio.NewWriterSize(w, 1<<20)
+		if err := writeFile(bw, i); err != nil {
+			return fmt.Errorf("%s: %w", in, err)
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		if err := w.finish(); err != nil {
 			return err
 		}
 		base += fi.Size
+	}
+	if err := commitAll(outs); err != nil {
+		return err
 	}
 	if !*quiet {
 		el := time.Since(start).Seconds()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -111,9 +112,17 @@ func toCodecSegments(segs []checkpoint.Segment) []codec.Segment {
 // it over the destination on Commit; Abort (or a failed Commit) removes it.
 type atomicFile struct {
 	*os.File
-	dest string
-	done bool
+	dest   string
+	closed bool
+	done   bool
 }
+
+// renameFile and linkFile are os.Rename and os.Link; tests make them fail
+// (part-way through commitAll, or as on a file system without links).
+var (
+	renameFile = os.Rename
+	linkFile   = os.Link
+)
 
 // createOutput prepares to write dest. Without force an existing dest is an
 // error; dest must never be one of the inputs.
@@ -142,12 +151,22 @@ func createOutput(dest string, force bool, inputs []string, mode os.FileMode) (*
 	return &atomicFile{File: f, dest: dest}, nil
 }
 
+// finish closes the temporary file, which keeps its name until Commit or
+// commitAll (so that a step of many files holds no descriptor per file).
+func (a *atomicFile) finish() error {
+	if a.closed {
+		return nil
+	}
+	a.closed = true
+	return a.File.Close()
+}
+
 func (a *atomicFile) Commit() error {
-	if err := a.File.Close(); err != nil {
+	if err := a.finish(); err != nil {
 		os.Remove(a.Name())
 		return err
 	}
-	if err := os.Rename(a.Name(), a.dest); err != nil {
+	if err := renameFile(a.Name(), a.dest); err != nil {
 		os.Remove(a.Name())
 		return err
 	}
@@ -157,21 +176,106 @@ func (a *atomicFile) Commit() error {
 
 func (a *atomicFile) Abort() {
 	if !a.done {
-		a.File.Close()
+		a.finish()
 		os.Remove(a.Name())
 		a.done = true
 	}
 }
 
-// safeName checks that a file name from an archive stays inside the output
-// directory (filepath.IsLocal also refuses names Windows reserves, such as
-// NUL or C:x).
-func safeName(name string) error {
-	if name == "" || strings.ContainsRune(name, 0) || filepath.IsAbs(name) || strings.HasPrefix(name, "/") || strings.Contains(name, `\`) || !filepath.IsLocal(name) {
-		return fmt.Errorf("unsafe file name %q in archive", name)
+// commitAll gives the temporary files outs their names, all or none. A
+// file it replaces is first kept under a backup name (a hard link, so that
+// it stays under its own name until replaced; a rename where the file
+// system has no links); when a rename fails part-way, the files already
+// renamed are removed and the ones they replaced put back, so the
+// destination holds what it held before; once all are renamed the backups
+// go. Every out is done (renamed or removed) when it returns.
+func commitAll(outs []*atomicFile) error {
+	for _, w := range outs {
+		if err := w.finish(); err != nil {
+			return err // the caller's Abort removes them
+		}
 	}
-	clean := filepath.Clean(name)
-	if clean != name || clean == ".." || strings.HasPrefix(clean, "../") || clean == "." {
+	type backup struct {
+		path  string
+		moved bool // renamed away (no hard link): dest is absent until replaced
+	}
+	baks := make([]backup, len(outs))
+	restore := func(renamed int) {
+		for j := range outs {
+			b := baks[j]
+			switch {
+			case j < renamed && b.path != "":
+				os.Rename(b.path, outs[j].dest) // the old file back over the new one
+			case j < renamed:
+				os.Remove(outs[j].dest) // nothing was there before
+			case b.moved:
+				os.Rename(b.path, outs[j].dest)
+			case b.path != "":
+				os.Remove(b.path)
+			}
+			if j >= renamed {
+				outs[j].Abort()
+			}
+			outs[j].done = true
+		}
+	}
+	for j, w := range outs {
+		if _, err := os.Lstat(w.dest); err != nil {
+			continue
+		}
+		bak, err := reserveName(w.dest, ".bak")
+		if err != nil {
+			restore(0)
+			return err
+		}
+		baks[j].path = bak
+		if err := linkFile(w.dest, bak); err != nil {
+			if err := os.Rename(w.dest, bak); err != nil {
+				baks[j].path = ""
+				restore(0)
+				return fmt.Errorf("%s: keeping it until its replacement is in place: %w", w.dest, err)
+			}
+			baks[j].moved = true
+		}
+	}
+	for j, w := range outs {
+		if err := renameFile(w.Name(), w.dest); err != nil {
+			restore(j)
+			return err
+		}
+		w.done = true
+	}
+	for _, b := range baks {
+		if b.path != "" {
+			os.Remove(b.path)
+		}
+	}
+	return nil
+}
+
+// reserveName returns an unused name beside path (hidden, ending in
+// suffix) for os.Link or os.Rename to take.
+func reserveName(path, suffix string) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*"+suffix)
+	if err != nil {
+		return "", err
+	}
+	name := f.Name()
+	f.Close()
+	if err := os.Remove(name); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// safeName checks that a file name from an archive, a slash-separated
+// relative path on every system, stays inside the output directory:
+// clean, no "..", no backslash, and local on this system
+// (filepath.IsLocal also refuses names Windows reserves, such as NUL or
+// C:x, there). Join it with filepath.FromSlash.
+func safeName(name string) error {
+	if name == "" || name == "." || strings.ContainsRune(name, 0) || strings.HasPrefix(name, "/") || strings.Contains(name, `\`) ||
+		path.Clean(name) != name || !filepath.IsLocal(filepath.FromSlash(name)) {
 		return fmt.Errorf("unsafe file name %q in archive", name)
 	}
 	return nil

@@ -243,12 +243,13 @@ func TestShardedModel(t *testing.T) {
 }
 
 func TestSafeName(t *testing.T) {
-	for _, bad := range []string{"", "../x", "/etc/passwd", "a/../../b", "..", ".", "a\x00b", `a\b`} {
+	for _, bad := range []string{"", "../x", "/etc/passwd", "a/../../b", "..", ".", "a\x00b", `a\b`, "a//b", "./a", "a/", "sub/../x", "sub/./x"} {
 		if safeName(bad) == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	for _, ok := range []string{"model.safetensors", "sub/model.bin"} {
+	// archive names are slash-separated on every system (on Windows too)
+	for _, ok := range []string{"model.safetensors", "sub/model.bin", "weights/group1-shard1of2.bin"} {
 		if err := safeName(ok); err != nil {
 			t.Errorf("%q rejected: %v", ok, err)
 		}

@@ -226,6 +226,14 @@ func TestTrajectoryShardedDamaged(t *testing.T) {
 		t.Fatalf("extract of a damaged sharded step: %d %s", code, errs)
 	}
 	sameFiles(t, o, steps[0]) // the step extracted before, whole and alone
+	// a rename that fails part-way: the files already renamed over the
+	// step there are put back (-f loses nothing)
+	failRenameAt(t, 2)
+	if code, _, errs := nzip(t, "trajectory", "extract", "-q", "-f", "-o", o, run, "checkpoint-300"); code != 1 || !strings.Contains(errs, "injected failure") {
+		t.Fatalf("extract with a failing rename: %d %s", code, errs)
+	}
+	renameFile = os.Rename
+	sameFiles(t, o, steps[0])
 	fresh := filepath.Join(dir, "fresh")
 	if code, _, _ := nzip(t, "trajectory", "extract", "-q", "-o", fresh, bad, "checkpoint-300"); code != 1 {
 		t.Fatalf("extract of a damaged sharded step: %d", code)

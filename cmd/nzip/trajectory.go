@@ -967,9 +967,10 @@ func writeFrameFile(dest string, force bool, path string, stdout io.Writer, s *t
 
 // writeStepFiles writes the files of frame i (fr, a step of several,
 // open as s) into dir, each decoded block by block into a temporary file
-// and checked; only when all have checked do they take their names, so a
-// damaged frame leaves no part of the step (nor a mix with files already
-// there) under them. It returns the files' paths.
+// and checked; only when all have checked do they take their names, all
+// or none (commitAll), so a damaged frame or a failed rename leaves no
+// part of the step (nor a mix with files already there) under them. It
+// returns the files' paths.
 func writeStepFiles(dir string, force bool, path string, s *trajectory.Stream, i int, fr trajectory.Frame, opt codec.Options) ([]string, error) {
 	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -1000,18 +1001,14 @@ func writeStepFiles(dir string, force bool, path string, s *trajectory.Stream, i
 		if err := bw.Flush(); err != nil {
 			return nil, err
 		}
-		paths = append(paths, p)
-	}
-	for k, w := range outs {
-		if err := w.Commit(); err != nil {
-			// a failed rename: the files already renamed go too, so that
-			// no part of the step stays under its names (with -f, the
-			// files they replaced are gone)
-			for _, p := range paths[:k] {
-				os.Remove(p)
-			}
+		if err := w.finish(); err != nil {
 			return nil, err
 		}
+		paths = append(paths, p)
+	}
+	// all or none: a failed rename puts back what was there (-f)
+	if err := commitAll(outs); err != nil {
+		return nil, err
 	}
 	ok = true
 	return paths, nil
