@@ -152,6 +152,11 @@ webgpu-test: browser-deps
 # everything but the Fyne workbench, whose desktop driver needs cgo
 purego-build:
 	CGO_ENABLED=0 $(GO) build $$($(GO) list ./... | grep -v '^neuralzip/app$$')
+	@# the CLI and its tests on the other systems it supports (the lock
+	@# differs: flock on unix, LockFileEx on Windows)
+	for os in windows darwin; do \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=amd64 $(GO) vet ./cmd/nzip ./codec/... ./checkpoint/... ./trajectory/... || exit 1; \
+	done
 
 bench: build
 	@if [ -d $(SHARED)/models/bench ]; then \

@@ -1,7 +1,7 @@
-//go:build !js && !wasip1
+//go:build unix
 
 // (a measurement under callgrind: it reads the process's CPU time with
-// syscall.Getrusage, which js and wasip1 lack)
+// syscall.Getrusage, which only unix systems have)
 
 package codec
 
