@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"neuralzip/analysis"
 	"neuralzip/assets"
@@ -330,5 +332,23 @@ func TestLayerOfAndRecent(t *testing.T) {
 	}
 	if len(l) != MaxRecent {
 		t.Errorf("%d recent", len(l))
+	}
+}
+
+// A run too short for the clock gives 0 MB/s, which the JSON export
+// writes, not +Inf, which it cannot.
+func TestMBPerSZeroDuration(t *testing.T) {
+	if v := mbPerS(1000, 0); v != 0 {
+		t.Fatalf("0 s: %v", v)
+	}
+	if v := mbPerS(2e6, time.Second); v != 2 {
+		t.Fatalf("2 MB in 1 s: %v", v)
+	}
+	r := RunResult{CompressMBs: mbPerS(1000, 0), DecompressMBs: mbPerS(1000, 0)}
+	if err := WriteJSON(io.Discard, []RunResult{r}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(io.Discard, []RunResult{{CompressMBs: math.Inf(1)}}); err == nil {
+		t.Fatal("the JSON export wrote +Inf: this test no longer tests anything")
 	}
 }

@@ -97,23 +97,44 @@ func mbs(n int, d time.Duration) float64 {
 	return float64(n) / d.Seconds() / 1e6
 }
 
+// minSample is the least time one sample of bestOf is taken over: a call
+// that takes less is repeated (and the time divided by the calls), so that
+// a clock that ticks coarsely (Wine's, where a small file's decompression
+// read 0; a browser's) still times a small file, instead of reporting no
+// speed.
+const minSample = 2 * time.Millisecond
+
+// now is time.Now; tests give bestOf a coarse clock.
+var now = time.Now
+
 // bestOf runs fn up to runs times (at least once, fewer once maxTime has
-// passed) and returns the shortest run and how many ran.
+// passed; a run of calls shorter than minSample is repeated, see
+// minSample) and returns the shortest time of one call and how many runs
+// were taken.
 func bestOf(runs int, maxTime time.Duration, fn func() error) (time.Duration, int, error) {
 	best := time.Duration(1<<63 - 1)
-	start := time.Now()
+	start := now()
 	n := 0
 	for n < runs {
 		runtime.GC()
-		t0 := time.Now()
-		err := fn()
-		el := time.Since(t0)
-		n++
-		if err != nil {
-			return 0, n, err
+		calls := 1
+		var el time.Duration
+		for {
+			t0 := now()
+			for range calls {
+				if err := fn(); err != nil {
+					return 0, n + 1, err
+				}
+			}
+			el = now().Sub(t0)
+			if el >= minSample || calls >= 1<<20 {
+				break
+			}
+			calls *= 2
 		}
-		best = min(best, el)
-		if time.Since(start) > maxTime {
+		n++
+		best = min(best, el/time.Duration(calls))
+		if now().Sub(start) > maxTime {
 			break
 		}
 	}
