@@ -15,9 +15,10 @@
 #   would fail. A build overlay adds that status to the fallback's cases
 #   in the standard library's internal/syscall/windows.
 #
-# Usage: scripts/wine-test.sh [PKG...]   (default: ./cmd/nzip ./trajectory ./checkpoint ./codec)
+# Usage: scripts/wine-test.sh [PKG...]   (default: every non-UI package;
+# 2–3 min on 2 cores once Wine is installed)
 set -eu
-pkgs=${*:-./cmd/nzip ./trajectory ./checkpoint ./codec}
+pkgs=${*:-./cmd/nzip ./trajectory ./checkpoint ./codec/... ./gpu/... ./app/core ./analysis/... ./dtype ./assets}
 if ! [ -x /usr/lib/wine/wine64 ] || ! command -v x86_64-w64-mingw32-gcc >/dev/null; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q wine64 gcc-mingw-w64-x86-64 >/dev/null
 fi
@@ -55,7 +56,9 @@ json.dump({"Replace": {at: work + "/at_windows.go"}}, open(work + "/overlay.json
 PY
 
 status=0
-for p in $pkgs; do
+# every package with tests, as a directory (patterns such as ./gpu/... expand)
+dirs=$(GOOS=windows go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.Dir}}{{end}}' $pkgs)
+for p in $dirs; do
 	exe="$work/$(basename "$p").test.exe"
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 go test -overlay "$work/overlay.json" -c -o "$exe" "$p"
 	echo "== $p (windows/amd64 under Wine)"
