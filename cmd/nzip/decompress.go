@@ -134,15 +134,32 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 	}
 	var outs []*atomicFile
+	var made []string // directories made here, removed again on failure
+	committed := false
 	defer func() {
 		for _, w := range outs {
 			w.Abort()
 		}
+		if !committed {
+			for k := len(made) - 1; k >= 0; k-- {
+				os.Remove(made[k]) // only when empty
+			}
+		}
 	}()
 	for i, fi := range files {
 		dest := filepath.Join(dir, filepath.FromSlash(fi.Name))
+		var missing []string
+		for d := filepath.Dir(dest); ; d = filepath.Dir(d) {
+			if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
+				break
+			}
+			missing = append(missing, d)
+		}
 		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 			return err
+		}
+		for k := len(missing) - 1; k >= 0; k-- {
+			made = append(made, missing[k])
 		}
 		w, err := createOutput(dest, *force, []string{in}, 0o644)
 		if err != nil {
@@ -164,6 +181,7 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := commitAll(outs); err != nil {
 		return err
 	}
+	committed = true
 	if !*quiet {
 		el := time.Since(start).Seconds()
 		fmt.Fprintf(stderr, "%s: %d files, %s in %.2fs -> %s (SHA-256 verified)\n", in, len(files), humanBytes(total), el, dir)

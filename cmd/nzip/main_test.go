@@ -303,5 +303,19 @@ func TestMultiFileFixtures(t *testing.T) {
 		if n < 2 || (c.files != nil && n != len(c.files)) {
 			t.Errorf("%s: %d files restored", c.main, n)
 		}
+		// a damaged archive leaves nothing, not even the directories
+		// made for it
+		b, _ := os.ReadFile(arc)
+		for i := len(b) / 3; i < len(b)/3+16; i++ {
+			b[i] ^= 0x5a
+		}
+		os.WriteFile(arc, b, 0o644)
+		fresh := filepath.Join(work, "fresh", "out")
+		if code, _, _ := nzip(t, "decompress", "-q", "-o", fresh, arc); code != 1 {
+			t.Fatalf("%s: decompress of a damaged archive: exit %d", c.main, code)
+		}
+		if _, err := os.Stat(filepath.Join(work, "fresh")); err == nil {
+			t.Errorf("%s: a failed decompress left the directories it made", c.main)
+		}
 	}
 }
