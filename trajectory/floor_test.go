@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"neuralzip/analysis"
 	"neuralzip/codec"
 	"neuralzip/dtype"
 )
@@ -81,8 +82,8 @@ func TestStaticFloor(t *testing.T) {
 			n := len(cur) / 2
 			for lo := 0; lo < n; lo += 1 << 16 {
 				hi := min(n, lo+1<<16)
-				var exps [256]int
-				toks := map[int]*[256]int{}
+				var exps [256]uint64
+				toks := map[int]*[256]uint64{}
 				extra := 0
 				for j := lo; j < hi; j++ {
 					v := binary.LittleEndian.Uint16(cur[2*j:])
@@ -90,15 +91,19 @@ func TestStaticFloor(t *testing.T) {
 					exps[v>>7&0xff]++
 					c := int(rv >> 7 & 0xff)
 					if toks[c] == nil {
-						toks[c] = new([256]int)
+						toks[c] = new([256]uint64)
 					}
 					tok, x := floorToken(orderKey(v)-orderKey(rv), rv>>15)
 					toks[c][tok]++
 					extra += x
 				}
-				bl := block{tok: float64(extra), tables: float64(len(toks)), ind: floorEntropy(exps[:]) + 8*float64(hi-lo) + 8*20}
+				bl := block{tok: float64(extra), tables: float64(len(toks)), ind: analysis.Entropy(exps[:])*float64(hi-lo) + 8*float64(hi-lo) + 8*20}
 				for _, h := range toks {
-					bl.tok += floorEntropy(h[:])
+					var m uint64
+					for _, c := range h {
+						m += c
+					}
+					bl.tok += analysis.Entropy(h[:]) * float64(m)
 				}
 				blocks = append(blocks, bl)
 			}
@@ -153,19 +158,4 @@ func floorToken(d uint16, z uint16) (int, int) {
 		extra = l - 1 - q
 	}
 	return 2*k - 1 + int(s^z), extra
-}
-
-// floorEntropy is the order-0 cost in bits of symbols with the counts h.
-func floorEntropy(h []int) float64 {
-	n := 0
-	for _, c := range h {
-		n += c
-	}
-	var bits float64
-	for _, c := range h {
-		if c > 0 {
-			bits -= float64(c) * math.Log2(float64(c)/float64(n))
-		}
-	}
-	return bits
 }

@@ -15,6 +15,7 @@ import (
 
 	"neuralzip/analysis"
 	"neuralzip/assets"
+	"neuralzip/codec/baseline"
 )
 
 func openDemo(t *testing.T, name string) *Model {
@@ -337,14 +338,14 @@ func TestLayerOfAndRecent(t *testing.T) {
 
 // A run too short for the clock gives 0 MB/s, which the JSON export
 // writes, not +Inf, which it cannot.
-func TestMBPerSZeroDuration(t *testing.T) {
-	if v := mbPerS(1000, 0); v != 0 {
+func TestRunRateZeroDuration(t *testing.T) {
+	if v := baseline.MBPerS(1000, 0); v != 0 {
 		t.Fatalf("0 s: %v", v)
 	}
-	if v := mbPerS(2e6, time.Second); v != 2 {
+	if v := baseline.MBPerS(2e6, time.Second); v != 2 {
 		t.Fatalf("2 MB in 1 s: %v", v)
 	}
-	r := RunResult{CompressMBs: mbPerS(1000, 0), DecompressMBs: mbPerS(1000, 0)}
+	r := RunResult{CompressMBs: baseline.MBPerS(1000, 0), DecompressMBs: baseline.MBPerS(1000, 0)}
 	if err := WriteJSON(io.Discard, []RunResult{r}); err != nil {
 		t.Fatal(err)
 	}

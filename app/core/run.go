@@ -214,7 +214,7 @@ func Run(ctx context.Context, m *Model, src []byte, segs []codec.Segment, starts
 	if r.Compressed > 0 {
 		r.Ratio = float64(len(src)) / float64(r.Compressed)
 	}
-	r.CompressMBs, r.DecompressMBs = mbPerS(len(src), tc), mbPerS(len(src), td)
+	r.CompressMBs, r.DecompressMBs = baseline.MBPerS(len(src), tc), baseline.MBPerS(len(src), td)
 	dsum := sha256.Sum256(dec)
 	r.SHA256Decoded = hex.EncodeToString(dsum[:])
 	r.RoundtripOK = dsum == sum && bytes.Equal(dec, src)
@@ -335,14 +335,4 @@ func HumanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
-}
-
-// mbPerS is n bytes in d as MB/s (10^6 B/s), or 0 when d is too short for
-// the clock to have moved (a coarse clock and a small model): not +Inf,
-// which the JSON export could not write.
-func mbPerS(n int, d time.Duration) float64 {
-	if d <= 0 {
-		return 0
-	}
-	return float64(n) / d.Seconds() / 1e6
 }

@@ -75,7 +75,7 @@ func MeasureCodec(c Codec, name, file string, src []byte, segs []codec.Segment, 
 	if m.Compressed > 0 {
 		m.Ratio = float64(len(src)) / float64(m.Compressed)
 	}
-	m.CompressMBs = mbs(len(src), best)
+	m.CompressMBs = MBPerS(len(src), best)
 	var dec []byte
 	best, _, err = bestOf(runs, maxTime, func() (err error) {
 		dec, err = c.Decompress(comp)
@@ -85,12 +85,14 @@ func MeasureCodec(c Codec, name, file string, src []byte, segs []codec.Segment, 
 		m.Error = fmt.Sprintf("decompress: %v", err)
 		return m
 	}
-	m.DecompressMBs = mbs(len(src), best)
+	m.DecompressMBs = MBPerS(len(src), best)
 	m.RoundtripOK = bytes.Equal(dec, src) && sha256.Sum256(dec) == sha256.Sum256(src)
 	return m
 }
 
-func mbs(n int, d time.Duration) float64 {
+// MBPerS is n bytes in d as MB/s (10^6 B/s), or 0 when d is not positive
+// (a clock too coarse to have moved): never +Inf, which JSON cannot hold.
+func MBPerS(n int, d time.Duration) float64 {
 	if d <= 0 {
 		return 0
 	}
