@@ -109,17 +109,24 @@ func newReader(r io.ReaderAt, size, base int64) (*Reader, error) {
 		}
 		rd.setup = s
 	}
+	if x.setupMode == setupExternal && x.setupID == GaussianSetup().ID() {
+		rd.setup = GaussianSetup() // built in: every reader has it
+	}
 	return rd, nil
 }
 
 // SetupID returns the ID of the setup the archive was written with and how
 // it holds it: "embedded", "external" (the caller must supply it with
-// UseSetup) or "" when the archive uses none.
+// UseSetup), "built-in" (it references the Gaussian setup, which every
+// Reader has) or "" when the archive uses none.
 func (r *Reader) SetupID() (id [16]byte, how string) {
 	switch r.idx.setupMode {
 	case setupEmbedded:
 		return r.idx.setupID, "embedded"
 	case setupExternal:
+		if r.idx.setupID == GaussianSetup().ID() {
+			return r.idx.setupID, "built-in"
+		}
 		return r.idx.setupID, "external"
 	}
 	return id, ""

@@ -63,9 +63,10 @@ type SetupSection struct {
 	PlaneCuts []uint8
 	Tables    []*SetupTable
 
-	spec   fieldSpec
-	shifts bool       // symbols can be aligned (no join)
-	sel    []tableSel // per table, what choosing a table reads (contiguous)
+	spec    fieldSpec
+	shifts  bool       // symbols can be aligned (no join)
+	selOnce sync.Once  // sel is made on first use (selectors)
+	sel     []tableSel // per table, what choosing a table reads (contiguous)
 }
 
 // tableSel is what choosing a table for a block reads, kept together for
@@ -97,7 +98,8 @@ type SetupTable struct {
 	Chunks      int         // sample chunks in the cluster
 
 	// derived
-	mode    byte // most frequent symbol of the centroid (aligned)
+	selOnce sync.Once // mode and sel are made on first use (selInit)
+	mode    byte      // most frequent symbol of the centroid (aligned)
 	sel     tableSel
 	single  tableCode
 	pair    tableCode
@@ -113,18 +115,48 @@ type tableCode struct {
 	esc    byte        // the escape's huff0 symbol
 	lens   [256]uint8  // singles: aligned symbol -> code length (0 = escapes)
 
-	// huffX's tables for this code, made on first use (12 KB each: only
-	// for the codes an archive's blocks use) and then shared by every
-	// decoding goroutine, which only read them
-	hxOnce sync.Once
-	hx     *huffX
-	hxErr  error
+	// The code's huff0 description and decoder are made on first use
+	// (ready): a setup has tens of codes and an archive's blocks use a
+	// few, so parsing an embedded setup for a small archive must not pay
+	// for all of them. huffX's tables (12 KB each) likewise. Both are then shared by every goroutine, which only
+	// read them.
+	readyOnce sync.Once
+	readyErr  error
+	hxOnce    sync.Once
+	hx        *huffX
+	hxErr     error
+}
+
+// ready makes the code's decoding state (see tableCode): its huff0
+// description and huff0 decoder. init has checked that the
+// lengths form a complete code, so an error here means a bug, not damage.
+func (c *tableCode) ready() error {
+	c.readyOnce.Do(func() {
+		hdr, err := c.huff.appendHeader(nil)
+		if err != nil {
+			c.readyErr = errf("setup table: %v", err)
+			return
+		}
+		var s huff0.Scratch
+		s2, rest, err := huff0.ReadTable(hdr, &s)
+		if err != nil || len(rest) != 0 {
+			c.readyErr = errf("setup table description: %v", err)
+			return
+		}
+		c.dec = s2.Decoder()
+		c.hdr = hdr
+	})
+	return c.readyErr
 }
 
 // huffX returns the code's huffX decoder, with its two-symbol table where
 // that pays (it is made once, so it pays for every block).
 func (c *tableCode) huffX() (*huffX, error) {
 	c.hxOnce.Do(func() {
+		if err := c.ready(); err != nil {
+			c.hxErr = err
+			return
+		}
 		h := new(huffX)
 		if _, err := h.readTable(c.hdr, huffXMin); err != nil {
 			c.hxErr = errf("setup table: %v", err)
@@ -234,7 +266,36 @@ func (t *SetupTable) costShifted(h *[256]uint32, d int, w uint) uint64 {
 // costNonzero is costShifted for a histogram whose nonzero symbols are
 // listed in nz.
 func (t *SetupTable) costNonzero(h *[256]uint32, nz []byte, d int, w uint) uint64 {
+	t.selInit(w)
 	return t.sel.cost(h, nz, d, w)
+}
+
+// selInit makes the table's selection data (mode and sel) on first use:
+// only encoders choose tables, so decoders never pay for it.
+func (t *SetupTable) selInit(w uint) {
+	t.selOnce.Do(func() {
+		var h [256]uint32
+		for s, n := range t.Centroid {
+			h[s] = uint32(min(n, math.MaxUint32))
+		}
+		t.mode = byte(modeOf(&h, w))
+		t.sel.init(t, w)
+	})
+}
+
+// selectors returns the selection data of every table of the section (for
+// pick), made on first use.
+func (sec *SetupSection) selectors() []tableSel {
+	sec.selOnce.Do(func() {
+		w := sec.spec.symW()
+		sel := make([]tableSel, len(sec.Tables))
+		for i, t := range sec.Tables {
+			t.selInit(w)
+			sel[i] = t.sel
+		}
+		sec.sel = sel
+	})
+	return sec.sel
 }
 
 // init fills the selection data of table t.
@@ -376,12 +437,6 @@ func (t *SetupTable) prepare(w uint) error {
 	} else if len(t.PairLengths) != 0 {
 		return errors.New("pair code lengths without pair symbols")
 	}
-	var h [256]uint32
-	for s, n := range t.Centroid {
-		h[s] = uint32(min(n, math.MaxUint32))
-	}
-	t.mode = byte(modeOf(&h, w))
-	t.sel.init(t, w)
 	return nil
 }
 
@@ -402,8 +457,9 @@ func checkAlphabet(a []byte, w uint, max int) error {
 	return nil
 }
 
-// init makes the huff0 code of the given lengths (0 = no code; the escape
-// esc must have one) and its decoder.
+// init checks the code lengths (0 = no code; the escape esc must have one)
+// for a complete code of at most huffMaxBits bits and makes the code; ready
+// makes its description and decoder.
 func (c *tableCode) init(lengths []uint8, esc int) error {
 	var kraft uint64
 	c.huff = huffTable{}
@@ -423,17 +479,7 @@ func (c *tableCode) init(lengths []uint8, esc int) error {
 	}
 	c.esc = byte(esc)
 	c.huff.assignCodes()
-	hdr, err := c.huff.appendHeader(nil)
-	if err != nil {
-		return err
-	}
-	var s huff0.Scratch
-	s2, rest, err := huff0.ReadTable(hdr, &s)
-	if err != nil || len(rest) != 0 {
-		return fmt.Errorf("table description: %v", err)
-	}
-	c.dec = s2.Decoder()
-	c.hdr = hdr
+	// (the description and decoder follow on first use: ready)
 	for i := range c.expand {
 		c.expand[i] = 1 << 16
 	}
@@ -457,12 +503,10 @@ func (sec *SetupSection) prepare() error {
 	if len(sec.Tables) == 0 || len(sec.Tables) > maxSetupTables {
 		return fmt.Errorf("%w: %v section with %d tables", ErrSetup, sec.DType, len(sec.Tables))
 	}
-	sec.sel = make([]tableSel, len(sec.Tables))
 	for i, t := range sec.Tables {
 		if err := t.prepare(f.symW()); err != nil {
 			return fmt.Errorf("%w: %v table %d: %v", ErrSetup, sec.DType, i, err)
 		}
-		sec.sel[i] = t.sel
 	}
 	return nil
 }
@@ -672,13 +716,11 @@ func (sec *SetupSection) Shifts() bool { return sec.shifts }
 // plus pairs when present): what a block would otherwise store inline.
 func (t *SetupTable) DescriptionBytes() int {
 	n := 0
-	if h, err := t.single.huff.appendHeader(nil); err == nil {
-		n += len(h)
+	if t.single.ready() == nil {
+		n += len(t.single.hdr)
 	}
-	if t.hasPair {
-		if h, err := t.pair.huff.appendHeader(nil); err == nil {
-			n += len(h)
-		}
+	if t.hasPair && t.pair.ready() == nil {
+		n += len(t.pair.hdr)
 	}
 	return n
 }

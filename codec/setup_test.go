@@ -407,8 +407,12 @@ func TestCostRelMatchesCost(t *testing.T) {
 				fixed = append(fixed, byte(sym))
 			}
 		}
-		for i := range sec.sel {
-			sel := &sec.sel[i]
+		sels := sec.selectors()
+		if len(sels) == 0 {
+			t.Fatal("no tables")
+		}
+		for i := range sels {
+			sel := &sels[i]
 			d0 := mode - int(sel.mode)
 			for _, delta := range []int{-1, 0, 1} {
 				got := sel.costRel(ri, rc, delta) + sel.cost(&h, fixed, 0, w)

@@ -739,9 +739,10 @@ const (
 // selNeighbours: tables whose neighbouring alignment shifts are tried.
 const selNeighbours = 4
 
-// sharedSampleMin: from this many symbols on, a block picks its shared
-// table from a half sample of its histogram (countHistHalf).
-const sharedSampleMin = 16384
+// sharedSampleSyms: a block of at least twice as many symbols picks its
+// shared table from a sample of about this many (every step-th 8-symbol
+// word, countHistWords); a shorter one counts them all.
+var sharedSampleSyms = 4096
 
 // minSharedSymbols: shorter streams keep their own coding.
 const minSharedSymbols = 64
@@ -762,8 +763,8 @@ func (e *streamEncoder) appendShared(dst, syms []byte, w uint, sec *SetupSection
 	// blocks pick the same tables from half their symbols)
 	h, sampled := hist, n
 	if h == nil {
-		if n >= sharedSampleMin {
-			sampled = countHistHalf(&e.sampleHist, syms)
+		if step := n / sharedSampleSyms; step >= 2 {
+			sampled = countHistWords(&e.sampleHist, syms, step)
 			h = &e.sampleHist
 		} else {
 			countHist(&e.hist, syms)
@@ -828,8 +829,9 @@ func (sec *SetupSection) pick(h *[256]uint32, nz []byte, blockMode int, w uint) 
 		nr, nf := relativeSymbols(h, nz, 1<<w-2, blockMode, &rib, &rcb, &fixb)
 		ri, rc, fixed = rib[:nr], rcb[:nr], fixb[:nf]
 	}
-	for i := range sec.sel {
-		t := &sec.sel[i]
+	sels := sec.selectors()
+	for i := range sels {
+		t := &sels[i]
 		var c uint64
 		d := 0
 		if sec.shifts {
@@ -857,7 +859,7 @@ func (sec *SetupSection) pick(h *[256]uint32, nz []byte, blockMode int, w uint) 
 	}
 	if sec.shifts {
 		for _, k := range cand[:nc] {
-			t := &sec.sel[k.i]
+			t := &sels[k.i]
 			fc := t.cost(h, fixed, 0, w)
 			d0 := blockMode - int(t.mode)
 			for _, delta := range [2]int{-1, 1} {
@@ -1106,6 +1108,9 @@ func (d *streamDecoder) decodeShared(dst, src []byte, w uint, x4 bool) ([]byte, 
 			return nil, errf("shared %v", err)
 		}
 	} else if m > 0 {
+		if err := code.ready(); err != nil {
+			return nil, err
+		}
 		var out []byte
 		if x4 {
 			out, err = code.dec.Decompress4X(codes, data)

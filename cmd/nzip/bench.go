@@ -29,7 +29,7 @@ type benchRow struct {
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", "[-json] [-codecs LIST] [-threads N] [-runs N] [-chunk N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] FILE...", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON array")
-	codecs := fs.String("codecs", strings.Join(baseline.Names(), ","), "comma-separated codecs; "+setupCodecName+" (nzip with -setup) joins the default list when -setup is given")
+	codecs := fs.String("codecs", strings.Join(baseline.Names(), ","), "comma-separated codecs; "+setupCodecName+" (nzip with -setup) joins the default list when -setup is given; "+gaussianCodecName+" is nzip with the built-in Gaussian setup")
 	threads := fs.Int("threads", 0, "threads per codec (default: all CPUs; zstd and gzip use one)")
 	runs := fs.Int("runs", 3, "timed runs per codec; the best counts (fewer when a codec is slow)")
 	setupPath := fs.String("setup", "", "setup file for the codec "+setupCodecName)
@@ -56,6 +56,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		names = slices.Insert(names, i, setupCodecName)
 	}
 	for _, n := range names {
+		if n == gaussianCodecName {
+			continue
+		}
 		if n == setupCodecName {
 			if *setupPath == "" {
 				fmt.Fprintf(stderr, "nzip bench: codec %s needs -setup FILE.nzsetup\n", setupCodecName)
@@ -101,6 +104,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			mopt := baseline.MeasureOptions{Threads: *threads, Runs: *runs, MaxTime: 10 * time.Second}
 			var m baseline.Measurement
 			switch {
+			case name == gaussianCodecName:
+				c := newSetupCodecNamed(gaussianCodecName, codec.GaussianSetup(), codec.Options{Threads: *threads, SetupThreshold: *setupThreshold, ChunkValues: *chunk})
+				m = baseline.MeasureCodec(c, gaussianCodecName, filepath.Base(path), src, segs, mopt)
 			case name == setupCodecName:
 				c := newSetupCodecOpt(setup, codec.Options{Threads: *threads, SetupExternal: *setupExternal, SetupThreshold: *setupThreshold, ChunkValues: *chunk})
 				m = baseline.MeasureCodec(c, setupCodecName, filepath.Base(path), src, segs, mopt)

@@ -47,7 +47,11 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return err
 		}
 		opt.Setup = s
-		if opt.ChunkValues == 0 {
+		if s.IsGaussian() {
+			// built in: every reader has it, and its tables fit any
+			// chunk size
+			opt.SetupExternal = true
+		} else if opt.ChunkValues == 0 {
 			opt.ChunkValues = s.ChunkValues
 		} else if opt.ChunkValues != s.ChunkValues && !*quiet {
 			fmt.Fprintf(stderr, "nzip: warning: -chunk %d differs from the chunk size the setup was built with (%d); its tables may fit less well\n", opt.ChunkValues, s.ChunkValues)
@@ -107,7 +111,10 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			ratio(res.Original, res.Compressed), el, float64(res.Original)/el/1e6, dest)
 		if opt.Setup != nil {
 			how := "embedded"
-			if opt.SetupExternal {
+			switch {
+			case opt.Setup.IsGaussian():
+				how = "built-in Gaussian setup: decompress needs nothing more"
+			case opt.SetupExternal:
 				how = "external: decompress needs -setup " + *setupPath
 			}
 			fmt.Fprintf(stderr, "%s: setup %s (%s)\n", dest, opt.Setup.IDString(), how)

@@ -8,6 +8,10 @@ import (
 // setupCodecName is the bench codec "nzip with a setup".
 const setupCodecName = "nzip+setup"
 
+// gaussianCodecName is nzip with the built-in Gaussian setup (no -setup
+// needed).
+const gaussianCodecName = "nzip+gaussian"
+
 // newSetupCodec is nzip with a setup behind the baseline interface, so that
 // bench and setup compare measure it with the same harness as the others
 // (baseline.MeasureCodec). It codes with the setup's chunk size, as
@@ -19,9 +23,19 @@ func newSetupCodec(s *codec.Setup, external bool, threads int) baseline.Codec {
 // newSetupCodecOpt is newSetupCodec with more options; a zero ChunkValues
 // means the setup's.
 func newSetupCodecOpt(s *codec.Setup, opt codec.Options) baseline.Codec {
+	return newSetupCodecNamed(setupCodecName, s, opt)
+}
+
+// newSetupCodecNamed is newSetupCodecOpt under another codec name. The
+// built-in Gaussian setup is always referenced, never embedded (every
+// reader has it).
+func newSetupCodecNamed(name string, s *codec.Setup, opt codec.Options) baseline.Codec {
 	opt.Setup = s
 	if opt.ChunkValues == 0 {
 		opt.ChunkValues = s.ChunkValues
 	}
-	return baseline.NewNZip(setupCodecName, opt)
+	if s.IsGaussian() {
+		opt.SetupExternal = true
+	}
+	return baseline.NewNZip(name, opt)
 }

@@ -51,8 +51,12 @@ func runSubcommand(ctx context.Context, name, usage string, subs map[string]func
 	return errUsage
 }
 
-// loadSetup reads and parses a .nzsetup file.
+// loadSetup reads and parses a .nzsetup file; the name "gaussian" is the
+// built-in Gaussian setup (a file of that name is ./gaussian).
 func loadSetup(path string) (*codec.Setup, error) {
+	if path == codec.GaussianSetupName {
+		return codec.GaussianSetup(), nil
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"neuralzip/analysis"
 	"neuralzip/codec"
 	"neuralzip/codec/baseline"
 )
@@ -22,7 +20,7 @@ import (
 // with one setup (or none: per-chunk tables).
 type compareRow struct {
 	File            string  `json:"file"`
-	Setup           string  `json:"setup"`              // base name of the setup file, "none" or "gaussian"
+	Setup           string  `json:"setup"`              // base name of the setup file, "none" or "gaussian" (the built-in setup)
 	SetupID         string  `json:"setup_id,omitempty"` // hex ID; empty for "none"
 	SetupBytes      int     `json:"setup_bytes,omitempty"`
 	SetupEmbedded   bool    `json:"setup_embedded"` // the archives hold the setup (counted in the ratio); false with -setup-external
@@ -34,7 +32,6 @@ type compareRow struct {
 	CompressMBs     float64 `json:"compress_mb_s"`
 	DecompressMBs   float64 `json:"decompress_mb_s"`
 	RoundtripOK     bool    `json:"roundtrip_ok"`
-	Estimated       bool    `json:"estimated,omitempty"` // "gaussian": a model estimate, nothing was coded (no speeds, no roundtrip)
 	Threads         int     `json:"threads"`
 	Runs            int     `json:"runs"`
 	Error           string  `json:"error,omitempty"`
@@ -108,17 +105,17 @@ func runSetupCompare(ctx context.Context, args []string, stdout, stderr io.Write
 		}
 		base := len(rows)
 		add(baseline.Measure("nzip", file, src, segs, mopt), compareRow{Setup: "none"})
-		g := compareRow{File: file, Setup: "gaussian", OriginalBytes: int64(len(src)), Ratio: gaussianRatio(src, segs), Estimated: true}
-		if g.Ratio > 0 {
-			g.CompressedBytes = int64(math.Round(float64(len(src)) / g.Ratio))
+		gs := codec.GaussianSetup()
+		if !slices.ContainsFunc(setups, func(ns namedSetup) bool { return ns.s.IsGaussian() }) {
+			m := baseline.MeasureCodec(newSetupCodecNamed(setupCodecName, gs, codec.Options{Threads: *threads}), setupCodecName, file, src, segs, mopt)
+			add(m, compareRow{Setup: codec.GaussianSetupName, SetupID: gs.IDString()})
 		}
-		rows = append(rows, g)
 		for _, ns := range setups {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			m := baseline.MeasureCodec(newSetupCodec(ns.s, *external, *threads), setupCodecName, file, src, segs, mopt)
-			add(m, compareRow{Setup: ns.name, SetupID: ns.s.IDString(), SetupBytes: len(ns.s.Bytes()), SetupEmbedded: !*external, Own: ns.srcs[sum]})
+			add(m, compareRow{Setup: ns.name, SetupID: ns.s.IDString(), SetupBytes: len(ns.s.Bytes()), SetupEmbedded: !*external && !ns.s.IsGaussian(), Own: ns.srcs[sum]})
 		}
 		none := rows[base].Ratio
 		for i := base; i < len(rows); i++ {
@@ -171,34 +168,9 @@ func printCompare(w io.Writer, rows []compareRow) {
 			if !r.RoundtripOK {
 				ok = "FAILED " + r.Error
 			}
-			if r.Estimated {
-				fmt.Fprintf(tw, "%s\t%.4f\t%s\t-\t-\t\testimate\t\n", r.Setup, r.Ratio, delta)
-				continue
-			}
 			fmt.Fprintf(tw, "%s\t%.4f\t%s\t%.0f\t%.0f\t%s\t%s\t\n", r.Setup, r.Ratio, delta, r.CompressMBs, r.DecompressMBs, own, ok)
 		}
 		tw.Flush()
 		i = j
 	}
-}
-
-// gaussianRatio is the Gaussian-model estimate of the file's ratio: every
-// float tensor's exponents coded with the table that a zero-mean Gaussian
-// of the tensor's RMS implies (no setup, no per-chunk tables), everything
-// else raw (see analysis.GaussianRatio).
-func gaussianRatio(src []byte, segs []codec.Segment) float64 {
-	var models []analysis.TensorModel
-	for _, s := range segs {
-		if !s.IsTensor() {
-			continue
-		}
-		data := src[s.Offset : s.Offset+s.Length]
-		st, ok := analysis.Float(s.DType, data)
-		if !ok {
-			continue
-		}
-		m, _ := analysis.ValueMoments(s.DType, data)
-		models = append(models, analysis.TensorModel{Stats: st, Sigma: m.RMS()})
-	}
-	return analysis.GaussianRatio(int64(len(src)), models)
 }

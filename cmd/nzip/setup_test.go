@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"neuralzip/assets"
+	"neuralzip/codec"
 	"neuralzip/codec/baseline"
 )
 
@@ -287,18 +288,12 @@ func TestSetupCompare(t *testing.T) {
 	if len(rows) != 8 {
 		t.Fatalf("%d rows, want 8", len(rows))
 	}
+	gid := codec.GaussianSetup().IDString()
 	for i, r := range rows {
 		file := []string{"one.safetensors", "two.safetensors"}[i/4]
 		setup := []string{"none", "gaussian", "one.nzsetup", "two.nzsetup"}[i%4]
-		id := []string{"", "", id1, id2}[i%4]
+		id := []string{"", gid, id1, id2}[i%4]
 		own := (i == 2 || i == 7)
-		if setup == "gaussian" {
-			// an estimate: no speeds, no roundtrip
-			if r.File != file || !r.Estimated || r.Ratio <= 1 || r.RatioVsNone <= 0 || r.CompressMBs != 0 || r.RoundtripOK || r.Own {
-				t.Errorf("row %d: %+v", i, r)
-			}
-			continue
-		}
 		if r.File != file || r.Setup != setup || r.SetupID != id || r.Own != own || !r.RoundtripOK || r.Ratio <= 1 ||
 			r.CompressMBs <= 0 || r.DecompressMBs <= 0 || r.Threads != 1 || r.RatioVsNone <= 0 {
 			t.Errorf("row %d: %+v", i, r)
@@ -306,12 +301,16 @@ func TestSetupCompare(t *testing.T) {
 		if setup == "none" && (r.RatioVsNone != 1 || r.SetupEmbedded) {
 			t.Errorf("row %d: %+v", i, r)
 		}
-		if setup != "none" && (!r.SetupEmbedded || r.SetupBytes <= 0) {
+		// the built-in Gaussian setup is referenced, never embedded
+		if setup == "gaussian" && (r.SetupEmbedded || r.SetupBytes != 0) {
+			t.Errorf("row %d: %+v", i, r)
+		}
+		if setup != "none" && setup != "gaussian" && (!r.SetupEmbedded || r.SetupBytes <= 0) {
 			t.Errorf("row %d: %+v", i, r)
 		}
 	}
 	code, out, errs = nzip(t, "setup", "compare", "-runs", "1", "-setup-external", "-setups", s1, f1)
-	if code != 0 || !strings.Contains(out, "Δ VS NONE") || !strings.Contains(out, "yes") || !strings.Contains(out, "one.nzsetup") || !strings.Contains(out, "estimate") {
+	if code != 0 || !strings.Contains(out, "Δ VS NONE") || !strings.Contains(out, "yes") || !strings.Contains(out, "one.nzsetup") || !strings.Contains(out, "gaussian") {
 		t.Fatalf("compare text: %d %s %s", code, out, errs)
 	}
 	if code, _, _ := nzip(t, "setup", "compare", "-setups", filepath.Join(dir, "nope.nzsetup"), f1); code != 1 {
@@ -437,7 +436,7 @@ func TestBenchMultiFileModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range crow {
-		if r.OriginalBytes != want || (!r.Estimated && !r.RoundtripOK) {
+		if r.OriginalBytes != want || !r.RoundtripOK {
 			t.Fatalf("compare row %+v, want %d bytes", r, want)
 		}
 	}
