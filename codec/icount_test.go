@@ -30,12 +30,15 @@ func TestICount(t *testing.T) {
 		opt.ChunkValues, _ = strconv.Atoi(c)
 	}
 	if p := os.Getenv("NZ_ICOUNT_SETUP"); p != "" {
-		b, _ := os.ReadFile(p)
-		s, err := ParseSetup(b)
-		if err != nil {
-			t.Fatal(err)
+		s := GaussianSetup()
+		if p != GaussianSetupName {
+			b, _ := os.ReadFile(p)
+			var err error
+			if s, err = ParseSetup(b); err != nil {
+				t.Fatal(err)
+			}
 		}
-		opt.Setup = s
+		opt.Setup, opt.SetupExternal = s, s.IsGaussian()
 		opt.SetupThreshold = 1e9
 		if th := os.Getenv("NZ_ICOUNT_TH"); th == "default" {
 			opt.SetupThreshold = 0

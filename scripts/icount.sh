@@ -8,7 +8,7 @@
 # file, SHA-256 it), compress, compress+decompress; prints the differences:
 # instructions of compress (SHA-256 of the original excluded) and of
 # decompress (SHA-256 check skipped), one thread, GOMAXPROCS=1. SETUP is a
-# .nzsetup file; blocks then use it as `nzip compress -setup` does.
+# .nzsetup file or "gaussian"; blocks then use it as `nzip compress -setup` does.
 set -eu
 f=$1
 chunk=${2:-65536}
