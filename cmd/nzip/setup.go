@@ -53,7 +53,12 @@ func runSubcommand(ctx context.Context, name, usage string, subs map[string]func
 
 // loadSetup reads and parses a .nzsetup file.
 func loadSetup(path string) (*codec.Setup, error) {
-	b, err := os.ReadFile(path)
+	f, _, err := openRegular(path, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(f)
+	f.Close()
 	if err != nil {
 		return nil, err
 	}
