@@ -150,6 +150,11 @@ func describedLayout(owner string, c Companion, size int64) (*Layout, error) {
 // openFile opens one file and reads its layout. When the file is a sharded
 // index and index is not nil, index is called with the open file.
 func openFile(path string, index func(f *os.File, size int64) error) (File, error) {
+	// checked before the open too: opening a named pipe blocks until a
+	// writer comes
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return File{}, fmt.Errorf("checkpoint: %s is not a regular file", path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return File{}, err

@@ -41,7 +41,11 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintln(stderr, "nzip compress: -setup-external and -setup-threshold need -setup")
 		return errUsage
 	}
+	var readToo []string // files read besides the input
 	if *setupPath != "" {
+		if *setupPath != codec.GaussianSetupName { // built in, not a file
+			readToo = append(readToo, *setupPath)
+		}
 		s, err := loadSetup(*setupPath)
 		if err != nil {
 			return err
@@ -58,12 +62,13 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	}
 	if *refPath != "" {
-		ref, done, err := loadRef(*refPath, stderr)
+		ref, paths, done, err := loadRef(*refPath, stderr)
 		if err != nil {
 			return err
 		}
 		defer done()
 		opt.Ref = ref
+		readToo = append(readToo, paths...)
 	}
 	dest := *out
 	if dest == "" {
@@ -74,6 +79,13 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer closeInputs(files)
+	if len(files) > 1 {
+		for _, f := range files {
+			if err := safeName(f.name); err != nil {
+				return fmt.Errorf("%s: %w; decompress would refuse it", in, err)
+			}
+		}
+	}
 	var inputs []codec.Input
 	var paths []string
 	var total int64
@@ -82,9 +94,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		paths = append(paths, f.path)
 		total += f.size
 	}
-	if *refPath != "" {
-		paths = append(paths, *refPath) // never overwrite the reference either
-	}
+	paths = append(paths, readToo...) // never overwrite the reference or the setup either
 	st, err := files[0].f.Stat()
 	if err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -32,7 +31,7 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return errUsage
 	}
 	in := fs.Arg(0)
-	rd, closeRd, err := openDecoder(in, *setupPath, *refPath, stderr)
+	rd, inputs, closeRd, err := openDecoder(in, *setupPath, *refPath, stderr)
 	if err != nil {
 		return err
 	}
@@ -68,7 +67,7 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err != nil {
 			return fmt.Errorf("%s: %w", in, err)
 		}
-		if err := writeOutput(*out, *force, in, stdout, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+		if err := writeOutput(*out, *force, inputs, stdout, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
 			return err
 		}
 		if !*quiet && *out != "-" {
@@ -97,7 +96,7 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 			}
 			dest = strings.TrimSuffix(in, ".nzip")
 		}
-		err := writeOutput(dest, *force, in, stdout, func(w io.Writer) error { return writeFile(w, 0) })
+		err := writeOutput(dest, *force, inputs, stdout, func(w io.Writer) error { return writeFile(w, 0) })
 		if err != nil {
 			return err
 		}
@@ -120,18 +119,12 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if dir == "" {
 		dir = filepath.Dir(in)
 	}
-	seen := map[string]bool{}
-	for _, fi := range files {
-		if err := safeName(fi.Name); err != nil {
-			return fmt.Errorf("%s: %w", in, err)
-		}
-		if seen[fi.Name] {
-			return fmt.Errorf("%s: holds two files named %q", in, fi.Name)
-		}
-		seen[fi.Name] = true
-		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(fi.Name))); err == nil && !*force {
-			return fmt.Errorf("%s: already exists (use -f to overwrite)", filepath.Join(dir, filepath.FromSlash(fi.Name)))
-		}
+	names := make([]string, len(files))
+	for i, fi := range files {
+		names[i] = fi.Name
+	}
+	if err := checkOutputNames(in, dir, names, *force); err != nil {
+		return err
 	}
 	var outs []*atomicFile
 	var made []string // directories made here, removed again on failure
@@ -141,27 +134,18 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 			w.Abort()
 		}
 		if !committed {
-			for k := len(made) - 1; k >= 0; k-- {
-				os.Remove(made[k]) // only when empty
-			}
+			removeMade(made) // only those left empty
 		}
 	}()
+	if err := mkdirAll(dir, &made); err != nil {
+		return err
+	}
 	for i, fi := range files {
 		dest := filepath.Join(dir, filepath.FromSlash(fi.Name))
-		var missing []string
-		for d := filepath.Dir(dest); ; d = filepath.Dir(d) {
-			if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
-				break
-			}
-			missing = append(missing, d)
-		}
-		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		if err := subdirs(dir, fi.Name, &made); err != nil {
 			return err
 		}
-		for k := len(missing) - 1; k >= 0; k-- {
-			made = append(made, missing[k])
-		}
-		w, err := createOutput(dest, *force, []string{in}, 0o644)
+		w, err := createOutput(dest, *force, inputs, 0o644)
 		if err != nil {
 			return err
 		}
@@ -192,7 +176,10 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 
 // writeOutput writes through fill to dest ("-" is stdout) via a temporary
 // file that replaces dest only when everything succeeded.
-func writeOutput(dest string, force bool, input string, stdout io.Writer, fill func(io.Writer) error) error {
+// inputs are the files read for it, the first one named in errors; dest
+// is never one of them.
+func writeOutput(dest string, force bool, inputs []string, stdout io.Writer, fill func(io.Writer) error) error {
+	input := inputs[0]
 	if dest == "-" {
 		bw := bufio.NewWriterSize(stdout, 1<<20)
 		if err := fill(bw); err != nil {
@@ -200,7 +187,7 @@ func writeOutput(dest string, force bool, input string, stdout io.Writer, fill f
 		}
 		return bw.Flush()
 	}
-	w, err := createOutput(dest, force, []string{input}, 0o644)
+	w, err := createOutput(dest, force, inputs, 0o644)
 	if err != nil {
 		return err
 	}

@@ -71,7 +71,7 @@ func benchBackend(ctx context.Context, name, file string, src []byte, segs []cod
 // backend in batches (bounded memory), to w, and reports the device's
 // share and rate.
 func decompressBackend(ctx context.Context, b gpu.Backend, rd *codec.Reader, path string, fi, threads int, w io.Writer) (gpu.Result, error) {
-	f, err := os.Open(path)
+	f, _, err := openRegular(path, os.O_RDONLY)
 	if err != nil {
 		return gpu.Result{}, err
 	}

@@ -245,7 +245,7 @@ func inspectArchive(ctx context.Context, path, setupPath, refPath string, stderr
 		if err := useSetup(rd, path, setupPath, stderr); err != nil {
 			return nil, err
 		}
-		done, err := useRef(rd, path, refPath, stderr)
+		_, done, err := useRef(rd, path, refPath, stderr)
 		if err != nil {
 			return nil, err
 		}

@@ -57,7 +57,12 @@ func loadSetup(path string) (*codec.Setup, error) {
 	if path == codec.GaussianSetupName {
 		return codec.GaussianSetup(), nil
 	}
-	b, err := os.ReadFile(path)
+	f, _, err := openRegular(path, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(f)
+	f.Close()
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -177,6 +178,8 @@ func stepModel(path string) (model, name string, err error) {
 			return "", "", fmt.Errorf("%s: a step directory must hold one *.safetensors.index.json (or one checkpoint file); found %s; name the file instead", path, strings.Join(pick, ", "))
 		}
 		model = filepath.Join(path, pick[0])
+	} else if !st.Mode().IsRegular() {
+		return "", "", notRegular(path, st.Mode())
 	}
 	if !strings.HasSuffix(model, ".safetensors.index.json") {
 		return model, filepath.Base(model), nil
@@ -238,8 +241,9 @@ func (f inputFile) input() codec.Input {
 // the step before that serve as its reference, and watch) must be as it
 // was when opened until the frame is committed (size and modification
 // time): otherwise the frame is cut off again with an error, since it
-// would decode to neither the old nor the new bytes.
-func appendSteps(ctx context.Context, w *trajectory.Writer, paths []string, keys []bool, watch []inputFile, opt codec.Options, quiet bool, stderr io.Writer) error {
+// would decode to neither the old nor the new bytes. read, when not nil,
+// collects the paths of the files read.
+func appendSteps(ctx context.Context, w *trajectory.Writer, paths []string, keys []bool, watch []inputFile, read *[]string, opt codec.Options, quiet bool, stderr io.Writer) error {
 	var open []inputFile
 	defer func() { closeInputs(open) }()
 	w.BeforeCommit = func() error {
@@ -260,6 +264,11 @@ func appendSteps(ctx context.Context, w *trajectory.Writer, paths []string, keys
 			return err
 		}
 		open = append(open, st.files...)
+		if read != nil {
+			for _, f := range st.files {
+				*read = append(*read, f.path)
+			}
+		}
 		start := time.Now()
 		var fr trajectory.Frame
 		if keys != nil && keys[i] {
@@ -375,7 +384,13 @@ func runTrajPack(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := stepNames(paths, nil); err != nil {
 		return err
 	}
-	w, err := createOutput(*out, *force, paths, 0o644)
+	inputs := slices.Clone(paths)
+	for _, p := range paths {
+		if model, _, err := stepModel(p); err == nil {
+			inputs = append(inputs, model) // a step directory's checkpoint
+		}
+	}
+	w, err := createOutput(*out, *force, inputs, 0o644)
 	if err != nil {
 		return err
 	}
@@ -395,9 +410,11 @@ func runTrajPack(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			fmt.Fprintf(stderr, "planned keyframes (frames %s) in %.2fs\n", keyframeList(keys), time.Since(start).Seconds())
 		}
 	}
-	if err := appendSteps(ctx, tw, paths, keys, nil, opt, *quiet, stderr); err != nil {
+	var read []string
+	if err := appendSteps(ctx, tw, paths, keys, nil, &read, opt, *quiet, stderr); err != nil {
 		return err
 	}
+	w.inputs = append(w.inputs, read...) // a shard of a step is no output either
 	if err := w.Commit(); err != nil {
 		return err
 	}
@@ -432,7 +449,7 @@ func runTrajAppend(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, _, err := openRegular(path, os.O_RDWR)
 	if err != nil {
 		return err
 	}
@@ -473,7 +490,7 @@ func runTrajAppend(ctx context.Context, args []string, stdout, stderr io.Writer)
 		defer ref.f.Close()
 		watch = append(watch, ref)
 	}
-	if err := appendSteps(ctx, w, paths, nil, watch, codec.Options{Threads: *threads, Context: ctx, Best: *best}, *quiet, stderr); err != nil {
+	if err := appendSteps(ctx, w, paths, nil, watch, nil, codec.Options{Threads: *threads, Context: ctx, Best: *best}, *quiet, stderr); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
@@ -711,12 +728,16 @@ func extractAll(ctx context.Context, a *trajectory.Archive, path, dir string, fo
 		}
 		seen[fr.Name] = i
 		if len(fr.Files) > 1 {
+			// DIR/NAME/: never through a link at NAME
+			if err := subdirs(dir, fr.Name+"/file", nil); err != nil {
+				return err
+			}
 			if err := checkStepFiles(path, i, fr, filepath.Join(dir, fr.Name), force); err != nil {
 				return err
 			}
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(dir, fr.Name)); err == nil && !force {
+		if _, err := os.Lstat(filepath.Join(dir, fr.Name)); err == nil && !force {
 			return fmt.Errorf("%s: already exists (use -f to overwrite)", filepath.Join(dir, fr.Name))
 		}
 	}
@@ -767,7 +788,9 @@ func extractAll(ctx context.Context, a *trajectory.Archive, path, dir string, fo
 		dest := filepath.Join(dir, fr.Name)
 		paths := []string{dest}
 		if len(fr.Files) > 1 {
-			paths, err = writeStepFiles(dest, force, path, s, j, fr, opt)
+			if err = subdirs(dir, fr.Name+"/file", nil); err == nil {
+				paths, err = writeStepFiles(dest, force, path, s, j, fr, opt)
+			}
 		} else {
 			err = writeFrameFile(dest, force, path, nil, s, j, 0, fr, opt)
 		}
@@ -780,7 +803,7 @@ func extractAll(ctx context.Context, a *trajectory.Archive, path, dir string, fo
 		}
 		if lastUse[j] >= 0 {
 			for _, p := range paths {
-				f, err := os.Open(p)
+				f, _, err := openRegular(p, os.O_RDONLY)
 				if err != nil {
 					return fmt.Errorf("%s: reading back frame %d: %w", path, j, err)
 				}
@@ -943,7 +966,7 @@ func checkStepFiles(path string, i int, fr trajectory.Frame, dir string, force b
 			return fmt.Errorf("%s: frame %d (%s) holds two files named %q", path, i, fr.Name, ff.Name)
 		}
 		seen[ff.Name] = true
-		if _, err := os.Stat(filepath.Join(dir, ff.Name)); err == nil && !force {
+		if _, err := os.Lstat(filepath.Join(dir, ff.Name)); err == nil && !force {
 			return fmt.Errorf("%s: already exists (use -f to overwrite)", filepath.Join(dir, ff.Name))
 		}
 	}
@@ -954,7 +977,7 @@ func checkStepFiles(path string, i int, fr trajectory.Frame, dir string, force b
 // stdout) through writeOutput, decoded block by block as it is written;
 // an error names the frame, and the file for a step of several.
 func writeFrameFile(dest string, force bool, path string, stdout io.Writer, s *trajectory.Stream, i, k int, fr trajectory.Frame, opt codec.Options) error {
-	return writeOutput(dest, force, path, stdout, func(w io.Writer) error {
+	return writeOutput(dest, force, []string{path}, stdout, func(w io.Writer) error {
 		if err := s.WriteFile(w, k, opt); err != nil {
 			if len(fr.Files) > 1 {
 				return fmt.Errorf("frame %d (%s), file %s: %w", i, fr.Name, fr.Files[k].Name, err)
@@ -972,20 +995,20 @@ func writeFrameFile(dest string, force bool, path string, stdout io.Writer, s *t
 // part of the step (nor a mix with files already there) under them. It
 // returns the files' paths.
 func writeStepFiles(dir string, force bool, path string, s *trajectory.Stream, i int, fr trajectory.Frame, opt codec.Options) ([]string, error) {
-	_, statErr := os.Stat(dir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
 	var outs []*atomicFile
+	var made []string
 	ok := false
 	defer func() {
 		for _, w := range outs {
 			w.Abort()
 		}
-		if !ok && statErr != nil {
-			os.Remove(dir) // made here, and empty again
+		if !ok {
+			removeMade(made) // made here, and empty again
 		}
 	}()
+	if err := mkdirAll(dir, &made); err != nil {
+		return nil, err
+	}
 	var paths []string
 	for k, ff := range fr.Files {
 		p := filepath.Join(dir, ff.Name)
@@ -1050,45 +1073,47 @@ func extractStep(ctx context.Context, a *trajectory.Archive, path string, i int,
 	return nil
 }
 
-// loadRef opens the reference model for -ref.
-func loadRef(path string, stderr io.Writer) (*codec.Reference, func(), error) {
+// loadRef opens the reference model for -ref; paths are its files (no
+// output may overwrite them).
+func loadRef(path string, stderr io.Writer) (ref *codec.Reference, paths []string, done func(), err error) {
 	files, err := openModel(path, stderr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("-ref: %w", err)
+		return nil, nil, nil, fmt.Errorf("-ref: %w", err)
 	}
 	var ins []codec.Input
 	for _, f := range files {
 		ins = append(ins, f.input())
+		paths = append(paths, f.path)
 	}
-	ref, err := codec.NewReference(ins)
+	ref, err = codec.NewReference(ins)
 	if err != nil {
 		closeInputs(files)
-		return nil, nil, fmt.Errorf("-ref %s: %w", path, err)
+		return nil, nil, nil, fmt.Errorf("-ref %s: %w", path, err)
 	}
-	return ref, func() { closeInputs(files) }, nil
+	return ref, paths, func() { closeInputs(files) }, nil
 }
 
 // useRef gives a reader the reference of -ref, or reports a missing one,
-// before anything is decoded or written.
-func useRef(rd *codec.Reader, archive, refPath string, stderr io.Writer) (func(), error) {
+// before anything is decoded or written. It returns the reference's files.
+func useRef(rd *codec.Reader, archive, refPath string, stderr io.Writer) ([]string, func(), error) {
 	refs := rd.RefFiles()
 	if refPath == "" {
 		if len(refs) > 0 && rd.UsesRef() {
-			return func() {}, fmt.Errorf("%s: %w: the archive was coded against %s (%d bytes, SHA-256 %x); pass it with -ref FILE",
+			return nil, func() {}, fmt.Errorf("%s: %w: the archive was coded against %s (%d bytes, SHA-256 %x); pass it with -ref FILE",
 				archive, codec.ErrRefMissing, refs[0].Name, refs[0].Size, refs[0].SHA256)
 		}
-		return func() {}, nil
+		return nil, func() {}, nil
 	}
-	ref, done, err := loadRef(refPath, stderr)
+	ref, paths, done, err := loadRef(refPath, stderr)
 	if err != nil {
-		return func() {}, err
+		return nil, func() {}, err
 	}
 	if len(refs) == 0 {
 		fmt.Fprintf(stderr, "nzip: warning: %s was not coded against a reference; -ref %s is not needed\n", archive, refPath)
 	}
 	if err := rd.UseRef(ref); err != nil {
 		done()
-		return func() {}, fmt.Errorf("%s: %w", archive, err)
+		return nil, func() {}, fmt.Errorf("%s: %w", archive, err)
 	}
-	return done, nil
+	return paths, done, nil
 }

@@ -28,7 +28,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer dev.Close()
 	}
 	in := fs.Arg(0)
-	rd, closeRd, err := openDecoder(in, *setupPath, *refPath, stderr)
+	rd, _, closeRd, err := openDecoder(in, *setupPath, *refPath, stderr)
 	if err != nil {
 		return err
 	}
