@@ -18,6 +18,7 @@ import (
 
 	"neuralzip/analysis/chart"
 	"neuralzip/app/core"
+	"neuralzip/codec"
 )
 
 // setupsScreen builds setups from the current model or the selection,
@@ -38,8 +39,10 @@ type setupsScreen struct {
 	compare  *widget.Button
 	jobs     *jobBar
 	status   *widget.Label
+	chunk    *widget.Select
 	heat     *chartView
 	speed    *chartView
+	table    *widget.Label
 	rows     []core.CompareRow
 }
 
@@ -76,6 +79,13 @@ func newSetupsScreen(wb *workbench) *setupsScreen {
 	s.detail = widget.NewLabel("Build a setup from the open model or load one.")
 	s.detail.Wrapping = fyne.TextWrapWord
 	s.models = container.NewVBox()
+	var chunks []string
+	for _, c := range core.ChunkChoices {
+		chunks = append(chunks, core.ChunkLabel(c))
+	}
+	s.chunk = widget.NewSelect(chunks, nil)
+	s.chunk.SetSelected(core.ChunkLabel(codec.DefaultChunkValues))
+	s.table = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
 	s.compare = widget.NewButtonWithIcon("Compare", theme.MediaPlayIcon(), s.runCompare)
 	s.compare.Importance = widget.HighImportance
 	exportJSON := widget.NewButtonWithIcon("Export JSON…", theme.DownloadIcon(), s.exportDialog)
@@ -95,8 +105,11 @@ func newSetupsScreen(wb *workbench) *setupsScreen {
 	// window taller than the screen
 	models := container.NewVScroll(s.models)
 	models.SetMinSize(fyne.NewSize(0, 130))
-	cmp := container.NewVBox(heading("Compare across models"), models, container.NewHBox(s.compare, exportJSON, s.jobs.content), s.status)
-	charts := container.NewGridWithRows(2, s.heat.content, s.speed.content)
+	cmp := container.NewVBox(heading("Compare across models"), models,
+		container.NewHBox(widget.NewLabel("Values per block"), s.chunk, s.compare, exportJSON, s.jobs.content), s.status)
+	tableScroll := container.NewScroll(s.table)
+	tableScroll.SetMinSize(fyne.NewSize(0, 120))
+	charts := container.NewGridWithRows(3, s.heat.content, s.speed.content, tableScroll)
 	right := container.NewBorder(cmp, nil, nil, nil, charts)
 	split := container.NewHSplit(container.NewPadded(leftPane), container.NewPadded(right))
 	split.Offset = 0.34
@@ -281,11 +294,17 @@ func (s *setupsScreen) runCompare() {
 		return
 	}
 	setups := append([]core.NamedSetup(nil), wb.setups...)
+	chunk := codec.DefaultChunkValues
+	for _, c := range core.ChunkChoices {
+		if core.ChunkLabel(c) == s.chunk.Selected {
+			chunk = c
+		}
+	}
 	ctx, gen := s.jobs.start()
 	prog := s.jobs.progress(gen)
-	s.status.SetText(fmt.Sprintf("Comparing %d setup(s) and none on %d model(s)…", len(setups), len(models)))
+	s.status.SetText(fmt.Sprintf("Comparing %d setup(s) and none on %d model(s) at %s values per block…", len(setups), len(models), core.ChunkLabel(chunk)))
 	wb.go_(func() func() {
-		rows, err := core.CompareSetups(ctx, setups, models, 0, func(d, t int) { prog(float64(d) / float64(t)) })
+		rows, err := core.CompareSetups(ctx, setups, models, 0, chunk, func(d, t int) { prog(float64(d) / float64(t)) })
 		return func() {
 			if !s.jobs.done(gen) {
 				return
@@ -345,6 +364,7 @@ func (s *setupsScreen) showCompare() {
 	b := chart.Bars{Title: "Speed, mean over the models", YLabel: "MB/s", Categories: setupNames,
 		Series: []chart.Series{{Name: "compress", Y: comp}, {Name: "decompress", Y: dec}}}
 	s.speed.SetBuilder(func(st chart.Style) (*plot.Plot, error) { return chart.GroupedBars(b, st) }, "")
+	s.table.SetText(core.CompareTable(s.rows))
 	msg := fmt.Sprintf("%d measurements; every roundtrip bit-exact.", len(s.rows))
 	if failed > 0 {
 		msg = fmt.Sprintf("%d measurements; %d roundtrip(s) FAILED.", len(s.rows), failed)

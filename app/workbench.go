@@ -76,6 +76,7 @@ func newWorkbench(a fyne.App, w fyne.Window) *workbench {
 	wb.status = widget.NewLabel("No model open: pick a demo model or open a checkpoint.")
 	wb.status.Truncation = fyne.TextTruncateEllipsis
 	wb.global = newJobBar()
+	wb.setups = []core.NamedSetup{core.Gaussian()} // built in: always offered
 
 	wb.open_ = newOpenScreen(wb)
 	items := []*container.TabItem{container.NewTabItemWithIcon("Open", theme.FolderOpenIcon(), wb.open_.content)}

@@ -337,9 +337,13 @@ func TestSetupsAndRun(t *testing.T) {
 	m := openDemo(t, wb, "blazeface-front")
 	wb.selectTab("Setups")
 	s := wb.setupsScr
+	// the built-in Gaussian setup is there from the start
+	if len(wb.setups) != 1 || wb.setups[0].Name != "gaussian" || !wb.setups[0].Setup.IsGaussian() {
+		t.Fatalf("setups at start: %+v", wb.setups)
+	}
 	test.Tap(s.buildBtn)
 	wb.wait()
-	if len(wb.setups) != 1 || !strings.HasPrefix(s.status.Text, "Built blazeface-front") {
+	if len(wb.setups) != 2 || !strings.HasPrefix(s.status.Text, "Built blazeface-front") {
 		t.Fatalf("%d setups, %q", len(wb.setups), s.status.Text)
 	}
 	// from a selection: only the selected tensors' chunks are sampled
@@ -349,29 +353,36 @@ func TestSetupsAndRun(t *testing.T) {
 	s.from.SetSelected(fromSelection)
 	s.k.SetSelected("1")
 	test.Tap(s.buildBtn)
-	if len(wb.setups) != 2 || wb.setups[1].Name != "blazeface-front-sel1-k1" {
+	if len(wb.setups) != 3 || wb.setups[2].Name != "blazeface-front-sel1-k1" {
 		t.Fatalf("setup from selection: %+v (%q)", wb.setups, s.status.Text)
 	}
-	for _, sec := range wb.setups[1].Setup.Sections {
+	for _, sec := range wb.setups[2].Setup.Sections {
 		if len(sec.Tables) != 1 {
 			t.Errorf("K=1 setup has %d tables for %s", len(sec.Tables), sec.DType)
 		}
 	}
-	wb.setups = wb.setups[:1]
+	wb.setups = wb.setups[:2]
 	s.list.Refresh()
 	// save, load again under the file's name
 	p := filepath.Join(t.TempDir(), "saved.nzsetup")
-	if err := s.save(wb.setups[0], p); err != nil {
+	if err := s.save(wb.setups[1], p); err != nil {
 		t.Fatal(err)
 	}
 	s.load(p)
-	if len(wb.setups) != 2 || wb.setups[1].Name != "saved" || wb.setups[1].Setup.ID() != wb.setups[0].Setup.ID() {
+	if len(wb.setups) != 3 || wb.setups[2].Name != "saved" || wb.setups[2].Setup.ID() != wb.setups[1].Setup.ID() {
 		t.Fatalf("load: %+v", wb.setups)
 	}
+	// the comparison at the chosen chunk size: none, gaussian and both setups
+	s.chunk.SetSelected("4 Ki")
 	test.Tap(s.compare)
 	wb.wait()
-	if len(s.rows) != 2*3 || !strings.Contains(s.status.Text, "every roundtrip bit-exact") || s.heat.plot == nil || s.speed.plot == nil {
+	if len(s.rows) != 2*4 || !strings.Contains(s.status.Text, "every roundtrip bit-exact") || s.heat.plot == nil || s.speed.plot == nil {
 		t.Fatalf("compare: %d rows, %q", len(s.rows), s.status.Text)
+	}
+	for _, want := range []string{"gaussian", "saved", "none", other.Name, "decompress MB/s"} {
+		if !strings.Contains(s.table.Text, want) {
+			t.Errorf("comparison table lacks %q:\n%s", want, s.table.Text)
+		}
 	}
 	for _, r := range s.rows {
 		if r.Model == other.Name && r.Setup == "none" && r.RatioVsNone != 1 {
@@ -381,9 +392,10 @@ func TestSetupsAndRun(t *testing.T) {
 
 	wb.selectTab("Run")
 	r := wb.run
-	if !slices.Contains(r.codecSel.Options, core.CodecNZipSetup) || r.setupSel.Selected != "blazeface-front" {
-		t.Fatalf("codecs %v, setup %q", r.codecSel.Options, r.setupSel.Selected)
+	if !slices.Contains(r.codecSel.Options, core.CodecNZipSetup) || !slices.Contains(r.setupSel.Options, "gaussian") || !slices.Contains(r.setupSel.Options, "blazeface-front") {
+		t.Fatalf("codecs %v, setups %q", r.codecSel.Options, r.setupSel.Options)
 	}
+	r.setupSel.SetSelected("blazeface-front")
 	var all []byte
 	for _, f := range m.Files {
 		b := make([]byte, f.Size)
@@ -409,6 +421,15 @@ func TestSetupsAndRun(t *testing.T) {
 			t.Errorf("%s on the CPU: device %q, %q", c, r.devSpeed.Text, r.devMem.Text)
 		}
 	}
+	// the built-in Gaussian setup runs like any other
+	r.setupSel.SetSelected("gaussian")
+	r.codecSel.SetSelected(core.CodecNZipSetup)
+	test.Tap(r.runBtn)
+	wb.wait()
+	if r.verdict.Text != "✓ bit-exact" || r.shaDec.Text != want {
+		t.Fatalf("gaussian: %q (%s)", r.verdict.Text, r.phase.Text)
+	}
+	r.setupSel.SetSelected("blazeface-front")
 	// the backends: every one listed, the unavailable ones with their reason
 	if len(r.backend.Options) != len(core.Backends()) || r.backend.Selected != r.backend.Options[0] {
 		t.Fatalf("backends %q (%q)", r.backend.Options, r.backend.Selected)

@@ -293,15 +293,15 @@ func TestSetupBuildCompare(t *testing.T) {
 		t.Fatalf("load: %v %+v", err, ns)
 	}
 	var last int
-	rows, err := CompareSetups(context.Background(), []NamedSetup{ns}, []*Model{a, b}, 2, func(d, tot int) { last = d })
+	rows, err := CompareSetups(context.Background(), []NamedSetup{ns, Gaussian()}, []*Model{a, b}, 2, 4096, func(d, tot int) { last = d })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 4 || last != 4 {
+	if len(rows) != 6 || last != 6 {
 		t.Fatalf("%d rows, progress %d", len(rows), last)
 	}
 	for _, r := range rows {
-		if !r.RoundtripOK || r.Ratio <= 1 {
+		if !r.RoundtripOK || r.Ratio <= 1 || r.CompressMBs <= 0 || r.DecompressMBs <= 0 {
 			t.Errorf("%+v", r)
 		}
 		if r.Setup == "none" && r.RatioVsNone != 1 {
@@ -351,5 +351,19 @@ func TestRunRateZeroDuration(t *testing.T) {
 	}
 	if err := WriteJSON(io.Discard, []RunResult{{CompressMBs: math.Inf(1)}}); err == nil {
 		t.Fatal("the JSON export wrote +Inf: this test no longer tests anything")
+	}
+}
+
+func TestCompareTable(t *testing.T) {
+	rows := []CompareRow{
+		{Model: "a", Setup: "none", Ratio: 1.5, RatioVsNone: 1, CompressMBs: 500, DecompressMBs: 1500, RoundtripOK: true},
+		{Model: "a", Setup: "gaussian", Ratio: 1.49, RatioVsNone: 1.49 / 1.5, CompressMBs: 700, DecompressMBs: 1600, RoundtripOK: true},
+		{Model: "b", Setup: "none", Ratio: 1.2, RatioVsNone: 1, CompressMBs: 400, DecompressMBs: 900, RoundtripOK: false, Error: "x"},
+	}
+	got := CompareTable(rows)
+	for _, want := range []string{"a ", "gaussian", "1.4900", "-0.67%", "700", "1600", "b ", "FAILED x"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
 	}
 }

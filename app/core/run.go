@@ -158,8 +158,7 @@ func Run(ctx context.Context, m *Model, src []byte, segs []codec.Segment, starts
 				r.Error = "no setup loaded"
 				return r
 			}
-			opt.Setup = spec.Setup
-			opt.ChunkValues = spec.Setup.ChunkValues
+			opt = SetupOptions(spec.Setup, opt)
 		}
 		opt.Progress = func(done, total int64) { progress(PhaseCompress, frac(done, total)) }
 		t0 := time.Now()

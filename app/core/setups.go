@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"neuralzip/codec"
@@ -32,6 +33,24 @@ func BuildSetup(ctx context.Context, models []*Model, keep map[int]bool, k, chun
 		return nil, ErrCancelled
 	}
 	return s, err
+}
+
+// Gaussian is the built-in Gaussian setup under its name: it needs no
+// file and is always there (archives reference it by ID).
+func Gaussian() NamedSetup {
+	return NamedSetup{Name: codec.GaussianSetupName, Setup: codec.GaussianSetup()}
+}
+
+// ChunkChoices are the chunk sizes (values per block) the workbench
+// offers for comparing setups, from 4 Ki to the format's largest.
+var ChunkChoices = []int{4096, 16384, codec.DefaultChunkValues, codec.MaxChunkValues}
+
+// ChunkLabel names a chunk size for the UI ("4 Ki", "64 Ki", "262143").
+func ChunkLabel(n int) string {
+	if n%1024 == 0 {
+		return fmt.Sprintf("%d Ki", n/1024)
+	}
+	return fmt.Sprint(n)
 }
 
 // LoadSetup reads a .nzsetup file.
@@ -91,10 +110,12 @@ type CompareRow struct {
 }
 
 // CompareSetups measures every model with nzip without a setup ("none")
-// and with each setup (embedded in the archive, so its bytes count), one
-// timed run each, through the same harness as `nzip bench`. progress gets
-// the measurements done and their total.
-func CompareSetups(ctx context.Context, setups []NamedSetup, models []*Model, threads int, progress func(done, total int)) ([]CompareRow, error) {
+// and with each setup (embedded in the archive, so its bytes count; the
+// built-in Gaussian setup is referenced), one timed run each, through the
+// same harness as `nzip bench`, all at chunk values per block (0: each
+// setup's own, the default for none). progress gets the measurements done
+// and their total.
+func CompareSetups(ctx context.Context, setups []NamedSetup, models []*Model, threads, chunk int, progress func(done, total int)) ([]CompareRow, error) {
 	var rows []CompareRow
 	total := len(models) * (len(setups) + 1)
 	done := 0
@@ -112,11 +133,11 @@ func CompareSetups(ctx context.Context, setups []NamedSetup, models []*Model, th
 			var meas baseline.Measurement
 			row := CompareRow{Model: m.Name, Setup: "none"}
 			if i < 0 {
-				meas = baseline.MeasureCodec(baseline.NewNZip(CodecNZip, codec.Options{Threads: threads, Context: ctx}), CodecNZip, m.Name, src, segs, mopt)
+				meas = baseline.MeasureCodec(baseline.NewNZip(CodecNZip, codec.Options{Threads: threads, ChunkValues: chunk, Context: ctx}), CodecNZip, m.Name, src, segs, mopt)
 			} else {
 				s := setups[i]
 				row.Setup, row.SetupID = s.Name, s.Setup.IDString()
-				c := baseline.NewNZip(CodecNZipSetup, codec.Options{Threads: threads, Setup: s.Setup, ChunkValues: s.Setup.ChunkValues, Context: ctx})
+				c := baseline.NewNZip(CodecNZipSetup, SetupOptions(s.Setup, codec.Options{Threads: threads, ChunkValues: chunk, Context: ctx}))
 				meas = baseline.MeasureCodec(c, CodecNZipSetup, m.Name, src, segs, mopt)
 			}
 			if err := ctx.Err(); err != nil {
@@ -137,4 +158,47 @@ func CompareSetups(ctx context.Context, setups []NamedSetup, models []*Model, th
 		}
 	}
 	return rows, nil
+}
+
+// SetupOptions sets opt to code with setup s: at the setup's chunk size
+// when opt has none, and referenced rather than embedded when s is the
+// built-in Gaussian setup (every reader has it).
+func SetupOptions(s *codec.Setup, opt codec.Options) codec.Options {
+	opt.Setup = s
+	if opt.ChunkValues == 0 && !s.IsGaussian() {
+		opt.ChunkValues = s.ChunkValues
+	}
+	if s.IsGaussian() {
+		opt.SetupExternal = true
+	}
+	return opt
+}
+
+// CompareTable lays the rows out as text, a block per model: for each
+// setup (none first) its ratio, the change against none, and compress and
+// decompress MB/s.
+func CompareTable(rows []CompareRow) string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	last := ""
+	for _, r := range rows {
+		if r.Model != last {
+			if last != "" {
+				fmt.Fprintln(tw)
+			}
+			fmt.Fprintf(tw, "%s\tratio\tvs none\tcompress MB/s\tdecompress MB/s\t\n", r.Model)
+			last = r.Model
+		}
+		vs := "-"
+		if r.Setup != "none" && r.RatioVsNone > 0 {
+			vs = fmt.Sprintf("%+.2f%%", (r.RatioVsNone-1)*100)
+		}
+		ok := ""
+		if !r.RoundtripOK {
+			ok = "FAILED " + r.Error
+		}
+		fmt.Fprintf(tw, "  %s\t%.4f\t%s\t%.0f\t%.0f\t%s\n", r.Setup, r.Ratio, vs, r.CompressMBs, r.DecompressMBs, ok)
+	}
+	tw.Flush()
+	return b.String()
 }
