@@ -69,3 +69,18 @@ func entropyBits(hist *[256]uint32, n int) (float64, int) {
 	}
 	return float64(h) / (1 << log2Frac), d
 }
+
+// entropyBitsOf is entropyBits for a histogram whose nonzero symbols are
+// listed in nz (the same sum, over fewer entries).
+func entropyBitsOf(hist *[256]uint32, nz []byte, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	ln := log2Fixed(uint64(n))
+	var h uint64
+	for _, s := range nz {
+		c := uint64(hist[s])
+		h += c * (ln - log2Fixed(c))
+	}
+	return float64(h) / (1 << log2Frac)
+}

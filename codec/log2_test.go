@@ -18,3 +18,20 @@ func TestLog2Fixed(t *testing.T) {
 		t.Fatalf("entropyBits = %v, %d", b, d)
 	}
 }
+
+func TestEntropyBitsOf(t *testing.T) {
+	var h [256]uint32
+	var nz []byte
+	for s := 0; s < 256; s += 7 {
+		h[s] = uint32(s*s%97 + 1)
+		nz = append(nz, byte(s))
+	}
+	var n int
+	for _, c := range h {
+		n += int(c)
+	}
+	want, _ := entropyBits(&h, n)
+	if got := entropyBitsOf(&h, nz, n); got != want {
+		t.Fatalf("entropyBitsOf %v, entropyBits %v", got, want)
+	}
+}

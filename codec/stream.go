@@ -739,10 +739,14 @@ const (
 // selNeighbours: tables whose neighbouring alignment shifts are tried.
 const selNeighbours = 4
 
-// sharedSampleSyms: a block of at least twice as many symbols picks its
-// shared table from a sample of about this many (every step-th 8-symbol
-// word, countHistWords); a shorter one counts them all.
-var sharedSampleSyms = 4096
+// sharedSampleStep is the step (in 8-symbol words, countHistWords) of the
+// sample from which a block of n symbols picks its shared table: about
+// 1/sharedSampleDiv of the block, at most every sharedSampleMaxStep-th
+// word, and every word in blocks of fewer than 2·sharedSampleDiv symbols.
+// A variable for measurements.
+var sharedSampleDiv, sharedSampleMaxStep = 2048, 16
+
+func sharedSampleStep(n int) int { return min(n/sharedSampleDiv, sharedSampleMaxStep) }
 
 // minSharedSymbols: shorter streams keep their own coding.
 const minSharedSymbols = 64
@@ -763,7 +767,7 @@ func (e *streamEncoder) appendShared(dst, syms []byte, w uint, sec *SetupSection
 	// blocks pick the same tables from half their symbols)
 	h, sampled := hist, n
 	if h == nil {
-		if step := n / sharedSampleSyms; step >= 2 {
+		if step := sharedSampleStep(n); step >= 2 {
 			sampled = countHistWords(&e.sampleHist, syms, step)
 			h = &e.sampleHist
 		} else {
@@ -782,7 +786,8 @@ func (e *streamEncoder) appendShared(dst, syms []byte, w uint, sec *SetupSection
 	best, bestD, bestCost := sec.pick(h, nz, blockMode, w)
 	// A table of its own cannot beat the order-0 entropy plus its
 	// description; use the shared one unless that leaves a clear gain.
-	hb, distinct := entropyBits(h, sampled)
+	hb := entropyBitsOf(h, nz, sampled)
+	distinct := len(nz)
 	ownEst := hb + float64(8*(distinct/2+8))*float64(sampled)/float64(n)
 	if float64(bestCost) > (1+threshold)*ownEst {
 		if hist == nil {
