@@ -276,11 +276,12 @@ type decTask struct {
 	out        *[]byte
 	err        error
 	done       chan struct{}
+	part       treePart // BLAKE3: what the worker computed of out
 }
 
 // WriteFile decodes file fi and writes it to w in order, decoding blocks in
 // parallel. It checks every block's CRC-32C and, unless opt.SkipHash, the
-// file's SHA-256.
+// file's digest (BLAKE3: each worker hashes the blocks it decoded).
 func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 	if fi < 0 || fi >= len(r.idx.files) {
 		return fmt.Errorf("%w: file %d", ErrNotFound, fi)
@@ -301,6 +302,7 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 	window := 2*threads + 2
 	order := make(chan *decTask, window)
 	work := make(chan *decTask, window)
+	tree := !opt.SkipHash && f.Digest == DigestBLAKE3
 	wait := r.startWorkers(threads, func(bd *blockDecoder, comp *[]byte) {
 		for t := range work {
 			base := f.blocks[t.first].origOff
@@ -309,6 +311,9 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 			for b := t.first; b < t.end && t.err == nil; b++ {
 				k := f.blocks[b]
 				t.err = r.decodeBlock(bd, fi, b, (*t.out)[k.origOff-base:k.origOff-base+k.origLen], comp)
+			}
+			if tree && t.err == nil {
+				t.part.hash(*t.out, base, f.Size)
 			}
 			close(t.done)
 		}
@@ -333,7 +338,11 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 			}
 		}
 	}()
-	h := sha256.New()
+	var h hash.Hash // SHA-256, in order
+	if !opt.SkipHash && !tree {
+		h = sha256.New()
+	}
+	var th treeHash
 	var werr error
 	var done int64
 	for t := range order {
@@ -345,8 +354,10 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 			werr = ctx.Err()
 		}
 		if werr == nil {
-			if !opt.SkipHash {
+			if h != nil {
 				h.Write(*t.out)
+			} else if tree {
+				werr = th.add(&t.part)
 			}
 			if _, err := w.Write(*t.out); err != nil {
 				werr = err
@@ -365,12 +376,19 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 	if werr != nil {
 		return werr
 	}
-	if !opt.SkipHash {
-		var sum [32]byte
-		copy(sum[:], h.Sum(nil))
-		if sum != f.SHA256 {
-			return &CorruptError{Offset: -1, File: f.Name, Block: -1, Msg: fmt.Sprintf("file %q: SHA-256 %x does not match the stored %x", f.Name, sum, f.SHA256), Err: ErrChecksum}
-		}
+	switch {
+	case h != nil:
+		return checkSum(f, [32]byte(h.Sum(nil)))
+	case tree:
+		return checkSum(f, th.sum())
+	}
+	return nil
+}
+
+// checkSum compares a decoded file's digest with the stored one.
+func checkSum(f *FileInfo, sum [32]byte) error {
+	if sum != f.Sum {
+		return &CorruptError{Offset: -1, File: f.Name, Block: -1, Msg: fmt.Sprintf("file %q: %v %x does not match the stored %x", f.Name, f.Digest, sum, f.Sum), Err: ErrChecksum}
 	}
 	return nil
 }
@@ -621,7 +639,7 @@ func DecompressBytes(archive []byte, opt Options) ([]byte, error) {
 
 // ReadFile decodes file fi into memory, decoding its blocks in parallel
 // straight into the result. It checks every block's CRC-32C and, unless
-// opt.SkipHash, the file's SHA-256.
+// opt.SkipHash, the file's digest.
 func (r *Reader) ReadFile(fi int, opt Options) ([]byte, error) {
 	return r.ReadFileTo(nil, fi, opt)
 }
@@ -678,7 +696,14 @@ func (r *Reader) ReadFileTo(dst []byte, fi int, opt Options) ([]byte, error) {
 		hOff   int64 // bytes hashed (hmu)
 	)
 	var done []bool // decoded blocks (mu), for the hash
-	if !opt.SkipHash {
+	// BLAKE3: each worker hashes the run it decoded; parts[i] is the run
+	// that starts with block i
+	var parts []*treePart
+	switch {
+	case opt.SkipHash:
+	case f.Digest == DigestBLAKE3:
+		parts = make([]*treePart, len(f.blocks))
+	default:
 		h = sha256.New()
 		done = make([]bool, len(f.blocks))
 	}
@@ -720,6 +745,13 @@ func (r *Reader) ReadFileTo(dst []byte, fi int, opt Options) ([]byte, error) {
 					return
 				}
 			}
+			if parts != nil {
+				base, end := f.blocks[i].origOff, f.blocks[j-1].origOff+f.blocks[j-1].origLen
+				p := &treePart{}
+				p.hash(out[base:end], base, f.Size)
+				parts[i] = p
+				continue
+			}
 			if h == nil {
 				continue
 			}
@@ -741,6 +773,21 @@ func (r *Reader) ReadFileTo(dst []byte, fi int, opt Options) ([]byte, error) {
 	if err := opt.ctx().Err(); err != nil {
 		return nil, err
 	}
+	if parts != nil {
+		var th treeHash
+		for i := 0; i < len(f.blocks); i = taskEnd(len(f.blocks), i, f.blockLen) {
+			if parts[i] == nil {
+				return nil, errTreeOrder
+			}
+			if err := th.add(parts[i]); err != nil {
+				return nil, err
+			}
+		}
+		if err := checkSum(f, th.sum()); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
 	if h == nil {
 		return out, nil
 	}
@@ -748,8 +795,8 @@ func (r *Reader) ReadFileTo(dst []byte, fi int, opt Options) ([]byte, error) {
 	hashPrefix()
 	h.Write(out[hOff:])
 	hmu.Unlock()
-	if [32]byte(h.Sum(nil)) != f.SHA256 {
-		return nil, &CorruptError{Offset: -1, File: f.Name, Block: -1, Msg: fmt.Sprintf("file %q: SHA-256 does not match the stored %x", f.Name, f.SHA256), Err: ErrChecksum}
+	if err := checkSum(f, [32]byte(h.Sum(nil))); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

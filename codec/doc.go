@@ -25,7 +25,7 @@
 // that is smaller (see References); decoding such an archive needs the same
 // reference (Options.Ref or Reader.UseRef), found by its SHA-256.
 //
-// # Format, versions 3 to 6
+// # Format, versions 3 to 7
 //
 // All integers are little-endian; "uvarint" is encoding/binary's unsigned
 // varint, "varint" its zigzag signed one, "string" a uvarint length and that
@@ -34,13 +34,15 @@
 //	Header | Payload | Index | Trailer
 //
 // Header, 16 bytes: the magic 89 4E 5A 49 50 0D 0A 1A ("\x89NZIP\r\n\x1a"),
-// u16 version (3; 6 for an archive coded against a reference, whose
-// difference blocks may use methods 3 and 4, see "Difference blocks in
-// value order", and method 2, see "Range-coded difference blocks";
-// version 5 archives, written before method 4, may hold methods 2 and 3,
-// version 4 ones method 2 but not 3, and readers refuse a method newer
-// than the archive's version; the layout is the same; readers also read 1
-// and 2), u16 flags, u32 zero. Flag bit 0
+// u16 version (7, whose index records each file's digest kind, see
+// Digests; versions 1 to 6 hold SHA-256s and were written before: 3
+// without a reference, 6 with one, whose difference blocks may use
+// methods 3 and 4, see "Difference blocks in value order", and method 2,
+// see "Range-coded difference blocks"; version 5 archives, written before
+// method 4, may hold methods 2 and 3, version 4 ones method 2 but not 3,
+// and readers refuse a method newer than the archive's version; the
+// layout of versions 3 to 6 is the same; readers also read 1 and 2), u16
+// flags, u32 zero. Flag bit 0
 // (value 1) marks an archive coded against a reference (see References);
 // a reader rejects any other flag. Archives without a reference have flags
 // 0 and are unchanged by the reference feature.
@@ -72,7 +74,10 @@
 //	per file:
 //	  string  name     file name (multi-file models keep their file names)
 //	  uvarint size     original size in bytes
-//	  [32]byte sha256  SHA-256 of the original file
+//	  u8      digest   (version 7) the digest's kind: 1 BLAKE3, 2 SHA-256;
+//	                   readers refuse any other (see Digests)
+//	  [32]byte sum     the digest of the original file (before version 7:
+//	                   its SHA-256)
 //	  string  format   loader's format name ("safetensors", "gguf", "unknown", ...)
 //	  uvarint blocks
 //	  per block:
@@ -419,10 +424,30 @@
 // value the decoder must have read exactly the L bytes; the encoder (low
 // L, cache byte and pending count as in LZMA) flushes with five shifts.
 //
+// # Digests
+//
+// Every file's digest is of its original bytes whole. Kind 1 is BLAKE3
+// (hash mode, no key) with its default 32 bytes of output, as b3sum
+// prints it; writers store it unless asked for kind 2, SHA-256 (FIPS
+// 180-4), which is what versions 1 to 6 hold. The digest does not depend
+// on how a writer computed it; this package computes BLAKE3 in parallel,
+// from BLAKE3's tree: the file's 1 KiB chunks (chunk i hashed with
+// counter i) are the leaves of a binary tree whose left subtrees are
+// complete, so every run of 2^k chunks that starts at a multiple of 2^k
+// chunks, other than the whole file, is a subtree whose chaining value
+// depends on its bytes and position only. Each worker computes the
+// chaining values of the aligned runs of 16 KiB groups that lie whole in
+// the bytes it coded (or decoded), as few and as large as alignment
+// allows; the writer merges them in file order with BLAKE3's parent rule
+// (as BLAKE3's incremental hasher merges its stack of subtrees: lazily,
+// the last merge with the ROOT flag) and hashes itself the groups that
+// span two workers' ranges and the file's last group. A file of at most
+// 16 KiB is hashed whole.
+//
 // # Integrity
 //
 // Every block carries the CRC-32C of its original bytes and every file its
-// SHA-256; the index carries its own CRC-32C. Readers check every length
+// digest (see Digests); the index carries its own CRC-32C. Readers check every length
 // against the archive before allocating and report damage as a
 // CorruptError naming the archive offset (the offset in the file that
 // holds the archive, for NewSectionReader), the file, the block and the

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"testing"
 
@@ -40,6 +41,13 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 	}
 	add([]byte("plain text, not a checkpoint, plain text"), nil, 0)
 	add(nil, nil, 0)
+	// a SHA-256 digest instead of BLAKE3, in format version 7 and as
+	// version 3 archives held it (no digest kind)
+	sha, err := CompressBytes(dup, []Segment{{Name: "a", DType: dtype.F32, Length: int64(len(dup))}}, Options{ChunkValues: 300, Digest: DigestSHA256})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	seeds = append(seeds, sha, withVersion(tb, sha, 3))
 	if d := sharedDir(); d != "" {
 		for _, name := range []string{"models/bench/real-bf16.safetensors", "models/original/stories260K.f16.safetensors"} {
 			src, err := os.ReadFile(d + "/" + name)
@@ -58,6 +66,33 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 		}
 	}
 	return seeds
+}
+
+// withVersion rewrites an archive of SHA-256 digests as format version v:
+// the same payload, its index written as version v writes it.
+func withVersion(tb testing.TB, arc []byte, v int) []byte {
+	rd, err := NewMemReader(arc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	x := *rd.idx
+	x.version = v
+	raw := x.marshal()
+	enc, err := zstdEncoder(3)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ix := enc.EncodeAll(raw, nil)
+	off := binary.LittleEndian.Uint64(arc[len(arc)-trailerLen:])
+	out := append(bytes.Clone(arc[:off]), ix...)
+	binary.LittleEndian.PutUint16(out[8:], uint16(v))
+	var tr [trailerLen]byte
+	binary.LittleEndian.PutUint64(tr[0:], off)
+	binary.LittleEndian.PutUint64(tr[8:], uint64(len(ix)))
+	binary.LittleEndian.PutUint32(tr[16:], uint32(len(raw)))
+	binary.LittleEndian.PutUint32(tr[20:], crc32c(ix))
+	copy(tr[24:], TrailerMagic[:])
+	return append(out, tr[:]...)
 }
 
 // FuzzDecode feeds arbitrary bytes to the archive reader: it must return an

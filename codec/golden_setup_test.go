@@ -94,7 +94,9 @@ func checkSetupArchive(t *testing.T, setup, arc, src []byte) {
 }
 
 // Setup files of version 1 (no plane policy) stay readable, and archives
-// that embed one decode: golden-setup-v1.* were written by setup version 1.
+// that embed one decode: golden-setup-v1.* were written by setup version 1;
+// so does golden-setup-v3.nzip, the golden setup archive of format version
+// 3 (SHA-256 digest).
 func TestGoldenSetupV1Decodes(t *testing.T) {
 	_, _, src := goldenSetupArchive(t)
 	gs, err := os.ReadFile(filepath.Join("testdata", "golden-setup-v1.nzsetup"))
@@ -102,6 +104,15 @@ func TestGoldenSetupV1Decodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ga, err := os.ReadFile(filepath.Join("testdata", "golden-setup-v1.nzip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSetupArchive(t, gs, ga, src)
+	gs, err = os.ReadFile(filepath.Join("testdata", "golden-setup.nzsetup"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ga, err = os.ReadFile(filepath.Join("testdata", "golden-setup-v3.nzip"))
 	if err != nil {
 		t.Fatal(err)
 	}

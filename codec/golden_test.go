@@ -3,11 +3,15 @@ package codec
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"lukechampine.com/blake3"
 
 	"neuralzip/dtype"
 )
@@ -34,9 +38,10 @@ func goldenInput() ([]byte, []Segment) {
 // TestGolden pins the archive format: the golden archive must decode to the
 // golden input, and encoding the input must give the golden bytes. A change
 // of either is a format change: bump Version and regenerate with
-// `go test ./codec -run Golden -update`.
+// `go test ./codec -run Golden -update` (keeping the previous golden as a
+// decode-only one, TestGoldenOldVersionsDecode).
 func TestGolden(t *testing.T) {
-	path := filepath.Join("testdata", "golden-v3.nzip")
+	path := filepath.Join("testdata", "golden-v7.nzip")
 	src, segs := goldenInput()
 	// the test's own layout must agree with the minimal safetensors reader
 	if got := safetensorsSegments(src); len(got) != len(segs) {
@@ -60,6 +65,16 @@ func TestGolden(t *testing.T) {
 	out, err := DecompressBytes(golden, Options{})
 	if err != nil {
 		t.Fatalf("golden archive does not decode: %v", err)
+	}
+	if v := binary.LittleEndian.Uint16(golden[8:]); v != Version {
+		t.Fatalf("golden archive of version %d, want %d", v, Version)
+	}
+	rd, err := NewMemReader(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := rd.Files()[0]; f.Digest != DigestBLAKE3 || f.Sum != blake3.Sum256(src) {
+		t.Fatalf("golden archive holds the %v digest %x, want BLAKE3 %x", f.Digest, f.Sum, blake3.Sum256(src))
 	}
 	if sha256.Sum256(out) != sha256.Sum256(src) {
 		t.Fatal("golden archive decodes to different bytes")
@@ -101,13 +116,15 @@ func goldenValues(d dtype.DType, n int, seed uint64) []byte {
 	return out
 }
 
-// Archives of earlier format versions stay readable: golden-v1.nzip and
-// golden-v2.nzip are the same example written by format versions 1 and 2;
-// so do those of earlier encoders of this version: golden-v3-1x.nzip was
-// written when Huffman streams below 2048 symbols were 1-stream blocks.
+// Archives of earlier format versions stay readable: golden-v1.nzip,
+// golden-v2.nzip and golden-v3.nzip are the same example written by format
+// versions 1 to 3 (SHA-256 digests); so do those of earlier encoders of
+// version 3: golden-v3-1x.nzip was written when Huffman streams below 2048
+// symbols were 1-stream blocks. Their SHA-256 is checked: a damaged one
+// is refused.
 func TestGoldenOldVersionsDecode(t *testing.T) {
 	src, _ := goldenInput()
-	for _, name := range []string{"golden-v1.nzip", "golden-v2.nzip", "golden-v3-1x.nzip"} {
+	for _, name := range []string{"golden-v1.nzip", "golden-v2.nzip", "golden-v3-1x.nzip", "golden-v3.nzip"} {
 		golden, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			t.Fatal(err)
@@ -118,6 +135,17 @@ func TestGoldenOldVersionsDecode(t *testing.T) {
 		}
 		if sha256.Sum256(out) != sha256.Sum256(src) {
 			t.Fatalf("%s decodes to different bytes", name)
+		}
+		rd, err := NewMemReader(golden)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := rd.Files()[0]; f.Digest != DigestSHA256 || f.Sum != sha256.Sum256(src) || f.SHA256 != f.Sum {
+			t.Fatalf("%s: the index gives the %v digest %x, want its SHA-256", name, f.Digest, f.Sum)
+		}
+		rd.idx.files[0].Sum[7] ^= 1
+		if err := rd.Verify(Options{}); !errors.Is(err, ErrChecksum) {
+			t.Fatalf("%s with a damaged SHA-256: %v, want ErrChecksum", name, err)
 		}
 	}
 }

@@ -202,8 +202,9 @@ func TestIndexManyEmptyFiles(t *testing.T) {
 	raw = append(raw, setupNone)
 	raw = binary.AppendUvarint(raw, 4000)
 	for range 4000 {
-		raw = append(raw, 0, 0)                // name "", size 0
-		raw = append(raw, make([]byte, 32)...) // SHA-256
+		raw = append(raw, 0, 0) // name "", size 0
+		raw = append(raw, byte(DigestBLAKE3))
+		raw = append(raw, make([]byte, 32)...) // its value
 		raw = append(raw, 0, 0, 0)             // format "", no blocks, no tensors
 	}
 	a := hostileArchive(nil, zstdFrame(t, raw), len(raw), 0)
@@ -224,7 +225,7 @@ func TestIndexNamesAcrossFiles(t *testing.T) {
 	x := namesIndex(nil)
 	x.files = nil
 	for i := range 4 {
-		f := &FileInfo{Name: fmt.Sprint("f", i), Format: "unknown"}
+		f := &FileInfo{Name: fmt.Sprint("f", i), Format: "unknown", Digest: DigestBLAKE3}
 		for range 21 {
 			f.Tensors = append(f.Tensors, TensorInfo{Name: long, DType: dtype.F32, Shape: []int64{0}})
 		}
@@ -261,6 +262,7 @@ func bigZeroTensor(t *testing.T, nb int, badCRC bool) []byte {
 	raw = binary.AppendUvarint(raw, 1) // one file
 	raw = append(raw, 1, 'z')
 	raw = binary.AppendUvarint(raw, size)
+	raw = append(raw, byte(DigestBLAKE3))
 	raw = append(raw, make([]byte, 32)...)
 	raw = append(raw, 0) // format ""
 	raw = binary.AppendUvarint(raw, uint64(nb))

@@ -12,16 +12,15 @@ import (
 // Container constants (see doc.go).
 const (
 	// Version is the newest archive format version, which this package
-	// reads with every older one. It writes version 3 (duplicate blocks),
-	// and version 6 for an archive coded against a reference, which may
-	// hold method-4 difference blocks (method 3 with compact table
-	// descriptions; version 5 added method 3, tokens in value order,
-	// version 4 method 2, range-coded, with Options.Best), so that readers
-	// without those methods refuse the archive by its version instead of
-	// failing at its first such block.
-	Version = 6
-	// versionPlain is the version of every other archive.
-	versionPlain = 3
+	// reads with every older one, and the version of every archive it
+	// writes. Version 7 records each file's digest kind (BLAKE3 unless
+	// Options.Digest asks for SHA-256); versions 1 to 6 hold SHA-256s.
+	// Version 6 added method 4 of difference blocks (method 3 with
+	// compact table descriptions), version 5 method 3 (tokens in value
+	// order), version 4 method 2 (range-coded, with Options.Best), so that
+	// readers without those methods refuse an archive by its version
+	// instead of failing at its first such block.
+	Version = 7
 
 	headerLen  = 16
 	trailerLen = 32
@@ -52,8 +51,14 @@ var (
 
 // FileInfo describes one original file stored in an archive.
 type FileInfo struct {
-	Name    string
-	Size    int64
+	Name string
+	Size int64
+	// Digest is the kind of the file's digest, Sum its value: what
+	// decoding checks the file against (DigestSHA256 in archives of
+	// versions 1 to 6).
+	Digest Digest
+	Sum    [32]byte
+	// SHA256 is Sum when Digest is DigestSHA256, zero otherwise.
 	SHA256  [32]byte
 	Format  string // the loader's format name ("safetensors", "gguf", "unknown", ...)
 	Tensors []TensorInfo
@@ -196,7 +201,10 @@ func (x *indexData) marshalNames(prefixes bool) []byte {
 	for _, f := range x.files {
 		b = appendString(b, f.Name)
 		b = binary.AppendUvarint(b, uint64(f.Size))
-		b = append(b, f.SHA256[:]...)
+		if x.version >= 7 {
+			b = append(b, byte(f.Digest))
+		}
+		b = append(b, f.Sum[:]...)
 		b = appendString(b, f.Format)
 		b = binary.AppendUvarint(b, uint64(len(f.blocks)))
 		for _, k := range f.blocks {
@@ -370,7 +378,17 @@ func unmarshalIndexFlags(b []byte, payloadLen int64, version int, flags uint16) 
 		f := &FileInfo{}
 		f.Name = r.str("file name")
 		f.Size = int64(r.uvarint(math.MaxInt64, "file size"))
-		copy(f.SHA256[:], r.bytes(32, "SHA-256"))
+		f.Digest = DigestSHA256
+		if version >= 7 {
+			if f.Digest = Digest(r.u8("digest kind")); r.err == nil && !f.Digest.known() {
+				r.fail("index: file %q: unknown digest kind %d", f.Name, f.Digest)
+				break
+			}
+		}
+		copy(f.Sum[:], r.bytes(32, "digest"))
+		if f.Digest == DigestSHA256 {
+			f.SHA256 = f.Sum
+		}
 		f.Format = r.str("format")
 		nb := r.uvarint(uint64(len(r.b)/7), "block count")
 		if r.err != nil {

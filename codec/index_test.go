@@ -11,7 +11,7 @@ import (
 // namesIndex is an index of one empty file whose tensors all have the
 // given names (zero-length tensors at offset 0).
 func namesIndex(names []string) *indexData {
-	f := &FileInfo{Name: "f", Format: "unknown"}
+	f := &FileInfo{Name: "f", Format: "unknown", Digest: DigestBLAKE3}
 	for _, n := range names {
 		f.Tensors = append(f.Tensors, TensorInfo{Name: n, DType: dtype.F32, Shape: []int64{0}})
 	}

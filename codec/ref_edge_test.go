@@ -422,18 +422,20 @@ func refGoldenRef() ([]byte, []Segment) {
 }
 
 // TestGoldenRef pins the format of reference archives like TestGolden does
-// for plain ones: testdata/golden-ref-v6.nzip is the golden input coded
-// against refGoldenRef, of format version 6, with method-4 difference
-// blocks (method 3 is pinned by golden-ref-v5.nzip, method 1 by
-// golden-ref-v3.nzip). The archives of earlier encoders must still decode:
-// golden-ref-v2.nzip (format version 2), golden-ref-v3-1x.nzip (streams
-// below 2048 symbols as 1-stream blocks), golden-ref-v3.nzip (version 3,
-// method 1 only) and golden-ref-v5.nzip (version 5, method 3).
+// for plain ones: testdata/golden-ref-v7.nzip is the golden input coded
+// against refGoldenRef, of format version 7 (a BLAKE3 digest), with
+// method-4 difference blocks (method 3 is pinned by golden-ref-v5.nzip,
+// method 1 by golden-ref-v3.nzip). The archives of earlier encoders must
+// still decode: golden-ref-v2.nzip (format version 2),
+// golden-ref-v3-1x.nzip (streams below 2048 symbols as 1-stream blocks),
+// golden-ref-v3.nzip (version 3, method 1 only), golden-ref-v5.nzip
+// (version 5, method 3) and golden-ref-v6.nzip (version 6, method 4 with a
+// SHA-256 digest).
 // Regenerate with -update after a deliberate change.
 func TestGoldenRef(t *testing.T) {
-	src, ref, golden := checkGoldenRef(t, "golden-ref-v6.nzip", false)
-	if v := binary.LittleEndian.Uint16(golden[8:]); v != 6 {
-		t.Fatalf("golden reference archive of version %d, want 6", v)
+	src, ref, golden := checkGoldenRef(t, "golden-ref-v7.nzip", false)
+	if v := binary.LittleEndian.Uint16(golden[8:]); v != 7 {
+		t.Fatalf("golden reference archive of version %d, want 7", v)
 	}
 	if n := countRefMethod(t, golden, ref, refMethodCompact); n == 0 {
 		t.Error("golden reference archive holds no method-4 block")
@@ -445,7 +447,7 @@ func TestGoldenRef(t *testing.T) {
 	if n := countRefMethod(t, old5, ref, refMethodSwitch); n == 0 {
 		t.Error("golden-ref-v5.nzip holds no method-3 block")
 	}
-	for _, name := range []string{"golden-ref-v2.nzip", "golden-ref-v3-1x.nzip", "golden-ref-v3.nzip", "golden-ref-v5.nzip"} {
+	for _, name := range []string{"golden-ref-v2.nzip", "golden-ref-v3-1x.nzip", "golden-ref-v3.nzip", "golden-ref-v5.nzip", "golden-ref-v6.nzip"} {
 		old, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			t.Fatal(err)
@@ -455,11 +457,19 @@ func TestGoldenRef(t *testing.T) {
 		}
 	}
 	// a method newer than the archive's version is refused: the method-4
-	// archive marked version 5 or 4, the method-3 one marked version 4
+	// archive of version 6 marked version 5 or 4, the method-3 one marked
+	// version 4 (the same index layout: version 7 added the digest kind)
+	old6, err := os.ReadFile(filepath.Join("testdata", "golden-ref-v6.nzip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countRefMethod(t, old6, ref, refMethodCompact); n == 0 {
+		t.Error("golden-ref-v6.nzip holds no method-4 block")
+	}
 	for _, c := range []struct {
 		arc []byte
 		v   uint16
-	}{{golden, 5}, {golden, 4}, {old5, 4}} {
+	}{{old6, 5}, {old6, 4}, {old5, 4}} {
 		b := bytes.Clone(c.arc)
 		binary.LittleEndian.PutUint16(b[8:], c.v)
 		if _, err := DecompressBytes(b, Options{Ref: ref}); err == nil || !strings.Contains(err.Error(), "newer than the archive's format version") {
@@ -469,19 +479,20 @@ func TestGoldenRef(t *testing.T) {
 }
 
 // TestGoldenRefBest pins method 2 (range-coded difference blocks) the same
-// way: testdata/golden-ref-best-v6.nzip is the golden input coded against
-// refGoldenRef with Options.Best, of format version 6, and must hold
+// way: testdata/golden-ref-best-v7.nzip is the golden input coded against
+// refGoldenRef with Options.Best, of format version 7, and must hold
 // range-coded blocks; golden-ref-best-v4.nzip and golden-ref-best-v5.nzip,
-// written before methods 3 and 4, must still decode.
+// written before methods 3 and 4, and golden-ref-best-v6.nzip, before
+// BLAKE3 digests, must still decode.
 func TestGoldenRefBest(t *testing.T) {
-	src, ref, golden := checkGoldenRef(t, "golden-ref-best-v6.nzip", true)
+	src, ref, golden := checkGoldenRef(t, "golden-ref-best-v7.nzip", true)
 	if n := countRefMethod(t, golden, ref, refMethodRange); n == 0 {
 		t.Fatal("golden Best archive holds no range-coded block")
 	}
-	if v := binary.LittleEndian.Uint16(golden[8:]); v != 6 {
-		t.Fatalf("golden Best archive of version %d, want 6", v)
+	if v := binary.LittleEndian.Uint16(golden[8:]); v != 7 {
+		t.Fatalf("golden Best archive of version %d, want 7", v)
 	}
-	for _, name := range []string{"golden-ref-best-v4.nzip", "golden-ref-best-v5.nzip"} {
+	for _, name := range []string{"golden-ref-best-v4.nzip", "golden-ref-best-v5.nzip", "golden-ref-best-v6.nzip"} {
 		old, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			t.Fatal(err)

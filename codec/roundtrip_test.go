@@ -2,10 +2,15 @@ package codec
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"lukechampine.com/blake3"
 
 	"neuralzip/dtype"
 )
@@ -46,46 +51,68 @@ func TestRoundTripRealFiles(t *testing.T) {
 	}
 }
 
-// ReadFile hashes the file while its blocks are decoded: at every thread
-// count the result checks out, and a stored SHA-256 that does not match is
-// refused (every block's CRC being right).
+// ReadFile and WriteFile hash the file while its blocks are decoded: at
+// every thread count the result checks out, and a stored digest (BLAKE3
+// or SHA-256) that does not match is refused (every block's CRC being
+// right). Encode stores the digest it is asked for, the same at every
+// thread count.
 func TestReadFileHash(t *testing.T) {
 	src := realisticValues(dtype.BF16, 300000, 21)
 	segs := []Segment{{Name: "w", DType: dtype.BF16, Offset: 0, Length: int64(len(src))}}
-	arc, err := CompressBytes(src, segs, Options{ChunkValues: 4096})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, th := range []int{1, 2, 3, 8} {
-		rd, err := NewMemReader(arc)
+	for _, d := range []Digest{DigestBLAKE3, DigestSHA256} {
+		arc, err := CompressBytes(src, segs, Options{ChunkValues: 4096, Digest: d})
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := rd.ReadFile(0, Options{Threads: th})
-		if err != nil || !bytes.Equal(out, src) {
-			t.Fatalf("threads %d: %v", th, err)
-		}
-		// into a used buffer (not cleared first: every byte is decoded),
-		// and into one too small (a new slice)
-		dirty := bytes.Repeat([]byte{0xa5}, len(src)+7)
-		out, err = rd.ReadFileTo(dirty, 0, Options{Threads: th})
-		if err != nil || !bytes.Equal(out, src) || &out[0] != &dirty[0] {
-			t.Fatalf("threads %d: ReadFileTo a used buffer: %v", th, err)
-		}
-		small := make([]byte, 10)
-		out, err = rd.ReadFileTo(small, 0, Options{Threads: th})
-		if err != nil || !bytes.Equal(out, src) || &out[0] == &small[0] {
-			t.Fatalf("threads %d: ReadFileTo a small buffer: %v", th, err)
-		}
-		for _, bit := range []int{0, 255} {
-			rd.idx.files[0].SHA256[bit/8] ^= 1 << (bit % 8)
-			if _, err := rd.ReadFile(0, Options{Threads: th}); !errors.Is(err, ErrChecksum) {
-				t.Fatalf("threads %d: wrong SHA-256 gave %v, want ErrChecksum", th, err)
+		for _, th := range []int{1, 3} {
+			if arc2, err := CompressBytes(src, segs, Options{ChunkValues: 4096, Digest: d, Threads: th}); err != nil || !bytes.Equal(arc, arc2) {
+				t.Fatalf("%v: archive differs at %d threads (%v)", d, th, err)
 			}
-			if _, err := rd.ReadFile(0, Options{Threads: th, SkipHash: true}); err != nil {
-				t.Fatalf("threads %d: SkipHash: %v", th, err)
+		}
+		want := [32]byte(blake3.Sum256(src))
+		if d == DigestSHA256 {
+			want = sha256.Sum256(src)
+		}
+		if rd, err := NewMemReader(arc); err != nil || rd.Files()[0].Digest != d || rd.Files()[0].Sum != want || (rd.Files()[0].SHA256 != [32]byte{}) != (d == DigestSHA256) {
+			t.Fatalf("%v: the archive holds %+v (%v), want the digest %x", d, rd.Files()[0], err, want)
+		}
+		for _, th := range []int{1, 2, 3, 8} {
+			rd, err := NewMemReader(arc)
+			if err != nil {
+				t.Fatal(err)
 			}
-			rd.idx.files[0].SHA256[bit/8] ^= 1 << (bit % 8)
+			out, err := rd.ReadFile(0, Options{Threads: th})
+			if err != nil || !bytes.Equal(out, src) {
+				t.Fatalf("%v threads %d: %v", d, th, err)
+			}
+			// into a used buffer (not cleared first: every byte is decoded),
+			// and into one too small (a new slice)
+			dirty := bytes.Repeat([]byte{0xa5}, len(src)+7)
+			out, err = rd.ReadFileTo(dirty, 0, Options{Threads: th})
+			if err != nil || !bytes.Equal(out, src) || &out[0] != &dirty[0] {
+				t.Fatalf("%v threads %d: ReadFileTo a used buffer: %v", d, th, err)
+			}
+			small := make([]byte, 10)
+			out, err = rd.ReadFileTo(small, 0, Options{Threads: th})
+			if err != nil || !bytes.Equal(out, src) || &out[0] == &small[0] {
+				t.Fatalf("%v threads %d: ReadFileTo a small buffer: %v", d, th, err)
+			}
+			if err := rd.WriteFile(io.Discard, 0, Options{Threads: th}); err != nil {
+				t.Fatalf("%v threads %d: WriteFile: %v", d, th, err)
+			}
+			for _, bit := range []int{0, 255} {
+				rd.idx.files[0].Sum[bit/8] ^= 1 << (bit % 8)
+				if _, err := rd.ReadFile(0, Options{Threads: th}); !errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), d.String()) {
+					t.Fatalf("%v threads %d: wrong digest gave %v, want ErrChecksum", d, th, err)
+				}
+				if err := rd.WriteFile(io.Discard, 0, Options{Threads: th}); !errors.Is(err, ErrChecksum) {
+					t.Fatalf("%v threads %d: WriteFile with a wrong digest gave %v, want ErrChecksum", d, th, err)
+				}
+				if _, err := rd.ReadFile(0, Options{Threads: th, SkipHash: true}); err != nil {
+					t.Fatalf("%v threads %d: SkipHash: %v", d, th, err)
+				}
+				rd.idx.files[0].Sum[bit/8] ^= 1 << (bit % 8)
+			}
 		}
 	}
 }

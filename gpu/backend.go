@@ -3,7 +3,6 @@ package gpu
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -143,7 +142,7 @@ type Result struct {
 	HostTime  time.Duration // the CPU's share (Plan.Host blocks)
 	PlanTime  time.Duration
 	Unhandled map[string]int64 // bytes left to the CPU, by reason
-	Exact     bool             // SHA-256 of the output equals the original's
+	Exact     bool             // the digest of the output (BLAKE3, SHA-256 in older archives) equals the original's
 	ExpHist   [256]uint64      // Options.Hist: exponent fields of the device's values
 	Copies    int              // Bench: copies of the file's device work decoded at once
 	// The device's parallelism: Huffman streams (one thread each) and the
@@ -202,7 +201,7 @@ const DefaultBatchBytes = 1 << 30
 // (one block at least), so memory on the host and the device stays
 // bounded whatever the file's size. In each batch the device decodes what
 // its plan gives it and the CPU the rest; every device block is checked by
-// its CRC-32C (so damage is located) and the file by its SHA-256, which is
+// its CRC-32C (so damage is located) and the file by its digest, which is
 // known only at the end: on an error w has received part of the file
 // (write to a temporary file, as nzip does).
 func DecodeTo(w io.Writer, rd *codec.Reader, ra io.ReaderAt, fi int, b Backend, opt Options) (Result, error) {
@@ -225,7 +224,7 @@ func DecodeTo(w io.Writer, rd *codec.Reader, ra io.ReaderAt, fi int, b Backend, 
 	// duplicate blocks may claim gigabytes of zeros).
 	batch = min(batch, rd.PlausibleOutput())
 	res := Result{File: f.Name, Backend: b.Name(), Device: b.Device(), Bytes: f.Size, Stored: f.Compressed, Unhandled: map[string]int64{}}
-	sha := sha256.New()
+	sum := f.Digest.New() // the archive's digest kind: BLAKE3, or SHA-256 in older ones
 	var out []byte
 	for from := 0; from < len(blocks); {
 		to, n := from, int64(0)
@@ -276,15 +275,15 @@ func DecodeTo(w io.Writer, rd *codec.Reader, ra io.ReaderAt, fi int, b Backend, 
 		for i := range hist {
 			res.ExpHist[i%256] += uint64(hist[i])
 		}
-		sha.Write(out)
+		sum.Write(out)
 		if _, err := w.Write(out); err != nil {
 			return res, err
 		}
 		from = to
 	}
-	res.Exact = bytes.Equal(sha.Sum(nil), f.SHA256[:])
+	res.Exact = bytes.Equal(sum.Sum(nil), f.Sum[:])
 	if !res.Exact {
-		return res, fmt.Errorf("gpu: %s: SHA-256 of the decoded file differs from the archive's", f.Name)
+		return res, fmt.Errorf("gpu: %s: %v of the decoded file differs from the archive's", f.Name, f.Digest)
 	}
 	return res, nil
 }

@@ -7,7 +7,7 @@
 // weights — go to the device; everything else (zstd, stored, reference,
 // duplicate, F64 and setup-table blocks) to the CPU through package codec.
 // DecodeFile joins the two and checks every device block's CRC-32C and
-// the file's SHA-256.
+// the file's digest (BLAKE3, or SHA-256 in archives before version 7).
 //
 // Backends: "cpu" runs the kernels' Go twin (twin.go) on goroutines and is
 // the reference; "cuda" opens the NVIDIA driver at run time with purego

@@ -90,10 +90,10 @@ func TestDeepChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	var key, dep bytes.Buffer
-	if _, err := codec.Encode(&key, []codec.Input{in}, codec.Options{Threads: 1}); err != nil {
+	if _, err := codec.Encode(&key, []codec.Input{in}, codec.Options{Threads: 1, Digest: codec.DigestSHA256}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := codec.Encode(&dep, []codec.Input{in}, codec.Options{Threads: 1, Ref: ref}); err != nil {
+	if _, err := codec.Encode(&dep, []codec.Input{in}, codec.Options{Threads: 1, Ref: ref, Digest: codec.DigestSHA256}); err != nil {
 		t.Fatal(err)
 	}
 	buf := header()

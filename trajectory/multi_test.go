@@ -299,7 +299,7 @@ func v1Archive(t testing.TB, steps []step) *memFile {
 	x := Index{K: 2, Mode: RefPrevious}
 	b := appendTrailer(headerVersion(1), marshalV1(x), headerLen, 0)
 	for i, s := range steps {
-		opt := codec.Options{Threads: 1}
+		opt := codec.Options{Threads: 1, Digest: codec.DigestSHA256} // as frames hold
 		ref := -1
 		if i%2 == 1 {
 			ref = i - 1

@@ -217,8 +217,11 @@ func (p *Planner) Saving() []int64 {
 	return s
 }
 
-// encodedSize is the size of the archive of ins under opt.
+// encodedSize is the size of the archive of ins under opt, with the
+// SHA-256 digests a frame holds (the index compresses differently with
+// other digests: a file that repeats its reference repeats its SHA-256).
 func encodedSize(ins []codec.Input, opt codec.Options) (int64, error) {
+	opt.Digest = codec.DigestSHA256
 	res, err := codec.Encode(io.Discard, ins, opt)
 	return res.Compressed, err
 }

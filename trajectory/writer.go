@@ -153,6 +153,9 @@ func (w *Writer) append(name string, ins []codec.Input, opt codec.Options, key b
 		fr.Ref = -1
 	}
 	opt.Ref = nil
+	// a frame's files are identified by their SHA-256 (the references
+	// of later frames, the index): its archive stores them as its digests
+	opt.Digest = codec.DigestSHA256
 	if fr.Ref >= 0 {
 		ref, err := w.reference(fr.Ref, opt)
 		if err != nil {
@@ -226,6 +229,9 @@ func (w *Writer) commit(fr Frame, ins []codec.Input, write func(io.Writer) (int6
 	}
 	fr.Files, fr.Size = make([]FrameFile, len(ins)), 0
 	for k, in := range ins {
+		if fs[k].Digest != codec.DigestSHA256 {
+			return fr, fmt.Errorf("trajectory: internal error: the new frame holds a %v digest, not a SHA-256", fs[k].Digest)
+		}
 		fr.Files[k] = FrameFile{Name: in.Name, Size: fs[k].Size, SHA256: fs[k].SHA256}
 		fr.Size += fs[k].Size
 	}

@@ -34,6 +34,8 @@ type fileReport struct {
 	Name        string         `json:"name"`
 	Format      string         `json:"format"`
 	Size        int64          `json:"size"`
+	Digest      string         `json:"digest,omitempty"` // archives: the stored digest's kind, "BLAKE3" or "SHA-256" (versions before 7)
+	BLAKE3      string         `json:"blake3,omitempty"` // its value, by kind
 	SHA256      string         `json:"sha256,omitempty"`
 	Compressed  int64          `json:"compressed_bytes,omitempty"`
 	Tensors     []tensorReport `json:"tensors"`
@@ -255,7 +257,12 @@ func inspectArchive(ctx context.Context, path, setupPath, refPath string, stderr
 		}
 	}
 	for i, fi := range rd.Files() {
-		fr := fileReport{Name: fi.Name, Format: fi.Format, Size: fi.Size, SHA256: hex.EncodeToString(fi.SHA256[:]), Compressed: fi.Compressed, noStats: !decode}
+		fr := fileReport{Name: fi.Name, Format: fi.Format, Size: fi.Size, Digest: fi.Digest.String(), Compressed: fi.Compressed, noStats: !decode}
+		if fi.Digest == codec.DigestSHA256 {
+			fr.SHA256 = hex.EncodeToString(fi.Sum[:])
+		} else {
+			fr.BLAKE3 = hex.EncodeToString(fi.Sum[:])
+		}
 		tee := &tensorTee{tensors: fi.Tensors, accs: make([]*analysis.Accumulator, len(fi.Tensors))}
 		if decode {
 			for j, tn := range fi.Tensors {
@@ -335,7 +342,7 @@ func printInspect(w io.Writer, rep *inspectReport) {
 			} else {
 				fmt.Fprintf(w, "archive: %s for this file, ratio %.4f (%.4f of the bound ratio)\n", humanBytes(fr.Compressed), fr.Ratio, fr.Ratio/fr.BoundRatio)
 			}
-			fmt.Fprintf(w, "sha256: %s\n", fr.SHA256)
+			fmt.Fprintf(w, "digest: %s %s%s\n", fr.Digest, fr.BLAKE3, fr.SHA256)
 		}
 		fmt.Fprintln(w)
 	}

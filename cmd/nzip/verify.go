@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"hash"
 	"io"
 	"time"
 
@@ -11,11 +13,12 @@ import (
 )
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("verify", "[-threads N] [-setup S.nzsetup] [-ref REF] [-backend B] IN.nzip", stderr)
+	fs := newFlags("verify", "[-threads N] [-setup S.nzsetup] [-ref REF] [-backend B] [-sha256] IN.nzip", stderr)
 	threads := fs.Int("threads", 0, "blocks decoded in parallel (default: all CPUs)")
 	setupPath := fs.String("setup", "", "the setup the archive was written with (needed when it references it externally)")
 	refPath := fs.String("ref", "", "the reference model the archive was coded against")
 	backend := fs.String("backend", "", "decode the float blocks on this gpu backend (cuda, cpu: its Go twin, auto), the rest on the CPU")
+	withSHA := fs.Bool("sha256", false, "also print the SHA-256 of each restored file (to compare with a published hash), computed while verifying")
 	if err := parse(fs, args, 1, 1); err != nil {
 		return err
 	}
@@ -43,14 +46,24 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var base int64
 	opt := codec.Options{Threads: *threads, Context: ctx, Progress: func(done, _ int64) { bar.update(base+done, total) }}
 	var devRes []gpu.Result
+	shas := make([][]byte, len(rd.Files()))
 	for i, fi := range rd.Files() {
 		var err error
+		out := io.Discard
+		var h hash.Hash
+		if *withSHA {
+			h = sha256.New()
+			out = h
+		}
 		if dev != nil {
 			var r gpu.Result
-			r, err = decompressBackend(ctx, dev, rd, in, i, *threads, io.Discard)
+			r, err = decompressBackend(ctx, dev, rd, in, i, *threads, out)
 			devRes = append(devRes, r)
 		} else {
-			err = rd.WriteFile(io.Discard, i, opt)
+			err = rd.WriteFile(out, i, opt)
+		}
+		if h != nil {
+			shas[i] = h.Sum(nil)
 		}
 		if err != nil {
 			bar.finish()
@@ -67,7 +80,21 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if refs := rd.RefFiles(); len(refs) > 0 {
 		note += fmt.Sprintf("; reference %s (SHA-256 %x) matches", refs[0].Name, refs[0].SHA256)
 	}
-	fmt.Fprintf(stdout, "%s: OK: %d file(s), %s in %d blocks; every block CRC-32C and file SHA-256 match (%.2fs)%s\n",
-		in, len(rd.Files()), humanBytes(total), blocks, time.Since(start).Seconds(), note)
+	kinds := map[codec.Digest]bool{}
+	for _, fi := range rd.Files() {
+		kinds[fi.Digest] = true
+	}
+	kind := "digest"
+	if len(kinds) == 1 {
+		kind = rd.Files()[0].Digest.String()
+	}
+	fmt.Fprintf(stdout, "%s: OK: %d file(s), %s in %d blocks; every block CRC-32C and file %s match (%.2fs)%s\n",
+		in, len(rd.Files()), humanBytes(total), blocks, kind, time.Since(start).Seconds(), note)
+	for i, fi := range rd.Files() {
+		fmt.Fprintf(stdout, "  %s: %v %x\n", fi.Name, fi.Digest, fi.Sum)
+		if shas[i] != nil && fi.Digest != codec.DigestSHA256 {
+			fmt.Fprintf(stdout, "  %s: SHA-256 %x\n", fi.Name, shas[i])
+		}
+	}
 	return nil
 }
