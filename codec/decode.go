@@ -278,6 +278,31 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 	if fi < 0 || fi >= len(r.idx.files) {
 		return fmt.Errorf("%w: file %d", ErrNotFound, fi)
 	}
+	f := r.idx.files[fi]
+	return r.writeRange(w, fi, 0, f.Size, opt, !opt.SkipHash)
+}
+
+// WriteTensor finds a tensor by name (in any file) and writes its bytes to
+// w in order, decoding only the blocks that hold it, in parallel, a few at
+// a time: memory is bounded by the threads, not by the tensor's size (a
+// tiny archive can hold a huge tensor of duplicate blocks). It checks
+// every block's CRC-32C; the file's SHA-256 covers the whole file and is
+// not checked.
+func (r *Reader) WriteTensor(w io.Writer, name string, opt Options) (TensorInfo, error) {
+	for fi, f := range r.idx.files {
+		for _, t := range f.Tensors {
+			if t.Name == name {
+				return t, r.writeRange(w, fi, t.Offset, t.Length, opt, false)
+			}
+		}
+	}
+	return TensorInfo{}, fmt.Errorf("%w: tensor %q", ErrNotFound, name)
+}
+
+// writeRange writes bytes [off, off+n) of file fi to w in order, decoding
+// the blocks that cover them in parallel; hash (only for the whole file)
+// checks the file's SHA-256.
+func (r *Reader) writeRange(w io.Writer, fi int, off, n int64, opt Options, hash bool) error {
 	if err := opt.validate(); err != nil {
 		return err
 	}
@@ -288,7 +313,17 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 		return err
 	}
 	f := r.idx.files[fi]
-	threads := opt.threads()
+	if off < 0 || n < 0 || off > f.Size || n > f.Size-off {
+		return fmt.Errorf("codec: bytes %d (+%d) outside file %q of %d bytes", off, n, f.Name, f.Size)
+	}
+	end := off + n
+	// the blocks that hold [off, end)
+	first := sort.Search(len(f.blocks), func(i int) bool { return f.blocks[i].origOff+f.blocks[i].origLen > off })
+	last := sort.Search(len(f.blocks), func(i int) bool { return f.blocks[i].origOff >= end })
+	if n == 0 {
+		last = first
+	}
+	threads := min(opt.threads(), max(1, last-first))
 	ctx, cancel := context.WithCancel(opt.ctx())
 	defer cancel()
 	window := 2*threads + 2
@@ -309,8 +344,8 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 	go func() {
 		defer close(work)
 		defer close(order)
-		for i := 0; i < len(f.blocks); {
-			j := taskEnd(len(f.blocks), i, f.blockLen)
+		for i := first; i < last; {
+			j := taskEnd(last, i, f.blockLen)
 			t := &decTask{first: i, end: j, done: make(chan struct{})}
 			i = j
 			select {
@@ -338,15 +373,18 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 			werr = ctx.Err()
 		}
 		if werr == nil {
-			if !opt.SkipHash {
-				h.Write(*t.out)
+			// the part of the task's blocks inside [off, end)
+			base := f.blocks[t.first].origOff
+			out := (*t.out)[max(off, base)-base : min(end, base+int64(len(*t.out)))-base]
+			if hash {
+				h.Write(out)
 			}
-			if _, err := w.Write(*t.out); err != nil {
+			if _, err := w.Write(out); err != nil {
 				werr = err
 			}
-			done += int64(len(*t.out))
+			done += int64(len(out))
 			if opt.Progress != nil {
-				opt.Progress(done, f.Size)
+				opt.Progress(done, n)
 			}
 		}
 		if werr != nil {
@@ -358,7 +396,7 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 	if werr != nil {
 		return werr
 	}
-	if !opt.SkipHash {
+	if hash {
 		var sum [32]byte
 		copy(sum[:], h.Sum(nil))
 		if sum != f.SHA256 {

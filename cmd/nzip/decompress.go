@@ -64,11 +64,11 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 			fmt.Fprintln(stderr, "nzip decompress: -tensor needs -o FILE (or -o - for stdout)")
 			return errUsage
 		}
-		data, info, err := rd.Tensor(*tensor)
-		if err != nil {
-			return fmt.Errorf("%s: %w", in, err)
-		}
-		if err := writeOutput(*out, *force, in, stdout, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+		var info codec.TensorInfo
+		if err := writeOutput(*out, *force, in, stdout, func(w io.Writer) (err error) {
+			info, err = rd.WriteTensor(w, *tensor, opt)
+			return err
+		}); err != nil {
 			return err
 		}
 		if !*quiet && *out != "-" {

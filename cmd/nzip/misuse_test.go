@@ -2,11 +2,42 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
+
+// allocated returns the bytes fn allocates.
+func allocated(fn func()) uint64 {
+	var a, b runtime.MemStats
+	runtime.ReadMemStats(&a)
+	fn()
+	runtime.ReadMemStats(&b)
+	return b.TotalAlloc - a.TotalAlloc
+}
+
+// writeZeroTensor writes a safetensors file of one all-zero BF16 tensor
+// name of n bytes, sparse on disk (the data is a hole).
+func writeZeroTensor(t *testing.T, path, name string, n int64) {
+	t.Helper()
+	hdr := fmt.Sprintf(`{%q:{"dtype":"BF16","shape":[%d],"data_offsets":[0,%d]}}`, name, n/2, n)
+	for len(hdr)%8 != 0 {
+		hdr += " "
+	}
+	b := binary.LittleEndian.AppendUint64(nil, uint64(len(hdr)))
+	b = append(b, hdr...)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, int64(len(b))+n); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // TestTrajectoryDamagedTrailerMagic: one flipped bit in the last trailer's
 // magic leaves a complete frame and an index whose CRC checks: that is
@@ -45,4 +76,46 @@ func TestTrajectoryDamagedTrailerMagic(t *testing.T) {
 	if code, out, errs := nzip(t, "trajectory", "verify", run); code != 0 || !strings.Contains(out, "OK: 3 frames") {
 		t.Fatalf("verify after dropping the damaged tail: %d %s %s", code, out, errs)
 	}
+}
+
+// TestDecompressTensorStreams: decompress -tensor streams the tensor block
+// by block; it held the whole tensor in memory (about 3× its size) while
+// whole-file decompress streamed.
+func TestDecompressTensorStreams(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "zero.safetensors")
+	writeZeroTensor(t, in, "w", 256<<20)
+	arc := in + ".nzip"
+	if code, _, errs := nzip(t, "compress", "-q", "-threads", "2", in); code != 0 {
+		t.Fatalf("compress: %d %s", code, errs)
+	}
+	if st, err := os.Stat(arc); err != nil || st.Size() > 64<<10 {
+		t.Fatalf("archive of a zero tensor: %v %v", st.Size(), err)
+	}
+	// to stdout, counted: nothing of the tensor is kept, in memory or on disk
+	var out zeroCounter
+	var errb bytes.Buffer
+	var code int
+	n := allocated(func() {
+		code = run(context.Background(), []string{"decompress", "-q", "-threads", "2", "-tensor", "w", "-o", "-", arc}, &out, &errb)
+	})
+	if code != 0 || out.n != 256<<20 || out.nonzero {
+		t.Fatalf("decompress -tensor: %d %s: %d bytes (nonzero %v)", code, errb.String(), out.n, out.nonzero)
+	}
+	if n > 64<<20 {
+		t.Fatalf("decompress -tensor of a 256 MiB tensor allocated %d MiB", n>>20)
+	}
+	t.Logf("256 MiB tensor: %.1f MiB allocated", float64(n)/(1<<20))
+}
+
+// zeroCounter counts the bytes written to it and whether any was not 0.
+type zeroCounter struct {
+	n       int64
+	nonzero bool
+}
+
+func (w *zeroCounter) Write(p []byte) (int, error) {
+	w.n += int64(len(p))
+	w.nonzero = w.nonzero || bytes.ContainsFunc(p, func(r rune) bool { return r != 0 })
+	return len(p), nil
 }
