@@ -729,7 +729,7 @@ func (r *Reader) ReadFileTo(dst []byte, fi int, opt Options) ([]byte, error) {
 			hashed, hOff = k, end
 		}
 	}
-	wait := r.startWorkers(threads, func(bd *blockDecoder, comp *[]byte) {
+	wait := r.startWorkers(min(threads, max(1, len(f.blocks))), func(bd *blockDecoder, comp *[]byte) {
 		for ctx.Err() == nil {
 			mu.Lock()
 			i := int(next)

@@ -137,5 +137,6 @@ func parse(fs *flag.FlagSet, args []string, minArgs, maxArgs int) error {
 		fs.Usage()
 		return errUsage
 	}
+	clampThreads(fs)
 	return nil
 }

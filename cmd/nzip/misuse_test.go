@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -118,4 +120,65 @@ func (w *zeroCounter) Write(p []byte) (int, error) {
 	w.n += int64(len(p))
 	w.nonzero = w.nonzero || bytes.ContainsFunc(p, func(r rune) bool { return r != 0 })
 	return len(p), nil
+}
+
+// TestThreadsClamped: -threads 1000000 (a million goroutines, each with
+// its coder: half a minute and gigabytes) is clamped in every command that
+// takes it, with a warning on stderr only (bench -json stays one JSON
+// array on stdout).
+func TestThreadsClamped(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "m.safetensors")
+	orig := writeSafetensors(t, in, 3000)
+	_, steps := writeSteps(t, dir, 3, 2000)
+	run := filepath.Join(dir, "run.nztraj")
+	setup := filepath.Join(dir, "s.nzsetup")
+	buildSetup(t, setup, in)
+	const many = "1000000"
+	for _, c := range [][]string{
+		{"compress", "-q", "-threads", many, in},
+		{"decompress", "-q", "-threads", many, "-o", filepath.Join(dir, "out"), in + ".nzip"},
+		{"decompress", "-q", "-threads", many, "-tensor", "a.weight", "-o", filepath.Join(dir, "a.raw"), in + ".nzip"},
+		{"verify", "-threads", many, in + ".nzip"},
+		{"bench", "-json", "-runs", "1", "-codecs", "nzip,zipnn,dfloat11", "-threads", many, in},
+		{"bench", "-json", "-runs", "1", "-codecs", "nzip", "-backend", "cpu", "-threads", many, in},
+		{"setup", "compare", "-json", "-runs", "1", "-setups", setup, "-threads", many, in},
+		{"trajectory", "pack", "-q", "-threads", many, "-o", run, steps[0], steps[1]},
+		{"trajectory", "append", "-q", "-threads", many, run, steps[2]},
+		{"trajectory", "verify", "-q", "-threads", many, run},
+		{"trajectory", "extract", "-q", "-threads", many, "-o", filepath.Join(dir, "x"), run, "2"},
+		{"trajectory", "extract", "-q", "-all", "-threads", many, "-d", filepath.Join(dir, "all"), run},
+		{"trajectory", "repack", "-q", "-threads", many, "-o", filepath.Join(dir, "re.nztraj"), run},
+	} {
+		var code int
+		var out, errs string
+		n := allocated(func() { code, out, errs = nzip(t, c...) })
+		if code != 0 {
+			t.Fatalf("%v: %d %s", c, code, errs)
+		}
+		if !strings.Contains(errs, "-threads "+many+" is more than can be used") {
+			t.Errorf("%v: no word of the clamp on stderr: %q", c, errs)
+		}
+		if strings.Contains(out, "threads "+many) {
+			t.Errorf("%v: the warning went to stdout", c)
+		}
+		if slices.Contains(c, "-json") {
+			var rows []map[string]any
+			if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) == 0 {
+				t.Errorf("%v: stdout is not a JSON array: %v", c, err)
+			}
+			for _, r := range rows {
+				if th, _ := r["threads"].(float64); th > 256 {
+					t.Errorf("%v: a row reports %v threads", c, th)
+				}
+			}
+		}
+		if n > 256<<20 {
+			t.Errorf("%v: allocated %d MiB", c, n>>20)
+		}
+		t.Logf("%v: %.1f MiB", c[:2], float64(n)/(1<<20))
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "out")); !bytes.Equal(got, orig) {
+		t.Fatal("decompress with clamped threads differs")
+	}
 }
