@@ -72,7 +72,7 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return err
 		}
 		if !*quiet && *out != "-" {
-			fmt.Fprintf(stderr, "%s: tensor %s (%v %v, %s) -> %s\n", in, info.Name, info.DType, info.Shape, humanBytes(info.Length), *out)
+			fmt.Fprintf(stderr, "%s: tensor %s (%v %v, %s) -> %s\n", in, shown(info.Name), info.DType, info.Shape, humanBytes(info.Length), *out)
 		}
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -180,5 +181,111 @@ func TestThreadsClamped(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(dir, "out")); !bytes.Equal(got, orig) {
 		t.Fatal("decompress with clamped threads differs")
+	}
+}
+
+// writeNamedTensors writes a safetensors file of small BF16 tensors with
+// the given names.
+func writeNamedTensors(t *testing.T, path string, names ...string) {
+	t.Helper()
+	const n = 512
+	hdr := "{"
+	for i, name := range names {
+		q, _ := json.Marshal(name)
+		if i > 0 {
+			hdr += ","
+		}
+		hdr += fmt.Sprintf(`%s:{"dtype":"BF16","shape":[%d],"data_offsets":[%d,%d]}`, q, n, 2*n*i, 2*n*(i+1))
+	}
+	hdr += "}"
+	for len(hdr)%8 != 0 {
+		hdr += " "
+	}
+	b := binary.LittleEndian.AppendUint64(nil, uint64(len(hdr)))
+	b = append(b, hdr...)
+	for i := range n * len(names) {
+		b = binary.LittleEndian.AppendUint16(b, uint16(0x3c00+i%97))
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rawControl reports whether s holds a control character other than a
+// newline or a tab: what a terminal acts on.
+func rawControl(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || r >= 0x80 && r < 0xa0 })
+}
+
+// TestHostileNamesEscaped: tensor, file and frame names with control
+// characters (a title-setting escape sequence, a carriage return) are
+// printed escaped in text output (inspect, trajectory ls, messages,
+// errors) and exactly in JSON.
+func TestHostileNamesEscaped(t *testing.T) {
+	dir := t.TempDir()
+	title, cr := "x\x1b]0;pwned\x07", "a\rb"
+	in := filepath.Join(dir, "m.safetensors")
+	writeNamedTensors(t, in, title, cr, "plain")
+	arc := in + ".nzip"
+	if code, _, errs := nzip(t, "compress", "-q", in); code != 0 {
+		t.Fatalf("compress: %d %s", code, errs)
+	}
+	for _, f := range []string{in, arc} {
+		code, out, errs := nzip(t, "inspect", f)
+		if code != 0 || rawControl(out) || rawControl(errs) {
+			t.Fatalf("inspect %s: %d, raw control characters in %q %q", f, code, out, errs)
+		}
+		if !strings.Contains(out, strconv.Quote(title)) || !strings.Contains(out, strconv.Quote(cr)) || !strings.Contains(out, "\nplain ") {
+			t.Fatalf("inspect %s: names not shown quoted (or a plain one quoted): %s", f, out)
+		}
+		code, out, _ = nzip(t, "inspect", "-json", f)
+		if code != 0 || !strings.Contains(out, `"x\u001b]0;pwned\u0007"`) || !strings.Contains(out, `"a\rb"`) {
+			t.Fatalf("inspect -json %s: names not exact: %d %s", f, code, out)
+		}
+	}
+	code, _, errs := nzip(t, "decompress", "-tensor", title, "-o", filepath.Join(dir, "t.raw"), arc)
+	if code != 0 || rawControl(errs) || !strings.Contains(errs, strconv.Quote(title)) {
+		t.Fatalf("decompress -tensor: %d %q", code, errs)
+	}
+	// a frame named after a file whose name holds them
+	step := filepath.Join(dir, "s"+title+cr+".safetensors")
+	writeNamedTensors(t, step, "w")
+	run := filepath.Join(dir, "run.nztraj")
+	if code, out, errs := nzip(t, "trajectory", "pack", "-o", run, step); code != 0 || rawControl(out) || rawControl(errs) {
+		t.Fatalf("trajectory pack: %d %q %q", code, out, errs)
+	}
+	code, out, errs := nzip(t, "trajectory", "ls", run)
+	if code != 0 || rawControl(out) || !strings.Contains(out, strconv.Quote(filepath.Base(step))) {
+		t.Fatalf("trajectory ls: %d %q %q", code, out, errs)
+	}
+	if code, out, _ := nzip(t, "trajectory", "ls", "-json", run); code != 0 || !strings.Contains(out, `s`+`x\u001b]0;pwned\u0007a\rb.safetensors`) {
+		t.Fatalf("trajectory ls -json: %d %s", code, out)
+	}
+	if code, out, errs := nzip(t, "trajectory", "extract", "-o", filepath.Join(dir, "x"), run, "0"); code != 0 || rawControl(out) || rawControl(errs) {
+		t.Fatalf("trajectory extract: %d %q %q", code, out, errs)
+	}
+	// errors that quote a name as it is
+	if code, _, errs := nzip(t, "inspect", filepath.Join(dir, "no"+title)); code != 1 || rawControl(errs) || !strings.Contains(errs, `\x1b]0;pwned\a`) {
+		t.Fatalf("an error naming a hostile path: %d %q", code, errs)
+	}
+}
+
+func TestTermSafe(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain: ok\n\tnext": "plain: ok\n\tnext",
+		"é ü 名前":            "é ü 名前",
+		"x\x1b]0;pwned\x07": `x\x1b]0;pwned\a`,
+		"a\rb\x7f":          `a\rb\x7f`,
+		"\u202eevil":        `\u202eevil`,
+		"bad\xffutf8":       `bad\xffutf8`,
+	} {
+		if got := termSafe(in); got != want {
+			t.Errorf("termSafe(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for in, want := range map[string]string{"w.weight": "w.weight", "名前": "名前", "a\rb": `"a\rb"`, "a b": "a b", "a\tb": `"a\tb"`} {
+		if got := shown(in); got != want {
+			t.Errorf("shown(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
