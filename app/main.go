@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/app"
@@ -20,6 +21,10 @@ func main() {
 	shots := flag.String("screenshots", "", "write a PNG of every screen in the light and dark theme to this directory, then quit")
 	flag.Parse()
 
+	if msg := missingDisplay(runtime.GOOS, os.Getenv); msg != "" {
+		fmt.Fprintln(os.Stderr, msg)
+		os.Exit(1)
+	}
 	a := app.NewWithID("io.neuralzip.workbench")
 	w := a.NewWindow("NeuralZip workbench")
 	wb := newWorkbench(a, w)

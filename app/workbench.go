@@ -81,7 +81,7 @@ func newWorkbench(a fyne.App, w fyne.Window) *workbench {
 	wb.open_ = newOpenScreen(wb)
 	items := []*container.TabItem{container.NewTabItemWithIcon("Open", theme.FolderOpenIcon(), wb.open_.content)}
 	for _, t := range laterTabs {
-		items = append(items, container.NewTabItemWithIcon(t.name, t.icon, container.NewStack()))
+		items = append(items, container.NewTabItemWithIcon(t.name, t.icon(), container.NewStack()))
 	}
 	wb.tabs = container.NewAppTabs(items...)
 	if !hostLazyScreens {
@@ -108,13 +108,17 @@ func newWorkbench(a fyne.App, w fyne.Window) *workbench {
 	return wb
 }
 
-// laterTabs are the screens after Open, built by buildScreens.
+// laterTabs are the screens after Open, built by buildScreens. Their
+// icons are looked up when the tabs are made: a theme function called
+// while package variables are initialised runs before any app is started,
+// and Fyne logs an error for each ("Attempt to access current Fyne app
+// when none is started").
 var laterTabs = []struct {
 	name string
-	icon fyne.Resource
+	icon func() fyne.Resource
 }{
-	{"Tensors", theme.ListIcon()}, {"Histograms", theme.InfoIcon()}, {"Clusters", theme.GridIcon()},
-	{"Setups", theme.SettingsIcon()}, {"Run", theme.MediaPlayIcon()}, {"Trajectory", theme.HistoryIcon()},
+	{"Tensors", theme.ListIcon}, {"Histograms", theme.InfoIcon}, {"Clusters", theme.GridIcon},
+	{"Setups", theme.SettingsIcon}, {"Run", theme.MediaPlayIcon}, {"Trajectory", theme.HistoryIcon},
 }
 
 // buildScreens builds the screens after Open, once. The desktop builds

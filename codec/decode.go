@@ -286,6 +286,31 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 	if fi < 0 || fi >= len(r.idx.files) {
 		return fmt.Errorf("%w: file %d", ErrNotFound, fi)
 	}
+	f := r.idx.files[fi]
+	return r.writeRange(w, fi, 0, f.Size, opt, !opt.SkipHash)
+}
+
+// WriteTensor finds a tensor by name (in any file) and writes its bytes to
+// w in order, decoding only the blocks that hold it, in parallel, a few at
+// a time: memory is bounded by the threads, not by the tensor's size (a
+// tiny archive can hold a huge tensor of duplicate blocks). It checks
+// every block's CRC-32C; the file's digest covers the whole file and is
+// not checked.
+func (r *Reader) WriteTensor(w io.Writer, name string, opt Options) (TensorInfo, error) {
+	for fi, f := range r.idx.files {
+		for _, t := range f.Tensors {
+			if t.Name == name {
+				return t, r.writeRange(w, fi, t.Offset, t.Length, opt, false)
+			}
+		}
+	}
+	return TensorInfo{}, fmt.Errorf("%w: tensor %q", ErrNotFound, name)
+}
+
+// writeRange writes bytes [off, off+n) of file fi to w in order, decoding
+// the blocks that cover them in parallel; check (only for the whole file)
+// checks the file's digest.
+func (r *Reader) writeRange(w io.Writer, fi int, off, n int64, opt Options, check bool) error {
 	if err := opt.validate(); err != nil {
 		return err
 	}
@@ -296,13 +321,26 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 		return err
 	}
 	f := r.idx.files[fi]
-	threads := opt.threads()
+	if off < 0 || n < 0 || off > f.Size || n > f.Size-off {
+		return fmt.Errorf("codec: bytes %d (+%d) outside file %q of %d bytes", off, n, f.Name, f.Size)
+	}
+	if check && (off != 0 || n != f.Size) {
+		return errors.New("codec: the digest covers whole files only")
+	}
+	end := off + n
+	// the blocks that hold [off, end)
+	first := sort.Search(len(f.blocks), func(i int) bool { return f.blocks[i].origOff+f.blocks[i].origLen > off })
+	last := sort.Search(len(f.blocks), func(i int) bool { return f.blocks[i].origOff >= end })
+	if n == 0 {
+		last = first
+	}
+	threads := min(opt.threads(), max(1, last-first))
 	ctx, cancel := context.WithCancel(opt.ctx())
 	defer cancel()
 	window := 2*threads + 2
 	order := make(chan *decTask, window)
 	work := make(chan *decTask, window)
-	tree := !opt.SkipHash && f.Digest == DigestBLAKE3
+	tree := check && f.Digest == DigestBLAKE3
 	wait := r.startWorkers(threads, func(bd *blockDecoder, comp *[]byte) {
 		for t := range work {
 			base := f.blocks[t.first].origOff
@@ -321,8 +359,8 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 	go func() {
 		defer close(work)
 		defer close(order)
-		for i := 0; i < len(f.blocks); {
-			j := taskEnd(len(f.blocks), i, f.blockLen)
+		for i := first; i < last; {
+			j := taskEnd(last, i, f.blockLen)
 			t := &decTask{first: i, end: j, done: make(chan struct{})}
 			i = j
 			select {
@@ -339,7 +377,7 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 		}
 	}()
 	var h hash.Hash // SHA-256, in order
-	if !opt.SkipHash && !tree {
+	if check && !tree {
 		h = sha256.New()
 	}
 	var th treeHash
@@ -354,17 +392,22 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 			werr = ctx.Err()
 		}
 		if werr == nil {
+			// the part of the task's blocks inside [off, end)
+			base := f.blocks[t.first].origOff
+			out := (*t.out)[max(off, base)-base : min(end, base+int64(len(*t.out)))-base]
 			if h != nil {
-				h.Write(*t.out)
+				h.Write(out)
 			} else if tree {
 				werr = th.add(&t.part)
 			}
-			if _, err := w.Write(*t.out); err != nil {
-				werr = err
+			if werr == nil {
+				if _, err := w.Write(out); err != nil {
+					werr = err
+				}
 			}
-			done += int64(len(*t.out))
+			done += int64(len(out))
 			if opt.Progress != nil {
-				opt.Progress(done, f.Size)
+				opt.Progress(done, n)
 			}
 		}
 		if werr != nil {
@@ -723,7 +766,7 @@ func (r *Reader) ReadFileTo(dst []byte, fi int, opt Options) ([]byte, error) {
 			hashed, hOff = k, end
 		}
 	}
-	wait := r.startWorkers(threads, func(bd *blockDecoder, comp *[]byte) {
+	wait := r.startWorkers(min(threads, max(1, len(f.blocks))), func(bd *blockDecoder, comp *[]byte) {
 		for ctx.Err() == nil {
 			mu.Lock()
 			i := int(next)

@@ -21,7 +21,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // Options configures encoding and decoding. The zero value is ready to use.
 type Options struct {
 	// Threads bounds the number of blocks coded at once; 0 means GOMAXPROCS.
-	// The archive bytes do not depend on it.
+	// Values above MaxThreads are clamped to it, and every call uses at
+	// most one thread per block (task). The archive bytes do not depend
+	// on it.
 	Threads int
 	// ChunkValues is the number of float values per block (0 means
 	// DefaultChunkValues; MinChunkValues..MaxChunkValues).
@@ -65,7 +67,8 @@ type Options struct {
 
 func (o *Options) threads() int {
 	if o.Threads > 0 {
-		return o.Threads
+		t, _ := ClampThreads(o.Threads)
+		return t
 	}
 	return runtime.GOMAXPROCS(0)
 }
@@ -275,6 +278,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	// twice) and the hashers run at most the dispatch window ahead of the
 	// writer. An input in memory is hashed in place from the start
 	// (waiting for the dispatch there made two-thread coding 9 % slower).
+	threads = min(threads, max(1, len(tasks)))
 	var shas []hash.Hash
 	var trees []treeHash
 	hashers := threads

@@ -303,6 +303,7 @@ func hostDecode(ctx context.Context, rd *codec.Reader, fi int, p *Plan, out []by
 	if threads < 1 {
 		threads = runtime.GOMAXPROCS(0)
 	}
+	threads, _ = codec.ClampThreads(min(threads, max(1, len(p.Host))))
 	jobs := make(chan HostBlock)
 	var mu sync.Mutex
 	var first error

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"neuralzip/codec"
 )
 
 // The Go twin of the kernels in kernels/decode.cu: the same algorithms on
@@ -211,6 +213,7 @@ func CPU(threads int) Backend {
 	if threads < 1 {
 		threads = runtime.GOMAXPROCS(0)
 	}
+	threads, _ = codec.ClampThreads(threads)
 	return &cpuBackend{threads: threads}
 }
 

@@ -20,8 +20,9 @@ type Archive struct {
 	// End is the end of the last valid trailer: the archive's size. Bytes
 	// after it (Tail of them) are the remains of an interrupted append —
 	// unless TailTrailer: they end in a trailer's magic, as a whole
-	// append does, so most likely a damaged last index (whose frame is
-	// lost with it), not an interrupted append.
+	// append does, or in a trailer whose index checks but whose magic is
+	// damaged, so most likely a damaged last index or trailer (whose
+	// frame is lost with it), not an interrupted append.
 	End         int64
 	Tail        int64
 	TailTrailer bool
@@ -62,6 +63,14 @@ func Open(r io.ReaderAt, size int64) (*Archive, error) {
 	var m [len(TrailerMagic)]byte
 	if _, err := r.ReadAt(m[:], size-int64(len(m))); err == nil && a.Tail >= int64(len(m)) && m == TrailerMagic {
 		a.TailTrailer = true
+	} else if a.Tail >= trailerLen {
+		// a complete frame and index whose offsets, CRC and frame count
+		// check, followed by a trailer whose magic alone is damaged: an
+		// append that finished (the index is synced before its trailer),
+		// not an interrupted one
+		if _, err := readTrailerMagic(r, size, v, nil, false); err == nil {
+			a.TailTrailer = true
+		}
 	}
 	if x != nil {
 		a.Index = *x
@@ -76,6 +85,12 @@ func Open(r io.ReaderAt, size int64) (*Archive, error) {
 // budget, when not nil, is what the index may still cost to check: its
 // length is charged before it is read (see findTrailer).
 func readTrailer(r io.ReaderAt, end int64, version int, budget *int64) (*Index, error) {
+	return readTrailerMagic(r, end, version, budget, true)
+}
+
+// readTrailerMagic is readTrailer, checking the trailer's magic only when
+// magic is set.
+func readTrailerMagic(r io.ReaderAt, end int64, version int, budget *int64, magic bool) (*Index, error) {
 	if end < headerLen+trailerLen {
 		return nil, fmt.Errorf("%w: no trailer", ErrCorrupt)
 	}
@@ -83,7 +98,7 @@ func readTrailer(r io.ReaderAt, end int64, version int, budget *int64) (*Index, 
 	if _, err := r.ReadAt(t[:], end-trailerLen); err != nil {
 		return nil, err
 	}
-	if !bytes.Equal(t[24:], TrailerMagic[:]) {
+	if magic && !bytes.Equal(t[24:], TrailerMagic[:]) {
 		return nil, fmt.Errorf("%w: offset %d: trailer magic missing", ErrCorrupt, end-8)
 	}
 	off := int64(binary.LittleEndian.Uint64(t[0:]))

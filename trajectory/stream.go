@@ -124,11 +124,12 @@ func (a *Archive) StreamWith(i int, opt codec.Options) (*Stream, error) {
 	return s, nil
 }
 
-// threadsOf is the number of threads opt asks for: opt.Threads, or
-// GOMAXPROCS when it is 0 (as the codec counts them).
+// threadsOf is the number of threads opt asks for: opt.Threads (at most
+// codec.MaxThreads), or GOMAXPROCS when it is 0 (as the codec counts them).
 func threadsOf(opt codec.Options) int {
 	if opt.Threads > 0 {
-		return opt.Threads
+		t, _ := codec.ClampThreads(opt.Threads)
+		return t
 	}
 	return runtime.GOMAXPROCS(0)
 }

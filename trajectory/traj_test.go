@@ -389,8 +389,9 @@ func TestAppendCrash(t *testing.T) {
 	checkAll(t, full, steps)
 	// a whole append whose index is damaged: it ends like a complete
 	// append, which Open reports (TailTrailer) instead of calling it an
-	// interrupted one
-	for _, at := range []int{len(full.b) - 40, len(full.b) - trailerLen - 3} {
+	// interrupted one; so does a whole append whose trailer's magic alone
+	// is damaged (its index and CRC check)
+	for _, at := range []int{len(full.b) - 40, len(full.b) - trailerLen - 3, len(full.b) - 1, len(full.b) - 8} {
 		f := &memFile{b: bytes.Clone(full.b)}
 		f.b[at] ^= 0x10
 		a, err := Open(f, int64(len(f.b)))

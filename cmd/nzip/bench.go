@@ -118,7 +118,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 			rows = append(rows, benchRow{Measurement: m, BoundRatio: bound})
 			if !*asJSON {
-				fmt.Fprintf(stderr, "  %s %s: %.3fx\n", filepath.Base(path), name, m.Ratio)
+				fmt.Fprintf(stderr, "  %s %s: %.3fx\n", shown(filepath.Base(path)), name, m.Ratio)
 			}
 		}
 		if *backend != "" {
@@ -127,7 +127,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			rows = append(rows, r)
 			if !*asJSON && r.gpuFields != nil {
 				fmt.Fprintf(stderr, "  %s nzip@%s: %.1f GB/s on %s (%.1f%% of the bytes on the device, %d copies, %d streams of up to %d symbols)\n",
-					filepath.Base(path), *backend, r.KernelGBs, r.Device, 100*r.DeviceShare, r.Copies, r.Streams, r.MaxStreamSyms)
+					shown(filepath.Base(path)), *backend, r.KernelGBs, r.Device, 100*r.DeviceShare, r.Copies, r.Streams, r.MaxStreamSyms)
 			}
 		}
 	}
@@ -149,7 +149,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		last := ""
 		for _, r := range rows {
 			if r.File != last {
-				fmt.Fprintf(tw, "%s\torder-0 bound\t%.4f\t\t\t\t\t\t\t\n", r.File, r.BoundRatio)
+				fmt.Fprintf(tw, "%s\torder-0 bound\t%.4f\t\t\t\t\t\t\t\n", shown(r.File), r.BoundRatio)
 				last = r.File
 			}
 			ok := "bit-exact"
@@ -157,7 +157,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				ok = "FAILED " + r.Error
 			}
 			// a device row measures decoding only, on the device's own threads
-			fmt.Fprintf(tw, "%s\t%s\t%.4f\t%s\t%s\t%s\t%s\t%d\t%d\t\n", r.File, r.Codec, r.Ratio, orDash("%.0f", r.CompressMBs), orDash("%.0f", r.DecompressMBs), orDash("%d", r.Threads), ok, r.OriginalBytes, r.Compressed)
+			fmt.Fprintf(tw, "%s\t%s\t%.4f\t%s\t%s\t%s\t%s\t%d\t%d\t\n", shown(r.File), r.Codec, r.Ratio, orDash("%.0f", r.CompressMBs), orDash("%.0f", r.DecompressMBs), orDash("%d", r.Threads), ok, r.OriginalBytes, r.Compressed)
 		}
 		tw.Flush()
 	}

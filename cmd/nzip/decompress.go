@@ -63,15 +63,15 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 			fmt.Fprintln(stderr, "nzip decompress: -tensor needs -o FILE (or -o - for stdout)")
 			return errUsage
 		}
-		data, info, err := rd.Tensor(*tensor)
-		if err != nil {
-			return fmt.Errorf("%s: %w", in, err)
-		}
-		if err := writeOutput(*out, *force, inputs, stdout, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+		var info codec.TensorInfo
+		if err := writeOutput(*out, *force, inputs, stdout, func(w io.Writer) (err error) {
+			info, err = rd.WriteTensor(w, *tensor, opt)
+			return err
+		}); err != nil {
 			return err
 		}
 		if !*quiet && *out != "-" {
-			fmt.Fprintf(stderr, "%s: tensor %s (%v %v, %s) -> %s\n", in, info.Name, info.DType, info.Shape, humanBytes(info.Length), *out)
+			fmt.Fprintf(stderr, "%s: tensor %s (%v %v, %s) -> %s\n", in, shown(info.Name), info.DType, info.Shape, humanBytes(info.Length), *out)
 		}
 		return nil
 	}

@@ -304,7 +304,7 @@ func compressedShare(blocks []codec.BlockInfo, off, n int64) float64 {
 
 func printInspect(w io.Writer, rep *inspectReport) {
 	for _, fr := range rep.Files {
-		fmt.Fprintf(w, "%s  (%s, %s, %d tensors)\n", fr.Name, fr.Format, humanBytes(fr.Size), len(fr.Tensors))
+		fmt.Fprintf(w, "%s  (%s, %s, %d tensors)\n", shown(fr.Name), shown(fr.Format), humanBytes(fr.Size), len(fr.Tensors))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		hdr := "NAME\tDTYPE\tSHAPE\tBYTES\tH(EXP)\tBOUND\t"
 		if rep.Kind == "archive" {
@@ -316,7 +316,7 @@ func printInspect(w io.Writer, rep *inspectReport) {
 			if dt == "-" {
 				dt = t.Type
 			}
-			line := fmt.Sprintf("%s\t%s\t%s\t%d\t", t.Name, dt, shapeString(t.Shape), t.Bytes)
+			line := fmt.Sprintf("%s\t%s\t%s\t%d\t", shown(t.Name), shown(dt), shapeString(t.Shape), t.Bytes)
 			if t.float {
 				line += fmt.Sprintf("%.3f\t%.0f\t", t.ExpEntropy, t.Bound)
 			} else {
@@ -361,7 +361,7 @@ func printInspect(w io.Writer, rep *inspectReport) {
 			fmt.Fprintln(w, "setup: none (per-block tables)")
 		}
 		for _, r := range rep.Refs {
-			fmt.Fprintf(w, "reference: %s (%d bytes, SHA-256 %s…)\n", r.Name, r.Size, r.SHA256[:16])
+			fmt.Fprintf(w, "reference: %s (%d bytes, SHA-256 %s…)\n", shown(r.Name), r.Size, r.SHA256[:16])
 		}
 		if rep.RefMissing {
 			fmt.Fprintln(w, "reference not given: tensors not decoded; pass -ref FILE")

@@ -111,7 +111,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	}
-	fmt.Fprintf(stderr, "nzip: %v\n", err)
+	fmt.Fprintf(stderr, "nzip: %s\n", termSafe(err.Error()))
 	return 1
 }
 
@@ -140,5 +140,6 @@ func parse(fs *flag.FlagSet, args []string, minArgs, maxArgs int) error {
 		fs.Usage()
 		return errUsage
 	}
+	clampThreads(fs)
 	return nil
 }

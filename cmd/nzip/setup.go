@@ -199,13 +199,13 @@ func printSetup(w io.Writer, rep *setupReport) {
 	fmt.Fprintf(w, "setup %s\n", rep.Path)
 	fmt.Fprintf(w, "id:      %s\n", rep.ID)
 	fmt.Fprintf(w, "size:    %d bytes\n", rep.Bytes)
-	fmt.Fprintf(w, "builder: %s\n", rep.Builder)
+	fmt.Fprintf(w, "builder: %s\n", shown(rep.Builder))
 	fmt.Fprintf(w, "chunk:   %d values\n", rep.ChunkValues)
 	fmt.Fprintf(w, "sources: %d\n", len(rep.Sources))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  NAME\tSIZE\tSHA-256\tFORMAT\t")
 	for _, src := range rep.Sources {
-		fmt.Fprintf(tw, "  %s\t%d\t%s…\t%s\t\n", src.Name, src.Size, src.SHA256[:12], src.Format)
+		fmt.Fprintf(tw, "  %s\t%d\t%s…\t%s\t\n", shown(src.Name), src.Size, src.SHA256[:12], shown(src.Format))
 	}
 	tw.Flush()
 	for _, sec := range rep.Sections {

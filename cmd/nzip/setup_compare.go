@@ -97,7 +97,7 @@ func runSetupCompare(ctx context.Context, args []string, stdout, stderr io.Write
 			}
 			rows = append(rows, r)
 			if !*asJSON {
-				fmt.Fprintf(stderr, "  %s %s: %.4fx\n", file, r.Setup, r.Ratio)
+				fmt.Fprintf(stderr, "  %s %s: %.4fx\n", shown(file), shown(r.Setup), r.Ratio)
 			}
 		}
 		if ctx.Err() != nil {
@@ -152,7 +152,7 @@ func printCompare(w io.Writer, rows []compareRow) {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s  (%s)\n", rows[i].File, humanBytes(rows[i].OriginalBytes))
+		fmt.Fprintf(w, "%s  (%s)\n", shown(rows[i].File), humanBytes(rows[i].OriginalBytes))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "SETUP\tRATIO\tΔ VS NONE\tCOMPRESS MB/s\tDECOMPRESS MB/s\tOWN\tROUNDTRIP\t")
 		for _, r := range rows[i:j] {
@@ -168,7 +168,7 @@ func printCompare(w io.Writer, rows []compareRow) {
 			if !r.RoundtripOK {
 				ok = "FAILED " + r.Error
 			}
-			fmt.Fprintf(tw, "%s\t%.4f\t%s\t%.0f\t%.0f\t%s\t%s\t\n", r.Setup, r.Ratio, delta, r.CompressMBs, r.DecompressMBs, own, ok)
+			fmt.Fprintf(tw, "%s\t%.4f\t%s\t%.0f\t%.0f\t%s\t%s\t\n", shown(r.Setup), r.Ratio, delta, r.CompressMBs, r.DecompressMBs, own, ok)
 		}
 		tw.Flush()
 		i = j

@@ -286,9 +286,9 @@ func appendSteps(ctx context.Context, w *trajectory.Writer, paths []string, keys
 			}
 			of := ""
 			if len(fr.Files) > 1 {
-				of = fmt.Sprintf(" (step %s, %d files)", fr.Name, len(fr.Files))
+				of = fmt.Sprintf(" (step %s, %d files)", shown(fr.Name), len(fr.Files))
 			}
-			fmt.Fprintf(stderr, "%s%s: %s -> %s (%.3f of raw, %s) in %.2fs\n", p, of, humanBytes(fr.Size), humanBytes(fr.Length),
+			fmt.Fprintf(stderr, "%s%s: %s -> %s (%.3f of raw, %s) in %.2fs\n", shown(p), of, humanBytes(fr.Size), humanBytes(fr.Length),
 				float64(fr.Length)/float64(max(fr.Size, 1)), how, time.Since(start).Seconds())
 		}
 		// files that can no longer be a reference are closed
@@ -343,7 +343,7 @@ func planKeyframes(ctx context.Context, paths []string, k int, opt codec.Options
 			if p.Sampled[i] {
 				of = " (a sample of it)"
 			}
-			fmt.Fprintf(stderr, "plan: %s%s: %s on its own, %s against the step before (saves %.1f %%)\n", path, of, humanBytes(ind), humanBytes(cond), 100*float64(ind-cond)/float64(max(ind, 1)))
+			fmt.Fprintf(stderr, "plan: %s%s: %s on its own, %s against the step before (saves %.1f %%)\n", shown(path), of, humanBytes(ind), humanBytes(cond), 100*float64(ind-cond)/float64(max(ind, 1)))
 		}
 	}
 	return trajectory.PlanKeyframes(p.Saving(), k), nil
@@ -624,7 +624,7 @@ func runTrajLs(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if r.Ref >= 0 {
 			ref = fmt.Sprint(r.Ref)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%.3f\t%s\t%d\t\n", r.Index, r.Name, r.Files, r.Size, r.Compressed, r.OfRaw, ref, r.Chain)
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%.3f\t%s\t%d\t\n", r.Index, shown(r.Name), r.Files, r.Size, r.Compressed, r.OfRaw, ref, r.Chain)
 	}
 	fmt.Fprintf(tw, "\ttotal\t\t%d\t%d\t%.3f\t\t\t\n", raw, comp, float64(comp)/float64(max(raw, 1)))
 	tw.Flush()
@@ -812,7 +812,7 @@ func extractAll(ctx context.Context, a *trajectory.Archive, path, dir string, fo
 		}
 		total += fr.Size
 		if !quiet {
-			fmt.Fprintf(stderr, "%s: frame %d -> %s (%s, SHA-256 verified)\n", path, j, dest, humanBytes(fr.Size))
+			fmt.Fprintf(stderr, "%s: frame %d -> %s (%s, SHA-256 verified)\n", path, j, shown(dest), humanBytes(fr.Size))
 		}
 	}
 	if !quiet {
@@ -947,8 +947,8 @@ func runTrajExtract(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	if !*quiet && dest != "-" {
 		chain, _ := a.Chain(i)
-		fmt.Fprintf(stderr, "%s: frame %d (%s, %s) decoded from %d frame(s) in %.2fs -> %s (SHA-256 verified)\n", path, i, fr.Name,
-			humanBytes(fr.Size), len(chain), time.Since(start).Seconds(), dest)
+		fmt.Fprintf(stderr, "%s: frame %d (%s, %s) decoded from %d frame(s) in %.2fs -> %s (SHA-256 verified)\n", path, i, shown(fr.Name),
+			humanBytes(fr.Size), len(chain), time.Since(start).Seconds(), shown(dest))
 	}
 	return nil
 }
@@ -1067,8 +1067,8 @@ func extractStep(ctx context.Context, a *trajectory.Archive, path string, i int,
 	}
 	if !quiet {
 		chain, _ := a.Chain(i)
-		fmt.Fprintf(stderr, "%s: frame %d (%s, %d files, %s) decoded from %d frame(s) in %.2fs -> %s%c (SHA-256 verified)\n", path, i, fr.Name,
-			len(fr.Files), humanBytes(fr.Size), len(chain), time.Since(start).Seconds(), out, filepath.Separator)
+		fmt.Fprintf(stderr, "%s: frame %d (%s, %d files, %s) decoded from %d frame(s) in %.2fs -> %s%c (SHA-256 verified)\n", path, i, shown(fr.Name),
+			len(fr.Files), humanBytes(fr.Size), len(chain), time.Since(start).Seconds(), shown(out), filepath.Separator)
 	}
 	return nil
 }

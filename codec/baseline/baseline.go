@@ -30,7 +30,8 @@ type Codec interface {
 // Options configures a codec. The zero value is the default.
 type Options struct {
 	// Threads bounds the goroutines one Compress or Decompress call uses.
-	// Zero means runtime.GOMAXPROCS(0). The output never depends on it.
+	// Zero means runtime.GOMAXPROCS(0); values above codec.MaxThreads are
+	// clamped to it. The output never depends on it.
 	Threads int
 }
 
@@ -39,7 +40,8 @@ func (o Options) threads() int {
 	if o.Threads <= 0 {
 		return runtime.GOMAXPROCS(0)
 	}
-	return o.Threads
+	t, _ := codec.ClampThreads(o.Threads)
+	return t
 }
 
 func (o Options) validate() error {
