@@ -143,7 +143,9 @@ var errTrailerBudget = errors.New("trajectory: trailer search budget spent")
 // the real trailer.
 func findTrailer(r io.ReaderAt, size int64, version int) (int64, *Index, error) {
 	const win = 1 << 20
-	buf := make([]byte, win+len(TrailerMagic))
+	// no larger than the file: a small damaged file (every fuzzed input)
+	// would pay for a 1 MiB window
+	buf := make([]byte, min(win, size)+int64(len(TrailerMagic)))
 	budget := 2*size + 1<<20
 	hi := size // candidates end at most here
 	for hi > headerLen {

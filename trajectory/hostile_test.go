@@ -43,6 +43,22 @@ func TestOpenFakeTrailers(t *testing.T) {
 	}
 }
 
+// Opening a small damaged file allocates in proportion to it: the
+// backward search for a trailer read through a 1 MiB window whatever the
+// file's size (each of FuzzOpen's inputs paid for it).
+func TestOpenSmallDamagedAllocates(t *testing.T) {
+	good := pack(t, synthSteps(2), 2, RefPrevious, 1).b
+	for _, b := range [][]byte{append(append([]byte(nil), Magic[:]...), 1, 0, 0, 0, 0, 0, 0, 0, 'x'), good[:len(good)-1]} {
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		_, _ = Open(bytes.NewReader(b), int64(len(b)))
+		runtime.ReadMemStats(&m1)
+		if n, limit := m1.TotalAlloc-m0.TotalAlloc, uint64(4*len(b)+64<<10); n > limit {
+			t.Fatalf("a %d-byte file allocated %d bytes (limit %d)", len(b), n, limit)
+		}
+	}
+}
+
 // A frame is coded against the frame before it or the last keyframe, and
 // no chain is longer than K (what every writer makes): ParseIndex refuses
 // other references (a walk would have to keep any number of decoded
