@@ -36,6 +36,7 @@ type blockEncoder struct {
 	stats     fieldStats
 	ref       *refEncoder // reference-conditioned blocks (ref_block.go)
 	best      bool        // Options.Best: also try the slow codings
+	lz        []byte      // a float block through zstd (lzRepeats)
 }
 
 func (b *blockEncoder) buffers(n, np int) {
@@ -64,6 +65,54 @@ func (b *blockEncoder) encodeGeneric(dst, src []byte) ([]byte, byte) {
 	}
 	return append(dst, src...), kindStored
 }
+
+// lzRepeats samples up to lzProbeWords 4-byte words evenly from p and
+// returns how many of the k sampled equal another sampled word: the share
+// of repeats (periodic kernels such as STFT bases, tiled rows, runs of one
+// value) that LZ codes and the float coder does not. The words of trained
+// weights (one F32 value, two of BF16 or F16) seldom repeat among a few
+// hundred. Blocks under lzMinWords words are not probed (k = 0).
+func lzRepeats(p []byte) (dup, k int) {
+	n := len(p) / 4
+	if n < lzMinWords {
+		return 0, 0
+	}
+	step := max(1, n/lzProbeWords)
+	// an open-addressing set of the words seen (word | 1<<32; 0 empty),
+	// twice as many slots as words
+	var set [2 * lzProbeWords]uint64
+	for i := 0; i < n && k < lzProbeWords; i += step {
+		w := binary.LittleEndian.Uint32(p[4*i:])
+		e := uint64(w) | 1<<32
+		for h := (w * 0x9e3779b1) >> (32 - lzSetBits); ; h = (h + 1) & (2*lzProbeWords - 1) {
+			if set[h] == 0 {
+				set[h] = e
+				break
+			}
+			if set[h] == e {
+				dup++
+				break
+			}
+		}
+		k++
+	}
+	return dup, k
+}
+
+// lzWorthTrying reports whether zstd may code a block of n bytes, of which
+// the probe found dup of k words repeated, in fewer than coded bytes: its
+// estimate is the bytes that do not repeat, their literals entropy-coded
+// to about 7/8 (integers: the same decision on every platform).
+func lzWorthTrying(n, coded, dup, k int) bool {
+	return dup > 0 && int64(n)*int64(k-dup)*7 < int64(coded)*int64(k)*8
+}
+
+// The LZ probe: words sampled and the smallest block probed (in words).
+const (
+	lzProbeWords = 256
+	lzSetBits    = 9 // log2(2·lzProbeWords)
+	lzMinWords   = 64
+)
 
 // encodeFloat codes len(src)/size values of float type d. len(src) must be a
 // multiple of the element size.

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
+
+	"neuralzip/dtype"
 )
 
 // Reader reads an archive: its index, whole files (streamed, in parallel)
@@ -854,6 +856,12 @@ type Census struct {
 	OtherFloat   int // float blocks with packed or constant exponents, or byte planes
 	Reference    int // blocks coded against a reference (copies and differences)
 	Duplicate    int // blocks stored as a copy of an earlier block of the archive
+	// ZstdFloat counts the blocks of float tensors that zstd coded smaller
+	// than the float coder (repeats: periodic kernels, tiled rows), by
+	// tensor in ZstdTensors (a block of several small tensors counts for
+	// the first).
+	ZstdFloat   int
+	ZstdTensors map[string]int
 }
 
 // Census reads the coding of every block; see the type.
@@ -861,7 +869,20 @@ func (r *Reader) Census() (Census, error) {
 	var c Census
 	var hdr [4]byte
 	for _, f := range r.idx.files {
+		ti := 0 // the first tensor that ends after the block's start
 		for _, b := range f.blocks {
+			for ti < len(f.Tensors) && f.Tensors[ti].Offset+f.Tensors[ti].Length <= b.origOff {
+				ti++
+			}
+			if b.kind == kindZstd && ti < len(f.Tensors) {
+				if t := f.Tensors[ti]; t.Offset <= b.origOff && t.Length > 0 && floatType(t.DType) != dtype.Invalid {
+					c.ZstdFloat++
+					if c.ZstdTensors == nil {
+						c.ZstdTensors = map[string]int{}
+					}
+					c.ZstdTensors[t.Name]++
+				}
+			}
 			c.Blocks++
 			if b.kind == kindRef {
 				c.Reference++

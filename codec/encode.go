@@ -522,6 +522,16 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 				out = append(out[:mark], in...)
 				kind = kindStored
 			}
+			// Never worse than zstd: a block whose words repeat enough
+			// that zstd may code it smaller (lzRepeats) is also coded by
+			// zstd, and the smaller kept.
+			if dup, k := lzRepeats(in); lzWorthTrying(len(in), len(out)-mark, dup, k) {
+				be.lz = be.zstd.EncodeAll(in, be.lz[:0])
+				if len(be.lz) < len(out)-mark {
+					out = append(out[:mark], be.lz...)
+					kind = kindZstd
+				}
+			}
 		} else {
 			out, kind = be.encodeGeneric(out, in)
 		}

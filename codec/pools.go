@@ -25,7 +25,7 @@ func zstdEncoder(level int) (*zstd.Encoder, error) {
 	}
 	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
 		zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false), zstd.WithZeroFrames(true),
-		zstd.WithLowerEncoderMem(true))
+		zstd.WithLowerEncoderMem(true), zstd.WithAllLitEntropyCompression(true))
 	if err != nil {
 		return nil, err
 	}

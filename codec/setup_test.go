@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -202,10 +203,10 @@ func TestCensus(t *testing.T) {
 		return c
 	}
 	// 5 blocks of 4096 values and one of 50 (own table: too short to share)
-	if c := census(Options{ChunkValues: 4096}); c != (Census{Blocks: 6, FloatBlocks: 6, OwnTables: 6}) {
+	if c := census(Options{ChunkValues: 4096}); !reflect.DeepEqual(c, Census{Blocks: 6, FloatBlocks: 6, OwnTables: 6}) {
 		t.Fatalf("no setup: %+v", c)
 	}
-	if c := census(Options{ChunkValues: 4096, Setup: s, SetupThreshold: 1e9}); c != (Census{Blocks: 6, FloatBlocks: 6, SharedTables: 5, OwnTables: 1}) {
+	if c := census(Options{ChunkValues: 4096, Setup: s, SetupThreshold: 1e9}); !reflect.DeepEqual(c, Census{Blocks: 6, FloatBlocks: 6, SharedTables: 5, OwnTables: 1}) {
 		t.Fatalf("forced setup: %+v", c)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -374,6 +376,14 @@ func printInspect(w io.Writer, rep *inspectReport) {
 			}
 			if c.Duplicate > 0 {
 				fmt.Fprintf(w, "        %d stored as copies of earlier blocks (their tensors show 0 archive bytes)\n", c.Duplicate)
+			}
+			if c.ZstdFloat > 0 {
+				names := slices.Sorted(maps.Keys(c.ZstdTensors))
+				var parts []string
+				for _, n := range names {
+					parts = append(parts, fmt.Sprintf("%s (%d)", shown(n), c.ZstdTensors[n]))
+				}
+				fmt.Fprintf(w, "        zstd coded %d float block(s) smaller than the float coder (repeats): %s\n", c.ZstdFloat, strings.Join(parts, ", "))
 			}
 		}
 	}

@@ -1,0 +1,122 @@
+package codec
+
+import (
+	"encoding/binary"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"neuralzip/dtype"
+)
+
+// stftBasis is an STFT basis as conv weights hold it (the real part, then
+// the imaginary part, of n/2+1 frequencies over n samples), F32: the
+// structured float tensor that LZ codes far better than the float coder.
+func stftBasis(n int) []byte {
+	var out []byte
+	for part := 0; part < 2; part++ {
+		for k := 0; k <= n/2; k++ {
+			for j := 0; j < n; j++ {
+				a := 2 * math.Pi * float64(k*j) / float64(n)
+				v := math.Cos(a)
+				if part == 1 {
+					v = math.Sin(a)
+				}
+				out = binary.LittleEndian.AppendUint32(out, math.Float32bits(float32(v)))
+			}
+		}
+	}
+	return out
+}
+
+func TestLZRepeats(t *testing.T) {
+	for _, d := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32} {
+		p := realisticValues(d, 65536, 3)
+		// the float coder codes such weights to about 2/3 (BF16) .. 5/6
+		if dup, k := lzRepeats(p); lzWorthTrying(len(p), len(p)*2/3, dup, k) {
+			t.Errorf("%v: trained-like weights would try zstd (%d of %d words repeat)", d, dup, k)
+		}
+	}
+	if p := stftBasis(256); true {
+		dup, k := lzRepeats(p)
+		if !lzWorthTrying(len(p), len(p)*9/10, dup, k) {
+			t.Errorf("an STFT basis would not try zstd (%d of %d words repeat)", dup, k)
+		}
+	}
+	if dup, k := lzRepeats(make([]byte, 4096)); dup != k-1 {
+		t.Errorf("zeros: %d of %d words repeat", dup, k)
+	}
+	if _, k := lzRepeats(make([]byte, 4*lzMinWords-4)); k != 0 {
+		t.Error("a block below lzMinWords probed")
+	}
+}
+
+// TestZstdFallback: a float tensor that zstd codes smaller than the float
+// coder is stored as zstd, bit-exactly, the census names it, and the
+// archive is no larger than zstd's of the whole file; ordinary weights in
+// the same file keep the float coder.
+func TestZstdFallback(t *testing.T) {
+	basis := stftBasis(128) // one block (a tensor of several loses the matches between them)
+	w := realisticValues(dtype.F32, 30000, 9)
+	src, segs := safetensorsFile(`{"source":"codec/lz_test.go"}`, []refT{
+		{"stft.weight", dtype.F32, []int64{int64(len(basis) / 512), 1, 128}, basis},
+		{"conv.weight", dtype.F32, []int64{30000}, w},
+	})
+	for _, threads := range []int{1, 3} {
+		arc := roundTrip(t, src, segs, Options{Threads: threads})
+		rd, err := NewMemReader(arc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := rd.Census()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.ZstdFloat == 0 || c.ZstdTensors["stft.weight"] != c.ZstdFloat || c.ZstdTensors["conv.weight"] != 0 || c.FloatBlocks == 0 {
+			t.Fatalf("census %+v", c)
+		}
+		if zs := zstd3(t, src); len(arc) > len(zs) {
+			t.Errorf("%d threads: archive %d bytes, zstd-3 %d", threads, len(arc), len(zs))
+		}
+	}
+}
+
+// TestZstdFallbackReal: Silero VAD's STFT basis (real) made nzip lose to
+// C zstd -3 (1,037,637 bytes against 1,026,369) without the fallback; with
+// it the basis is coded by zstd (993,181 bytes).
+func TestZstdFallbackReal(t *testing.T) {
+	d := needShared(t)
+	src, err := os.ReadFile(filepath.Join(d, "models/original/silero_vad_16k.safetensors"))
+	if err != nil {
+		t.Skipf("silero_vad_16k.safetensors: %v", err)
+	}
+	segs := safetensorsSegments(src)
+	arc := roundTrip(t, src, segs, Options{})
+	rd, err := NewMemReader(arc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := rd.Census(); err != nil || c.ZstdTensors["stft_conv.weight"] == 0 {
+		t.Errorf("the STFT basis is not coded by zstd: %+v %v", c, err)
+	}
+	zs := zstd3(t, src)
+	t.Logf("nzip %d bytes, zstd-3 %d", len(arc), len(zs))
+	if len(arc) > len(zs) {
+		t.Errorf("nzip %d bytes > zstd-3 %d", len(arc), len(zs))
+	}
+}
+
+// zstd3 is src through zstd level 3 with entropy-coded literals, as the
+// bench's zstd-3 (codec/baseline) and C zstd -3 code it.
+func zstd3(t *testing.T, src []byte) []byte {
+	t.Helper()
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(3)), zstd.WithAllLitEntropyCompression(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	return e.EncodeAll(src, nil)
+}
