@@ -37,6 +37,8 @@ type blockEncoder struct {
 	ref       *refEncoder // reference-conditioned blocks (ref_block.go)
 	best      bool        // Options.Best: also try the slow codings
 	lz        []byte      // a float block through zstd (lzRepeats)
+	found     []byte      // opaque bytes coded as floats (encodeFound)
+	found2    []byte      // the smallest of them
 }
 
 func (b *blockEncoder) buffers(n, np int) {
@@ -113,6 +115,74 @@ const (
 	lzSetBits    = 9 // log2(2·lzProbeWords)
 	lzMinWords   = 64
 )
+
+// foundFloat reports the float types whose arrays the opaque bytes p may
+// hold, most likely first (none: p does not look like floats). Little-
+// endian floats of weights have a predictable high byte (sign and
+// exponent) and nearly uniform low bytes: in a sample of 4-byte words, F32
+// shows it in byte 3, BF16 and F16 in bytes 1 and 3. Unknown files and bare
+// weight blobs (a TF.js .bin without its model.json) are such bytes; what
+// this guesses is kept only where it codes smaller than zstd.
+func foundFloat(p []byte) []dtype.DType {
+	n := len(p) / 4
+	if n < foundMinWords || len(p)%4 != 0 {
+		return nil
+	}
+	step := max(1, n/foundSampleWords)
+	var h [4][256]uint32
+	k := 0
+	for i := 0; i < n && k < foundSampleWords; i += step {
+		v := binary.LittleEndian.Uint32(p[4*i:])
+		h[0][byte(v)]++
+		h[1][byte(v>>8)]++
+		h[2][byte(v>>16)]++
+		h[3][byte(v>>24)]++
+		k++
+	}
+	var e [4]float64
+	for j := range h {
+		e[j], _ = entropyBits(&h[j], k)
+		e[j] /= float64(k)
+	}
+	// bits per byte: high bytes of floats well below the low bytes
+	switch {
+	case e[3] < foundHighBits && e[0] > foundLowBits && e[1] > foundLowBits:
+		return []dtype.DType{dtype.F32}
+	case e[1] < foundHighBits && e[3] < foundHighBits && e[0] > foundLowBits && e[2] > foundLowBits:
+		return []dtype.DType{dtype.BF16, dtype.F16}
+	}
+	return nil
+}
+
+// Float detection in opaque bytes: the sample, the smallest block tried,
+// and the entropies (bits per byte) of a float's high and low bytes.
+const (
+	foundSampleWords = 1024
+	foundMinWords    = 1024
+	foundHighBits    = 6.0
+	foundLowBits     = 7.0
+)
+
+// encodeFound codes opaque bytes src as floats of each type foundFloat
+// names and returns the smallest result, when it is smaller than limit
+// bytes.
+func (b *blockEncoder) encodeFound(dst, src []byte, limit int) ([]byte, dtype.DType, bool) {
+	var best dtype.DType
+	bestLen := limit
+	for _, d := range foundFloat(src) {
+		mark := len(dst)
+		b.found = b.encodeFloat(b.found[:0], src, d)
+		if len(b.found) < bestLen {
+			best, bestLen = d, len(b.found)
+			b.found2 = append(b.found2[:0], b.found...)
+		}
+		dst = dst[:mark]
+	}
+	if best == dtype.Invalid {
+		return dst, 0, false
+	}
+	return append(dst, b.found2...), best, true
+}
 
 // encodeFloat codes len(src)/size values of float type d. len(src) must be a
 // multiple of the element size.

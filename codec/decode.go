@@ -11,6 +11,7 @@ import (
 	"hash"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -860,8 +861,16 @@ type Census struct {
 	// than the float coder (repeats: periodic kernels, tiled rows), by
 	// tensor in ZstdTensors (a block of several small tensors counts for
 	// the first).
-	ZstdFloat   int
-	ZstdTensors map[string]int
+	ZstdFloat      int
+	ZstdFloatBytes int64 // their original bytes
+	ZstdTensors    map[string]int
+	// FoundFloat counts the blocks of opaque bytes (no tensor of the
+	// file's layout) that were coded as floats because they coded smaller
+	// (unknown files, bare weight blobs), FoundBytes their original bytes
+	// and FoundTypes the float types found.
+	FoundFloat int
+	FoundBytes int64
+	FoundTypes []dtype.DType
 }
 
 // Census reads the coding of every block; see the type.
@@ -874,9 +883,18 @@ func (r *Reader) Census() (Census, error) {
 			for ti < len(f.Tensors) && f.Tensors[ti].Offset+f.Tensors[ti].Length <= b.origOff {
 				ti++
 			}
+			inTensor := ti < len(f.Tensors) && f.Tensors[ti].Offset <= b.origOff
+			if b.kind == kindFloat && !inTensor {
+				c.FoundFloat++
+				c.FoundBytes += b.origLen
+				if !slices.Contains(c.FoundTypes, b.dtype) {
+					c.FoundTypes = append(c.FoundTypes, b.dtype)
+				}
+			}
 			if b.kind == kindZstd && ti < len(f.Tensors) {
 				if t := f.Tensors[ti]; t.Offset <= b.origOff && t.Length > 0 && floatType(t.DType) != dtype.Invalid {
 					c.ZstdFloat++
+					c.ZstdFloatBytes += b.origLen
 					if c.ZstdTensors == nil {
 						c.ZstdTensors = map[string]int{}
 					}

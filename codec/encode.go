@@ -534,6 +534,10 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 			}
 		} else {
 			out, kind = be.encodeGeneric(out, in)
+			// floats in opaque bytes, kept where they code smaller
+			if flt, fd, ok := be.encodeFound(out[:mark], in, len(out)-mark); ok {
+				out, kind, p.dtype = flt, kindFloat, fd
+			}
 		}
 		d := p.dtype
 		if kind != kindFloat {

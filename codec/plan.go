@@ -18,8 +18,12 @@ const (
 	// MinChunkValues is the smallest chunk accepted in Options.
 	MinChunkValues = 256
 
-	// genericBlockSize bounds zstd/stored blocks.
-	genericBlockSize = 1 << 20
+	// genericBlockSize bounds zstd/stored blocks. A block of opaque bytes
+	// may turn out to hold floats (foundFloat) and be coded as a float
+	// block, which holds at most MaxChunkValues values: 512 KiB less 4
+	// bytes is 131071 of 4 bytes and 262142 of 2, and keeps later blocks
+	// of a run aligned to 4 bytes.
+	genericBlockSize = 1<<19 - 4
 
 	// maxBlockLen is the largest original block length a reader accepts.
 	maxBlockLen = 1 << 22

@@ -401,8 +401,14 @@ func TestRealFilesCPU(t *testing.T) {
 		src, segs := loadSegments(t, f)
 		rd, ra := archive(t, src, segs, codec.Options{})
 		res := decodeWith(t, CPU(0), rd, ra, src)
-		if float64(res.DevBytes) < 0.95*float64(res.Bytes) {
-			t.Errorf("%s: the device decodes only %d of %d bytes (%v)", filepath.Base(f), res.DevBytes, res.Bytes, res.UnhandledSummary())
+		// float blocks that zstd coded smaller (repeats) are zstd blocks,
+		// which the CPU decodes
+		c, err := rd.Census()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if float64(res.DevBytes) < 0.95*float64(res.Bytes-c.ZstdFloatBytes) {
+			t.Errorf("%s: the device decodes only %d of %d bytes (%d in float blocks zstd coded) (%v)", filepath.Base(f), res.DevBytes, res.Bytes, c.ZstdFloatBytes, res.UnhandledSummary())
 		}
 		t.Logf("%s: device %d of %d bytes, resident %d; CPU: %v", filepath.Base(f), res.DevBytes, res.Bytes, res.Resident, res.UnhandledSummary())
 	}

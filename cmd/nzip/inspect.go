@@ -377,6 +377,13 @@ func printInspect(w io.Writer, rep *inspectReport) {
 			if c.Duplicate > 0 {
 				fmt.Fprintf(w, "        %d stored as copies of earlier blocks (their tensors show 0 archive bytes)\n", c.Duplicate)
 			}
+			if c.FoundFloat > 0 {
+				var types []string
+				for _, d := range c.FoundTypes {
+					types = append(types, d.String())
+				}
+				fmt.Fprintf(w, "        %d block(s) of opaque bytes coded as floats found in them (%s, %s)\n", c.FoundFloat, strings.Join(types, ", "), humanBytes(c.FoundBytes))
+			}
 			if c.ZstdFloat > 0 {
 				names := slices.Sorted(maps.Keys(c.ZstdTensors))
 				var parts []string
