@@ -11,10 +11,12 @@ import (
 // distribution of the exponent floor(log2|x|) is fixed by σ alone; moving σ
 // by a factor of two moves every exponent by one, which a setup's alignment
 // shift does. So one table per fraction of an octave (σ = 2^(i/8) · 2^k,
-// i = 0..7) covers every scale: a block picks the table and the shift that
-// code it in the fewest bits, as with any setup (from a sample of its
-// exponents), and a block the model does not fit (zeros, quantised or
-// clipped weights) builds its own table as usual (Options.SetupThreshold).
+// i = 0..7) covers every scale. Weights are not all Gaussian: the setup
+// holds such tables for four shapes of generalized Gaussians (gaussShapes),
+// 32 in all. A block picks the table and the shift that code it in the
+// fewest bits, as with any setup (from a sample of its exponents), and a
+// block that none fits (zeros, quantised or clipped weights) builds its own
+// table as usual (Options.SetupThreshold).
 //
 // The tables are made from integer counts committed in gaussian_counts.go
 // (made once from the model by TestGaussianCounts) with the integer-only
@@ -34,10 +36,10 @@ const (
 	gaussScale = 24
 )
 
-// gaussShapes are the shapes β of the generalized Gaussians whose tables
-// the setup holds (see gaussianCountsFor in gaussian_gen_test.go): the
-// Gaussian, heavier tails (Laplace, β = 1/2) and the uniform (β = 0 here;
-// weights at initialisation).
+// gaussShapes are the shapes β of the generalized Gaussians (density ∝
+// exp(-|x/α|^β)) whose tables the setup holds (see gaussianCountsFor in
+// gaussian_gen_test.go): the Gaussian (2), heavier tails (the Laplace, 1,
+// and 1/2) and the uniform (written 0; weights at initialisation).
 var gaussShapes = [...]float64{2, 1, 0.5, 0}
 
 var (
