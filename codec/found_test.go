@@ -75,6 +75,9 @@ func TestFloatsInOpaque(t *testing.T) {
 // bare float32 arrays; nzip lost to zstd -3 on it (13,111,885 bytes
 // against C zstd's 12,994,226 for faceres-deep.bin).
 func TestFloatsInOpaqueReal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real files: not in -short")
+	}
 	d := needShared(t)
 	src, err := os.ReadFile(filepath.Join(d, "models/original/faceres-deep/faceres-deep.bin"))
 	if err != nil {

@@ -74,6 +74,9 @@ func TestGaussianRoundTrip(t *testing.T) {
 // block of a BF16 model with its tables or its own, bit-exactly, within
 // 1.5 % of per-block tables (the bound; about 0.5 % measured).
 func TestGaussianReal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real files: not in -short")
+	}
 	d := needShared(t)
 	for _, name := range []string{"models/bench/real-bf16.safetensors", "trajectories/tinygpt-fortunes/step_001000.bf16.safetensors"} {
 		src, err := os.ReadFile(filepath.Join(d, name))

@@ -88,6 +88,9 @@ func TestZstdFallback(t *testing.T) {
 // C zstd -3 (1,037,637 bytes against 1,026,369) without the fallback; with
 // it the basis is coded by zstd (993,181 bytes).
 func TestZstdFallbackReal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real files: not in -short")
+	}
 	d := needShared(t)
 	src, err := os.ReadFile(filepath.Join(d, "models/original/silero_vad_16k.safetensors"))
 	if err != nil {
