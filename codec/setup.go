@@ -601,8 +601,52 @@ func (s *Setup) finish() error {
 	return nil
 }
 
-// ParseSetup reads a setup file.
+// ParseSetup reads a setup file. A process that decodes (or encodes) many
+// archives with one setup parses it once: the setups parsed last are kept
+// (at most setupCacheSize) with what their first use built (decoding
+// tables), and the same bytes return the same *Setup, which is immutable.
 func ParseSetup(b []byte) (*Setup, error) {
+	sum := sha256.Sum256(b)
+	setupCache.Lock()
+	for i, c := range setupCache.list {
+		if c.sum == sum && bytes.Equal(c.s.raw, b) {
+			// most recent first
+			copy(setupCache.list[1:i+1], setupCache.list[:i])
+			setupCache.list[0] = c
+			setupCache.Unlock()
+			return c.s, nil
+		}
+	}
+	setupCache.Unlock()
+	s, err := parseSetup(b)
+	if err != nil {
+		return nil, err
+	}
+	setupCache.Lock()
+	if len(setupCache.list) < setupCacheSize {
+		setupCache.list = append(setupCache.list, cachedSetup{})
+	}
+	copy(setupCache.list[1:], setupCache.list)
+	setupCache.list[0] = cachedSetup{sum, s}
+	setupCache.Unlock()
+	return s, nil
+}
+
+// setupCacheSize bounds the setups ParseSetup keeps.
+const setupCacheSize = 8
+
+type cachedSetup struct {
+	sum [32]byte
+	s   *Setup
+}
+
+var setupCache struct {
+	sync.Mutex
+	list []cachedSetup
+}
+
+// parseSetup is ParseSetup without the cache.
+func parseSetup(b []byte) (*Setup, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrSetup, fmt.Sprintf(format, args...))
 	}

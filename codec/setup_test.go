@@ -479,8 +479,9 @@ func TestSetupHuffX(t *testing.T) {
 			if c.hx && !useHuffXAsm {
 				continue
 			}
-			// a fresh setup each time: the huffX tables are made once
-			s2, err := ParseSetup(s.Bytes())
+			// a fresh setup each time (not ParseSetup's cached one): the
+			// huffX tables are made once
+			s2, err := parseSetup(s.Bytes())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -508,5 +509,37 @@ func TestSetupHuffX(t *testing.T) {
 				t.Fatalf("chunk %d, huffX %v, two-symbol %v: %d huffX codes made (%d with two-symbol tables)", chunk, c.hx, c.two, made, two)
 			}
 		}
+	}
+}
+
+// TestParseSetupCache: the same bytes give the same setup (its decoding
+// tables built once), other bytes another; the cache stays bounded.
+func TestParseSetupCache(t *testing.T) {
+	src, segs := goldenInput()
+	var first *Setup
+	for i := 0; i < setupCacheSize+3; i++ {
+		s, err := BuildSetup([]Input{{Name: "x", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, SetupOptions{ChunkValues: 1024, Builder: fmt.Sprint("cache test ", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := ParseSetup(s.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := ParseSetup(append([]byte(nil), s.Bytes()...))
+		if err != nil || a != b || a.ID() != s.ID() {
+			t.Fatalf("setup %d parsed twice: %p %p (%v)", i, a, b, err)
+		}
+		if i == 0 {
+			first = a
+		} else if a == first {
+			t.Fatal("another setup's bytes gave the first setup")
+		}
+	}
+	if len(setupCache.list) > setupCacheSize {
+		t.Fatalf("cache holds %d setups", len(setupCache.list))
+	}
+	if _, err := ParseSetup([]byte("not a setup at all, not a setup")); err == nil {
+		t.Fatal("garbage parsed")
 	}
 }
