@@ -2,7 +2,9 @@
 // checkpoints (files or the embedded demo models), computing their
 // statistics in the background, building and comparing setups, and running
 // codecs with progress and cancellation. It knows nothing of Fyne, so the
-// desktop app (package main in app/) and a later browser build share it.
+// desktop app and the browser build (both package main in app/; the browser
+// one built for GOOS=js GOARCH=wasm by `make web`, its page in wasm/) share
+// it.
 package core
 
 import (
