@@ -102,11 +102,13 @@ func lzRepeats(p []byte) (dup, k int) {
 }
 
 // lzWorthTrying reports whether zstd may code a block of n bytes, of which
-// the probe found dup of k words repeated, in fewer than coded bytes: its
-// estimate is the bytes that do not repeat, their literals entropy-coded
-// to about 7/8 (integers: the same decision on every platform).
+// the probe found dup of k words repeated, in fewer than coded bytes: at
+// least 1/16 of the words repeat, and zstd's estimate, the bytes that do
+// not repeat with their literals entropy-coded to about 7/8, is smaller
+// (integers: the same decision on every platform). On the bench files
+// fewer repeats never made zstd win.
 func lzWorthTrying(n, coded, dup, k int) bool {
-	return dup > 0 && int64(n)*int64(k-dup)*7 < int64(coded)*int64(k)*8
+	return dup > 0 && dup*16 >= k && int64(n)*int64(k-dup)*7 < int64(coded)*int64(k)*8
 }
 
 // The LZ probe: words sampled and the smallest block probed (in words).
