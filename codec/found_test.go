@@ -3,8 +3,6 @@ package codec
 import (
 	"bytes"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -48,14 +46,7 @@ func TestFloatsInOpaque(t *testing.T) {
 		src = src[:len(src)/4*4]
 		segs := []Segment{{Offset: 0, Length: int64(len(src))}}
 		arc := roundTrip(t, src, segs, Options{Threads: 2})
-		rd, err := NewMemReader(arc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := rd.Census()
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := censusOf(t, arc)
 		if c.FoundFloat == 0 || !slices.Contains(c.FoundTypes, d) {
 			t.Fatalf("%v: census %+v", d, c)
 		}
@@ -65,8 +56,7 @@ func TestFloatsInOpaque(t *testing.T) {
 	}
 	text := bytes.Repeat([]byte("not floats at all, "), 60000)
 	arc := roundTrip(t, text, []Segment{{Length: int64(len(text))}}, Options{})
-	rd, _ := NewMemReader(arc)
-	if c, _ := rd.Census(); c.FoundFloat != 0 {
+	if c := censusOf(t, arc); c.FoundFloat != 0 {
 		t.Errorf("text: census %+v", c)
 	}
 }
@@ -75,14 +65,7 @@ func TestFloatsInOpaque(t *testing.T) {
 // bare float32 arrays; nzip lost to zstd -3 on it (13,111,885 bytes
 // against C zstd's 12,994,226 for faceres-deep.bin).
 func TestFloatsInOpaqueReal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real files: not in -short")
-	}
-	d := needShared(t)
-	src, err := os.ReadFile(filepath.Join(d, "models/original/faceres-deep/faceres-deep.bin"))
-	if err != nil {
-		t.Skipf("faceres-deep.bin: %v", err)
-	}
+	src := realFile(t, "models/original/faceres-deep/faceres-deep.bin")
 	arc := roundTrip(t, src, []Segment{{Length: int64(len(src))}}, Options{})
 	zs := zstd3(t, src)
 	t.Logf("nzip %d bytes, zstd-3 %d", len(arc), len(zs))

@@ -106,15 +106,7 @@ func TestGoldenGaussian(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *update {
-		if err := os.WriteFile(path, arc, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	golden, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
+	golden := goldenBytes(t, path, arc)
 	out, err := DecompressBytes(golden, Options{})
 	if err != nil || !bytes.Equal(out, src) {
 		t.Fatalf("golden Gaussian archive does not decode to the golden input: %v", err)

@@ -53,15 +53,7 @@ func TestGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	arc := buf.Bytes()
-	if *update {
-		if err := os.WriteFile(path, arc, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	golden, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
+	golden := goldenBytes(t, path, arc)
 	out, err := DecompressBytes(golden, Options{})
 	if err != nil {
 		t.Fatalf("golden archive does not decode: %v", err)
@@ -148,4 +140,20 @@ func TestGoldenOldVersionsDecode(t *testing.T) {
 			t.Fatalf("%s with a damaged SHA-256: %v, want ErrChecksum", name, err)
 		}
 	}
+}
+
+// goldenBytes returns the golden file at path, first writing arc there with
+// -update.
+func goldenBytes(t *testing.T, path string, arc []byte) []byte {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, arc, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	golden, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	return golden
 }

@@ -86,3 +86,31 @@ func roundTrip(t testing.TB, src []byte, segs []Segment, opt Options) []byte {
 	}
 	return arc
 }
+
+// realFile returns the bytes of a file of ../shared (rel is relative to
+// it), skipping the test in -short runs and when it is not there.
+func realFile(t *testing.T, rel string) []byte {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("real files: not in -short")
+	}
+	b, err := os.ReadFile(filepath.Join(needShared(t), rel))
+	if err != nil {
+		t.Skipf("%s: %v", rel, err)
+	}
+	return b
+}
+
+// censusOf is the Census of an archive in memory.
+func censusOf(t *testing.T, arc []byte) Census {
+	t.Helper()
+	rd, err := NewMemReader(arc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rd.Census()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

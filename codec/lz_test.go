@@ -3,8 +3,6 @@ package codec
 import (
 	"encoding/binary"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -67,14 +65,7 @@ func TestZstdFallback(t *testing.T) {
 	})
 	for _, threads := range []int{1, 3} {
 		arc := roundTrip(t, src, segs, Options{Threads: threads})
-		rd, err := NewMemReader(arc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := rd.Census()
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := censusOf(t, arc)
 		if c.ZstdFloat == 0 || c.ZstdTensors["stft.weight"] != c.ZstdFloat || c.ZstdTensors["conv.weight"] != 0 || c.FloatBlocks == 0 {
 			t.Fatalf("census %+v", c)
 		}
@@ -88,22 +79,11 @@ func TestZstdFallback(t *testing.T) {
 // C zstd -3 (1,037,637 bytes against 1,026,369) without the fallback; with
 // it the basis is coded by zstd (993,181 bytes).
 func TestZstdFallbackReal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real files: not in -short")
-	}
-	d := needShared(t)
-	src, err := os.ReadFile(filepath.Join(d, "models/original/silero_vad_16k.safetensors"))
-	if err != nil {
-		t.Skipf("silero_vad_16k.safetensors: %v", err)
-	}
+	src := realFile(t, "models/original/silero_vad_16k.safetensors")
 	segs := safetensorsSegments(src)
 	arc := roundTrip(t, src, segs, Options{})
-	rd, err := NewMemReader(arc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, err := rd.Census(); err != nil || c.ZstdTensors["stft_conv.weight"] == 0 {
-		t.Errorf("the STFT basis is not coded by zstd: %+v %v", c, err)
+	if c := censusOf(t, arc); c.ZstdTensors["stft_conv.weight"] == 0 {
+		t.Errorf("the STFT basis is not coded by zstd: %+v", c)
 	}
 	zs := zstd3(t, src)
 	t.Logf("nzip %d bytes, zstd-3 %d", len(arc), len(zs))
