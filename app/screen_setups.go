@@ -73,6 +73,10 @@ func newSetupsScreen(wb *workbench) *setupsScreen {
 		func() fyne.CanvasObject { return widget.NewLabel("") },
 		func(i widget.ListItemID, o fyne.CanvasObject) {
 			ns := wb.setups[i]
+			if ns.Setup.IsGaussian() {
+				o.(*widget.Label).SetText(ns.Name + "  (built in, not stored in archives)")
+				return
+			}
 			o.(*widget.Label).SetText(fmt.Sprintf("%s  (%d bytes)", ns.Name, len(ns.Setup.Bytes())))
 		})
 	s.list.OnSelected = func(i widget.ListItemID) { s.chosen = i; s.showDetail() }
