@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"testing"
 
@@ -563,9 +564,7 @@ func refTokTable(p *refSpec) *[256]refTok {
 // The AVX-512 ungrouping against the quarters of refUngroup: random
 // contexts mapped to up to 255 groups, many or few groups per 64 values.
 func TestRefUngroupTwin(t *testing.T) {
-	if !useAVX2 || !useAVX512G {
-		t.Log("no AVX-512 (BW, VBMI2) here: the fast ungrouping is not compared")
-	}
+	needFastPath(t, useAVX2 && useAVX512G, "AVX-512 (BW, VBMI2) ungrouping")
 	r := rand.New(rand.NewPCG(16, 17))
 	for _, n := range []int{0, 1, 63, 64, 65, 200, 4096, 65536, 65537} {
 		for _, G := range []int{1, 2, 7, refFastGroups, 255} {
@@ -647,9 +646,7 @@ func TestRefUngroupTwin(t *testing.T) {
 // special value among them) and on pairs of nearby values, for every
 // sub-bucket precision.
 func TestRefTokensTwin(t *testing.T) {
-	if !useAVX2 || !useAVX512T {
-		t.Log("no AVX-512 (F, CD) here: the token coder is not compared")
-	}
+	needFastPath(t, useAVX2 && useAVX512T, "AVX-512 (F, CD) token coder")
 	r := rand.New(rand.NewPCG(18, 19))
 	for _, d := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32} {
 		for q := uint(0); q <= 6; q++ {
@@ -694,8 +691,10 @@ func TestRefTokensTwin(t *testing.T) {
 // every sub-bucket precision, with the extra bits running out at several
 // points; and the exponents of 4-byte values against the plain shift.
 func TestRefDeltasAddTwin(t *testing.T) {
-	if !useAVX2 || !useAVX512 {
-		t.Log("no AVX-512 (F, VBMI) here: the fused passes are not compared")
+	needFastPath(t, useAVX2, "AVX2 fused passes")
+	if !useAVX512 {
+		// the AVX2 kernel is still compared below
+		needFastPathOr(t, "AVX-512 (F, VBMI) fused passes")
 	}
 	// the narrower lanes (VBMI2) are compared when the CPU has them, and
 	// the AVX2 pass of 2-byte values (16-bit lanes, q ≥ 1) with AVX-512
@@ -770,4 +769,30 @@ func TestRefDeltasAddTwin(t *testing.T) {
 			}
 		}
 	}
+}
+
+// needFastPath skips a twin test whose fast path this build (noasm, not
+// amd64) or CPU lacks: without it the test would compare the Go code with
+// itself. With NZ_REQUIRE_AVX512 set (make test sets it where
+// /proc/cpuinfo lists the AVX-512 features these paths use) a missing path
+// fails instead: the machine has it, so the build must use it.
+func needFastPath(t *testing.T, have bool, what string) {
+	t.Helper()
+	if have {
+		return
+	}
+	if os.Getenv("NZ_REQUIRE_AVX512") != "" {
+		t.Fatalf("%s: not used, though NZ_REQUIRE_AVX512 says this CPU has it", what)
+	}
+	t.Skipf("no %s here: nothing to compare", what)
+}
+
+// needFastPathOr is needFastPath for a part of a test that goes on without
+// it: it fails under NZ_REQUIRE_AVX512, else logs what is not compared.
+func needFastPathOr(t *testing.T, what string) {
+	t.Helper()
+	if os.Getenv("NZ_REQUIRE_AVX512") != "" {
+		t.Fatalf("%s: not used, though NZ_REQUIRE_AVX512 says this CPU has it", what)
+	}
+	t.Logf("no %s here: not compared", what)
 }
