@@ -170,15 +170,12 @@ const (
 // bytes.
 func (b *blockEncoder) encodeFound(dst, src []byte, limit int) ([]byte, dtype.DType, bool) {
 	var best dtype.DType
-	bestLen := limit
 	for _, d := range foundFloat(src) {
-		mark := len(dst)
 		b.found = b.encodeFloat(b.found[:0], src, d)
-		if len(b.found) < bestLen {
-			best, bestLen = d, len(b.found)
-			b.found2 = append(b.found2[:0], b.found...)
+		if len(b.found) < limit {
+			best, limit = d, len(b.found)
+			b.found, b.found2 = b.found2, b.found
 		}
-		dst = dst[:mark]
 	}
 	if best == dtype.Invalid {
 		return dst, 0, false

@@ -48,7 +48,8 @@ type Options struct {
 	// setup of an archive that references one externally).
 	Setup *Setup
 	// SetupExternal stores only the setup's ID in the archive instead of
-	// the setup itself; decoding then needs the setup file.
+	// the setup itself; decoding then needs the setup file. The built-in
+	// Gaussian setup is always stored so (every reader has it).
 	SetupExternal bool
 	// SetupThreshold: a block builds its own table when the best shared one
 	// is estimated to cost more than this fraction above it (0 means
@@ -219,7 +220,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		idx.setupID = opt.Setup.ID()
 		idx.setupMode = setupEmbedded
 		idx.setupRaw = opt.Setup.Bytes()
-		if opt.SetupExternal {
+		if opt.SetupExternal || opt.Setup.IsGaussian() {
 			idx.setupMode, idx.setupRaw = setupExternal, nil
 		}
 	}

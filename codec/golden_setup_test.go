@@ -35,21 +35,8 @@ func TestGoldenSetup(t *testing.T) {
 	setupPath := filepath.Join("testdata", "golden-setup.nzsetup")
 	arcPath := filepath.Join("testdata", "golden-setup.nzip")
 	setup, arc, src := goldenSetupArchive(t)
-	if *update {
-		for p, b := range map[string][]byte{setupPath: setup, arcPath: arc} {
-			if err := os.WriteFile(p, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	gs, err := os.ReadFile(setupPath)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	ga, err := os.ReadFile(arcPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gs := goldenBytes(t, setupPath, setup)
+	ga := goldenBytes(t, arcPath, arc)
 	checkSetupArchive(t, gs, ga, src)
 	if !bytes.Equal(setup, gs) {
 		t.Errorf("setup builder output changed (%d bytes, golden %d)", len(setup), len(gs))

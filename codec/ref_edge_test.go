@@ -521,15 +521,7 @@ func checkGoldenRef(t *testing.T, name string, best bool) ([]byte, *Reference, [
 		t.Fatal(err)
 	}
 	arc := buf.Bytes()
-	if *update {
-		if err := os.WriteFile(path, arc, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	golden, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
+	golden := goldenBytes(t, path, arc)
 	out, err := DecompressBytes(golden, Options{Ref: ref})
 	if err != nil {
 		t.Fatalf("%s does not decode: %v", name, err)

@@ -160,16 +160,12 @@ func CompareSetups(ctx context.Context, setups []NamedSetup, models []*Model, th
 	return rows, nil
 }
 
-// SetupOptions sets opt to code with setup s: at the setup's chunk size
-// when opt has none, and referenced rather than embedded when s is the
-// built-in Gaussian setup (every reader has it).
+// SetupOptions sets opt to code with setup s, at the setup's chunk size
+// when opt has none.
 func SetupOptions(s *codec.Setup, opt codec.Options) codec.Options {
 	opt.Setup = s
-	if opt.ChunkValues == 0 && !s.IsGaussian() {
+	if opt.ChunkValues == 0 {
 		opt.ChunkValues = s.ChunkValues
-	}
-	if s.IsGaussian() {
-		opt.SetupExternal = true
 	}
 	return opt
 }

@@ -51,13 +51,11 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return err
 		}
 		opt.Setup = s
-		if s.IsGaussian() {
-			// built in: every reader has it, and its tables fit any
-			// chunk size
-			opt.SetupExternal = true
-		} else if opt.ChunkValues == 0 {
+		switch {
+		case s.IsGaussian(): // its tables fit any chunk size
+		case opt.ChunkValues == 0:
 			opt.ChunkValues = s.ChunkValues
-		} else if opt.ChunkValues != s.ChunkValues && !*quiet {
+		case opt.ChunkValues != s.ChunkValues && !*quiet:
 			fmt.Fprintf(stderr, "nzip: warning: -chunk %d differs from the chunk size the setup was built with (%d); its tables may fit less well\n", opt.ChunkValues, s.ChunkValues)
 		}
 	}

@@ -26,16 +26,11 @@ func newSetupCodecOpt(s *codec.Setup, opt codec.Options) baseline.Codec {
 	return newSetupCodecNamed(setupCodecName, s, opt)
 }
 
-// newSetupCodecNamed is newSetupCodecOpt under another codec name. The
-// built-in Gaussian setup is always referenced, never embedded (every
-// reader has it).
+// newSetupCodecNamed is newSetupCodecOpt under another codec name.
 func newSetupCodecNamed(name string, s *codec.Setup, opt codec.Options) baseline.Codec {
 	opt.Setup = s
 	if opt.ChunkValues == 0 {
 		opt.ChunkValues = s.ChunkValues
-	}
-	if s.IsGaussian() {
-		opt.SetupExternal = true
 	}
 	return baseline.NewNZip(name, opt)
 }
