@@ -9,6 +9,8 @@ import (
 
 	"lukechampine.com/blake3"
 	"lukechampine.com/blake3/guts"
+
+	"neuralzip/codec/b3"
 )
 
 // Digest names the hash of a file that an archive stores to check the
@@ -99,34 +101,14 @@ func (p *treePart) hash(b []byte, lo, size int64) {
 	for g := uint64(ga); g < uint64(gb); {
 		h := min(bits.TrailingZeros64(g), bits.Len64(uint64(gb)-g)-1, maxH)
 		off := int64(g)*treeGroup - lo
-		p.cvs = append(p.cvs, treeCV{cv: subtreeCV(b[off:off+treeGroup<<h], g), group: g, height: h})
+		p.cvs = append(p.cvs, treeCV{cv: b3.SubtreeCV(b[off:off+treeGroup<<h], g*guts.MaxSIMD), group: g, height: h})
 		g += 1 << h
 	}
 }
 
-// subtreeCV is the chaining value of the subtree of b, 2^h whole groups
-// starting with group g of the file.
-func subtreeCV(b []byte, g uint64) [8]uint32 {
-	var stack [64][8]uint32
-	n := len(b) / treeGroup
-	for i := 0; i < n; i++ {
-		cv := groupCV(b[i*treeGroup:], g+uint64(i))
-		// eager merging: every pair completes a subtree, none is the root
-		lvl := 0
-		for j := i; j&1 == 1; j >>= 1 {
-			cv = parentCV(stack[lvl], cv)
-			lvl++
-		}
-		stack[lvl] = cv
-	}
-	return stack[bits.Len(uint(n))-1]
-}
-
 // groupCV is the chaining value of the group b[:treeGroup], group g of the
 // file (16 chunks hashed side by side where the CPU allows).
-func groupCV(b []byte, g uint64) [8]uint32 {
-	return guts.ChainingValue(guts.CompressBuffer((*[treeGroup]byte)(b), treeGroup, &guts.IV, g*guts.MaxSIMD, 0))
-}
+func groupCV(b []byte, g uint64) [8]uint32 { return b3.GroupCV(b, g*guts.MaxSIMD) }
 
 func parentCV(l, r [8]uint32) [8]uint32 {
 	return guts.ChainingValue(guts.ParentNode(l, r, &guts.IV, 0))

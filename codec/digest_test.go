@@ -11,6 +11,7 @@ import (
 	"lukechampine.com/blake3"
 	"lukechampine.com/blake3/guts"
 
+	"neuralzip/codec/b3"
 	"neuralzip/dtype"
 )
 
@@ -135,7 +136,7 @@ func TestSubtreeCVTwin(t *testing.T) {
 	for h := 0; h <= 3; h++ {
 		n := treeGroup << h
 		for _, g := range []uint64{0, 1 << h, 5 << h, 1<<40 + 3<<h} {
-			if got, want := subtreeCV(b[:n], g), goCV(b[:n], g*guts.MaxSIMD); got != want {
+			if got, want := b3.SubtreeCV(b[:n], g*guts.MaxSIMD), goCV(b[:n], g*guts.MaxSIMD); got != want {
 				t.Errorf("2^%d groups at group %d: SIMD %x, Go %x", h, g, got, want)
 			}
 		}

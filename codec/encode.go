@@ -127,13 +127,14 @@ type encTask struct {
 	info  []blockInfo
 	err   error
 	done  chan struct{}
-	// in is read once, by the worker or a hasher, whichever comes first
-	// (loadErr tells whether that failed); dispatched is closed once the
-	// task is handed out, hashed once the hasher is done with in
+	// in is read once, by the worker or the SHA-256 hasher, whichever
+	// comes first (loadErr tells whether that failed); dispatched is
+	// closed once the task is handed out, hashed once the hasher (or, for
+	// BLAKE3, the worker) is done with in
 	loadOnce           sync.Once
 	loadErr            error
 	dispatched, hashed chan struct{}
-	part               treePart // BLAKE3: what the hasher computed of in
+	part               treePart // BLAKE3: what the worker computed of in
 }
 
 // load gives the task its input (see loadTask), once.
@@ -268,21 +269,23 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		return res, err
 	}
 
-	// The digests are computed beside the coding, by goroutines of their
-	// own (hashing each task as it is written would leave the last tasks'
-	// hashing for after the coding): for BLAKE3 one per thread, each
-	// hashing the whole subtrees of a task's bytes, which the writer
-	// merges in order (treeHash); for SHA-256 one, in file order. A
-	// hasher takes each task as soon as it is handed out, reading its
-	// input itself when no worker has yet, so that each byte of a file is
-	// read once (a hasher that read the inputs by itself read every file
-	// twice) and the hashers run at most the dispatch window ahead of the
-	// writer. An input in memory is hashed in place from the start
-	// (waiting for the dispatch there made two-thread coding 9 % slower).
+	// The digests are computed beside the coding (hashing each task as it
+	// is written would leave the last tasks' hashing for after the
+	// coding). BLAKE3: the worker that codes a task hashes the whole
+	// subtrees of its bytes right after coding them, while they are still
+	// in the core's cache (a hasher of its own read them first, from
+	// memory: one-thread compression was 15 % slower), and the writer
+	// merges the parts in order (treeHash). SHA-256, sequential: one
+	// hasher goroutine, in file order, which takes each task as soon as
+	// it is handed out, reading its input itself when no worker has yet,
+	// so that each byte of a file is read once, and runs at most the
+	// dispatch window ahead of the writer. An input in memory is hashed in
+	// place from the start (waiting for the dispatch there made two-thread
+	// coding 9 % slower).
 	threads = min(threads, max(1, len(tasks)))
 	var shas []hash.Hash
 	var trees []treeHash
-	hashers := threads
+	hashers := 0
 	if digest == DigestSHA256 {
 		hashers = 1
 		shas = make([]hash.Hash, len(inputs))
@@ -318,11 +321,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 				if t.load(r) != nil {
 					return // Encode fails with the task's error
 				}
-				if shas != nil {
-					shas[t.file].Write(*t.in)
-				} else {
-					t.part.hash(*t.in, t.plans[0].off, inputs[t.file].Size)
-				}
+				shas[t.file].Write(*t.in)
 				close(t.hashed)
 			}
 		}()
@@ -342,6 +341,10 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 			for t := range work {
 				if t.err = t.load(inputs[t.file].R); t.err == nil {
 					t.err = encodeTask(be, opt.Ref, t)
+					if t.err == nil && trees != nil {
+						t.part.hash(*t.in, t.plans[0].off, inputs[t.file].Size)
+						close(t.hashed)
+					}
 				}
 				close(t.done)
 			}
@@ -501,10 +504,16 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 	t.out = getBuf(0)
 	out := (*t.out)[:0]
 	t.info = t.info[:0]
+	be.run = runMemo{}
 	for _, p := range t.plans {
 		in := (*t.in)[p.off-first.off : p.off-first.off+p.length]
 		mark := len(out)
 		var kind byte
+		if p.float && p.ref == 0 {
+			be.startRun(p, int(p.length)/p.dtype.Size())
+		} else {
+			be.run = runMemo{}
+		}
 		if p.ref != 0 {
 			var info blockInfo
 			var err error
@@ -526,7 +535,7 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 			// Never worse than zstd: a block whose words repeat enough
 			// that zstd may code it smaller (lzRepeats) is also coded by
 			// zstd, and the smaller kept.
-			if dup, k := lzRepeats(in); lzWorthTrying(len(in), len(out)-mark, dup, k) {
+			if dup, k := be.lzProbe(in); lzWorthTrying(len(in), len(out)-mark, dup, k) {
 				be.lz = be.zstd.EncodeAll(in, be.lz[:0])
 				if len(be.lz) < len(out)-mark {
 					out = append(out[:mark], be.lz...)
