@@ -20,6 +20,9 @@ func TestGaussianSetupID(t *testing.T) {
 	if got := s.IDString(); got != gaussianSetupID {
 		t.Fatalf("built-in Gaussian setup has ID %s, want %s: its tables changed (archives written with it would no longer decode)", got, gaussianSetupID)
 	}
+	if s.id != gaussianID {
+		t.Fatalf("gaussianID (which IsGaussian compares) is %x, the setup's ID %x", gaussianID, s.id)
+	}
 	p, err := ParseSetup(s.Bytes())
 	if err != nil {
 		t.Fatal(err)
