@@ -39,6 +39,37 @@ type blockEncoder struct {
 	lz        []byte      // a float block through zstd (lzRepeats)
 	found     []byte      // opaque bytes coded as floats (encodeFound)
 	found2    []byte      // the smallest of them
+	run       runMemo     // decisions a run of blocks shares (setup)
+}
+
+// runMemo holds, under a setup, what the first block of a run decided for
+// the blocks after it: a run is the consecutive blocks of one tensor in a
+// task, up to runValues values (so one block at the default chunk size).
+// The post-setup encoder decides per tensor run, not per block: with
+// small chunks (4 Ki values) the table pick, the plane estimates and the
+// repeat probe cost as much as coding the block. The runs depend on the
+// tasks only, which do not depend on the threads: output stays
+// deterministic.
+type runMemo struct {
+	values int     // values in the run's blocks so far; 0: no run
+	planes [8]int8 // residual plane p: 1 stored packed, -1 coded, 0 not known
+	lz     int8    // 1 the repeat probe found too few repeats for zstd, -1 not, 0 not known
+}
+
+// runValues is the most values a run spans.
+const runValues = DefaultChunkValues
+
+// startRun continues the run with a block of n values of plan p, or
+// starts a new one.
+func (b *blockEncoder) startRun(p blockPlan, n int) {
+	if b.setup != nil && p.float && p.cont && !p.merged && b.run.values > 0 && b.run.values+n <= runValues {
+		b.run.values += n
+		return
+	}
+	b.run = runMemo{}
+	if b.setup != nil && p.float && !p.merged {
+		b.run.values = n
+	}
 }
 
 func (b *blockEncoder) buffers(n, np int) {
@@ -109,6 +140,23 @@ func lzRepeats(p []byte) (dup, k int) {
 // fewer repeats never made zstd win.
 func lzWorthTrying(n, coded, dup, k int) bool {
 	return dup > 0 && dup*16 >= k && int64(n)*int64(k-dup)*7 < int64(coded)*int64(k)*8
+}
+
+// lzProbe is lzRepeats of a float block, which blocks after the first of
+// a run (runMemo) skip when it found fewer repeats than zstd needs
+// (lzWorthTrying's 1/16).
+func (b *blockEncoder) lzProbe(p []byte) (dup, k int) {
+	if b.run.values > 0 && b.run.lz == 1 {
+		return 0, 0
+	}
+	dup, k = lzRepeats(p)
+	if b.run.values > 0 && b.run.lz == 0 {
+		b.run.lz = -1
+		if dup*16 < k || k == 0 {
+			b.run.lz = 1
+		}
+	}
+	return dup, k
 }
 
 // The LZ probe: words sampled and the smallest block probed (in words).
@@ -233,7 +281,25 @@ func (b *blockEncoder) encodeFloat(dst, src []byte, d dtype.DType) []byte {
 			if p < len(sec.PlaneCuts) {
 				cut = sec.PlaneCuts[p]
 			}
-			dst = b.appendPlaneCut(dst, b.planes[p], f.planeW(p), cut)
+			if b.run.values == 0 {
+				dst = b.appendPlaneCut(dst, b.planes[p], f.planeW(p), cut)
+				continue
+			}
+			switch b.run.planes[p] {
+			case 1:
+				dst = append(dst, smPacked)
+				dst = appendPacked(dst, b.planes[p], f.planeW(p))
+			case -1:
+				countHist(&b.hist, b.planes[p])
+				dst = b.st.appendStream(dst, b.planes[p], f.planeW(p), &b.hist, false)
+			default:
+				mark := len(dst)
+				dst = b.appendPlaneCut(dst, b.planes[p], f.planeW(p), cut)
+				b.run.planes[p] = -1
+				if dst[mark] == smPacked {
+					b.run.planes[p] = 1
+				}
+			}
 		}
 		return dst
 	}

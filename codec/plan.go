@@ -35,6 +35,7 @@ type blockPlan struct {
 	float       bool
 	dtype       dtype.DType // float pipeline type (C64 is coded as F32)
 	merged      bool        // a block of small tensors that more may join
+	cont        bool        // continues the tensor of the block before it
 	ref         int         // 1 + the reference file to code against, 0 for none (ref.go)
 	refOff      int64       // offset of the block's counterpart in that file
 }
@@ -115,7 +116,7 @@ func planBlocks(segs []Segment, size int64, chunk int) ([]blockPlan, error) {
 			if c < n%nch {
 				cn++
 			}
-			out = append(out, blockPlan{off: off, length: cn * size, float: true, dtype: ft, merged: n < int64(mergeValues)})
+			out = append(out, blockPlan{off: off, length: cn * size, float: true, dtype: ft, merged: n < int64(mergeValues), cont: c > 0})
 			off += cn * size
 		}
 		pos = g.Offset + g.Length
