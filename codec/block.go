@@ -30,6 +30,7 @@ type blockEncoder struct {
 	threshold float64 // see Options.SetupThreshold
 	st        streamEncoder
 	zstd      *zstd.Encoder
+	zstdRep   *zstd.Encoder // float blocks with repeats (zstdRepeatsLevel)
 	syms      []byte
 	planes    [8][]byte
 	hist      [256]uint32
@@ -158,6 +159,10 @@ func (b *blockEncoder) lzProbe(p []byte) (dup, k int) {
 	}
 	return dup, k
 }
+
+// zstdRepeatsLevel is the zstd level of float blocks whose words repeat
+// (lzWorthTrying), whatever the archive's level.
+const zstdRepeatsLevel = 19
 
 // The LZ probe: words sampled and the smallest block probed (in words).
 const (
