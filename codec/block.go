@@ -41,6 +41,8 @@ type blockEncoder struct {
 	found     []byte      // opaque bytes coded as floats (encodeFound)
 	found2    []byte      // the smallest of them
 	run       runMemo     // decisions a run of blocks shares (setup)
+	parts     []blockPart // encodeFoundLead's
+	lead      []byte      // encodeFoundLead's blocks
 }
 
 // runMemo holds, under a setup, what the first block of a run decided for
@@ -179,9 +181,23 @@ const (
 // weight blobs (a TF.js .bin without its model.json) are such bytes; what
 // this guesses is kept only where it codes smaller than zstd.
 func foundFloat(p []byte) []dtype.DType {
-	n := len(p) / 4
-	if n < foundMinWords || len(p)%4 != 0 {
+	if len(p)%4 != 0 {
 		return nil
+	}
+	types, lead := foundFloatAt(p)
+	if lead != 0 {
+		return nil
+	}
+	return types
+}
+
+// foundFloatAt is foundFloat of float arrays that may start lead (0..3)
+// bytes into p (a header of odd length before them): the byte lanes of
+// the sampled words rotate with the lead, so one sample tells both.
+func foundFloatAt(p []byte) (types []dtype.DType, lead int) {
+	n := len(p) / 4
+	if n < foundMinWords {
+		return nil, 0
 	}
 	step := max(1, n/foundSampleWords)
 	var h [4][256]uint32
@@ -199,14 +215,21 @@ func foundFloat(p []byte) []dtype.DType {
 		e[j], _ = entropyBits(&h[j], k)
 		e[j] /= float64(k)
 	}
-	// bits per byte: high bytes of floats well below the low bytes
-	switch {
-	case e[3] < foundHighBits && e[0] > foundLowBits && e[1] > foundLowBits:
-		return []dtype.DType{dtype.F32}
-	case e[1] < foundHighBits && e[3] < foundHighBits && e[0] > foundLowBits && e[2] > foundLowBits:
-		return []dtype.DType{dtype.BF16, dtype.F16}
+	// bits per byte: high bytes of floats well below the low bytes; with
+	// a lead of a bytes, byte j of a value is lane (a+j) mod 4 of the words
+	lo := func(j int) bool { return e[j&3] > foundLowBits }
+	hi := func(j int) bool { return e[j&3] < foundHighBits }
+	for a := 0; a < 4; a++ {
+		if hi(a+3) && lo(a) && lo(a+1) {
+			return []dtype.DType{dtype.F32}, a
+		}
 	}
-	return nil
+	for a := 0; a < 2; a++ {
+		if hi(a+1) && hi(a+3) && lo(a) && lo(a+2) {
+			return []dtype.DType{dtype.BF16, dtype.F16}, a
+		}
+	}
+	return nil, 0
 }
 
 // Float detection in opaque bytes: the sample, the smallest block tried,
@@ -234,6 +257,45 @@ func (b *blockEncoder) encodeFound(dst, src []byte, limit int) ([]byte, dtype.DT
 		return dst, 0, false
 	}
 	return append(dst, b.found2...), best, true
+}
+
+// blockPart is one of the blocks a planned block was cut into.
+type blockPart struct {
+	kind    byte
+	dtype   dtype.DType
+	origLen int64
+	compLen int64
+}
+
+// encodeFoundLead codes opaque bytes src whose float arrays start lead
+// bytes in (foundFloatAt) as three blocks: the lead and the bytes after
+// the last whole word as generic blocks, the words between as floats.
+// It appends their payloads to dst; ok is false (dst unchanged) unless
+// they are smaller than limit bytes together.
+func (b *blockEncoder) encodeFoundLead(dst, src []byte, lead, limit int) (out []byte, parts []blockPart, ok bool) {
+	// coded into b.lead first: dst's spare capacity may hold what the
+	// caller keeps when this does not pay
+	body := (len(src) - lead) &^ 3
+	buf, k := b.encodeGeneric(b.lead[:0], src[:lead])
+	parts = append(b.parts[:0], blockPart{kind: k, origLen: int64(lead), compLen: int64(len(buf))})
+	m := len(buf)
+	flt, d, found := b.encodeFound(buf, src[lead:lead+body], limit-m)
+	if !found {
+		b.lead, b.parts = buf, parts
+		return dst, nil, false
+	}
+	buf = flt
+	parts = append(parts, blockPart{kind: kindFloat, dtype: d, origLen: int64(body), compLen: int64(len(buf) - m)})
+	if tail := src[lead+body:]; len(tail) > 0 {
+		m = len(buf)
+		buf, k = b.encodeGeneric(buf, tail)
+		parts = append(parts, blockPart{kind: k, origLen: int64(len(tail)), compLen: int64(len(buf) - m)})
+	}
+	b.lead, b.parts = buf, parts
+	if len(buf) >= limit {
+		return dst, nil, false
+	}
+	return append(dst, buf...), parts, true
 }
 
 // encodeFloat codes len(src)/size values of float type d. len(src) must be a

@@ -509,7 +509,8 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 	out := (*t.out)[:0]
 	t.info = t.info[:0]
 	be.run = runMemo{}
-	for _, p := range t.plans {
+	var cut []blockPlan // t.plans with opaque blocks cut where floats start (encodeFoundLead)
+	for i, p := range t.plans {
 		in := (*t.in)[p.off-first.off : p.off-first.off+p.length]
 		mark := len(out)
 		var kind byte
@@ -525,6 +526,9 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 				return err
 			}
 			t.info = append(t.info, info)
+			if cut != nil {
+				cut = append(cut, p)
+			}
 			continue
 		}
 		if p.float {
@@ -553,7 +557,27 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 			// floats in opaque bytes, kept where they code smaller
 			if flt, fd, ok := be.encodeFound(out[:mark], in, len(out)-mark); ok {
 				out, kind, p.dtype = flt, kindFloat, fd
+			} else if _, lead := foundFloatAt(in); lead > 0 {
+				// floats after a header of odd length: the block is cut
+				// into the lead, the floats and the bytes after them
+				if o, parts, ok := be.encodeFoundLead(out[:mark], in, lead, len(out)-mark); ok {
+					out = o
+					if cut == nil {
+						cut = append(make([]blockPlan, 0, len(t.plans)+2), t.plans[:i]...)
+					}
+					off := p.off
+					for _, q := range parts {
+						b := in[off-p.off : off-p.off+q.origLen]
+						cut = append(cut, blockPlan{off: off, length: q.origLen})
+						t.info = append(t.info, blockInfo{kind: q.kind, dtype: q.dtype, origLen: q.origLen, compLen: q.compLen, crc: crc32c(b)})
+						off += q.origLen
+					}
+					continue
+				}
 			}
+		}
+		if cut != nil {
+			cut = append(cut, p)
 		}
 		d := p.dtype
 		if kind != kindFloat {
@@ -562,6 +586,9 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 		t.info = append(t.info, blockInfo{kind: kind, dtype: d, origLen: p.length, compLen: int64(len(out) - mark), crc: crc32c(in)})
 	}
 	*t.out = out
+	if cut != nil {
+		t.plans = cut
+	}
 	return nil
 }
 
