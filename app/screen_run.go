@@ -41,6 +41,7 @@ type runScreen struct {
 	shaOrig  *widget.Label
 	shaDec   *widget.Label
 	resDev   *widget.Label // the latest run's backend and device
+	coding   *widget.Label // what the codec did beyond the float coder
 	devSpeed *widget.Label // its decode rate on the device
 	devMem   *widget.Label // device memory saved by keeping weights compressed
 	devHost  *widget.Label // what the CPU decoded instead
@@ -92,6 +93,8 @@ func newRunScreen(wb *workbench) *runScreen {
 		return l
 	}
 	s.resDev, s.devSpeed, s.devMem, s.devHost = trunc(), trunc(), trunc(), trunc()
+	s.coding = widget.NewLabel("")
+	s.coding.Wrapping = fyne.TextWrapWord
 
 	s.history = widget.NewTableWithHeaders(
 		func() (int, int) { return len(wb.runs), len(historyCols) },
@@ -135,7 +138,8 @@ func newRunScreen(wb *workbench) *runScreen {
 		container.NewGridWithColumns(3, s.ratio, s.speed, s.verdict),
 		container.New(layoutForm(), widget.NewLabel("SHA-256 original"), s.shaOrig, widget.NewLabel("SHA-256 decoded"), s.shaDec,
 			widget.NewLabel("Decoded by"), s.resDev, widget.NewLabel("On the device"), s.devSpeed,
-			widget.NewLabel("Device memory"), s.devMem, widget.NewLabel("On the CPU"), s.devHost))
+			widget.NewLabel("Device memory"), s.devMem, widget.NewLabel("On the CPU"), s.devHost,
+			widget.NewLabel("Coding"), s.coding))
 	top := container.NewGridWithColumns(2, container.NewPadded(controls), container.NewPadded(result))
 	hist := container.NewBorder(container.NewHBox(heading("History"), layoutSpacer(), csvB, jsonB), nil, nil, nil, s.history)
 	bottom := container.NewHSplit(hist, s.chart.content)
@@ -256,6 +260,7 @@ func (s *runScreen) clearResult() {
 	s.devSpeed.SetText("")
 	s.devMem.SetText("")
 	s.devHost.SetText("")
+	s.coding.SetText("")
 }
 
 // start runs the chosen codec in the background.
@@ -359,6 +364,7 @@ func (s *runScreen) finish(m *core.Model, r core.RunResult) {
 	s.shaOrig.SetText(r.SHA256)
 	s.shaDec.SetText(r.SHA256Decoded)
 	s.showDevice(r)
+	s.coding.SetText(codingText(r))
 	wb.runs = append(wb.runs, r)
 	s.history.Refresh()
 	if r.TensorBytes != nil && r.Codec == core.CodecNZip {
@@ -366,6 +372,18 @@ func (s *runScreen) finish(m *core.Model, r core.RunResult) {
 		wb.tensors.rebuild()
 	}
 	s.showChart()
+}
+
+// codingText is the Coding line of a run: what nzip did beyond the float
+// coder, "float coder" when nothing else, empty for the baselines.
+func codingText(r core.RunResult) string {
+	if len(r.Coding) > 0 {
+		return strings.Join(r.Coding, "; ")
+	}
+	if r.Error == "" && (r.Codec == core.CodecNZip || r.Codec == core.CodecNZipSetup) {
+		return "float coder on every float block"
+	}
+	return ""
 }
 
 // showDevice shows what decoded the run and, for a device, how fast and

@@ -367,3 +367,30 @@ func TestCompareTable(t *testing.T) {
 		}
 	}
 }
+
+// A run says what the codec did beyond the float coder: the embedded
+// Silero VAD's STFT basis repeats (zstd codes it), its copies of one
+// tensor are stored once; blazeface's weights need neither.
+func TestRunCoding(t *testing.T) {
+	m := openDemo(t, "silero-vad")
+	src, segs, starts, err := m.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Run(context.Background(), m, src, segs, starts, RunSpec{Codec: CodecNZip}, nil)
+	text := strings.Join(r.Coding, "\n")
+	if !r.RoundtripOK || !strings.Contains(text, "zstd coded 2 float block(s)") || !strings.Contains(text, "forward_basis_buffer (2)") || !strings.Contains(text, "copies of earlier blocks") {
+		t.Fatalf("coding %q (%+v)", text, r)
+	}
+	b := openDemo(t, "blazeface-front")
+	src, segs, starts, err = b.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := Run(context.Background(), b, src, segs, starts, RunSpec{Codec: CodecNZip}, nil); !r.RoundtripOK || len(r.Coding) != 0 {
+		t.Errorf("blazeface: coding %q", r.Coding)
+	}
+	if z := Run(context.Background(), b, src, segs, starts, RunSpec{Codec: "zstd-3"}, nil); z.Coding != nil {
+		t.Errorf("zstd-3: coding %q", z.Coding)
+	}
+}

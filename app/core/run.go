@@ -81,6 +81,11 @@ type RunResult struct {
 	DeviceSaved    int64    `json:"device_saved_bytes,omitempty"`
 	HostBlocks     []string `json:"host_blocks,omitempty"`
 
+	// Coding says, for nzip runs, what the coding did beyond the float
+	// coder (codec.Census.Notes): float blocks zstd coded smaller, floats
+	// found in opaque bytes, copies.
+	Coding []string `json:"coding,omitempty"`
+
 	// TensorBytes is, for nzip runs, each tensor's share of the archive
 	// (index as in Model.Tensors; blocks shared by several tensors are
 	// split by original bytes). nil for the baselines.
@@ -180,6 +185,9 @@ func Run(ctx context.Context, m *Model, src []byte, segs []codec.Segment, starts
 		if err == nil && m != nil {
 			r.TensorBytes = attribute(m, comp, starts)
 		}
+		if err == nil {
+			r.Coding = codingNotes(comp)
+		}
 	default:
 		c, cerr := baseline.New(spec.Codec, baseline.Options{Threads: r.Threads})
 		if cerr != nil {
@@ -253,6 +261,20 @@ func await(ctx context.Context, fn func() ([]byte, error)) ([]byte, error) {
 // attribute splits the archive's block payloads among the model's
 // tensors: each block's compressed bytes go to the tensors it overlaps, in
 // proportion to the original bytes of the overlap.
+// codingNotes is what the archive's census says beyond the float coder.
+func codingNotes(comp []byte) []string {
+	rd, err := codec.NewReader(bytes.NewReader(comp), int64(len(comp)))
+	if err != nil {
+		return nil
+	}
+	defer rd.Close()
+	c, err := rd.Census()
+	if err != nil {
+		return nil
+	}
+	return c.Notes(func(s string) string { return s }, HumanBytes)
+}
+
 func attribute(m *Model, comp []byte, starts []int64) []float64 {
 	rd, err := codec.NewReader(bytes.NewReader(comp), int64(len(comp)))
 	if err != nil || len(starts) != len(m.Files) {

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -371,26 +369,8 @@ func printInspect(w io.Writer, rep *inspectReport) {
 		if c := rep.Blocks; c != nil {
 			fmt.Fprintf(w, "blocks: %d, %d of floats: exponents with a shared table %d, own table %d, packed/constant/byte planes %d\n",
 				c.Blocks, c.FloatBlocks, c.SharedTables, c.OwnTables, c.OtherFloat)
-			if c.Reference > 0 {
-				fmt.Fprintf(w, "        %d coded against the reference (copies and differences)\n", c.Reference)
-			}
-			if c.Duplicate > 0 {
-				fmt.Fprintf(w, "        %d stored as copies of earlier blocks (their tensors show 0 archive bytes)\n", c.Duplicate)
-			}
-			if c.FoundFloat > 0 {
-				var types []string
-				for _, d := range c.FoundTypes {
-					types = append(types, d.String())
-				}
-				fmt.Fprintf(w, "        %d block(s) of opaque bytes coded as floats found in them (%s, %s)\n", c.FoundFloat, strings.Join(types, ", "), humanBytes(c.FoundBytes))
-			}
-			if c.ZstdFloat > 0 {
-				names := slices.Sorted(maps.Keys(c.ZstdTensors))
-				var parts []string
-				for _, n := range names {
-					parts = append(parts, fmt.Sprintf("%s (%d)", shown(n), c.ZstdTensors[n]))
-				}
-				fmt.Fprintf(w, "        zstd coded %d float block(s) smaller than the float coder (repeats): %s\n", c.ZstdFloat, strings.Join(parts, ", "))
+			for _, l := range c.Notes(shown, humanBytes) {
+				fmt.Fprintf(w, "        %s\n", l)
 			}
 		}
 	}
