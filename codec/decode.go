@@ -916,12 +916,16 @@ func (r *Reader) Census() (Census, error) {
 			if err := readFullAt(r.r, hdr[:n], b.compOff, r.base); err != nil {
 				return c, err
 			}
-			switch {
-			case n < 4 || hdr[0] != formFields:
+			// the mode of the first stream: the exponents' of a fields-form block
+			h, err := ReadFloatHeader(hdr[:n], b.dtype)
+			if err != nil || h.Form != FormFields || n <= h.Len {
 				c.OtherFloat++
-			case hdr[3] == smShared1 || hdr[3] == smShared4:
+				continue
+			}
+			switch StreamMode(hdr[h.Len]) {
+			case StreamShared1, StreamShared4:
 				c.SharedTables++
-			case hdr[3] >= smHuff1 && hdr[3] <= smPair4:
+			case StreamHuff1, StreamHuff4, StreamPair1, StreamPair4:
 				c.OwnTables++
 			default:
 				c.OtherFloat++

@@ -92,7 +92,7 @@ type blockInfo struct {
 
 // BlockInfo is the public view of one block, for inspection.
 type BlockInfo struct {
-	Kind       string // "stored", "zstd", "float", "ref" or "duplicate"
+	Kind       BlockKind
 	DType      dtype.DType
 	Offset     int64 // in the original file
 	Length     int64
@@ -123,7 +123,7 @@ func (f *FileInfo) blockLen(b int) int64 { return f.blocks[b].origLen }
 func (f *FileInfo) Blocks() []BlockInfo {
 	out := make([]BlockInfo, len(f.blocks))
 	for i, b := range f.blocks {
-		out[i] = BlockInfo{Kind: kindName(b.kind), DType: b.dtype, Offset: b.origOff, Length: b.origLen, Compressed: b.compLen, Payload: b.compOff, CRC: b.crc}
+		out[i] = BlockInfo{Kind: BlockKind(b.kind), DType: b.dtype, Offset: b.origOff, Length: b.origLen, Compressed: b.compLen, Payload: b.compOff, CRC: b.crc}
 	}
 	return out
 }

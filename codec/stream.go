@@ -29,19 +29,9 @@ import (
 // Pairs halve the symbols huff0 has to decode and capture the correlation
 // of neighbouring exponents.
 const (
-	smPacked = 0
-	smConst  = 1
-	smHuff1  = 2
-	smHuff4  = 3
-	smPair1  = 4
-	smPair4  = 5
-)
-
-const (
 	minHuffSymbols = 32   // below this a stream is stored packed
 	min4XSymbols   = 256  // from here on the 4-stream layout decodes faster (huffX)
 	minPairSymbols = 8192 // default of minPairSymbolsVar: below this pairs gain too little for a second table
-	maxPairK       = 15
 	pairSampleStep = 8    // appendSymbols ranks symbols by every 8th one
 	minExcHuff     = 1024 // fewer exceptions than this are stored packed
 )
@@ -475,56 +465,34 @@ func (d *streamDecoder) decodeStreamRef(dst, src []byte, w uint) (syms, rest []b
 }
 
 func (d *streamDecoder) decode(dst, src []byte, w uint, allowPairs bool) ([]byte, error) {
-	n := len(dst)
-	if len(src) < 1 {
-		return nil, errf("missing stream")
+	s, err := ReadStream(src, 0, len(dst), w, allowPairs)
+	if err != nil {
+		return nil, err
 	}
-	mode := src[0]
-	src = src[1:]
-	switch mode {
-	case smPacked:
-		l := packedLen(n, w)
-		if len(src) < l {
-			return nil, errf("packed stream: need %d bytes, have %d", l, len(src))
-		}
-		unpack(dst, src, w)
-		return src[l:], nil
-	case smConst:
-		if len(src) < 1 {
-			return nil, errf("const stream: missing symbol")
-		}
-		s := src[0]
-		if w < 8 && s >= 1<<w {
-			return nil, errf("const stream: symbol %d out of range", s)
-		}
+	n := len(dst)
+	switch s.Mode {
+	case StreamPacked:
+		unpack(dst, src[s.Data:], w)
+	case StreamConst:
 		for i := range dst {
-			dst[i] = s
+			dst[i] = s.Symbol
 		}
-		return src[1:], nil
-	case smHuff1, smHuff4:
-		l, rest, err := readLen(src)
-		if err != nil {
-			return nil, err
-		}
-		if err := d.huffDecode(dst[:0:n], rest[:l], mode == smHuff4); err != nil {
+	case StreamHuff1, StreamHuff4:
+		if err := d.huffDecode(dst[:0:n], src[s.Data:s.DataEnd], s.Mode.X4()); err != nil {
 			return nil, err
 		}
 		if w < 8 && !symbolsFit(dst, w) {
 			return nil, errf("huffman stream: symbol out of range")
 		}
-		return rest[l:], nil
-	case smPair1, smPair4:
-		if !allowPairs {
-			return nil, errf("pair stream not allowed here")
-		}
-		return d.decodePairs(dst, src, w, mode == smPair4)
-	case smShared1, smShared4:
-		if !allowPairs {
-			return nil, errf("shared stream not allowed here")
-		}
-		return d.decodeShared(dst, src, w, mode == smShared4)
+	case StreamPair1, StreamPair4:
+		err = d.decodePairs(dst, src, s, w)
+	case StreamShared1, StreamShared4:
+		err = d.decodeShared(dst, src, s, w)
 	}
-	return nil, errf("unknown stream mode %d", mode)
+	if err != nil {
+		return nil, err
+	}
+	return src[s.End:], nil
 }
 
 func symbolsFit(p []byte, w uint) bool {
@@ -535,45 +503,29 @@ func symbolsFit(p []byte, w uint) bool {
 	return or < 1<<w
 }
 
-func (d *streamDecoder) decodePairs(dst, src []byte, w uint, x4 bool) ([]byte, error) {
+// decodePairs decodes the pair stream s of src into dst.
+func (d *streamDecoder) decodePairs(dst, src []byte, s Stream, w uint) error {
 	n := len(dst)
-	if len(src) < 1 {
-		return nil, errf("pair stream: short header")
-	}
-	k := int(src[0])
-	if k < 1 || k > maxPairK || len(src) < 1+k {
-		return nil, errf("pair stream: bad alphabet size %d", k)
-	}
-	top := src[1 : 1+k]
-	if w < 8 && !symbolsFit(top, w) {
-		return nil, errf("pair stream: symbol out of range")
-	}
-	l, rest, err := readLen(src[1+k:])
-	if err != nil {
-		return nil, err
-	}
+	k := s.K
+	top := src[s.Top : s.Top+k]
 	m := n / 2
 	if cap(d.codes) < m {
 		d.codes = make([]byte, m)
 	}
 	codes := d.codes[:0:m]
-	if err := d.huffDecode(codes, rest[:l], x4); err != nil {
-		return nil, err
+	if err := d.huffDecode(codes, src[s.Data:s.DataEnd], s.Mode.X4()); err != nil {
+		return err
 	}
 	codes = codes[:m]
-	rest = rest[l:]
-	x, rest, err := readUvarint(rest, uint64(n))
-	if err != nil {
-		return nil, err
-	}
-	if cap(d.exc) < int(x) {
+	x := s.X
+	if cap(d.exc) < x {
 		d.exc = make([]byte, x)
 	}
 	exc := d.exc[:x]
 	// The exceptions are a plain stream; d.codes is still in use, but
 	// decode does not touch it for non-pair modes.
-	if rest, err = d.decode(exc, rest, w, false); err != nil {
-		return nil, err
+	if _, err := d.decode(exc, src[s.Exc:], w, false); err != nil {
+		return err
 	}
 	var tab [256]uint32
 	for c := range tab {
@@ -585,9 +537,9 @@ func (d *streamDecoder) decodePairs(dst, src []byte, w uint, x4 bool) ([]byte, e
 		}
 	}
 	if !expandPairs(dst, codes, &tab, byte(k*k), exc) {
-		return nil, errf("pair stream: codes and %d exceptions do not make %d symbols", x, n)
+		return errf("pair stream: codes and %d exceptions do not make %d symbols", x, n)
 	}
-	return rest, nil
+	return nil
 }
 
 // expandPairs writes the symbol pairs of codes into dst, taking escaped
@@ -731,10 +683,6 @@ var minPairSymbolsVar = minPairSymbols
 // of each is the escape: the next exception symbol (two for a pair), which
 // is stored as is, not aligned. A last odd symbol of a pairs stream is the
 // last exception.
-const (
-	smShared1 = 6
-	smShared4 = 7
-)
 
 // selNeighbours: tables whose neighbouring alignment shifts are tried.
 const selNeighbours = 4
@@ -1057,34 +1005,27 @@ func (e *streamEncoder) sharedPairMap(t *SetupTable, d int, w uint, inv *[256]by
 	return e.spc
 }
 
-// decodeShared decodes a shared-table stream (after its mode byte) into dst.
-func (d *streamDecoder) decodeShared(dst, src []byte, w uint, x4 bool) ([]byte, error) {
+// decodeShared decodes the shared-table stream s of src into dst.
+func (d *streamDecoder) decodeShared(dst, src []byte, s Stream, w uint) error {
 	n := len(dst)
 	sec := d.sec
 	if sec == nil {
-		return nil, errf("stream uses a setup table, but no setup is loaded")
+		return errf("stream uses a setup table, but no setup is loaded")
 	}
-	ti, rest, err := readUvarint(src, uint64(len(sec.Tables)-1))
-	if err != nil {
-		return nil, errf("setup table index: %v", err)
+	if s.Table > uint64(len(sec.Tables)-1) {
+		return errf("setup table index: length %d exceeds %d", s.Table, len(sec.Tables)-1)
 	}
-	t := sec.Tables[ti]
-	sh, k := binary.Varint(rest)
-	if k <= 0 || sh < -255 || sh > 255 || (!sec.shifts && sh != 0) {
-		return nil, errf("bad alignment shift")
+	t := sec.Tables[s.Table]
+	sh := s.Shift
+	if !sec.shifts && sh != 0 {
+		return errf("bad alignment shift")
 	}
-	rest = rest[k:]
-	if len(rest) < 1 || rest[0] > 1 || (rest[0] == 1 && !t.hasPair) {
-		return nil, errf("bad shared code kind")
+	pairs := s.Pairs
+	if pairs && !t.hasPair {
+		return errf("bad shared code kind")
 	}
-	pairs := rest[0] == 1
-	rest = rest[1:]
-	l, rest, err := readLen(rest)
-	if err != nil {
-		return nil, err
-	}
-	data := rest[:l]
-	rest = rest[l:]
+	x4 := s.Mode.X4()
+	data := src[s.Data:s.DataEnd]
 	code := &t.single
 	m := n
 	if pairs {
@@ -1102,7 +1043,7 @@ func (d *streamDecoder) decodeShared(dst, src []byte, w uint, x4 bool) ([]byte, 
 	if m > 0 && useHuffX {
 		hx, err := code.huffX()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if x4 {
 			err = hx.decode4(codes, data)
@@ -1110,61 +1051,56 @@ func (d *streamDecoder) decodeShared(dst, src []byte, w uint, x4 bool) ([]byte, 
 			err = hx.decode1(codes, data)
 		}
 		if err != nil {
-			return nil, errf("shared %v", err)
+			return errf("shared %v", err)
 		}
 	} else if m > 0 {
 		if err := code.ready(); err != nil {
-			return nil, err
+			return err
 		}
 		var out []byte
+		var err error
 		if x4 {
 			out, err = code.dec.Decompress4X(codes, data)
 		} else {
 			out, err = code.dec.Decompress1X(codes, data)
 		}
 		if err != nil {
-			return nil, errf("shared huffman data: %v", err)
+			return errf("shared huffman data: %v", err)
 		}
 		if len(out) != m {
-			return nil, errf("shared huffman data: %d codes, want %d", len(out), m)
+			return errf("shared huffman data: %d codes, want %d", len(out), m)
 		}
 	} else if len(data) != 0 {
-		return nil, errf("shared stream: data for no codes")
+		return errf("shared stream: data for no codes")
 	}
 	codes = codes[:m]
-	x, rest, err := readUvarint(rest, uint64(n))
-	if err != nil {
-		return nil, err
-	}
-	if cap(d.exc) < int(x) {
+	x := s.X
+	if cap(d.exc) < x {
 		d.exc = make([]byte, x)
 	}
 	exc := d.exc[:x]
-	d.sec = nil // the exceptions are a plain stream
-	rest, err = d.decode(exc, rest, w, false)
-	d.sec = sec
-	if err != nil {
-		return nil, err
+	if _, err := d.decode(exc, src[s.Exc:], w, false); err != nil {
+		return err
 	}
 	if !pairs {
 		// align back and fill in the escapes, in one pass when needed
 		if sh == 0 && x == 0 {
-			return rest, nil
+			return nil
 		}
-		inv := d.inverse(int(sh), w)
+		inv := d.inverse(sh, w)
 		if x == 0 {
 			// (an escape code here is damage, which the block CRC finds)
 			for i, u := range dst[:n] {
 				dst[i] = inv[u]
 			}
-			return rest, nil
+			return nil
 		}
 		esc := code.esc
 		xi := 0
 		for i, u := range dst[:n] {
 			if u == esc {
 				if xi >= len(exc) {
-					return nil, errf("shared stream: more escapes than %d exceptions", len(exc))
+					return errf("shared stream: more escapes than %d exceptions", len(exc))
 				}
 				dst[i] = exc[xi]
 				xi++
@@ -1173,17 +1109,17 @@ func (d *streamDecoder) decodeShared(dst, src []byte, w uint, x4 bool) ([]byte, 
 			dst[i] = inv[u]
 		}
 		if xi != len(exc) {
-			return nil, errf("shared stream: %d of %d exceptions used", xi, len(exc))
+			return errf("shared stream: %d of %d exceptions used", xi, len(exc))
 		}
-		return rest, nil
+		return nil
 	}
-	if d.tabCode != code || d.tabD != int(sh) || d.tabW != w {
+	if d.tabCode != code || d.tabD != sh || d.tabW != w {
 		tab := &d.tab
 		ncodes := int(code.esc) + 1
 		if sh == 0 {
 			copy(tab[:ncodes], code.expand[:ncodes])
 		} else {
-			inv := d.inverse(int(sh), w)
+			inv := d.inverse(sh, w)
 			for c, v := range code.expand[:ncodes] {
 				if v>>16 != 0 {
 					tab[c] = v
@@ -1195,11 +1131,11 @@ func (d *streamDecoder) decodeShared(dst, src []byte, w uint, x4 bool) ([]byte, 
 		for c := ncodes; c < 256; c++ {
 			tab[c] = 1 << 16
 		}
-		d.tabCode, d.tabD, d.tabW = code, int(sh), w
+		d.tabCode, d.tabD, d.tabW = code, sh, w
 	}
 	tab := &d.tab
 	if !expandPairs(dst, codes, tab, code.esc, exc) {
-		return nil, errf("shared stream: codes and %d exceptions do not make %d symbols", x, n)
+		return errf("shared stream: codes and %d exceptions do not make %d symbols", x, n)
 	}
-	return rest, nil
+	return nil
 }

@@ -448,12 +448,12 @@ func TestExtractDamagedChain(t *testing.T) {
 	}
 	var blk codec.BlockInfo
 	for _, b := range rd.Files()[0].Blocks() {
-		if b.Kind == "ref" && b.Compressed > 64 {
+		if b.Kind == codec.KindRef && b.Compressed > 64 {
 			blk = b
 		}
 	}
 	rd.Close()
-	if blk.Kind == "" {
+	if blk.Kind != codec.KindRef {
 		t.Fatal("frame 2 has no reference block")
 	}
 	bad := &memFile{b: append([]byte(nil), f.b...)}

@@ -137,7 +137,7 @@ func run(b gpu.Backend, u string, chunk int) (fr fileResult) {
 	fr.CPU = r.UnhandledSummary()
 	// damage one float block's payload: the device decode must fail
 	for _, bl := range rd.Files()[0].Blocks() {
-		if bl.Kind == "float" && bl.Compressed > 64 {
+		if bl.Kind == codec.KindFloat && bl.Compressed > 64 {
 			bad := append([]byte(nil), arc...)
 			for i := bl.Payload + bl.Compressed/3; i < bl.Payload+bl.Compressed/3+8; i++ {
 				bad[i] ^= 0x5a
