@@ -4,13 +4,7 @@ package codec
 
 import (
 	"hash/crc32"
-
-	"golang.org/x/sys/cpu"
 )
-
-// useCRCFold selects the VPCLMULQDQ CRC-32C; tests turn it off to check
-// hash/crc32, its twin.
-var useCRCFold = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VPCLMULQDQ && cpu.X86.HasPCLMULQDQ && cpu.X86.HasSSE42
 
 // crcFoldMin is the least length the folding takes (already twice as fast
 // as hash/crc32 there).
@@ -23,7 +17,7 @@ func crc32cFoldAVX512(crc uint32, p *byte, n int) uint32
 // VPCLMULQDQ (AVX-512), long inputs fold 256 bytes per step at about three
 // times the speed of the CRC32 instruction.
 func crc32cUpdate(crc uint32, p []byte) uint32 {
-	if useCRCFold && len(p) >= crcFoldMin {
+	if use.crcFold && len(p) >= crcFoldMin {
 		n := len(p) &^ 63
 		crc = ^crc32cFoldAVX512(^crc, &p[0], n)
 		p = p[n:]

@@ -15,7 +15,7 @@ import (
 // up to a few folding steps, unaligned starts, non-zero initial states and
 // real weights.
 func TestCRC32C(t *testing.T) {
-	if !useCRCFold {
+	if !use.crcFold {
 		t.Log("no VPCLMULQDQ here: crc32c is hash/crc32 itself")
 	}
 	rng := rand.New(rand.NewPCG(1, 2))

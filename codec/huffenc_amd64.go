@@ -2,12 +2,6 @@
 
 package codec
 
-import "golang.org/x/sys/cpu"
-
-// useHuffEnc2 selects huffEnc2Asm (BMI2 for the shifts); tests turn it
-// off to check huffEnc2Go.
-var useHuffEnc2 = cpu.X86.HasBMI2
-
 // huffEnc2Asm is huffEnc2Go in assembly (n > 0 symbols in each stream).
 //
 //go:noescape
@@ -19,7 +13,7 @@ func encodeHuffStreamAsm(out, src *byte, n int, enc *[256]uint32) int
 // encodeHuffStreamFast is encodeHuffStream in assembly (out must have
 // huffStreamMax(len(src)) bytes).
 func encodeHuffStreamFast(out, src []byte, enc *[256]uint32) int {
-	if !useAVX2 {
+	if !use.avx2 {
 		return encodeHuffStream(out, src, enc)
 	}
 	_ = out[huffStreamMax(len(src))-1]

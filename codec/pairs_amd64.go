@@ -9,7 +9,7 @@ func expandPairsAsm(dst, codes *byte, m int, tab *[256]uint32) int
 // invalid code and returns the index it stopped at. dst must hold 2*len(codes)
 // bytes.
 func expandPairsFast(dst, codes []byte, i int, tab *[256]uint32) int {
-	if !useAVX2 || i >= len(codes) { // the scalar assembly needs nothing more, but shares the switch
+	if !use.avx2 || i >= len(codes) { // the scalar assembly needs nothing more, but shares the switch
 		return i
 	}
 	_ = dst[2*len(codes)-1]
@@ -26,7 +26,7 @@ func expandPairsAVX512(dst, codes *byte, m int, tab *[256]uint32, esc int, exc *
 // exceptions used.
 func expandPairsWide(dst, codes []byte, tab *[256]uint32, esc byte, exc []byte, x *int) int {
 	m := len(codes)
-	if !useAVX2 || !useAVX512BW || m < 64 {
+	if !use.avx2 || !use.avx512Pairs || m < 64 {
 		return 0
 	}
 	for c, v := range tab {
@@ -49,7 +49,7 @@ func pairizeAsm(codes, syms *byte, m int, pc *[65536]byte) int
 // the index it stopped at.
 func pairizeFast(codes, syms []byte, i int, pc *[65536]byte) int {
 	m := len(codes)
-	if !useAVX2 || i >= m {
+	if !use.avx2 || i >= m {
 		return i
 	}
 	_ = syms[2*m-1]

@@ -21,7 +21,7 @@ func add16AVX2(d, ref *byte, ds *uint32, n int)
 // done (fewer than len(ts) when the position passed limit) and the
 // position. pad must hold the padding decodeRefFloat gives it.
 func (ap *refApply) refDeltasFast(ds []uint32, ts []byte, bp, limit uint) (int, uint) {
-	if !useAVX2 || len(ts) == 0 {
+	if !use.avx2 || len(ts) == 0 {
 		return ap.deltasChecked(ds, ts, bp, limit)
 	}
 	_ = ds[len(ts)-1]
@@ -37,7 +37,7 @@ func (ap *refApply) refDeltasFast(ds []uint32, ts []byte, bp, limit uint) (int, 
 // otherwise deltasAdd16Checked. It returns the values done and the
 // position.
 func (ap *refApply) deltasAdd16Rest(d, ref []byte, ds []uint32, ts []byte, bp, limit uint) (int, uint) {
-	if !useAVX2 {
+	if !use.avx2 {
 		return ap.deltasAdd16Checked(d, ref, ts, bp, limit)
 	}
 	done, bp := ap.refDeltasFast(ds, ts, bp, limit)
@@ -48,7 +48,7 @@ func (ap *refApply) deltasAdd16Rest(d, ref []byte, ds []uint32, ts []byte, bp, l
 // add16Fast is add16 with the multiple of 16 values it can in AVX2.
 func add16Fast(d, ref []byte, ds []uint32) {
 	n := len(ds) &^ 15
-	if useAVX2 && n > 0 {
+	if use.avx2 && n > 0 {
 		_, _ = d[2*n-1], ref[2*n-1]
 		add16AVX2(&d[0], &ref[0], &ds[0], n)
 	} else {
@@ -63,7 +63,7 @@ func refExps16AVX2(ex, ref *byte, n int, m, em uint)
 // refExps16Fast is refExps16 with the multiple of 32 values it can in AVX2.
 func refExps16Fast(ex, ref []byte, m uint, em uint16) {
 	n := len(ex) &^ 31
-	if useAVX2 && n > 0 {
+	if use.avx2 && n > 0 {
 		_ = ref[2*n-1]
 		refExps16AVX2(&ex[0], &ref[0], n, m, uint(em))
 	} else {
@@ -98,16 +98,16 @@ const (
 // sub-bucket bits) and the values it takes at a time.
 func refDeltasKernel(size int, q uint) (kernel, step int) {
 	switch {
-	case !useAVX2:
-	case size == 2 && useAVX512 && useAVX512W:
+	case !use.avx2:
+	case size == 2 && use.avx512 && use.avx512Lanes:
 		return deltas16W, 32
-	case size == 2 && useAVX512:
+	case size == 2 && use.avx512:
 		return deltas16, 16
 	case size == 2 && q >= 1:
 		return deltas16W2, 16
-	case size == 4 && useAVX512Q && useAVX512W:
+	case size == 4 && use.avx512Wide && use.avx512Lanes:
 		return deltas32D, 16
-	case size == 4 && useAVX512Q:
+	case size == 4 && use.avx512Wide:
 		return deltas32, 8
 	}
 	return deltasNone, 0
@@ -161,7 +161,7 @@ func refCountGroupsAVX512(ex *byte, gtab *[256]byte, n, G int, count *[256]uint3
 // (decodeRefFloat's counts guarantee it).
 func refUngroupFast(tv, ex, grouped []byte, gtab *[256]byte, o *[256]uint32, G int) (int, byte) {
 	n := len(tv) &^ 63
-	if !useAVX2 || !useAVX512G || n == 0 || G > refFastGroups {
+	if !use.avx2 || !use.avx512Group || n == 0 || G > refFastGroups {
 		return 0, 0
 	}
 	_, _ = ex[n-1], grouped[len(tv)-1]
@@ -175,7 +175,7 @@ func refUngroupFast(tv, ex, grouped []byte, gtab *[256]byte, o *[256]uint32, G i
 // conditions as refUngroupFast), and returns how many it counted.
 func refCountGroupsFast(ex []byte, gtab *[256]byte, G int, count *[256]uint32) int {
 	n := len(ex) &^ 63
-	if !useAVX2 || !useAVX512G || n == 0 || G > refFastGroups {
+	if !use.avx2 || !use.avx512Group || n == 0 || G > refFastGroups {
 		return 0
 	}
 	refCountGroupsAVX512(&ex[0], gtab, n, G, count)
@@ -192,7 +192,7 @@ func refTokens32AVX512(toks, ctxs *byte, xs *uint32, xns, src, ref *byte, n int,
 // 2- or 4-byte signed format with AVX-512; it returns how many it did.
 func refTokensFast(toks, ctxs []byte, xs []uint32, xns []byte, src, ref []byte, p *refSpec) int {
 	n := len(toks) &^ 15
-	if !useAVX2 || !useAVX512T || n == 0 || p.s != 1 || (p.size != 2 && p.size != 4) {
+	if !use.avx2 || !use.avx512Tokens || n == 0 || p.s != 1 || (p.size != 2 && p.size != 4) {
 		return 0
 	}
 	_, _, _, _, _ = ctxs[n-1], xs[n-1], xns[n-1], src[p.size*n-1], ref[p.size*n-1]
@@ -214,7 +214,7 @@ func refExps32AVX512(ex, ref *byte, n int, m, em uint)
 // it can with AVX-512 and returns how many.
 func refExps32Fast(ex, ref []byte, m uint, em uint32) int {
 	n := len(ex) &^ 15
-	if !useAVX2 || !useAVX512Q || n == 0 {
+	if !use.avx2 || !use.avx512Wide || n == 0 {
 		return 0
 	}
 	_ = ref[4*n-1]

@@ -14,7 +14,7 @@ func splitBF16AVX2(src, e, r *byte, n int, or *[32]byte)
 // how many it did.
 func mergeBF16Asm(dst, e, r []byte) int {
 	n := len(e) &^ 31
-	if !useAVX2 || n == 0 {
+	if !use.avx2 || n == 0 {
 		return 0
 	}
 	mergeBF16AVX2(&dst[0], &e[0], &r[0], n)
@@ -23,7 +23,7 @@ func mergeBF16Asm(dst, e, r []byte) int {
 
 func splitBF16Asm(src, e, r []byte) (int, byte) {
 	n := len(e) &^ 31
-	if !useAVX2 || n == 0 {
+	if !use.avx2 || n == 0 {
 		return 0, 0
 	}
 	var or [32]byte
@@ -56,7 +56,7 @@ var f16Interleave = func() (t [128]byte) {
 // with AVX-512 (VBMI) and returns how many.
 func mergeF16Fast(dst []byte, j uint, syms []byte, planes [][]byte) int {
 	n := len(syms) &^ 63
-	if !useAVX2 || !useAVX512 || n == 0 {
+	if !use.avx2 || !use.avx512 || n == 0 {
 		return 0
 	}
 	_ = dst[2*n-1]
@@ -93,7 +93,7 @@ var unpackIdx, unpackCtl = func() (idx, ctl [8][64]byte) {
 // it can with AVX-512 (VBMI) while each block's 64-byte read stays inside
 // src, and returns how many.
 func unpackFast(dst, src []byte, w uint) int {
-	if !useAVX2 || !useAVX512 || w == 0 || w >= 8 || len(src) < 64 {
+	if !use.avx2 || !use.avx512 || w == 0 || w >= 8 || len(src) < 64 {
 		return 0
 	}
 	blocks := min(len(dst)/64, (len(src)-64)/(8*int(w))+1)
@@ -122,7 +122,7 @@ var f32InterleaveW = func() (t [128]byte) {
 // with AVX-512 (VBMI) and returns how many.
 func mergeF32Fast(dst, e, p0, p1, p2 []byte) int {
 	n := len(e) &^ 63
-	if !useAVX2 || !useAVX512 || n == 0 {
+	if !use.avx2 || !use.avx512 || n == 0 {
 		return 0
 	}
 	_, _, _, _ = dst[4*n-1], p0[n-1], p1[n-1], p2[n-1]
@@ -148,7 +148,7 @@ var f32Transpose = func() (t [64]byte) {
 // OR of their residual bytes (as splitF32 returns it).
 func splitF32Fast(src, e, p0, p1, p2 []byte) (int, uint64) {
 	n := len(e) &^ 63
-	if !useAVX2 || !useAVX512 || n == 0 {
+	if !use.avx2 || !use.avx512 || n == 0 {
 		return 0, 0
 	}
 	_, _, _, _ = src[4*n-1], p0[n-1], p1[n-1], p2[n-1]
@@ -180,7 +180,7 @@ var f16Deinterleave = func() (t [128]byte) {
 // with AVX-512 (VBMI) and returns how many.
 func splitF16Fast(src []byte, j uint, syms []byte, planes [][]byte) int {
 	n := len(syms) &^ 63
-	if !useAVX2 || !useAVX512 || n == 0 {
+	if !use.avx2 || !use.avx512 || n == 0 {
 		return 0
 	}
 	_ = src[2*n-1]

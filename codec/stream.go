@@ -309,7 +309,7 @@ func pairize(codes, syms []byte, pc *[65536]byte, esc byte, exc []byte) []byte {
 	m := len(codes)
 	i := 0
 	// the assembly runs until an escape; Go codes the escape and the rest
-	for useAVX2 && i < m {
+	for use.avx2 && i < m {
 		if i = pairizeFast(codes, syms, i, pc); i < m {
 			exc = pairOne(codes, syms, i, pc, esc, exc)
 			i++

@@ -11,7 +11,7 @@ import (
 // streamDecoder holds the reusable state of one worker's stream decoding.
 type streamDecoder struct {
 	huf   huff0.Scratch
-	hx    *huffX // Huffman blocks (where useHuffX)
+	hx    *huffX // Huffman blocks (where use.huffX)
 	codes []byte
 	exc   []byte
 	sec   *SetupSection // the setup section of the block's dtype, for modes 6 and 7
@@ -170,7 +170,7 @@ func expandPairs(dst, codes []byte, tab *[256]uint32, esc byte, exc []byte) bool
 	i := expandPairsWide(dst, codes, tab, esc, exc, &x)
 	for i < m {
 		i = expandPairsFast(dst, codes, i, tab)
-		if i >= m || !useAVX2 {
+		if i >= m || !use.avx2 {
 			break
 		}
 		if !expandOne(dst, codes[i], i, tab, esc, exc, &x) {
@@ -228,7 +228,7 @@ func (d *streamDecoder) huffDecode(dst, src []byte, x4 bool) error {
 	if n == 0 {
 		return errf("huffman block for no symbols")
 	}
-	if useHuffX {
+	if use.huffX {
 		if d.hx == nil {
 			d.hx = new(huffX)
 		}
@@ -266,14 +266,6 @@ func (d *streamDecoder) huffDecode(dst, src []byte, x4 bool) error {
 // the second table costs more than it saves.
 const huffXMin = 2048
 
-// useHuffX selects huffX for every Huffman block (where it has its
-// assembly); tests turn it off to compare with huff0.
-var useHuffX = useHuffXAsm
-
-// useHuffXTwo allows huffX's two-symbol tables; tests turn it off to
-// compare the one-symbol decoding of the same blocks.
-var useHuffXTwo = true
-
 // decodeShared decodes the shared-table stream s of src into dst.
 func (d *streamDecoder) decodeShared(dst, src []byte, s Stream, w uint) error {
 	n := len(dst)
@@ -309,7 +301,7 @@ func (d *streamDecoder) decodeShared(dst, src []byte, s Stream, w uint) error {
 	} else {
 		codes = dst[:0:n] // singles decode straight into the output
 	}
-	if m > 0 && useHuffX {
+	if m > 0 && use.huffX {
 		hx, err := code.huffX()
 		if err != nil {
 			return err
