@@ -471,7 +471,7 @@ func (e *refEncoder) pairsMayPay(G int) bool {
 			n += c
 			top = max(top, c)
 		}
-		if n >= uint32(minPairSymbolsVar) && uint64(top)*refPairShare >= uint64(n) {
+		if n >= minPairSymbols && uint64(top)*refPairShare >= uint64(n) {
 			return true
 		}
 	}

@@ -29,7 +29,7 @@ import (
 const (
 	minHuffSymbols = 32   // below this a stream is stored packed
 	min4XSymbols   = 256  // from here on the 4-stream layout decodes faster (huffX)
-	minPairSymbols = 8192 // default of minPairSymbolsVar: below this pairs gain too little for a second table
+	minPairSymbols = 8192 // below this pairs gain too little for a second table
 	pairSampleStep = 8    // appendSymbols ranks symbols by every 8th one
 	minExcHuff     = 1024 // fewer exceptions than this are stored packed
 )
@@ -97,7 +97,7 @@ const (
 // encoded.
 func (e *streamEncoder) appendStream(dst, syms []byte, w uint, hist *[256]uint32, allowPairs bool) []byte {
 	pairs := pairsNone
-	if allowPairs && len(syms) >= minPairSymbolsVar && pairCoverage(hist, len(syms)) {
+	if allowPairs && len(syms) >= minPairSymbols && pairCoverage(hist, len(syms)) {
 		pairs = pairsCompute
 	}
 	return e.choose(dst, syms, w, hist, pairs)
@@ -132,7 +132,7 @@ func pairCoverage(hist *[256]uint32, n int) bool {
 // counting pass over the symbols.
 func (e *streamEncoder) appendSymbols(dst, syms []byte, w uint) []byte {
 	n := len(syms)
-	if n < minPairSymbolsVar {
+	if n < minPairSymbols {
 		countHist(&e.hist, syms)
 		return e.choose(dst, syms, w, &e.hist, pairsNone)
 	}
@@ -393,9 +393,6 @@ func (e *streamEncoder) appendPairs(dst []byte) ([]byte, bool) {
 	out = binary.AppendUvarint(out, uint64(len(e.exc)))
 	return append(out, e.excEnc...), true
 }
-
-// minPairSymbolsVar: pair coding is tried from this many symbols on.
-var minPairSymbolsVar = minPairSymbols
 
 // Shared-table streams (modes 6 and 7) code their symbols with a table of
 // the archive's setup instead of one of their own:

@@ -623,6 +623,9 @@ func TestRefUngroupTwin(t *testing.T) {
 			if !bytes.Equal(got[:k], want[:k]) || maxG != maxK {
 				t.Fatalf("n=%d G=%d: tokens differ from the quarters", n, G)
 			}
+			if k == n && maxW != maxK {
+				t.Fatalf("n=%d G=%d: the quarters' largest token is %d, the tokens' %d", n, G, maxW, maxK)
+			}
 			// the offsets moved on by each group's values
 			var seen [256]uint32
 			for _, c := range ex[:k] {
@@ -633,7 +636,6 @@ func TestRefUngroupTwin(t *testing.T) {
 					t.Fatalf("n=%d G=%d: offset of group %d is %d, want %d", n, G, g, o[g], uint32(off[g])+seen[g])
 				}
 			}
-			_ = maxW
 		}
 	}
 }
