@@ -38,7 +38,7 @@ func TestMeasure(t *testing.T) {
 			sumInd += ind[i]
 			sumRaw += int64(len(s.data))
 		}
-		frames := func(k, mode int) ([]Frame, int64) {
+		frames := func(k int, mode RefMode) ([]Frame, int64) {
 			f := pack(t, steps, k, mode, 0)
 			a, err := Open(f, int64(len(f.b)))
 			if err != nil {
@@ -62,10 +62,10 @@ func TestMeasure(t *testing.T) {
 				prev[i].Length, float64(prev[i].Length)/raw, float64(prev[i].Length)/float64(ind[i]), prevBest[i].Length, float64(prevBest[i].Length)/raw, key10[i].Length, float64(key10[i].Length)/raw)
 		}
 		fmt.Fprintf(&b, "\nsum raw %d, sum independent %d (%.3f of raw)\n\n| mode | K | archive bytes | ÷ sum independent | of raw |\n|---|---|---|---|---|\n", sumRaw, sumInd, float64(sumInd)/float64(sumRaw))
-		for _, mode := range []int{RefPrevious, RefKeyframe} {
+		for _, mode := range []RefMode{RefPrevious, RefKeyframe} {
 			for _, k := range []int{1, 2, 5, 10, n} {
 				_, end := frames(k, mode)
-				fmt.Fprintf(&b, "| %s | %d | %d | %.4f | %.4f |\n", map[int]string{0: "prev", 1: "key"}[mode], k, end, float64(end)/float64(sumInd), float64(end)/float64(sumRaw))
+				fmt.Fprintf(&b, "| %s | %d | %d | %.4f | %.4f |\n", map[RefMode]string{RefPrevious: "prev", RefKeyframe: "key"}[mode], k, end, float64(end)/float64(sumInd), float64(end)/float64(sumRaw))
 			}
 		}
 		// Options.Best (nzip trajectory pack -best): range-coded difference blocks
@@ -112,7 +112,10 @@ func TestMeasure(t *testing.T) {
 			return d, di
 		}
 		fmt.Fprintf(&b, "\nextract against an independent decode of %s, timed in turns\n\n| mode | K | frame | chain | extract ms | independent ms | ÷ independent | ≤ K? |\n|---|---|---|---|---|---|---|---|\n", steps[n-1].name)
-		for _, c := range []struct{ mode, k int }{{RefPrevious, 5}, {RefPrevious, 10}, {RefPrevious, n}, {RefKeyframe, 5}, {RefKeyframe, 10}, {RefKeyframe, n}} {
+		for _, c := range []struct {
+			mode RefMode
+			k    int
+		}{{RefPrevious, 5}, {RefPrevious, 10}, {RefPrevious, n}, {RefKeyframe, 5}, {RefKeyframe, 10}, {RefKeyframe, n}} {
 			f := pack(t, steps, c.k, c.mode, 0)
 			a, _ := Open(f, int64(len(f.b)))
 			i := min(c.k-1, n-1) // the longest chain
@@ -123,7 +126,7 @@ func TestMeasure(t *testing.T) {
 					t.Fatal("extract", err)
 				}
 			})
-			fmt.Fprintf(&b, "| %s | %d | %d | %d | %.2f | %.2f | %.2f | %v |\n", map[int]string{0: "prev", 1: "key"}[c.mode], c.k, i, len(chain), d.Seconds()*1e3, di.Seconds()*1e3, d.Seconds()/di.Seconds(), d <= time.Duration(c.k)*di)
+			fmt.Fprintf(&b, "| %s | %d | %d | %d | %.2f | %.2f | %.2f | %v |\n", map[RefMode]string{RefPrevious: "prev", RefKeyframe: "key"}[c.mode], c.k, i, len(chain), d.Seconds()*1e3, di.Seconds()*1e3, d.Seconds()/di.Seconds(), d <= time.Duration(c.k)*di)
 		}
 		for _, k := range []int{10, n} {
 			a, _ := Open(bestArc[k], int64(len(bestArc[k].b)))
@@ -161,7 +164,7 @@ func TestMeasure(t *testing.T) {
 // 10, each frame coded against the one before (mode RefPrevious) or
 // against frame 0 (RefKeyframe), and returns the archive and the tenth
 // step (frame 9: a chain of a keyframe and nine frames, or of two).
-func chain10(tb testing.TB, mode int) (*Archive, step) {
+func chain10(tb testing.TB, mode RefMode) (*Archive, step) {
 	steps := realSteps(tb, "bf16")
 	if len(steps) < 10 {
 		tb.Skip("fewer than 10 steps")

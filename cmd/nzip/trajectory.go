@@ -616,7 +616,7 @@ func runTrajLs(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			Frames   []trajFrameJSON `json:"frames"`
 		}{a.K, refModeName(a.Mode), a.End, a.Tail, a.TailTrailer, rows})
 	}
-	fmt.Fprintf(stdout, "%s: %d frames, %d keyframes, frames against the %s; appends keep chains within K = %d (longest now %d)\n", fs.Arg(0), len(a.Frames), keys, map[int]string{0: "previous frame", 1: "keyframe"}[a.Mode], a.K, longest)
+	fmt.Fprintf(stdout, "%s: %d frames, %d keyframes, frames against the %s; appends keep chains within K = %d (longest now %d)\n", fs.Arg(0), len(a.Frames), keys, map[trajectory.RefMode]string{trajectory.RefPrevious: "previous frame", trajectory.RefKeyframe: "keyframe"}[a.Mode], a.K, longest)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "#\tname\tfiles\tsize\tframe\tof raw\tref\tchain\t")
 	for _, r := range rows {
@@ -884,7 +884,7 @@ func runTrajVerify(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return nil
 }
 
-func refModeName(m int) string {
+func refModeName(m trajectory.RefMode) string {
 	if m == trajectory.RefKeyframe {
 		return "key"
 	}
