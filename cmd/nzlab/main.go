@@ -1,0 +1,32 @@
+// Command nzlab holds the codec's measurement harnesses: runs that print
+// numbers for docs/ and for A/B comparisons of codec changes, not tests
+// (nothing here can fail a build). Each subcommand says what it measures:
+//
+//	nzlab icount [-chunk N] [-setup FILE|gaussian] [-th X|default] [-ops none|enc|encdec] [-repeat N] FILE
+//	nzlab setup -o OUT.nzsetup [-chunk N] [-k K] [-pair-bias X] FILE
+//	nzlab setup-sweep [-shared DIR]
+//
+// scripts/icount.sh runs icount under callgrind; docs/setups.md names the
+// sweep's command.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	cmds := map[string]func([]string) error{
+		"icount":      runICount,
+		"setup":       runSetup,
+		"setup-sweep": runSetupSweep,
+	}
+	if len(os.Args) < 2 || cmds[os.Args[1]] == nil {
+		fmt.Fprintln(os.Stderr, "usage: nzlab icount|setup|setup-sweep [flags] (nzlab CMD -h for each)")
+		os.Exit(2)
+	}
+	if err := cmds[os.Args[1]](os.Args[2:]); err != nil {
+		fmt.Fprintln(os.Stderr, "nzlab:", err)
+		os.Exit(1)
+	}
+}
