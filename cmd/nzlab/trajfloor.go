@@ -1,23 +1,23 @@
-package trajectory
+package main
 
 import (
 	"encoding/binary"
+	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"math/bits"
-	"os"
-	"strings"
-	"testing"
 
 	"neuralzip/analysis"
 	"neuralzip/codec"
 	"neuralzip/dtype"
+	"neuralzip/trajectory"
 )
 
-// TestStaticFloor (NZ_TRAJ_FLOOR=1) measures what codes with static
-// tables per block could reach on the real bf16 run with one keyframe:
-// every 64 Ki-value block of a BF16 tensor matched in the step before at
-// its ideal cost, the smaller of
+// runTrajFloor measures what codes with static tables per block could
+// reach on the real bf16 run with one keyframe: every 64 Ki-value block of
+// a BF16 tensor matched in the step before at its ideal cost, the smaller
+// of
 //   - the difference tokens (codec/doc.go, q = 3) at their order-0 entropy
 //     per reference exponent, the extra bits raw, plus T bytes for each
 //     reference exponent's table, and
@@ -26,27 +26,27 @@ import (
 // everything else (the first frame, headers, other tensors, indexes) as
 // the default archive has it. With T = 0 (free tables, no rounding) it is
 // a floor for every code of these tokens with a table per block and
-// reference exponent, the design that lets a block decode alone at
-// table-lookup speed; where it crosses the 0.685× bound says how
-// little tables and rounding would have to cost. The check: the floor
-// lies below what the default coding spends on the same blocks.
-func TestStaticFloor(t *testing.T) {
-	if os.Getenv("NZ_TRAJ_FLOOR") == "" {
-		t.Skip("set NZ_TRAJ_FLOOR=1 to measure the floor of static per-block coding")
+// reference exponent. The check: the floor lies below what the default
+// coding spends on the same blocks (else the measurement is wrong).
+func runTrajFloor(args []string) error {
+	fs := flag.NewFlagSet("traj-floor", flag.ExitOnError)
+	shared := fs.String("shared", "../shared", "the corpus directory")
+	fs.Parse(args)
+	steps, err := realSteps(*shared, "bf16")
+	if err != nil {
+		return err
 	}
-	steps := realSteps(t, "bf16")
 	var sumInd int64
 	for _, s := range steps {
 		a, err := codec.CompressBytes(s.data, s.segs, codec.Options{})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		sumInd += int64(len(a))
 	}
-	f := pack(t, steps, len(steps), RefPrevious, 0)
-	a, err := Open(f, int64(len(f.b)))
+	a, err := pack(steps, len(steps), trajectory.RefPrevious, nil, codec.Options{})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	// each modelled block: its ideal costs in bits (tokens without
 	// tables, tables present, independent), and what the default
@@ -63,7 +63,7 @@ func TestStaticFloor(t *testing.T) {
 		}
 		rd, err := a.FrameReader(i)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		bis := rd.Files()[0].Blocks()
 		rd.Close()
@@ -110,10 +110,9 @@ func TestStaticFloor(t *testing.T) {
 		}
 	}
 	rest := a.End - spent // the first frame, headers, other tensors, indexes
-	var out strings.Builder
-	fmt.Fprintf(&out, "\nbf16 run, one keyframe: %d blocks modelled, on which the default coding spends %d bytes; sum of independent archives %d; the default archive %d (%.4f)\n\n",
+	fmt.Printf("\nbf16 run, one keyframe: %d blocks modelled, on which the default coding spends %d bytes; sum of independent archives %d; the default archive %d (%.4f)\n\n",
 		len(blocks), spent, sumInd, a.End, float64(a.End)/float64(sumInd))
-	fmt.Fprintf(&out, "| table bytes T | modelled blocks | whole run | ÷ independent |\n|---|---|---|---|\n")
+	fmt.Printf("| table bytes T | modelled blocks | whole run | ÷ independent |\n|---|---|---|---|\n")
 	var floor0 float64
 	for _, T := range []float64{0, 15, 21, 23, 31} {
 		var m float64
@@ -124,12 +123,12 @@ func TestStaticFloor(t *testing.T) {
 			floor0 = m
 		}
 		total := float64(rest) + m
-		fmt.Fprintf(&out, "| %.0f | %.0f | %.0f | %.4f |\n", T, m, total, total/float64(sumInd))
+		fmt.Printf("| %.0f | %.0f | %.0f | %.4f |\n", T, m, total, total/float64(sumInd))
 	}
-	t.Log(out.String())
 	if len(blocks) == 0 || floor0 >= float64(spent) {
-		t.Fatalf("the T = 0 floor (%.0f bytes) is not below the default coding's %d bytes on %d blocks: the measurement is wrong", floor0, spent, len(blocks))
+		return errors.New("traj-floor: the T = 0 floor is not below the default coding's bytes: the measurement is wrong")
 	}
+	return nil
 }
 
 // orderKey is codec's order-preserving key of a 16-bit float.
