@@ -17,7 +17,6 @@ type features struct {
 	huffXAsm     bool // BMI1, BMI2: huffX's assembly rounds (twin fast4Go)
 	huffXAVX512  bool // F: huffX's two-symbol table built 16 entries at a time
 	switchAsm    bool // BMI1, BMI2: method-3 token rounds (refSwitchRounds, twin fast8Go)
-	crcFold      bool // AVX-512 F, VPCLMULQDQ: CRC-32C by folding (twin hash/crc32)
 	// choices, not CPU features
 	huffX        bool // huffX decodes every Huffman block (where it has its assembly), else huff0
 	huffXTwo     bool // huffX may use two-symbol tables

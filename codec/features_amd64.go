@@ -19,6 +19,5 @@ func cpuFeatures() features {
 		huffXAsm:     x.HasBMI1 && x.HasBMI2,
 		huffXAVX512:  x.HasAVX512F,
 		switchAsm:    x.HasBMI1 && x.HasBMI2,
-		crcFold:      x.HasAVX512F && x.HasAVX512VPCLMULQDQ && x.HasPCLMULQDQ && x.HasSSE42,
 	}
 }

@@ -1,4 +1,4 @@
-package codec
+package crc32c
 
 import (
 	"hash/crc32"
@@ -11,24 +11,24 @@ import (
 	"testing"
 )
 
-// TestCRC32C compares crc32c with hash/crc32, its twin, over every length
+// TestCRC32C compares Update with hash/crc32, its twin, over every length
 // up to a few folding steps, unaligned starts, non-zero initial states and
 // real weights.
 func TestCRC32C(t *testing.T) {
-	if !use.crcFold {
-		t.Log("no VPCLMULQDQ here: crc32c is hash/crc32 itself")
+	if !useFold {
+		t.Log("no VPCLMULQDQ here (or noasm): Update is hash/crc32 itself")
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	buf := make([]byte, 8192+64)
 	for i := range buf {
 		buf[i] = byte(rng.Uint32())
 	}
-	if CRC32C(buf) != crc32.Checksum(buf, castagnoli) {
-		t.Fatal("CRC32C differs from hash/crc32")
+	if Checksum(buf) != crc32.Checksum(buf, table) {
+		t.Fatal("Checksum differs from hash/crc32")
 	}
 	check := func(crc uint32, p []byte) {
 		t.Helper()
-		if got, want := crc32cUpdate(crc, p), crc32.Update(crc, castagnoli, p); got != want {
+		if got, want := Update(crc, p), crc32.Update(crc, table, p); got != want {
 			t.Fatalf("len %d crc %#x: %#x, hash/crc32 %#x", len(p), crc, got, want)
 		}
 	}
@@ -45,7 +45,7 @@ func TestCRC32C(t *testing.T) {
 		z[i] = 0xff
 	}
 	check(0, z)
-	if d := sharedDir(); d != "" {
+	if d := "../../../shared"; dirExists(filepath.Join(d, "models")) {
 		src, err := os.ReadFile(filepath.Join(d, "models/bench/real-bf16.safetensors"))
 		if err != nil {
 			t.Fatal(err)
@@ -63,11 +63,11 @@ func TestCRC32CChunks(t *testing.T) {
 	for i := range p {
 		p[i] = byte(rng.Uint32())
 	}
-	want := crc32.Checksum(p, castagnoli)
+	want := crc32.Checksum(p, table)
 	for _, step := range []int{1, 1000, 1024, 4097, 65536} {
 		var c uint32
 		for i := 0; i < len(p); i += step {
-			c = crc32cUpdate(c, p[i:min(i+step, len(p))])
+			c = Update(c, p[i:min(i+step, len(p))])
 		}
 		if c != want {
 			t.Fatalf("pieces of %d: %#x, want %#x", step, c, want)
@@ -75,7 +75,7 @@ func TestCRC32CChunks(t *testing.T) {
 	}
 }
 
-// TestCRCFoldConstants derives crc_amd64.s's folding constants from the
+// TestCRCFoldConstants derives crc32c_amd64.s's folding constants from the
 // polynomial, reflect32(x^(F±32) mod P) << 1 for a distance of F bits, and
 // compares them with the DATA lines of the assembly.
 func TestCRCFoldConstants(t *testing.T) {
@@ -91,13 +91,13 @@ func TestCRCFoldConstants(t *testing.T) {
 		return r
 	}
 	k := func(n int) uint64 { return uint64(bits.Reverse32(xnmod(n))) << 1 }
-	src, err := os.ReadFile("crc_amd64.s")
+	src, err := os.ReadFile("crc32c_amd64.s")
 	if err != nil {
 		t.Fatal(err)
 	}
 	data := regexp.MustCompile(`DATA crcK(\d+)<>\+(\d+)\(SB\)/8, \$(0x[0-9a-f]+)`).FindAllStringSubmatch(string(src), -1)
 	if len(data) != 6 {
-		t.Fatalf("%d folding constants in crc_amd64.s, want 6", len(data))
+		t.Fatalf("%d folding constants in crc32c_amd64.s, want 6", len(data))
 	}
 	for _, m := range data {
 		f, _ := strconv.Atoi(m[1])
@@ -121,14 +121,19 @@ func BenchmarkCRC32C(b *testing.B) {
 		b.SetBytes(int64(len(p)))
 		b.ReportAllocs()
 		for b.Loop() {
-			crc32c(p)
+			Checksum(p)
 		}
 	})
 	b.Run("hash-crc32", func(b *testing.B) {
 		b.SetBytes(int64(len(p)))
 		b.ReportAllocs()
 		for b.Loop() {
-			crc32.Checksum(p, castagnoli)
+			crc32.Checksum(p, table)
 		}
 	})
+}
+
+func dirExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
 }
