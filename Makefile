@@ -29,7 +29,7 @@ GOWASMEXEC = $$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec
 PKGS_ARM64 := ./dtype/... ./codec/... ./checkpoint/... ./trajectory/... ./analysis/... ./assets/...
 PKGS_JS   := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./trajectory/... ./app/core/... ./gpu/...
 
-.PHONY: ptx ptx-check gpu-deps gpu-check webgpu-test all build run demo workbench fyne-deps screenshots test check-go fmt-check vet unit race noasm arm64-test fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
+.PHONY: ptx ptx-check gpu-deps gpu-check webgpu-test all build run demo workbench fyne-deps screenshots test check-go fmt-check vet arrows unit race noasm arm64-test fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
 
 all: build
 
@@ -60,7 +60,7 @@ screenshots: check-go
 demo: build
 	./scripts/demo.sh $(BIN) $(SHARED)
 
-test: check-go fyne-deps gpu-deps fmt-check vet ptx-check unit race noasm arm64-test fuzz-short wasm-build purego-build js-test browser-test webgpu-test
+test: check-go fyne-deps gpu-deps fmt-check vet arrows ptx-check unit race noasm arm64-test fuzz-short wasm-build purego-build js-test browser-test webgpu-test
 	@echo "make test: all checks passed"
 
 # clang-14 (PTX) and g++ (the kernels as C++ in gpu's tests)
@@ -82,6 +82,10 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+
+# the house drawing: imports point down only (scripts/arrows.sh)
+arrows:
+	GO=$(GO) ./scripts/arrows.sh
 
 # NZ_REQUIRE_AVX512: where the CPU has the AVX-512 features of the codec's
 # fast paths, their twin tests must compare them, not skip

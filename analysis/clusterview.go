@@ -107,6 +107,28 @@ func ChunkClusters(ctx context.Context, tensors []TensorData, opt ClusterOptions
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	opt.defaults()
+	d, err := majorityFloat(tensors)
+	if err != nil {
+		return nil, err
+	}
+	l, _ := d.FloatLayout()
+	v := &ClusterView{DType: d, ExpBits: l.Exp, ChunkValues: opt.ChunkValues, Aligned: opt.Align}
+	if err := v.readHists(ctx, tensors, opt); err != nil {
+		return nil, err
+	}
+	used, cnt := v.project()
+	v.ownTables()
+	r, k, err := v.elbow(ctx, cnt, opt)
+	if err != nil {
+		return nil, err
+	}
+	v.cluster(r, k, used)
+	return v, nil
+}
+
+// defaults fills in the zero fields.
+func (opt *ClusterOptions) defaults() {
 	if opt.ChunkValues <= 0 {
 		opt.ChunkValues = DefaultClusterChunk
 	}
@@ -125,7 +147,10 @@ func ChunkClusters(ctx context.Context, tensors []TensorData, opt ClusterOptions
 	if opt.MaxChunks <= 0 {
 		opt.MaxChunks = DefaultClusterMaxChunks
 	}
-	// the dtype with the most values
+}
+
+// majorityFloat is the float dtype with the most values.
+func majorityFloat(tensors []TensorData) (dtype.DType, error) {
 	count := map[dtype.DType]int64{}
 	for _, t := range tensors {
 		if _, ok := t.DType.FloatLayout(); ok && t.DType.Size() > 0 {
@@ -140,12 +165,16 @@ func ChunkClusters(ctx context.Context, tensors []TensorData, opt ClusterOptions
 		}
 	}
 	if best == 0 {
-		return nil, ErrNoFloats
+		return dtype.Invalid, ErrNoFloats
 	}
-	l, _ := d.FloatLayout()
-	size := int64(d.Size())
-	v := &ClusterView{DType: d, ExpBits: l.Exp, ChunkValues: opt.ChunkValues, Aligned: opt.Align}
+	return d, nil
+}
 
+// readHists reads an evenly spaced sample of the chunks of v.DType into
+// v.Hists.
+func (v *ClusterView) readHists(ctx context.Context, tensors []TensorData, opt ClusterOptions) error {
+	d := v.DType
+	size := int64(d.Size())
 	type chunk struct {
 		t        int
 		off, len int64 // bytes
@@ -180,15 +209,14 @@ func ChunkClusters(ctx context.Context, tensors []TensorData, opt ClusterOptions
 		}
 	}
 	v.Chunks = len(picked)
-	bins := 1 << l.Exp
 	buf := make([]byte, cb)
 	for _, c := range picked {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		b := buf[:c.len]
 		if _, err := tensors[c.t].R.ReadAt(b, c.off); err != nil && !(err == io.EOF) {
-			return nil, fmt.Errorf("analysis: tensor %q: %w", tensors[c.t].Name, err)
+			return fmt.Errorf("analysis: tensor %q: %w", tensors[c.t].Name, err)
 		}
 		st, _ := Float(d, b)
 		h := st.Hist
@@ -199,11 +227,15 @@ func ChunkClusters(ctx context.Context, tensors []TensorData, opt ClusterOptions
 		v.Values += st.Values
 	}
 	if v.Values == 0 {
-		return nil, ErrNoFloats
+		return ErrNoFloats
 	}
+	return nil
+}
 
-	// compact the bins used by any chunk
-	var used []int
+// project compacts the bins any chunk uses and places the chunks by PCA
+// (v.Points); it returns the bins used and each chunk's counts in them.
+func (v *ClusterView) project() (used []int, cnt [][]float64) {
+	bins := 1 << v.ExpBits
 	for j := 0; j < bins; j++ {
 		for _, h := range v.Hists {
 			if h[j] != 0 {
@@ -214,7 +246,7 @@ func ChunkClusters(ctx context.Context, tensors []TensorData, opt ClusterOptions
 	}
 	pts := make([][]float64, len(v.Hists))
 	wts := make([]float64, len(v.Hists))
-	cnt := make([][]float64, len(v.Hists))
+	cnt = make([][]float64, len(v.Hists))
 	for i, h := range v.Hists {
 		p := make([]float64, len(used))
 		c := make([]float64, len(used))
@@ -232,8 +264,11 @@ func ChunkClusters(ctx context.Context, tensors []TensorData, opt ClusterOptions
 	}
 	// weighted by values: the short tails of tensors do not set the axes
 	v.Points, v.Explained = PCA2Weighted(pts, wts)
+	return used, cnt
+}
 
-	// own tables per chunk
+// ownTables sets OwnBits and EntropyBits: each chunk with a table of its own.
+func (v *ClusterView) ownTables() {
 	var ownBits, entBits float64
 	for _, h := range v.Hists {
 		ownBits += huffBits(h, HuffmanLengths(u64f(h), 0))
@@ -241,8 +276,11 @@ func ChunkClusters(ctx context.Context, tensors []TensorData, opt ClusterOptions
 	}
 	v.OwnBits = ownBits / float64(v.Values)
 	v.EntropyBits = entBits / float64(v.Values)
+}
 
-	// K = 1..MaxK, two at a time
+// elbow clusters the chunks for K = 1..MaxK, two at a time (v.Elbow), and
+// returns the clustering for opt.K and that K.
+func (v *ClusterView) elbow(ctx context.Context, cnt [][]float64, opt ClusterOptions) (kmeansResult, int, error) {
 	maxK := min(opt.MaxK, len(v.Hists))
 	results := make([]kmeansResult, maxK+1)
 	var wg sync.WaitGroup
@@ -261,7 +299,7 @@ func ChunkClusters(ctx context.Context, tensors []TensorData, opt ClusterOptions
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return kmeansResult{}, 0, err
 	}
 	for k := 1; k <= maxK; k++ {
 		r := results[k]
@@ -272,7 +310,13 @@ func ChunkClusters(ctx context.Context, tensors []TensorData, opt ClusterOptions
 	if k > maxK || r.assign == nil {
 		r = kmeansCost(ctx, cnt, k)
 	}
-	// clusters in full bins, largest share first
+	return r, k, nil
+}
+
+// cluster sets v.Clusters (in full bins, largest share first) and
+// v.Assign from the clustering r into k clusters.
+func (v *ClusterView) cluster(r kmeansResult, k int, used []int) {
+	bins := 1 << v.ExpBits
 	cl := make([]Cluster, k)
 	for i := range cl {
 		cl[i].Hist = make([]uint64, bins)
@@ -317,7 +361,6 @@ func ChunkClusters(ctx context.Context, tensors []TensorData, opt ClusterOptions
 	for i, a := range r.assign {
 		v.Assign[i] = rank[a]
 	}
-	return v, nil
 }
 
 // smoothing is added to every used bin of a cluster's histogram before its

@@ -194,6 +194,28 @@ func (u *unpickler) charge(at int, mem, hashed int64) error {
 // step executes one opcode other than STOP.
 func (u *unpickler) step(op byte, at int) error {
 	switch op {
+	case 0x80, 0x95, '(', '0', '1', '2':
+		return u.stackOp(op, at)
+	case 'N', 0x88, 0x89, 'K', 'M', 'J', 0x8a, 0x8b, 'G', 'I', 'L', 'F', 'X', 0x8c, 0x8d, 'T', 'U', 'B', 'C', 0x8e, 0x96, 'S', 'V':
+		return u.scalarOp(op, at)
+	case ')', 0x85, 0x86, 0x87, 't', ']', 'l', '}', 'd', 0x8f, 0x91, 'a', 'e', 's', 'u', 0x90:
+		return u.containerOp(op, at)
+	case 'q', 'r', 'p', 0x94, 'h', 'j', 'g':
+		return u.memoOp(op, at)
+	case 'c', 0x93, 'R', 0x81, 0x92, 'i', 'o', 'b', 'Q', 'P':
+		return u.objectOp(op, at)
+	case 0x82, 0x83, 0x84:
+		return u.errorf(at, ErrUnsupported, "opcode %s (0x%02x): the extension registry is not supported", pickleOpName(op), op)
+	case 0x97, 0x98:
+		return u.errorf(at, ErrUnsupported, "opcode %s (0x%02x): out-of-band buffers are not supported", pickleOpName(op), op)
+	default:
+		return u.errorf(at, ErrMalformed, "unknown pickle opcode 0x%02x", op)
+	}
+}
+
+// stackOp executes the protocol, framing and stack opcodes.
+func (u *unpickler) stackOp(op byte, at int) error {
+	switch op {
 	case 0x80: // PROTO
 		v, err := u.bytes(1, at)
 		if err != nil {
@@ -210,7 +232,6 @@ func (u *unpickler) step(op byte, at int) error {
 		if n := binary.LittleEndian.Uint64(v); n > uint64(len(u.b)-u.pos) {
 			return u.errorf(at, ErrTruncated, "frame of %d bytes runs past the end of the pickle", n)
 		}
-
 	case '(': // MARK
 		u.marks = pickleAppend(u, 8, u.marks, len(u.stack))
 	case '0': // POP
@@ -229,7 +250,15 @@ func (u *unpickler) step(op byte, at int) error {
 			return err
 		}
 		u.pushAgain(v)
+	default:
+		return u.errorf(at, ErrMalformed, "unknown pickle opcode 0x%02x", op)
+	}
+	return nil
+}
 
+// scalarOp executes the opcodes that push a scalar: None, booleans, integers, floats, strings, bytes.
+func (u *unpickler) scalarOp(op byte, at int) error {
+	switch op {
 	case 'N': // NONE
 		u.push(nil)
 	case 0x88: // NEWTRUE
@@ -301,7 +330,6 @@ func (u *unpickler) step(op byte, at int) error {
 			return u.errorf(at, ErrMalformed, "bad float %q", line)
 		}
 		u.push(v)
-
 	case 'X', 0x8c, 0x8d: // BINUNICODE, SHORT_BINUNICODE, BINUNICODE8
 		n, err := u.length(pickleLenSize(op), at)
 		if err != nil {
@@ -350,7 +378,15 @@ func (u *unpickler) step(op byte, at int) error {
 			return err
 		}
 		u.push(pyUnescape(line, true))
+	default:
+		return u.errorf(at, ErrMalformed, "unknown pickle opcode 0x%02x", op)
+	}
+	return nil
+}
 
+// containerOp executes the opcodes that build tuples, lists, dicts and sets.
+func (u *unpickler) containerOp(op byte, at int) error {
+	switch op {
 	case ')': // EMPTY_TUPLE
 		u.push(&pyTuple{})
 	case 0x85, 0x86, 0x87: // TUPLE1, TUPLE2, TUPLE3
@@ -397,7 +433,6 @@ func (u *unpickler) step(op byte, at int) error {
 			return err
 		}
 		u.push(&pySet{Items: items})
-
 	case 'a': // APPEND
 		v, err := u.pop(at)
 		if err != nil {
@@ -436,7 +471,15 @@ func (u *unpickler) step(op byte, at int) error {
 			return u.errorf(at, ErrMalformed, "ADDITEMS on %s", pyTypeName(t))
 		}
 		s.Items = u.append(s.Items, items...)
+	default:
+		return u.errorf(at, ErrMalformed, "unknown pickle opcode 0x%02x", op)
+	}
+	return nil
+}
 
+// memoOp executes the memo opcodes.
+func (u *unpickler) memoOp(op byte, at int) error {
+	switch op {
 	case 'q', 'r', 'p': // BINPUT, LONG_BINPUT, PUT
 		idx, err := u.memoIndex(op, at)
 		if err != nil {
@@ -463,7 +506,15 @@ func (u *unpickler) step(op byte, at int) error {
 			return u.errorf(at, ErrMalformed, "memo key %d not found", idx)
 		}
 		u.pushAgain(v)
+	default:
+		return u.errorf(at, ErrMalformed, "unknown pickle opcode 0x%02x", op)
+	}
+	return nil
+}
 
+// objectOp executes the opcodes that name and build objects: globals, reduce, new, build, persistent IDs.
+func (u *unpickler) objectOp(op byte, at int) error {
+	switch op {
 	case 'c': // GLOBAL
 		module, err := u.line(at)
 		if err != nil {
@@ -554,7 +605,6 @@ func (u *unpickler) step(op byte, at int) error {
 			return u.errorf(at, ErrMalformed, "BUILD on %s", pyTypeName(t))
 		}
 		s.setState(state)
-
 	case 'Q', 'P': // BINPERSID, PERSID
 		var pid any
 		if op == 'P' {
@@ -578,11 +628,6 @@ func (u *unpickler) step(op byte, at int) error {
 			return err
 		}
 		u.push(v)
-
-	case 0x82, 0x83, 0x84:
-		return u.errorf(at, ErrUnsupported, "opcode %s (0x%02x): the extension registry is not supported", pickleOpName(op), op)
-	case 0x97, 0x98:
-		return u.errorf(at, ErrUnsupported, "opcode %s (0x%02x): out-of-band buffers are not supported", pickleOpName(op), op)
 	default:
 		return u.errorf(at, ErrMalformed, "unknown pickle opcode 0x%02x", op)
 	}

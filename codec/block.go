@@ -9,21 +9,6 @@ import (
 	"neuralzip/dtype"
 )
 
-// Block kinds as stored in the index.
-const (
-	kindStored = 0 // payload is the original bytes
-	kindZstd   = 1 // payload is one zstd frame
-	kindFloat  = 2 // payload is a float block (see doc.go)
-	kindRef    = 3 // a copy of, or difference to, reference bytes (ref.go)
-	kindDup    = 4 // the same bytes as an earlier block of the archive (dedup.go)
-)
-
-// Float block forms.
-const (
-	formFields = 0 // symbol stream + residual planes
-	formPlanes = 1 // one stream per byte of the value
-)
-
 // blockEncoder is one worker's reusable encoding state.
 type blockEncoder struct {
 	setup     *Setup  // shared tables, or nil
@@ -631,33 +616,21 @@ func (b *blockDecoder) decodeFloat(dst, src []byte, d dtype.DType) error {
 		return errf("float block of %v: length %d is not a whole number of values", d, len(dst))
 	}
 	n := len(dst) / size
-	if len(src) < 1 {
-		return errf("float block: empty payload")
+	h, err := ReadFloatHeader(src, d)
+	if err != nil {
+		return err
 	}
-	form := src[0]
-	src = src[1:]
-	var err error
-	switch form {
-	case formFields:
-		f, ok := specFor(d)
-		if !ok {
-			return errf("float block: fields form is not defined for %v", d)
-		}
-		if len(src) < 2 {
-			return errf("float block: short header")
-		}
-		f.j, f.tz = uint(src[0]), uint(src[1])
-		src = src[2:]
-		if f.j > f.maxJoin() || f.tz > f.w()-f.j {
-			return errf("float block: bad join %d / zero bits %d for %v", f.j, f.tz, d)
-		}
+	src = src[h.Len:]
+	switch h.Form {
+	case FormFields:
+		f := h.spec()
 		np := f.planes()
 		b.buffers(n, np)
 		b.st.sec = nil
 		if sec := b.setup.Section(d); sec != nil && sec.Join == f.j {
 			b.st.sec = sec
 		}
-		src, err = b.st.decodeStream(b.syms[:n], src, f.symW())
+		src, err = b.st.decodeStream(b.syms[:n], src, h.Width(0))
 		b.st.sec = nil
 		if err != nil {
 			return err
@@ -665,15 +638,15 @@ func (b *blockDecoder) decodeFloat(dst, src []byte, d dtype.DType) error {
 		var planes [8][]byte
 		for p := 0; p < np; p++ {
 			// a packed 8-bit plane is used where it lies, without a copy
-			if planes[p], src, err = b.st.decodeStreamRef(b.planes[p][:n], src, f.planeW(p)); err != nil {
+			if planes[p], src, err = b.st.decodeStreamRef(b.planes[p][:n], src, h.Width(1+p)); err != nil {
 				return err
 			}
 		}
 		merge(dst, n, f, b.syms, planes[:np])
-	case formPlanes:
+	case FormPlanes:
 		b.buffers(n, size)
 		for p := 0; p < size; p++ {
-			if src, err = b.st.decodeStream(b.planes[p][:n], src, 8); err != nil {
+			if src, err = b.st.decodeStream(b.planes[p][:n], src, h.Width(p)); err != nil {
 				return err
 			}
 		}
@@ -682,8 +655,6 @@ func (b *blockDecoder) decodeFloat(dst, src []byte, d dtype.DType) error {
 				dst[i*size+p] = b.planes[p][i]
 			}
 		}
-	default:
-		return errf("float block: unknown form %d", form)
 	}
 	if len(src) != 0 {
 		return errf("float block: %d trailing bytes", len(src))

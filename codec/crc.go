@@ -1,7 +1,10 @@
 package codec
 
-// crc32c is the CRC-32C (Castagnoli) of p, as crc32.Checksum(p, castagnoli).
-func crc32c(p []byte) uint32 { return crc32cUpdate(0, p) }
+import crc "neuralzip/codec/crc32c"
+
+// crc32c is the CRC-32C (Castagnoli) of p, as crc32.Checksum(p, castagnoli)
+// (package crc32c: VPCLMULQDQ folding on AVX-512 CPUs).
+func crc32c(p []byte) uint32 { return crc.Checksum(p) }
 
 // CRC32C returns the CRC-32C (Castagnoli) of p, the checksum the archive
 // stores for every block (BlockInfo.CRC) and its index: the same value as

@@ -92,7 +92,7 @@ func TestDedupAcrossFiles(t *testing.T) {
 		}
 	}
 	for _, b := range rd.Files()[1].Blocks() {
-		if b.Length >= dedupMin && b.Kind != "duplicate" {
+		if b.Length >= dedupMin && b.Kind != KindDuplicate {
 			t.Errorf("second file: block at %d is %s, want a duplicate", b.Offset, b.Kind)
 		}
 	}
@@ -142,7 +142,7 @@ func TestDedupBadIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, b := range rd.Files()[0].Blocks() {
-		if b.Kind == "duplicate" {
+		if b.Kind == KindDuplicate {
 			first = i
 			break
 		}

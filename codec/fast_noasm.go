@@ -2,8 +2,6 @@
 
 package codec
 
-var useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q, useAVX512BW, useAVX512W = false, false, false, false, false, false, false
-
 func mergeBF16Asm(dst, e, r []byte) int         { return 0 }
 func splitBF16Asm(src, e, r []byte) (int, byte) { return 0, 0 }
 
@@ -22,8 +20,6 @@ func expandPairsFast(dst, codes []byte, i int, tab *[256]uint32) int { return i 
 func encodeHuffStreamFast(out, src []byte, enc *[256]uint32) int {
 	return encodeHuffStream(out, src, enc)
 }
-
-var useHuffEnc2 = false
 
 func huffEnc2Asm(out0, out1, src0, src1 *byte, n int, enc *[256]uint64, w *[2]huffW) {}
 

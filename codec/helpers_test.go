@@ -114,3 +114,13 @@ func censusOf(t *testing.T, arc []byte) Census {
 	}
 	return c
 }
+
+// setFeatures switches fast paths as set says (a tier of use, as on a CPU
+// without some features) and returns the function that restores them all:
+//
+//	defer setFeatures(func(f *features) { f.avx2 = false })()
+func setFeatures(set func(f *features)) (restore func()) {
+	saved := use
+	set(&use)
+	return func() { use = saved }
+}

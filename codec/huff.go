@@ -536,7 +536,7 @@ func encodeHuff2(out0, out1, src0, src1 []byte, enc *[256]uint64) (int, int) {
 		src1 = src1[:len(src1)-1]
 	}
 	if len(src0) > 0 {
-		if useHuffEnc2 {
+		if use.huffEnc2 {
 			huffEnc2Asm(&out0[0], &out1[0], &src0[0], &src1[0], len(src0), enc, &w)
 		} else {
 			huffEnc2Go(out0, out1, src0, src1, enc, &w)

@@ -188,14 +188,13 @@ func TestHuffEnc2Twin(t *testing.T) {
 			m0 := encodeHuffStream(r0, a, &ht.enc)
 			m1 := encodeHuffStream(r1, b, &ht.enc)
 			for _, asm := range []bool{false, true} {
-				if asm && !useHuffEnc2 {
+				if asm && !use.huffEnc2 {
 					continue
 				}
-				saved := useHuffEnc2
-				useHuffEnc2 = asm
+				restore := setFeatures(func(f *features) { f.huffEnc2 = asm })
 				o0, o1 := make([]byte, huffStreamMax(len(a))), make([]byte, huffStreamMax(len(b)))
 				n0, n1 := encodeHuff2(o0, o1, a, b, &ht.encL)
-				useHuffEnc2 = saved
+				restore()
 				if !bytes.Equal(o0[:n0], r0[:m0]) || !bytes.Equal(o1[:n1], r1[:m1]) {
 					t.Fatalf("%s, lengths %v, assembly %v: two-stream encoder differs", name, l, asm)
 				}

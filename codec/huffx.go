@@ -40,7 +40,7 @@ func (h *huffX) readTable(src []byte, n int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if h.two && (n < huffXMin || !useHuffXTwo) {
+	if h.two && (n < huffXMin || !use.huffXTwo) {
 		h.two = false
 	}
 	if h.two {

@@ -5,13 +5,7 @@ package codec
 import (
 	"runtime"
 	"unsafe"
-
-	"golang.org/x/sys/cpu"
 )
-
-// useHuffXAsm selects the assembly rounds of huffX (BMI2 for the shifts);
-// tests turn it off to check fast4Go, its twin.
-var useHuffXAsm = cpu.X86.HasBMI1 && cpu.X86.HasBMI2
 
 // hxCtx is huffXRounds' state (offsets in huffx_amd64.s): absolute
 // pointers, valid only during the call.
@@ -38,12 +32,9 @@ func huffXStream1(ctx *hxCtx, rounds int)
 //go:noescape
 func huffXDoubleAVX512(single *uint16, double *uint32, tl int)
 
-// useHuffXAVX512 selects the AVX-512 build of the two-symbol table.
-var useHuffXAVX512 = cpu.X86.HasAVX512F
-
 // buildDouble is buildDoubleGo, 16 entries at a time where AVX-512 is.
 func (h *huffX) buildDouble() {
-	if useHuffXAVX512 && h.tl >= 4 {
+	if use.huffXAVX512 && h.tl >= 4 {
 		huffXDoubleAVX512(&h.single[0], &h.double[0], int(h.tl))
 		return
 	}
@@ -53,7 +44,7 @@ func (h *huffX) buildDouble() {
 // fast4 is fast4Go in assembly: as many rounds at a time as every stream's
 // input and output allow without checks.
 func (h *huffX) fast4(dst, src []byte, st *[4]hxStream) {
-	if !useHuffXAsm {
+	if !use.huffXAsm {
 		h.fast4Go(dst, src, st)
 		return
 	}
@@ -104,7 +95,7 @@ func (h *huffX) fast4(dst, src []byte, st *[4]hxStream) {
 // fast1 is fast1Go in assembly (stream 0 of the context): as many rounds
 // at a time as the stream's input and output allow without checks.
 func (h *huffX) fast1(dst, src []byte, s *hxStream) {
-	if !useHuffXAsm {
+	if !use.huffXAsm {
 		h.fast1Go(dst, src, s)
 		return
 	}

@@ -112,9 +112,9 @@ func TestHuffXTwin(t *testing.T) {
 				t.Fatalf("huff0 roundtrip: %v", err)
 			}
 			for _, two := range []bool{true, false} {
-				useHuffXTwo = two
+				restore := setFeatures(func(f *features) { f.huffXTwo = two })
 				got, err := huffXDecode(&h, comp, len(in), x4)
-				useHuffXTwo = true
+				restore()
 				if err != nil || !bytes.Equal(got, in) {
 					t.Fatalf("n=%d x4 %v two %v: huffX: %v (equal %v)", len(in), x4, two, err, bytes.Equal(got, in))
 				}
@@ -231,7 +231,7 @@ func BenchmarkHuffX(b *testing.B) {
 // TestHuffXTiers: the assembly rounds (4 streams and 1) and the AVX-512
 // table build give what their pure-Go twins give.
 func TestHuffXTiers(t *testing.T) {
-	if !useHuffXAsm && !useHuffXAVX512 {
+	if !use.huffXAsm && !use.huffXAVX512 {
 		t.Skip("no assembly tiers on this machine")
 	}
 	s := huff0.Scratch{Reuse: huff0.ReusePolicyNone}
@@ -249,16 +249,15 @@ func TestHuffXTiers(t *testing.T) {
 				return h.decode1(dst, src)
 			}
 			r1, err1 := a.readTable(comp, len(in))
-			asm, avx := useHuffXAsm, useHuffXAVX512
-			useHuffXAsm, useHuffXAVX512 = false, false
+			restore := setFeatures(func(f *features) { f.huffXAsm, f.huffXAVX512 = false, false })
 			r2, err2 := b.readTable(comp, len(in))
 			if err1 != nil || err2 != nil || a.two != b.two || a.two && a.double != b.double || a.single != b.single || len(r1) != len(r2) {
-				useHuffXAsm, useHuffXAVX512 = asm, avx
+				restore()
 				t.Fatalf("n=%d: tables differ (%v, %v)", len(in), err1, err2)
 			}
 			goOut := make([]byte, len(in))
 			err2 = decode(&b, goOut, r2)
-			useHuffXAsm, useHuffXAVX512 = asm, avx
+			restore()
 			asmOut := make([]byte, len(in))
 			err1 = decode(&a, asmOut, r1)
 			if err1 != nil || err2 != nil || !bytes.Equal(asmOut, in) || !bytes.Equal(goOut, in) {

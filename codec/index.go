@@ -92,7 +92,7 @@ type blockInfo struct {
 
 // BlockInfo is the public view of one block, for inspection.
 type BlockInfo struct {
-	Kind       string // "stored", "zstd", "float", "ref" or "duplicate"
+	Kind       BlockKind
 	DType      dtype.DType
 	Offset     int64 // in the original file
 	Length     int64
@@ -123,7 +123,7 @@ func (f *FileInfo) blockLen(b int) int64 { return f.blocks[b].origLen }
 func (f *FileInfo) Blocks() []BlockInfo {
 	out := make([]BlockInfo, len(f.blocks))
 	for i, b := range f.blocks {
-		out[i] = BlockInfo{Kind: kindName(b.kind), DType: b.dtype, Offset: b.origOff, Length: b.origLen, Compressed: b.compLen, Payload: b.compOff, CRC: b.crc}
+		out[i] = BlockInfo{Kind: BlockKind(b.kind), DType: b.dtype, Offset: b.origOff, Length: b.origLen, Compressed: b.compLen, Payload: b.compOff, CRC: b.crc}
 	}
 	return out
 }
@@ -345,31 +345,10 @@ func unmarshalIndexFlags(b []byte, payloadLen int64, version int, flags uint16) 
 	x := &indexData{version: version, flags: flags}
 	x.chunkValues = int(r.uvarint(MaxChunkValues, "chunk size"))
 	if version >= 2 {
-		x.setupMode = r.u8("setup mode")
-		switch x.setupMode {
-		case setupNone:
-		case setupEmbedded:
-			n := r.uvarint(uint64(len(r.b)), "setup length")
-			x.setupRaw = r.bytes(int(n), "setup")
-			if r.err == nil {
-				sum := sha256.Sum256(x.setupRaw)
-				copy(x.setupID[:], sum[:16])
-			}
-		case setupExternal:
-			copy(x.setupID[:], r.bytes(16, "setup ID"))
-		default:
-			r.fail("index: unknown setup mode %d", x.setupMode)
-		}
+		x.readSetup(r)
 	}
 	if flags&flagRef != 0 {
-		nr := r.uvarint(min(uint64(len(r.b)/34), maxRefFiles), "reference count")
-		for i := uint64(0); i < nr && r.err == nil; i++ {
-			var f RefInfo
-			f.Name = r.str("reference name")
-			f.Size = int64(r.uvarint(math.MaxInt64, "reference size"))
-			copy(f.SHA256[:], r.bytes(32, "reference SHA-256"))
-			x.refs = append(x.refs, f)
-		}
+		x.readRefs(r)
 	}
 	nf := r.uvarint(uint64(len(r.b)), "file count")
 	namesLeft := maxNameBytes(len(b)) // for the names of all files
@@ -394,154 +373,12 @@ func unmarshalIndexFlags(b []byte, payloadLen int64, version int, flags uint16) 
 		if r.err != nil {
 			break
 		}
-		f.blocks = make([]blockInfo, 0, nb)
-		var origOff int64
-		for j := uint64(0); j < nb && r.err == nil; j++ {
-			var k blockInfo
-			k.kind = r.u8("block kind")
-			if k.kind > kindFloat && !(k.kind == kindRef && flags&flagRef != 0) && !(k.kind == kindDup && version >= 3) {
-				r.fail("index: file %q block %d: unknown kind %d", f.Name, j, k.kind)
-				break
-			}
-			if k.kind == kindRef {
-				k.dtype = dtype.DType(r.u8("block dtype"))
-			}
-			if k.kind == kindFloat {
-				k.dtype = dtype.DType(r.u8("block dtype"))
-				if floatType(k.dtype) != k.dtype || k.dtype == dtype.Invalid {
-					r.fail("index: file %q block %d: %v is not a float block type", f.Name, j, k.dtype)
-					break
-				}
-			}
-			k.origLen = int64(r.uvarint(maxBlockLen, "block length"))
-			k.compLen = int64(r.uvarint(uint64(payloadLen), "block compressed length"))
-			c := r.bytes(4, "block CRC")
-			if c != nil {
-				k.crc = binary.LittleEndian.Uint32(c)
-			}
-			if k.kind == kindRef {
-				k.ref = int(r.uvarint(uint64(max(len(x.refs)-1, 0)), "block reference"))
-				k.refOff = int64(r.uvarint(math.MaxInt64, "block reference offset"))
-				if r.err == nil && len(x.refs) == 0 {
-					r.fail("index: file %q block %d: reference block without a reference", f.Name, j)
-				}
-				if r.err == nil && (k.refOff > x.refs[k.ref].Size || k.origLen > x.refs[k.ref].Size-k.refOff) {
-					r.fail("index: file %q block %d: reference range [%d,+%d) outside %q", f.Name, j, k.refOff, k.origLen, x.refs[k.ref].Name)
-				}
-				if r.err == nil && k.dtype != dtype.Invalid && floatType(k.dtype) != k.dtype {
-					r.fail("index: file %q block %d: %v is not a float block type", f.Name, j, k.dtype)
-				}
-				if r.err == nil && k.compLen != 0 && (!refCodable(k.dtype) || k.origLen%int64(k.dtype.Size()) != 0) {
-					r.fail("index: file %q block %d: %v cannot be coded as a difference", f.Name, j, k.dtype)
-				}
-				if r.err != nil {
-					break
-				}
-			}
-			if k.kind == kindDup {
-				// a copy of an earlier block (not itself a copy) of the same length
-				sf := r.uvarint(i, "duplicate's source file")
-				src := f.blocks
-				if sf < i {
-					src = x.files[sf].blocks
-				}
-				sb := r.uvarint(uint64(max(len(src)-1, 0)), "duplicate's source block")
-				if r.err == nil && (len(src) == 0 || src[sb].kind == kindDup || src[sb].origLen != k.origLen || k.compLen != 0) {
-					r.fail("index: file %q block %d: bad duplicate of file %d block %d", f.Name, j, sf, sb)
-				}
-				if r.err != nil {
-					break
-				}
-				k.ref, k.refOff = int(sf), int64(sb)
-			}
-			if k.origLen > f.Size-origOff {
-				r.fail("index: file %q: blocks exceed the file size %d", f.Name, f.Size)
-				break
-			}
-			if k.compLen > payloadLen-(compOff-headerLen) {
-				r.fail("index: file %q: blocks exceed the payload of %d bytes", f.Name, payloadLen)
-				break
-			}
-			k.origOff, k.compOff = origOff, compOff
-			origOff += k.origLen
-			compOff += k.compLen
-			f.Compressed += k.compLen
-			f.blocks = append(f.blocks, k)
-		}
-		if r.err == nil && origOff != f.Size {
-			r.fail("index: file %q: blocks cover %d of %d bytes", f.Name, origOff, f.Size)
-		}
+		compOff = x.readBlocks(r, f, i, nb, payloadLen, compOff)
 		nt := r.uvarint(uint64(len(r.b)/6), "tensor count")
 		if r.err != nil {
 			break
 		}
-		f.Tensors = make([]TensorInfo, 0, nt)
-		// The names are decoded into one buffer and become substrings of
-		// one string: one allocation for all of them. A name shares a
-		// prefix with the one before, so a small index could describe
-		// huge names; their total is bounded (namesLeft). The buffer
-		// starts at ~24 bytes a name: nt is bounded by the bytes left, so
-		// these allocations total a few times the index whatever the
-		// files claim.
-		names := make([]byte, 0, min(len(r.b), 24*int(nt)))
-		ends := make([]int, 0, nt)
-		prevStart := 0
-		var prevEnd int64
-		var slab []int64
-		for j := uint64(0); j < nt && r.err == nil; j++ {
-			var t TensorInfo
-			p := int(r.uvarint(uint64(len(names)-prevStart), "name prefix"))
-			suffix := r.bytes(int(r.uvarintOf(uint64(len(r.b)), "tensor name", " length")), "tensor name")
-			if r.err != nil {
-				break
-			}
-			if namesLeft -= p + len(suffix); namesLeft < 0 {
-				r.fail("index: file %q: tensor names exceed %d bytes in all", f.Name, maxNameBytes(len(b)))
-				break
-			}
-			start := len(names)
-			names = append(names, names[prevStart:prevStart+p]...)
-			names = append(names, suffix...)
-			prevStart = start
-			t.DType = dtype.DType(r.u8("tensor dtype"))
-			if t.DType == dtype.Invalid {
-				t.Type = r.str("tensor type")
-			} else if t.DType.Bits() == 0 {
-				r.fail("index: tensor %q: unknown dtype %d", names[start:], t.DType)
-			}
-			nd := r.uvarint(uint64(len(r.b)), "rank")
-			if r.err != nil {
-				break
-			}
-			// Shapes are cut from a shared slab: one allocation per
-			// few hundred tensors instead of one each.
-			if slab == nil || uint64(cap(slab)-len(slab)) < nd {
-				slab = make([]int64, 0, max(nd, 1024))
-			}
-			t.Shape = slab[len(slab) : len(slab)+int(nd) : len(slab)+int(nd)]
-			slab = slab[:len(slab)+int(nd)]
-			for d := range t.Shape {
-				t.Shape[d] = int64(r.uvarint(math.MaxInt64, "dimension"))
-			}
-			delta := r.varint("tensor offset")
-			if delta < -prevEnd || delta > f.Size-prevEnd {
-				r.fail("index: tensor %q: offset outside the file", names[start:])
-				break
-			}
-			t.Offset = prevEnd + delta
-			t.Length = int64(r.uvarint(math.MaxInt64, "tensor length"))
-			if r.err == nil && (t.Offset < 0 || t.Offset > f.Size || t.Length > f.Size-t.Offset) {
-				r.fail("index: tensor %q [%d,+%d) outside the file", names[start:], t.Offset, t.Length)
-			}
-			prevEnd = t.Offset + t.Length
-			f.Tensors = append(f.Tensors, t)
-			ends = append(ends, len(names))
-		}
-		all, start := string(names), 0
-		for i := range f.Tensors {
-			f.Tensors[i].Name = all[start:ends[i]]
-			start = ends[i]
-		}
+		readTensors(r, f, nt, &namesLeft, len(b))
 		x.files = append(x.files, f)
 	}
 	if r.err == nil && compOff-headerLen != payloadLen {
@@ -554,4 +391,193 @@ func unmarshalIndexFlags(b []byte, payloadLen int64, version int, flags uint16) 
 		return nil, r.err
 	}
 	return x, nil
+}
+
+// readSetup reads the setup mode (format version 2 on) and the embedded
+// setup or the external one's ID.
+func (x *indexData) readSetup(r *indexReader) {
+	x.setupMode = r.u8("setup mode")
+	switch x.setupMode {
+	case setupNone:
+	case setupEmbedded:
+		n := r.uvarint(uint64(len(r.b)), "setup length")
+		x.setupRaw = r.bytes(int(n), "setup")
+		if r.err == nil {
+			sum := sha256.Sum256(x.setupRaw)
+			copy(x.setupID[:], sum[:16])
+		}
+	case setupExternal:
+		copy(x.setupID[:], r.bytes(16, "setup ID"))
+	default:
+		r.fail("index: unknown setup mode %d", x.setupMode)
+	}
+}
+
+// readRefs reads the references of an archive coded against one.
+func (x *indexData) readRefs(r *indexReader) {
+	nr := r.uvarint(min(uint64(len(r.b)/34), maxRefFiles), "reference count")
+	for i := uint64(0); i < nr && r.err == nil; i++ {
+		var f RefInfo
+		f.Name = r.str("reference name")
+		f.Size = int64(r.uvarint(math.MaxInt64, "reference size"))
+		copy(f.SHA256[:], r.bytes(32, "reference SHA-256"))
+		x.refs = append(x.refs, f)
+	}
+}
+
+// readBlocks reads the nb blocks of file i (f), whose payloads start at
+// compOff, checks that they tile the file, and returns where the next
+// file's payloads start.
+func (x *indexData) readBlocks(r *indexReader, f *FileInfo, i, nb uint64, payloadLen, compOff int64) int64 {
+	flags, version := x.flags, x.version
+	f.blocks = make([]blockInfo, 0, nb)
+	var origOff int64
+	for j := uint64(0); j < nb && r.err == nil; j++ {
+		var k blockInfo
+		k.kind = r.u8("block kind")
+		if k.kind > kindFloat && !(k.kind == kindRef && flags&flagRef != 0) && !(k.kind == kindDup && version >= 3) {
+			r.fail("index: file %q block %d: unknown kind %d", f.Name, j, k.kind)
+			break
+		}
+		if k.kind == kindRef {
+			k.dtype = dtype.DType(r.u8("block dtype"))
+		}
+		if k.kind == kindFloat {
+			k.dtype = dtype.DType(r.u8("block dtype"))
+			if floatType(k.dtype) != k.dtype || k.dtype == dtype.Invalid {
+				r.fail("index: file %q block %d: %v is not a float block type", f.Name, j, k.dtype)
+				break
+			}
+		}
+		k.origLen = int64(r.uvarint(maxBlockLen, "block length"))
+		k.compLen = int64(r.uvarint(uint64(payloadLen), "block compressed length"))
+		c := r.bytes(4, "block CRC")
+		if c != nil {
+			k.crc = binary.LittleEndian.Uint32(c)
+		}
+		if k.kind == kindRef {
+			k.ref = int(r.uvarint(uint64(max(len(x.refs)-1, 0)), "block reference"))
+			k.refOff = int64(r.uvarint(math.MaxInt64, "block reference offset"))
+			if r.err == nil && len(x.refs) == 0 {
+				r.fail("index: file %q block %d: reference block without a reference", f.Name, j)
+			}
+			if r.err == nil && (k.refOff > x.refs[k.ref].Size || k.origLen > x.refs[k.ref].Size-k.refOff) {
+				r.fail("index: file %q block %d: reference range [%d,+%d) outside %q", f.Name, j, k.refOff, k.origLen, x.refs[k.ref].Name)
+			}
+			if r.err == nil && k.dtype != dtype.Invalid && floatType(k.dtype) != k.dtype {
+				r.fail("index: file %q block %d: %v is not a float block type", f.Name, j, k.dtype)
+			}
+			if r.err == nil && k.compLen != 0 && (!refCodable(k.dtype) || k.origLen%int64(k.dtype.Size()) != 0) {
+				r.fail("index: file %q block %d: %v cannot be coded as a difference", f.Name, j, k.dtype)
+			}
+			if r.err != nil {
+				break
+			}
+		}
+		if k.kind == kindDup {
+			// a copy of an earlier block (not itself a copy) of the same length
+			sf := r.uvarint(i, "duplicate's source file")
+			src := f.blocks
+			if sf < i {
+				src = x.files[sf].blocks
+			}
+			sb := r.uvarint(uint64(max(len(src)-1, 0)), "duplicate's source block")
+			if r.err == nil && (len(src) == 0 || src[sb].kind == kindDup || src[sb].origLen != k.origLen || k.compLen != 0) {
+				r.fail("index: file %q block %d: bad duplicate of file %d block %d", f.Name, j, sf, sb)
+			}
+			if r.err != nil {
+				break
+			}
+			k.ref, k.refOff = int(sf), int64(sb)
+		}
+		if k.origLen > f.Size-origOff {
+			r.fail("index: file %q: blocks exceed the file size %d", f.Name, f.Size)
+			break
+		}
+		if k.compLen > payloadLen-(compOff-headerLen) {
+			r.fail("index: file %q: blocks exceed the payload of %d bytes", f.Name, payloadLen)
+			break
+		}
+		k.origOff, k.compOff = origOff, compOff
+		origOff += k.origLen
+		compOff += k.compLen
+		f.Compressed += k.compLen
+		f.blocks = append(f.blocks, k)
+	}
+	if r.err == nil && origOff != f.Size {
+		r.fail("index: file %q: blocks cover %d of %d bytes", f.Name, origOff, f.Size)
+	}
+	return compOff
+}
+
+// readTensors reads the nt tensors of f; their names, all files' together,
+// may take namesLeft more bytes (an index of indexLen bytes).
+func readTensors(r *indexReader, f *FileInfo, nt uint64, namesLeft *int, indexLen int) {
+	f.Tensors = make([]TensorInfo, 0, nt)
+	// The names are decoded into one buffer and become substrings of
+	// one string: one allocation for all of them. A name shares a
+	// prefix with the one before, so a small index could describe
+	// huge names; their total is bounded (namesLeft). The buffer
+	// starts at ~24 bytes a name: nt is bounded by the bytes left, so
+	// these allocations total a few times the index whatever the
+	// files claim.
+	names := make([]byte, 0, min(len(r.b), 24*int(nt)))
+	ends := make([]int, 0, nt)
+	prevStart := 0
+	var prevEnd int64
+	var slab []int64
+	for j := uint64(0); j < nt && r.err == nil; j++ {
+		var t TensorInfo
+		p := int(r.uvarint(uint64(len(names)-prevStart), "name prefix"))
+		suffix := r.bytes(int(r.uvarintOf(uint64(len(r.b)), "tensor name", " length")), "tensor name")
+		if r.err != nil {
+			break
+		}
+		if *namesLeft -= p + len(suffix); *namesLeft < 0 {
+			r.fail("index: file %q: tensor names exceed %d bytes in all", f.Name, maxNameBytes(indexLen))
+			break
+		}
+		start := len(names)
+		names = append(names, names[prevStart:prevStart+p]...)
+		names = append(names, suffix...)
+		prevStart = start
+		t.DType = dtype.DType(r.u8("tensor dtype"))
+		if t.DType == dtype.Invalid {
+			t.Type = r.str("tensor type")
+		} else if t.DType.Bits() == 0 {
+			r.fail("index: tensor %q: unknown dtype %d", names[start:], t.DType)
+		}
+		nd := r.uvarint(uint64(len(r.b)), "rank")
+		if r.err != nil {
+			break
+		}
+		// Shapes are cut from a shared slab: one allocation per
+		// few hundred tensors instead of one each.
+		if slab == nil || uint64(cap(slab)-len(slab)) < nd {
+			slab = make([]int64, 0, max(nd, 1024))
+		}
+		t.Shape = slab[len(slab) : len(slab)+int(nd) : len(slab)+int(nd)]
+		slab = slab[:len(slab)+int(nd)]
+		for d := range t.Shape {
+			t.Shape[d] = int64(r.uvarint(math.MaxInt64, "dimension"))
+		}
+		delta := r.varint("tensor offset")
+		if delta < -prevEnd || delta > f.Size-prevEnd {
+			r.fail("index: tensor %q: offset outside the file", names[start:])
+			break
+		}
+		t.Offset = prevEnd + delta
+		t.Length = int64(r.uvarint(math.MaxInt64, "tensor length"))
+		if r.err == nil && (t.Offset < 0 || t.Offset > f.Size || t.Length > f.Size-t.Offset) {
+			r.fail("index: tensor %q [%d,+%d) outside the file", names[start:], t.Offset, t.Length)
+		}
+		prevEnd = t.Offset + t.Length
+		f.Tensors = append(f.Tensors, t)
+		ends = append(ends, len(names))
+	}
+	all, start := string(names), 0
+	for i := range f.Tensors {
+		f.Tensors[i].Name = all[start:ends[i]]
+		start = ends[i]
+	}
 }

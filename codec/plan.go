@@ -128,6 +128,5 @@ func planBlocks(segs []Segment, size int64, chunk int) ([]blockPlan, error) {
 }
 
 // mergeValues: float tensors with fewer values than this share blocks with
-// their small neighbours (see planBlocks). A variable so tests and
-// measurements can change it.
-var mergeValues = 4096
+// their small neighbours (see planBlocks).
+const mergeValues = 4096

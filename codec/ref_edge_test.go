@@ -318,7 +318,7 @@ func testRefEdgeArchive(t *testing.T, cur, refB []byte, segs []Segment, ref *Ref
 	}
 	kinds := map[string]int{}
 	for _, b := range rd.Files()[0].Blocks() {
-		kinds[b.Kind]++
+		kinds[b.Kind.String()]++
 	}
 	if kinds["ref"] == 0 {
 		t.Fatalf("no reference blocks: %v", kinds)

@@ -147,13 +147,11 @@ func FuzzRefBlock(f *testing.F) {
 // the BMI2 token rounds of method 3 too when noAVX2: pure Go), as on a CPU
 // without them.
 func withoutAVX512(noAVX2 bool, fn func()) {
-	a2, a512, a512g, a512t, a512q, a512w, a512bw, sw := useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q, useAVX512W, useAVX512BW, useSwitchAsm
-	defer func() {
-		useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q, useAVX512W, useAVX512BW, useSwitchAsm = a2, a512, a512g, a512t, a512q, a512w, a512bw, sw
-	}()
-	useAVX512, useAVX512G, useAVX512T, useAVX512Q, useAVX512W, useAVX512BW = false, false, false, false, false, false
-	if noAVX2 {
-		useAVX2, useSwitchAsm = false, false
-	}
+	defer setFeatures(func(f *features) {
+		f.avx512, f.avx512Group, f.avx512Tokens, f.avx512Wide, f.avx512Lanes, f.avx512Pairs = false, false, false, false, false, false
+		if noAVX2 {
+			f.avx2, f.switchAsm = false, false
+		}
+	})()
 	fn()
 }

@@ -1,6 +1,10 @@
 package codec
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"neuralzip/codec/rangecoder"
+)
 
 // Method 2 of difference blocks: the tokens and the top extra bit of each
 // value range-coded with adaptive models instead of Huffman-coded by
@@ -15,10 +19,10 @@ const refMethodRange = 2
 // context key for the tokens (allocated as contexts appear, cleared per
 // block) and one decision per magnitude bucket for the top extra bit.
 type rcState struct {
-	rows  [][256]rcModel
+	rows  [][256]rangecoder.Model
 	slot  []int32 // context key -> row + 1, 0 when the block has not used it
 	used  []int   // context keys used in the block
-	top   [128]rcModel
+	top   [128]rangecoder.Model
 	nrows int
 }
 
@@ -31,18 +35,18 @@ func (s *rcState) reset(nctx int) {
 	}
 	s.used = s.used[:0]
 	s.nrows = 0
-	s.top = [128]rcModel{}
+	s.top = [128]rangecoder.Model{}
 }
 
 // row returns the token models of context key c.
-func (s *rcState) row(c int) *[256]rcModel {
+func (s *rcState) row(c int) *[256]rangecoder.Model {
 	if r := s.slot[c]; r != 0 {
 		return &s.rows[r-1]
 	}
 	if s.nrows == len(s.rows) {
-		s.rows = append(s.rows, [256]rcModel{})
+		s.rows = append(s.rows, [256]rangecoder.Model{})
 	} else {
-		s.rows[s.nrows] = [256]rcModel{}
+		s.rows[s.nrows] = [256]rangecoder.Model{}
 	}
 	s.nrows++
 	s.slot[c] = int32(s.nrows)
@@ -58,8 +62,8 @@ func (e *refEncoder) appendRefRange(dst []byte, p *refSpec, n int) []byte {
 	}
 	s := e.rc
 	s.reset(p.nctx)
-	var enc rcEncoder
-	enc.reset(e.rcOut[:0])
+	var enc rangecoder.Encoder
+	enc.Reset(e.rcOut[:0])
 	raw := e.rcRaw[:0]
 	var acc uint64
 	var nb uint
@@ -69,7 +73,7 @@ func (e *refEncoder) appendRefRange(dst []byte, p *refSpec, n int) []byte {
 		node := uint32(1)
 		for j := 7; j >= 0; j-- {
 			bit := t >> uint(j) & 1
-			enc.encode(&row[node], bit)
+			enc.Encode(&row[node], bit)
 			node = node<<1 | bit
 		}
 		xn := uint(e.xns[i])
@@ -77,7 +81,7 @@ func (e *refEncoder) appendRefRange(dst []byte, p *refSpec, n int) []byte {
 			continue
 		}
 		x := uint64(e.xs[i])
-		enc.encode(&s.top[(t+1)>>1], uint32(x>>(xn-1))&1)
+		enc.Encode(&s.top[(t+1)>>1], uint32(x>>(xn-1))&1)
 		acc |= (x & (1<<(xn-1) - 1)) << nb
 		nb += xn - 1
 		for nb >= 8 {
@@ -89,7 +93,7 @@ func (e *refEncoder) appendRefRange(dst []byte, p *refSpec, n int) []byte {
 	if nb > 0 {
 		raw = append(raw, byte(acc))
 	}
-	coded := enc.finish()
+	coded := enc.Finish()
 	e.rcOut, e.rcRaw = coded, raw
 	dst = append(dst, refMethodRange, byte(p.q))
 	dst = binary.AppendUvarint(dst, uint64(len(coded)))
@@ -113,9 +117,9 @@ func (e *refDecoder) decodeRefRange(dst, src, ref []byte, p *refSpec) error {
 	}
 	s := e.rc
 	s.reset(p.nctx)
-	var dec rcDecoder
-	if err := dec.reset(coded); err != nil {
-		return err
+	var dec rangecoder.Decoder
+	if err := dec.Reset(coded); err != nil {
+		return errf("%v", err)
 	}
 	n := len(dst) / p.size
 	maxTok := uint32(p.maxTok)
@@ -128,7 +132,7 @@ func (e *refDecoder) decodeRefRange(dst, src, ref []byte, p *refSpec) error {
 		row := s.row(p.ctx(r))
 		t := uint32(1)
 		for range 8 {
-			t = t<<1 | dec.decode(&row[t])
+			t = t<<1 | dec.Decode(&row[t])
 		}
 		t &= 0xFF
 		if t == 0 {
@@ -142,7 +146,7 @@ func (e *refDecoder) decodeRefRange(dst, src, ref []byte, p *refSpec) error {
 		a := k
 		if k >= 2<<q {
 			xn := uint(k>>q) - 1 // L-1-q extra bits, L = k>>q + q
-			x := uint64(dec.decode(&s.top[k])) << (xn - 1)
+			x := uint64(dec.Decode(&s.top[k])) << (xn - 1)
 			for nb < xn-1 {
 				if rp == len(raw) {
 					return errf("reference block: extra bits truncated")
@@ -162,8 +166,8 @@ func (e *refDecoder) decodeRefRange(dst, src, ref []byte, p *refSpec) error {
 		}
 		storeValue(dst, i, p.size, p.unkey((p.key(r)+d)&p.mask))
 	}
-	if !dec.done() {
-		return errf("reference block: range-coded tokens end at byte %d of %d", dec.pos, len(coded))
+	if !dec.Done() {
+		return errf("reference block: range-coded tokens end at byte %d of %d", dec.Pos(), len(coded))
 	}
 	if rp != len(raw) {
 		return errf("reference block: %d bytes after the extra bits", len(raw)-rp)

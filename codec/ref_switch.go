@@ -198,12 +198,6 @@ type refSwitchDec struct {
 	cinfo [256]uint32
 }
 
-// refSwitchRoundsOn: decodeTokens takes the eight streams in rounds
-// (fast8: the assembly or fast8Go, which read the tables unchecked) where
-// it can; tests switch it off to decode with window and tail alone, whose
-// reads are all bounds-checked.
-var refSwitchRoundsOn = true
-
 // nativeLE: the CPU stores integers little-endian (a table's uint16
 // entries copy into tabs as they are).
 var nativeLE = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
@@ -336,7 +330,7 @@ func (d *refSwitchDec) decodeTokens(tv, ex, src []byte) ([]byte, error) {
 		pos = end
 	}
 	streams := src[:pos]
-	if S == refSwitchMaxStreams && refSwitchRoundsOn {
+	if S == refSwitchMaxStreams && use.switchRounds {
 		d.fast8(tv, ex, streams, &st)
 	}
 	for k := range S {
@@ -477,7 +471,7 @@ func (e *refEncoder) pairsMayPay(G int) bool {
 			n += c
 			top = max(top, c)
 		}
-		if n >= uint32(minPairSymbolsVar) && uint64(top)*refPairShare >= uint64(n) {
+		if n >= minPairSymbols && uint64(top)*refPairShare >= uint64(n) {
 			return true
 		}
 	}

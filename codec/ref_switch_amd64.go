@@ -5,13 +5,7 @@ package codec
 import (
 	"runtime"
 	"unsafe"
-
-	"golang.org/x/sys/cpu"
 )
-
-// useSwitchAsm selects refSwitchRounds (BMI1 and BMI2 for TZCNT and the
-// shifts); tests turn it off to check fast8Go, its twin.
-var useSwitchAsm = cpu.X86.HasBMI1 && cpu.X86.HasBMI2
 
 // swCtx is refSwitchRounds' state (offsets in ref_switch_amd64.s):
 // absolute pointers, valid only during the call.
@@ -29,7 +23,7 @@ func refSwitchRounds(ctx *swCtx, rounds int)
 // fast8 is fast8Go in assembly: as many rounds at a time as every
 // stream's input and the tokens left allow without checks.
 func (d *refSwitchDec) fast8(tv, ex, src []byte, st *[refSwitchMaxStreams]swStream) {
-	if !useSwitchAsm {
+	if !use.switchAsm {
 		d.fast8Go(tv, ex, src, st)
 		return
 	}

@@ -2,8 +2,6 @@
 
 package codec
 
-var useSwitchAsm = false
-
 func (d *refSwitchDec) fast8(tv, ex, src []byte, st *[refSwitchMaxStreams]swStream) {
 	d.fast8Go(tv, ex, src, st)
 }

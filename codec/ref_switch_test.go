@@ -63,13 +63,11 @@ func TestRefSwitchTwin(t *testing.T) {
 		asm, rounds bool
 	}
 	modes := []mode{{"checked", false, false}, {"fast8Go", false, true}}
-	if useSwitchAsm {
+	if use.switchAsm {
 		modes = append(modes, mode{"assembly", true, true})
 	}
 	decode := func(p, ref []byte, d dtype.DType, m mode) ([]byte, error) {
-		savedAsm, savedRounds := useSwitchAsm, refSwitchRoundsOn
-		useSwitchAsm, refSwitchRoundsOn = m.asm, m.rounds
-		defer func() { useSwitchAsm, refSwitchRoundsOn = savedAsm, savedRounds }()
+		defer setFeatures(func(f *features) { f.switchAsm, f.switchRounds = m.asm, m.rounds })()
 		got := make([]byte, len(ref))
 		return got, (&blockDecoder{}).decodeRefFloat(got, p, ref, d)
 	}

@@ -80,17 +80,18 @@ func TestRefRoundTripReal(t *testing.T) {
 		// AVX-512 without the narrow lanes (as without VBMI2), the AVX2
 		// assembly alone, and pure Go
 		for _, tier := range []string{"avx512-wide", "avx2", "go"} {
-			a2, a512, a512g, a512t, a512q, a512w := useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q, useAVX512W
-			useAVX512W = false
-			if tier != "avx512-wide" {
-				useAVX512, useAVX512G, useAVX512T, useAVX512Q = false, false, false, false
-			}
-			if tier == "go" {
-				useAVX2 = false
-			}
+			restore := setFeatures(func(f *features) {
+				f.avx512Lanes = false
+				if tier != "avx512-wide" {
+					f.avx512, f.avx512Group, f.avx512Tokens, f.avx512Wide = false, false, false, false
+				}
+				if tier == "go" {
+					f.avx2 = false
+				}
+			})
 			arc3 := encodeRef(t, cur, ref, Options{Threads: 2})
 			out3, err := DecompressBytes(arc1, Options{Ref: ref})
-			useAVX2, useAVX512, useAVX512G, useAVX512T, useAVX512Q, useAVX512W = a2, a512, a512g, a512t, a512q, a512w
+			restore()
 			if err != nil || !bytes.Equal(out3, cur) || !bytes.Equal(arc3, arc1) {
 				t.Fatalf("%s %d->%d, %s paths: roundtrip or archive differs (%v)", c.kind, c.from, c.to, tier, err)
 			}

@@ -476,7 +476,7 @@ func TestSetupHuffX(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range []struct{ hx, two bool }{{false, false}, {true, false}, {true, true}} {
-			if c.hx && !useHuffXAsm {
+			if c.hx && !use.huffXAsm {
 				continue
 			}
 			// a fresh setup each time (not ParseSetup's cached one): the
@@ -485,10 +485,9 @@ func TestSetupHuffX(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			savedX, savedTwo := useHuffX, useHuffXTwo
-			useHuffX, useHuffXTwo = c.hx, c.two
+			restore := setFeatures(func(f *features) { f.huffX, f.huffXTwo = c.hx, c.two })
 			out, err := DecompressBytes(arc, Options{Setup: s2, Threads: 2})
-			useHuffX, useHuffXTwo = savedX, savedTwo
+			restore()
 			if err != nil || !bytes.Equal(out, data) {
 				t.Fatalf("chunk %d, huffX %v, two-symbol %v: %v", chunk, c.hx, c.two, err)
 			}

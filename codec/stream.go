@@ -2,8 +2,6 @@ package codec
 
 import (
 	"encoding/binary"
-
-	"github.com/klauspost/compress/huff0"
 )
 
 // Symbol streams. Every field of a float block (exponent symbols, residual
@@ -29,19 +27,9 @@ import (
 // Pairs halve the symbols huff0 has to decode and capture the correlation
 // of neighbouring exponents.
 const (
-	smPacked = 0
-	smConst  = 1
-	smHuff1  = 2
-	smHuff4  = 3
-	smPair1  = 4
-	smPair4  = 5
-)
-
-const (
 	minHuffSymbols = 32   // below this a stream is stored packed
 	min4XSymbols   = 256  // from here on the 4-stream layout decodes faster (huffX)
-	minPairSymbols = 8192 // default of minPairSymbolsVar: below this pairs gain too little for a second table
-	maxPairK       = 15
+	minPairSymbols = 8192 // below this pairs gain too little for a second table
 	pairSampleStep = 8    // appendSymbols ranks symbols by every 8th one
 	minExcHuff     = 1024 // fewer exceptions than this are stored packed
 )
@@ -109,7 +97,7 @@ const (
 // encoded.
 func (e *streamEncoder) appendStream(dst, syms []byte, w uint, hist *[256]uint32, allowPairs bool) []byte {
 	pairs := pairsNone
-	if allowPairs && len(syms) >= minPairSymbolsVar && pairCoverage(hist, len(syms)) {
+	if allowPairs && len(syms) >= minPairSymbols && pairCoverage(hist, len(syms)) {
 		pairs = pairsCompute
 	}
 	return e.choose(dst, syms, w, hist, pairs)
@@ -144,7 +132,7 @@ func pairCoverage(hist *[256]uint32, n int) bool {
 // counting pass over the symbols.
 func (e *streamEncoder) appendSymbols(dst, syms []byte, w uint) []byte {
 	n := len(syms)
-	if n < minPairSymbolsVar {
+	if n < minPairSymbols {
 		countHist(&e.hist, syms)
 		return e.choose(dst, syms, w, &e.hist, pairsNone)
 	}
@@ -321,7 +309,7 @@ func pairize(codes, syms []byte, pc *[65536]byte, esc byte, exc []byte) []byte {
 	m := len(codes)
 	i := 0
 	// the assembly runs until an escape; Go codes the escape and the rest
-	for useAVX2 && i < m {
+	for use.avx2 && i < m {
 		if i = pairizeFast(codes, syms, i, pc); i < m {
 			exc = pairOne(codes, syms, i, pc, esc, exc)
 			i++
@@ -406,313 +394,6 @@ func (e *streamEncoder) appendPairs(dst []byte) ([]byte, bool) {
 	return append(out, e.excEnc...), true
 }
 
-// streamDecoder holds the reusable state of one worker's stream decoding.
-type streamDecoder struct {
-	huf   huff0.Scratch
-	hx    *huffX // Huffman blocks (where useHuffX)
-	codes []byte
-	exc   []byte
-	sec   *SetupSection // the setup section of the block's dtype, for modes 6 and 7
-	// shared-table state cached between blocks (blocks of a tensor mostly
-	// share a table and a shift)
-	rotInv  [256]byte
-	rotD    int
-	rotW    uint
-	rotOK   bool
-	tab     [256]uint32 // pair expansion of tabCode at shift tabD
-	tabCode *tableCode
-	tabD    int
-	tabW    uint
-}
-
-// inverse returns the map aligned symbol -> symbol for shift d and width w.
-func (d *streamDecoder) inverse(sh int, w uint) *[256]byte {
-	if !d.rotOK || d.rotD != sh || d.rotW != w {
-		_, d.rotInv = rotation(sh, w)
-		d.rotD, d.rotW, d.rotOK = sh, w, true
-	}
-	return &d.rotInv
-}
-
-// readUvarint reads a uvarint that must be ≤ max.
-func readUvarint(src []byte, max uint64) (uint64, []byte, error) {
-	v, k := binary.Uvarint(src)
-	if k <= 0 {
-		return 0, nil, errf("bad varint")
-	}
-	if v > max {
-		return 0, nil, errf("length %d exceeds %d", v, max)
-	}
-	return v, src[k:], nil
-}
-
-// readLen reads a uvarint length of the bytes that follow it, which must
-// all be there (a slice of a larger buffer must not be read past its end).
-func readLen(src []byte) (uint64, []byte, error) {
-	l, rest, err := readUvarint(src, uint64(len(src)))
-	if err == nil && l > uint64(len(rest)) {
-		return 0, nil, errf("length %d exceeds the %d bytes left", l, len(rest))
-	}
-	return l, rest, err
-}
-
-// decodeStream decodes len(dst) symbols of width w from src into dst and
-// returns the rest of src.
-func (d *streamDecoder) decodeStream(dst, src []byte, w uint) ([]byte, error) {
-	return d.decode(dst, src, w, true)
-}
-
-// decodeStreamRef is decodeStream, except that a packed stream of width 8
-// is returned as a slice of src instead of being copied into dst. It
-// returns the symbols and the rest of src.
-func (d *streamDecoder) decodeStreamRef(dst, src []byte, w uint) (syms, rest []byte, err error) {
-	n := len(dst)
-	if w == 8 && len(src) > n && src[0] == smPacked {
-		return src[1 : 1+n], src[1+n:], nil
-	}
-	rest, err = d.decode(dst, src, w, true)
-	return dst, rest, err
-}
-
-func (d *streamDecoder) decode(dst, src []byte, w uint, allowPairs bool) ([]byte, error) {
-	n := len(dst)
-	if len(src) < 1 {
-		return nil, errf("missing stream")
-	}
-	mode := src[0]
-	src = src[1:]
-	switch mode {
-	case smPacked:
-		l := packedLen(n, w)
-		if len(src) < l {
-			return nil, errf("packed stream: need %d bytes, have %d", l, len(src))
-		}
-		unpack(dst, src, w)
-		return src[l:], nil
-	case smConst:
-		if len(src) < 1 {
-			return nil, errf("const stream: missing symbol")
-		}
-		s := src[0]
-		if w < 8 && s >= 1<<w {
-			return nil, errf("const stream: symbol %d out of range", s)
-		}
-		for i := range dst {
-			dst[i] = s
-		}
-		return src[1:], nil
-	case smHuff1, smHuff4:
-		l, rest, err := readLen(src)
-		if err != nil {
-			return nil, err
-		}
-		if err := d.huffDecode(dst[:0:n], rest[:l], mode == smHuff4); err != nil {
-			return nil, err
-		}
-		if w < 8 && !symbolsFit(dst, w) {
-			return nil, errf("huffman stream: symbol out of range")
-		}
-		return rest[l:], nil
-	case smPair1, smPair4:
-		if !allowPairs {
-			return nil, errf("pair stream not allowed here")
-		}
-		return d.decodePairs(dst, src, w, mode == smPair4)
-	case smShared1, smShared4:
-		if !allowPairs {
-			return nil, errf("shared stream not allowed here")
-		}
-		return d.decodeShared(dst, src, w, mode == smShared4)
-	}
-	return nil, errf("unknown stream mode %d", mode)
-}
-
-func symbolsFit(p []byte, w uint) bool {
-	var or byte
-	for _, s := range p {
-		or |= s
-	}
-	return or < 1<<w
-}
-
-func (d *streamDecoder) decodePairs(dst, src []byte, w uint, x4 bool) ([]byte, error) {
-	n := len(dst)
-	if len(src) < 1 {
-		return nil, errf("pair stream: short header")
-	}
-	k := int(src[0])
-	if k < 1 || k > maxPairK || len(src) < 1+k {
-		return nil, errf("pair stream: bad alphabet size %d", k)
-	}
-	top := src[1 : 1+k]
-	if w < 8 && !symbolsFit(top, w) {
-		return nil, errf("pair stream: symbol out of range")
-	}
-	l, rest, err := readLen(src[1+k:])
-	if err != nil {
-		return nil, err
-	}
-	m := n / 2
-	if cap(d.codes) < m {
-		d.codes = make([]byte, m)
-	}
-	codes := d.codes[:0:m]
-	if err := d.huffDecode(codes, rest[:l], x4); err != nil {
-		return nil, err
-	}
-	codes = codes[:m]
-	rest = rest[l:]
-	x, rest, err := readUvarint(rest, uint64(n))
-	if err != nil {
-		return nil, err
-	}
-	if cap(d.exc) < int(x) {
-		d.exc = make([]byte, x)
-	}
-	exc := d.exc[:x]
-	// The exceptions are a plain stream; d.codes is still in use, but
-	// decode does not touch it for non-pair modes.
-	if rest, err = d.decode(exc, rest, w, false); err != nil {
-		return nil, err
-	}
-	var tab [256]uint32
-	for c := range tab {
-		tab[c] = 1 << 16 // escape or invalid
-	}
-	for a := 0; a < k; a++ {
-		for b := 0; b < k; b++ {
-			tab[a*k+b] = uint32(top[a]) | uint32(top[b])<<8
-		}
-	}
-	if !expandPairs(dst, codes, &tab, byte(k*k), exc) {
-		return nil, errf("pair stream: codes and %d exceptions do not make %d symbols", x, n)
-	}
-	return rest, nil
-}
-
-// expandPairs writes the symbol pairs of codes into dst, taking escaped
-// pairs (and an odd last symbol) from exc, which must be used up exactly.
-// tab maps a pair code to its two symbols and marks the escape and invalid
-// codes with bit 16. Codes above esc are invalid.
-func expandPairs(dst, codes []byte, tab *[256]uint32, esc byte, exc []byte) bool {
-	m := len(codes)
-	if len(dst) < 2*m {
-		return false
-	}
-	x := 0
-	// AVX-512 where it can (escapes included), then the assembly runs until
-	// an escape; the Go loop below handles it and anything the assembly
-	// left
-	i := expandPairsWide(dst, codes, tab, esc, exc, &x)
-	for i < m {
-		i = expandPairsFast(dst, codes, i, tab)
-		if i >= m || !useAVX2 {
-			break
-		}
-		if !expandOne(dst, codes[i], i, tab, esc, exc, &x) {
-			return false
-		}
-		i++
-	}
-	// four codes at a time with one 8-byte store when none escapes
-	for ; i+4 <= m; i += 4 {
-		c := codes[i : i+4 : i+4]
-		t0, t1, t2, t3 := tab[c[0]], tab[c[1]], tab[c[2]], tab[c[3]]
-		if (t0|t1|t2|t3)>>16 == 0 {
-			binary.LittleEndian.PutUint64(dst[2*i:], uint64(t0)|uint64(t1)<<16|uint64(t2)<<32|uint64(t3)<<48)
-			continue
-		}
-		for j := i; j < i+4; j++ {
-			if !expandOne(dst, codes[j], j, tab, esc, exc, &x) {
-				return false
-			}
-		}
-	}
-	for ; i < m; i++ {
-		if !expandOne(dst, codes[i], i, tab, esc, exc, &x) {
-			return false
-		}
-	}
-	if len(dst)&1 != 0 {
-		if x >= len(exc) {
-			return false
-		}
-		dst[len(dst)-1] = exc[x]
-		x++
-	}
-	return x == len(exc)
-}
-
-func expandOne(dst []byte, c byte, i int, tab *[256]uint32, esc byte, exc []byte, x *int) bool {
-	t := tab[c]
-	if t>>16 == 0 {
-		dst[2*i], dst[2*i+1] = byte(t), byte(t>>8)
-		return true
-	}
-	if c != esc || *x+2 > len(exc) {
-		return false
-	}
-	dst[2*i], dst[2*i+1] = exc[*x], exc[*x+1]
-	*x += 2
-	return true
-}
-
-// huffDecode decodes a huff0 block (table + data) into dst, whose capacity
-// is the exact symbol count.
-func (d *streamDecoder) huffDecode(dst, src []byte, x4 bool) error {
-	n := cap(dst)
-	if n == 0 {
-		return errf("huffman block for no symbols")
-	}
-	if useHuffX {
-		if d.hx == nil {
-			d.hx = new(huffX)
-		}
-		rest, err := d.hx.readTable(src, n)
-		if err != nil {
-			return err
-		}
-		if x4 {
-			return d.hx.decode4(dst[:n], rest)
-		}
-		return d.hx.decode1(dst[:n], rest)
-	}
-	d.huf.MaxDecodedSize = n
-	s, rest, err := huff0.ReadTable(src, &d.huf)
-	if err != nil {
-		return errf("huffman table: %v", err)
-	}
-	var out []byte
-	if x4 {
-		out, err = s.Decoder().Decompress4X(dst, rest)
-	} else {
-		out, err = s.Decoder().Decompress1X(dst, rest)
-	}
-	if err != nil {
-		return errf("huffman data: %v", err)
-	}
-	if len(out) != n {
-		return errf("huffman data: %d symbols, want %d", len(out), n)
-	}
-	return nil
-}
-
-// huffXMin: Huffman blocks of this many symbols and more are decoded two
-// symbols per lookup where their table makes it pay; below it building
-// the second table costs more than it saves.
-const huffXMin = 2048
-
-// useHuffX selects huffX for every Huffman block (where it has its
-// assembly); tests turn it off to compare with huff0.
-var useHuffX = useHuffXAsm
-
-// useHuffXTwo allows huffX's two-symbol tables; tests turn it off to
-// compare the one-symbol decoding of the same blocks.
-var useHuffXTwo = true
-
-// minPairSymbolsVar: pair coding is tried from this many symbols on.
-var minPairSymbolsVar = minPairSymbols
-
 // Shared-table streams (modes 6 and 7) code their symbols with a table of
 // the archive's setup instead of one of their own:
 //
@@ -731,10 +412,6 @@ var minPairSymbolsVar = minPairSymbols
 // of each is the escape: the next exception symbol (two for a pair), which
 // is stored as is, not aligned. A last odd symbol of a pairs stream is the
 // last exception.
-const (
-	smShared1 = 6
-	smShared4 = 7
-)
 
 // selNeighbours: tables whose neighbouring alignment shifts are tried.
 const selNeighbours = 4
@@ -1055,151 +732,4 @@ func (e *streamEncoder) sharedPairMap(t *SetupTable, d int, w uint, inv *[256]by
 	}
 	e.spcTab, e.spcD, e.spcW = t, d, w
 	return e.spc
-}
-
-// decodeShared decodes a shared-table stream (after its mode byte) into dst.
-func (d *streamDecoder) decodeShared(dst, src []byte, w uint, x4 bool) ([]byte, error) {
-	n := len(dst)
-	sec := d.sec
-	if sec == nil {
-		return nil, errf("stream uses a setup table, but no setup is loaded")
-	}
-	ti, rest, err := readUvarint(src, uint64(len(sec.Tables)-1))
-	if err != nil {
-		return nil, errf("setup table index: %v", err)
-	}
-	t := sec.Tables[ti]
-	sh, k := binary.Varint(rest)
-	if k <= 0 || sh < -255 || sh > 255 || (!sec.shifts && sh != 0) {
-		return nil, errf("bad alignment shift")
-	}
-	rest = rest[k:]
-	if len(rest) < 1 || rest[0] > 1 || (rest[0] == 1 && !t.hasPair) {
-		return nil, errf("bad shared code kind")
-	}
-	pairs := rest[0] == 1
-	rest = rest[1:]
-	l, rest, err := readLen(rest)
-	if err != nil {
-		return nil, err
-	}
-	data := rest[:l]
-	rest = rest[l:]
-	code := &t.single
-	m := n
-	if pairs {
-		code, m = &t.pair, n/2
-	}
-	var codes []byte
-	if pairs {
-		if cap(d.codes) < m {
-			d.codes = make([]byte, m)
-		}
-		codes = d.codes[:0:m]
-	} else {
-		codes = dst[:0:n] // singles decode straight into the output
-	}
-	if m > 0 && useHuffX {
-		hx, err := code.huffX()
-		if err != nil {
-			return nil, err
-		}
-		if x4 {
-			err = hx.decode4(codes, data)
-		} else {
-			err = hx.decode1(codes, data)
-		}
-		if err != nil {
-			return nil, errf("shared %v", err)
-		}
-	} else if m > 0 {
-		if err := code.ready(); err != nil {
-			return nil, err
-		}
-		var out []byte
-		if x4 {
-			out, err = code.dec.Decompress4X(codes, data)
-		} else {
-			out, err = code.dec.Decompress1X(codes, data)
-		}
-		if err != nil {
-			return nil, errf("shared huffman data: %v", err)
-		}
-		if len(out) != m {
-			return nil, errf("shared huffman data: %d codes, want %d", len(out), m)
-		}
-	} else if len(data) != 0 {
-		return nil, errf("shared stream: data for no codes")
-	}
-	codes = codes[:m]
-	x, rest, err := readUvarint(rest, uint64(n))
-	if err != nil {
-		return nil, err
-	}
-	if cap(d.exc) < int(x) {
-		d.exc = make([]byte, x)
-	}
-	exc := d.exc[:x]
-	d.sec = nil // the exceptions are a plain stream
-	rest, err = d.decode(exc, rest, w, false)
-	d.sec = sec
-	if err != nil {
-		return nil, err
-	}
-	if !pairs {
-		// align back and fill in the escapes, in one pass when needed
-		if sh == 0 && x == 0 {
-			return rest, nil
-		}
-		inv := d.inverse(int(sh), w)
-		if x == 0 {
-			// (an escape code here is damage, which the block CRC finds)
-			for i, u := range dst[:n] {
-				dst[i] = inv[u]
-			}
-			return rest, nil
-		}
-		esc := code.esc
-		xi := 0
-		for i, u := range dst[:n] {
-			if u == esc {
-				if xi >= len(exc) {
-					return nil, errf("shared stream: more escapes than %d exceptions", len(exc))
-				}
-				dst[i] = exc[xi]
-				xi++
-				continue
-			}
-			dst[i] = inv[u]
-		}
-		if xi != len(exc) {
-			return nil, errf("shared stream: %d of %d exceptions used", xi, len(exc))
-		}
-		return rest, nil
-	}
-	if d.tabCode != code || d.tabD != int(sh) || d.tabW != w {
-		tab := &d.tab
-		ncodes := int(code.esc) + 1
-		if sh == 0 {
-			copy(tab[:ncodes], code.expand[:ncodes])
-		} else {
-			inv := d.inverse(int(sh), w)
-			for c, v := range code.expand[:ncodes] {
-				if v>>16 != 0 {
-					tab[c] = v
-					continue
-				}
-				tab[c] = uint32(inv[byte(v)]) | uint32(inv[byte(v>>8)])<<8
-			}
-		}
-		for c := ncodes; c < 256; c++ {
-			tab[c] = 1 << 16
-		}
-		d.tabCode, d.tabD, d.tabW = code, int(sh), w
-	}
-	tab := &d.tab
-	if !expandPairs(dst, codes, tab, code.esc, exc) {
-		return nil, errf("shared stream: codes and %d exceptions do not make %d symbols", x, n)
-	}
-	return rest, nil
 }

@@ -36,7 +36,7 @@ func twinInputs(t *testing.T, size int) [][]byte {
 }
 
 func TestSplitMergeBF16Twins(t *testing.T) {
-	if !useAVX2 {
+	if !use.avx2 {
 		t.Log("no AVX2 on this machine: only the Go paths are compared")
 	}
 	f, _ := specFor(dtype.BF16)
@@ -77,17 +77,16 @@ func TestSplitMergeF32Twins(t *testing.T) {
 		splitGeneric(src, n, f, e2, p2, &h2)
 		var st fieldStats
 		statsGeneric(src, n, f, &st)
-		if useAVX2 && useAVX512 && n >= 64 {
+		if use.avx2 && use.avx512 && n >= 64 {
 			if k, _ := splitF32Fast(src, make([]byte, n), make([]byte, n), make([]byte, n), make([]byte, n)); k == 0 {
 				t.Fatalf("n=%d: splitF32Fast split nothing", n)
 			}
 		}
 		for _, fast := range []bool{false, true} { // splitF32Fast and its twin (the split kept is the fast one)
-			avx := useAVX512
-			useAVX512 = useAVX512 && fast
+			restore := setFeatures(func(f *features) { f.avx512 = f.avx512 && fast })
 			h1 = [256]uint32{}
 			or1, ok := split(src, n, f, e1, p1, &h1)
-			useAVX512 = avx
+			restore()
 			if !ok || h1 != h2 || or1 != st.orR || !bytes.Equal(e1, e2) {
 				t.Fatalf("n=%d fast %v: F32 split differs from the generic one", n, fast)
 			}
@@ -97,15 +96,14 @@ func TestSplitMergeF32Twins(t *testing.T) {
 				}
 			}
 		}
-		if useAVX2 && useAVX512 && n >= 64 && mergeF32Fast(make([]byte, 4*n), e1, p1[0], p1[1], p1[2]) == 0 {
+		if use.avx2 && use.avx512 && n >= 64 && mergeF32Fast(make([]byte, 4*n), e1, p1[0], p1[1], p1[2]) == 0 {
 			t.Fatalf("n=%d: mergeF32Fast merged nothing", n)
 		}
 		for _, fast := range []bool{true, false} { // mergeF32Fast and its twin
-			avx := useAVX512
-			useAVX512 = useAVX512 && fast
+			restore := setFeatures(func(f *features) { f.avx512 = f.avx512 && fast })
 			d1 := make([]byte, 4*n)
 			merge(d1, n, f, e1, p1)
-			useAVX512 = avx
+			restore()
 			if !bytes.Equal(d1, src) {
 				t.Fatalf("n=%d fast %v: F32 merge does not restore the input", n, fast)
 			}
@@ -165,11 +163,10 @@ func TestGenericFieldsAllSpecs(t *testing.T) {
 }
 
 func TestForcedFallbackRoundTrip(t *testing.T) {
-	if !useAVX2 {
+	if !use.avx2 {
 		t.Skip("no assembly path to turn off")
 	}
-	useAVX2 = false
-	defer func() { useAVX2 = true }()
+	defer setFeatures(func(f *features) { f.avx2 = false })()
 	src := realisticValues(dtype.BF16, 100000, 9)
 	roundTrip(t, src, []Segment{{Name: "w", DType: dtype.BF16, Offset: 0, Length: int64(len(src))}}, Options{})
 }
@@ -192,14 +189,13 @@ func TestF16FastPathTwins(t *testing.T) {
 			p2 := [][]byte{make([]byte, n), make([]byte, n)}
 			var h [256]uint32
 			splitGeneric(src, n, f, s2, p2[:f.planes()], &h)
-			if useAVX2 && useAVX512 && n >= 64 && splitF16Fast(src, j, make([]byte, n), [][]byte{make([]byte, n), make([]byte, n)}[:f.planes()]) == 0 {
+			if use.avx2 && use.avx512 && n >= 64 && splitF16Fast(src, j, make([]byte, n), [][]byte{make([]byte, n), make([]byte, n)}[:f.planes()]) == 0 {
 				t.Fatalf("n=%d: splitF16Fast split nothing", n)
 			}
 			for _, fast := range []bool{false, true} { // splitF16Fast and its twin (the split kept is the fast one)
-				avx := useAVX512
-				useAVX512 = useAVX512 && fast
+				restore := setFeatures(func(f *features) { f.avx512 = f.avx512 && fast })
 				splitF16(src, j, s1, p1[:f.planes()])
-				useAVX512 = avx
+				restore()
 				if !bytes.Equal(s1, s2) {
 					t.Fatalf("n=%d j=%d fast %v: symbols differ", n, j, fast)
 				}
@@ -209,15 +205,14 @@ func TestF16FastPathTwins(t *testing.T) {
 					}
 				}
 			}
-			if useAVX2 && useAVX512 && n >= 64 && mergeF16Fast(make([]byte, 2*n), j, s1, p1[:f.planes()]) == 0 {
+			if use.avx2 && use.avx512 && n >= 64 && mergeF16Fast(make([]byte, 2*n), j, s1, p1[:f.planes()]) == 0 {
 				t.Fatalf("n=%d: mergeF16Fast merged nothing", n)
 			}
 			for _, fast := range []bool{true, false} { // mergeF16Fast and its twin
-				avx := useAVX512
-				useAVX512 = useAVX512 && fast
+				restore := setFeatures(func(f *features) { f.avx512 = f.avx512 && fast })
 				out := make([]byte, 2*n)
 				merge(out, n, f, s1, p1[:f.planes()])
-				useAVX512 = avx
+				restore()
 				if !bytes.Equal(out, src) {
 					t.Fatalf("n=%d j=%d fast %v: merge does not restore", n, j, fast)
 				}
@@ -246,11 +241,10 @@ func TestUnpackTwin(t *testing.T) {
 				}
 				fastDone += unpackFast(make([]byte, n), src, w)
 				for _, fast := range []bool{true, false} {
-					avx := useAVX512
-					useAVX512 = useAVX512 && fast
+					restore := setFeatures(func(f *features) { f.avx512 = f.avx512 && fast })
 					got := make([]byte, n)
 					unpack(got, src, w)
-					useAVX512 = avx
+					restore()
 					if !bytes.Equal(got, syms) {
 						t.Fatalf("w=%d n=%d extra %d fast %v: symbols differ", w, n, extra, fast)
 					}
@@ -258,7 +252,7 @@ func TestUnpackTwin(t *testing.T) {
 			}
 		}
 	}
-	if useAVX2 && useAVX512 && fastDone == 0 {
+	if use.avx2 && use.avx512 && fastDone == 0 {
 		t.Fatal("unpackFast decoded nothing")
 	}
 }
@@ -309,25 +303,28 @@ func expandPairsTwin(t *testing.T, k int, holes bool) {
 				}
 				d1 := make([]byte, 2*m+odd)
 				d2 := make([]byte, 2*m+odd)
+				pureGo := func(f *features) { f.avx2 = false }
+				avx2Alone := func(f *features) { f.avx512Pairs = false } // the AVX2 assembly alone
 				ok1 := expandPairs(d1, codes, &tab, esc, exc)
-				saved, saved512 := useAVX2, useAVX512BW
-				useAVX2 = false
+				restore := setFeatures(pureGo)
 				ok2 := expandPairs(d2, codes, &tab, esc, exc)
-				useAVX2, useAVX512BW = saved, false // the AVX2 assembly alone
+				restore()
+				restore = setFeatures(avx2Alone)
 				d3 := make([]byte, 2*m+odd)
 				ok3 := expandPairs(d3, codes, &tab, esc, exc)
-				useAVX512BW = saved512
+				restore()
 				if ok1 != ok2 || ok1 != ok3 || !bytes.Equal(d1, d2) || !bytes.Equal(d1, d3) || !ok1 {
 					t.Fatalf("k=%d holes=%v m=%d esc=%d odd=%d: %v/%v/%v, equal %v %v", k, holes, m, escRate, odd, ok1, ok2, ok3, bytes.Equal(d1, d2), bytes.Equal(d1, d3))
 				}
 				// too few exceptions are refused by every path
 				if len(exc) >= 2 {
 					short := exc[:len(exc)-2]
-					useAVX2 = false
+					restore := setFeatures(pureGo)
 					okS2 := expandPairs(d2, codes, &tab, esc, short)
-					useAVX2, useAVX512BW = saved, false
+					restore()
+					restore = setFeatures(avx2Alone)
 					okS3 := expandPairs(d3, codes, &tab, esc, short)
-					useAVX512BW = saved512
+					restore()
 					if expandPairs(d1, codes, &tab, esc, short) || okS2 || okS3 {
 						t.Fatal("missing exceptions accepted")
 					}
@@ -336,9 +333,9 @@ func expandPairsTwin(t *testing.T, k int, holes bool) {
 				if m > 2 {
 					bad := append([]byte(nil), codes...)
 					bad[m/2] = byte(k*k + 1)
-					useAVX2 = false
+					restore := setFeatures(pureGo)
 					okb2 := expandPairs(d2, bad, &tab, esc, exc)
-					useAVX2 = saved
+					restore()
 					if expandPairs(d1, bad, &tab, esc, exc) || okb2 {
 						t.Fatal("invalid code accepted")
 					}
@@ -385,10 +382,9 @@ func TestHuffAndPairizeAsmTwins(t *testing.T) {
 		m := n / 2
 		c1, c2 := make([]byte, m), make([]byte, m)
 		e1 := pairize(c1, src, pc, 36, nil)
-		saved := useAVX2
-		useAVX2 = false
+		restore := setFeatures(func(f *features) { f.avx2 = false })
 		e2 := pairize(c2, src, pc, 36, nil)
-		useAVX2 = saved
+		restore()
 		if !bytes.Equal(c1, c2) || !bytes.Equal(e1, e2) {
 			t.Fatalf("n=%d: assembly pair coding differs from Go", n)
 		}
@@ -564,7 +560,7 @@ func refTokTable(p *refSpec) *[256]refTok {
 // The AVX-512 ungrouping against the quarters of refUngroup: random
 // contexts mapped to up to 255 groups, many or few groups per 64 values.
 func TestRefUngroupTwin(t *testing.T) {
-	needFastPath(t, useAVX2 && useAVX512G, "AVX-512 (BW, VBMI2) ungrouping")
+	needFastPath(t, use.avx2 && use.avx512Group, "AVX-512 (BW, VBMI2) ungrouping")
 	r := rand.New(rand.NewPCG(16, 17))
 	for _, n := range []int{0, 1, 63, 64, 65, 200, 4096, 65536, 65537} {
 		for _, G := range []int{1, 2, 7, refFastGroups, 255} {
@@ -627,6 +623,9 @@ func TestRefUngroupTwin(t *testing.T) {
 			if !bytes.Equal(got[:k], want[:k]) || maxG != maxK {
 				t.Fatalf("n=%d G=%d: tokens differ from the quarters", n, G)
 			}
+			if k == n && maxW != maxK {
+				t.Fatalf("n=%d G=%d: the quarters' largest token is %d, the tokens' %d", n, G, maxW, maxK)
+			}
 			// the offsets moved on by each group's values
 			var seen [256]uint32
 			for _, c := range ex[:k] {
@@ -637,7 +636,6 @@ func TestRefUngroupTwin(t *testing.T) {
 					t.Fatalf("n=%d G=%d: offset of group %d is %d, want %d", n, G, g, o[g], uint32(off[g])+seen[g])
 				}
 			}
-			_ = maxW
 		}
 	}
 }
@@ -646,7 +644,7 @@ func TestRefUngroupTwin(t *testing.T) {
 // special value among them) and on pairs of nearby values, for every
 // sub-bucket precision.
 func TestRefTokensTwin(t *testing.T) {
-	needFastPath(t, useAVX2 && useAVX512T, "AVX-512 (F, CD) token coder")
+	needFastPath(t, use.avx2 && use.avx512Tokens, "AVX-512 (F, CD) token coder")
 	r := rand.New(rand.NewPCG(18, 19))
 	for _, d := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32} {
 		for q := uint(0); q <= 6; q++ {
@@ -691,16 +689,16 @@ func TestRefTokensTwin(t *testing.T) {
 // every sub-bucket precision, with the extra bits running out at several
 // points; and the exponents of 4-byte values against the plain shift.
 func TestRefDeltasAddTwin(t *testing.T) {
-	needFastPath(t, useAVX2, "AVX2 fused passes")
-	if !useAVX512 {
+	needFastPath(t, use.avx2, "AVX2 fused passes")
+	if !use.avx512 {
 		// the AVX2 kernel is still compared below
 		needFastPathOr(t, "AVX-512 (F, VBMI) fused passes")
 	}
 	// the narrower lanes (VBMI2) are compared when the CPU has them, and
 	// the AVX2 pass of 2-byte values (16-bit lanes, q ≥ 1) with AVX-512
 	// switched off
-	w, a512, a512q := useAVX512W, useAVX512, useAVX512Q
-	defer func() { useAVX512W, useAVX512, useAVX512Q = w, a512, a512q }()
+	w, a512, a512q := use.avx512Lanes, use.avx512, use.avx512Wide
+	defer setFeatures(func(*features) {})() // restores the tiers the loop below switches
 	r := rand.New(rand.NewPCG(14, 15))
 	for _, d := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32} {
 		for q := uint(0); q <= 6; q++ {
@@ -712,11 +710,11 @@ func TestRefDeltasAddTwin(t *testing.T) {
 			for _, tier := range []string{"avx512", "narrow", "avx2"} {
 				words := tier == "narrow"
 				avx2 := tier == "avx2"
-				if words && !w || avx2 && (!useAVX2 || p.size != 2 || q == 0) {
+				if words && !w || avx2 && (!use.avx2 || p.size != 2 || q == 0) {
 					continue
 				}
-				useAVX512W = words
-				useAVX512, useAVX512Q = a512 && !avx2, a512q && !avx2
+				use.avx512Lanes = words
+				use.avx512, use.avx512Wide = a512 && !avx2, a512q && !avx2
 				step := 32 / p.size // values per AVX-512 step: 16 or 8, twice that in narrower lanes
 				if words {
 					step *= 2

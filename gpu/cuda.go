@@ -286,83 +286,12 @@ func (b *cudaBackend) Decode(ctx context.Context, p *Plan, out []byte, o DecodeO
 		return Timing{}, err
 	}
 	start := time.Now()
-	var bufs []devBuf
-	defer func() {
-		for _, d := range bufs {
-			f.cuMemFree(d.ptr)
-		}
-	}()
-	alloc := func(what string, n uint64) (uint64, error) {
-		var ptr uint64
-		if err := f.check("cuMemAlloc "+what, f.cuMemAlloc(&ptr, max(n, 1))); err != nil {
-			return 0, err
-		}
-		bufs = append(bufs, devBuf{ptr, n})
-		return ptr, nil
-	}
-	upload := func(what string, src unsafe.Pointer, n uint64) (uint64, error) {
-		ptr, err := alloc(what, n)
-		if err != nil || n == 0 {
-			return ptr, err
-		}
-		return ptr, f.check("cuMemcpyHtoD "+what, f.cuMemcpyHtoD(ptr, src, n))
-	}
-	ptrOf := func(n int, p unsafe.Pointer) unsafe.Pointer {
-		if n == 0 {
-			return nil
-		}
-		return p
-	}
-	var err error
-	var dPayload, dWeights, dLUTs, dStreams, dPairs, dSegs, dCounts, dBlocks, dScratch, dOut, dBad, dHist uint64
-	if dPayload, err = upload("payload", ptrOf(len(p.Payload), unsafe.Pointer(unsafe.SliceData(p.Payload))), uint64(len(p.Payload))); err != nil {
+	d := &devPlan{f: f}
+	defer d.free()
+	if err := d.upload(p, o); err != nil {
 		return Timing{}, err
-	}
-	if dWeights, err = upload("table weights", ptrOf(len(p.Weights), unsafe.Pointer(unsafe.SliceData(p.Weights))), uint64(len(p.Weights))); err != nil {
-		return Timing{}, err
-	}
-	nt := uint64(p.NumTables())
-	if dLUTs, err = alloc("decoding tables", 2*LUTEntries*nt); err != nil {
-		return Timing{}, err
-	}
-	if dStreams, err = upload("stream jobs", ptrOf(len(p.Streams), unsafe.Pointer(unsafe.SliceData(p.Streams))), StreamJobBytes*uint64(len(p.Streams))); err != nil {
-		return Timing{}, err
-	}
-	if dPairs, err = upload("pair jobs", ptrOf(len(p.Pairs), unsafe.Pointer(unsafe.SliceData(p.Pairs))), PairJobBytes*uint64(len(p.Pairs))); err != nil {
-		return Timing{}, err
-	}
-	if dSegs, err = upload("pair segments", ptrOf(len(p.Segs), unsafe.Pointer(unsafe.SliceData(p.Segs))), 4*uint64(len(p.Segs))); err != nil {
-		return Timing{}, err
-	}
-	if dCounts, err = alloc("pair counts", 4*uint64(len(p.Segs))); err != nil {
-		return Timing{}, err
-	}
-	if dBlocks, err = upload("block jobs", ptrOf(len(p.Blocks), unsafe.Pointer(unsafe.SliceData(p.Blocks))), BlockJobBytes*uint64(len(p.Blocks))); err != nil {
-		return Timing{}, err
-	}
-	if dScratch, err = alloc("scratch", uint64(p.Scratch)); err != nil {
-		return Timing{}, err
-	}
-	if dOut, err = alloc("output", uint64(p.Size)); err != nil {
-		return Timing{}, err
-	}
-	nbad := uint64(len(p.Streams) + len(p.Pairs))
-	if dBad, err = alloc("error flags", 4*nbad); err != nil {
-		return Timing{}, err
-	}
-	if err := f.check("cuMemsetD8", f.cuMemsetD8(dBad, 0, 4*nbad)); err != nil {
-		return Timing{}, err
-	}
-	if o.Hist != nil {
-		if dHist, err = alloc("histograms", 4*uint64(len(o.Hist))); err != nil {
-			return Timing{}, err
-		}
 	}
 	upTime := time.Since(start)
-	var maxN uint64
-	for _, bl := range p.Blocks {
-		maxN = max(maxN, bl.N)
-	}
 	var ev [2]uintptr
 	for i := range ev {
 		if err := f.check("cuEventCreate", f.cuEventCreate(&ev[i], 0)); err != nil {
@@ -375,48 +304,16 @@ func (b *cudaBackend) Decode(ctx context.Context, p *Plan, out []byte, o DecodeO
 		if err := ctx.Err(); err != nil {
 			return Timing{}, err
 		}
-		if dHist != 0 {
-			if err := f.check("cuMemsetD8", f.cuMemsetD8(dHist, 0, 4*uint64(len(o.Hist)))); err != nil {
+		if d.hist != 0 {
+			if err := f.check("cuMemsetD8", f.cuMemsetD8(d.hist, 0, 4*uint64(len(o.Hist)))); err != nil {
 				return Timing{}, err
 			}
 		}
 		if err := f.check("cuEventRecord", f.cuEventRecord(ev[0], 0)); err != nil {
 			return Timing{}, err
 		}
-		if nt > 0 {
-			if err := b.launch("build_lut", b.lut, uint32((nt+huffThreads-1)/huffThreads), 1, huffThreads, dWeights, nt, dLUTs); err != nil {
-				return Timing{}, err
-			}
-		}
-		if ns := uint64(len(p.Streams)); ns > 0 {
-			if err := b.launch("huff_decode", b.huff, uint32((ns+huffThreads-1)/huffThreads), 1, huffThreads, dStreams, ns, dPayload, dLUTs, dScratch, dBad); err != nil {
-				return Timing{}, err
-			}
-		}
-		if nseg := uint64(len(p.Segs)); nseg > 0 {
-			np := uint64(len(p.Pairs))
-			dPairBad := dBad + 4*uint64(len(p.Streams))
-			if err := b.launch("pair_count", b.pcount, uint32((nseg+huffThreads-1)/huffThreads), 1, huffThreads, dPairs, dSegs, nseg, dScratch, dCounts, dPairBad); err != nil {
-				return Timing{}, err
-			}
-			if err := b.launch("pair_scan", b.pscan, uint32((np+huffThreads-1)/huffThreads), 1, huffThreads, dPairs, np, dPayload, uint64(len(p.Payload)), dScratch, dCounts, dPairBad); err != nil {
-				return Timing{}, err
-			}
-			if err := b.launch("pair_expand", b.pexpand, uint32((nseg+huffThreads-1)/huffThreads), 1, huffThreads, dPairs, dSegs, nseg, dPayload, uint64(len(p.Payload)), dScratch, dCounts); err != nil {
-				return Timing{}, err
-			}
-		}
-		gx := uint32((maxN + mergeThreads - 1) / mergeThreads)
-		for first := 0; gx > 0 && first < len(p.Blocks); first += maxGridY {
-			gy := uint32(min(maxGridY, len(p.Blocks)-first))
-			if err := b.launch("merge", b.merge, gx, gy, mergeThreads, dBlocks, uint64(first), dPayload, uint64(len(p.Payload)), dScratch, dOut); err != nil {
-				return Timing{}, err
-			}
-			if dHist != 0 {
-				if err := b.launch("exp_hist", b.hist, gx, gy, mergeThreads, dBlocks, uint64(first), dOut, dHist); err != nil {
-					return Timing{}, err
-				}
-			}
+		if err := b.kernels(p, d); err != nil {
+			return Timing{}, err
 		}
 		if err := f.check("cuEventRecord", f.cuEventRecord(ev[1], 0)); err != nil {
 			return Timing{}, err
@@ -428,26 +325,164 @@ func (b *cudaBackend) Decode(ctx context.Context, p *Plan, out []byte, o DecodeO
 		if err := f.check("cuEventElapsedTime", f.cuEventElapsedTime(&ms, ev[0], ev[1])); err != nil {
 			return Timing{}, err
 		}
-		if d := time.Duration(float64(ms) * 1e6); best < 0 || d < best {
-			best = d
+		if t := time.Duration(float64(ms) * 1e6); best < 0 || t < best {
+			best = t
 		}
 	}
 	down := time.Now()
-	bad := make([]uint32, nbad)
+	bad := make([]uint32, d.nbad)
 	if len(bad) > 0 {
-		if err := f.check("cuMemcpyDtoH stream flags", f.cuMemcpyDtoH(unsafe.Pointer(&bad[0]), dBad, 4*uint64(len(bad)))); err != nil {
+		if err := f.check("cuMemcpyDtoH stream flags", f.cuMemcpyDtoH(unsafe.Pointer(&bad[0]), d.bad, 4*uint64(len(bad)))); err != nil {
 			return Timing{}, err
 		}
 	}
 	if len(out) > 0 {
-		if err := f.check("cuMemcpyDtoH output", f.cuMemcpyDtoH(unsafe.Pointer(&out[0]), dOut, uint64(len(out)))); err != nil {
+		if err := f.check("cuMemcpyDtoH output", f.cuMemcpyDtoH(unsafe.Pointer(&out[0]), d.out, uint64(len(out)))); err != nil {
 			return Timing{}, err
 		}
 	}
 	if o.Hist != nil && len(o.Hist) > 0 {
-		if err := f.check("cuMemcpyDtoH histograms", f.cuMemcpyDtoH(unsafe.Pointer(&o.Hist[0]), dHist, 4*uint64(len(o.Hist)))); err != nil {
+		if err := f.check("cuMemcpyDtoH histograms", f.cuMemcpyDtoH(unsafe.Pointer(&o.Hist[0]), d.hist, 4*uint64(len(o.Hist)))); err != nil {
 			return Timing{}, err
 		}
 	}
 	return Timing{Kernel: best, Total: upTime + best + time.Since(down)}, p.streamErrors(bad)
+}
+
+// devPlan is a plan's buffers on the device.
+type devPlan struct {
+	f    *cuFuncs
+	bufs []devBuf // to free
+	// the buffers' device addresses
+	payload, weights, luts, streams, pairs, segs, counts, blocks, scratch, out, bad, hist uint64
+	nt                                                                                    uint64 // Huffman tables
+	nbad                                                                                  uint64 // error flags: one per stream job and pair job
+	maxN                                                                                  uint64 // the most values of a block
+}
+
+func (d *devPlan) free() {
+	for _, b := range d.bufs {
+		d.f.cuMemFree(b.ptr)
+	}
+}
+
+func (d *devPlan) alloc(what string, n uint64) (uint64, error) {
+	var ptr uint64
+	if err := d.f.check("cuMemAlloc "+what, d.f.cuMemAlloc(&ptr, max(n, 1))); err != nil {
+		return 0, err
+	}
+	d.bufs = append(d.bufs, devBuf{ptr, n})
+	return ptr, nil
+}
+
+// uploadBytes allocates a buffer of n bytes and copies src's n bytes there.
+func (d *devPlan) uploadBytes(what string, src unsafe.Pointer, n uint64) (uint64, error) {
+	ptr, err := d.alloc(what, n)
+	if err != nil || n == 0 {
+		return ptr, err
+	}
+	return ptr, d.f.check("cuMemcpyHtoD "+what, d.f.cuMemcpyHtoD(ptr, src, n))
+}
+
+// sliceData is the address of s's data, nil for an empty s.
+func sliceData[T any](s []T) unsafe.Pointer {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(unsafe.SliceData(s))
+}
+
+// upload copies the plan's payload, tables and jobs to the device and
+// allocates the tables, scratch, output, error flags and histograms the
+// kernels fill.
+func (d *devPlan) upload(p *Plan, o DecodeOptions) error {
+	var err error
+	if d.payload, err = d.uploadBytes("payload", sliceData(p.Payload), uint64(len(p.Payload))); err != nil {
+		return err
+	}
+	if d.weights, err = d.uploadBytes("table weights", sliceData(p.Weights), uint64(len(p.Weights))); err != nil {
+		return err
+	}
+	d.nt = uint64(p.NumTables())
+	if d.luts, err = d.alloc("decoding tables", 2*LUTEntries*d.nt); err != nil {
+		return err
+	}
+	if d.streams, err = d.uploadBytes("stream jobs", sliceData(p.Streams), StreamJobBytes*uint64(len(p.Streams))); err != nil {
+		return err
+	}
+	if d.pairs, err = d.uploadBytes("pair jobs", sliceData(p.Pairs), PairJobBytes*uint64(len(p.Pairs))); err != nil {
+		return err
+	}
+	if d.segs, err = d.uploadBytes("pair segments", sliceData(p.Segs), 4*uint64(len(p.Segs))); err != nil {
+		return err
+	}
+	if d.counts, err = d.alloc("pair counts", 4*uint64(len(p.Segs))); err != nil {
+		return err
+	}
+	if d.blocks, err = d.uploadBytes("block jobs", sliceData(p.Blocks), BlockJobBytes*uint64(len(p.Blocks))); err != nil {
+		return err
+	}
+	if d.scratch, err = d.alloc("scratch", uint64(p.Scratch)); err != nil {
+		return err
+	}
+	if d.out, err = d.alloc("output", uint64(p.Size)); err != nil {
+		return err
+	}
+	d.nbad = uint64(len(p.Streams) + len(p.Pairs))
+	if d.bad, err = d.alloc("error flags", 4*d.nbad); err != nil {
+		return err
+	}
+	if err := d.f.check("cuMemsetD8", d.f.cuMemsetD8(d.bad, 0, 4*d.nbad)); err != nil {
+		return err
+	}
+	if o.Hist != nil {
+		if d.hist, err = d.alloc("histograms", 4*uint64(len(o.Hist))); err != nil {
+			return err
+		}
+	}
+	for _, bl := range p.Blocks {
+		d.maxN = max(d.maxN, bl.N)
+	}
+	return nil
+}
+
+// kernels launches one decode of the plan: tables, Huffman streams, pair
+// expansion, merge (and histograms).
+func (b *cudaBackend) kernels(p *Plan, d *devPlan) error {
+	if d.nt > 0 {
+		if err := b.launch("build_lut", b.lut, uint32((d.nt+huffThreads-1)/huffThreads), 1, huffThreads, d.weights, d.nt, d.luts); err != nil {
+			return err
+		}
+	}
+	if ns := uint64(len(p.Streams)); ns > 0 {
+		if err := b.launch("huff_decode", b.huff, uint32((ns+huffThreads-1)/huffThreads), 1, huffThreads, d.streams, ns, d.payload, d.luts, d.scratch, d.bad); err != nil {
+			return err
+		}
+	}
+	if nseg := uint64(len(p.Segs)); nseg > 0 {
+		np := uint64(len(p.Pairs))
+		dPairBad := d.bad + 4*uint64(len(p.Streams))
+		if err := b.launch("pair_count", b.pcount, uint32((nseg+huffThreads-1)/huffThreads), 1, huffThreads, d.pairs, d.segs, nseg, d.scratch, d.counts, dPairBad); err != nil {
+			return err
+		}
+		if err := b.launch("pair_scan", b.pscan, uint32((np+huffThreads-1)/huffThreads), 1, huffThreads, d.pairs, np, d.payload, uint64(len(p.Payload)), d.scratch, d.counts, dPairBad); err != nil {
+			return err
+		}
+		if err := b.launch("pair_expand", b.pexpand, uint32((nseg+huffThreads-1)/huffThreads), 1, huffThreads, d.pairs, d.segs, nseg, d.payload, uint64(len(p.Payload)), d.scratch, d.counts); err != nil {
+			return err
+		}
+	}
+	gx := uint32((d.maxN + mergeThreads - 1) / mergeThreads)
+	for first := 0; gx > 0 && first < len(p.Blocks); first += maxGridY {
+		gy := uint32(min(maxGridY, len(p.Blocks)-first))
+		if err := b.launch("merge", b.merge, gx, gy, mergeThreads, d.blocks, uint64(first), d.payload, uint64(len(p.Payload)), d.scratch, d.out); err != nil {
+			return err
+		}
+		if d.hist != 0 {
+			if err := b.launch("exp_hist", b.hist, gx, gy, mergeThreads, d.blocks, uint64(first), d.out, d.hist); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

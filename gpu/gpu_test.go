@@ -450,7 +450,7 @@ func damageTrials(t *testing.T, b Backend, seed uint64, n int) {
 	}
 	var floats []codec.BlockInfo
 	for _, bl := range rd0.Files()[0].Blocks() {
-		if bl.Kind == "float" && bl.Compressed > 20 {
+		if bl.Kind == codec.KindFloat && bl.Compressed > 20 {
 			floats = append(floats, bl)
 		}
 	}

@@ -173,8 +173,8 @@ func newPlan(rd *codec.Reader, ra io.ReaderAt, fi int, blocks []codec.BlockInfo,
 	for bi := from; bi < to; bi++ {
 		b := blocks[bi]
 		p.Size += b.Length
-		if b.Kind != "float" || b.Compressed == 0 {
-			p.host(bi, b, b.Kind)
+		if b.Kind != codec.KindFloat || b.Compressed == 0 {
+			p.host(bi, b, b.Kind.String())
 			continue
 		}
 		if b.Compressed > 1<<31 || b.Length > 1<<34 {
@@ -222,8 +222,6 @@ type planBuilder struct {
 	weights [256]byte
 }
 
-var errShort = errors.New("payload ends early")
-
 // errWideTable: a table with a code for a symbol wider than the stream.
 // package codec accepts it when no such symbol is decoded, so the block
 // goes to the CPU, which decides.
@@ -241,19 +239,14 @@ func (pb *planBuilder) add(p *Plan, src []byte, b codec.BlockInfo, bi int) (stri
 		return "", fmt.Errorf("%d bytes is not a whole number of %v values", b.Length, b.DType)
 	}
 	n := uint64(b.Length) / uint64(size)
-	if len(src) < 3 {
-		return "", errShort
+	if len(src) > 0 && codec.FloatForm(src[0]) != codec.FormFields {
+		return "float form " + fmt.Sprint(src[0]), nil // the CPU decides
 	}
-	if src[0] != 0 {
-		return "float form " + fmt.Sprint(src[0]), nil
+	h, err := codec.ReadFloatHeader(src, b.DType)
+	if err != nil {
+		return "", err
 	}
-	e, m, s := uint32(l.Exp), uint32(l.Mant), uint32(l.Sign)
-	w := s + m
-	j, z := uint32(src[1]), uint32(src[2])
-	if j > min(8-e, w) || z > w-j {
-		return "", fmt.Errorf("bad join %d / zero bits %d for %v", j, z, b.DType)
-	}
-	job := BlockJob{Out: uint64(b.Offset - p.Base), N: n, Size: uint32(size), E: e, M: m, S: s, J: j, Z: z, Index: uint64(bi)}
+	job := BlockJob{Out: uint64(b.Offset - p.Base), N: n, Size: uint32(size), E: uint32(h.Exp), M: uint32(h.Mant), S: uint32(h.Sign), J: uint32(h.Join), Z: uint32(h.Zero), Index: uint64(bi)}
 	// Jobs are added to p only when the whole block is accepted: remember
 	// where the lists stood.
 	nStreams, nWeights, nPairs, nSegs, scratch := len(p.Streams), len(p.Weights), len(p.Pairs), len(p.Segs), p.Scratch
@@ -261,18 +254,12 @@ func (pb *planBuilder) add(p *Plan, src []byte, b codec.BlockInfo, bi int) (stri
 		p.Streams, p.Weights, p.Pairs, p.Segs, p.Scratch = p.Streams[:nStreams], p.Weights[:nWeights], p.Pairs[:nPairs], p.Segs[:nSegs], scratch
 	}
 	base := uint64(len(p.Payload))
-	rest := uint32(w - j - z)
-	np := int(rest+7) / 8
-	job.NSrc = uint32(1 + np)
-	pos := 3
-	for k := 0; k <= np; k++ {
-		width := e + j
-		if k > 0 {
-			width = min(8, rest-8*uint32(k-1))
-		}
+	job.NSrc = uint32(h.Streams())
+	pos := h.Len
+	for k := 0; k < h.Streams(); k++ {
 		var why string
 		var err error
-		job.Src[k], pos, why, err = pb.stream(p, src, pos, n, width, base, len(p.Blocks), k == 0)
+		job.Src[k], pos, why, err = pb.stream(p, src, pos, n, uint32(h.Width(k)), base, len(p.Blocks), h.Symbols(k))
 		if err != nil || why != "" {
 			undo()
 			return why, err
@@ -300,64 +287,43 @@ func (pb *planBuilder) add(p *Plan, src []byte, b codec.BlockInfo, bi int) (stri
 // returns its source, the position after it, or why the device does not
 // decode it. Pair and shared modes are allowed in symbol streams only.
 func (pb *planBuilder) stream(p *Plan, src []byte, pos int, n uint64, width uint32, base uint64, block int, symbols bool) (Source, int, string, error) {
-	if pos >= len(src) {
-		return Source{}, 0, "", errShort
+	s, err := codec.ReadStream(src, pos, int(n), uint(width), symbols)
+	if err != nil {
+		return Source{}, 0, "", err
 	}
-	mode := src[pos]
-	pos++
-	switch mode {
-	case 0: // packed
-		l := (n*uint64(width) + 7) / 8
-		if uint64(len(src)-pos) < l {
-			return Source{}, 0, "", fmt.Errorf("packed stream: need %d bytes, have %d", l, len(src)-pos)
-		}
+	switch s.Mode {
+	case codec.StreamPacked:
 		k := uint32(SrcPacked)
 		if width == 8 {
 			k = SrcPayload
 		}
-		return Source{Kind: k, Width: width, Off: base + uint64(pos)}, pos + int(l), "", nil
-	case 1: // const
-		if pos >= len(src) {
-			return Source{}, 0, "", errShort
-		}
-		if width < 8 && src[pos] >= 1<<width {
-			return Source{}, 0, "", fmt.Errorf("const stream: symbol %d out of range", src[pos])
-		}
-		return Source{Kind: SrcConst, Width: width, Off: uint64(src[pos])}, pos + 1, "", nil
-	case 2, 3: // huff0, 1 or 4 streams
-		return pb.huff(p, src, pos, n, width, base, block, mode == 3)
-	case 4, 5:
-		if !symbols {
-			return Source{}, 0, "", errors.New("pair stream where only plain streams may be")
-		}
-		return pb.pairs(p, src, pos, n, width, base, block, mode == 5)
-	case 6, 7:
-		if !symbols {
-			return Source{}, 0, "", errors.New("shared-table stream where only plain streams may be")
-		}
-		return Source{}, 0, "setup tables", nil
+		return Source{Kind: k, Width: width, Off: base + uint64(s.Data)}, s.End, "", nil
+	case codec.StreamConst:
+		return Source{Kind: SrcConst, Width: width, Off: uint64(s.Symbol)}, s.End, "", nil
+	case codec.StreamHuff1, codec.StreamHuff4:
+		src, why, err := pb.huff(p, src, s.Data, s.DataEnd, n, width, base, block, s.Mode.X4())
+		return src, s.End, why, err
+	case codec.StreamPair1, codec.StreamPair4:
+		src, why, err := pb.pairs(p, src, s, n, width, base, block)
+		return src, s.End, why, err
 	}
-	return Source{}, 0, "", fmt.Errorf("unknown stream mode %d", mode)
+	return Source{}, 0, "setup tables", nil // shared modes
 }
 
-// huff reads a huff0 block (uvarint length, table, 1 or 4 bit streams) of
-// n symbols at src[pos:] and adds its stream jobs.
-func (pb *planBuilder) huff(p *Plan, src []byte, pos int, n uint64, width uint32, base uint64, block int, x4 bool) (Source, int, string, error) {
-	l, k := binary.Uvarint(src[pos:])
-	if k <= 0 || l > uint64(len(src)-pos-k) {
-		return Source{}, 0, "", errors.New("huffman stream: bad length")
-	}
-	pos += k
-	blk := src[pos : pos+int(l)]
+// huff adds the stream jobs of the huff0 block src[pos:end] (table, 1 or 4
+// bit streams) of n symbols.
+func (pb *planBuilder) huff(p *Plan, src []byte, pos, end int, n uint64, width uint32, base uint64, block int, x4 bool) (Source, string, error) {
+	l := uint64(end - pos)
+	blk := src[pos:end]
 	if n == 0 {
-		return Source{}, 0, "", errors.New("huffman stream of no symbols")
+		return Source{}, "", errors.New("huffman stream of no symbols")
 	}
 	tl, hdr, err := pb.table(blk, width)
 	if err == errWideTable {
-		return Source{}, 0, "wide table", nil
+		return Source{}, "wide table", nil
 	}
 	if err != nil {
-		return Source{}, 0, "", err
+		return Source{}, "", err
 	}
 	table := uint64(p.NumTables())
 	p.Weights = append(p.Weights, pb.weights[:]...)
@@ -374,20 +340,20 @@ func (pb *planBuilder) huff(p *Plan, src []byte, pos int, n uint64, width uint32
 	}
 	if !x4 {
 		if err := add(0, dl, n); err != nil {
-			return Source{}, 0, "", err
+			return Source{}, "", err
 		}
 	} else {
 		if dl < 6 {
-			return Source{}, 0, "", errors.New("huffman stream: short jump table")
+			return Source{}, "", errors.New("huffman stream: short jump table")
 		}
 		seg := (n + 3) / 4
 		if 3*seg > n {
-			return Source{}, 0, "", fmt.Errorf("huffman stream: %d symbols cannot fill 4 streams", n)
+			return Source{}, "", fmt.Errorf("huffman stream: %d symbols cannot fill 4 streams", n)
 		}
 		d := src[data : data+dl]
 		s1, s2, s3 := uint64(binary.LittleEndian.Uint16(d)), uint64(binary.LittleEndian.Uint16(d[2:])), uint64(binary.LittleEndian.Uint16(d[4:]))
 		if 6+s1+s2+s3 >= dl {
-			return Source{}, 0, "", errors.New("huffman stream: jump table beyond the stream")
+			return Source{}, "", errors.New("huffman stream: jump table beyond the stream")
 		}
 		offs := [5]uint64{6, 6 + s1, 6 + s1 + s2, 6 + s1 + s2 + s3, dl}
 		for q := 0; q < 4; q++ {
@@ -396,54 +362,34 @@ func (pb *planBuilder) huff(p *Plan, src []byte, pos int, n uint64, width uint32
 				cnt = n - 3*seg
 			}
 			if err := add(offs[q], offs[q+1]-offs[q], cnt); err != nil {
-				return Source{}, 0, "", err
+				return Source{}, "", err
 			}
 		}
 	}
 	p.Scratch += int64(n)
-	return Source{Kind: SrcScratch, Width: width, Off: uint64(p.Scratch) - n}, pos + int(l), "", nil
+	return Source{Kind: SrcScratch, Width: width, Off: uint64(p.Scratch) - n}, "", nil
 }
 
-// maxPairK is the largest pair alphabet (codec's maxPairK).
-const maxPairK = 15
-
-// pairs reads a pair-coded stream of n symbols at src[pos:] (after its
-// mode byte) and adds its code streams and its PairJob.
-func (pb *planBuilder) pairs(p *Plan, src []byte, pos int, n uint64, width uint32, base uint64, block int, x4 bool) (Source, int, string, error) {
-	if pos >= len(src) {
-		return Source{}, 0, "", errShort
-	}
-	k := int(src[pos])
-	if k < 1 || k > maxPairK || len(src) < pos+1+k {
-		return Source{}, 0, "", fmt.Errorf("pair stream: bad alphabet size %d", k)
-	}
-	top := pos + 1
-	for _, t := range src[top : top+k] {
-		if width < 8 && t >= 1<<width {
-			return Source{}, 0, "", errors.New("pair stream: symbol out of range")
-		}
-	}
-	pos = top + k
+// pairs adds the code streams and the PairJob of the pair stream s of n
+// symbols.
+func (pb *planBuilder) pairs(p *Plan, src []byte, s codec.Stream, n uint64, width uint32, base uint64, block int) (Source, string, error) {
 	m := n / 2
-	codes, pos, why, err := pb.huff(p, src, pos, m, 8, base, block, x4)
+	codes, why, err := pb.huff(p, src, s.Data, s.DataEnd, m, 8, base, block, s.Mode.X4())
 	if err != nil || why != "" {
-		return Source{}, 0, why, err
+		return Source{}, why, err
 	}
-	x, l := binary.Uvarint(src[pos:])
-	if l <= 0 || x > n {
-		return Source{}, 0, "", errors.New("pair stream: bad exception count")
-	}
-	exc, pos, why, err := pb.stream(p, src, pos+l, x, width, base, block, false)
+	x := uint64(s.X)
+	exc, _, why, err := pb.stream(p, src, s.Exc, x, width, base, block, false)
 	if err != nil || why != "" {
-		return Source{}, 0, why, err
+		return Source{}, why, err
 	}
-	job := PairJob{Codes: codes.Off, M: m, Dst: uint64(p.Scratch), N: n, Top: base + uint64(top), K: uint32(k), Exc: exc, X: x, Seg: uint64(len(p.Segs)), Block: uint64(block)}
+	job := PairJob{Codes: codes.Off, M: m, Dst: uint64(p.Scratch), N: n, Top: base + uint64(s.Top), K: uint32(s.K), Exc: exc, X: x, Seg: uint64(len(p.Segs)), Block: uint64(block)}
 	for s := uint64(0); s < (m+PairSegment-1)/PairSegment; s++ {
 		p.Segs = append(p.Segs, uint32(len(p.Pairs)))
 	}
 	p.Pairs = append(p.Pairs, job)
 	p.Scratch += int64(n)
-	return Source{Kind: SrcScratch, Width: width, Off: job.Dst}, pos, "", nil
+	return Source{Kind: SrcScratch, Width: width, Off: job.Dst}, "", nil
 }
 
 // table reads a huff0 table description (RFC 8878 section 4.2.1) into

@@ -4,8 +4,8 @@
 #
 #   scripts/icount.sh FILE [CHUNK [SETUP]]
 #
-# Runs codec's TestICount three times under valgrind: baseline (read the
-# file, SHA-256 it), compress, compress+decompress; prints the differences:
+# Runs nzlab icount (cmd/nzlab) three times under valgrind: baseline (read
+# the file, SHA-256 it), compress, compress+decompress; prints the differences:
 # instructions of compress (SHA-256 of the original excluded) and of
 # decompress (SHA-256 check skipped), one thread, GOMAXPROCS=1. SETUP is a
 # .nzsetup file or "gaussian"; blocks then use it as `nzip compress -setup` does.
@@ -16,11 +16,10 @@ setup=${3:-}
 command -v valgrind >/dev/null || { echo "icount: valgrind is needed (apt-get install valgrind)"; exit 1; }
 t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
-go test -c -o "$t/codec.test" ./codec
+go build -o "$t/nzlab" ./cmd/nzlab
 run() {
-	GOMAXPROCS=1 GOGC=off GODEBUG=asyncpreemptoff=1 NZ_ICOUNT_OPS=$1 NZ_ICOUNT_FILE="$f" \
-		NZ_ICOUNT_CHUNK=$chunk NZ_ICOUNT_SETUP="$setup" NZ_ICOUNT_TH=default \
-		valgrind --tool=callgrind --callgrind-out-file="$t/cg.$1" "$t/codec.test" -test.run 'TestICount$' 2>&1 |
+	GOMAXPROCS=1 GOGC=off GODEBUG=asyncpreemptoff=1 \
+		valgrind --tool=callgrind --callgrind-out-file="$t/cg.$1" "$t/nzlab" icount -ops "$1" -chunk "$chunk" -setup "$setup" -th default "$f" 2>&1 |
 		sed -n 's/.*refs: *//p' | tr -d ,
 }
 a=$(run none)

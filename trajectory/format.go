@@ -119,10 +119,12 @@ const (
 	maxIndex   = 1 << 28 // largest index a reader accepts
 )
 
-// Reference modes.
+// RefMode says what frames are coded against (the index's mode byte).
+type RefMode byte
+
 const (
-	RefPrevious = 0 // each frame against the previous one
-	RefKeyframe = 1 // each frame against its keyframe
+	RefPrevious RefMode = 0 // each frame against the previous one
+	RefKeyframe RefMode = 1 // each frame against its keyframe
 )
 
 // Errors.
@@ -188,7 +190,7 @@ type Index struct {
 	// Marshal writes version 2 for any value but 1.
 	Version int
 	K       int // keyframe interval
-	Mode    int // RefPrevious or RefKeyframe
+	Mode    RefMode
 	Frames  []Frame
 }
 
@@ -236,7 +238,7 @@ func ParseIndex(b []byte, end int64, version int) (*Index, error) {
 	if r.err == nil && x.K < 1 {
 		r.fail("keyframe interval 0")
 	}
-	x.Mode = int(r.u8("mode"))
+	x.Mode = RefMode(r.u8("mode"))
 	if r.err == nil && x.Mode > RefKeyframe {
 		r.fail("unknown reference mode %d", x.Mode)
 	}

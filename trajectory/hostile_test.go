@@ -73,9 +73,10 @@ func TestIndexReferenceRules(t *testing.T) {
 		return fs
 	}
 	for _, c := range []struct {
-		k, mode int
-		refs    []int
-		bad     string
+		k    int
+		mode RefMode
+		refs []int
+		bad  string
 	}{
 		{3, RefPrevious, []int{-1, 0, 1, -1, 3, 4}, ""},
 		{3, RefKeyframe, []int{-1, 0, 0, -1, 3, 3}, ""},
@@ -159,7 +160,7 @@ func TestWritersKeepReferenceRule(t *testing.T) {
 	steps := synthSteps(10)
 	r := rand.New(rand.NewPCG(11, 12))
 	for round := range 12 {
-		k, mode := 1+r.IntN(4), r.IntN(2)
+		k, mode := 1+r.IntN(4), RefMode(r.IntN(2))
 		f := &memFile{}
 		w, err := Create(f, k, mode)
 		if err != nil {

@@ -221,7 +221,7 @@ func checkEmptyDir(t *testing.T, dir string) {
 // other intervals: every frame decodes, chains stay within K, appends go on.
 func TestRepackModes(t *testing.T) {
 	steps := synthSteps(9)
-	for _, mode := range []int{RefPrevious, RefKeyframe} {
+	for _, mode := range []RefMode{RefPrevious, RefKeyframe} {
 		for _, from := range []int{1, 3, 100} {
 			src := pack(t, steps[:8], from, mode, 1)
 			a, err := Open(src, int64(len(src.b)))
@@ -448,12 +448,12 @@ func TestExtractDamagedChain(t *testing.T) {
 	}
 	var blk codec.BlockInfo
 	for _, b := range rd.Files()[0].Blocks() {
-		if b.Kind == "ref" && b.Compressed > 64 {
+		if b.Kind == codec.KindRef && b.Compressed > 64 {
 			blk = b
 		}
 	}
 	rd.Close()
-	if blk.Kind == "" {
+	if blk.Kind != codec.KindRef {
 		t.Fatal("frame 2 has no reference block")
 	}
 	bad := &memFile{b: append([]byte(nil), f.b...)}

@@ -49,21 +49,21 @@ func repack(a *Archive, f File, k int, opt codec.Options, walk func(fn func(i in
 		return nil, err
 	}
 	opt.Ref = nil
-	// pass 1: measure every frame as pack does (Planner), so that repack
+	// pass 1: measure every frame as pack does (Packer), so that repack
 	// places the keyframes where a pack of the same checkpoints would
-	var p Planner
-	err = walk(func(i int, ins []codec.Input) error {
-		if err := p.AddFiles(ins, opt); err != nil {
-			return fmt.Errorf("frame %d (%s): %w", i, a.Frames[i].Name, err)
-		}
-		return nil
+	pk := Packer{Options: opt}
+	err = pk.measure(k, len(a.Frames), func(_ Pass, fn StepFunc) error {
+		return walk(func(i int, ins []codec.Input) error {
+			if _, err := fn(a.Frames[i].Name, ins); err != nil {
+				return fmt.Errorf("frame %d (%s): %w", i, a.Frames[i].Name, err)
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, err
 	}
-	p.prev = nil // the walk's files may be gone
-	saving := p.Saving()
-	keys := PlanKeyframes(saving, k)
+	keys := pk.Keys
 	// pass 2: write
 	err = walk(func(i int, ins []codec.Input) error {
 		old := a.Frames[i]

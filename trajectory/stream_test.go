@@ -196,7 +196,7 @@ func TestStreamMixedChunks(t *testing.T) {
 func TestWholeReads(t *testing.T) {
 	defer func(v int64) { wholeAbove = v }(wholeAbove)
 	steps := synthSteps(7)
-	for _, mode := range []int{RefPrevious, RefKeyframe} {
+	for _, mode := range []RefMode{RefPrevious, RefKeyframe} {
 		f := pack(t, steps, 100, mode, 1)
 		a, err := Open(f, int64(len(f.b)))
 		if err != nil {

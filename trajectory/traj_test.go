@@ -152,13 +152,13 @@ func realSteps(t testing.TB, kind string) []step {
 }
 
 // pack writes a trajectory of the steps.
-func pack(t testing.TB, steps []step, k, mode, threads int) *memFile {
+func pack(t testing.TB, steps []step, k int, mode RefMode, threads int) *memFile {
 	t.Helper()
 	return packOpt(t, steps, k, mode, codec.Options{Threads: threads})
 }
 
 // packOpt is pack with the given coding options.
-func packOpt(t testing.TB, steps []step, k, mode int, opt codec.Options) *memFile {
+func packOpt(t testing.TB, steps []step, k int, mode RefMode, opt codec.Options) *memFile {
 	t.Helper()
 	f := &memFile{}
 	w, err := Create(f, k, mode)
@@ -312,7 +312,7 @@ func streamFrame(a *Archive, i, threads int) (*Decoded, error) {
 
 func TestTrajectorySynthetic(t *testing.T) {
 	steps := synthSteps(7)
-	for _, mode := range []int{RefPrevious, RefKeyframe} {
+	for _, mode := range []RefMode{RefPrevious, RefKeyframe} {
 		for _, k := range []int{1, 3, 100} {
 			f := pack(t, steps, k, mode, 1)
 			a := checkAll(t, f, steps)
@@ -337,7 +337,11 @@ func TestTrajectorySynthetic(t *testing.T) {
 
 func TestTrajectoryReal(t *testing.T) {
 	steps := realSteps(t, "bf16")
-	for _, c := range []struct{ k, mode, threads int }{{21, RefPrevious, 2}, {5, RefPrevious, 1}, {4, RefKeyframe, 2}} {
+	for _, c := range []struct {
+		k       int
+		mode    RefMode
+		threads int
+	}{{21, RefPrevious, 2}, {5, RefPrevious, 1}, {4, RefKeyframe, 2}} {
 		f := pack(t, steps, c.k, c.mode, c.threads)
 		checkAll(t, f, steps)
 		t.Logf("K=%d mode=%d: %d bytes", c.k, c.mode, len(f.b))

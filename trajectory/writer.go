@@ -38,7 +38,7 @@ type Writer struct {
 
 // Create writes an empty trajectory (header, empty index, trailer) to f,
 // which must be empty, with keyframe interval k and reference mode mode.
-func Create(f File, k, mode int) (*Writer, error) {
+func Create(f File, k int, mode RefMode) (*Writer, error) {
 	if k < 1 {
 		return nil, fmt.Errorf("trajectory: keyframe interval %d < 1", k)
 	}

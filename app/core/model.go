@@ -20,6 +20,7 @@ import (
 	"neuralzip/analysis"
 	"neuralzip/assets"
 	"neuralzip/checkpoint"
+	"neuralzip/checkpoint/codecseg"
 	"neuralzip/codec"
 	"neuralzip/dtype"
 )
@@ -132,7 +133,7 @@ func OpenPath(p string, warn func(string)) (*Model, error) {
 				return nil, fmt.Errorf("%s: file changed while reading it", cf.Path)
 			}
 			mf.Format = cf.Layout.Format
-			mf.Segments = codecSegments(cf.Layout.Segments)
+			mf.Segments = codecseg.Of(cf.Layout.Segments)
 		}
 		m.Files = append(m.Files, mf)
 	}
@@ -268,14 +269,6 @@ func (m *Model) ReadAll() (src []byte, segs []codec.Segment, starts []int64, err
 		}
 	}
 	return src, segs, starts, nil
-}
-
-func codecSegments(segs []checkpoint.Segment) []codec.Segment {
-	out := make([]codec.Segment, len(segs))
-	for i, s := range segs {
-		out[i] = codec.Segment{Offset: s.Offset, Length: s.Length, Name: s.Name, DType: s.DType, Type: s.Type, Shape: s.Shape}
-	}
-	return out
 }
 
 // LayerOf is the layer a tensor name belongs to: the name up to and

@@ -329,39 +329,31 @@ func PackTrajectory(ctx context.Context, steps []TrajSource, k int, progress fun
 			return nil, fmt.Errorf("%s: a model of several files whose file boundaries are not known", s.Name)
 		}
 	}
-	opt := codec.Options{Context: ctx}
 	total := len(steps)
-	var keys []bool
 	if k > 1 && len(steps) > k {
-		total *= 2
-		var p trajectory.Planner
-		for i, s := range steps {
-			if err := p.AddFiles(s.inputs(), opt); err != nil {
-				return nil, fmt.Errorf("%s: %w", s.Name, err)
-			}
-			if progress != nil {
-				progress(i+1, total)
-			}
-		}
-		keys = trajectory.PlanKeyframes(p.Saving(), k)
+		total *= 2 // measured, then written
 	}
 	f := &trajectory.Buffer{}
 	w, err := trajectory.Create(f, k, trajectory.RefPrevious)
 	if err != nil {
 		return nil, err
 	}
-	for i, s := range steps {
-		if keys != nil && keys[i] {
-			_, err = w.AppendKeyframeFiles(s.Name, s.inputs(), opt)
-		} else {
-			_, err = w.AppendFiles(s.Name, s.inputs(), opt)
+	pk := trajectory.Packer{Options: codec.Options{Context: ctx}, Plan: true}
+	done := 0
+	err = pk.Pack(w, len(steps), func(_ trajectory.Pass, fn trajectory.StepFunc) error {
+		for _, s := range steps {
+			if _, err := fn(s.Name, s.inputs()); err != nil {
+				return fmt.Errorf("%s: %w", s.Name, err)
+			}
+			done++
+			if progress != nil {
+				progress(done, total)
+			}
 		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", s.Name, err)
-		}
-		if progress != nil {
-			progress(total-len(steps)+i+1, total)
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return f.Bytes(), nil
 }

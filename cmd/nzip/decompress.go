@@ -108,10 +108,7 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return nil
 	}
 
-	// several files: restore them into a directory, each into a temporary
-	// file and checked; they take their names only when all have, all or
-	// none (commitAll), so a damaged archive leaves no part of the model
-	// (nor, with -f, a mix with the files it would replace)
+	// several files: into a directory
 	dir := *out
 	if dir == "-" {
 		return fmt.Errorf("%s: holds %d files; cannot write them to stdout", in, len(files))
@@ -119,11 +116,28 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if dir == "" {
 		dir = filepath.Dir(in)
 	}
+	if err := restoreFiles(in, dir, files, *force, inputs, writeFile, &base); err != nil {
+		return err
+	}
+	if !*quiet {
+		el := time.Since(start).Seconds()
+		fmt.Fprintf(stderr, "%s: %d files, %s in %.2fs -> %s (SHA-256 verified)\n", in, len(files), humanBytes(total), el, dir)
+		reportBackend(stderr, devRes)
+	}
+	return nil
+}
+
+// restoreFiles writes the files of an archive (in) into dir, each into a
+// temporary file and checked; they take their names only when all have,
+// all or none (commitAll), so a damaged archive leaves no part of the model
+// (nor, with force, a mix with the files it would replace). base counts
+// the bytes of the files done, for the progress bar.
+func restoreFiles(in, dir string, files []*codec.FileInfo, force bool, inputs []string, writeFile func(io.Writer, int) error, base *int64) error {
 	names := make([]string, len(files))
 	for i, fi := range files {
 		names[i] = fi.Name
 	}
-	if err := checkOutputNames(in, dir, names, *force); err != nil {
+	if err := checkOutputNames(in, dir, names, force); err != nil {
 		return err
 	}
 	var outs []*atomicFile
@@ -145,7 +159,7 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err := subdirs(dir, fi.Name, &made); err != nil {
 			return err
 		}
-		w, err := createOutput(dest, *force, inputs, 0o644)
+		w, err := createOutput(dest, force, inputs, 0o644)
 		if err != nil {
 			return err
 		}
@@ -160,17 +174,12 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err := w.finish(); err != nil {
 			return err
 		}
-		base += fi.Size
+		*base += fi.Size
 	}
 	if err := commitAll(outs); err != nil {
 		return err
 	}
 	committed = true
-	if !*quiet {
-		el := time.Since(start).Seconds()
-		fmt.Fprintf(stderr, "%s: %d files, %s in %.2fs -> %s (SHA-256 verified)\n", in, len(files), humanBytes(total), el, dir)
-		reportBackend(stderr, devRes)
-	}
 	return nil
 }
 

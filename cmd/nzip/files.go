@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"neuralzip/checkpoint"
+	"neuralzip/checkpoint/codecseg"
 	"neuralzip/codec"
 	"neuralzip/trajectory"
 )
@@ -80,7 +81,7 @@ func openModel(path string, warn io.Writer) ([]inputFile, error) {
 				return nil, fmt.Errorf("%s: file changed while reading it", f.Path)
 			}
 			in.format = f.Layout.Format
-			in.segs = toCodecSegments(f.Layout.Segments)
+			in.segs = codecseg.Of(f.Layout.Segments)
 		}
 		out = append(out, in)
 	}
@@ -133,14 +134,6 @@ func closeInputs(in []inputFile) {
 	for _, f := range in {
 		f.f.Close()
 	}
-}
-
-func toCodecSegments(segs []checkpoint.Segment) []codec.Segment {
-	out := make([]codec.Segment, len(segs))
-	for i, s := range segs {
-		out[i] = codec.Segment{Offset: s.Offset, Length: s.Length, Name: s.Name, DType: s.DType, Type: s.Type, Shape: s.Shape}
-	}
-	return out
 }
 
 // atomicFile writes to a temporary file beside the destination that takes

@@ -134,7 +134,7 @@ func roundTripSetup(t *testing.T, path string, compressArgs []string, setup stri
 	small := 0
 	for _, fi := range rd.Files() {
 		for _, b := range fi.Blocks() {
-			if b.Kind == "float" && b.Length < 64*int64(b.DType.Size()) {
+			if b.Kind == codec.KindFloat && b.Length < 64*int64(b.DType.Size()) {
 				small++
 			}
 		}

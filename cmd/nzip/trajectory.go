@@ -233,9 +233,9 @@ func (f inputFile) input() codec.Input {
 	return codec.Input{Name: f.name, R: f.f, Size: f.size, Format: f.format, Segments: f.segs}
 }
 
-// appendSteps appends every step to w, keeping the files open while they
-// may serve as references.
-// keys (when not nil) says which steps are keyframes.
+// appendSteps appends every step to w through add (w.AppendFiles, or
+// the step function of a Packer, which places the keyframes), keeping the
+// files open while they may serve as references.
 //
 // Every file the frame being written reads (its step's files, the files of
 // the step before that serve as its reference, and watch) must be as it
@@ -243,7 +243,7 @@ func (f inputFile) input() codec.Input {
 // time): otherwise the frame is cut off again with an error, since it
 // would decode to neither the old nor the new bytes. read, when not nil,
 // collects the paths of the files read.
-func appendSteps(ctx context.Context, w *trajectory.Writer, paths []string, keys []bool, watch []inputFile, read *[]string, opt codec.Options, quiet bool, stderr io.Writer) error {
+func appendSteps(ctx context.Context, w *trajectory.Writer, paths []string, add trajectory.StepFunc, watch []inputFile, read *[]string, quiet bool, stderr io.Writer) error {
 	var open []inputFile
 	defer func() { closeInputs(open) }()
 	w.BeforeCommit = func() error {
@@ -255,7 +255,7 @@ func appendSteps(ctx context.Context, w *trajectory.Writer, paths []string, keys
 		return nil
 	}
 	defer func() { w.BeforeCommit = nil }()
-	for i, p := range paths {
+	for _, p := range paths {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -270,12 +270,7 @@ func appendSteps(ctx context.Context, w *trajectory.Writer, paths []string, keys
 			}
 		}
 		start := time.Now()
-		var fr trajectory.Frame
-		if keys != nil && keys[i] {
-			fr, err = w.AppendKeyframeFiles(st.name, st.inputs(), opt)
-		} else {
-			fr, err = w.AppendFiles(st.name, st.inputs(), opt)
-		}
+		fr, err := add(st.name, st.inputs())
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
@@ -316,26 +311,25 @@ func keyframeList(keys []bool) string {
 	return strings.Join(at, ", ")
 }
 
-// planKeyframes codes every step (or a sample of a large one) on its own
-// and against the step before, writing nothing, and returns where the
-// keyframes cost least. Loader warnings come once, from the pack itself.
-func planKeyframes(ctx context.Context, paths []string, k int, opt codec.Options, quiet bool, stderr io.Writer) ([]bool, error) {
-	var p trajectory.Planner
+// measureSteps is a Packer's measuring pass: every step (or a sample of
+// a large one) coded on its own and against the step before (measure),
+// writing nothing. Loader warnings come once, from the writing pass.
+func measureSteps(ctx context.Context, paths []string, measure trajectory.StepFunc, p *trajectory.Planner, quiet bool, stderr io.Writer) error {
 	var prev trajStep
 	defer func() { closeInputs(prev.files) }()
 	for _, path := range paths {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		in, err := openStep(path, io.Discard)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		err = p.AddFiles(in.inputs(), opt)
+		_, err = measure(in.name, in.inputs())
 		closeInputs(prev.files)
 		prev = in
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return fmt.Errorf("%s: %w", path, err)
 		}
 		if i := len(p.Independent) - 1; !quiet && i > 0 {
 			ind, cond := p.Independent[i], p.Conditioned[i]
@@ -346,7 +340,7 @@ func planKeyframes(ctx context.Context, paths []string, k int, opt codec.Options
 			fmt.Fprintf(stderr, "plan: %s%s: %s on its own, %s against the step before (saves %.1f %%)\n", shown(path), of, humanBytes(ind), humanBytes(cond), 100*float64(ind-cond)/float64(max(ind, 1)))
 		}
 	}
-	return trajectory.PlanKeyframes(p.Saving(), k), nil
+	return nil
 }
 
 func runTrajPack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -401,17 +395,18 @@ func runTrajPack(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	start := time.Now()
 	opt := codec.Options{Threads: *threads, ChunkValues: *chunk, Context: ctx, Best: *best}
-	var keys []bool
-	if *plan && m == trajectory.RefPrevious && *k > 1 && len(paths) > *k {
-		if keys, err = planKeyframes(ctx, paths, *k, opt, *quiet, stderr); err != nil {
-			return err
-		}
-		if !*quiet {
-			fmt.Fprintf(stderr, "planned keyframes (frames %s) in %.2fs\n", keyframeList(keys), time.Since(start).Seconds())
-		}
-	}
+	pk := trajectory.Packer{Options: opt, Plan: *plan}
 	var read []string
-	if err := appendSteps(ctx, tw, paths, keys, nil, &read, opt, *quiet, stderr); err != nil {
+	err = pk.Pack(tw, len(paths), func(pass trajectory.Pass, fn trajectory.StepFunc) error {
+		if pass == trajectory.PassMeasure {
+			return measureSteps(ctx, paths, fn, &pk.Planner, *quiet, stderr)
+		}
+		if pk.Keys != nil && !*quiet {
+			fmt.Fprintf(stderr, "planned keyframes (frames %s) in %.2fs\n", keyframeList(pk.Keys), time.Since(start).Seconds())
+		}
+		return appendSteps(ctx, tw, paths, fn, nil, &read, *quiet, stderr)
+	})
+	if err != nil {
 		return err
 	}
 	w.inputs = append(w.inputs, read...) // a shard of a step is no output either
@@ -490,7 +485,9 @@ func runTrajAppend(ctx context.Context, args []string, stdout, stderr io.Writer)
 		defer ref.f.Close()
 		watch = append(watch, ref)
 	}
-	if err := appendSteps(ctx, w, paths, nil, watch, nil, codec.Options{Threads: *threads, Context: ctx, Best: *best}, *quiet, stderr); err != nil {
+	opt := codec.Options{Threads: *threads, Context: ctx, Best: *best}
+	add := func(name string, ins []codec.Input) (trajectory.Frame, error) { return w.AppendFiles(name, ins, opt) }
+	if err := appendSteps(ctx, w, paths, add, watch, nil, *quiet, stderr); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
@@ -616,7 +613,7 @@ func runTrajLs(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			Frames   []trajFrameJSON `json:"frames"`
 		}{a.K, refModeName(a.Mode), a.End, a.Tail, a.TailTrailer, rows})
 	}
-	fmt.Fprintf(stdout, "%s: %d frames, %d keyframes, frames against the %s; appends keep chains within K = %d (longest now %d)\n", fs.Arg(0), len(a.Frames), keys, map[int]string{0: "previous frame", 1: "keyframe"}[a.Mode], a.K, longest)
+	fmt.Fprintf(stdout, "%s: %d frames, %d keyframes, frames against the %s; appends keep chains within K = %d (longest now %d)\n", fs.Arg(0), len(a.Frames), keys, map[trajectory.RefMode]string{trajectory.RefPrevious: "previous frame", trajectory.RefKeyframe: "keyframe"}[a.Mode], a.K, longest)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "#\tname\tfiles\tsize\tframe\tof raw\tref\tchain\t")
 	for _, r := range rows {
@@ -884,7 +881,7 @@ func runTrajVerify(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return nil
 }
 
-func refModeName(m int) string {
+func refModeName(m trajectory.RefMode) string {
 	if m == trajectory.RefKeyframe {
 		return "key"
 	}

@@ -22,6 +22,7 @@ import (
 	"syscall/js"
 
 	"neuralzip/checkpoint"
+	"neuralzip/checkpoint/codecseg"
 	"neuralzip/codec"
 	"neuralzip/gpu"
 )
@@ -109,11 +110,7 @@ func run(b gpu.Backend, u string, chunk int) (fr fileResult) {
 		if err != nil {
 			return fail(err)
 		}
-		var segs []codec.Segment
-		for _, s := range l.Segments {
-			segs = append(segs, codec.Segment{Offset: s.Offset, Length: s.Length, Name: s.Name, DType: s.DType, Type: s.Type, Shape: s.Shape})
-		}
-		if arc, err = codec.CompressBytes(src, segs, codec.Options{ChunkValues: chunk}); err != nil {
+		if arc, err = codec.CompressBytes(src, codecseg.Of(l.Segments), codec.Options{ChunkValues: chunk}); err != nil {
 			return fail(err)
 		}
 	}
@@ -137,7 +134,7 @@ func run(b gpu.Backend, u string, chunk int) (fr fileResult) {
 	fr.CPU = r.UnhandledSummary()
 	// damage one float block's payload: the device decode must fail
 	for _, bl := range rd.Files()[0].Blocks() {
-		if bl.Kind == "float" && bl.Compressed > 64 {
+		if bl.Kind == codec.KindFloat && bl.Compressed > 64 {
 			bad := append([]byte(nil), arc...)
 			for i := bl.Payload + bl.Compressed/3; i < bl.Payload+bl.Compressed/3+8; i++ {
 				bad[i] ^= 0x5a

@@ -1,0 +1,13 @@
+//go:build !unix
+
+package main
+
+import (
+	"errors"
+
+	"neuralzip/codec"
+)
+
+func cpuTimes(src []byte, segs []codec.Segment, opt codec.Options, r int) error {
+	return errors.New("icount -repeat: CPU times need getrusage (unix)")
+}

@@ -1,0 +1,153 @@
+// Package rangecoder is a binary adaptive range coder (the LZMA
+// construction with 16-bit probabilities), the coder of nzip's reference
+// blocks of method 2 (codec/doc.go, "Range-coded difference blocks").
+// Integer arithmetic only, so every decoder computes the same
+// probabilities as the encoder: the model update rule is part of the
+// archive format.
+package rangecoder
+
+import "errors"
+
+// ErrStart means a coded stream is shorter than its 5-byte start or does
+// not begin with a zero byte.
+var ErrStart = errors.New("range-coded stream: bad start")
+
+// Model is the adaptive probability of one binary decision. p holds
+// P(bit = 1)·2^16 XOR 0x8000, so the zero value is probability one half;
+// n counts the decisions seen, up to adaptMax.
+type Model struct{ p, n uint16 }
+
+// adaptMax bounds the count that sets the adaptation rate: the first
+// decisions move the probability by about 1/(n+1.8) (a Krichevsky–Trofimov
+// estimate), later ones by about 1/130, so a model follows drifting
+// statistics.
+const adaptMax = 127
+
+// inv[n] = floor(655360 / (10n + 18)): the update weight, scaled by 2^16.
+var inv = func() (t [adaptMax + 1]int64) {
+	for n := range t {
+		t[n] = 655360 / int64(10*n+18)
+	}
+	return
+}()
+
+const (
+	probMin = 32
+	probMax = 65536 - 32
+)
+
+func (m *Model) prob() uint32 { return uint32(m.p ^ 0x8000) }
+
+func (m *Model) update(bit uint32) {
+	p := int64(m.p ^ 0x8000)
+	n := m.n & adaptMax
+	p += (int64(bit)<<16 - p) * inv[n] >> 16
+	p = min(max(p, probMin), probMax)
+	m.p = uint16(p) ^ 0x8000
+	m.n = min(n+1, adaptMax)
+}
+
+// Encoder codes bits; Reset it before use.
+type Encoder struct {
+	low       uint64
+	rng       uint32
+	cache     byte
+	cacheSize int
+	out       []byte
+}
+
+// Reset starts a stream that Finish appends to out.
+func (e *Encoder) Reset(out []byte) {
+	*e = Encoder{rng: 0xFFFFFFFF, cacheSize: 1, out: out}
+}
+
+// Encode codes bit (0 or 1) with model m and adapts m.
+func (e *Encoder) Encode(m *Model, bit uint32) {
+	bound := (e.rng >> 16) * m.prob()
+	if bit != 0 {
+		e.rng = bound
+	} else {
+		e.low += uint64(bound)
+		e.rng -= bound
+	}
+	m.update(bit)
+	for e.rng < 1<<24 {
+		e.rng <<= 8
+		e.shiftLow()
+	}
+}
+
+func (e *Encoder) shiftLow() {
+	if uint32(e.low) < 0xFF000000 || e.low >= 1<<32 {
+		carry := byte(e.low >> 32)
+		b := e.cache
+		for ; e.cacheSize > 0; e.cacheSize-- {
+			e.out = append(e.out, b+carry)
+			b = 0xFF
+		}
+		e.cache = byte(e.low >> 24)
+	}
+	e.cacheSize++
+	e.low = e.low & 0x00FFFFFF << 8
+}
+
+// Finish flushes the coder and returns the coded bytes.
+func (e *Encoder) Finish() []byte {
+	for range 5 {
+		e.shiftLow()
+	}
+	return e.out
+}
+
+// Decoder reads the bits of a stream an Encoder wrote.
+type Decoder struct {
+	rng, code uint32
+	src       []byte
+	pos       int
+	over      int // bytes read past the end (as zeros)
+}
+
+// Reset starts reading the coded stream src.
+func (d *Decoder) Reset(src []byte) error {
+	if len(src) < 5 || src[0] != 0 {
+		return ErrStart
+	}
+	*d = Decoder{rng: 0xFFFFFFFF, code: uint32(src[1])<<24 | uint32(src[2])<<16 | uint32(src[3])<<8 | uint32(src[4]), src: src, pos: 5}
+	return nil
+}
+
+// Decode returns the next bit coded with model m and adapts m.
+func (d *Decoder) Decode(m *Model) uint32 {
+	bound := (d.rng >> 16) * m.prob()
+	// branch-free: the bit is as good as random to a branch predictor
+	var bit uint32
+	if d.code < bound {
+		bit = 1
+	}
+	mask := -bit // all ones for a 1
+	d.code -= bound &^ mask
+	d.rng = bound&mask | (d.rng-bound)&^mask
+	m.update(bit)
+	for d.rng < 1<<24 {
+		d.rng <<= 8
+		d.code = d.code<<8 | uint32(d.next())
+	}
+	return bit
+}
+
+func (d *Decoder) next() byte {
+	if d.pos < len(d.src) {
+		c := d.src[d.pos]
+		d.pos++
+		return c
+	}
+	d.over++
+	return 0
+}
+
+// Done reports whether the stream was read exactly to its end, as the
+// encoder wrote it.
+func (d *Decoder) Done() bool { return d.over == 0 && d.pos == len(d.src) }
+
+// Pos is the bytes of the stream read so far.
+func (d *Decoder) Pos() int { return d.pos }
