@@ -18,7 +18,7 @@ SHARED    ?= ../shared
 FUZZTIME  ?= 3s
 LONGFUZZ  ?= 2m
 BIN       := bin/nzip
-PKGS_PURE := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./assets/... ./trajectory/... ./app/core/... ./gpu/...
+PKGS_PURE := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./assets/... ./trajectory/... ./app/core/... ./gpu/... ./infer/...
 WORKBENCH := bin/workbench
 WEBDIR    := wasm/www
 ADDR      ?= 127.0.0.1:8080
@@ -26,8 +26,8 @@ ADDR      ?= 127.0.0.1:8080
 BROTLI    ?= 5
 GOWASMEXEC = $$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec
 # packages tested under GOOS=js with node (the non-UI ones)
-PKGS_ARM64 := ./dtype/... ./codec/... ./checkpoint/... ./trajectory/... ./analysis/... ./assets/...
-PKGS_JS   := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./trajectory/... ./app/core/... ./gpu/...
+PKGS_ARM64 := ./dtype/... ./codec/... ./checkpoint/... ./trajectory/... ./analysis/... ./assets/... ./infer/...
+PKGS_JS   := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./trajectory/... ./app/core/... ./gpu/... ./infer/...
 
 .PHONY: ptx ptx-check gpu-deps gpu-check webgpu-test all build run demo workbench fyne-deps screenshots test check-go fmt-check vet unit race noasm arm64-test fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
 
