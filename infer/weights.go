@@ -92,32 +92,48 @@ type unit struct {
 }
 
 // archiveStore keeps an archive in memory and decodes each step's unit
-// into one of its buffers: one buffer, or two when prefetching (the next
-// step's unit decodes into the other while the current one is used).
+// into an arena just before use. Without prefetching the arena is the
+// largest unit. With it, the next distinct unit of the schedule decodes on
+// a worker goroutine while the current one is used, at the other end of
+// the arena: the arena is the largest sum of two consecutive units, so
+// they never overlap (and barely more than without prefetching when the
+// largest unit's neighbours are small).
 type archiveStore struct {
 	rd    *codec.Reader
 	sched []*tensor
 	units []*unit // per step
-	bufs  [][]byte
-	held  []*unit // the unit each buffer holds (nil: none)
-	// prefetch state: the buffer being filled and its result
+	next  []*unit // per step: the next unit after this step's that differs from it
+	arena []byte
+	cur   *unit // the unit in the arena that get last returned
+	curLo int64 // where it starts in the arena
+
 	prefetch bool
-	pending  int // buffer index being filled, -1 when none
+	pending  *unit // the unit the worker is decoding, nil when none
+	pendLo   int64
+	req      chan prefetchReq
 	done     chan error
-	cur      int // buffer the last get returned
 	mem      Memory
 }
+
+type prefetchReq struct {
+	u   *unit
+	dst []byte
+}
+
+// prefetchMin: units smaller than this decode when needed; handing them to
+// the worker costs more than it saves.
+const prefetchMin = 4096
 
 // newArchiveStore plans the units of every step. compressed is the
 // archive's size in memory.
 func newArchiveStore(rd *codec.Reader, fi int, sched []*tensor, compressed int64, prefetch bool) (*archiveStore, error) {
 	f := rd.Files()[fi]
 	blocks := f.Blocks()
-	s := &archiveStore{rd: rd, sched: sched, prefetch: prefetch, pending: -1, cur: -1}
+	s := &archiveStore{rd: rd, sched: sched, prefetch: prefetch}
 	s.mem.Compressed = compressed
 	byRange := map[[2]int]*unit{}
 	seen := map[*tensor]bool{}
-	var maxUnit int64
+	var size int64
 	for _, t := range sched {
 		if !seen[t] {
 			seen[t] = true
@@ -143,98 +159,106 @@ func newArchiveStore(rd *codec.Reader, fi int, sched []*tensor, compressed int64
 			byRange[key] = u
 		}
 		s.units = append(s.units, u)
-		maxUnit = max(maxUnit, u.length)
+		size = max(size, u.length)
 	}
-	n := 1
-	if prefetch {
-		n = 2
+	s.next = make([]*unit, len(s.units))
+	for i, u := range s.units {
+		for k := 1; k <= len(s.units); k++ {
+			if v := s.units[(i+k)%len(s.units)]; v != u {
+				s.next[i] = v
+				if prefetch && v.length >= prefetchMin {
+					size = max(size, u.length+v.length)
+				}
+				break
+			}
+		}
 	}
-	for range n {
-		s.bufs = append(s.bufs, make([]byte, maxUnit))
-		s.held = append(s.held, nil)
-		s.mem.Buffers += maxUnit
-	}
+	s.arena = make([]byte, size)
+	s.mem.Buffers = size
 	s.mem.Peak = s.mem.Compressed + s.mem.Buffers
+	if prefetch {
+		s.req = make(chan prefetchReq)
+		s.done = make(chan error, 1)
+		go func() {
+			for r := range s.req {
+				s.done <- s.decode(r.u, r.dst)
+			}
+		}()
+	}
 	return s, nil
 }
 
-// decode fills buffer bi with unit u.
-func (s *archiveStore) decode(bi int, u *unit) error {
-	s.held[bi] = nil
-	buf := s.bufs[bi]
+// decode decodes unit u into dst.
+func (s *archiveStore) decode(u *unit, dst []byte) error {
 	pos := int64(0)
 	for k, l := range u.lens {
-		if err := s.rd.DecodeBlock(u.fi, u.b0+k, buf[pos:pos+l]); err != nil {
+		if err := s.rd.DecodeBlock(u.fi, u.b0+k, dst[pos:pos+l]); err != nil {
 			return err
 		}
 		pos += l
 	}
-	s.held[bi] = u
 	return nil
 }
 
-// wait collects a prefetch in flight.
-func (s *archiveStore) wait() error {
-	if s.pending < 0 {
-		return nil
+// place returns where in the arena unit u goes: at the end away from the
+// current unit.
+func (s *archiveStore) place(u *unit) int64 {
+	if s.cur != nil && s.curLo == 0 {
+		return int64(len(s.arena)) - u.length
+	}
+	return 0
+}
+
+// wait collects the prefetch in flight; its unit becomes resident.
+func (s *archiveStore) wait() (*unit, int64, error) {
+	if s.pending == nil {
+		return nil, 0, nil
 	}
 	err := <-s.done
-	s.pending = -1
-	return err
+	u, lo := s.pending, s.pendLo
+	s.pending = nil
+	if err != nil {
+		return nil, 0, err
+	}
+	return u, lo, nil
 }
 
 func (s *archiveStore) get(step int) ([]byte, error) {
 	u := s.units[step]
-	t := s.sched[step]
-	if err := s.wait(); err != nil {
-		return nil, err
-	}
-	bi := -1
-	for i, h := range s.held {
-		if h == u {
-			bi = i
-		}
-	}
-	if bi < 0 {
-		// not resident: decode into a buffer other than the one in use
-		bi = 0
-		if len(s.bufs) > 1 && s.cur == 0 {
-			bi = 1
-		}
-		if err := s.decode(bi, u); err != nil {
+	if u != s.cur {
+		pu, plo, err := s.wait()
+		if err != nil {
 			return nil, err
 		}
-	}
-	s.cur = bi
-	if s.prefetch {
-		s.startPrefetch(step)
-	}
-	lo := t.offset - u.off
-	return s.bufs[bi][lo : lo+t.length : lo+t.length], nil
-}
-
-// startPrefetch decodes the unit of the next step (cyclically: after the
-// last step comes the next token's first) into the buffer not in use,
-// unless it is already resident.
-func (s *archiveStore) startPrefetch(step int) {
-	next := s.units[(step+1)%len(s.units)]
-	for _, h := range s.held {
-		if h == next {
-			return
+		if pu == u {
+			s.cur, s.curLo = u, plo
+		} else {
+			lo := s.place(u)
+			s.cur = nil // overwritten from here
+			if err := s.decode(u, s.arena[lo:lo+u.length]); err != nil {
+				return nil, err
+			}
+			s.cur, s.curLo = u, lo
+		}
+		if s.prefetch {
+			if v := s.next[step]; v.length >= prefetchMin {
+				s.pending, s.pendLo = v, s.place(v)
+				s.req <- prefetchReq{v, s.arena[s.pendLo : s.pendLo+v.length]}
+			}
 		}
 	}
-	bi := 1 - s.cur
-	if s.done == nil {
-		s.done = make(chan error, 1)
-	}
-	s.pending = bi
-	s.held[bi] = nil
-	go func() { s.done <- s.decode(bi, next) }()
+	t := s.sched[step]
+	lo := s.curLo + t.offset - u.off
+	return s.arena[lo : lo+t.length : lo+t.length], nil
 }
 
 func (s *archiveStore) memory() Memory { return s.mem }
 
 func (s *archiveStore) close() {
-	_ = s.wait()
+	_, _, _ = s.wait()
+	if s.req != nil {
+		close(s.req)
+		s.req = nil
+	}
 	_ = s.rd.Close()
 }
