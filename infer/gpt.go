@@ -16,7 +16,7 @@ type gpt struct {
 	x, h, qkv, y, f, tmp []float32
 	w, b                 []float32 // a LayerNorm's weight and bias as float32
 	att, logits          []float32
-	kCache, vCache       []float32 // [layer][pos][dim]
+	cache                *kvCache
 	sqrtHead             float32
 }
 
@@ -58,9 +58,6 @@ func buildGPT(ts tensors, p *params) (*Model, error) {
 		return nil, fmt.Errorf("%w: blocks.0.fc.weight missing or not a matrix", ErrArchitecture)
 	}
 	hidden := int(fc.shape[0])
-	if err := cacheCheck(layers, ctx, 2*dim); err != nil {
-		return nil, err
-	}
 	cfg := Config{Arch: "gpt", Dim: dim, Hidden: hidden, Layers: layers, Heads: heads, KVHeads: heads, Vocab: vocab, SeqLen: ctx, Eps: 1e-5}
 	var sched []*tensor
 	for _, s := range []struct {
@@ -102,10 +99,8 @@ func buildGPT(ts tensors, p *params) (*Model, error) {
 	n.tmp = make([]float32, max(hidden, 3*dim))
 	n.w = make([]float32, dim)
 	n.b = make([]float32, max(hidden, 3*dim))
-	n.att = make([]float32, ctx)
 	n.logits = make([]float32, vocab)
-	n.kCache = make([]float32, layers*ctx*dim)
-	n.vCache = make([]float32, layers*ctx*dim)
+	n.cache = newKVCache(layers, dim)
 	return &Model{cfg: cfg, sched: sched, net: n, vecBytes: 4 * int64(dim+max(hidden, 3*dim))}, nil
 }
 
@@ -202,14 +197,15 @@ func (n *gpt) forward(st store, token, pos int) ([]float32, error) {
 		if err := linear(n.qkv, n.h, dim, 3*dim); err != nil {
 			return nil, err
 		}
-		loff := l * c.SeqLen * dim
-		copy(n.kCache[loff+pos*dim:loff+(pos+1)*dim], n.qkv[dim:2*dim])
-		copy(n.vCache[loff+pos*dim:loff+(pos+1)*dim], n.qkv[2*dim:3*dim])
+		keys, values := n.cache.layer(l, pos)
+		copy(keys[pos*dim:(pos+1)*dim], n.qkv[dim:2*dim])
+		copy(values[pos*dim:(pos+1)*dim], n.qkv[2*dim:3*dim])
+		n.att = grow(n.att, pos+1)
 		for h := range c.Heads {
 			q := n.qkv[h*hs : (h+1)*hs]
 			att := n.att[:pos+1]
 			for t := 0; t <= pos; t++ {
-				k := n.kCache[loff+t*dim+h*hs : loff+t*dim+(h+1)*hs]
+				k := keys[t*dim+h*hs : t*dim+(h+1)*hs]
 				var s float32
 				for i := range hs {
 					s += float32(q[i] * k[i])
@@ -220,7 +216,7 @@ func (n *gpt) forward(st store, token, pos int) ([]float32, error) {
 			y := n.y[h*hs : (h+1)*hs]
 			clear(y)
 			for t := 0; t <= pos; t++ {
-				v := n.vCache[loff+t*dim+h*hs : loff+t*dim+(h+1)*hs]
+				v := values[t*dim+h*hs : t*dim+(h+1)*hs]
 				a := att[t]
 				for i := range hs {
 					y[i] += float32(a * v[i])

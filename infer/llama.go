@@ -38,7 +38,7 @@ type llama struct {
 	sched                  []*tensor
 	x, xb, xb2, hb, hb2, q []float32
 	att, logits, vec       []float32
-	keyCache, valueCache   []float32
+	cache                  *kvCache
 	kvDim, kvMul, headSize int
 	ropeFreq               []float32
 	sqrtHead               float32
@@ -121,9 +121,6 @@ func buildLlama(ts tensors, p *params, nm *llamaNames) (*Model, error) {
 	}
 	cfg.Heads, cfg.KVHeads, cfg.Hidden, cfg.SeqLen, cfg.Eps = heads, kvHeads, hidden, seqLen, eps
 	kvDim := dim * kvHeads / heads
-	if err := cacheCheck(layers, seqLen, kvDim); err != nil {
-		return nil, err
-	}
 
 	// the schedule, with every shape checked
 	sched := []*tensor{emb}
@@ -160,10 +157,8 @@ func buildLlama(ts tensors, p *params, nm *llamaNames) (*Model, error) {
 	n.hb2 = make([]float32, hidden)
 	n.q = make([]float32, dim)
 	n.vec = make([]float32, dim)
-	n.att = make([]float32, heads*seqLen)
 	n.logits = make([]float32, vocab)
-	n.keyCache = make([]float32, layers*seqLen*kvDim)
-	n.valueCache = make([]float32, layers*seqLen*kvDim)
+	n.cache = newKVCache(layers, kvDim)
 	n.ropeFreq = make([]float32, dim/2)
 	for i := 0; i < dim; i += 2 {
 		headDim := i % headSize
@@ -223,9 +218,9 @@ func (n *llama) forward(st store, token, pos int) ([]float32, error) {
 			return nil, err
 		}
 		rmsnorm(n.xb, x, w, c.Eps)
-		loff := l * c.SeqLen * kvDim
-		k := n.keyCache[loff+pos*kvDim : loff+(pos+1)*kvDim]
-		v := n.valueCache[loff+pos*kvDim : loff+(pos+1)*kvDim]
+		keys, values := n.cache.layer(l, pos)
+		k := keys[pos*kvDim : (pos+1)*kvDim]
+		v := values[pos*kvDim : (pos+1)*kvDim]
 		if err := mat(n.q, n.xb, dim, dim); err != nil {
 			return nil, err
 		}
@@ -249,10 +244,11 @@ func (n *llama) forward(st store, token, pos int) ([]float32, error) {
 		// multi-head attention
 		for h := range c.Heads {
 			q := n.q[h*hs : (h+1)*hs]
-			att := n.att[h*c.SeqLen : h*c.SeqLen+pos+1]
+			n.att = grow(n.att, pos+1)
+			att := n.att
 			kvh := (h / n.kvMul) * hs
 			for t := 0; t <= pos; t++ {
-				kt := n.keyCache[loff+t*kvDim+kvh : loff+t*kvDim+kvh+hs]
+				kt := keys[t*kvDim+kvh : t*kvDim+kvh+hs]
 				var score float32
 				for i := range hs {
 					score += float32(q[i] * kt[i])
@@ -264,7 +260,7 @@ func (n *llama) forward(st store, token, pos int) ([]float32, error) {
 			xb := n.xb[h*hs : (h+1)*hs]
 			clear(xb)
 			for t := 0; t <= pos; t++ {
-				vt := n.valueCache[loff+t*kvDim+kvh : loff+t*kvDim+kvh+hs]
+				vt := values[t*kvDim+kvh : t*kvDim+kvh+hs]
 				a := att[t]
 				for i := range hs {
 					xb[i] += float32(a * vt[i])

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"neuralzip/checkpoint"
@@ -56,9 +57,6 @@ type Model struct {
 type network interface {
 	forward(st store, token, pos int) ([]float32, error)
 }
-
-// maxCache bounds the key/value cache a model's configuration may ask for.
-const maxCache = 1 << 30
 
 // Open opens a model from an nzip archive (one file) or from an original
 // checkpoint, telling them apart by content. An archive is read into
@@ -128,6 +126,10 @@ func OpenArchive(archive []byte, opt Options) (*Model, error) {
 	if err != nil {
 		rd.Close()
 		return nil, err
+	}
+	if f.Size > rd.PlausibleOutput() {
+		rd.Close()
+		return nil, fmt.Errorf("%w: an archive of %d bytes claims a file of %d bytes", codec.ErrTooLarge, len(archive), f.Size)
 	}
 	as, err := newArchiveStore(rd, 0, m.sched, int64(len(archive)), opt.Prefetch)
 	if err != nil {
@@ -285,10 +287,31 @@ func build(l *checkpoint.Layout, opt Options) (*Model, error) {
 	return nil, fmt.Errorf("%w: %s file with %d tensors is neither a Llama (model.embed_tokens.weight, token_embd.weight) nor the byte-level GPT (tok.weight, pos.weight, blocks.N.*)", ErrArchitecture, l.Format, len(ts))
 }
 
-// cacheCheck refuses configurations whose key/value cache would be huge.
-func cacheCheck(layers, seqLen, width int) error {
-	if int64(layers)*int64(seqLen)*int64(width)*8 > maxCache {
-		return fmt.Errorf("%w: a key/value cache of %d layers × %d positions × %d is too large", ErrConfig, layers, seqLen, width)
+// kvCache holds each layer's keys and values by position, grown as
+// positions are run (a configuration's context length allocates nothing).
+type kvCache struct {
+	k, v  [][]float32
+	width int
+}
+
+func newKVCache(layers, width int) *kvCache {
+	return &kvCache{k: make([][]float32, layers), v: make([][]float32, layers), width: width}
+}
+
+// layer returns layer l's keys and values of positions 0..pos.
+func (c *kvCache) layer(l, pos int) (k, v []float32) {
+	n := (pos + 1) * c.width
+	if len(c.k[l]) < n {
+		c.k[l] = slices.Grow(c.k[l], n-len(c.k[l]))[:n]
+		c.v[l] = slices.Grow(c.v[l], n-len(c.v[l]))[:n]
 	}
-	return nil
+	return c.k[l][:n], c.v[l][:n]
+}
+
+// grow returns buf with length n, reallocated when too short.
+func grow(buf []float32, n int) []float32 {
+	if cap(buf) < n {
+		return make([]float32, n, max(n, 2*cap(buf)))
+	}
+	return buf[:n]
 }
