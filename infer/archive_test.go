@@ -114,3 +114,29 @@ func TestArchiveExact(t *testing.T) {
 		})
 	}
 }
+
+// TestArchiveDecodesOnce: from an archive in the default layout, a token
+// decodes about its weights once. The units that hold small tensors of
+// every layer (stories260K's keys and values share one block) stay in the
+// arena between layers instead of being decoded per layer.
+func TestArchiveDecodesOnce(t *testing.T) {
+	c := exactCases(t)[2] // stories260K BF16 safetensors
+	orig := readFile(t, needFile(t, c.file))
+	m := openBytes(t, compress(t, orig, codec.Options{}), Options{})
+	if _, err := m.Forward(1, 0); err != nil {
+		t.Fatal(err)
+	}
+	first := m.Memory().Decoded
+	const tokens = 8
+	for pos := 1; pos <= tokens; pos++ {
+		if _, err := m.Forward(300, pos); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mem := m.Memory()
+	per := float64(mem.Decoded-first) / tokens
+	t.Logf("first token decoded %d bytes, then %.0f per token; weights %d", first, per, mem.Weights)
+	if per > 1.05*float64(mem.Weights) {
+		t.Errorf("%.0f bytes decoded per token for %d bytes of weights", per, mem.Weights)
+	}
+}

@@ -8,7 +8,7 @@ import (
 
 // benchModels are the models of the memory and speed table
 // (docs/inference.md).
-func benchModels(b *testing.B) []exactCase {
+func benchModels(b testing.TB) []exactCase {
 	return []exactCase{
 		{file: "models/original/stories260K.bf16.safetensors", tok: loadTok512(b), prompt: "Once upon a time"},
 		{file: "models/original/stories260K.f32.safetensors", tok: loadTok512(b), prompt: "Once upon a time"},

@@ -40,6 +40,8 @@ type Memory struct {
 	// Peak is the most weight bytes held at once: Compressed + Buffers at
 	// their largest.
 	Peak int64
+	// Decoded is the number of bytes decoded from the archive so far.
+	Decoded int64
 }
 
 // store hands the forward pass its tensors in schedule order. get(i)
@@ -92,33 +94,42 @@ type unit struct {
 }
 
 // archiveStore keeps an archive in memory and decodes each step's unit
-// into an arena just before use. Without prefetching the arena is the
-// largest unit. With it, the next distinct unit of the schedule decodes on
-// a worker goroutine while the current one is used, at the other end of
-// the arena: the arena is the largest sum of two consecutive units, so
-// they never overlap (and barely more than without prefetching when the
-// largest unit's neighbours are small).
+// into an arena just before use. The arena is as large as the largest
+// unit (with prefetching: the largest sum of two consecutive units) and
+// holds as many decoded units as fit: a unit still resident when the
+// schedule comes back to it (the block of small tensors of all layers that
+// the encoder merged, the tied embedding between the classifier and the
+// next token) is not decoded again. When a unit must make room, the units
+// it overwrites are chosen by when the schedule needs them next (the
+// latest first, as Belady's rule), which the static schedule tells
+// exactly. With prefetching, the next distinct unit of the schedule
+// decodes on a worker goroutine while the current one is used, in a part
+// of the arena the current one does not occupy.
 type archiveStore struct {
 	rd    *codec.Reader
 	sched []*tensor
-	units []*unit // per step
-	next  []*unit // per step: the next unit after this step's that differs from it
+	units []*unit         // per step
+	next  []*unit         // per step: the next unit after this step's that differs from it
+	uses  map[*unit][]int // the steps that use each unit, ascending
 	arena []byte
-	cur   *unit // the unit in the arena that get last returned
-	curLo int64 // where it starts in the arena
+	res   []resident // the units in the arena
+	cur   *unit      // the unit get last returned
 
 	prefetch bool
 	pending  *unit // the unit the worker is decoding, nil when none
-	pendLo   int64
-	req      chan prefetchReq
+	req      chan *resident
 	done     chan error
 	mem      Memory
+	decoded  int64 // bytes decoded so far
 }
 
-type prefetchReq struct {
-	u   *unit
-	dst []byte
+// resident is a unit decoded at arena[lo:lo+u.length].
+type resident struct {
+	u  *unit
+	lo int64
 }
+
+func (r resident) hi() int64 { return r.lo + r.u.length }
 
 // prefetchMin: units smaller than this decode when needed; handing them to
 // the worker costs more than it saves.
@@ -129,12 +140,12 @@ const prefetchMin = 4096
 func newArchiveStore(rd *codec.Reader, fi int, sched []*tensor, compressed int64, prefetch bool) (*archiveStore, error) {
 	f := rd.Files()[fi]
 	blocks := f.Blocks()
-	s := &archiveStore{rd: rd, sched: sched, prefetch: prefetch}
+	s := &archiveStore{rd: rd, sched: sched, prefetch: prefetch, uses: map[*unit][]int{}}
 	s.mem.Compressed = compressed
 	byRange := map[[2]int]*unit{}
 	seen := map[*tensor]bool{}
 	var size int64
-	for _, t := range sched {
+	for step, t := range sched {
 		if !seen[t] {
 			seen[t] = true
 			s.mem.Weights += t.length
@@ -159,6 +170,7 @@ func newArchiveStore(rd *codec.Reader, fi int, sched []*tensor, compressed int64
 			byRange[key] = u
 		}
 		s.units = append(s.units, u)
+		s.uses[u] = append(s.uses[u], step)
 		size = max(size, u.length)
 	}
 	s.next = make([]*unit, len(s.units))
@@ -177,22 +189,23 @@ func newArchiveStore(rd *codec.Reader, fi int, sched []*tensor, compressed int64
 	s.mem.Buffers = size
 	s.mem.Peak = s.mem.Compressed + s.mem.Buffers
 	if prefetch {
-		s.req = make(chan prefetchReq)
+		s.req = make(chan *resident)
 		s.done = make(chan error, 1)
 		go func() {
 			for r := range s.req {
-				s.done <- s.decode(r.u, r.dst)
+				s.done <- s.decode(*r)
 			}
 		}()
 	}
 	return s, nil
 }
 
-// decode decodes unit u into dst.
-func (s *archiveStore) decode(u *unit, dst []byte) error {
+// decode decodes a unit into its place.
+func (s *archiveStore) decode(r resident) error {
+	dst := s.arena[r.lo:r.hi()]
 	pos := int64(0)
-	for k, l := range u.lens {
-		if err := s.rd.DecodeBlock(u.fi, u.b0+k, dst[pos:pos+l]); err != nil {
+	for k, l := range r.u.lens {
+		if err := s.rd.DecodeBlock(r.u.fi, r.u.b0+k, dst[pos:pos+l]); err != nil {
 			return err
 		}
 		pos += l
@@ -200,62 +213,132 @@ func (s *archiveStore) decode(u *unit, dst []byte) error {
 	return nil
 }
 
-// place returns where in the arena unit u goes: at the end away from the
-// current unit.
-func (s *archiveStore) place(u *unit) int64 {
-	if s.cur != nil && s.curLo == 0 {
-		return int64(len(s.arena)) - u.length
+func (s *archiveStore) find(u *unit) int {
+	for i, r := range s.res {
+		if r.u == u {
+			return i
+		}
 	}
-	return 0
+	return -1
 }
 
-// wait collects the prefetch in flight; its unit becomes resident.
-func (s *archiveStore) wait() (*unit, int64, error) {
+func (s *archiveStore) drop(u *unit) {
+	if i := s.find(u); i >= 0 {
+		s.res = append(s.res[:i], s.res[i+1:]...)
+	}
+}
+
+// nextUse is how many steps after step the schedule next uses u
+// (cyclically: the next token's steps follow the last).
+func (s *archiveStore) nextUse(u *unit, step int) int {
+	us := s.uses[u]
+	k := sort.SearchInts(us, step+1)
+	if k < len(us) {
+		return us[k] - step
+	}
+	return len(s.units) - step + us[0]
+}
+
+// place reserves room for u, overwriting the residents the schedule needs
+// last and never pinned (nil: none); ok is false when no place avoids it.
+func (s *archiveStore) place(u *unit, step int, pinned *unit) (lo int64, ok bool) {
+	l, size := u.length, int64(len(s.arena))
+	cands := []int64{0, size - l}
+	for _, r := range s.res {
+		cands = append(cands, r.hi(), r.lo-l)
+	}
+	bestLo, bestScore, bestBytes := int64(-1), -1, int64(0)
+	for _, c := range cands {
+		if c < 0 || c+l > size {
+			continue
+		}
+		score, bytes, blocked := 1<<30, int64(0), false
+		for _, r := range s.res {
+			if r.lo < c+l && c < r.hi() { // overwritten
+				if r.u == pinned {
+					blocked = true
+					break
+				}
+				score = min(score, s.nextUse(r.u, step))
+				bytes += r.u.length
+			}
+		}
+		if blocked {
+			continue
+		}
+		if score > bestScore || (score == bestScore && bytes < bestBytes) {
+			bestLo, bestScore, bestBytes = c, score, bytes
+		}
+	}
+	if bestLo < 0 {
+		return 0, false
+	}
+	kept := s.res[:0]
+	for _, r := range s.res {
+		if !(r.lo < bestLo+l && bestLo < r.hi()) {
+			kept = append(kept, r)
+		}
+	}
+	s.res = append(kept, resident{u, bestLo})
+	return bestLo, true
+}
+
+// wait collects the prefetch in flight; on failure its unit is dropped.
+func (s *archiveStore) wait() error {
 	if s.pending == nil {
-		return nil, 0, nil
+		return nil
 	}
 	err := <-s.done
-	u, lo := s.pending, s.pendLo
-	s.pending = nil
 	if err != nil {
-		return nil, 0, err
+		s.drop(s.pending)
 	}
-	return u, lo, nil
+	s.pending = nil
+	return err
 }
 
 func (s *archiveStore) get(step int) ([]byte, error) {
 	u := s.units[step]
 	if u != s.cur {
-		pu, plo, err := s.wait()
-		if err != nil {
+		if err := s.wait(); err != nil {
 			return nil, err
 		}
-		if pu == u {
-			s.cur, s.curLo = u, plo
-		} else {
-			lo := s.place(u)
-			s.cur = nil // overwritten from here
-			if err := s.decode(u, s.arena[lo:lo+u.length]); err != nil {
+		s.cur = nil
+		if s.find(u) < 0 {
+			lo, ok := s.place(u, step, nil)
+			if !ok { // cannot happen: nothing is pinned
+				return nil, fmt.Errorf("infer: no room for %d bytes in an arena of %d", u.length, len(s.arena))
+			}
+			s.decoded += u.length
+			if err := s.decode(resident{u, lo}); err != nil {
+				s.drop(u)
 				return nil, err
 			}
-			s.cur, s.curLo = u, lo
 		}
+		s.cur = u
 		if s.prefetch {
-			if v := s.next[step]; v.length >= prefetchMin {
-				s.pending, s.pendLo = v, s.place(v)
-				s.req <- prefetchReq{v, s.arena[s.pendLo : s.pendLo+v.length]}
+			if v := s.next[step]; v.length >= prefetchMin && s.find(v) < 0 {
+				if lo, ok := s.place(v, step, u); ok {
+					s.pending = v
+					s.decoded += v.length
+					s.req <- &resident{v, lo}
+				}
 			}
 		}
 	}
+	r := s.res[s.find(u)]
 	t := s.sched[step]
-	lo := s.curLo + t.offset - u.off
+	lo := r.lo + t.offset - u.off
 	return s.arena[lo : lo+t.length : lo+t.length], nil
 }
 
-func (s *archiveStore) memory() Memory { return s.mem }
+func (s *archiveStore) memory() Memory {
+	m := s.mem
+	m.Decoded = s.decoded
+	return m
+}
 
 func (s *archiveStore) close() {
-	_, _, _ = s.wait()
+	_ = s.wait()
 	if s.req != nil {
 		close(s.req)
 		s.req = nil
