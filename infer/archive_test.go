@@ -120,8 +120,7 @@ func TestArchiveExact(t *testing.T) {
 // every layer (stories260K's keys and values share one block) stay in the
 // arena between layers instead of being decoded per layer.
 func TestArchiveDecodesOnce(t *testing.T) {
-	c := exactCases(t)[2] // stories260K BF16 safetensors
-	orig := readFile(t, needFile(t, c.file))
+	orig := readFile(t, needFile(t, "models/original/stories260K.bf16.safetensors"))
 	m := openBytes(t, compress(t, orig, codec.Options{}), Options{})
 	if _, err := m.Forward(1, 0); err != nil {
 		t.Fatal(err)
