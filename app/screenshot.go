@@ -16,7 +16,7 @@ import (
 )
 
 // screens are the tabs in order, as screenshot names.
-var screens = []string{"Open", "Tensors", "Histograms", "Clusters", "Setups", "Run", "Trajectory"}
+var screens = []string{"Open", "Tensors", "Histograms", "Clusters", "Setups", "Run", "Trajectory", "Generate"}
 
 // trajTourSteps: checkpoints of ../shared's training run the tour opens for
 // the Trajectory screen (when they are there; NZ_TRAJ_DIR overrides the
