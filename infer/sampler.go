@@ -87,6 +87,9 @@ func (s *Sampler) Sample(logits []float32) int {
 		}
 	}
 	s.idx = idx
+	if len(idx) == 0 { // a vocabulary of one token (the cutoff divides by zero)
+		return Argmax(p)
+	}
 	sort.SliceStable(idx, func(a, b int) bool { return idx[a].p > idx[b].p })
 	var cum float32
 	last := len(idx) - 1

@@ -131,9 +131,9 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if m.FromArchive() {
 		src = "archive"
 	}
-	fmt.Fprintf(stderr, "%s, %s: %d positions, %.1f tokens/s; weights %d bytes, resident peak %d bytes (%.1f %%); logits sha256 %s\n",
+	fmt.Fprintf(stderr, "%s, %s: %d positions, %.1f tokens/s; weights %d bytes, resident peak %d bytes (%.1f %%); seed %d; logits sha256 %s\n",
 		cfg.Arch, src, res.Positions, res.TokensPerS, res.WeightsBytes, res.ResidentPeakBytes,
-		100*float64(res.ResidentPeakBytes)/float64(max(res.WeightsBytes, 1)), res.LogitsSHA256)
+		100*float64(res.ResidentPeakBytes)/float64(max(res.WeightsBytes, 1)), *seed, res.LogitsSHA256)
 	return nil
 }
 
