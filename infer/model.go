@@ -50,7 +50,6 @@ type Model struct {
 	net      network
 	vecBytes int64 // float32 copies of small vectors
 	archive  bool
-	dtypes   map[dtype.DType]bool
 }
 
 // network is one architecture's forward pass.
