@@ -53,17 +53,22 @@ func exactCases(t *testing.T) []exactCase {
 	return cs
 }
 
-// run generates 40 tokens (12 with -short) (sampled, so that every logit matters through
-// the probabilities) and returns the result.
+// run generates 40 tokens (12 with -short), sampled so that every logit
+// matters through the probabilities, and returns the result.
 func run(t testing.TB, m *Model, c exactCase) *Result {
+	t.Helper()
+	n := 40
+	if testing.Short() {
+		n = 12
+	}
+	return runN(t, m, c, n)
+}
+
+func runN(t testing.TB, m *Model, c exactCase, n int) *Result {
 	t.Helper()
 	s, err := NewSampler(0.9, 0.9, 42)
 	if err != nil {
 		t.Fatal(err)
-	}
-	n := 40
-	if testing.Short() {
-		n = 12
 	}
 	res, err := Generate(m, c.tok, c.prompt, GenerateOptions{N: n, Sampler: s})
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"neuralzip/codec"
 )
 
 const gptDir = "trajectories/tinygpt-fortunes/"
@@ -69,5 +71,38 @@ func TestGPTOracle(t *testing.T) {
 			}
 			t.Logf("largest logit difference from the numpy oracle: %.3g", worst)
 		})
+	}
+}
+
+// TestGPTEveryStep runs every checkpoint of the training run (21 BF16
+// steps, 11 F32) from its archive and from the file: the same tokens and
+// logits bit for bit, and the model learns (its greedy continuation of the
+// prompt changes between the first and the last step).
+func TestGPTEveryStep(t *testing.T) {
+	conf := gptConfig(t)
+	var texts []string
+	for step := 0; step <= 1000; step += 50 {
+		for _, dt := range []string{"bf16", "f32"} {
+			if dt == "f32" && step%100 != 0 {
+				continue // F32 is kept every 100 steps
+			}
+			if testing.Short() && step != 0 && step != 1000 {
+				continue
+			}
+			name := fmt.Sprintf("step_%06d.%s.safetensors", step, dt)
+			orig := readFile(t, needFile(t, gptDir+name))
+			c := exactCase{file: name, config: conf, tok: ByteTokenizer{}, prompt: "You will be"}
+			want := runN(t, openBytes(t, orig, Options{Config: conf}), c, 16)
+			got := runN(t, openBytes(t, compress(t, orig, codec.Options{}), Options{Config: conf}), c, 16)
+			if got.LogitsSHA256 != want.LogitsSHA256 || !slices.Equal(got.Tokens, want.Tokens) {
+				t.Errorf("%s: archive %s, file %s", name, got.LogitsSHA256, want.LogitsSHA256)
+			}
+			if dt == "bf16" {
+				texts = append(texts, want.Text)
+			}
+		}
+	}
+	if len(texts) >= 2 && texts[0] == texts[len(texts)-1] {
+		t.Errorf("step 0 and step 1000 generate the same text %q", texts[0])
 	}
 }
