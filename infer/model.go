@@ -109,6 +109,10 @@ func OpenArchive(archive []byte, opt Options) (*Model, error) {
 		rd.Close()
 		return nil, fmt.Errorf("%w: the archive holds %d files; a model is one file", ErrArchitecture, n)
 	}
+	if rd.UsesRef() {
+		rd.Close()
+		return nil, fmt.Errorf("%w: the archive is coded against a reference model (compress -ref), which would have to be held uncompressed beside it: decompress it to run it", ErrInput)
+	}
 	if opt.Setup != nil {
 		if err := rd.UseSetup(opt.Setup); err != nil {
 			rd.Close()

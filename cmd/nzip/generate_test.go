@@ -137,6 +137,14 @@ func TestGenerateErrors(t *testing.T) {
 			t.Errorf("generate %v: exit %d, stderr %q, want 1 and %q", c.args, code, errs, c.msg)
 		}
 	}
+	// an archive coded against a reference is refused with a reason
+	ref := filepath.Join(gptDir, "ref.nzip")
+	if code, _, errs := nzip(t, "compress", "-q", "-ref", sharedFile(t, "trajectories/tinygpt-fortunes/step_000900.bf16.safetensors"), "-o", ref, gpt); code != 0 {
+		t.Fatal(errs)
+	}
+	if code, _, errs := nzip(t, "generate", "-config", sharedFile(t, "trajectories/tinygpt-fortunes/config.json"), ref, "hi"); code != 1 || !strings.Contains(errs, "reference model") {
+		t.Errorf("generate on a -ref archive: exit %d, %q", code, errs)
+	}
 	// with the run's config.json beside it, the GPT runs
 	conf, err := os.ReadFile(sharedFile(t, "trajectories/tinygpt-fortunes/config.json"))
 	if err != nil {
