@@ -259,6 +259,8 @@ func widgetPos(wb *workbench, key string) any {
 		obj = wb.open_.openBtn
 	case key == "run":
 		obj = wb.run.runBtn
+	case key == "generate":
+		obj = wb.generate.runBtn
 	case key == "archive":
 		obj = wb.run.archBtn
 	case key == "setup-build":

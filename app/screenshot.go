@@ -16,7 +16,7 @@ import (
 )
 
 // screens are the tabs in order, as screenshot names.
-var screens = []string{"Open", "Tensors", "Histograms", "Clusters", "Setups", "Run", "Trajectory"}
+var screens = []string{"Open", "Tensors", "Histograms", "Clusters", "Setups", "Run", "Trajectory", "Generate"}
 
 // trajTourSteps: checkpoints of ../shared's training run the tour opens for
 // the Trajectory screen (when they are there; NZ_TRAJ_DIR overrides the
@@ -24,7 +24,7 @@ var screens = []string{"Open", "Tensors", "Histograms", "Clusters", "Setups", "R
 var trajTourSteps = []string{"step_000000", "step_000250", "step_000500", "step_000750", "step_001000"}
 
 // prepareTour opens the demo models (first the one to show), builds a
-// setup, compares it and runs two codecs, so that every screen has
+// setup, compares it, runs the codecs and generates a story, so that every screen has
 // something to show. It runs off Fyne's goroutine.
 func prepareTour(wb *workbench, first string) error {
 	paths := []string{first}
@@ -89,6 +89,9 @@ func prepareTour(wb *workbench, first string) error {
 		}
 		wb.run.start()
 	})
+	wb.wait()
+	// a story for the Generate screen
+	fyne.DoAndWait(func() { wb.generate.start() })
 	wb.wait()
 	// a training run for the Trajectory screen, analysed without the demos
 	dir := os.Getenv("NZ_TRAJ_DIR")

@@ -63,6 +63,7 @@ type workbench struct {
 	setupsScr *setupsScreen
 	run       *runScreen
 	traj      *trajScreen
+	generate  *generateScreen
 
 	charts         []*chartView
 	modelListeners []func() // called when the current model or its stats change
@@ -119,6 +120,7 @@ var laterTabs = []struct {
 }{
 	{"Tensors", theme.ListIcon}, {"Histograms", theme.InfoIcon}, {"Clusters", theme.GridIcon},
 	{"Setups", theme.SettingsIcon}, {"Run", theme.MediaPlayIcon}, {"Trajectory", theme.HistoryIcon},
+	{"Generate", theme.DocumentCreateIcon},
 }
 
 // buildScreens builds the screens after Open, once. The desktop builds
@@ -136,7 +138,8 @@ func (wb *workbench) buildScreens() {
 	wb.setupsScr = newSetupsScreen(wb)
 	wb.run = newRunScreen(wb)
 	wb.traj = newTrajScreen(wb)
-	for i, c := range []fyne.CanvasObject{wb.tensors.content, wb.hist.content, wb.clusters.content, wb.setupsScr.content, wb.run.content, wb.traj.content} {
+	wb.generate = newGenerateScreen(wb)
+	for i, c := range []fyne.CanvasObject{wb.tensors.content, wb.hist.content, wb.clusters.content, wb.setupsScr.content, wb.run.content, wb.traj.content, wb.generate.content} {
 		wb.tabs.Items[i+1].Content = c
 	}
 	if hostLazyScreens {

@@ -9,11 +9,36 @@ package assets
 
 import "embed"
 
-// FS holds models/ (the model files), LICENSES/, NOTICE and SHA256SUMS.
-// Paths use "/" and are relative to this directory, as in Model.Files.
+// FS holds models/ (the model files), llm/ (the demo language model),
+// LICENSES/, NOTICE and SHA256SUMS. Paths use "/" and are relative to
+// this directory, as in Model.Files.
 //
-//go:embed NOTICE SHA256SUMS LICENSES models
+//go:embed NOTICE SHA256SUMS LICENSES models llm
 var FS embed.FS
+
+// LanguageModel is a demo language model for the Generate screen: a
+// checkpoint and its tokenizer, paths in FS.
+type LanguageModel struct {
+	Name        string
+	File        string // the checkpoint (llm/SHA256SUMS lists it)
+	Tokenizer   string // llama2.c's tokenizer.bin format
+	Description string
+	License     string
+	Source      string
+}
+
+// Stories260K is stories260K in BF16 (Llama-2 as llama2.c, 260,032
+// weights, 0.5 MB) with its 512-token tokenizer; NOTICE has its origin.
+func Stories260K() LanguageModel {
+	return LanguageModel{
+		Name:        "stories260K",
+		File:        "llm/stories260K.bf16.safetensors",
+		Tokenizer:   "llm/tok512.bin",
+		Description: "stories260K, a Llama-2 of 260K weights trained on TinyStories (karpathy/tinyllamas), BF16",
+		License:     "MIT",
+		Source:      "GitHub icppWorld/icpp_llm@6c9bf2e llama2_c/stories260K, converted to BF16 safetensors",
+	}
+}
 
 // A Model is one demo model.
 type Model struct {

@@ -156,3 +156,52 @@ func TestModels(t *testing.T) {
 		})
 	}
 }
+
+// TestLanguageModel checks the demo language model's files against
+// llm/SHA256SUMS and NOTICE, and that its licenses are embedded.
+func TestLanguageModel(t *testing.T) {
+	m := assets.Stories260K()
+	b, err := fs.ReadFile(assets.FS, "llm/SHA256SUMS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	notice, err := fs.ReadFile(assets.FS, "NOTICE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := 0
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		sum, name, ok := strings.Cut(sc.Text(), "  ")
+		if !ok || len(sum) != 64 {
+			t.Fatalf("llm/SHA256SUMS: bad line %q", sc.Text())
+		}
+		data, err := fs.ReadFile(assets.FS, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.Sum256(data)
+		if got := hex.EncodeToString(h[:]); got != sum || !bytes.Contains(notice, []byte(name)) || !bytes.Contains(notice, []byte(sum)) {
+			t.Errorf("%s: sha256 %s; llm/SHA256SUMS and NOTICE must list %s", name, got, sum)
+		}
+		if name == m.File || name == m.Tokenizer {
+			listed++
+		}
+	}
+	if listed != 2 {
+		t.Errorf("llm/SHA256SUMS lists %d of %s and %s", listed, m.File, m.Tokenizer)
+	}
+	data, err := fs.ReadFile(assets.FS, m.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := checkpoint.Open(bytes.NewReader(data), int64(len(data)))
+	if err != nil || l.Format != "safetensors" || len(l.Tensors()) != 47 || l.Metadata["n_heads"] != "8" {
+		t.Fatalf("%s: %v", m.File, err)
+	}
+	for _, lic := range []string{"LICENSES/MIT-karpathy-llama2.c.txt", "LICENSES/MIT-icppWorld-icpp_llm.txt"} {
+		if _, err := fs.Stat(assets.FS, lic); err != nil {
+			t.Error(err)
+		}
+	}
+}

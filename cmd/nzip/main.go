@@ -15,6 +15,7 @@
 //	nzip trajectory extract -all [-d DIR] [-f] [-threads N] [-q] RUN.nztraj
 //	nzip trajectory verify  [-threads N] [-q] RUN.nztraj
 //	nzip trajectory repack  -o OUT.nztraj [-f] [-keyframe K] [-threads N] [-best] [-q] RUN.nztraj
+//	nzip generate   [-n N] [-temp T] [-topp P] [-seed S] [-tokenizer FILE] [-config FILE] [-prefetch] [-json] MODEL PROMPT
 //
 // compress, decompress and verify take -ref REF: the archive is coded
 // against (and decoded with) the reference model REF.
@@ -55,6 +56,8 @@ usage:
   nzip trajectory extract -all [-d DIR] [-f] [-threads N] [-q] RUN.nztraj
   nzip trajectory verify  [-threads N] [-q] RUN.nztraj
   nzip trajectory repack  -o OUT.nztraj [-f] [-keyframe K] [-threads N] [-best] [-q] RUN.nztraj
+  nzip generate   [-n N] [-temp T] [-topp P] [-seed S] [-tokenizer FILE] [-config FILE] [-setup S.nzsetup]
+                  [-prefetch] [-json] MODEL PROMPT
 
 Run "nzip COMMAND -h" (or "nzip setup SUBCOMMAND -h") for the flags of a command.
 `
@@ -74,6 +77,7 @@ var commands = map[string]command{
 	"bench":      {runBench},
 	"setup":      {runSetup},
 	"trajectory": {runTrajectory},
+	"generate":   {runGenerate},
 }
 
 func main() {

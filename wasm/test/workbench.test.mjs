@@ -4,7 +4,8 @@
 // through the file input (a TF.js model.json with its weight file, and a
 // TFLite file through the Open button's file chooser), shows the histogram
 // and cluster screens, runs the codec bit-exact (also with the WebGPU
-// backend) and downloads the archive.
+// backend), downloads the archive and generates text from the embedded
+// demo language model with its weights kept compressed.
 //
 // Fyne draws everything into one <canvas>, so results are read from the
 // workbench's test hook (window.nz.state, see app/host_js.go); buttons are
@@ -272,10 +273,24 @@ async function main() {
     await shot(page, 'run-webgpu');
     await page.evaluate(() => window.nz.selectBackend('CPU'));
 
+    // 7. generate from the embedded demo language model, its weights kept
+    // compressed, and check the logits against the uncompressed run
+    await selectTab(page, 'Generate');
+    await click(page, 'generate');
+    s = await waitState(page, 'generate', (s) => s.gen_count === '1' || s.gen_error, T_RUN);
+    check(!s.gen_error && s.gen_text && s.gen_text.startsWith(', there was a little girl'),
+      `stories260K generated from its archive: "${(s.gen_text || '').slice(0, 60)}…" (${s.gen_error || 'no error'})`);
+    check(s.gen_identical === 'true', 'logits identical to the uncompressed run');
+    check(+s.gen_resident_bytes < 0.8 * +s.gen_weights_bytes,
+      `resident ${s.gen_resident_bytes} of ${s.gen_weights_bytes} uncompressed bytes, ${s.gen_tokens_per_s} tokens/s`);
+    metrics.generate_tokens_per_s = +s.gen_tokens_per_s;
+    metrics.generate_resident_fraction = +s.gen_resident_bytes / +s.gen_weights_bytes;
+    await shot(page, 'generate');
+
     s = await state(page);
     check(!s.error, `no error reported (${s.error || 'none'})`);
 
-    // 7. a second page: ?demo=NAME and ?model=URL (a TF.js model.json: its
+    // 8. a second page: ?demo=NAME and ?model=URL (a TF.js model.json: its
     // weight file is fetched next to it), then a file dropped on the page
     const page2 = await context.newPage();
     page2.on('pageerror', (e) => problems.push('page 2 error: ' + e.message));

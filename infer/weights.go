@@ -1,0 +1,347 @@
+package infer
+
+import (
+	"fmt"
+	"sort"
+
+	"neuralzip/codec"
+	"neuralzip/dtype"
+)
+
+// tensor is one weight tensor of the model as its file stores it.
+type tensor struct {
+	name   string
+	dt     dtype.DType
+	shape  []int64
+	offset int64 // in the original file
+	length int64
+}
+
+// numel is the number of elements of t.
+func (t *tensor) numel() int64 {
+	n := int64(1)
+	for _, d := range t.shape {
+		n *= d
+	}
+	return n
+}
+
+// Memory is what a model holds of its weights.
+type Memory struct {
+	// Weights is the size of the model's tensors as stored (uncompressed).
+	Weights int64
+	// Compressed is the archive bytes held in memory (0 from an original
+	// file).
+	Compressed int64
+	// Buffers is the capacity of the decoded-weight buffers (from an
+	// archive) or of the tensors held as stored (from an original file),
+	// including the float32 copies of small vectors (norms, biases).
+	Buffers int64
+	// Peak is the most weight bytes held at once: Compressed + Buffers at
+	// their largest.
+	Peak int64
+	// Decoded is the number of bytes decoded from the archive so far.
+	Decoded int64
+}
+
+// store hands the forward pass its tensors in schedule order. get(i)
+// returns the bytes of schedule step i's tensor; they stay valid until
+// the next call to get.
+type store interface {
+	get(step int) ([]byte, error)
+	memory() Memory
+	close()
+}
+
+// fileStore holds the tensors of an original file as stored.
+type fileStore struct {
+	sched []*tensor
+	data  map[*tensor][]byte
+	mem   Memory
+}
+
+func newFileStore(sched []*tensor, read func(t *tensor) ([]byte, error)) (*fileStore, error) {
+	s := &fileStore{sched: sched, data: make(map[*tensor][]byte)}
+	for _, t := range sched {
+		if _, ok := s.data[t]; ok {
+			continue
+		}
+		b, err := read(t)
+		if err != nil {
+			return nil, err
+		}
+		s.data[t] = b
+		s.mem.Weights += t.length
+		s.mem.Buffers += int64(cap(b))
+	}
+	s.mem.Peak = s.mem.Buffers
+	return s, nil
+}
+
+func (s *fileStore) get(step int) ([]byte, error) { return s.data[s.sched[step]], nil }
+func (s *fileStore) memory() Memory               { return s.mem }
+func (s *fileStore) close()                       {}
+
+// unit is the run of consecutive archive blocks that covers a tensor: its
+// own blocks for a large tensor, the one shared block for small tensors
+// that the encoder merged. A unit decodes as a whole.
+type unit struct {
+	fi     int
+	b0, b1 int   // blocks [b0, b1)
+	off    int64 // original offset of block b0
+	length int64
+	lens   []int64 // each block's length
+}
+
+// archiveStore keeps an archive in memory and decodes each step's unit
+// into an arena just before use. The arena is as large as the largest
+// unit (with prefetching: the largest sum of two consecutive units) and
+// holds as many decoded units as fit: a unit still resident when the
+// schedule comes back to it (the block of small tensors of all layers that
+// the encoder merged, the tied embedding between the classifier and the
+// next token) is not decoded again. When a unit must make room, the units
+// it overwrites are chosen by when the schedule needs them next (the
+// latest first, as Belady's rule), which the static schedule tells
+// exactly. With prefetching, the next distinct unit of the schedule
+// decodes on a worker goroutine while the current one is used, in a part
+// of the arena the current one does not occupy.
+type archiveStore struct {
+	rd    *codec.Reader
+	sched []*tensor
+	units []*unit         // per step
+	next  []*unit         // per step: the next unit after this step's that differs from it
+	uses  map[*unit][]int // the steps that use each unit, ascending
+	arena []byte
+	res   []resident // the units in the arena
+	cur   *unit      // the unit get last returned
+
+	prefetch bool
+	pending  *unit // the unit the worker is decoding, nil when none
+	req      chan *resident
+	done     chan error
+	mem      Memory
+	decoded  int64 // bytes decoded so far
+}
+
+// resident is a unit decoded at arena[lo:lo+u.length].
+type resident struct {
+	u  *unit
+	lo int64
+}
+
+func (r resident) hi() int64 { return r.lo + r.u.length }
+
+// prefetchMin: units smaller than this decode when needed; handing them to
+// the worker costs more than it saves.
+const prefetchMin = 4096
+
+// newArchiveStore plans the units of every step. compressed is the
+// archive's size in memory.
+func newArchiveStore(rd *codec.Reader, fi int, sched []*tensor, compressed int64, prefetch bool) (*archiveStore, error) {
+	f := rd.Files()[fi]
+	blocks := f.Blocks()
+	s := &archiveStore{rd: rd, sched: sched, prefetch: prefetch, uses: map[*unit][]int{}}
+	s.mem.Compressed = compressed
+	byRange := map[[2]int]*unit{}
+	seen := map[*tensor]bool{}
+	var size int64
+	for step, t := range sched {
+		if !seen[t] {
+			seen[t] = true
+			s.mem.Weights += t.length
+		}
+		// first block ending after t.offset
+		b0 := sort.Search(len(blocks), func(i int) bool { return blocks[i].Offset+blocks[i].Length > t.offset })
+		b1 := b0
+		for b1 < len(blocks) && blocks[b1].Offset < t.offset+t.length {
+			b1++
+		}
+		if b0 >= len(blocks) || blocks[b0].Offset > t.offset || b1 == b0 || blocks[b1-1].Offset+blocks[b1-1].Length < t.offset+t.length {
+			return nil, fmt.Errorf("%w: tensor %q [%d,+%d) is not covered by the archive's blocks", ErrArchitecture, t.name, t.offset, t.length)
+		}
+		key := [2]int{b0, b1}
+		u := byRange[key]
+		if u == nil {
+			u = &unit{fi: fi, b0: b0, b1: b1, off: blocks[b0].Offset}
+			for b := b0; b < b1; b++ {
+				u.lens = append(u.lens, blocks[b].Length)
+				u.length += blocks[b].Length
+			}
+			byRange[key] = u
+		}
+		s.units = append(s.units, u)
+		s.uses[u] = append(s.uses[u], step)
+		size = max(size, u.length)
+	}
+	s.next = make([]*unit, len(s.units))
+	for i, u := range s.units {
+		for k := 1; k <= len(s.units); k++ {
+			if v := s.units[(i+k)%len(s.units)]; v != u {
+				s.next[i] = v
+				if prefetch && v.length >= prefetchMin {
+					size = max(size, u.length+v.length)
+				}
+				break
+			}
+		}
+	}
+	s.arena = make([]byte, size)
+	s.mem.Buffers = size
+	s.mem.Peak = s.mem.Compressed + s.mem.Buffers
+	if prefetch {
+		s.req = make(chan *resident)
+		s.done = make(chan error, 1)
+		go func() {
+			for r := range s.req {
+				s.done <- s.decode(*r)
+			}
+		}()
+	}
+	return s, nil
+}
+
+// decode decodes a unit into its place.
+func (s *archiveStore) decode(r resident) error {
+	dst := s.arena[r.lo:r.hi()]
+	pos := int64(0)
+	for k, l := range r.u.lens {
+		if err := s.rd.DecodeBlock(r.u.fi, r.u.b0+k, dst[pos:pos+l]); err != nil {
+			return err
+		}
+		pos += l
+	}
+	return nil
+}
+
+func (s *archiveStore) find(u *unit) int {
+	for i, r := range s.res {
+		if r.u == u {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *archiveStore) drop(u *unit) {
+	if i := s.find(u); i >= 0 {
+		s.res = append(s.res[:i], s.res[i+1:]...)
+	}
+}
+
+// nextUse is how many steps after step the schedule next uses u
+// (cyclically: the next token's steps follow the last).
+func (s *archiveStore) nextUse(u *unit, step int) int {
+	us := s.uses[u]
+	k := sort.SearchInts(us, step+1)
+	if k < len(us) {
+		return us[k] - step
+	}
+	return len(s.units) - step + us[0]
+}
+
+// place reserves room for u, overwriting the residents the schedule needs
+// last and never pinned (nil: none); ok is false when no place avoids it.
+func (s *archiveStore) place(u *unit, step int, pinned *unit) (lo int64, ok bool) {
+	l, size := u.length, int64(len(s.arena))
+	cands := []int64{0, size - l}
+	for _, r := range s.res {
+		cands = append(cands, r.hi(), r.lo-l)
+	}
+	bestLo, bestScore, bestBytes := int64(-1), -1, int64(0)
+	for _, c := range cands {
+		if c < 0 || c+l > size {
+			continue
+		}
+		score, bytes, blocked := 1<<30, int64(0), false
+		for _, r := range s.res {
+			if r.lo < c+l && c < r.hi() { // overwritten
+				if r.u == pinned {
+					blocked = true
+					break
+				}
+				score = min(score, s.nextUse(r.u, step))
+				bytes += r.u.length
+			}
+		}
+		if blocked {
+			continue
+		}
+		if score > bestScore || (score == bestScore && bytes < bestBytes) {
+			bestLo, bestScore, bestBytes = c, score, bytes
+		}
+	}
+	if bestLo < 0 {
+		return 0, false
+	}
+	kept := s.res[:0]
+	for _, r := range s.res {
+		if !(r.lo < bestLo+l && bestLo < r.hi()) {
+			kept = append(kept, r)
+		}
+	}
+	s.res = append(kept, resident{u, bestLo})
+	return bestLo, true
+}
+
+// wait collects the prefetch in flight; on failure its unit is dropped.
+func (s *archiveStore) wait() error {
+	if s.pending == nil {
+		return nil
+	}
+	err := <-s.done
+	if err != nil {
+		s.drop(s.pending)
+	}
+	s.pending = nil
+	return err
+}
+
+func (s *archiveStore) get(step int) ([]byte, error) {
+	u := s.units[step]
+	if u != s.cur {
+		if err := s.wait(); err != nil {
+			return nil, err
+		}
+		s.cur = nil
+		if s.find(u) < 0 {
+			lo, ok := s.place(u, step, nil)
+			if !ok { // cannot happen: nothing is pinned
+				return nil, fmt.Errorf("infer: no room for %d bytes in an arena of %d", u.length, len(s.arena))
+			}
+			s.decoded += u.length
+			if err := s.decode(resident{u, lo}); err != nil {
+				s.drop(u)
+				return nil, err
+			}
+		}
+		s.cur = u
+		if s.prefetch {
+			if v := s.next[step]; v.length >= prefetchMin && s.find(v) < 0 {
+				if lo, ok := s.place(v, step, u); ok {
+					s.pending = v
+					s.decoded += v.length
+					s.req <- &resident{v, lo}
+				}
+			}
+		}
+	}
+	r := s.res[s.find(u)]
+	t := s.sched[step]
+	lo := r.lo + t.offset - u.off
+	return s.arena[lo : lo+t.length : lo+t.length], nil
+}
+
+func (s *archiveStore) memory() Memory {
+	m := s.mem
+	m.Decoded = s.decoded
+	return m
+}
+
+func (s *archiveStore) close() {
+	_ = s.wait()
+	if s.req != nil {
+		close(s.req)
+		s.req = nil
+	}
+	_ = s.rd.Close()
+}
