@@ -11,6 +11,7 @@ import (
 
 	"neuralzip/assets"
 	"neuralzip/checkpoint"
+	"neuralzip/checkpoint/codecseg"
 	"neuralzip/codec"
 	"neuralzip/infer"
 )
@@ -71,11 +72,7 @@ func NewGenerator(name string, model, tokenizer, config []byte) (*Generator, err
 	if err != nil {
 		return nil, err
 	}
-	segs := make([]codec.Segment, len(l.Segments))
-	for i, s := range l.Segments {
-		segs[i] = codec.Segment{Offset: s.Offset, Length: s.Length, Name: s.Name, DType: s.DType, Type: s.Type, Shape: s.Shape}
-	}
-	a, err := codec.CompressBytes(model, segs, codec.Options{})
+	a, err := codec.CompressBytes(model, codecseg.Of(l.Segments), codec.Options{})
 	if err != nil {
 		return nil, err
 	}
