@@ -597,14 +597,22 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 			}
 			// Never worse than zstd: a block whose words repeat enough
 			// that zstd may code it smaller (lzRepeats) is also coded by
-			// zstd, at its strongest level (such blocks are rare, and
-			// periodic tables find matches a fast level misses: Silero's
-			// STFT basis codes 41 % smaller), and the smaller kept.
+			// zstd at the archive's level, and by zstd's strongest level
+			// where that may pay (lzTryStrongest), and the smallest kept.
 			if dup, k := be.lzProbe(in); lzWorthTrying(len(in), len(out)-mark, dup, k) {
-				be.lz = be.zstdRep.EncodeAll(in, be.lz[:0])
-				if len(be.lz) < len(out)-mark {
+				coded := len(out) - mark
+				be.lz = be.zstd.EncodeAll(in, be.lz[:0])
+				fast := len(be.lz)
+				if fast < coded {
 					out = append(out[:mark], be.lz...)
 					kind = kindZstd
+				}
+				if lzTryStrongest(fast, coded) {
+					be.lz = be.zstdRep.EncodeAll(in, be.lz[:0])
+					if len(be.lz) < len(out)-mark {
+						out = append(out[:mark], be.lz...)
+						kind = kindZstd
+					}
 				}
 			}
 		} else {
