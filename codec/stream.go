@@ -474,8 +474,9 @@ func (e *streamEncoder) appendShared(dst, syms []byte, w uint, sec *SetupSection
 	ownEst := hb + float64(8*(distinct/2+8))*float64(sampled)/float64(n)
 	if float64(bestCost) > (1+threshold)*ownEst {
 		if hist == nil {
-			countHist(&e.hist, syms)
-			hist = &e.hist
+			// as without a setup: the exact histogram comes with the
+			// pair codes
+			return e.appendSymbols(dst, syms, w)
 		}
 		return e.appendStream(dst, syms, w, hist, true)
 	}
