@@ -51,7 +51,7 @@ type fileReport struct {
 // archiveSetup is the setup an archive was written with.
 type archiveSetup struct {
 	ID      string `json:"id"`
-	How     string `json:"how"`             // "embedded" or "external"
+	How     string `json:"how"`             // "embedded", "external" or "built-in" (the Gaussian setup)
 	Bytes   int    `json:"bytes,omitempty"` // the setup's size, when known
 	Path    string `json:"path,omitempty"`  // the -setup file given
 	Missing bool   `json:"missing,omitempty"`
@@ -352,6 +352,8 @@ func printInspect(w io.Writer, rep *inspectReport) {
 			switch {
 			case s.Missing:
 				fmt.Fprintf(w, "setup: %s (external, not given: tensors not decoded; pass -setup FILE.nzsetup)\n", s.ID)
+			case s.How == "built-in":
+				fmt.Fprintf(w, "setup: %s (the built-in Gaussian setup, referenced)\n", s.ID)
 			case s.How == "external":
 				fmt.Fprintf(w, "setup: %s (external, %d bytes, from %s)\n", s.ID, s.Bytes, s.Path)
 			default:

@@ -224,6 +224,16 @@ func TestSetupCompressDecompress(t *testing.T) {
 			t.Fatalf("inspect %v text: %s", c.args, out)
 		}
 	}
+	// the built-in Gaussian setup is referenced, not embedded, and inspect
+	// says so
+	g := filepath.Join(dir, "g.nzip")
+	if code, _, errs := nzip(t, "compress", "-q", "-setup", "gaussian", "-o", g, in); code != 0 {
+		t.Fatalf("compress -setup gaussian: %d %s", code, errs)
+	}
+	gid := hex.EncodeToString(func() []byte { id := codec.GaussianSetup().ID(); return id[:] }())
+	if code, out, _ := nzip(t, "inspect", g); code != 0 || !strings.Contains(out, "setup: "+gid+" (the built-in Gaussian setup") || strings.Contains(out, "embedded") {
+		t.Fatalf("inspect of a Gaussian-setup archive: %d %s", code, out)
+	}
 }
 
 func fileSize(t *testing.T, p string) int64 {
