@@ -23,8 +23,8 @@ type Options struct {
 	// Setup decodes an archive that references an external setup.
 	Setup *codec.Setup
 	// Prefetch decodes the next tensor on another goroutine while the
-	// current one computes (archives only; it doubles the decoded
-	// buffers).
+	// current one computes (archives only, with GOMAXPROCS ≥ 2; the
+	// buffers grow to the largest two consecutive tensors).
 	Prefetch bool
 }
 

@@ -1,0 +1,118 @@
+package infer
+
+import (
+	"bytes"
+	"errors"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"neuralzip/codec"
+)
+
+// atLeastTwoProcs runs the test with GOMAXPROCS ≥ 2, so that prefetching
+// is on even on a one-core machine.
+func atLeastTwoProcs(t *testing.T) {
+	if p := runtime.GOMAXPROCS(0); p < 2 {
+		runtime.GOMAXPROCS(2)
+		t.Cleanup(func() { runtime.GOMAXPROCS(p) })
+	}
+}
+
+// A job the worker has not started is taken back by collect, and the
+// worker then skips it; a started one is waited for. Each job is decoded
+// exactly once, by one side or the other.
+func TestWorkerTakeBack(t *testing.T) {
+	atLeastTwoProcs(t)
+	var calls atomic.Int64
+	decode := func(resident) error { calls.Add(1); return nil }
+	// no goroutine yet: the job must be taken back
+	w := &worker{wake: make(chan struct{}, 1), doneC: make(chan struct{}, 1), decode: decode, spin: 20 * time.Microsecond}
+	w.post(resident{lo: 1})
+	if taken, err := w.collect(); !taken || err != nil {
+		t.Fatalf("unstarted job: taken %v, err %v", taken, err)
+	}
+	go w.run()
+	defer w.quit()
+	byWorker := 0
+	const jobs = 2000
+	for i := range jobs {
+		w.post(resident{lo: int64(i)})
+		if i%2 == 0 {
+			time.Sleep(time.Duration(i%5) * time.Microsecond)
+		}
+		taken, err := w.collect()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !taken {
+			byWorker++
+		}
+	}
+	if got := calls.Load(); got != int64(byWorker) {
+		t.Errorf("the worker decoded %d jobs, collect says %d", got, byWorker)
+	}
+	t.Logf("%d of %d jobs decoded by the worker", byWorker, jobs)
+}
+
+// A failed decode on the worker reaches collect.
+func TestWorkerError(t *testing.T) {
+	atLeastTwoProcs(t)
+	release := make(chan struct{})
+	bad := errors.New("bad block")
+	w := newWorker(func(resident) error { <-release; return bad }, 0)
+	defer w.quit()
+	w.post(resident{})
+	for w.state.Load() != jobBusy {
+		runtime.Gosched()
+	}
+	go func() { time.Sleep(time.Millisecond); close(release) }()
+	if taken, err := w.collect(); taken || !errors.Is(err, bad) {
+		t.Fatalf("taken %v, err %v; want the worker's error", taken, err)
+	}
+}
+
+// A corrupt block is reported the same with and without prefetching,
+// whichever side decodes it, and nothing hangs.
+func TestPrefetchCorrupt(t *testing.T) {
+	atLeastTwoProcs(t)
+	orig := readFile(t, needFile(t, "models/original/stories260K.bf16.safetensors"))
+	a := compress(t, orig, codec.Options{})
+	rd, err := codec.NewMemReader(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the payload of the second-largest block (a weight, not the header)
+	blocks := rd.Files()[0].Blocks()
+	big, next := 0, 0
+	for i, b := range blocks {
+		if b.Length > blocks[big].Length {
+			big, next = i, big
+		} else if b.Length > blocks[next].Length && i != big {
+			next = i
+		}
+	}
+	b := blocks[next]
+	rd.Close()
+	if b.Compressed < 8 {
+		t.Fatalf("block %d has %d compressed bytes", next, b.Compressed)
+	}
+	bad := bytes.Clone(a)
+	bad[b.Payload+b.Compressed/2] ^= 0x40
+	var msgs []string
+	for _, prefetch := range []bool{false, true} {
+		m := openBytes(t, bad, Options{Prefetch: prefetch})
+		var err error
+		for pos := 0; pos < 3 && err == nil; pos++ {
+			_, err = m.Forward(1, pos)
+		}
+		if err == nil {
+			t.Fatalf("prefetch=%v: a corrupt block decoded without error", prefetch)
+		}
+		msgs = append(msgs, err.Error())
+	}
+	if msgs[0] != msgs[1] {
+		t.Errorf("without prefetching %q, with %q", msgs[0], msgs[1])
+	}
+}
