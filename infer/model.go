@@ -50,11 +50,14 @@ type Model struct {
 	net      network
 	vecBytes int64 // float32 copies of small vectors
 	archive  bool
+	one      [1]int // Forward's token
 }
 
 // network is one architecture's forward pass.
 type network interface {
-	forward(st store, token, pos int) ([]float32, error)
+	// forward runs tokens at positions pos, pos+1, ... and returns the
+	// logits of each (Vocab each), those of running them one at a time.
+	forward(st store, tokens []int, pos int) ([]float32, error)
 }
 
 // Open opens a model from an nzip archive (one file) or from an original
@@ -168,13 +171,31 @@ func (m *Model) Memory() Memory {
 // (valid until the next call). Positions must follow each other from 0
 // (0 starts a new sequence).
 func (m *Model) Forward(token, pos int) ([]float32, error) {
-	if token < 0 || token >= m.cfg.Vocab {
-		return nil, fmt.Errorf("%w: token %d outside the vocabulary of %d", ErrInput, token, m.cfg.Vocab)
+	m.one[0] = token
+	return m.Prefill(m.one[:], pos)
+}
+
+// Prefill runs the model on tokens at positions pos, pos+1, ... and
+// returns the logits of every position, Vocab each, in order (valid until
+// the next call): bit for bit those of calling Forward for each token in
+// turn, but each weight tensor is fetched (from an archive: decoded) once
+// for all of them instead of once per token.
+func (m *Model) Prefill(tokens []int, pos int) ([]float32, error) {
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("%w: no token to run", ErrInput)
 	}
-	if pos < 0 || pos >= m.cfg.SeqLen {
-		return nil, fmt.Errorf("%w: position %d outside the context of %d", ErrInput, pos, m.cfg.SeqLen)
+	for _, token := range tokens {
+		if token < 0 || token >= m.cfg.Vocab {
+			return nil, fmt.Errorf("%w: token %d outside the vocabulary of %d", ErrInput, token, m.cfg.Vocab)
+		}
 	}
-	return m.net.forward(m.st, token, pos)
+	if pos < 0 || pos > m.cfg.SeqLen-len(tokens) {
+		if len(tokens) == 1 {
+			return nil, fmt.Errorf("%w: position %d outside the context of %d", ErrInput, pos, m.cfg.SeqLen)
+		}
+		return nil, fmt.Errorf("%w: positions %d to %d outside the context of %d", ErrInput, pos, pos+len(tokens)-1, m.cfg.SeqLen)
+	}
+	return m.net.forward(m.st, tokens, pos)
 }
 
 // Close releases the model (it waits for a prefetch in flight).
