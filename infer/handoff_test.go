@@ -116,3 +116,18 @@ func TestPrefetchCorrupt(t *testing.T) {
 		t.Errorf("without prefetching %q, with %q", msgs[0], msgs[1])
 	}
 }
+
+// With one processor, Prefetch decodes inline: no worker, the same logits.
+func TestPrefetchOneProc(t *testing.T) {
+	c := exactCase{file: "models/original/stories260K.bf16.safetensors", tok: loadTok512(t), prompt: "Once upon a time"}
+	orig := readFile(t, needFile(t, c.file))
+	want := run(t, openBytes(t, orig, Options{}), c)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	m := openBytes(t, compress(t, orig, codec.Options{}), Options{Prefetch: true})
+	if as := m.st.(*archiveStore); as.prefetch || as.worker != nil {
+		t.Fatal("a worker with GOMAXPROCS=1")
+	}
+	if got := run(t, m, c); got.LogitsSHA256 != want.LogitsSHA256 {
+		t.Errorf("logits %s, from the original file %s", got.LogitsSHA256, want.LogitsSHA256)
+	}
+}

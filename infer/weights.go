@@ -146,7 +146,7 @@ const prefetchMin = 4096
 func newArchiveStore(rd *codec.Reader, fi int, sched []*tensor, compressed int64, prefetch bool) (*archiveStore, error) {
 	f := rd.Files()[fi]
 	blocks := f.Blocks()
-	s := &archiveStore{rd: rd, sched: sched, prefetch: prefetch, uses: map[*unit][]int{}}
+	s := &archiveStore{rd: rd, sched: sched, uses: map[*unit][]int{}}
 	s.mem.Compressed = compressed
 	byRange := map[[2]int]*unit{}
 	seen := map[*tensor]bool{}
@@ -201,9 +201,10 @@ func newArchiveStore(rd *codec.Reader, fi int, sched []*tensor, compressed int64
 	s.arena = make([]byte, size)
 	s.mem.Buffers = size
 	s.mem.Peak = s.mem.Compressed + s.mem.Buffers
-	// With one processor the worker could only run between the forward
-	// pass's own steps: the arena stays as planned, the decoding inline.
-	if prefetch && runtime.GOMAXPROCS(0) >= 2 {
+	// With one processor (or WebAssembly's one thread) the worker could
+	// only run between the forward pass's own steps: the arena stays as
+	// planned, the decoding inline.
+	if prefetch && runtime.GOMAXPROCS(0) >= 2 && runtime.GOOS != "js" && runtime.GOOS != "wasip1" {
 		s.prefetch = true
 		s.worker = newWorker(s.decode, prefetchSpin)
 	}
