@@ -87,3 +87,31 @@ func TestPrefillErrors(t *testing.T) {
 		t.Errorf("the last two positions: %v", err)
 	}
 }
+
+// From an archive, a token decodes its tensors straight into the arena:
+// after the first tokens nothing is allocated per tensor (what remains is
+// the key/value cache and attention buffers growing, amortized).
+func TestArchiveAllocs(t *testing.T) {
+	atLeastTwoProcs(t)
+	orig := readFile(t, needFile(t, "models/original/stories260K.bf16.safetensors"))
+	a := compress(t, orig, codec.Options{})
+	for _, prefetch := range []bool{false, true} {
+		m := openBytes(t, a, Options{Prefetch: prefetch})
+		pos := 0
+		for ; pos < 4; pos++ {
+			if _, err := m.Forward(1, pos); err != nil {
+				t.Fatal(err)
+			}
+		}
+		allocs := testing.AllocsPerRun(40, func() {
+			if _, err := m.Forward(1, pos); err != nil {
+				t.Fatal(err)
+			}
+			pos++
+		})
+		// 47 tensors per token: one allocation per tensor would be ≥ 47
+		if allocs > 2 {
+			t.Errorf("prefetch=%v: %.0f allocations per token", prefetch, allocs)
+		}
+	}
+}

@@ -120,6 +120,7 @@ type archiveStore struct {
 	arena    []byte
 	res      []resident // the units in the arena
 	cur      *unit      // the unit get last returned
+	cands    []int64    // place's candidate offsets (reused: no allocation per tensor)
 
 	prefetch bool    // a worker decodes ahead (Options.Prefetch and GOMAXPROCS ≥ 2)
 	pending  *unit   // the unit posted to the worker, nil when none
@@ -263,10 +264,11 @@ func (s *archiveStore) nextUse(u *unit, step int) int {
 // when no place avoids them.
 func (s *archiveStore) place(u *unit, step int, pinned [2]*unit, within int) (lo int64, ok bool) {
 	l, size := u.length, int64(len(s.arena))
-	cands := []int64{0, size - l}
+	cands := append(s.cands[:0], 0, size-l)
 	for _, r := range s.res {
 		cands = append(cands, r.hi(), r.lo-l)
 	}
+	s.cands = cands
 	bestLo, bestScore, bestBytes := int64(-1), -1, int64(0)
 	for _, c := range cands {
 		if c < 0 || c+l > size {
