@@ -93,6 +93,7 @@ type unit struct {
 	off    int64 // original offset of block b0
 	length int64
 	lens   []int64 // each block's length
+	uses   []int   // the steps that use it, ascending
 }
 
 // archiveStore keeps an archive in memory and decodes each step's unit
@@ -113,10 +114,9 @@ type unit struct {
 type archiveStore struct {
 	rd       *codec.Reader
 	sched    []*tensor
-	units    []*unit         // per step
-	nextStep []int           // per step: the next step (cyclically) whose unit differs from this step's
-	uses     map[*unit][]int // the steps that use each unit, ascending
-	shared   map[*unit]bool  // units used in more than one run of steps per token
+	units    []*unit        // per step
+	nextStep []int          // per step: the next step (cyclically) whose unit differs from this step's
+	shared   map[*unit]bool // units used in more than one run of steps per token
 	arena    []byte
 	res      []resident // the units in the arena
 	cur      *unit      // the unit get last returned
@@ -147,7 +147,7 @@ const prefetchMin = 4096
 func newArchiveStore(rd *codec.Reader, fi int, sched []*tensor, compressed int64, prefetch bool) (*archiveStore, error) {
 	f := rd.Files()[fi]
 	blocks := f.Blocks()
-	s := &archiveStore{rd: rd, sched: sched, uses: map[*unit][]int{}}
+	s := &archiveStore{rd: rd, sched: sched}
 	s.mem.Compressed = compressed
 	byRange := map[[2]int]*unit{}
 	seen := map[*tensor]bool{}
@@ -177,12 +177,12 @@ func newArchiveStore(rd *codec.Reader, fi int, sched []*tensor, compressed int64
 			byRange[key] = u
 		}
 		s.units = append(s.units, u)
-		s.uses[u] = append(s.uses[u], step)
+		u.uses = append(u.uses, step)
 		size = max(size, u.length)
 	}
 	s.shared = map[*unit]bool{}
 	for i, u := range s.units {
-		if prev := s.units[(i+len(s.units)-1)%len(s.units)]; prev != u && s.uses[u][0] != i {
+		if prev := s.units[(i+len(s.units)-1)%len(s.units)]; prev != u && u.uses[0] != i {
 			s.shared[u] = true // a second run starts at i
 		}
 	}
@@ -248,7 +248,7 @@ func (s *archiveStore) drop(u *unit) {
 // nextUse is how many steps after step the schedule next uses u
 // (cyclically: the next token's steps follow the last).
 func (s *archiveStore) nextUse(u *unit, step int) int {
-	us := s.uses[u]
+	us := u.uses
 	k := sort.SearchInts(us, step+1)
 	if k < len(us) {
 		return us[k] - step
