@@ -131,3 +131,25 @@ func TestPrefetchOneProc(t *testing.T) {
 		t.Errorf("logits %s, from the original file %s", got.LogitsSHA256, want.LogitsSHA256)
 	}
 }
+
+// A worker that never gets to run (a machine whose other cores are busy)
+// costs the forward pass nothing but the posts: every job is taken back
+// and decoded inline, the logits stay the original's.
+func TestPrefetchWorkerStalled(t *testing.T) {
+	atLeastTwoProcs(t)
+	c := exactCase{file: "models/original/stories260K.bf16.safetensors", tok: loadTok512(t), prompt: "Once upon a time"}
+	orig := readFile(t, needFile(t, c.file))
+	want := run(t, openBytes(t, orig, Options{}), c)
+	m := openBytes(t, compress(t, orig, codec.Options{}), Options{Prefetch: true})
+	as := m.st.(*archiveStore)
+	as.worker.quit()
+	as.worker = &worker{wake: make(chan struct{}, 1), doneC: make(chan struct{}, 1), decode: as.decode} // no goroutine
+	got := run(t, m, c)
+	if got.LogitsSHA256 != want.LogitsSHA256 {
+		t.Errorf("logits %s, from the original file %s", got.LogitsSHA256, want.LogitsSHA256)
+	}
+	if as.byWorker != 0 || as.backoff == 0 {
+		t.Errorf("a stalled worker decoded %d bytes; backoff %d", as.byWorker, as.backoff)
+	}
+	as.worker = newWorker(as.decode, 0) // for Close
+}

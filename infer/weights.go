@@ -128,7 +128,14 @@ type archiveStore struct {
 	mem      Memory
 	decoded  int64 // bytes decoded so far
 	byWorker int64 // of which by the worker
+	backoff  int   // after a job taken back: units to decode inline before the next post, doubling
+	skip     int   // units left to decode inline before the next post
 }
+
+// maxBackoff bounds the units decoded inline after jobs the worker did not
+// start (it had no core of its own): a post costs the forward pass a
+// wake-up of the worker, worth it only when the worker runs.
+const maxBackoff = 64
 
 // resident is a unit decoded at arena[lo:lo+u.length].
 type resident struct {
@@ -314,11 +321,17 @@ func (s *archiveStore) wait() {
 		return
 	}
 	taken, err := s.worker.collect()
+	if taken {
+		// the worker got no core in time: post less often for a while
+		s.backoff = min(max(1, 2*s.backoff), maxBackoff)
+		s.skip = s.backoff
+	}
 	if taken || err != nil {
 		s.drop(s.pending)
 	} else {
 		s.decoded += s.pending.length
 		s.byWorker += s.pending.length
+		s.backoff = 0
 	}
 	s.pending = nil
 }
@@ -347,7 +360,11 @@ func (s *archiveStore) get(step int) ([]byte, error) {
 		}
 		s.cur = u
 		if s.prefetch && s.pending == nil {
-			s.ahead(step)
+			if s.skip > 0 {
+				s.skip--
+			} else {
+				s.ahead(step)
+			}
 		}
 	}
 	r := s.res[s.find(u)]
