@@ -92,6 +92,9 @@ func TestPrefillErrors(t *testing.T) {
 // after the first tokens nothing is allocated per tensor (what remains is
 // the key/value cache and attention buffers growing, amortized).
 func TestArchiveAllocs(t *testing.T) {
+	if raceOn {
+		t.Skip("the race detector's sync.Pool drops items at random: allocation counts say nothing")
+	}
 	atLeastTwoProcs(t)
 	orig := readFile(t, needFile(t, "models/original/stories260K.bf16.safetensors"))
 	a := compress(t, orig, codec.Options{})
