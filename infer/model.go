@@ -50,6 +50,7 @@ type Model struct {
 	net      network
 	vecBytes int64 // float32 copies of small vectors
 	archive  bool
+	setupHow string // from an archive: how it holds its setup (codec.Reader.SetupID)
 	one      [1]int // Forward's token
 }
 
@@ -144,6 +145,7 @@ func OpenArchive(archive []byte, opt Options) (*Model, error) {
 	}
 	m.st = as
 	m.archive = true
+	_, m.setupHow = rd.SetupID()
 	return m, nil
 }
 
@@ -158,6 +160,13 @@ func (m *Model) Config() Config { return m.cfg }
 
 // FromArchive reports whether the weights come from an archive.
 func (m *Model) FromArchive() bool { return m.archive }
+
+// ArchiveSetup says where an archive's blocks take their Huffman tables
+// from: "" when each block holds its own (no setup; also for an original
+// file), else how the archive holds its setup (codec.Reader.SetupID:
+// "embedded", "built-in" for the Gaussian setup, "external"). Archives
+// with a setup decode faster: the shared tables are built once.
+func (m *Model) ArchiveSetup() string { return m.setupHow }
 
 // Memory reports the weight bytes the model holds.
 func (m *Model) Memory() Memory {
