@@ -80,8 +80,10 @@ func runN(t testing.TB, m *Model, c exactCase, n int) *Result {
 // TestArchiveExact is the lossless claim: the logits from an archive are
 // those from the original file, bit for bit (logits_sha256 and tokens),
 // for every dtype, with and without a setup, at several chunk sizes, with
-// and without prefetching.
+// and without prefetching (the worker and the forward pass share the
+// decoding as it comes).
 func TestArchiveExact(t *testing.T) {
+	atLeastTwoProcs(t) // prefetching on
 	for _, c := range exactCases(t) {
 		t.Run(c.file, func(t *testing.T) {
 			orig := readFile(t, needFile(t, c.file))

@@ -7,6 +7,9 @@
 // another goroutine while the current one computes); from the original
 // file the tensors are held as stored. Either way the arithmetic reads the
 // same bytes in the same order, so the logits are identical bit for bit.
+// Model.Prefill runs several positions (a prompt) together, each tensor
+// decoded once for all of them, with the logits of running them one at a
+// time.
 //
 // Two architectures are implemented from their definitions:
 //

@@ -103,7 +103,8 @@ func tinyTokenizer() ([]byte, int) {
 func fuzzBudget(n int) int64 { return 64<<10 + 8*int64(n) }
 
 // FuzzOpen opens arbitrary bytes as a model (archive or checkpoint) and
-// runs a few positions: errors, never a panic or a huge allocation.
+// runs a few positions: errors, never a panic or a huge allocation; the
+// same positions run together (Prefill) give the same logits.
 func FuzzOpen(f *testing.F) {
 	conf := []byte(`{"heads": 2}`)
 	for _, b := range [][]byte{tinyLlama(), tinyGPT()} {
@@ -133,13 +134,32 @@ func FuzzOpen(f *testing.F) {
 		}
 		defer m.Close()
 		c := m.Config()
+		var toks []int
+		var want []float32
 		for pos := range min(3, c.SeqLen) {
-			l, err := m.Forward((pos*7)%c.Vocab, pos)
+			toks = append(toks, (pos*7)%c.Vocab)
+			l, err := m.Forward(toks[pos], pos)
 			if err != nil {
 				return
 			}
 			if len(l) != c.Vocab {
 				t.Fatalf("%d logits, vocabulary %d", len(l), c.Vocab)
+			}
+			want = append(want, l...)
+		}
+		// the same tokens together give the same logits, bit for bit
+		m2, err := Open(bytes.NewReader(data), int64(len(data)), Options{Config: conf})
+		if err != nil {
+			t.Fatalf("opened once, not twice: %v", err)
+		}
+		defer m2.Close()
+		got, err := m2.Prefill(toks, 0)
+		if err != nil {
+			t.Fatalf("one at a time ran, together: %v", err)
+		}
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("position %d logit %d: together %v, one at a time %v", i/c.Vocab, i%c.Vocab, got[i], want[i])
 			}
 		}
 	})

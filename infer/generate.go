@@ -43,10 +43,12 @@ type Result struct {
 }
 
 // Generate runs the model on the prompt's tokens and then on the tokens it
-// generates, as run.c's generate loop: the prompt is fed one token at a
-// time, and each later token is sampled from the logits of the position
-// before. Every token of Result.Tokens is run (the last one's logits are
-// hashed but not sampled). The model starts a new sequence.
+// generates, as run.c's generate loop does, except that the prompt's
+// tokens run together (Model.Prefill: each weight tensor is decoded once
+// for all of them; the logits are those of feeding them one at a time);
+// each later token is sampled from the logits of the position before.
+// Every token of Result.Tokens is run (the last one's logits are hashed
+// but not sampled). The model starts a new sequence.
 func Generate(m *Model, tok Tokenizer, prompt string, opt GenerateOptions) (*Result, error) {
 	if tok.Vocab() != m.cfg.Vocab {
 		return nil, fmt.Errorf("%w: the tokenizer has %d tokens, the model %d", ErrTokenizer, tok.Vocab(), m.cfg.Vocab)
@@ -71,13 +73,9 @@ func Generate(m *Model, tok Tokenizer, prompt string, opt GenerateOptions) (*Res
 	res := &Result{PromptTokens: pt, Tokens: append([]int(nil), pt...)}
 	h := sha256.New()
 	var row []byte
-	token := pt[0]
-	start := time.Now()
-	for pos := 0; ; pos++ {
-		logits, err := m.Forward(token, pos)
-		if err != nil {
-			return nil, err
-		}
+	vocab := m.cfg.Vocab
+	// record hashes the logits of position pos and hands them on
+	record := func(pos int, logits []float32) {
 		res.Positions++
 		row = row[:0]
 		for _, v := range logits {
@@ -87,10 +85,18 @@ func Generate(m *Model, tok Tokenizer, prompt string, opt GenerateOptions) (*Res
 		if opt.Logits != nil {
 			opt.Logits(pos, logits)
 		}
-		if pos+1 < len(pt) {
-			token = pt[pos+1]
-			continue
-		}
+	}
+	start := time.Now()
+	all, err := m.Prefill(pt, 0)
+	if err != nil {
+		return nil, err
+	}
+	for pos := range pt {
+		record(pos, all[pos*vocab:(pos+1)*vocab])
+	}
+	logits := all[(len(pt)-1)*vocab:]
+	token := pt[len(pt)-1]
+	for pos := len(pt) - 1; ; {
 		if (opt.N > 0 && len(res.Tokens)-len(pt) >= opt.N) || pos+1 >= m.cfg.SeqLen {
 			break
 		}
@@ -103,6 +109,11 @@ func Generate(m *Model, tok Tokenizer, prompt string, opt GenerateOptions) (*Res
 			break
 		}
 		token = next
+		pos++
+		if logits, err = m.Forward(token, pos); err != nil {
+			return nil, err
+		}
+		record(pos, logits)
 	}
 	res.Elapsed = time.Since(start)
 	gen := res.Tokens[len(pt):]

@@ -130,10 +130,21 @@ func gelu(x float32) float32 {
 	return float32(0.5 * v * (1 + math.Erf(v/math.Sqrt2)))
 }
 
-func (n *gpt) forward(st store, token, pos int) ([]float32, error) {
+// forward runs tokens at positions pos0, pos0+1, ... (see llama.forward:
+// each tensor is fetched once for all of them, each position's arithmetic
+// is its own) and returns the logits of every position, Vocab each.
+func (n *gpt) forward(st store, tokens []int, pos0 int) ([]float32, error) {
 	c := n.cfg
 	dim, hidden := c.Dim, c.Hidden
 	hs := dim / c.Heads
+	nb := len(tokens)
+	n.x = grow(n.x, nb*dim)
+	n.h = grow(n.h, nb*dim)
+	n.qkv = grow(n.qkv, nb*3*dim)
+	n.y = grow(n.y, nb*dim)
+	n.f = grow(n.f, nb*hidden)
+	n.tmp = grow(n.tmp, nb*dim)
+	n.logits = grow(n.logits, nb*c.Vocab)
 	step := 0
 	get := func() ([]byte, *tensor, error) {
 		t := n.sched[step]
@@ -150,18 +161,24 @@ func (n *gpt) forward(st store, token, pos int) ([]float32, error) {
 		toF32(dst[:t.numel()], b, t.dt)
 		return nil
 	}
-	// linear computes out = W in + bias from the next two tensors
+	// linear computes out = W in + bias from the next two tensors, for
+	// each position's row of in (nIn wide) and of out (dOut wide)
 	linear := func(out, in []float32, nIn, dOut int) error {
 		b, t, err := get()
 		if err != nil {
 			return err
 		}
-		matmul(out, in, b, t.dt, nIn, dOut)
+		for p := range nb {
+			matmul(out[p*dOut:(p+1)*dOut], in[p*nIn:(p+1)*nIn], b, t.dt, nIn, dOut)
+		}
 		if err := vector(n.b[:dOut]); err != nil {
 			return err
 		}
-		for i := range dOut {
-			out[i] += n.b[i]
+		for p := range nb {
+			o := out[p*dOut : (p+1)*dOut]
+			for i := range dOut {
+				o[i] += n.b[i]
+			}
 		}
 		return nil
 	}
@@ -172,7 +189,9 @@ func (n *gpt) forward(st store, token, pos int) ([]float32, error) {
 		if err := vector(n.b[:dim]); err != nil {
 			return err
 		}
-		layerNorm(o, x, n.w[:dim], n.b[:dim], c.Eps)
+		for p := range nb {
+			layerNorm(o[p*dim:(p+1)*dim], x[p*dim:(p+1)*dim], n.w[:dim], n.b[:dim], c.Eps)
+		}
 		return nil
 	}
 
@@ -181,13 +200,18 @@ func (n *gpt) forward(st store, token, pos int) ([]float32, error) {
 		return nil, err
 	}
 	sz := t.dt.Size()
-	toF32(n.x, b[token*dim*sz:(token+1)*dim*sz], t.dt)
+	for p, token := range tokens {
+		toF32(n.x[p*dim:(p+1)*dim], b[token*dim*sz:(token+1)*dim*sz], t.dt)
+	}
 	if b, t, err = get(); err != nil {
 		return nil, err
 	}
 	sz = t.dt.Size()
-	toF32(n.tmp[:dim], b[pos*dim*sz:(pos+1)*dim*sz], t.dt)
-	for i := range dim {
+	for p := range nb {
+		pos := pos0 + p
+		toF32(n.tmp[p*dim:(p+1)*dim], b[pos*dim*sz:(pos+1)*dim*sz], t.dt)
+	}
+	for i := range nb * dim {
 		n.x[i] += n.tmp[i]
 	}
 	for l := range c.Layers {
@@ -197,36 +221,42 @@ func (n *gpt) forward(st store, token, pos int) ([]float32, error) {
 		if err := linear(n.qkv, n.h, dim, 3*dim); err != nil {
 			return nil, err
 		}
-		keys, values := n.cache.layer(l, pos)
-		copy(keys[pos*dim:(pos+1)*dim], n.qkv[dim:2*dim])
-		copy(values[pos*dim:(pos+1)*dim], n.qkv[2*dim:3*dim])
-		n.att = grow(n.att, pos+1)
-		for h := range c.Heads {
-			q := n.qkv[h*hs : (h+1)*hs]
-			att := n.att[:pos+1]
-			for t := 0; t <= pos; t++ {
-				k := keys[t*dim+h*hs : t*dim+(h+1)*hs]
-				var s float32
-				for i := range hs {
-					s += float32(q[i] * k[i])
+		keys, values := n.cache.layer(l, pos0+nb-1)
+		for p := range nb {
+			pos, qkv := pos0+p, n.qkv[p*3*dim:(p+1)*3*dim]
+			copy(keys[pos*dim:(pos+1)*dim], qkv[dim:2*dim])
+			copy(values[pos*dim:(pos+1)*dim], qkv[2*dim:3*dim])
+		}
+		for p := range nb {
+			pos := pos0 + p
+			n.att = grow(n.att, pos+1)
+			for h := range c.Heads {
+				q := n.qkv[p*3*dim+h*hs : p*3*dim+(h+1)*hs]
+				att := n.att[:pos+1]
+				for t := 0; t <= pos; t++ {
+					k := keys[t*dim+h*hs : t*dim+(h+1)*hs]
+					var s float32
+					for i := range hs {
+						s += float32(q[i] * k[i])
+					}
+					att[t] = s / n.sqrtHead
 				}
-				att[t] = s / n.sqrtHead
-			}
-			softmax(att)
-			y := n.y[h*hs : (h+1)*hs]
-			clear(y)
-			for t := 0; t <= pos; t++ {
-				v := values[t*dim+h*hs : t*dim+(h+1)*hs]
-				a := att[t]
-				for i := range hs {
-					y[i] += float32(a * v[i])
+				softmax(att)
+				y := n.y[p*dim+h*hs : p*dim+(h+1)*hs]
+				clear(y)
+				for t := 0; t <= pos; t++ {
+					v := values[t*dim+h*hs : t*dim+(h+1)*hs]
+					a := att[t]
+					for i := range hs {
+						y[i] += float32(a * v[i])
+					}
 				}
 			}
 		}
-		if err := linear(n.tmp[:dim], n.y, dim, dim); err != nil {
+		if err := linear(n.tmp, n.y, dim, dim); err != nil {
 			return nil, err
 		}
-		for i := range dim {
+		for i := range nb * dim {
 			n.x[i] += n.tmp[i]
 		}
 		if err := norm(n.h, n.x); err != nil {
@@ -235,13 +265,13 @@ func (n *gpt) forward(st store, token, pos int) ([]float32, error) {
 		if err := linear(n.f, n.h, dim, hidden); err != nil {
 			return nil, err
 		}
-		for i := range hidden {
+		for i := range nb * hidden {
 			n.f[i] = gelu(n.f[i])
 		}
-		if err := linear(n.tmp[:dim], n.f, hidden, dim); err != nil {
+		if err := linear(n.tmp, n.f, hidden, dim); err != nil {
 			return nil, err
 		}
-		for i := range dim {
+		for i := range nb * dim {
 			n.x[i] += n.tmp[i]
 		}
 	}
@@ -251,6 +281,8 @@ func (n *gpt) forward(st store, token, pos int) ([]float32, error) {
 	if b, t, err = get(); err != nil {
 		return nil, err
 	}
-	matmul(n.logits, n.h, b, t.dt, dim, c.Vocab)
+	for p := range nb {
+		matmul(n.logits[p*c.Vocab:(p+1)*c.Vocab], n.h[p*dim:(p+1)*dim], b, t.dt, dim, c.Vocab)
+	}
 	return n.logits, nil
 }

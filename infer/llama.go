@@ -172,10 +172,24 @@ func buildLlama(ts tensors, p *params, nm *llamaNames) (*Model, error) {
 // powf is float32 pow (rounded from float64).
 func powf(x, y float32) float32 { return float32(math.Pow(float64(x), float64(y))) }
 
-// forward is run.c's forward(token, pos).
-func (n *llama) forward(st store, token, pos int) ([]float32, error) {
+// forward is run.c's forward(token, pos) for tokens at positions pos0,
+// pos0+1, ...: each tensor is fetched once for all of them, and each
+// position's arithmetic is run.c's for that position alone, in the same
+// order (a position's attention reads the keys and values of the
+// positions before it, computed earlier in the same layer), so the logits
+// are those of running the tokens one at a time. It returns the logits of
+// every position, Vocab each, valid until the next call.
+func (n *llama) forward(st store, tokens []int, pos0 int) ([]float32, error) {
 	c := n.cfg
 	dim, kvDim, hidden, hs := c.Dim, n.kvDim, c.Hidden, n.headSize
+	nb := len(tokens)
+	n.x = grow(n.x, nb*dim)
+	n.xb = grow(n.xb, nb*dim)
+	n.xb2 = grow(n.xb2, nb*dim)
+	n.q = grow(n.q, nb*dim)
+	n.hb = grow(n.hb, nb*hidden)
+	n.hb2 = grow(n.hb2, nb*hidden)
+	n.logits = grow(n.logits, nb*c.Vocab)
 	x := n.x
 	step := 0
 	// get returns the next scheduled tensor and its type.
@@ -195,32 +209,40 @@ func (n *llama) forward(st store, token, pos int) ([]float32, error) {
 		toF32(v, b, t.dt)
 		return v, nil
 	}
+	// mat computes out = W in for each position's row of in (nIn wide)
+	// and of out (dOut wide)
 	mat := func(out, in []float32, nIn, dOut int) error {
 		b, t, err := get()
 		if err != nil {
 			return err
 		}
-		matmul(out, in, b, t.dt, nIn, dOut)
+		for p := range nb {
+			matmul(out[p*dOut:(p+1)*dOut], in[p*nIn:(p+1)*nIn], b, t.dt, nIn, dOut)
+		}
 		return nil
 	}
 
-	// the token's embedding row
+	// each token's embedding row
 	b, t, err := get()
 	if err != nil {
 		return nil, err
 	}
 	sz := int(t.dt.Size())
-	toF32(x, b[token*dim*sz:(token+1)*dim*sz], t.dt)
+	for p, token := range tokens {
+		toF32(x[p*dim:(p+1)*dim], b[token*dim*sz:(token+1)*dim*sz], t.dt)
+	}
 
 	for l := range c.Layers {
 		w, err := vector()
 		if err != nil {
 			return nil, err
 		}
-		rmsnorm(n.xb, x, w, c.Eps)
-		keys, values := n.cache.layer(l, pos)
-		k := keys[pos*kvDim : (pos+1)*kvDim]
-		v := values[pos*kvDim : (pos+1)*kvDim]
+		for p := range nb {
+			rmsnorm(n.xb[p*dim:(p+1)*dim], x[p*dim:(p+1)*dim], w, c.Eps)
+		}
+		keys, values := n.cache.layer(l, pos0+nb-1)
+		k := keys[pos0*kvDim : (pos0+nb)*kvDim]
+		v := values[pos0*kvDim : (pos0+nb)*kvDim]
 		if err := mat(n.q, n.xb, dim, dim); err != nil {
 			return nil, err
 		}
@@ -230,60 +252,68 @@ func (n *llama) forward(st store, token, pos int) ([]float32, error) {
 		if err := mat(v, n.xb, dim, kvDim); err != nil {
 			return nil, err
 		}
-		// RoPE: rotate adjacent pairs of q and k in each head
-		fpos := float32(pos)
-		for i := 0; i < dim; i += 2 {
-			val := fpos * n.ropeFreq[i/2]
-			fcr := float32(math.Cos(float64(val)))
-			fci := float32(math.Sin(float64(val)))
-			rotate(n.q, i, fcr, fci)
-			if i < kvDim {
-				rotate(k, i, fcr, fci)
+		for p := range nb {
+			// RoPE: rotate adjacent pairs of q and k in each head
+			q, kp := n.q[p*dim:(p+1)*dim], k[p*kvDim:(p+1)*kvDim]
+			fpos := float32(pos0 + p)
+			for i := 0; i < dim; i += 2 {
+				val := fpos * n.ropeFreq[i/2]
+				fcr := float32(math.Cos(float64(val)))
+				fci := float32(math.Sin(float64(val)))
+				rotate(q, i, fcr, fci)
+				if i < kvDim {
+					rotate(kp, i, fcr, fci)
+				}
 			}
 		}
-		// multi-head attention
-		for h := range c.Heads {
-			q := n.q[h*hs : (h+1)*hs]
-			n.att = grow(n.att, pos+1)
-			att := n.att
-			kvh := (h / n.kvMul) * hs
-			for t := 0; t <= pos; t++ {
-				kt := keys[t*kvDim+kvh : t*kvDim+kvh+hs]
-				var score float32
-				for i := range hs {
-					score += float32(q[i] * kt[i])
+		// multi-head attention, each position over the positions up to it
+		for p := range nb {
+			pos := pos0 + p
+			for h := range c.Heads {
+				q := n.q[p*dim+h*hs : p*dim+(h+1)*hs]
+				n.att = grow(n.att, pos+1)
+				att := n.att
+				kvh := (h / n.kvMul) * hs
+				for t := 0; t <= pos; t++ {
+					kt := keys[t*kvDim+kvh : t*kvDim+kvh+hs]
+					var score float32
+					for i := range hs {
+						score += float32(q[i] * kt[i])
+					}
+					score /= n.sqrtHead
+					att[t] = score
 				}
-				score /= n.sqrtHead
-				att[t] = score
-			}
-			softmax(att)
-			xb := n.xb[h*hs : (h+1)*hs]
-			clear(xb)
-			for t := 0; t <= pos; t++ {
-				vt := values[t*kvDim+kvh : t*kvDim+kvh+hs]
-				a := att[t]
-				for i := range hs {
-					xb[i] += float32(a * vt[i])
+				softmax(att)
+				xb := n.xb[p*dim+h*hs : p*dim+(h+1)*hs]
+				clear(xb)
+				for t := 0; t <= pos; t++ {
+					vt := values[t*kvDim+kvh : t*kvDim+kvh+hs]
+					a := att[t]
+					for i := range hs {
+						xb[i] += float32(a * vt[i])
+					}
 				}
 			}
 		}
 		if err := mat(n.xb2, n.xb, dim, dim); err != nil {
 			return nil, err
 		}
-		for i := range dim {
+		for i := range nb * dim {
 			x[i] += n.xb2[i]
 		}
 		if w, err = vector(); err != nil {
 			return nil, err
 		}
-		rmsnorm(n.xb, x, w, c.Eps)
+		for p := range nb {
+			rmsnorm(n.xb[p*dim:(p+1)*dim], x[p*dim:(p+1)*dim], w, c.Eps)
+		}
 		if err := mat(n.hb, n.xb, dim, hidden); err != nil {
 			return nil, err
 		}
 		if err := mat(n.hb2, n.xb, dim, hidden); err != nil {
 			return nil, err
 		}
-		for i := range hidden {
+		for i := range nb * hidden {
 			val := n.hb[i]
 			val *= 1 / (1 + expf(-val))
 			val *= n.hb2[i]
@@ -292,7 +322,7 @@ func (n *llama) forward(st store, token, pos int) ([]float32, error) {
 		if err := mat(n.xb, n.hb, hidden, dim); err != nil {
 			return nil, err
 		}
-		for i := range dim {
+		for i := range nb * dim {
 			x[i] += n.xb[i]
 		}
 	}
@@ -300,7 +330,9 @@ func (n *llama) forward(st store, token, pos int) ([]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	rmsnorm(x, x, w, c.Eps)
+	for p := range nb {
+		rmsnorm(x[p*dim:(p+1)*dim], x[p*dim:(p+1)*dim], w, c.Eps)
+	}
 	if err := mat(n.logits, x, dim, c.Vocab); err != nil {
 		return nil, err
 	}

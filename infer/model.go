@@ -23,8 +23,8 @@ type Options struct {
 	// Setup decodes an archive that references an external setup.
 	Setup *codec.Setup
 	// Prefetch decodes the next tensor on another goroutine while the
-	// current one computes (archives only; it doubles the decoded
-	// buffers).
+	// current one computes (archives only, with GOMAXPROCS ≥ 2; the
+	// buffers grow to the largest two consecutive tensors).
 	Prefetch bool
 }
 
@@ -50,11 +50,15 @@ type Model struct {
 	net      network
 	vecBytes int64 // float32 copies of small vectors
 	archive  bool
+	setupHow string // from an archive: how it holds its setup (codec.Reader.SetupID)
+	one      [1]int // Forward's token
 }
 
 // network is one architecture's forward pass.
 type network interface {
-	forward(st store, token, pos int) ([]float32, error)
+	// forward runs tokens at positions pos, pos+1, ... and returns the
+	// logits of each (Vocab each), those of running them one at a time.
+	forward(st store, tokens []int, pos int) ([]float32, error)
 }
 
 // Open opens a model from an nzip archive (one file) or from an original
@@ -141,6 +145,7 @@ func OpenArchive(archive []byte, opt Options) (*Model, error) {
 	}
 	m.st = as
 	m.archive = true
+	_, m.setupHow = rd.SetupID()
 	return m, nil
 }
 
@@ -156,6 +161,13 @@ func (m *Model) Config() Config { return m.cfg }
 // FromArchive reports whether the weights come from an archive.
 func (m *Model) FromArchive() bool { return m.archive }
 
+// ArchiveSetup says where an archive's blocks take their Huffman tables
+// from: "" when each block holds its own (no setup; also for an original
+// file), else how the archive holds its setup (codec.Reader.SetupID:
+// "embedded", "built-in" for the Gaussian setup, "external"). Archives
+// with a setup decode faster: the shared tables are built once.
+func (m *Model) ArchiveSetup() string { return m.setupHow }
+
 // Memory reports the weight bytes the model holds.
 func (m *Model) Memory() Memory {
 	mem := m.st.memory()
@@ -168,13 +180,31 @@ func (m *Model) Memory() Memory {
 // (valid until the next call). Positions must follow each other from 0
 // (0 starts a new sequence).
 func (m *Model) Forward(token, pos int) ([]float32, error) {
-	if token < 0 || token >= m.cfg.Vocab {
-		return nil, fmt.Errorf("%w: token %d outside the vocabulary of %d", ErrInput, token, m.cfg.Vocab)
+	m.one[0] = token
+	return m.Prefill(m.one[:], pos)
+}
+
+// Prefill runs the model on tokens at positions pos, pos+1, ... and
+// returns the logits of every position, Vocab each, in order (valid until
+// the next call): bit for bit those of calling Forward for each token in
+// turn, but each weight tensor is fetched (from an archive: decoded) once
+// for all of them instead of once per token.
+func (m *Model) Prefill(tokens []int, pos int) ([]float32, error) {
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("%w: no token to run", ErrInput)
 	}
-	if pos < 0 || pos >= m.cfg.SeqLen {
-		return nil, fmt.Errorf("%w: position %d outside the context of %d", ErrInput, pos, m.cfg.SeqLen)
+	for _, token := range tokens {
+		if token < 0 || token >= m.cfg.Vocab {
+			return nil, fmt.Errorf("%w: token %d outside the vocabulary of %d", ErrInput, token, m.cfg.Vocab)
+		}
 	}
-	return m.net.forward(m.st, token, pos)
+	if pos < 0 || pos > m.cfg.SeqLen-len(tokens) {
+		if len(tokens) == 1 {
+			return nil, fmt.Errorf("%w: position %d outside the context of %d", ErrInput, pos, m.cfg.SeqLen)
+		}
+		return nil, fmt.Errorf("%w: positions %d to %d outside the context of %d", ErrInput, pos, pos+len(tokens)-1, m.cfg.SeqLen)
+	}
+	return m.net.forward(m.st, tokens, pos)
 }
 
 // Close releases the model (it waits for a prefetch in flight).

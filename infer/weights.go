@@ -2,7 +2,9 @@ package infer
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
+	"time"
 
 	"neuralzip/codec"
 	"neuralzip/dtype"
@@ -91,6 +93,7 @@ type unit struct {
 	off    int64 // original offset of block b0
 	length int64
 	lens   []int64 // each block's length
+	uses   []int   // the steps that use it, ascending
 }
 
 // archiveStore keeps an archive in memory and decodes each step's unit
@@ -102,26 +105,37 @@ type unit struct {
 // next token) is not decoded again. When a unit must make room, the units
 // it overwrites are chosen by when the schedule needs them next (the
 // latest first, as Belady's rule), which the static schedule tells
-// exactly. With prefetching, the next distinct unit of the schedule
-// decodes on a worker goroutine while the current one is used, in a part
-// of the arena the current one does not occupy.
+// exactly. With prefetching, the next unit of the schedule that is not
+// resident decodes on a worker goroutine while the current one is used,
+// where it overwrites neither the current unit, nor a unit needed before
+// it, nor a shared unit (so prefetching never decodes more bytes); a job
+// the worker has not started when its unit is needed is taken back and
+// decoded inline (worker).
 type archiveStore struct {
-	rd    *codec.Reader
-	sched []*tensor
-	units []*unit         // per step
-	next  []*unit         // per step: the next unit after this step's that differs from it
-	uses  map[*unit][]int // the steps that use each unit, ascending
-	arena []byte
-	res   []resident // the units in the arena
-	cur   *unit      // the unit get last returned
+	rd       *codec.Reader
+	sched    []*tensor
+	units    []*unit        // per step
+	nextStep []int          // per step: the next step (cyclically) whose unit differs from this step's
+	shared   map[*unit]bool // units used in more than one run of steps per token
+	arena    []byte
+	res      []resident // the units in the arena
+	cur      *unit      // the unit get last returned
+	cands    []int64    // place's candidate offsets (reused: no allocation per tensor)
 
-	prefetch bool
-	pending  *unit // the unit the worker is decoding, nil when none
-	req      chan *resident
-	done     chan error
+	prefetch bool    // a worker decodes ahead (Options.Prefetch and GOMAXPROCS ≥ 2)
+	pending  *unit   // the unit posted to the worker, nil when none
+	worker   *worker // with prefetch
 	mem      Memory
 	decoded  int64 // bytes decoded so far
+	byWorker int64 // of which by the worker
+	backoff  int   // after a job taken back: units to decode inline before the next post, doubling
+	skip     int   // units left to decode inline before the next post
 }
+
+// maxBackoff bounds the units decoded inline after jobs the worker did not
+// start (it had no core of its own): a post costs the forward pass a
+// wake-up of the worker, worth it only when the worker runs.
+const maxBackoff = 64
 
 // resident is a unit decoded at arena[lo:lo+u.length].
 type resident struct {
@@ -140,7 +154,7 @@ const prefetchMin = 4096
 func newArchiveStore(rd *codec.Reader, fi int, sched []*tensor, compressed int64, prefetch bool) (*archiveStore, error) {
 	f := rd.Files()[fi]
 	blocks := f.Blocks()
-	s := &archiveStore{rd: rd, sched: sched, prefetch: prefetch, uses: map[*unit][]int{}}
+	s := &archiveStore{rd: rd, sched: sched}
 	s.mem.Compressed = compressed
 	byRange := map[[2]int]*unit{}
 	seen := map[*tensor]bool{}
@@ -170,14 +184,21 @@ func newArchiveStore(rd *codec.Reader, fi int, sched []*tensor, compressed int64
 			byRange[key] = u
 		}
 		s.units = append(s.units, u)
-		s.uses[u] = append(s.uses[u], step)
+		u.uses = append(u.uses, step)
 		size = max(size, u.length)
 	}
-	s.next = make([]*unit, len(s.units))
+	s.shared = map[*unit]bool{}
+	for i, u := range s.units {
+		if prev := s.units[(i+len(s.units)-1)%len(s.units)]; prev != u && u.uses[0] != i {
+			s.shared[u] = true // a second run starts at i
+		}
+	}
+	s.nextStep = make([]int, len(s.units))
 	for i, u := range s.units {
 		for k := 1; k <= len(s.units); k++ {
-			if v := s.units[(i+k)%len(s.units)]; v != u {
-				s.next[i] = v
+			j := (i + k) % len(s.units)
+			if v := s.units[j]; v != u {
+				s.nextStep[i] = j
 				if prefetch && v.length >= prefetchMin {
 					size = max(size, u.length+v.length)
 				}
@@ -188,17 +209,20 @@ func newArchiveStore(rd *codec.Reader, fi int, sched []*tensor, compressed int64
 	s.arena = make([]byte, size)
 	s.mem.Buffers = size
 	s.mem.Peak = s.mem.Compressed + s.mem.Buffers
-	if prefetch {
-		s.req = make(chan *resident)
-		s.done = make(chan error, 1)
-		go func() {
-			for r := range s.req {
-				s.done <- s.decode(*r)
-			}
-		}()
+	// With one processor (or WebAssembly's one thread) the worker could
+	// only run between the forward pass's own steps: the arena stays as
+	// planned, the decoding inline.
+	if prefetch && runtime.GOMAXPROCS(0) >= 2 && runtime.GOOS != "js" && runtime.GOOS != "wasip1" {
+		s.prefetch = true
+		s.worker = newWorker(s.decode, prefetchSpin)
 	}
 	return s, nil
 }
+
+// prefetchSpin is how long the forward pass and the worker spin waiting
+// for each other before they sleep: longer than decoding or computing
+// one tensor of a small model, so that in a run neither sleeps.
+var prefetchSpin = 50 * time.Microsecond
 
 // decode decodes a unit into its place.
 func (s *archiveStore) decode(r resident) error {
@@ -231,7 +255,7 @@ func (s *archiveStore) drop(u *unit) {
 // nextUse is how many steps after step the schedule next uses u
 // (cyclically: the next token's steps follow the last).
 func (s *archiveStore) nextUse(u *unit, step int) int {
-	us := s.uses[u]
+	us := u.uses
 	k := sort.SearchInts(us, step+1)
 	if k < len(us) {
 		return us[k] - step
@@ -240,13 +264,18 @@ func (s *archiveStore) nextUse(u *unit, step int) int {
 }
 
 // place reserves room for u, overwriting the residents the schedule needs
-// last and never pinned (nil: none); ok is false when no place avoids it.
-func (s *archiveStore) place(u *unit, step int, pinned *unit) (lo int64, ok bool) {
+// last; it never overwrites pinned units (nil: none) nor, when within ≥ 0
+// (a prefetch), a unit the schedule needs within that many steps or a
+// shared unit (one that the schedule without prefetching keeps resident
+// between its uses: evicting it early would decode it again). ok is false
+// when no place avoids them.
+func (s *archiveStore) place(u *unit, step int, pinned [2]*unit, within int) (lo int64, ok bool) {
 	l, size := u.length, int64(len(s.arena))
-	cands := []int64{0, size - l}
+	cands := append(s.cands[:0], 0, size-l)
 	for _, r := range s.res {
 		cands = append(cands, r.hi(), r.lo-l)
 	}
+	s.cands = cands
 	bestLo, bestScore, bestBytes := int64(-1), -1, int64(0)
 	for _, c := range cands {
 		if c < 0 || c+l > size {
@@ -255,11 +284,12 @@ func (s *archiveStore) place(u *unit, step int, pinned *unit) (lo int64, ok bool
 		score, bytes, blocked := 1<<30, int64(0), false
 		for _, r := range s.res {
 			if r.lo < c+l && c < r.hi() { // overwritten
-				if r.u == pinned {
+				next := s.nextUse(r.u, step)
+				if r.u == pinned[0] || r.u == pinned[1] || (within >= 0 && (next <= within || s.shared[r.u])) {
 					blocked = true
 					break
 				}
-				score = min(score, s.nextUse(r.u, step))
+				score = min(score, next)
 				bytes += r.u.length
 			}
 		}
@@ -283,29 +313,43 @@ func (s *archiveStore) place(u *unit, step int, pinned *unit) (lo int64, ok bool
 	return bestLo, true
 }
 
-// wait collects the prefetch in flight; on failure its unit is dropped.
-func (s *archiveStore) wait() error {
+// wait collects the job posted to the worker: its unit is decoded, or
+// dropped when the decode failed (decoding it again when it is needed
+// reports the error) or when the worker had not started it.
+func (s *archiveStore) wait() {
 	if s.pending == nil {
-		return nil
+		return
 	}
-	err := <-s.done
-	if err != nil {
+	taken, err := s.worker.collect()
+	if taken {
+		// the worker got no core in time: post less often for a while
+		s.backoff = min(max(1, 2*s.backoff), maxBackoff)
+		s.skip = s.backoff
+	}
+	if taken || err != nil {
 		s.drop(s.pending)
+	} else {
+		s.decoded += s.pending.length
+		s.byWorker += s.pending.length
+		s.backoff = 0
 	}
 	s.pending = nil
-	return err
 }
 
 func (s *archiveStore) get(step int) ([]byte, error) {
 	u := s.units[step]
 	if u != s.cur {
-		if err := s.wait(); err != nil {
-			return nil, err
-		}
 		s.cur = nil
+		if s.pending == u {
+			s.wait()
+		}
 		if s.find(u) < 0 {
-			lo, ok := s.place(u, step, nil)
-			if !ok { // cannot happen: nothing is pinned
+			lo, ok := s.place(u, step, [2]*unit{s.pending}, -1)
+			if !ok { // the prefetch in flight is in the way
+				s.wait()
+				lo, ok = s.place(u, step, [2]*unit{}, -1)
+			}
+			if !ok { // cannot happen: the arena holds the largest unit
 				return nil, fmt.Errorf("infer: no room for %d bytes in an arena of %d", u.length, len(s.arena))
 			}
 			s.decoded += u.length
@@ -315,13 +359,11 @@ func (s *archiveStore) get(step int) ([]byte, error) {
 			}
 		}
 		s.cur = u
-		if s.prefetch {
-			if v := s.next[step]; v.length >= prefetchMin && s.find(v) < 0 {
-				if lo, ok := s.place(v, step, u); ok {
-					s.pending = v
-					s.decoded += v.length
-					s.req <- &resident{v, lo}
-				}
+		if s.prefetch && s.pending == nil {
+			if s.skip > 0 {
+				s.skip--
+			} else {
+				s.ahead(step)
 			}
 		}
 	}
@@ -331,6 +373,30 @@ func (s *archiveStore) get(step int) ([]byte, error) {
 	return s.arena[lo : lo+t.length : lo+t.length], nil
 }
 
+// ahead hands the worker the first unit after step that is not resident
+// and not small, if it has room without overwriting the current unit or
+// any unit needed before it.
+func (s *archiveStore) ahead(step int) {
+	for j, dist := step, 0; ; {
+		next := s.nextStep[j]
+		dist += (next - j + len(s.units)) % len(s.units)
+		j = next
+		v := s.units[j]
+		if v == s.cur || dist >= len(s.units) {
+			return
+		}
+		if v.length < prefetchMin || s.find(v) >= 0 {
+			continue
+		}
+		lo, ok := s.place(v, step, [2]*unit{s.cur}, dist-1)
+		if ok {
+			s.pending = v
+			s.worker.post(resident{v, lo})
+		}
+		return
+	}
+}
+
 func (s *archiveStore) memory() Memory {
 	m := s.mem
 	m.Decoded = s.decoded
@@ -338,10 +404,10 @@ func (s *archiveStore) memory() Memory {
 }
 
 func (s *archiveStore) close() {
-	_ = s.wait()
-	if s.req != nil {
-		close(s.req)
-		s.req = nil
+	if s.prefetch {
+		s.wait()
+		s.worker.quit()
+		s.prefetch = false
 	}
 	_ = s.rd.Close()
 }

@@ -134,6 +134,9 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fmt.Fprintf(stderr, "%s, %s: %d positions, %.1f tokens/s; weights %d bytes, resident peak %d bytes (%.1f %%); seed %d; logits sha256 %s\n",
 		cfg.Arch, src, res.Positions, res.TokensPerS, res.WeightsBytes, res.ResidentPeakBytes,
 		100*float64(res.ResidentPeakBytes)/float64(max(res.WeightsBytes, 1)), *seed, res.LogitsSHA256)
+	if m.FromArchive() && m.ArchiveSetup() == "" {
+		fmt.Fprintln(stderr, "nzip: this archive builds Huffman tables block by block; one made with `nzip compress -setup gaussian` usually runs faster (docs/inference.md)")
+	}
 	return nil
 }
 

@@ -101,6 +101,24 @@ func TestGenerate(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, e.Prompt) || !strings.Contains(errs, "resident peak") {
 		t.Errorf("generate: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
+	// an archive without a setup gets the hint, one with the Gaussian
+	// setup (the same logits) and the original file do not
+	const hint = "-setup gaussian"
+	if !strings.Contains(errs, hint) {
+		t.Errorf("no hint for an archive without a setup: %q", errs)
+	}
+	gauss := filepath.Join(dir, "g.nzip")
+	if code, _, errs := nzip(t, "compress", "-q", "-setup", "gaussian", "-o", gauss, orig); code != 0 {
+		t.Fatal(errs)
+	}
+	if g3 := generateJSON(t, "-temp", "0", "-n", "20", "-tokenizer", tok, gauss, e.Prompt); g3.LogitsSHA256 != g1.LogitsSHA256 {
+		t.Errorf("Gaussian-setup archive: logits %s, original %s", g3.LogitsSHA256, g1.LogitsSHA256)
+	}
+	for _, p := range []string{gauss, orig} {
+		if code, _, errs := nzip(t, "generate", "-temp", "0", "-n", "4", "-tokenizer", tok, p, e.Prompt); code != 0 || strings.Contains(errs, hint) {
+			t.Errorf("generate %s: exit %d, stderr %q", p, code, errs)
+		}
+	}
 }
 
 // TestGenerateErrors: usage errors exit 2; models it cannot run, a
