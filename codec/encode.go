@@ -235,6 +235,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	}
 	var tasks []*encTask
 	var total int64
+	var sparseOK bool // the probe found zeros: version 8, sparse blocks allowed (sparse.go)
 	for i, in := range inputs {
 		if in.Size < 0 {
 			return res, fmt.Errorf("codec: input %q: negative size", in.Name)
@@ -243,6 +244,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		if err != nil {
 			return res, fmt.Errorf("codec: input %q: %w", in.Name, err)
 		}
+		sparseOK = sparseOK || sparseProbe(in.R, plans)
 		if opt.Ref != nil {
 			if err := opt.Ref.mapPlans(plans, in.Segments, in.Size, in.Name, len(inputs)); err != nil {
 				return res, fmt.Errorf("codec: input %q: %w", in.Name, err)
@@ -263,6 +265,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		total += in.Size
 	}
 	res.Original = total
+	idx.version = sparseVersionFor(sparseOK)
 
 	zenc, err := zstdEncoder(level)
 	if err != nil {
@@ -341,6 +344,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 			be := blockEncoders.Get().(*blockEncoder)
 			be.zstd, be.zstdRep = zenc, zrep
 			be.setup, be.threshold, be.best = opt.Setup, threshold, opt.Best
+			be.sp.on = sparseOK
 			defer blockEncoders.Put(be)
 			for t := range work {
 				if t.err = t.load(inputs[t.file].R); t.err == nil {
@@ -533,6 +537,7 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 		}
 		if p.float {
 			out = be.encodeFloat(out, in, p.dtype)
+			out = be.trySparse(out, mark, in, p)
 			kind = kindFloat
 			// A float block never stores more than the raw bytes plus a
 			// small header; if it would, store it.

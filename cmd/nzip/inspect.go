@@ -367,8 +367,8 @@ func printInspect(w io.Writer, rep *inspectReport) {
 			fmt.Fprintln(w, "reference not given: tensors not decoded; pass -ref FILE")
 		}
 		if c := rep.Blocks; c != nil {
-			fmt.Fprintf(w, "blocks: %d, %d of floats: exponents with a shared table %d, own table %d, packed/constant/byte planes %d\n",
-				c.Blocks, c.FloatBlocks, c.SharedTables, c.OwnTables, c.OtherFloat)
+			fmt.Fprintf(w, "blocks: %d, %d of floats: exponents with a shared table %d, own table %d, packed/constant/byte planes %d, sparse %d\n",
+				c.Blocks, c.FloatBlocks, c.SharedTables, c.OwnTables, c.OtherFloat, c.Sparse)
 			for _, l := range c.Notes(shown, humanBytes) {
 				fmt.Fprintf(w, "        %s\n", l)
 			}

@@ -1,0 +1,610 @@
+package codec
+
+import (
+	"encoding/binary"
+	"io"
+	"math/bits"
+
+	"neuralzip/codec/rangecoder"
+	"neuralzip/dtype"
+)
+
+// Sparse float blocks (form 2, format version 8; doc.go, "Sparse blocks").
+//
+// Activations after a ReLU, pruned weights and masks are mostly exact
+// zeros (bit pattern 0). A sparse block codes the zero mask apart, by the
+// cheapest of three methods (a bitmap stream, a stream of zero runs, or
+// range-coded bits with a context per column of the tensor), and only the
+// nonzero values through the fields split of the float coder; when every
+// nonzero value has sign bit 0, the sign is not coded. The encoder tries
+// it on blocks with at least 1/8 zeros and keeps it where it is smaller
+// than the block's other coding.
+
+// Format versions: archives whose float tensors show no zeros to the
+// probe (sparseProbe) stay denseVersion, readable by builds that predate
+// sparse blocks; the others are sparseVersion and may hold them.
+const (
+	denseVersion  = 7
+	sparseVersion = 8
+)
+
+// sparseForce makes the encoder write one mask method (tests); -1: the
+// smallest.
+var sparseForce = -1
+
+// sparseMinZeros: a block is tried sparse when at least 1/sparseMinZeros
+// of its values are zero.
+const sparseMinZeros = 8
+
+// Column-context model of the zero mask (maskColumns). Each bit has the
+// probability of a 1 (a nonzero value) from three counts in turn, each
+// estimate the prior of the next, weighted as colPrior observations:
+// the block's so far (Krichevsky–Trofimov), its column's, and its
+// column's given the bit before it in the row. Counts are halved when
+// their pair reaches the limit (which keeps every product in 32 bits).
+const (
+	colPrior     = 8
+	colGlobalMax = 8192
+	colCountMax  = 1024
+	colProbMin   = 32
+	colProbMax   = 1<<16 - 32
+)
+
+// colModel is the state of the column-context mask model.
+type colModel struct {
+	g   [2]uint32
+	col []uint16 // 2 per column: zeros, ones
+	lft []uint16 // 4 per column: (bit before 0: zeros, ones), (bit before 1: ...)
+}
+
+func (m *colModel) reset(row int) {
+	m.g = [2]uint32{}
+	m.col = resize16(m.col, 2*row)
+	m.lft = resize16(m.lft, 4*row)
+}
+
+func resize16(s []uint16, n int) []uint16 {
+	if cap(s) < n {
+		return make([]uint16, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// p is the probability of a 1 times 2^16 for column c whose left
+// neighbour's bit is l.
+func (m *colModel) p(c, l int) uint32 {
+	pg := ((2*m.g[1] + 1) << 16) / (2*(m.g[0]+m.g[1]) + 2)
+	c0, c1 := uint32(m.col[2*c]), uint32(m.col[2*c+1])
+	p1 := (c1<<16 + colPrior*pg) / (c0 + c1 + colPrior)
+	k := 4*c + 2*l
+	d0, d1 := uint32(m.lft[k]), uint32(m.lft[k+1])
+	p2 := (d1<<16 + colPrior*p1) / (d0 + d1 + colPrior)
+	return min(max(p2, colProbMin), colProbMax)
+}
+
+func (m *colModel) update(c, l int, bit uint32) {
+	m.g[bit]++
+	if m.g[0]+m.g[1] >= colGlobalMax {
+		m.g[0], m.g[1] = (m.g[0]+1)/2, (m.g[1]+1)/2
+	}
+	bump16(m.col[2*c:2*c+2], bit)
+	bump16(m.lft[4*c+2*l:4*c+2*l+2], bit)
+}
+
+func bump16(c []uint16, bit uint32) {
+	c[bit]++
+	if uint32(c[0])+uint32(c[1]) >= colCountMax {
+		c[0], c[1] = (c[0]+1)/2, (c[1]+1)/2
+	}
+}
+
+// sparseEnc is a block encoder's sparse state.
+type sparseEnc struct {
+	on    bool   // the archive's version allows sparse blocks
+	mask  []byte // one bit per value, LSB first
+	vals  []byte // the nonzero values
+	gaps  []byte
+	cand  []byte // a mask coding being measured
+	best  []byte // the smallest so far
+	out   []byte // the whole sparse payload
+	hist  [256]uint32
+	model colModel
+	rc    rangecoder.Encoder
+	fast  bool // bitmap and gaps only (BlockCoder.Fast)
+}
+
+// sparseDec is a block decoder's sparse state.
+type sparseDec struct {
+	on    bool // the archive's version allows sparse blocks
+	mask  []byte
+	vals  []byte
+	gaps  []byte
+	model colModel
+	rc    rangecoder.Decoder
+}
+
+// sparseType reports whether blocks of d may be sparse: the fields types
+// of at most 4 bytes (BF16, F16, F32, F8_E4M3, F8_E5M2, F8_E8M0).
+func sparseType(d dtype.DType) bool {
+	f, ok := specFor(d)
+	return ok && f.size <= 4
+}
+
+// sparseRow is the row length a block of tensor g uses as its columns:
+// the last dimension of its shape, when that is at least 2 and at most
+// maxSparseRow (0: none).
+func sparseRow(g Segment) int64 {
+	if len(g.Shape) < 2 {
+		return 0
+	}
+	r := g.Shape[len(g.Shape)-1]
+	if r < 2 || r > maxSparseRow {
+		return 0
+	}
+	return r
+}
+
+// sparseCol is the column of value v of a tensor with rows of row values.
+func sparseCol(v, row int64) int64 {
+	if row <= 0 {
+		return 0
+	}
+	return v % row
+}
+
+// countZeros counts the values of size bytes in p that are all zero bits.
+func countZeros(p []byte, size int) int {
+	z := 0
+	switch size {
+	case 1:
+		for _, b := range p {
+			if b == 0 {
+				z++
+			}
+		}
+	case 2:
+		for i := 0; i+2 <= len(p); i += 2 {
+			if p[i]|p[i+1] == 0 {
+				z++
+			}
+		}
+	case 4:
+		for i := 0; i+4 <= len(p); i += 4 {
+			if binary.LittleEndian.Uint32(p[i:]) == 0 {
+				z++
+			}
+		}
+	}
+	return z
+}
+
+// trySparse replaces the block coded at out[mark:] by its sparse coding
+// when the archive allows it and that is smaller.
+func (b *blockEncoder) trySparse(out []byte, mark int, in []byte, p blockPlan) []byte {
+	if !b.sp.on || !sparseType(p.dtype) {
+		return out
+	}
+	size := p.dtype.Size()
+	n := len(in) / size
+	if n == 0 || countZeros(in, size)*sparseMinZeros < n {
+		return out
+	}
+	b.sp.out = b.encodeSparse(b.sp.out[:0], in, p.dtype, int(p.row), int(p.col))
+	if len(b.sp.out) < len(out)-mark {
+		out = append(out[:mark], b.sp.out...)
+	}
+	return out
+}
+
+// encodeSparse appends the sparse coding of the values in src (dtype d,
+// a sparseType) to dst. row is the tensor's row length (0: none) and col
+// the column of the first value.
+func (b *blockEncoder) encodeSparse(dst, src []byte, d dtype.DType, row, col int) []byte {
+	f, _ := specFor(d)
+	n := len(src) / f.size
+	sp := &b.sp
+	nb := (n + 7) / 8
+	if cap(sp.mask) < nb {
+		sp.mask = make([]byte, nb)
+	}
+	sp.mask = sp.mask[:nb]
+	clear(sp.mask)
+	if cap(sp.vals) < len(src) {
+		sp.vals = make([]byte, len(src))
+	}
+	vals := sp.vals[:len(src)]
+	m, signs := gatherNonzero(src, f.size, vals, sp.mask, f.e+f.m)
+	vals = vals[:m*f.size]
+	var flags byte
+	if f.s == 1 && !signs {
+		flags |= sparseSignDropped
+		f.s = 0
+	}
+	// the mask: the smallest of the methods (or the one tests force)
+	force := sparseForce
+	sp.best = append(sp.best[:0], maskBitmap)
+	countHist(&sp.hist, sp.mask)
+	sp.best = b.st.appendStream(sp.best, sp.mask, 8, &sp.hist, false)
+	sp.gaps = appendGaps(sp.gaps[:0], sp.mask, n)
+	if force == maskGaps || force < 0 && len(sp.gaps)+8 < len(sp.best) {
+		sp.cand = append(sp.cand[:0], maskGaps)
+		sp.cand = binary.AppendUvarint(sp.cand, uint64(len(sp.gaps)))
+		countHist(&sp.hist, sp.gaps)
+		sp.cand = b.st.appendStream(sp.cand, sp.gaps, 8, &sp.hist, false)
+		if force == maskGaps || len(sp.cand) < len(sp.best) {
+			sp.best, sp.cand = sp.cand, sp.best
+		}
+	}
+	if force == maskColumns || force < 0 && !sp.fast {
+		r := max(row, 1)
+		sp.cand = append(sp.cand[:0], maskColumns)
+		sp.cand = binary.AppendUvarint(sp.cand, uint64(r))
+		sp.cand = binary.AppendUvarint(sp.cand, uint64(col%r))
+		mark := len(sp.cand)
+		sp.cand = sp.encodeColumns(sp.cand, n, r, col%r)
+		// the length goes before the bytes
+		l := len(sp.cand) - mark
+		var lb [binary.MaxVarintLen64]byte
+		k := binary.PutUvarint(lb[:], uint64(l))
+		sp.cand = append(sp.cand, lb[:k]...)
+		copy(sp.cand[mark+k:], sp.cand[mark:mark+l])
+		copy(sp.cand[mark:], lb[:k])
+		if force == maskColumns || len(sp.cand) < len(sp.best) {
+			sp.best, sp.cand = sp.cand, sp.best
+		}
+	}
+	dst = append(dst, formSparse, flags)
+	dst = append(dst, sp.best...)
+	if m == 0 {
+		return dst
+	}
+	return b.appendSparseValues(dst, vals, m, f)
+}
+
+// gatherNonzero sets bit i of mask for every nonzero value i of src and
+// copies those values to vals; it returns their count and whether any has
+// its sign bit (bit sbit) set.
+func gatherNonzero(src []byte, size int, vals, mask []byte, sbit uint) (m int, signs bool) {
+	var or uint64
+	switch size {
+	case 1:
+		for i, v := range src {
+			if v != 0 {
+				mask[i>>3] |= 1 << (i & 7)
+				vals[m] = v
+				m++
+				or |= uint64(v)
+			}
+		}
+	case 2:
+		n := len(src) / 2
+		for i := 0; i < n; i++ {
+			v := binary.LittleEndian.Uint16(src[2*i:])
+			if v != 0 {
+				mask[i>>3] |= 1 << (i & 7)
+				binary.LittleEndian.PutUint16(vals[2*m:], v)
+				m++
+				or |= uint64(v)
+			}
+		}
+	default:
+		n := len(src) / 4
+		for i := 0; i < n; i++ {
+			v := binary.LittleEndian.Uint32(src[4*i:])
+			if v != 0 {
+				mask[i>>3] |= 1 << (i & 7)
+				binary.LittleEndian.PutUint32(vals[4*m:], v)
+				m++
+				or |= uint64(v)
+			}
+		}
+	}
+	return m, or>>sbit&1 != 0
+}
+
+// appendGaps appends the zero-run symbols of the mask of n values: per
+// nonzero value the zeros before it (since the previous one), 255 for
+// each whole 255 zeros first; zeros after the last nonzero value are not
+// coded.
+func appendGaps(dst, mask []byte, n int) []byte {
+	prev := 0
+	for w := 0; w < len(mask); w += 8 {
+		var x uint64
+		if w+8 <= len(mask) {
+			x = binary.LittleEndian.Uint64(mask[w:])
+		} else {
+			for k := w; k < len(mask); k++ {
+				x |= uint64(mask[k]) << (8 * (k - w))
+			}
+		}
+		for x != 0 {
+			i := 8*w + bits.TrailingZeros64(x)
+			x &= x - 1
+			g := i - prev
+			for g >= 255 {
+				dst = append(dst, 255)
+				g -= 255
+			}
+			dst = append(dst, byte(g))
+			prev = i + 1
+		}
+	}
+	return dst
+}
+
+// encodeColumns appends the range-coded mask bits of n values with the
+// column model (rows of row values, the first in column col).
+func (sp *sparseEnc) encodeColumns(dst []byte, n, row, col int) []byte {
+	sp.model.reset(row)
+	sp.rc.Reset(dst)
+	c, l := col, 0
+	for i := 0; i < n; i++ {
+		bit := uint32(sp.mask[i>>3]>>(i&7)) & 1
+		if c == 0 {
+			l = 0
+		}
+		sp.rc.EncodeP(sp.model.p(c, l), bit)
+		sp.model.update(c, l, bit)
+		l = int(bit)
+		if c++; c == row {
+			c = 0
+		}
+	}
+	return sp.rc.Finish()
+}
+
+// appendSparseValues codes the m nonzero values in vals with the fields
+// split f (the sign dropped where f.s is 0): u8 join, u8 zero bits, the
+// symbol stream and the planes, as the fields form does without a setup.
+func (b *blockEncoder) appendSparseValues(dst, vals []byte, m int, f fieldSpec) []byte {
+	statsGeneric(vals, m, f, &b.stats)
+	f.j, f.tz = chooseJoin(&b.stats, f, m)
+	b.buffers(m, f.planes())
+	splitGeneric(vals, m, f, b.syms, b.planes[:f.planes()], &b.hist)
+	dst = append(dst, byte(f.j), byte(f.tz))
+	dst = b.st.appendStream(dst, b.syms, f.symW(), &b.hist, true)
+	for p := 0; p < f.planes(); p++ {
+		dst = b.appendPlane(dst, b.planes[p], f.planeW(p))
+	}
+	return dst
+}
+
+// decodeSparse decodes a sparse block of dtype d into dst (n values).
+func (b *blockDecoder) decodeSparse(dst, src []byte, d dtype.DType, n int) error {
+	if !b.sp.on {
+		return errf("sparse block in an archive of version < %d", sparseVersion)
+	}
+	h, err := ReadSparseHeader(src, n, d)
+	if err != nil {
+		return err
+	}
+	sp := &b.sp
+	nb := (n + 7) / 8
+	if cap(sp.mask) < nb+8 {
+		sp.mask = make([]byte, nb+8)
+	}
+	mask := sp.mask[:nb]
+	switch h.Mask {
+	case MaskBitmap:
+		rest, err := b.st.decodeStream(mask, src[h.Stream.Start:h.Stream.End], 8)
+		if err != nil {
+			return err
+		}
+		if len(rest) != 0 {
+			return errf("sparse block: bitmap stream: %d trailing bytes", len(rest))
+		}
+		if n&7 != 0 && mask[nb-1]>>(n&7) != 0 {
+			return errf("sparse block: bitmap bits past the last value")
+		}
+	case MaskGaps:
+		if cap(sp.gaps) < h.Gaps+1 {
+			sp.gaps = make([]byte, h.Gaps+1)
+		}
+		gaps := sp.gaps[:h.Gaps]
+		rest, err := b.st.decodeStream(gaps, src[h.Stream.Start:h.Stream.End], 8)
+		if err != nil {
+			return err
+		}
+		if len(rest) != 0 {
+			return errf("sparse block: gap stream: %d trailing bytes", len(rest))
+		}
+		if err := expandGaps(mask, gaps, n); err != nil {
+			return err
+		}
+	case MaskColumns:
+		if err := sp.decodeColumns(mask, src[h.Data:h.DataEnd], n, h.Row, h.Col); err != nil {
+			return err
+		}
+	}
+	m := 0
+	for _, x := range mask {
+		m += bits.OnesCount8(x)
+	}
+	if m == 0 {
+		if h.Values != len(src) {
+			return errf("sparse block: %d trailing bytes", len(src)-h.Values)
+		}
+		clear(dst)
+		return nil
+	}
+	vh, err := ReadSparseValues(src, h, d)
+	if err != nil {
+		return err
+	}
+	f := vh.spec()
+	np := f.planes()
+	b.buffers(m, np)
+	b.st.sec = nil
+	rest := src[vh.Len:]
+	if rest, err = b.st.decodeStream(b.syms[:m], rest, vh.Width(0)); err != nil {
+		return err
+	}
+	var planes [8][]byte
+	for p := 0; p < np; p++ {
+		if planes[p], rest, err = b.st.decodeStreamRef(b.planes[p][:m], rest, vh.Width(1+p)); err != nil {
+			return err
+		}
+	}
+	if len(rest) != 0 {
+		return errf("sparse block: %d trailing bytes", len(rest))
+	}
+	if cap(sp.vals) < m*f.size {
+		sp.vals = make([]byte, m*f.size)
+	}
+	vals := sp.vals[:m*f.size]
+	mergeGeneric(vals, m, f, b.syms, planes[:np])
+	if !scatterNonzero(dst, vals, mask, f.size) {
+		return errf("sparse block: a zero among the nonzero values")
+	}
+	return nil
+}
+
+// expandGaps sets the mask bits of the nonzero values the zero-run
+// symbols gaps describe (appendGaps) for a block of n values.
+func expandGaps(mask, gaps []byte, n int) error {
+	clear(mask)
+	pos := 0
+	for _, g := range gaps {
+		pos += int(g)
+		if g == 255 {
+			continue
+		}
+		if pos >= n {
+			return errf("sparse block: zero runs pass the block's end")
+		}
+		mask[pos>>3] |= 1 << (pos & 7)
+		pos++
+	}
+	if pos > n {
+		return errf("sparse block: zero runs pass the block's end")
+	}
+	return nil
+}
+
+// decodeColumns decodes the n range-coded mask bits of src (encodeColumns).
+func (sp *sparseDec) decodeColumns(mask, src []byte, n, row, col int) error {
+	if err := sp.rc.Reset(src); err != nil {
+		return errf("sparse block: column mask: %v", err)
+	}
+	clear(mask)
+	sp.model.reset(row)
+	c, l := col, 0
+	for i := 0; i < n; i++ {
+		if c == 0 {
+			l = 0
+		}
+		bit := sp.rc.DecodeP(sp.model.p(c, l))
+		sp.model.update(c, l, bit)
+		mask[i>>3] |= byte(bit) << (i & 7)
+		l = int(bit)
+		if c++; c == row {
+			c = 0
+		}
+	}
+	if !sp.rc.Done() {
+		return errf("sparse block: column mask does not end with its bytes")
+	}
+	return nil
+}
+
+// scatterNonzero writes the values of vals to the positions the mask
+// marks and zeros elsewhere; false when a value of vals is zero.
+func scatterNonzero(dst, vals, mask []byte, size int) bool {
+	clear(dst)
+	k := 0
+	var or uint64 = 1
+	for w := 0; w < len(mask); w += 8 {
+		var x uint64
+		if w+8 <= len(mask) {
+			x = binary.LittleEndian.Uint64(mask[w:])
+		} else {
+			for j := w; j < len(mask); j++ {
+				x |= uint64(mask[j]) << (8 * (j - w))
+			}
+		}
+		for x != 0 {
+			i := 8*w + bits.TrailingZeros64(x)
+			x &= x - 1
+			switch size {
+			case 1:
+				v := vals[k]
+				dst[i] = v
+				if v == 0 {
+					or = 0
+				}
+			case 2:
+				v := binary.LittleEndian.Uint16(vals[2*k:])
+				binary.LittleEndian.PutUint16(dst[2*i:], v)
+				if v == 0 {
+					or = 0
+				}
+			default:
+				v := binary.LittleEndian.Uint32(vals[4*k:])
+				binary.LittleEndian.PutUint32(dst[4*i:], v)
+				if v == 0 {
+					or = 0
+				}
+			}
+			k++
+		}
+	}
+	return or != 0
+}
+
+// sparseProbe reports whether a probe of the float blocks of plans finds
+// enough exact zeros that sparse blocks may pay: from the first block of
+// each tensor (at most sparseProbeBlocks blocks) it reads
+// sparseProbeReads runs of sparseProbeBytes spread over the block; one
+// block where at least 1/4 of those values are zero decides. The answer
+// depends on the input's bytes only.
+func sparseProbe(r io.ReaderAt, plans []blockPlan) bool {
+	var buf [sparseProbeBytes]byte
+	probed := 0
+	for _, p := range plans {
+		if !p.float || p.cont || !sparseType(p.dtype) {
+			continue
+		}
+		if probed++; probed > sparseProbeBlocks {
+			return false
+		}
+		size := int64(p.dtype.Size())
+		n := p.length / size
+		per := int64(sparseProbeBytes) / size
+		zeros, vals := 0, 0
+		for k := int64(0); k < sparseProbeReads; k++ {
+			first := (2*k + 1) * n / (2 * sparseProbeReads)
+			first = min(first, max(n-per, 0))
+			l := min(per, n-first) * size
+			if l <= 0 {
+				continue
+			}
+			if _, err := r.ReadAt(buf[:l], p.off+first*size); err != nil && err != io.EOF {
+				return false
+			}
+			zeros += countZeros(buf[:l], int(size))
+			vals += int(l / size)
+		}
+		if vals > 0 && 4*zeros >= vals {
+			return true
+		}
+	}
+	return false
+}
+
+// The probe: blocks, reads per block and bytes per read.
+const (
+	sparseProbeBlocks = 4096
+	sparseProbeReads  = 4
+	sparseProbeBytes  = 256
+)
+
+// sparseVersionFor is the format version of an archive: sparseVersion
+// when the probe allows sparse blocks, denseVersion otherwise.
+func sparseVersionFor(sparse bool) int {
+	if sparse {
+		return sparseVersion
+	}
+	return denseVersion
+}
