@@ -64,6 +64,9 @@ type Options struct {
 	// tokens, see doc.go): about 2 % smaller conditioned frames, decoded
 	// an order of magnitude slower. It changes nothing without Ref.
 	Best bool
+	// NoSparse writes no sparse blocks (sparse.go): the archive stays
+	// format version 7, readable by builds that predate version 8.
+	NoSparse bool
 }
 
 func (o *Options) threads() int {
@@ -244,7 +247,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		if err != nil {
 			return res, fmt.Errorf("codec: input %q: %w", in.Name, err)
 		}
-		sparseOK = sparseOK || sparseProbe(in.R, plans)
+		sparseOK = sparseOK || !opt.NoSparse && sparseProbe(in.R, plans)
 		if opt.Ref != nil {
 			if err := opt.Ref.mapPlans(plans, in.Segments, in.Size, in.Name, len(inputs)); err != nil {
 				return res, fmt.Errorf("codec: input %q: %w", in.Name, err)
