@@ -89,3 +89,68 @@ func FuzzSparse(f *testing.F) {
 		}
 	})
 }
+
+// TestTensorFrameCorpus writes the seed corpus of FuzzTensorFrame with
+// -update-sparse-corpus: frames of 2048 real activation values in blocks
+// of 1024 (best and fast), and a dense one.
+func TestTensorFrameCorpus(t *testing.T) {
+	if !*updateSparseCorpus {
+		t.Skip("writes testdata/fuzz/FuzzTensorFrame with -update-sparse-corpus")
+	}
+	dir := filepath.Join("testdata", "fuzz", "FuzzTensorFrame")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, frame []byte, d dtype.DType, n int) {
+		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\nbyte(%d)\nuint32(%d)\n", frame, byte(d), n)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, c := range []struct {
+		file string
+		d    dtype.DType
+	}{{"relu2-step800.bf16.safetensors", dtype.BF16}, {"relu2-step200.f8e4m3.safetensors", dtype.F8E4M3}} {
+		src, err := os.ReadFile(filepath.Join(needShared(t), "activations", c.file))
+		if err != nil {
+			t.Skip(err)
+		}
+		g := safetensorsSegments(src)[1]
+		vals := src[g.Offset : g.Offset+int64(2048*c.d.Size())]
+		for _, fast := range []bool{false, true} {
+			tc := &TensorCoder{Fast: fast, ChunkValues: 1024}
+			frame, err := tc.Encode(nil, vals, c.d, 512)
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(fmt.Sprintf("seed-%v-%d-fast-%v", c.d, i, fast), frame, c.d, 2048)
+		}
+	}
+	dense := sparseValues(dtype.F16, 700, 0, false, 9)
+	frame, _ := (&TensorCoder{ChunkValues: 256}).Encode(nil, dense, dtype.F16, 0)
+	write("seed-F16-dense", frame, dtype.F16, 700)
+}
+
+// FuzzTensorFrame decodes arbitrary frames: no panic, and what decodes
+// codes again to a frame that decodes to the same values.
+func FuzzTensorFrame(f *testing.F) {
+	f.Fuzz(func(t *testing.T, frame []byte, d byte, n uint32) {
+		dt := dtype.DType(d)
+		if !sparseType(dt) || n > 1<<16 {
+			return
+		}
+		c := &TensorCoder{}
+		dst := make([]byte, int(n)*dt.Size())
+		if c.Decode(dst, frame, dt) != nil {
+			return
+		}
+		again, err := c.Encode(nil, dst, dt, 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]byte, len(dst))
+		if err := c.Decode(out, again, dt); err != nil || !bytes.Equal(out, dst) {
+			t.Fatalf("re-coded frame: %v", err)
+		}
+	})
+}
