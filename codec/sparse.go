@@ -109,6 +109,8 @@ type sparseEnc struct {
 	cand  []byte // a mask coding being measured
 	best  []byte // the smallest so far
 	out   []byte // the whole sparse payload
+	n, m  int    // gather's values and nonzero values
+	signs bool   // a nonzero value has its sign bit set
 	hist  [256]uint32
 	model colModel
 	rc    rangecoder.Encoder
@@ -202,23 +204,37 @@ func (b *blockEncoder) trySparse(out []byte, mark int, in []byte, p blockPlan) [
 // a sparseType) to dst. row is the tensor's row length (0: none) and col
 // the column of the first value.
 func (b *blockEncoder) encodeSparse(dst, src []byte, d dtype.DType, row, col int) []byte {
-	f, _ := specFor(d)
-	n := len(src) / f.size
-	sp := &b.sp
+	b.sp.gather(src, d)
+	return b.encodeGathered(dst, d, row, col)
+}
+
+// gather sets the mask and the nonzero values of src (dtype d) and
+// returns how many values are zero.
+func (sp *sparseEnc) gather(src []byte, d dtype.DType) (zeros int) {
+	size := d.Size()
+	n := len(src) / size
 	nb := (n + 7) / 8
 	if cap(sp.mask) < nb {
 		sp.mask = make([]byte, nb)
 	}
 	sp.mask = sp.mask[:nb]
-	clear(sp.mask)
 	if cap(sp.vals) < len(src) {
 		sp.vals = make([]byte, len(src))
 	}
-	vals := sp.vals[:len(src)]
-	m, signs := gatherNonzero(src, f.size, vals, sp.mask, f.e+f.m)
-	vals = vals[:m*f.size]
+	l, _ := d.FloatLayout()
+	sp.n = n
+	sp.m, sp.signs = gatherNonzero(src, size, sp.vals[:len(src)], sp.mask, uint(l.Exp+l.Mant))
+	return n - sp.m
+}
+
+// encodeGathered appends the sparse coding of the values gather took.
+func (b *blockEncoder) encodeGathered(dst []byte, d dtype.DType, row, col int) []byte {
+	f, _ := specFor(d)
+	sp := &b.sp
+	n, m := sp.n, sp.m
+	vals := sp.vals[:m*f.size]
 	var flags byte
-	if f.s == 1 && !signs {
+	if f.s == 1 && !sp.signs {
 		flags |= sparseSignDropped
 		f.s = 0
 	}
@@ -263,45 +279,115 @@ func (b *blockEncoder) encodeSparse(dst, src []byte, d dtype.DType, row, col int
 	return b.appendSparseValues(dst, vals, m, f)
 }
 
-// gatherNonzero sets bit i of mask for every nonzero value i of src and
-// copies those values to vals; it returns their count and whether any has
-// its sign bit (bit sbit) set.
+// gatherNonzero sets mask (one bit per value of src, 1 where it is
+// nonzero) and copies the nonzero values to vals; it returns their count
+// and whether any has its sign bit (bit sbit) set. Branch-free: every
+// value is written at vals[m], and m moves on past the nonzero ones.
 func gatherNonzero(src []byte, size int, vals, mask []byte, sbit uint) (m int, signs bool) {
+	n := len(src) / size
 	var or uint64
+	// whole 8-byte words first: a word's nonzero lanes found at once
+	// (SWAR: a lane's top bit after adding 0x7f..f to its low bits, or'd
+	// with the lane), then one store per nonzero value
+	i := 0
+	var orw uint64
 	switch size {
 	case 1:
-		for i, v := range src {
-			if v != 0 {
-				mask[i>>3] |= 1 << (i & 7)
-				vals[m] = v
+		for ; i+8 <= n; i += 8 {
+			x := binary.LittleEndian.Uint64(src[i:])
+			orw |= x
+			nz := ((x&0x7f7f7f7f7f7f7f7f + 0x7f7f7f7f7f7f7f7f) | x) & 0x8080808080808080
+			var mb byte
+			for nz != 0 {
+				lane := bits.TrailingZeros64(nz) >> 3
+				nz &= nz - 1
+				vals[m] = byte(x >> (8 * lane))
 				m++
-				or |= uint64(v)
+				mb |= 1 << lane
 			}
+			mask[i>>3] = mb
 		}
 	case 2:
-		n := len(src) / 2
-		for i := 0; i < n; i++ {
-			v := binary.LittleEndian.Uint16(src[2*i:])
-			if v != 0 {
-				mask[i>>3] |= 1 << (i & 7)
-				binary.LittleEndian.PutUint16(vals[2*m:], v)
+		for ; i+8 <= n; i += 8 {
+			x := binary.LittleEndian.Uint64(src[2*i:])
+			y := binary.LittleEndian.Uint64(src[2*i+8:])
+			orw |= x | y
+			nx := ((x&0x7fff7fff7fff7fff + 0x7fff7fff7fff7fff) | x) & 0x8000800080008000
+			ny := ((y&0x7fff7fff7fff7fff + 0x7fff7fff7fff7fff) | y) & 0x8000800080008000
+			var mb byte
+			for nx != 0 {
+				lane := bits.TrailingZeros64(nx) >> 4
+				nx &= nx - 1
+				binary.LittleEndian.PutUint16(vals[2*m:], uint16(x>>(16*lane)))
 				m++
+				mb |= 1 << lane
+			}
+			for ny != 0 {
+				lane := bits.TrailingZeros64(ny) >> 4
+				ny &= ny - 1
+				binary.LittleEndian.PutUint16(vals[2*m:], uint16(y>>(16*lane)))
+				m++
+				mb |= 16 << lane
+			}
+			mask[i>>3] = mb
+		}
+	}
+	// fold the words' lanes: their OR is that of the values
+	for sh := 8 * size; sh < 64; sh *= 2 {
+		orw |= orw >> sh
+	}
+	or |= orw & (1<<(8*size) - 1)
+	// the rest, value by value
+	switch size {
+	case 1:
+		for ; i < n; i += 8 {
+			var mb byte
+			for k := 0; k < 8 && i+k < n; k++ {
+				v := src[i+k]
+				vals[m] = v
+				nz := b2i(v != 0)
+				m += nz
+				mb |= byte(nz) << k
 				or |= uint64(v)
 			}
+			mask[i>>3] = mb
+		}
+	case 2:
+		for ; i < n; i += 8 {
+			var mb byte
+			for k := 0; k < 8 && i+k < n; k++ {
+				v := binary.LittleEndian.Uint16(src[2*(i+k):])
+				binary.LittleEndian.PutUint16(vals[2*m:], v)
+				nz := b2i(v != 0)
+				m += nz
+				mb |= byte(nz) << k
+				or |= uint64(v)
+			}
+			mask[i>>3] = mb
 		}
 	default:
-		n := len(src) / 4
-		for i := 0; i < n; i++ {
-			v := binary.LittleEndian.Uint32(src[4*i:])
-			if v != 0 {
-				mask[i>>3] |= 1 << (i & 7)
+		for ; i < n; i += 8 {
+			var mb byte
+			for k := 0; k < 8 && i+k < n; k++ {
+				v := binary.LittleEndian.Uint32(src[4*(i+k):])
 				binary.LittleEndian.PutUint32(vals[4*m:], v)
-				m++
+				nz := b2i(v != 0)
+				m += nz
+				mb |= byte(nz) << k
 				or |= uint64(v)
 			}
+			mask[i>>3] = mb
 		}
 	}
 	return m, or>>sbit&1 != 0
+}
+
+// b2i is 1 for true, 0 for false (a SETcc, no branch).
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // appendGaps appends the zero-run symbols of the mask of n values: per
@@ -450,12 +536,7 @@ func (b *blockDecoder) decodeSparse(dst, src []byte, d dtype.DType, n int) error
 	if len(rest) != 0 {
 		return errf("sparse block: %d trailing bytes", len(rest))
 	}
-	if cap(sp.vals) < m*f.size {
-		sp.vals = make([]byte, m*f.size)
-	}
-	vals := sp.vals[:m*f.size]
-	mergeGeneric(vals, m, f, b.syms, planes[:np])
-	if !scatterNonzero(dst, vals, mask, f.size) {
+	if !scatterMerge(dst, mask, f, b.syms[:m], planes[:np], &sp.vals) {
 		return errf("sparse block: a zero among the nonzero values")
 	}
 	return nil
@@ -507,6 +588,133 @@ func (sp *sparseDec) decodeColumns(mask, src []byte, n, row, col int) error {
 		return errf("sparse block: column mask does not end with its bytes")
 	}
 	return nil
+}
+
+// scatterMerge merges the m nonzero values from their symbols and planes
+// (as mergeGeneric) straight into the positions the mask marks, zeros
+// elsewhere; false when a merged value is zero. Values of 1 and 2 bytes
+// with at most 2 planes take a loop of their own; the others merge into
+// vals first.
+func scatterMerge(dst, mask []byte, f fieldSpec, syms []byte, planes [][]byte, vals *[]byte) bool {
+	if f.size > 2 || len(planes) > 2 {
+		m := len(syms)
+		if cap(*vals) < m*f.size {
+			*vals = make([]byte, m*f.size)
+		}
+		v := (*vals)[:m*f.size]
+		mergeGeneric(v, m, f, syms, planes)
+		return scatterNonzero(dst, v, mask, f.size)
+	}
+	clear(dst)
+	switch {
+	case f.size == 1 && len(planes) == 0 && f.s == 0 && f.j == f.m && f.tz == 0:
+		// FP8 without a sign: the symbol is the value
+		return scatterSym8(dst, mask, syms)
+	case f.size == 2 && len(planes) == 1 && f.s == 0 && f.j == 0 && f.tz == 0 && f.m <= 8:
+		// BF16 without a sign: exponent<<7 | the mantissa plane
+		return scatterSym16(dst, mask, syms, planes[0][:len(syms)], f.m)
+	}
+	var p0, p1 []byte
+	if len(planes) > 0 {
+		p0 = planes[0][:len(syms)]
+	}
+	if len(planes) > 1 {
+		p1 = planes[1][:len(syms)]
+	}
+	rest := f.w() - f.j
+	jmask := uint32(1)<<f.j - 1
+	emask := uint32(1)<<f.e - 1
+	mmask := uint32(1)<<f.m - 1
+	tz, mb, eb := f.tz, f.m, f.m+f.e
+	ok := true
+	k := 0
+	for w := 0; w < len(mask); w += 8 {
+		var x uint64
+		if w+8 <= len(mask) {
+			x = binary.LittleEndian.Uint64(mask[w:])
+		} else {
+			for j := w; j < len(mask); j++ {
+				x |= uint64(mask[j]) << (8 * (j - w))
+			}
+		}
+		for x != 0 {
+			i := 8*w + bits.TrailingZeros64(x)
+			x &= x - 1
+			s := uint32(syms[k])
+			var rt uint32
+			if p0 != nil {
+				rt = uint32(p0[k])
+			}
+			if p1 != nil {
+				rt |= uint32(p1[k]) << 8
+			}
+			r := (s&jmask)<<rest | rt<<tz
+			v := (r>>mb)<<eb | (s>>f.j&emask)<<mb | r&mmask
+			if v == 0 {
+				ok = false
+			}
+			if f.size == 1 {
+				dst[i] = byte(v)
+			} else {
+				binary.LittleEndian.PutUint16(dst[2*i:], uint16(v))
+			}
+			k++
+		}
+	}
+	return ok
+}
+
+// scatterSym8 is scatterMerge of 1-byte values that are their symbols.
+func scatterSym8(dst, mask, syms []byte) bool {
+	k := 0
+	ok := true
+	for w := 0; w < len(mask); w += 8 {
+		x := maskWord(mask, w)
+		for x != 0 {
+			i := 8*w + bits.TrailingZeros64(x)
+			x &= x - 1
+			v := syms[k]
+			if v == 0 {
+				ok = false
+			}
+			dst[i] = v
+			k++
+		}
+	}
+	return ok
+}
+
+// scatterSym16 is scatterMerge of 2-byte values s<<m | p.
+func scatterSym16(dst, mask, syms, p []byte, m uint) bool {
+	k := 0
+	ok := true
+	p = p[:len(syms)]
+	for w := 0; w < len(mask); w += 8 {
+		x := maskWord(mask, w)
+		for x != 0 {
+			i := 8*w + bits.TrailingZeros64(x)
+			x &= x - 1
+			v := uint16(syms[k])<<m | uint16(p[k])
+			if v == 0 {
+				ok = false
+			}
+			binary.LittleEndian.PutUint16(dst[2*i:], v)
+			k++
+		}
+	}
+	return ok
+}
+
+// maskWord is the 64 mask bits from byte w (fewer at the end).
+func maskWord(mask []byte, w int) uint64 {
+	if w+8 <= len(mask) {
+		return binary.LittleEndian.Uint64(mask[w:])
+	}
+	var x uint64
+	for j := w; j < len(mask); j++ {
+		x |= uint64(mask[j]) << (8 * (j - w))
+	}
+	return x
 }
 
 // scatterNonzero writes the values of vals to the positions the mask

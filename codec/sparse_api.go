@@ -82,8 +82,8 @@ func (c *TensorCoder) Encode(dst, src []byte, d dtype.DType, row int) ([]byte, e
 			p.row, p.col = int64(row), int64(v%row)
 		}
 		k := len(in) / size
-		if c.Fast && countZeros(in, size)*sparseMinZeros >= k {
-			c.buf = e.encodeSparse(c.buf[:0], in, d, int(p.row), int(p.col))
+		if c.Fast && e.sp.gather(in, d)*sparseMinZeros >= k {
+			c.buf = e.encodeGathered(c.buf[:0], d, int(p.row), int(p.col))
 		} else {
 			c.buf = e.encodeFloat(c.buf[:0], in, d)
 			c.buf = e.trySparse(c.buf, 0, in, p)

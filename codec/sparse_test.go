@@ -250,3 +250,89 @@ func TestFP8Specials(t *testing.T) {
 		}
 	}
 }
+
+// gatherSimple is the plain twin of gatherNonzero: value by value.
+func gatherSimple(src []byte, size int, vals, mask []byte, sbit uint) (m int, signs bool) {
+	clear(mask)
+	for i := 0; i < len(src)/size; i++ {
+		v := loadValue(src, i, size)
+		if v != 0 {
+			mask[i>>3] |= 1 << (i & 7)
+			storeValue(vals, m, size, v)
+			m++
+			signs = signs || v>>sbit&1 != 0
+		}
+	}
+	return m, signs
+}
+
+// TestSparseTwins compares the word-at-a-time gather and the specialised
+// scatters with their plain twins (gatherSimple; mergeGeneric +
+// scatterNonzero) on every type, lengths around the 8-value words, and
+// every density.
+func TestSparseTwins(t *testing.T) {
+	for _, d := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32, dtype.F8E4M3, dtype.F8E5M2} {
+		l, _ := d.FloatLayout()
+		size := d.Size()
+		for _, n := range []int{1, 7, 8, 9, 63, 64, 65, 1000} {
+			for _, zp := range []int{0, 30, 85, 99, 100} {
+				for _, pos := range []bool{false, true} {
+					src := sparseValues(d, n, zp, pos, uint64(n+zp))
+					nb := (n + 7) / 8
+					m1, v1, k1 := make([]byte, nb), make([]byte, len(src)), 0
+					m2, v2 := make([]byte, nb), make([]byte, len(src))
+					k1, s1 := gatherNonzero(src, size, v1, m1, uint(l.Exp+l.Mant))
+					k2, s2 := gatherSimple(src, size, v2, m2, uint(l.Exp+l.Mant))
+					if k1 != k2 || s1 != s2 || !bytes.Equal(m1, m2) || !bytes.Equal(v1[:k1*size], v2[:k2*size]) {
+						t.Fatalf("%v n=%d zeros=%d%%: gather (%d, %v) vs simple (%d, %v)", d, n, zp, k1, s1, k2, s2)
+					}
+					// scatter: split the nonzero values as the encoder does, merge back both ways
+					f, _ := specFor(d)
+					if !s1 {
+						f.s = 0
+					}
+					if k1 == 0 {
+						continue
+					}
+					var st fieldStats
+					statsGeneric(v1, k1, f, &st)
+					f.j, f.tz = chooseJoin(&st, f, k1)
+					syms := make([]byte, k1)
+					planes := make([][]byte, f.planes())
+					for p := range planes {
+						planes[p] = make([]byte, k1)
+					}
+					var hist [256]uint32
+					splitGeneric(v1, k1, f, syms, planes, &hist)
+					fast := bytes.Repeat([]byte{0xEE}, len(src))
+					var scratch []byte
+					ok1 := scatterMerge(fast, m1, f, syms, planes, &scratch)
+					slow := bytes.Repeat([]byte{0xEE}, len(src))
+					vals := make([]byte, k1*size)
+					mergeGeneric(vals, k1, f, syms, planes)
+					ok2 := scatterNonzero(slow, vals, m1, size)
+					if ok1 != ok2 || !bytes.Equal(fast, slow) || !bytes.Equal(fast, src) {
+						t.Fatalf("%v n=%d zeros=%d%% (j %d, tz %d, planes %d): scatterMerge differs from its twin", d, n, zp, f.j, f.tz, f.planes())
+					}
+				}
+			}
+		}
+	}
+	// a zero among the nonzero values is reported by every path
+	mask := []byte{0xff}
+	for _, c := range []struct {
+		f      fieldSpec
+		planes [][]byte
+	}{
+		{fieldSpec{size: 1, e: 4, m: 3, j: 3}, nil},                                                          // scatterSym8
+		{fieldSpec{size: 2, e: 8, m: 7}, [][]byte{make([]byte, 8)}},                                          // scatterSym16
+		{fieldSpec{size: 2, e: 5, m: 10, s: 1, j: 3}, [][]byte{make([]byte, 8)}},                             // generic 2-byte
+		{fieldSpec{size: 4, e: 8, m: 23, s: 1}, [][]byte{make([]byte, 8), make([]byte, 8), make([]byte, 8)}}, // via mergeGeneric
+	} {
+		syms := []byte{1, 2, 3, 0, 5, 6, 7, 8}
+		var scratch []byte
+		if scatterMerge(make([]byte, 8*c.f.size), mask, c.f, syms, c.planes, &scratch) {
+			t.Errorf("%+v: a zero value passes", c.f)
+		}
+	}
+}
