@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"io"
 	"math/bits"
+	"sync"
 
 	"neuralzip/codec/rangecoder"
 	"neuralzip/dtype"
@@ -52,13 +53,11 @@ const (
 
 // colModel is the state of the column-context mask model.
 type colModel struct {
-	g   [2]uint32
 	col []uint16 // 2 per column: zeros, ones
 	lft []uint16 // 4 per column: (bit before 0: zeros, ones), (bit before 1: ...)
 }
 
 func (m *colModel) reset(row int) {
-	m.g = [2]uint32{}
 	m.col = resize16(m.col, 2*row)
 	m.lft = resize16(m.lft, 4*row)
 }
@@ -72,32 +71,23 @@ func resize16(s []uint16, n int) []uint16 {
 	return s
 }
 
-// p is the probability of a 1 times 2^16 for column c whose left
-// neighbour's bit is l.
-func (m *colModel) p(c, l int) uint32 {
-	pg := ((2*m.g[1] + 1) << 16) / (2*(m.g[0]+m.g[1]) + 2)
-	c0, c1 := uint32(m.col[2*c]), uint32(m.col[2*c+1])
-	p1 := (c1<<16 + colPrior*pg) / (c0 + c1 + colPrior)
-	k := 4*c + 2*l
-	d0, d1 := uint32(m.lft[k]), uint32(m.lft[k+1])
-	p2 := (d1<<16 + colPrior*p1) / (d0 + d1 + colPrior)
-	return min(max(p2, colProbMin), colProbMax)
-}
-
-func (m *colModel) update(c, l int, bit uint32) {
-	m.g[bit]++
-	if m.g[0]+m.g[1] >= colGlobalMax {
-		m.g[0], m.g[1] = (m.g[0]+1)/2, (m.g[1]+1)/2
+// colRecips are the reciprocals of the column model's divisors (2 to
+// 2·colGlobalMax+2): floor((2^64-1)/d) + 1, with which the high word of
+// a·r is floor(a/d) for every 32-bit a (Lemire, Kaser and Kurz, "Faster
+// remainder by direct computation", 2019), the division's exact result
+// in a multiplication.
+var colRecips = sync.OnceValue(func() []uint64 {
+	r := make([]uint64, 2*colGlobalMax+3)
+	for d := 2; d < len(r); d++ {
+		r[d] = ^uint64(0)/uint64(d) + 1
 	}
-	bump16(m.col[2*c:2*c+2], bit)
-	bump16(m.lft[4*c+2*l:4*c+2*l+2], bit)
-}
+	return r
+})
 
-func bump16(c []uint16, bit uint32) {
-	c[bit]++
-	if uint32(c[0])+uint32(c[1]) >= colCountMax {
-		c[0], c[1] = (c[0]+1)/2, (c[1]+1)/2
-	}
+// divR is a/d (floor) for 2 ≤ d < len(r).
+func divR(r []uint64, a, d uint32) uint32 {
+	hi, _ := bits.Mul64(r[d], uint64(a))
+	return uint32(hi)
 }
 
 // sparseEnc is a block encoder's sparse state.
@@ -421,18 +411,42 @@ func appendGaps(dst, mask []byte, n int) []byte {
 }
 
 // encodeColumns appends the range-coded mask bits of n values with the
-// column model (rows of row values, the first in column col).
+// column model (rows of row values, the first in column col). The model's
+// p and update are written out in the loop (as in decodeColumns, which
+// must compute the same): as calls they took most of the time.
 func (sp *sparseEnc) encodeColumns(dst []byte, n, row, col int) []byte {
 	sp.model.reset(row)
 	sp.rc.Reset(dst)
+	r := colRecips()
+	cm, lm := sp.model.col, sp.model.lft
+	var g0, g1 uint32
 	c, l := col, 0
 	for i := 0; i < n; i++ {
 		bit := uint32(sp.mask[i>>3]>>(i&7)) & 1
 		if c == 0 {
 			l = 0
 		}
-		sp.rc.EncodeP(sp.model.p(c, l), bit)
-		sp.model.update(c, l, bit)
+		// p
+		pg := divR(r, (2*g1+1)<<16, 2*(g0+g1)+2)
+		ci, k := 2*c, 4*c+2*l
+		c0, c1 := uint32(cm[ci]), uint32(cm[ci+1])
+		p1 := divR(r, c1<<16+colPrior*pg, c0+c1+colPrior)
+		d0, d1 := uint32(lm[k]), uint32(lm[k+1])
+		p := min(max(divR(r, d1<<16+colPrior*p1, d0+d1+colPrior), colProbMin), colProbMax)
+		sp.rc.EncodeP(p, bit)
+		// update
+		g0, g1 = g0+1-bit, g1+bit
+		if g0+g1 >= colGlobalMax {
+			g0, g1 = (g0+1)/2, (g1+1)/2
+		}
+		cm[ci+int(bit)]++
+		if c0+c1+1 >= colCountMax {
+			cm[ci], cm[ci+1] = (cm[ci]+1)/2, (cm[ci+1]+1)/2
+		}
+		lm[k+int(bit)]++
+		if d0+d1+1 >= colCountMax {
+			lm[k], lm[k+1] = (lm[k]+1)/2, (lm[k+1]+1)/2
+		}
 		l = int(bit)
 		if c++; c == row {
 			c = 0
@@ -564,20 +578,41 @@ func expandGaps(mask, gaps []byte, n int) error {
 	return nil
 }
 
-// decodeColumns decodes the n range-coded mask bits of src (encodeColumns).
+// decodeColumns decodes the n range-coded mask bits of src (encodeColumns,
+// whose model it repeats step for step).
 func (sp *sparseDec) decodeColumns(mask, src []byte, n, row, col int) error {
 	if err := sp.rc.Reset(src); err != nil {
 		return errf("sparse block: column mask: %v", err)
 	}
 	clear(mask)
 	sp.model.reset(row)
+	r := colRecips()
+	cm, lm := sp.model.col, sp.model.lft
+	var g0, g1 uint32
 	c, l := col, 0
 	for i := 0; i < n; i++ {
 		if c == 0 {
 			l = 0
 		}
-		bit := sp.rc.DecodeP(sp.model.p(c, l))
-		sp.model.update(c, l, bit)
+		pg := divR(r, (2*g1+1)<<16, 2*(g0+g1)+2)
+		ci, k := 2*c, 4*c+2*l
+		c0, c1 := uint32(cm[ci]), uint32(cm[ci+1])
+		p1 := divR(r, c1<<16+colPrior*pg, c0+c1+colPrior)
+		d0, d1 := uint32(lm[k]), uint32(lm[k+1])
+		p := min(max(divR(r, d1<<16+colPrior*p1, d0+d1+colPrior), colProbMin), colProbMax)
+		bit := sp.rc.DecodeP(p)
+		g0, g1 = g0+1-bit, g1+bit
+		if g0+g1 >= colGlobalMax {
+			g0, g1 = (g0+1)/2, (g1+1)/2
+		}
+		cm[ci+int(bit)]++
+		if c0+c1+1 >= colCountMax {
+			cm[ci], cm[ci+1] = (cm[ci]+1)/2, (cm[ci+1]+1)/2
+		}
+		lm[k+int(bit)]++
+		if d0+d1+1 >= colCountMax {
+			lm[k], lm[k+1] = (lm[k]+1)/2, (lm[k+1]+1)/2
+		}
 		mask[i>>3] |= byte(bit) << (i & 7)
 		l = int(bit)
 		if c++; c == row {

@@ -336,3 +336,22 @@ func TestSparseTwins(t *testing.T) {
 		}
 	}
 }
+
+// TestColDivide: the reciprocal division of the column model is floor
+// division for every divisor it takes and the dividends it can see
+// (below 2^31), including the extremes and a sweep.
+func TestColDivide(t *testing.T) {
+	r := colRecips()
+	for d := uint32(2); d < uint32(len(r)); d++ {
+		for _, a := range []uint32{0, 1, d - 1, d, d + 1, 2*d - 1, 1<<16 - 1, 1 << 16, 1<<31 - 1, ^uint32(0), ^uint32(0) - d + 1, 0x9e3779b9} {
+			if got := divR(r, a, d); got != a/d {
+				t.Fatalf("%d/%d = %d, want %d", a, d, got, a/d)
+			}
+		}
+		for a := uint32(d * 7919); a < 1<<31-1<<20; a += 1<<20 + d {
+			if got := divR(r, a, d); got != a/d {
+				t.Fatalf("%d/%d = %d, want %d", a, d, got, a/d)
+			}
+		}
+	}
+}
