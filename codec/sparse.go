@@ -459,16 +459,73 @@ func (sp *sparseEnc) encodeColumns(dst []byte, n, row, col int) []byte {
 // split f (the sign dropped where f.s is 0): u8 join, u8 zero bits, the
 // symbol stream and the planes, as the fields form does without a setup.
 func (b *blockEncoder) appendSparseValues(dst, vals []byte, m int, f fieldSpec) []byte {
-	statsGeneric(vals, m, f, &b.stats)
-	f.j, f.tz = chooseJoin(&b.stats, f, m)
-	b.buffers(m, f.planes())
-	splitGeneric(vals, m, f, b.syms, b.planes[:f.planes()], &b.hist)
+	syms := b.syms
+	switch {
+	case !sparseGenericSplit && f.size == 2 && f.s == 0 && f.maxJoin() == 0 && f.m <= 8:
+		// BF16 without sign: no join to choose; one pass splits, counts
+		// the exponents and ORs the mantissas (the dropped bits)
+		b.buffers(m, 1)
+		orR := splitNoSign16(vals[:2*m], f.m, b.syms[:m], b.planes[0][:m], &b.hist)
+		if f.tz = chooseTZ(orR, f); f.tz != 0 {
+			b.buffers(m, f.planes())
+			splitGeneric(vals, m, f, b.syms, b.planes[:f.planes()], &b.hist)
+		}
+		syms = b.syms
+	case !sparseGenericSplit && f.size == 1 && f.s == 0:
+		// FP8 without sign: the join's statistics are the values' own
+		// histogram; joined whole, the symbols are the values
+		countHist(&b.stats.top, vals[:m])
+		b.stats.jmax = f.maxJoin()
+		var or byte
+		for _, v := range vals[:m] {
+			or |= v
+		}
+		b.stats.orR = uint64(or) & (1<<f.m - 1)
+		f.j, f.tz = chooseJoin(&b.stats, f, m)
+		if f.j == f.maxJoin() && f.j == f.m {
+			b.hist = b.stats.top
+			syms = vals[:m]
+			break
+		}
+		b.buffers(m, f.planes())
+		splitGeneric(vals, m, f, b.syms, b.planes[:f.planes()], &b.hist)
+		syms = b.syms
+	default:
+		statsGeneric(vals, m, f, &b.stats)
+		f.j, f.tz = chooseJoin(&b.stats, f, m)
+		b.buffers(m, f.planes())
+		splitGeneric(vals, m, f, b.syms, b.planes[:f.planes()], &b.hist)
+		syms = b.syms
+	}
 	dst = append(dst, byte(f.j), byte(f.tz))
-	dst = b.st.appendStream(dst, b.syms, f.symW(), &b.hist, true)
+	dst = b.st.appendStream(dst, syms[:m], f.symW(), &b.hist, true)
 	for p := 0; p < f.planes(); p++ {
 		dst = b.appendPlane(dst, b.planes[p], f.planeW(p))
 	}
 	return dst
+}
+
+// sparseGenericSplit makes appendSparseValues take the generic split
+// (tests compare the fast ones with it).
+var sparseGenericSplit = false
+
+// splitNoSign16 splits 2-byte values without sign bit into the symbol
+// v>>m and the plane v & (2^m-1) (m ≤ 8, no join, no dropped bits),
+// counts the symbols into hist and returns the OR of the planes.
+func splitNoSign16(vals []byte, m uint, syms, plane []byte, hist *[256]uint32) uint64 {
+	*hist = [256]uint32{}
+	mm := uint16(1)<<m - 1
+	var or uint16
+	for i := range syms {
+		v := binary.LittleEndian.Uint16(vals[2*i:])
+		s := byte(v >> m)
+		syms[i] = s
+		hist[s]++
+		p := v & mm
+		plane[i] = byte(p)
+		or |= p
+	}
+	return uint64(or)
 }
 
 // decodeSparse decodes a sparse block of dtype d into dst (n values).

@@ -281,6 +281,15 @@ func TestSparseTwins(t *testing.T) {
 					nb := (n + 7) / 8
 					m1, v1, k1 := make([]byte, nb), make([]byte, len(src)), 0
 					m2, v2 := make([]byte, nb), make([]byte, len(src))
+					// the fast splits write the generic split's bytes
+					for _, row := range []int{0, 64} {
+						sparseGenericSplit = true
+						slow := (&blockEncoder{}).encodeSparse(nil, src, d, row, 0)
+						sparseGenericSplit = false
+						if fast := (&blockEncoder{}).encodeSparse(nil, src, d, row, 0); !bytes.Equal(fast, slow) {
+							t.Fatalf("%v n=%d zeros=%d%%: the fast split codes %d bytes, the generic %d", d, n, zp, len(fast), len(slow))
+						}
+					}
 					k1, s1 := gatherNonzero(src, size, v1, m1, uint(l.Exp+l.Mant))
 					k2, s2 := gatherSimple(src, size, v2, m2, uint(l.Exp+l.Mant))
 					if k1 != k2 || s1 != s2 || !bytes.Equal(m1, m2) || !bytes.Equal(v1[:k1*size], v2[:k2*size]) {
