@@ -127,3 +127,38 @@ func safetensorsTensor(t *testing.T, b []byte, name string) ([]byte, dtype.DType
 	base := int64(8 + n)
 	return b[base+x.Offsets[0] : base+x.Offsets[1]], d
 }
+
+// TestFP8Fields: the exponent statistics of FP8 use exponent fields of 4
+// (E4M3) and 5 (E5M2) bits: every code once gives a uniform histogram of
+// 16 or 32 bins, 4 or 5 bits of entropy, and the bound keeps the other
+// 4 or 3 bits raw; NaN and Inf codes count in their bins like any other.
+func TestFP8Fields(t *testing.T) {
+	all := make([]byte, 256)
+	for i := range all {
+		all[i] = byte(i)
+	}
+	for _, c := range []struct {
+		d          dtype.DType
+		bins, rest int
+	}{{dtype.F8E4M3, 16, 4}, {dtype.F8E5M2, 32, 3}} {
+		st, ok := Float(c.d, all)
+		if !ok || len(st.Hist) != c.bins || st.ExpBits+st.OtherBits != 8 || st.OtherBits != c.rest {
+			t.Fatalf("%v: %d bins, %d+%d bits", c.d, len(st.Hist), st.ExpBits, st.OtherBits)
+		}
+		for e, n := range st.Hist {
+			if n != uint64(256/c.bins) {
+				t.Fatalf("%v: exponent %d counted %d times", c.d, e, n)
+			}
+		}
+		if math.Abs(st.ExpEntropy-math.Log2(float64(c.bins))) > 1e-12 || st.Bound() != 256*8/8 {
+			t.Fatalf("%v: entropy %v, bound %v", c.d, st.ExpEntropy, st.Bound())
+		}
+		// the sparse statistics: one zero, 255 distinct nonzero codes
+		a, _ := NewSparseAccumulator(c.d, 16)
+		a.Write(all)
+		s := a.Stats()
+		if s.Zeros != 1 || math.Abs(s.ValueBits-255*math.Log2(255)) > 1e-9 {
+			t.Fatalf("%v: %+v", c.d, s)
+		}
+	}
+}
