@@ -183,7 +183,7 @@
 //	            symbol g < 255 skips g zeros and marks the value after
 //	            them nonzero; positions left after the last symbol are
 //	            zeros; no nonzero value may lie at or past n, no skip past n
-//	  2 columns uvarint L (row length, 1..65536), uvarint c (the column of
+//	  2 columns uvarint L (row length, 1..min(max(n, 1), 65536)), uvarint c (the column of
 //	            value 0, < L), uvarint len, len bytes of range-coded bits
 //	            (below)
 //	values      only when the mask has m > 0 nonzero values: u8 j, u8 z

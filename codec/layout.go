@@ -388,7 +388,9 @@ func ReadSparseHeader(src []byte, n int, d dtype.DType) (SparseHeader, error) {
 		}
 		h.Stream, pos = s, s.End
 	case MaskColumns:
-		row, rest, err := readUvarint(src[pos:], maxSparseRow)
+		// a row no longer than the block: the model's size (and the work
+		// of clearing it) stays proportional to the block
+		row, rest, err := readUvarint(src[pos:], uint64(min(max(n, 1), maxSparseRow)))
 		if err != nil || row == 0 {
 			return SparseHeader{}, errf("sparse block: bad row length")
 		}

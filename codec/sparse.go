@@ -244,7 +244,7 @@ func (b *blockEncoder) encodeGathered(dst []byte, d dtype.DType, row, col int) [
 		}
 	}
 	if force == maskColumns || force < 0 && !sp.fast {
-		r := max(row, 1)
+		r := min(max(row, 1), max(n, 1)) // readers refuse a row longer than the block
 		sp.cand = append(sp.cand[:0], maskColumns)
 		sp.cand = binary.AppendUvarint(sp.cand, uint64(r))
 		sp.cand = binary.AppendUvarint(sp.cand, uint64(col%r))

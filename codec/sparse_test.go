@@ -364,3 +364,29 @@ func TestColDivide(t *testing.T) {
 		}
 	}
 }
+
+// TestSparseHostileRow: a column mask may not name a row longer than its
+// block, whose model a tiny block would otherwise make every decoder
+// clear (768 KiB for a row of 65,536: an archive of such blocks
+// amplifies its size by 10^5 in work).
+func TestSparseHostileRow(t *testing.T) {
+	bd := sparseDecoder()
+	for _, row := range []uint64{11, 65536, 1 << 20} {
+		p := []byte{formSparse, 0, maskColumns}
+		p = binary.AppendUvarint(p, row)
+		p = append(p, 0, 5, 0, 0, 0, 0, 0)
+		err := bd.decode(make([]byte, 20), p, kindFloat, dtype.BF16)
+		if err == nil || !strings.Contains(err.Error(), "bad row length") {
+			t.Fatalf("row %d in a block of 10 values: %v", row, err)
+		}
+	}
+	// the encoder shortens a tensor's row to the block
+	be := &blockEncoder{}
+	defer func(f int) { sparseForce = f }(sparseForce)
+	sparseForce = maskColumns
+	src := sparseValues(dtype.BF16, 10, 50, true, 1)
+	p := be.encodeSparse(nil, src, dtype.BF16, 512, 7)
+	if h, err := ReadSparseHeader(p, 10, dtype.BF16); err != nil || h.Row != 10 || h.Col != 7 {
+		t.Fatalf("header %+v, %v", h, err)
+	}
+}
