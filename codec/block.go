@@ -43,6 +43,15 @@ type runMemo struct {
 	values int     // values in the run's blocks so far; 0: no run
 	planes [8]int8 // residual plane p: 1 stored packed, -1 coded, 0 not known
 	lz     int8    // 1 the repeat probe found too few repeats for zstd, -1 not, 0 not known
+	pick   pickMemo
+}
+
+// pickMemo holds the shared tables that a run's first block found
+// cheapest (SetupSection.pick); the run's later blocks cost only those,
+// at the shifts that fit their own histograms.
+type pickMemo struct {
+	tables [selNeighbours]int16
+	n      int8 // 0: not known yet
 }
 
 // runValues is the most values a run spans.
@@ -123,12 +132,15 @@ func lzRepeats(p []byte) (dup, k int) {
 
 // lzWorthTrying reports whether zstd may code a block of n bytes, of which
 // the probe found dup of k words repeated, in fewer than coded bytes: at
-// least 1/16 of the words repeat, and zstd's estimate, the bytes that do
-// not repeat with their literals entropy-coded to about 7/8, is smaller
-// (integers: the same decision on every platform). On the bench files
-// fewer repeats never made zstd win.
+// least 1/16 of the words repeat, and the bytes that do not repeat are
+// fewer than coded (integers: the same decision on every platform).
+// zstd's strongest level, which codes such blocks, runs at ~10 MB/s, so
+// the estimate leaves out that literals entropy-code to about 7/8: on the
+// real files of models/original and unseen-bf16, zstd won on every block
+// that passes and on none of those this gives up (a 64 KiB block of 36,975
+// bytes, zstd -19 39,118, whose trial cost 13 % of the file's encode).
 func lzWorthTrying(n, coded, dup, k int) bool {
-	return dup > 0 && dup*16 >= k && int64(n)*int64(k-dup)*7 < int64(coded)*int64(k)*8
+	return dup > 0 && dup*16 >= k && int64(n)*int64(k-dup) < int64(coded)*int64(k)
 }
 
 // lzProbe is lzRepeats of a float block, which blocks after the first of
@@ -146,6 +158,21 @@ func (b *blockEncoder) lzProbe(p []byte) (dup, k int) {
 		}
 	}
 	return dup, k
+}
+
+// lzTryStrongest says whether a float block is also worth coding at zstd's
+// strongest level (zstdRepeatsLevel, ~10 MB/s), given its size by zstd at
+// the archive's level (fast) and by the float coder (coded): where the
+// fast level lost by less than 1/8 (periodic tables have matches it
+// misses: Silero's STFT basis, 121,803 B at level 3 against 108,864 float,
+// is 57,419 at level 19) or won by more than 1/4 (heavy repeats: its
+// second block, 65,037 at level 3, is 52,414). Between those the fast
+// level's block is kept; the strongest level gained ~1 % there
+// (stories260K's embedding: 35,854 against 35,471) at the cost of
+// doubling the encode time of a 10 MB file.
+func lzTryStrongest(fast, coded int) bool {
+	f, c := int64(fast), int64(coded)
+	return 4*f < 3*c || (f >= c && 8*f < 9*c)
 }
 
 // zstdRepeatsLevel is the zstd level of float blocks whose words repeat
@@ -328,7 +355,11 @@ func (b *blockEncoder) encodeFloat(dst, src []byte, d dtype.DType) []byte {
 		if histOK {
 			hist = &b.hist
 		}
-		dst = b.st.appendShared(dst, b.syms, f.symW(), sec, hist, b.threshold)
+		var memo *pickMemo
+		if b.run.values > 0 {
+			memo = &b.run.pick
+		}
+		dst = b.st.appendShared(dst, b.syms, f.symW(), sec, hist, b.threshold, memo)
 		for p := 0; p < f.planes(); p++ {
 			var cut uint8
 			if p < len(sec.PlaneCuts) {

@@ -14,6 +14,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -201,6 +203,64 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	if err := opt.validate(); err != nil {
 		return res, err
 	}
+	e, err := planEncode(inputs, opt)
+	if err != nil {
+		return res, err
+	}
+	res.Original = e.total
+	ctx, cancel := context.WithCancel(opt.ctx())
+	defer cancel()
+	e.ctx, e.cancel = ctx, cancel
+	e.startSHA256()
+	order := e.startWorkers()
+
+	// buffered writes, except into memory (CompressBytes): no second copy
+	cw := &archiveWriter{}
+	if b, ok := w.(*bytes.Buffer); ok {
+		cw.w = nopFlusher{b}
+	} else {
+		cw.w = bufio.NewWriterSize(w, 1<<20)
+	}
+	var hdr [headerLen]byte
+	copy(hdr[:], Magic[:])
+	binary.LittleEndian.PutUint16(hdr[8:], uint16(e.idx.version))
+	binary.LittleEndian.PutUint16(hdr[10:], e.idx.flags)
+	werr := cw.write(hdr[:])
+	if err := e.writeBlocks(cw, order, werr); err != nil {
+		return res, err
+	}
+	if err := e.sums(); err != nil {
+		return res, err
+	}
+	if err := writeIndex(cw, e.idx, e.zenc); err != nil {
+		return res, err
+	}
+	res.Compressed = cw.n
+	return res, nil
+}
+
+// encodeRun is the state of one Encode call shared by its planner,
+// hashers, workers and writer.
+type encodeRun struct {
+	inputs     []Input
+	opt        Options
+	idx        *indexData
+	tasks      []*encTask
+	total      int64
+	threads    int
+	threshold  float64
+	zenc, zrep *zstd.Encoder
+	shas       []hash.Hash // SHA-256 digests, one per input (or nil)
+	trees      []treeHash  // BLAKE3 digests, one per input (or nil)
+	ctx        context.Context
+	cancel     context.CancelFunc
+	hwg, wg    sync.WaitGroup // the SHA-256 hasher; the workers
+	sparse     bool           // the probe found zeros: version 8, sparse blocks allowed (sparse.go)
+}
+
+// planEncode plans every file first (cheap: segment lists only), groups
+// the blocks into tasks and prepares the index, encoders and digests.
+func planEncode(inputs []Input, opt Options) (*encodeRun, error) {
 	chunk := opt.ChunkValues
 	if chunk == 0 {
 		chunk = DefaultChunkValues
@@ -209,13 +269,12 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	if level == 0 {
 		level = 3
 	}
-	threads := opt.threads()
-	ctx, cancel := context.WithCancel(opt.ctx())
-	defer cancel()
-
-	// Plan every file first (cheap: segment lists only) and group the
-	// blocks into tasks.
+	e := &encodeRun{inputs: inputs, opt: opt, threshold: opt.SetupThreshold}
+	if e.threshold == 0 {
+		e.threshold = DefaultSetupThreshold
+	}
 	idx := &indexData{version: Version, chunkValues: chunk}
+	e.idx = idx
 	digest := opt.Digest
 	if digest == 0 {
 		digest = DigestBLAKE3
@@ -232,30 +291,23 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		idx.flags |= flagRef
 		idx.refs = opt.Ref.Files()
 	}
-	threshold := opt.SetupThreshold
-	if threshold == 0 {
-		threshold = DefaultSetupThreshold
-	}
-	var tasks []*encTask
-	var total int64
-	var sparseOK bool // the probe found zeros: version 8, sparse blocks allowed (sparse.go)
 	for i, in := range inputs {
 		if in.Size < 0 {
-			return res, fmt.Errorf("codec: input %q: negative size", in.Name)
+			return nil, fmt.Errorf("codec: input %q: negative size", in.Name)
 		}
 		plans, err := planBlocks(in.Segments, in.Size, chunk)
 		if err != nil {
-			return res, fmt.Errorf("codec: input %q: %w", in.Name, err)
+			return nil, fmt.Errorf("codec: input %q: %w", in.Name, err)
 		}
-		sparseOK = sparseOK || !opt.NoSparse && sparseProbe(in.R, plans)
+		e.sparse = e.sparse || !opt.NoSparse && sparseProbe(in.R, plans)
 		if opt.Ref != nil {
 			if err := opt.Ref.mapPlans(plans, in.Segments, in.Size, in.Name, len(inputs)); err != nil {
-				return res, fmt.Errorf("codec: input %q: %w", in.Name, err)
+				return nil, fmt.Errorf("codec: input %q: %w", in.Name, err)
 			}
 		}
 		for j := 0; j < len(plans); {
 			k := taskEnd(len(plans), j, func(b int) int64 { return plans[b].length })
-			tasks = append(tasks, &encTask{file: i, plans: plans[j:k], done: make(chan struct{}), dispatched: make(chan struct{}), hashed: make(chan struct{})})
+			e.tasks = append(e.tasks, &encTask{file: i, plans: plans[j:k], done: make(chan struct{}), dispatched: make(chan struct{}), hashed: make(chan struct{})})
 			j = k
 		}
 		f := &FileInfo{Name: in.Name, Size: in.Size, Format: in.Format, Digest: digest}
@@ -265,95 +317,98 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 			}
 		}
 		idx.files = append(idx.files, f)
-		total += in.Size
+		e.total += in.Size
 	}
-	res.Original = total
-	idx.version = sparseVersionFor(sparseOK)
-
-	zenc, err := zstdEncoder(level)
-	if err != nil {
-		return res, err
+	idx.version = sparseVersionFor(e.sparse)
+	var err error
+	if e.zenc, err = zstdEncoder(level); err != nil {
+		return nil, err
 	}
-	zrep, err := zstdEncoder(zstdRepeatsLevel)
-	if err != nil {
-		return res, err
+	if e.zrep, err = zstdEncoder(zstdRepeatsLevel); err != nil {
+		return nil, err
 	}
-
+	e.threads = min(opt.threads(), max(1, len(e.tasks)))
 	// The digests are computed beside the coding (hashing each task as it
 	// is written would leave the last tasks' hashing for after the
 	// coding). BLAKE3: the worker that codes a task hashes the whole
 	// subtrees of its bytes right after coding them, while they are still
 	// in the core's cache (a hasher of its own read them first, from
 	// memory: one-thread compression was 15 % slower), and the writer
-	// merges the parts in order (treeHash). SHA-256, sequential: one
-	// hasher goroutine, in file order, which takes each task as soon as
-	// it is handed out, reading its input itself when no worker has yet,
-	// so that each byte of a file is read once, and runs at most the
-	// dispatch window ahead of the writer. An input in memory is hashed in
-	// place from the start (waiting for the dispatch there made two-thread
-	// coding 9 % slower).
-	threads = min(threads, max(1, len(tasks)))
-	var shas []hash.Hash
-	var trees []treeHash
-	hashers := 0
+	// merges the parts in order (treeHash). SHA-256, sequential: see
+	// startSHA256.
 	if digest == DigestSHA256 {
-		hashers = 1
-		shas = make([]hash.Hash, len(inputs))
-		for i := range shas {
-			shas[i] = sha256.New()
+		e.shas = make([]hash.Hash, len(inputs))
+		for i := range e.shas {
+			e.shas[i] = sha256.New()
 		}
 	} else {
-		trees = make([]treeHash, len(inputs))
+		e.trees = make([]treeHash, len(inputs))
 	}
-	var nextHash atomic.Int64
-	var hwg sync.WaitGroup
-	for range hashers {
-		hwg.Add(1)
-		go func() {
-			defer hwg.Done()
-			for {
-				i := nextHash.Add(1) - 1
-				if i >= int64(len(tasks)) {
-					return
-				}
-				t := tasks[i]
-				r := inputs[t.file].R
-				if _, mem := inPlace(r, t.plans[0].off, 0); !mem {
-					// a file: read only what the workers take next
-					select {
-					case <-t.dispatched:
-					case <-ctx.Done():
-						return
-					}
-				} else if ctx.Err() != nil {
-					return
-				}
-				if t.load(r) != nil {
-					return // Encode fails with the task's error
-				}
-				shas[t.file].Write(*t.in)
-				close(t.hashed)
+	return e, nil
+}
+
+// startSHA256 starts the SHA-256 hasher, when the archive stores SHA-256
+// digests: one goroutine, in file order, which takes each task as soon as
+// it is handed out, reading its input itself when no worker has yet, so
+// that each byte of a file is read once, and runs at most the dispatch
+// window ahead of the writer. An input in memory is hashed in place from
+// the start (waiting for the dispatch there made two-thread coding 9 %
+// slower).
+func (e *encodeRun) startSHA256() {
+	if e.shas == nil {
+		return
+	}
+	var next atomic.Int64
+	e.hwg.Add(1)
+	go func() {
+		defer e.hwg.Done()
+		for {
+			i := next.Add(1) - 1
+			if i >= int64(len(e.tasks)) {
+				return
 			}
-		}()
-	}
-	window := 2*threads + 2
+			t := e.tasks[i]
+			r := e.inputs[t.file].R
+			if _, mem := inPlace(r, t.plans[0].off, 0); !mem {
+				// a file: read only what the workers take next
+				select {
+				case <-t.dispatched:
+				case <-e.ctx.Done():
+					return
+				}
+			} else if e.ctx.Err() != nil {
+				return
+			}
+			if t.load(r) != nil {
+				return // Encode fails with the task's error
+			}
+			e.shas[t.file].Write(*t.in)
+			close(t.hashed)
+		}
+	}()
+}
+
+// startWorkers starts the coding workers and the dispatcher, which hands
+// the tasks out in order, at most a window ahead of the writer; it returns
+// the tasks in file order, for the writer.
+func (e *encodeRun) startWorkers() <-chan *encTask {
+	window := 2*e.threads + 2
 	order := make(chan *encTask, window)
 	work := make(chan *encTask, window)
-	var wg sync.WaitGroup
-	for t := 0; t < threads; t++ {
-		wg.Add(1)
+	for range e.threads {
+		e.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer e.wg.Done()
 			be := blockEncoders.Get().(*blockEncoder)
-			be.zstd, be.zstdRep = zenc, zrep
-			be.setup, be.threshold, be.best = opt.Setup, threshold, opt.Best
-			be.sp.on = sparseOK
+			be.zstd, be.zstdRep = e.zenc, e.zrep
+			be.setup, be.threshold, be.best = e.opt.Setup, e.threshold, e.opt.Best
+			be.sp.on = e.sparse
 			defer blockEncoders.Put(be)
 			for t := range work {
-				if t.err = t.load(inputs[t.file].R); t.err == nil {
-					t.err = encodeTask(be, opt.Ref, t)
-					if t.err == nil && trees != nil {
-						t.part.hash(*t.in, t.plans[0].off, inputs[t.file].Size)
+				if t.err = t.load(e.inputs[t.file].R); t.err == nil {
+					t.err = encodeTask(be, e.opt.Ref, t)
+					if t.err == nil && e.trees != nil {
+						t.part.hash(*t.in, t.plans[0].off, e.inputs[t.file].Size)
 						close(t.hashed)
 					}
 				}
@@ -364,116 +419,105 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	go func() {
 		defer close(work)
 		defer close(order)
-		for _, t := range tasks {
+		for _, t := range e.tasks {
 			select {
 			case order <- t:
 				close(t.dispatched)
-			case <-ctx.Done():
+			case <-e.ctx.Done():
 				return
 			}
 			select {
 			case work <- t:
-			case <-ctx.Done():
+			case <-e.ctx.Done():
 				close(t.done)
 				return
 			}
 		}
 	}()
+	return order
+}
 
-	// buffered writes, except into memory (CompressBytes): no second copy
-	var bw interface {
-		io.Writer
-		Flush() error
-	}
-	if b, ok := w.(*bytes.Buffer); ok {
-		bw = nopFlusher{b}
-	} else {
-		bw = bufio.NewWriterSize(w, 1<<20)
-	}
-	var written int64
-	write := func(p []byte) error {
-		n, err := bw.Write(p)
-		written += int64(n)
-		return err
-	}
-	var hdr [headerLen]byte
-	copy(hdr[:], Magic[:])
-	binary.LittleEndian.PutUint16(hdr[8:], uint16(idx.version))
-	binary.LittleEndian.PutUint16(hdr[10:], idx.flags)
-	werr := write(hdr[:])
-
+// writeBlocks writes the coded tasks in order (werr: an error already met)
+// and returns once every worker and hasher has stopped.
+func (e *encodeRun) writeBlocks(cw *archiveWriter, order <-chan *encTask, werr error) error {
 	// empty files have no blocks
 	var done int64
 	var dd deduper
 	for t := range order {
 		<-t.done
-		if werr == nil && t.err == nil && ctx.Err() != nil {
-			werr = ctx.Err()
+		if werr == nil && t.err == nil && e.ctx.Err() != nil {
+			werr = e.ctx.Err()
 		}
 		if werr == nil && t.err != nil {
 			werr = t.err
 		}
 		if werr == nil {
-			f := idx.files[t.file]
-			werr = dd.task(t, inputs, len(f.blocks))
+			f := e.idx.files[t.file]
+			werr = dd.task(t, e.inputs, len(f.blocks))
 			f.blocks = append(f.blocks, t.info...)
 			if werr == nil {
-				werr = write(*t.out)
+				werr = cw.write(*t.out)
 			}
 			done += int64(len(*t.in))
-			if opt.Progress != nil {
-				opt.Progress(done, total)
+			if e.opt.Progress != nil {
+				e.opt.Progress(done, e.total)
 			}
 		}
 		if werr != nil {
-			cancel()
+			e.cancel()
 		}
 		// the input goes back to the pool once hashed; after an error the
 		// hasher may still be reading (or loading) it: it is left to the GC
 		select {
 		case <-t.hashed:
-			if werr == nil && trees != nil {
-				werr = trees[t.file].add(&t.part)
+			if werr == nil && e.trees != nil {
+				werr = e.trees[t.file].add(&t.part)
 			}
 			if !t.inMem {
 				putBuf(t.in)
 			}
-		case <-ctx.Done():
+		case <-e.ctx.Done():
 		}
 		putBuf(t.out)
 	}
-	wg.Wait()
+	e.wg.Wait()
 	if werr != nil {
-		cancel() // the hashers stop before Encode returns
+		e.cancel() // the hashers stop before Encode returns
 	}
-	hwg.Wait()
-	if werr == nil && ctx.Err() != nil {
-		werr = ctx.Err()
+	e.hwg.Wait()
+	if werr == nil && e.ctx.Err() != nil {
+		werr = e.ctx.Err()
 	}
-	if werr != nil {
-		return res, werr
-	}
-	for i, f := range idx.files {
-		if shas != nil {
-			copy(f.Sum[:], shas[i].Sum(nil))
+	return werr
+}
+
+// sums puts each file's digest into the index.
+func (e *encodeRun) sums() error {
+	for i, f := range e.idx.files {
+		if e.shas != nil {
+			copy(f.Sum[:], e.shas[i].Sum(nil))
 			f.SHA256 = f.Sum
 		} else {
-			f.Sum = trees[i].sum()
+			f.Sum = e.trees[i].sum()
 		}
 		if len(f.blocks) == 0 && f.Size != 0 {
-			return res, errors.New("codec: internal error: file without blocks")
+			return errors.New("codec: internal error: file without blocks")
 		}
 	}
-	// Index and trailer.
+	return nil
+}
+
+// writeIndex writes the index and the trailer, and flushes.
+func writeIndex(cw *archiveWriter, idx *indexData, zenc *zstd.Encoder) error {
 	raw := idx.marshal()
 	ix := zenc.EncodeAll(raw, nil)
-	if n := written + int64(len(ix)) + trailerLen; int64(len(raw)) > maxIndexRawFor(n) {
+	if n := cw.n + int64(len(ix)) + trailerLen; int64(len(raw)) > maxIndexRawFor(n) {
 		// millions of tensors without data: a reader would refuse the index
-		return res, fmt.Errorf("codec: an index of %d bytes (%d tensors) for an archive of %d bytes is more than a reader accepts", len(raw), countTensors(idx), n)
+		return fmt.Errorf("codec: an index of %d bytes (%d tensors) for an archive of %d bytes is more than a reader accepts", len(raw), countTensors(idx), n)
 	}
-	indexOff := written
-	if err := write(ix); err != nil {
-		return res, err
+	indexOff := cw.n
+	if err := cw.write(ix); err != nil {
+		return err
 	}
 	var tr [trailerLen]byte
 	binary.LittleEndian.PutUint64(tr[0:], uint64(indexOff))
@@ -481,14 +525,25 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 	binary.LittleEndian.PutUint32(tr[16:], uint32(len(raw)))
 	binary.LittleEndian.PutUint32(tr[20:], crc32c(ix))
 	copy(tr[24:], TrailerMagic[:])
-	if err := write(tr[:]); err != nil {
-		return res, err
+	if err := cw.write(tr[:]); err != nil {
+		return err
 	}
-	if err := bw.Flush(); err != nil {
-		return res, err
+	return cw.w.Flush()
+}
+
+// archiveWriter counts the bytes written through it.
+type archiveWriter struct {
+	w interface {
+		io.Writer
+		Flush() error
 	}
-	res.Compressed = written
-	return res, nil
+	n int64
+}
+
+func (c *archiveWriter) write(p []byte) error {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return err
 }
 
 // nopFlusher is a bytes.Buffer with the Flush of a bufio.Writer.
@@ -550,14 +605,22 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 			}
 			// Never worse than zstd: a block whose words repeat enough
 			// that zstd may code it smaller (lzRepeats) is also coded by
-			// zstd, at its strongest level (such blocks are rare, and
-			// periodic tables find matches a fast level misses: Silero's
-			// STFT basis codes 41 % smaller), and the smaller kept.
+			// zstd at the archive's level, and by zstd's strongest level
+			// where that may pay (lzTryStrongest), and the smallest kept.
 			if dup, k := be.lzProbe(in); lzWorthTrying(len(in), len(out)-mark, dup, k) {
-				be.lz = be.zstdRep.EncodeAll(in, be.lz[:0])
-				if len(be.lz) < len(out)-mark {
+				coded := len(out) - mark
+				be.lz = be.zstd.EncodeAll(in, be.lz[:0])
+				fast := len(be.lz)
+				if fast < coded {
 					out = append(out[:mark], be.lz...)
 					kind = kindZstd
+				}
+				if lzTryStrongest(fast, coded) {
+					be.lz = be.zstdRep.EncodeAll(in, be.lz[:0])
+					if len(be.lz) < len(out)-mark {
+						out = append(out[:mark], be.lz...)
+						kind = kindZstd
+					}
 				}
 			}
 		} else {

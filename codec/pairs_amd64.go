@@ -20,19 +20,13 @@ func expandPairsFast(dst, codes []byte, i int, tab *[256]uint32) int {
 func expandPairsAVX512(dst, codes *byte, m int, tab *[256]uint32, esc int, exc *byte, nexc int, x *int) int
 
 // expandPairsWide does what it can of expandPairs with AVX-512 (32 codes
-// at a time, escapes filled from exc) when every code below esc has a pair
-// (the pair codes of a stream; setup tables with holes are left to the
-// other paths). It returns the codes done and moves *x on by the
-// exceptions used.
+// at a time, escapes filled from exc, each code decided as expandOne does,
+// so setup tables with holes take this path too). It returns the codes
+// done and moves *x on by the exceptions used.
 func expandPairsWide(dst, codes []byte, tab *[256]uint32, esc byte, exc []byte, x *int) int {
 	m := len(codes)
 	if !use.avx2 || !use.avx512Pairs || m < 64 {
 		return 0
-	}
-	for c, v := range tab {
-		if (v>>16 != 0) != (c >= int(esc)) {
-			return 0
-		}
 	}
 	_ = dst[2*m-1]
 	var e *byte

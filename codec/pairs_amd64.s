@@ -111,13 +111,15 @@ pdone:
 	RET
 
 // func expandPairsAVX512(dst *byte, codes *byte, m int, tab *[256]uint32, esc int, exc *byte, nexc int, x *int) int
-// expandPairs 32 codes at a time where every code below esc has its pair
-// in the low 16 bits of its tab entry: the entries as a table of 256 words
-// in eight registers, each code's word by VPERMI2W from the four 64-word
-// quarters, chosen by the code's bits 6 and 7; the escapes of a chunk (code
-// esc) are then filled from exc at *x in order. Stops before the first 32
-// codes with an invalid code (above esc) or more escapes than exc has
-// left; returns the codes written (*x moved on).
+// expandPairs 32 codes at a time, as expandOne decides each code: the
+// entries' low and high 16 bits as two tables of 256 words in eight
+// registers each, each code's words by VPERMI2W from the four 64-word
+// quarters, chosen by the code's bits 6 and 7. A code whose high word is 0
+// has its pair in the low word; one whose high word is not 0 is an escape
+// when it is esc (filled from exc at *x in order) and invalid otherwise
+// (setup tables have such holes below esc). Stops before the first 32
+// codes with an invalid code or more escapes than exc has left; returns
+// the codes written (*x moved on).
 TEXT ·expandPairsAVX512(SB), NOSPLIT, $0-72
 	MOVQ dst+0(FP), DI
 	MOVQ codes+8(FP), SI
@@ -128,46 +130,87 @@ TEXT ·expandPairsAVX512(SB), NOSPLIT, $0-72
 	MOVQ nexc+48(FP), R14
 	MOVQ x+56(FP), R15
 	MOVQ (R15), R12           // exceptions used
-	VMOVDQU32 0(DX), Z0       // the low words of the 256 entries
+	// low words in Z16-Z23, high words in Z8-Z14, Z27
+	VMOVDQU32 0(DX), Z0
 	VPMOVDW Z0, Y1
+	VPSRLD $16, Z0, Z0
+	VPMOVDW Z0, Y5
 	VMOVDQU32 64(DX), Z0
 	VPMOVDW Z0, Y2
+	VPSRLD $16, Z0, Z0
+	VPMOVDW Z0, Y6
 	VINSERTI64X4 $1, Y2, Z1, Z16
+	VINSERTI64X4 $1, Y6, Z5, Z8
 	VMOVDQU32 128(DX), Z0
 	VPMOVDW Z0, Y1
+	VPSRLD $16, Z0, Z0
+	VPMOVDW Z0, Y5
 	VMOVDQU32 192(DX), Z0
 	VPMOVDW Z0, Y2
+	VPSRLD $16, Z0, Z0
+	VPMOVDW Z0, Y6
 	VINSERTI64X4 $1, Y2, Z1, Z17
+	VINSERTI64X4 $1, Y6, Z5, Z9
 	VMOVDQU32 256(DX), Z0
 	VPMOVDW Z0, Y1
+	VPSRLD $16, Z0, Z0
+	VPMOVDW Z0, Y5
 	VMOVDQU32 320(DX), Z0
 	VPMOVDW Z0, Y2
+	VPSRLD $16, Z0, Z0
+	VPMOVDW Z0, Y6
 	VINSERTI64X4 $1, Y2, Z1, Z18
+	VINSERTI64X4 $1, Y6, Z5, Z10
 	VMOVDQU32 384(DX), Z0
 	VPMOVDW Z0, Y1
+	VPSRLD $16, Z0, Z0
+	VPMOVDW Z0, Y5
 	VMOVDQU32 448(DX), Z0
 	VPMOVDW Z0, Y2
+	VPSRLD $16, Z0, Z0
+	VPMOVDW Z0, Y6
 	VINSERTI64X4 $1, Y2, Z1, Z19
+	VINSERTI64X4 $1, Y6, Z5, Z11
 	VMOVDQU32 512(DX), Z0
 	VPMOVDW Z0, Y1
+	VPSRLD $16, Z0, Z0
+	VPMOVDW Z0, Y5
 	VMOVDQU32 576(DX), Z0
 	VPMOVDW Z0, Y2
+	VPSRLD $16, Z0, Z0
+	VPMOVDW Z0, Y6
 	VINSERTI64X4 $1, Y2, Z1, Z20
+	VINSERTI64X4 $1, Y6, Z5, Z12
 	VMOVDQU32 640(DX), Z0
 	VPMOVDW Z0, Y1
+	VPSRLD $16, Z0, Z0
+	VPMOVDW Z0, Y5
 	VMOVDQU32 704(DX), Z0
 	VPMOVDW Z0, Y2
+	VPSRLD $16, Z0, Z0
+	VPMOVDW Z0, Y6
 	VINSERTI64X4 $1, Y2, Z1, Z21
+	VINSERTI64X4 $1, Y6, Z5, Z13
 	VMOVDQU32 768(DX), Z0
 	VPMOVDW Z0, Y1
+	VPSRLD $16, Z0, Z0
+	VPMOVDW Z0, Y5
 	VMOVDQU32 832(DX), Z0
 	VPMOVDW Z0, Y2
+	VPSRLD $16, Z0, Z0
+	VPMOVDW Z0, Y6
 	VINSERTI64X4 $1, Y2, Z1, Z22
+	VINSERTI64X4 $1, Y6, Z5, Z14
 	VMOVDQU32 896(DX), Z0
 	VPMOVDW Z0, Y1
+	VPSRLD $16, Z0, Z0
+	VPMOVDW Z0, Y5
 	VMOVDQU32 960(DX), Z0
 	VPMOVDW Z0, Y2
+	VPSRLD $16, Z0, Z0
+	VPMOVDW Z0, Y6
 	VINSERTI64X4 $1, Y2, Z1, Z23
+	VINSERTI64X4 $1, Y6, Z5, Z27
 	VPBROADCASTW R8, Z24      // esc
 	MOVL $64, AX
 	VPBROADCASTW AX, Z25
@@ -180,25 +223,38 @@ ploop:
 	CMPQ R10, CX
 	JA   pdone
 	VPMOVZXBW (SI)(R9*1), Z0  // 32 codes
-	VPCMPUW $6, Z24, Z0, K1   // code > esc: invalid
+	VPTESTMW Z25, Z0, K2      // bit 6
+	VPTESTMW Z26, Z0, K3      // bit 7
+	VMOVDQA64 Z0, Z5
+	VPERMI2W Z9, Z8, Z5       // high words of entries 0-63
+	VMOVDQA64 Z0, Z6
+	VPERMI2W Z11, Z10, Z6     // 64-127
+	VMOVDQA64 Z0, Z7
+	VPERMI2W Z13, Z12, Z7     // 128-191
+	VMOVDQA64 Z0, Z28
+	VPERMI2W Z27, Z14, Z28    // 192-255
+	VMOVDQU16 Z6, K2, Z5
+	VMOVDQU16 Z28, K2, Z7
+	VMOVDQU16 Z7, K3, Z5      // the codes' high words
+	VPCMPUW $4, Z24, Z0, K5   // code != esc
+	VPTESTMW Z5, Z5, K5, K1   // ... without a pair: invalid
 	KORTESTD K1, K1
 	JNZ  pdone
-	VPCMPUW $0, Z24, Z0, K4   // the escapes
+	VPCMPUW $0, Z24, Z0, K5   // code == esc
+	VPTESTMW Z5, Z5, K5, K4   // ... without a pair: the escapes
 	KMOVD K4, R11
 	POPCNTL R11, AX
 	LEAQ (R12)(AX*2), AX      // exceptions used after this chunk
 	CMPQ AX, R14
 	JA   pdone
 	VMOVDQA64 Z0, Z1
-	VPERMI2W Z17, Z16, Z1     // entries 0-63
+	VPERMI2W Z17, Z16, Z1     // low words of entries 0-63
 	VMOVDQA64 Z0, Z2
 	VPERMI2W Z19, Z18, Z2     // 64-127
 	VMOVDQA64 Z0, Z3
 	VPERMI2W Z21, Z20, Z3     // 128-191
 	VMOVDQA64 Z0, Z4
 	VPERMI2W Z23, Z22, Z4     // 192-255
-	VPTESTMW Z25, Z0, K2      // bit 6
-	VPTESTMW Z26, Z0, K3      // bit 7
 	VMOVDQU16 Z2, K2, Z1
 	VMOVDQU16 Z4, K2, Z3
 	VMOVDQU16 Z3, K3, Z1

@@ -372,7 +372,8 @@ func (d *refSwitchDec) window(tv, ex, src []byte, s *swStream, k, S int) bool {
 // value is o+k), which decodeTokens starts and every round keeps.
 //
 // The table entries are read without bounds checks (swLookup), as the
-// assembly does: every context's cinfo names a table that readTables
+// assembly does, except under noasm, where this is the checked reference
+// (ref_switch_lookup*.go): every context's cinfo names a table that readTables
 // placed within tabs (a context outside the map is group 0), and the
 // index, the top tl bits of a window, stays below the table's 2^tl
 // entries. The shift counts are masked to 6 bits, which they are anyway
@@ -380,7 +381,7 @@ func (d *refSwitchDec) window(tv, ex, src []byte, s *swStream, k, S int) bool {
 // more.
 func (d *refSwitchDec) fast8Go(tv, ex, src []byte, st *[refSwitchMaxStreams]swStream) {
 	const S = refSwitchMaxStreams
-	tb := unsafe.Pointer(unsafe.SliceData(d.tabs))
+	tb := swTabsOf(d.tabs)
 	ci := &d.cinfo
 	for {
 		for i := range st {
@@ -415,14 +416,6 @@ func (d *refSwitchDec) fast8Go(tv, ex, src []byte, st *[refSwitchMaxStreams]swSt
 			e.p, e.c, e.o = pe, ce, o+3+5*S
 		}
 	}
-}
-
-// swLookup is the table entry of the window w with c bits read, for the
-// table cinfo entry inf (offset in tabs << 6 | 64 - tl): see fast8Go on
-// why it needs no bounds check.
-func swLookup(tb unsafe.Pointer, inf uint32, w uint64, c uint) uint16 {
-	x := (w << (c & 63)) >> (inf & 63)
-	return binary.LittleEndian.Uint16((*[2]byte)(unsafe.Add(tb, uintptr(inf>>6)+2*uintptr(x)))[:])
 }
 
 // tail decodes the rest of a stream and checks that it ends exactly with

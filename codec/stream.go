@@ -419,11 +419,14 @@ const selNeighbours = 4
 // sharedSampleStep is the step (in 8-symbol words, countHistWords) of the
 // sample from which a block of n symbols picks its shared table: about
 // 1/sharedSampleDiv of the block, at most every sharedSampleMaxStep-th
-// word, and every word in blocks of fewer than 2·sharedSampleDiv symbols.
-// A variable for measurements.
+// word, and every word in blocks of fewer than 1⅞·sharedSampleDiv symbols
+// (so that a block of 4 Ki values, a few symbols short of 4096 once pairs
+// are joined, is sampled). A variable for measurements.
 var sharedSampleDiv, sharedSampleMaxStep = 2048, 16
 
-func sharedSampleStep(n int) int { return min(n/sharedSampleDiv, sharedSampleMaxStep) }
+func sharedSampleStep(n int) int {
+	return min((n+sharedSampleDiv/8)/sharedSampleDiv, sharedSampleMaxStep)
+}
 
 // minSharedSymbols: shorter streams keep their own coding.
 const minSharedSymbols = 64
@@ -437,7 +440,10 @@ const DefaultSetupThreshold = 0.03
 // alignment), or with a table of its own when that is estimated to be
 // cheaper by more than threshold. hist is the exact histogram of syms, or
 // nil (then it is counted here).
-func (e *streamEncoder) appendShared(dst, syms []byte, w uint, sec *SetupSection, hist *[256]uint32, threshold float64) []byte {
+//
+// memo, when not nil, carries the tables a run's first block found
+// cheapest (pickMemo): the run's later blocks choose among those only.
+func (e *streamEncoder) appendShared(dst, syms []byte, w uint, sec *SetupSection, hist *[256]uint32, threshold float64, memo *pickMemo) []byte {
 	n := len(syms)
 	// the histogram that picks the table: the exact one when given or when
 	// the block is short, else that of every other 8-symbol word (long
@@ -460,7 +466,7 @@ func (e *streamEncoder) appendShared(dst, syms []byte, w uint, sec *SetupSection
 	top := 1<<w - 2
 	k, blockMode := nonzeroSymbols(h, &nzb, top, 1<<(w-1)-1)
 	nz := nzb[:k]
-	best, bestD, bestCost := sec.pick(h, nz, blockMode, w)
+	best, bestD, bestCost := sec.pick(h, nz, blockMode, w, memo)
 	// A table of its own cannot beat the order-0 entropy plus its
 	// description; use the shared one unless that leaves a clear gain.
 	hb := entropyBitsOf(h, nz, sampled)
@@ -492,7 +498,11 @@ func (e *streamEncoder) appendShared(dst, syms []byte, w uint, sec *SetupSection
 // pick returns the table of sec (and its shift) that codes the histogram h
 // (nonzero symbols nz, most frequent symbol blockMode) in the fewest bits,
 // and that cost.
-func (sec *SetupSection) pick(h *[256]uint32, nz []byte, blockMode int, w uint) (best, bestD int, bestCost uint64) {
+//
+// With memo holding a run's candidates (memo.n > 0) only those tables are
+// costed; with an empty memo every table is, and the cheapest few are
+// recorded in it for the run's later blocks.
+func (sec *SetupSection) pick(h *[256]uint32, nz []byte, blockMode int, w uint, memo *pickMemo) (best, bestD int, bestCost uint64) {
 	// every table at the shift that aligns the modes; then the neighbouring
 	// shifts of the few best (a shift off by one rarely wins elsewhere)
 	best, bestD, bestCost = 0, 0, ^uint64(0)
@@ -512,7 +522,18 @@ func (sec *SetupSection) pick(h *[256]uint32, nz []byte, blockMode int, w uint) 
 		ri, rc, fixed = rib[:nr], rcb[:nr], fixb[:nf]
 	}
 	sels := sec.selectors()
-	for i := range sels {
+	var only []int16
+	if memo != nil && memo.n > 0 {
+		only = memo.tables[:memo.n]
+	}
+	for x := range len(sels) {
+		i := x
+		if only != nil {
+			if x >= len(only) {
+				break
+			}
+			i = int(only[x])
+		}
 		t := &sels[i]
 		var c uint64
 		d := 0
@@ -550,6 +571,12 @@ func (sec *SetupSection) pick(h *[256]uint32, nz []byte, blockMode int, w uint) 
 				}
 			}
 		}
+	}
+	if memo != nil && memo.n == 0 {
+		for j := range cand[:nc] {
+			memo.tables[j] = int16(cand[j].i)
+		}
+		memo.n = int8(nc)
 	}
 	return best, bestD, bestCost
 }

@@ -267,6 +267,50 @@ func TestExpandPairsTwin(t *testing.T) {
 	}
 }
 
+// A code equal to esc whose entry has a pair is that pair, not an escape,
+// on every path; and the AVX-512 path, where the CPU has it, does the bulk
+// of a long stream of a table with holes.
+func TestExpandPairsEscWithPair(t *testing.T) {
+	var tab [256]uint32
+	for c := range tab {
+		tab[c] = 1 << 16
+	}
+	for c := 0; c < 100; c++ {
+		if c%17 != 5 {
+			tab[c] = uint32(c*7) | uint32(c*13)<<8
+		}
+	}
+	r := rand.New(rand.NewPCG(12, 13))
+	for _, esc := range []byte{40, 100} { // 40 has a pair; 100 does not
+		codes := make([]byte, 4096)
+		var exc []byte
+		for i := range codes {
+			c := byte(r.IntN(101))
+			for tab[c]>>16 != 0 && c != esc {
+				c = byte(r.IntN(101))
+			}
+			if c == esc && tab[c]>>16 != 0 {
+				exc = append(exc, byte(i), byte(i>>8))
+			}
+			codes[i] = c
+		}
+		want := make([]byte, 2*len(codes))
+		restore := setFeatures(func(f *features) { f.avx2 = false })
+		okGo := expandPairs(want, codes, &tab, esc, exc)
+		restore()
+		got := make([]byte, 2*len(codes))
+		if ok := expandPairs(got, codes, &tab, esc, exc); ok != okGo || !okGo || !bytes.Equal(got, want) {
+			t.Fatalf("esc %d: ok %v (Go %v), equal %v", esc, ok, okGo, bytes.Equal(got, want))
+		}
+		if use.avx2 && use.avx512Pairs {
+			x := 0
+			if n := expandPairsWide(got, codes, &tab, esc, exc, &x); n < len(codes)-63 {
+				t.Errorf("esc %d: the AVX-512 path did %d of %d codes", esc, n, len(codes))
+			}
+		}
+	}
+}
+
 // expandPairsTwin compares the paths on pair codes of k top symbols;
 // holes: some codes below the escape have no pair (as in setup tables),
 // which the AVX-512 path leaves to the scalar one.
@@ -329,15 +373,27 @@ func expandPairsTwin(t *testing.T, k int, holes bool) {
 						t.Fatal("missing exceptions accepted")
 					}
 				}
-				// an invalid code is refused by both
+				// an invalid code (above the escape, or a hole below it)
+				// is refused by every path, wherever it lies
 				if m > 2 {
-					bad := append([]byte(nil), codes...)
-					bad[m/2] = byte(k*k + 1)
-					restore := setFeatures(pureGo)
-					okb2 := expandPairs(d2, bad, &tab, esc, exc)
-					restore()
-					if expandPairs(d1, bad, &tab, esc, exc) || okb2 {
-						t.Fatal("invalid code accepted")
+					invalid := []byte{byte(k*k + 1)}
+					if holes {
+						invalid = append(invalid, 5, 22)
+					}
+					for _, c := range invalid {
+						for _, at := range []int{0, m / 2, m - 1} {
+							bad := append([]byte(nil), codes...)
+							bad[at] = c
+							restore := setFeatures(pureGo)
+							okb2 := expandPairs(d2, bad, &tab, esc, exc)
+							restore()
+							restore = setFeatures(avx2Alone)
+							okb3 := expandPairs(d3, bad, &tab, esc, exc)
+							restore()
+							if expandPairs(d1, bad, &tab, esc, exc) || okb2 || okb3 {
+								t.Fatalf("k=%d m=%d: invalid code %d at %d accepted", k, m, c, at)
+							}
+						}
 					}
 				}
 				if odd == 1 {
