@@ -153,6 +153,9 @@ func (s *histScreen) refresh() {
 		fmt.Fprintf(&b, ", Gaussian-model table %.3f bits", a.ModelBits)
 	}
 	fmt.Fprintf(&b, ". Order-0 bound %s of %s raw (%.4f×).", core.HumanBytes(int64(a.BoundBytes)), core.HumanBytes(a.Float.Bytes()), float64(a.Float.Bytes())/a.BoundBytes)
+	if a.Zeros > 0 && a.SparseValues == a.Float.Values {
+		fmt.Fprintf(&b, " Zeros %.1f%%: sparse optimum %s (%.4f×).", 100*float64(a.Zeros)/float64(a.SparseValues), core.HumanBytes(int64(a.OptimumBytes)), float64(a.Float.Bytes())/a.OptimumBytes)
+	}
 	if a.Skipped > 0 {
 		fmt.Fprintf(&b, " %d float tensor(s) of other dtypes are not included.", a.Skipped)
 	}

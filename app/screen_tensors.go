@@ -21,16 +21,18 @@ const (
 	colBytes
 	colEntropy
 	colBound
+	colZeros
+	colOptimum
 	colAchieved
 	numCols
 )
 
-var colTitles = [numCols]string{"", "Name", "DType", "Shape", "Bytes", "Exp. entropy", "Bound", "Achieved"}
-var colWidths = [numCols]float32{34, 380, 80, 140, 100, 110, 100, 100}
+var colTitles = [numCols]string{"", "Name", "DType", "Shape", "Bytes", "Exp. entropy", "Bound", "Zeros", "Optimum", "Achieved"}
+var colWidths = [numCols]float32{34, 330, 80, 140, 100, 110, 100, 70, 100, 100}
 
 // sortable columns, as offered by the sort picker
-var sortNames = []string{"File order", "Name", "DType", "Bytes", "Exp. entropy", "Bound", "Achieved"}
-var sortCols = []int{-1, colName, colDType, colBytes, colEntropy, colBound, colAchieved}
+var sortNames = []string{"File order", "Name", "DType", "Bytes", "Exp. entropy", "Bound", "Zeros", "Optimum", "Achieved"}
+var sortCols = []int{-1, colName, colDType, colBytes, colEntropy, colBound, colZeros, colOptimum, colAchieved}
 
 // tensorRow is a row of the table: a layer heading (tensor -1) or a tensor.
 type tensorRow struct {
@@ -165,6 +167,16 @@ func (s *tensorsScreen) sortKey(i, col int) float64 {
 	case colBound:
 		if st != nil && st[i].OK {
 			return st[i].Float.Bound()
+		}
+		return -1
+	case colZeros:
+		if st != nil && st[i].SparseOK {
+			return st[i].Sparse.Sparsity()
+		}
+		return -1
+	case colOptimum:
+		if st != nil && st[i].SparseOK {
+			return st[i].Sparse.OptimumColumns()
 		}
 		return -1
 	case colAchieved:
@@ -326,8 +338,9 @@ func (s *tensorsScreen) cellText(r, c int) string {
 	if row.tensor < 0 {
 		// a layer heading: totals
 		var bytes int64
-		var bound, got float64
-		var n int64
+		var bound, got, opt float64
+		var n, zeros, vals int64
+		haveOpt := true
 		var hx float64
 		haveAll := true
 		for _, x := range s.rows {
@@ -340,6 +353,14 @@ func (s *tensorsScreen) cellText(r, c int) string {
 				bound += st[x.tensor].Float.Bound()
 				hx += st[x.tensor].Float.ExpEntropy * float64(st[x.tensor].Float.Values)
 				n += st[x.tensor].Float.Values
+			}
+			if st != nil && st[x.tensor].SparseOK {
+				sp := st[x.tensor].Sparse
+				opt += sp.OptimumColumns()
+				zeros += sp.Zeros
+				vals += sp.Values
+			} else {
+				haveOpt = false
 			}
 			if ach != nil {
 				got += ach[x.tensor]
@@ -361,6 +382,14 @@ func (s *tensorsScreen) cellText(r, c int) string {
 		case colBound:
 			if n > 0 {
 				return core.HumanBytes(int64(bound + 0.5))
+			}
+		case colZeros:
+			if vals > 0 {
+				return fmt.Sprintf("%.1f%%", 100*float64(zeros)/float64(vals))
+			}
+		case colOptimum:
+			if haveOpt && vals > 0 {
+				return core.HumanBytes(int64(opt + 0.5))
 			}
 		case colAchieved:
 			if haveAll && ach != nil {
@@ -402,6 +431,16 @@ func (s *tensorsScreen) cellText(r, c int) string {
 	case colBound:
 		if st != nil && st[i].OK {
 			return core.HumanBytes(int64(st[i].Float.Bound() + 0.5))
+		}
+		return ""
+	case colZeros:
+		if st != nil && st[i].SparseOK {
+			return fmt.Sprintf("%.1f%%", 100*st[i].Sparse.Sparsity())
+		}
+		return ""
+	case colOptimum:
+		if st != nil && st[i].SparseOK {
+			return core.HumanBytes(int64(st[i].Sparse.OptimumColumns() + 0.5))
 		}
 		return ""
 	case colAchieved:

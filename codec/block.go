@@ -28,6 +28,7 @@ type blockEncoder struct {
 	run       runMemo     // decisions a run of blocks shares (setup)
 	parts     []blockPart // encodeFoundLead's
 	lead      []byte      // encodeFoundLead's blocks
+	sp        sparseEnc   // sparse blocks (sparse.go)
 }
 
 // runMemo holds, under a setup, what the first block of a run decided for
@@ -601,6 +602,7 @@ type blockDecoder struct {
 	// methods is the newest difference-block method the archive's format
 	// version may hold (refMethodsFor; 0: any)
 	methods byte
+	sp      sparseDec // sparse blocks (sparse.go)
 }
 
 func (b *blockDecoder) buffers(n, np int) {
@@ -650,6 +652,9 @@ func (b *blockDecoder) decodeFloat(dst, src []byte, d dtype.DType) error {
 	h, err := ReadFloatHeader(src, d)
 	if err != nil {
 		return err
+	}
+	if h.Form == FormSparse {
+		return b.decodeSparse(dst, src, d, n)
 	}
 	src = src[h.Len:]
 	switch h.Form {

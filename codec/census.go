@@ -14,6 +14,8 @@ type Census struct {
 	SharedTables int // float blocks whose exponents use a setup's shared table
 	OwnTables    int // float blocks whose exponents use their own Huffman table
 	OtherFloat   int // float blocks with packed or constant exponents, or byte planes
+	Sparse       int // float blocks coded sparse: a zero mask and the nonzero values (format version 8)
+	SparseBytes  int64
 	Reference    int // blocks coded against a reference (copies and differences)
 	Duplicate    int // blocks stored as a copy of an earlier block of the archive
 	// ZstdFloat counts the blocks of float tensors that zstd coded smaller
@@ -77,6 +79,11 @@ func (r *Reader) Census() (Census, error) {
 			}
 			// the mode of the first stream: the exponents' of a fields-form block
 			h, err := ReadFloatHeader(hdr[:n], b.dtype)
+			if err == nil && h.Form == FormSparse {
+				c.Sparse++
+				c.SparseBytes += b.origLen
+				continue
+			}
 			if err != nil || h.Form != FormFields || n <= h.Len {
 				c.OtherFloat++
 				continue

@@ -195,6 +195,7 @@ func (r *Reader) newBlockDecoder() *blockDecoder {
 	bd := blockDecoders.Get().(*blockDecoder)
 	bd.setup = r.setup
 	bd.methods = refMethodsFor(r.idx.version)
+	bd.sp.on = r.idx.version >= sparseVersion
 	return bd
 }
 

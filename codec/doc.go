@@ -25,7 +25,7 @@
 // that is smaller (see References); decoding such an archive needs the same
 // reference (Options.Ref or Reader.UseRef), found by its SHA-256.
 //
-// # Format, versions 3 to 7
+// # Format, versions 3 to 8
 //
 // All integers are little-endian; "uvarint" is encoding/binary's unsigned
 // varint, "varint" its zigzag signed one, "string" a uvarint length and that
@@ -34,7 +34,11 @@
 //	Header | Payload | Index | Trailer
 //
 // Header, 16 bytes: the magic 89 4E 5A 49 50 0D 0A 1A ("\x89NZIP\r\n\x1a"),
-// u16 version (7, whose index records each file's digest kind, see
+// u16 version (8 or 7: version 8 is version 7 plus sparse float blocks,
+// see "Sparse blocks", which a version-7 archive must not hold; writers
+// write 8 only when a probe of the input finds exact zeros in its float
+// tensors, so dense models stay readable by version-7 readers; version 7's
+// index records each file's digest kind, see
 // Digests; versions 1 to 6 hold SHA-256s and were written before: 3
 // without a reference, 6 with one, whose difference blocks may use
 // methods 3 and 4, see "Difference blocks in value order", and method 2,
@@ -138,6 +142,8 @@
 // payload a difference block (see References) of the block's values
 // against the values of R.
 //
+// Form 2 (sparse, version 8): see "Sparse blocks".
+//
 // Form 1 (byte planes, used for F64): one stream (below) of width 8 per byte
 // of the value, byte 0 (least significant) first; value i byte p is symbol i
 // of stream p.
@@ -157,6 +163,53 @@
 // zero in every value of the block. No bytes may follow the last stream.
 // To decode, R = (s & (2^j-1))<<(W-j) | rest<<z, e = s>>j, and
 // v = (R>>M)<<(M+E) | e<<M | R & (2^M-1).
+//
+// # Sparse blocks
+//
+// A float block of a fields type of at most 4 bytes (F16, BF16, F32,
+// F8_E4M3, F8_E5M2, F8_E8M0) may be sparse (form 2, archives of version 8):
+// its zero mask (bit i is 1 when value i is not the all-zero bit pattern;
+// -0 is a nonzero value) and the nonzero values in order. With n values:
+//
+//	u8 form     2
+//	u8 flags    bit 0: the sign is dropped (the dtype has a sign bit, every
+//	            nonzero value has it 0, and it is not coded); other bits 0
+//	u8 method   the mask's coding:
+//	  0 bitmap  a stream (see Streams; modes 0 to 3) of ceil(n/8) symbols
+//	            of width 8: bit i%8 (LSB first) of symbol i/8 is mask bit
+//	            i; the bits past n must be 0
+//	  1 gaps    uvarint k (≤ n), a stream of k symbols of width 8 (modes 0
+//	            to 3): from position 0, a symbol 255 skips 255 zeros; a
+//	            symbol g < 255 skips g zeros and marks the value after
+//	            them nonzero; positions left after the last symbol are
+//	            zeros; no nonzero value may lie at or past n, no skip past n
+//	  2 columns uvarint L (row length, 1..min(max(n, 1), 65536)), uvarint c (the column of
+//	            value 0, < L), uvarint len, len bytes of range-coded bits
+//	            (below)
+//	values      only when the mask has m > 0 nonzero values: u8 j, u8 z
+//	            and the streams of a fields-form block (Form 0) of the m
+//	            nonzero values, for the dtype's S, E and M, except S = 0
+//	            when the sign is dropped (then v = e<<M | mantissa); no
+//	            value may be 0, and no bytes may follow the last stream
+//
+// Columns: value i lies in column c_i = (c + i) mod L, and l_i is the mask
+// bit of value i-1 when i > 0 and c_i > 0, else 0. The bits are coded in
+// order, each with the probability P of a 1 (times 2^16) from three count
+// pairs that all start at 0 for the block: g (the block's), col[c] (the
+// column's) and lft[c][l] (the column's after bit l), with integer floor
+// division:
+//
+//	pg = (2·g1 + 1)·2^16 / (2·(g0 + g1) + 2)
+//	p1 = (col[c]1·2^16 + 8·pg) / (col[c]0 + col[c]1 + 8)
+//	P  = (lft[c][l]1·2^16 + 8·p1) / (lft[c][l]0 + lft[c][l]1 + 8), clamped
+//	     to 32..65504
+//
+// After the bit b, each of the three pairs counts it (x_b += 1); a pair
+// whose sum reaches its limit (8192 for g, 1024 for the others) becomes
+// ((x0+1)/2, (x1+1)/2). The range coder is that of "Range-coded
+// difference blocks" with P in place of a model's probability: B =
+// floor(R / 2^16)·P, the bit is 1 when C < B; after the last bit the
+// decoder must have read exactly the len bytes.
 //
 // # Streams
 //

@@ -66,6 +66,9 @@ type Options struct {
 	// tokens, see doc.go): about 2 % smaller conditioned frames, decoded
 	// an order of magnitude slower. It changes nothing without Ref.
 	Best bool
+	// NoSparse writes no sparse blocks (sparse.go): the archive stays
+	// format version 7, readable by builds that predate version 8.
+	NoSparse bool
 }
 
 func (o *Options) threads() int {
@@ -252,6 +255,7 @@ type encodeRun struct {
 	ctx        context.Context
 	cancel     context.CancelFunc
 	hwg, wg    sync.WaitGroup // the SHA-256 hasher; the workers
+	sparse     bool           // the probe found zeros: version 8, sparse blocks allowed (sparse.go)
 }
 
 // planEncode plans every file first (cheap: segment lists only), groups
@@ -295,6 +299,7 @@ func planEncode(inputs []Input, opt Options) (*encodeRun, error) {
 		if err != nil {
 			return nil, fmt.Errorf("codec: input %q: %w", in.Name, err)
 		}
+		e.sparse = e.sparse || !opt.NoSparse && sparseProbe(in.R, plans)
 		if opt.Ref != nil {
 			if err := opt.Ref.mapPlans(plans, in.Segments, in.Size, in.Name, len(inputs)); err != nil {
 				return nil, fmt.Errorf("codec: input %q: %w", in.Name, err)
@@ -314,6 +319,7 @@ func planEncode(inputs []Input, opt Options) (*encodeRun, error) {
 		idx.files = append(idx.files, f)
 		e.total += in.Size
 	}
+	idx.version = sparseVersionFor(e.sparse)
 	var err error
 	if e.zenc, err = zstdEncoder(level); err != nil {
 		return nil, err
@@ -396,6 +402,7 @@ func (e *encodeRun) startWorkers() <-chan *encTask {
 			be := blockEncoders.Get().(*blockEncoder)
 			be.zstd, be.zstdRep = e.zenc, e.zrep
 			be.setup, be.threshold, be.best = e.opt.Setup, e.threshold, e.opt.Best
+			be.sp.on = e.sparse
 			defer blockEncoders.Put(be)
 			for t := range work {
 				if t.err = t.load(e.inputs[t.file].R); t.err == nil {
@@ -588,6 +595,7 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 		}
 		if p.float {
 			out = be.encodeFloat(out, in, p.dtype)
+			out = be.trySparse(out, mark, in, p)
 			kind = kindFloat
 			// A float block never stores more than the raw bytes plus a
 			// small header; if it would, store it.

@@ -41,6 +41,9 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 	} else {
 		tb.Fatal(err)
 	}
+	// sparse blocks (format version 8): every mask method
+	sp := sparseValues(dtype.BF16, 3000, 85, true, 3)
+	add(sp, []Segment{{Name: "act", DType: dtype.BF16, Shape: []int64{30, 100}, Length: int64(len(sp))}}, 1024)
 	add([]byte("plain text, not a checkpoint, plain text"), nil, 0)
 	add(nil, nil, 0)
 	// a SHA-256 digest instead of BLAKE3, in format version 7 and as

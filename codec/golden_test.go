@@ -58,8 +58,8 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatalf("golden archive does not decode: %v", err)
 	}
-	if v := binary.LittleEndian.Uint16(golden[8:]); v != Version {
-		t.Fatalf("golden archive of version %d, want %d", v, Version)
+	if v := binary.LittleEndian.Uint16(golden[8:]); v != denseVersion {
+		t.Fatalf("golden archive of version %d, want %d (dense inputs)", v, denseVersion)
 	}
 	rd, err := NewMemReader(golden)
 	if err != nil {

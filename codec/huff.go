@@ -36,6 +36,7 @@ type huffTable struct {
 	keys []uint64
 	tmp  []uint64 // radixSort's scratch
 	lens [256]uint8
+	wts  [256]byte // makeHeader's weights (a local array escapes through fse.Compress)
 	// the table description, made once per build
 	hdr      []byte
 	hdrErr   error
@@ -326,7 +327,8 @@ func (t *huffTable) appendHeader(dst []byte) ([]byte, error) {
 }
 
 func (t *huffTable) makeHeader(dst []byte) ([]byte, error) {
-	var weights [256]byte
+	weights := &t.wts
+	*weights = [256]byte{}
 	nw := t.maxSym // weights written: symbols 0..maxSym-1
 	for s := 0; s < nw; s++ {
 		if l := t.lens[s]; l != 0 {

@@ -29,6 +29,14 @@ const (
 const (
 	formFields = 0 // symbol stream + residual planes
 	formPlanes = 1 // one stream per byte of the value
+	formSparse = 2 // zero mask + the nonzero values (format version 8; sparse.go)
+)
+
+// Zero-mask methods of a sparse float block (doc.go, "Sparse blocks").
+const (
+	maskBitmap  = 0 // a stream of ceil(n/8) bytes, one bit per value
+	maskGaps    = 1 // a stream of zero-run symbols
+	maskColumns = 2 // range-coded bits, each with its column's context
 )
 
 // Stream modes: the first byte of every stream.
@@ -69,6 +77,7 @@ type FloatForm byte
 const (
 	FormFields FloatForm = formFields // a symbol stream (exponents) and residual byte planes
 	FormPlanes FloatForm = formPlanes // one stream of width 8 per byte of the value
+	FormSparse FloatForm = formSparse // a zero mask and the nonzero values (ReadSparseHeader)
 )
 
 // StreamMode is how a stream is coded (its first byte).
@@ -133,7 +142,7 @@ func ReadFloatHeader(src []byte, d dtype.DType) (FloatHeader, error) {
 			return FloatHeader{}, errf("float block: bad join %d / zero bits %d for %v", f.j, f.tz, d)
 		}
 		h.Exp, h.Mant, h.Sign, h.Join, h.Zero, h.Len = f.e, f.m, f.s, f.j, f.tz, 3
-	case FormPlanes:
+	case FormPlanes, FormSparse:
 	default:
 		return FloatHeader{}, errf("float block: unknown form %d", h.Form)
 	}
@@ -149,8 +158,11 @@ func (h FloatHeader) spec() fieldSpec {
 // and the residual planes (fields form), or one stream per byte of the
 // value (planes form).
 func (h FloatHeader) Streams() int {
-	if h.Form == FormPlanes {
+	switch h.Form {
+	case FormPlanes:
 		return h.Size
+	case FormSparse:
+		return 0 // ReadSparseHeader
 	}
 	return 1 + h.spec().planes()
 }
@@ -298,4 +310,130 @@ func lenAt(src []byte, pos int) (start, end int, err error) {
 	}
 	start = len(src) - len(rest)
 	return start, start + int(l), nil
+}
+
+// MaskMethod is how a sparse block codes its zero mask.
+type MaskMethod byte
+
+const (
+	MaskBitmap  MaskMethod = maskBitmap  // one bit per value, as a stream of bytes
+	MaskGaps    MaskMethod = maskGaps    // zero runs before each nonzero value, as a stream
+	MaskColumns MaskMethod = maskColumns // range-coded, a context per column of the tensor
+)
+
+var maskNames = [...]string{"bitmap", "gaps", "columns"}
+
+func (m MaskMethod) String() string {
+	if int(m) < len(maskNames) {
+		return maskNames[m]
+	}
+	return "mask" + strconv.Itoa(int(m))
+}
+
+// sparseSignDropped is flag bit 0 of a sparse block: every nonzero value
+// has sign bit 0, which is not coded.
+const sparseSignDropped = 1
+
+// maxSparseRow is the longest row a column-context mask may name.
+const maxSparseRow = 1 << 16
+
+// SparseHeader is where the parts of a sparse float block (form 2) lie,
+// as ReadSparseHeader finds them; positions index the payload.
+type SparseHeader struct {
+	Size        int        // bytes per value
+	SignDropped bool       // the nonzero values' sign bit is 0 and not coded
+	Mask        MaskMethod // how the zero mask is coded
+	// MaskBitmap: the stream of ceil(n/8) bytes; MaskGaps: the stream of
+	// Gaps zero-run symbols
+	Stream Stream
+	Gaps   int
+	// MaskColumns: the row length, the column of the block's first value
+	// and the range-coded bytes
+	Row, Col      int
+	Data, DataEnd int
+	Values        int // where the nonzero values' part starts (its u8 join)
+}
+
+// ReadSparseHeader reads the header and zero mask layout of a sparse
+// float block of n values of dtype d.
+func ReadSparseHeader(src []byte, n int, d dtype.DType) (SparseHeader, error) {
+	f, ok := specFor(d)
+	if !ok || f.size > 4 {
+		return SparseHeader{}, errf("sparse block: not defined for %v", d)
+	}
+	if len(src) < 3 || FloatForm(src[0]) != FormSparse {
+		return SparseHeader{}, errf("sparse block: short header")
+	}
+	h := SparseHeader{Size: f.size, SignDropped: src[1]&sparseSignDropped != 0, Mask: MaskMethod(src[2])}
+	if src[1]&^sparseSignDropped != 0 || (h.SignDropped && f.s == 0) {
+		return SparseHeader{}, errf("sparse block: bad flags %#x for %v", src[1], d)
+	}
+	pos := 3
+	switch h.Mask {
+	case MaskBitmap:
+		s, err := ReadStream(src, pos, (n+7)/8, 8, false)
+		if err != nil {
+			return SparseHeader{}, err
+		}
+		h.Stream, pos = s, s.End
+	case MaskGaps:
+		k, rest, err := readUvarint(src[pos:], uint64(n))
+		if err != nil {
+			return SparseHeader{}, err
+		}
+		h.Gaps, pos = int(k), len(src)-len(rest)
+		s, err := ReadStream(src, pos, h.Gaps, 8, false)
+		if err != nil {
+			return SparseHeader{}, err
+		}
+		h.Stream, pos = s, s.End
+	case MaskColumns:
+		// a row no longer than the block: the model's size (and the work
+		// of clearing it) stays proportional to the block
+		row, rest, err := readUvarint(src[pos:], uint64(min(max(n, 1), maxSparseRow)))
+		if err != nil || row == 0 {
+			return SparseHeader{}, errf("sparse block: bad row length")
+		}
+		col, rest, err := readUvarint(rest, row-1)
+		if err != nil {
+			return SparseHeader{}, errf("sparse block: bad first column")
+		}
+		h.Row, h.Col = int(row), int(col)
+		if h.Data, h.DataEnd, err = lenAt(src, len(src)-len(rest)); err != nil {
+			return SparseHeader{}, err
+		}
+		pos = h.DataEnd
+	default:
+		return SparseHeader{}, errf("sparse block: unknown mask method %d", h.Mask)
+	}
+	h.Values = pos
+	return h, nil
+}
+
+// spec is the split of the nonzero values: the dtype's, without the sign
+// bit where it is dropped.
+func (h SparseHeader) spec(d dtype.DType) fieldSpec {
+	f, _ := specFor(d)
+	if h.SignDropped {
+		f.s = 0
+	}
+	return f
+}
+
+// ReadSparseValues reads the header of the nonzero values' part of a
+// sparse block (there is one only when the mask has a nonzero value): a
+// fields-form header whose Streams and Width describe the m values that
+// follow, with Sign 0 where the block drops the sign. Len is where its
+// first stream starts in src.
+func ReadSparseValues(src []byte, h SparseHeader, d dtype.DType) (FloatHeader, error) {
+	f := h.spec(d)
+	pos := h.Values
+	if len(src)-pos < 2 {
+		return FloatHeader{}, errf("sparse block: short values header")
+	}
+	f.j, f.tz = uint(src[pos]), uint(src[pos+1])
+	if f.j > f.maxJoin() || f.tz > f.w()-f.j {
+		return FloatHeader{}, errf("sparse block: bad join %d / zero bits %d for %v", f.j, f.tz, d)
+	}
+	return FloatHeader{Form: FormFields, Size: f.size, Exp: f.e, Mant: f.m, Sign: f.s, Join: f.j, Zero: f.tz, Len: pos + 2}, nil
 }

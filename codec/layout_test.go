@@ -50,6 +50,18 @@ func TestLayoutWalk(t *testing.T) {
 				forms[h.Form]++
 				n := int(b.Length) / h.Size
 				pos := h.Len
+				if h.Form == FormSparse {
+					// the mask's parts, then the values' header: the
+					// nonzero count comes from decoding the mask
+					sh, vh, m := walkSparse(t, p, n, b.DType)
+					if sh.Mask != MaskColumns {
+						seen[sh.Stream.Mode]++
+					}
+					pos, n, h = vh.Len, m, vh
+					if m == 0 {
+						pos = len(p)
+					}
+				}
 				for i := 0; i < h.Streams(); i++ {
 					s, err := ReadStream(p, pos, n, h.Width(i), h.Symbols(i))
 					if err != nil {
@@ -80,6 +92,40 @@ func TestLayoutWalk(t *testing.T) {
 			t.Errorf("no %v stream in the archives", m)
 		}
 	}
+}
+
+// walkSparse reads a sparse block's header and decodes its mask to find
+// the nonzero count m and the values' header (when m > 0).
+func walkSparse(t *testing.T, p []byte, n int, d dtype.DType) (SparseHeader, FloatHeader, int) {
+	t.Helper()
+	sh, err := ReadSparseHeader(p, n, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch sh.Mask {
+	case MaskBitmap, MaskGaps:
+		if sh.Stream.End > len(p) || sh.Stream.End != sh.Values {
+			t.Fatalf("sparse mask stream ends at %d, values at %d", sh.Stream.End, sh.Values)
+		}
+	case MaskColumns:
+		if sh.DataEnd != sh.Values || sh.Data >= sh.DataEnd {
+			t.Fatalf("sparse column mask %d..%d, values at %d", sh.Data, sh.DataEnd, sh.Values)
+		}
+	}
+	bd := sparseDecoder()
+	dst := make([]byte, n*d.Size())
+	if err := bd.decode(dst, p, kindFloat, d); err != nil {
+		t.Fatal(err)
+	}
+	m := n - countZeros(dst, d.Size())
+	if m == 0 {
+		return sh, FloatHeader{}, 0
+	}
+	vh, err := ReadSparseValues(p, sh, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sh, vh, m
 }
 
 // layoutArchive codes tensors whose exponent streams take the pair modes

@@ -38,6 +38,7 @@ type blockPlan struct {
 	cont        bool        // continues the tensor of the block before it
 	ref         int         // 1 + the reference file to code against, 0 for none (ref.go)
 	refOff      int64       // offset of the block's counterpart in that file
+	row, col    int64       // the tensor's row length (0: none) and the column of the block's first value (sparse.go)
 }
 
 // floatType returns the type whose float pipeline codes d, or Invalid.
@@ -117,6 +118,9 @@ func planBlocks(segs []Segment, size int64, chunk int) ([]blockPlan, error) {
 				cn++
 			}
 			out = append(out, blockPlan{off: off, length: cn * size, float: true, dtype: ft, merged: n < int64(mergeValues), cont: c > 0})
+			if row := sparseRow(g); n >= int64(mergeValues) {
+				out[len(out)-1].row, out[len(out)-1].col = row, sparseCol((off-g.Offset)/size, row)
+			}
 			off += cn * size
 		}
 		pos = g.Offset + g.Length

@@ -239,6 +239,9 @@ func (pb *planBuilder) add(p *Plan, src []byte, b codec.BlockInfo, bi int) (stri
 		return "", fmt.Errorf("%d bytes is not a whole number of %v values", b.Length, b.DType)
 	}
 	n := uint64(b.Length) / uint64(size)
+	if len(src) > 0 && codec.FloatForm(src[0]) == codec.FormSparse {
+		return "sparse block", nil // not on the device yet: the CPU decodes it
+	}
 	if len(src) > 0 && codec.FloatForm(src[0]) != codec.FormFields {
 		return "float form " + fmt.Sprint(src[0]), nil // the CPU decides
 	}

@@ -101,6 +101,13 @@ func TestStatsMatchAnalysis(t *testing.T) {
 		if math.Abs(st[i].Sigma-mom.RMS()) > 1e-9*mom.RMS() {
 			t.Fatalf("%s: σ %g, want %g", tn.Name, st[i].Sigma, mom.RMS())
 		}
+		// the sparse statistics, read in pieces, equal those of the whole tensor
+		if sa, ok := analysis.NewSparseAccumulator(tn.DType, tn.Row()); ok {
+			sa.Write(b)
+			if !st[i].SparseOK || st[i].Sparse != sa.Stats() {
+				t.Fatalf("%s: sparse stats %+v, want %+v", tn.Name, st[i].Sparse, sa.Stats())
+			}
+		}
 	}
 	if last != floatBytes {
 		t.Errorf("progress ended at %d of %d bytes", last, floatBytes)
@@ -124,6 +131,9 @@ func TestStatsMatchAnalysis(t *testing.T) {
 	}
 	if int64(n) != a.Float.Values || math.Abs(psum-1) > 1e-6 || a.HuffBits < a.Float.ExpEntropy || a.HuffBits > a.Float.ExpEntropy+1 {
 		t.Errorf("aggregate: %d of %d values, model sums to %g, Huffman %g vs entropy %g", n, a.Float.Values, psum, a.HuffBits, a.Float.ExpEntropy)
+	}
+	if a.SparseValues != a.Float.Values || a.Zeros == 0 || a.OptimumBytes <= 0 {
+		t.Errorf("aggregate: %d zeros of %d values (sparse stats of %d), optimum %g bytes", a.Zeros, a.Float.Values, a.SparseValues, a.OptimumBytes)
 	}
 	if r := st.FileBound(m); r < 1 || r > 2 {
 		t.Errorf("bound ratio %g", r)

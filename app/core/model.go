@@ -64,6 +64,15 @@ type Tensor struct {
 	Bytes  int64
 }
 
+// Row is the length of the tensor's rows (its last dimension; 0 for fewer
+// than two dimensions): the columns of the sparse statistics.
+func (t *Tensor) Row() int {
+	if len(t.Shape) < 2 || t.Shape[len(t.Shape)-1] > 1<<30 {
+		return 0
+	}
+	return int(t.Shape[len(t.Shape)-1])
+}
+
 // IsFloat reports whether the tensor's exponents can be analysed.
 func (t *Tensor) IsFloat() bool {
 	_, ok := t.DType.FloatLayout()

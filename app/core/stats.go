@@ -20,6 +20,11 @@ type TensorStats struct {
 	Planes   *analysis.BitPlanes
 	Sigma    float64 // RMS of the finite values: the Gaussian model's σ
 	HuffBits float64 // bits per exponent with the tensor's own Huffman code
+	// Sparse: exact zeros and the optimum of a zero mask (per column of
+	// the last dimension) plus the nonzero values; SparseOK is false for
+	// types it does not cover (over 4 bytes)
+	Sparse   analysis.SparseStats
+	SparseOK bool
 }
 
 // Stats are the statistics of every tensor of a model (index as in
@@ -99,6 +104,7 @@ func tensorStats(ctx context.Context, r io.ReaderAt, t *Tensor, buf []byte, step
 	if !ok1 || !ok2 || !ok3 {
 		return TensorStats{}, nil
 	}
+	sp, spOK := analysis.NewSparseAccumulator(t.DType, t.Row())
 	for off := int64(0); off < t.Bytes; off += readPiece {
 		if err := ctx.Err(); err != nil {
 			return TensorStats{}, err
@@ -110,12 +116,18 @@ func tensorStats(ctx context.Context, r io.ReaderAt, t *Tensor, buf []byte, step
 		acc.Write(b)
 		mom.Write(b)
 		pl.Write(b)
+		if spOK {
+			sp.Write(b)
+		}
 		step(int64(len(b)))
 	}
 	pl.Compact() // the per-bit counts are all a tensor keeps (16 KiB less each)
 	s := TensorStats{OK: true, Float: acc.Stats(), Moments: mom.Moments(), Planes: pl}
 	s.Sigma = s.Moments.RMS()
 	s.HuffBits = analysis.HuffmanBits(s.Float.Hist)
+	if spOK {
+		s.Sparse, s.SparseOK = sp.Stats(), true
+	}
 	return s, nil
 }
 
@@ -135,6 +147,11 @@ type Aggregate struct {
 	Sigma      float64   // σ of the one tensor (0 for several)
 	Bias       int
 	BoundBytes float64 // order-0 bound of the set: Σ per-tensor bound
+	// Zeros, SparseValues: exact zeros among the values the sparse
+	// statistics cover; OptimumBytes their Σ per-tensor sparse optimum
+	// (zero mask per column + nonzero values at their entropy)
+	Zeros, SparseValues int64
+	OptimumBytes        float64
 }
 
 // Aggregate sums the statistics of the tensors idx (those with the most
@@ -185,6 +202,11 @@ func (s Stats) Aggregate(idx []int) (Aggregate, bool) {
 		a.Float.Merge(t.Float)
 		a.Planes.Merge(t.Planes)
 		a.BoundBytes += t.Float.Bound()
+		if t.SparseOK {
+			a.Zeros += t.Sparse.Zeros
+			a.SparseValues += t.Sparse.Values
+			a.OptimumBytes += t.Sparse.OptimumColumns()
+		}
 		if t.Float.Values == 0 {
 			continue
 		}

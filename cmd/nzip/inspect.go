@@ -27,25 +27,34 @@ type tensorReport struct {
 	ExpEntropy float64 `json:"exp_entropy_bits,omitempty"`
 	Bound      float64 `json:"bound_bytes,omitempty"`
 	Compressed float64 `json:"compressed_bytes,omitempty"`
-	float      bool
+	// Sparsity is the fraction of exact zeros; Optimum the BitSparse
+	// optimum in bytes: the zero mask at its entropy (per column of the
+	// last dimension where the tensor has rows) plus the nonzero values at
+	// their order-0 entropy (analysis.SparseStats.OptimumColumns)
+	Sparsity float64 `json:"sparsity"`
+	Optimum  float64 `json:"optimum_bytes,omitempty"`
+	float    bool
+	sparse   bool
 }
 
 type fileReport struct {
-	Name        string         `json:"name"`
-	Format      string         `json:"format"`
-	Size        int64          `json:"size"`
-	Digest      string         `json:"digest,omitempty"` // archives: the stored digest's kind, "BLAKE3" or "SHA-256" (versions before 7)
-	BLAKE3      string         `json:"blake3,omitempty"` // its value, by kind
-	SHA256      string         `json:"sha256,omitempty"`
-	Compressed  int64          `json:"compressed_bytes,omitempty"`
-	Tensors     []tensorReport `json:"tensors"`
-	FloatValues int64          `json:"float_values"`
-	FloatBytes  int64          `json:"float_bytes"`
-	ExpEntropy  float64        `json:"exp_entropy_bits"` // value-weighted mean over float tensors
-	Bound       float64        `json:"bound_bytes"`      // float tensors at their order-0 bound, all other bytes raw
-	BoundRatio  float64        `json:"bound_ratio"`      // size / bound
-	Ratio       float64        `json:"ratio,omitempty"`  // size / compressed (archives)
-	noStats     bool           // not decoded (external setup not given)
+	Name         string         `json:"name"`
+	Format       string         `json:"format"`
+	Size         int64          `json:"size"`
+	Digest       string         `json:"digest,omitempty"` // archives: the stored digest's kind, "BLAKE3" or "SHA-256" (versions before 7)
+	BLAKE3       string         `json:"blake3,omitempty"` // its value, by kind
+	SHA256       string         `json:"sha256,omitempty"`
+	Compressed   int64          `json:"compressed_bytes,omitempty"`
+	Tensors      []tensorReport `json:"tensors"`
+	FloatValues  int64          `json:"float_values"`
+	FloatBytes   int64          `json:"float_bytes"`
+	ExpEntropy   float64        `json:"exp_entropy_bits"` // value-weighted mean over float tensors
+	Bound        float64        `json:"bound_bytes"`      // float tensors at their order-0 bound, all other bytes raw
+	BoundRatio   float64        `json:"bound_ratio"`      // size / bound
+	Optimum      float64        `json:"optimum_bytes"`    // tensors at their sparse optimum (Optimum), all other bytes raw
+	OptimumRatio float64        `json:"optimum_ratio"`    // size / optimum
+	Ratio        float64        `json:"ratio,omitempty"`  // size / compressed (archives)
+	noStats      bool           // not decoded (external setup not given)
 }
 
 // archiveSetup is the setup an archive was written with.
@@ -121,10 +130,18 @@ func inspectPath(ctx context.Context, path, setupPath, refPath string, stderr io
 			}
 			tr := newTensorReport(s.Name, s.DType, s.Type, s.Shape, s.Offset, s.Length)
 			if acc, ok := analysis.NewAccumulator(s.DType); ok {
-				if err := copyRange(acc, f.f, s.Offset, s.Length); err != nil {
+				sacc, sok := analysis.NewSparseAccumulator(s.DType, rowOf(s.Shape))
+				var w io.Writer = acc
+				if sok {
+					w = io.MultiWriter(acc, sacc)
+				}
+				if err := copyRange(w, f.f, s.Offset, s.Length); err != nil {
 					return nil, fmt.Errorf("%s: %w", f.path, err)
 				}
 				tr.setStats(acc.Stats())
+				if sok {
+					tr.setSparse(sacc.Stats())
+				}
 			}
 			fr.Tensors = append(fr.Tensors, tr)
 		}
@@ -152,10 +169,30 @@ func (t *tensorReport) setStats(st analysis.FloatStats) {
 	t.Bound = st.Bound()
 }
 
+// setSparse records a tensor's zeros and sparse optimum.
+func (t *tensorReport) setSparse(st analysis.SparseStats) {
+	t.sparse = true
+	t.Sparsity = st.Sparsity()
+	t.Optimum = st.OptimumColumns()
+}
+
+// rowOf is the row length of a tensor's shape: its last dimension (0 for
+// fewer than two dimensions).
+func rowOf(shape []int64) int {
+	if len(shape) < 2 || shape[len(shape)-1] > 1<<30 {
+		return 0
+	}
+	return int(shape[len(shape)-1])
+}
+
 // finish computes a file's totals.
 func (fr *fileReport) finish() {
 	var hsum float64
+	fr.Optimum = float64(fr.Size)
 	for _, t := range fr.Tensors {
+		if t.sparse {
+			fr.Optimum += t.Optimum - float64(t.Bytes)
+		}
 		if !t.float {
 			continue
 		}
@@ -163,6 +200,11 @@ func (fr *fileReport) finish() {
 		fr.FloatBytes += t.Bytes
 		fr.Bound += t.Bound
 		hsum += t.ExpEntropy * float64(t.Values)
+	}
+	if !fr.noStats && fr.Optimum > 0 {
+		fr.OptimumRatio = float64(fr.Size) / fr.Optimum
+	} else {
+		fr.Optimum = 0
 	}
 	if fr.FloatValues > 0 {
 		fr.ExpEntropy = hsum / float64(fr.FloatValues)
@@ -189,6 +231,7 @@ type tensorTee struct {
 	pos     int64
 	tensors []codec.TensorInfo
 	accs    []*analysis.Accumulator
+	saccs   []*analysis.SparseAccumulator
 	next    int
 }
 
@@ -206,6 +249,9 @@ func (t *tensorTee) Write(p []byte) (int, error) {
 		b := min(tn.Offset+tn.Length, end)
 		if a < b {
 			t.accs[j].Write(p[a-t.pos : b-t.pos])
+			if t.saccs[j] != nil {
+				t.saccs[j].Write(p[a-t.pos : b-t.pos])
+			}
 		}
 	}
 	t.pos = end
@@ -263,10 +309,13 @@ func inspectArchive(ctx context.Context, path, setupPath, refPath string, stderr
 		} else {
 			fr.BLAKE3 = hex.EncodeToString(fi.Sum[:])
 		}
-		tee := &tensorTee{tensors: fi.Tensors, accs: make([]*analysis.Accumulator, len(fi.Tensors))}
+		tee := &tensorTee{tensors: fi.Tensors, accs: make([]*analysis.Accumulator, len(fi.Tensors)), saccs: make([]*analysis.SparseAccumulator, len(fi.Tensors))}
 		if decode {
 			for j, tn := range fi.Tensors {
 				tee.accs[j], _ = analysis.NewAccumulator(tn.DType)
+				if tee.accs[j] != nil {
+					tee.saccs[j], _ = analysis.NewSparseAccumulator(tn.DType, rowOf(tn.Shape))
+				}
 			}
 			if err := rd.WriteFile(tee, i, codec.Options{Context: ctx}); err != nil {
 				return nil, fmt.Errorf("%s: %w", path, err)
@@ -277,6 +326,9 @@ func inspectArchive(ctx context.Context, path, setupPath, refPath string, stderr
 			tr := newTensorReport(tn.Name, tn.DType, tn.Type, tn.Shape, tn.Offset, tn.Length)
 			if tee.accs[j] != nil {
 				tr.setStats(tee.accs[j].Stats())
+			}
+			if tee.saccs[j] != nil {
+				tr.setSparse(tee.saccs[j].Stats())
 			}
 			tr.Compressed = compressedShare(blocks, tn.Offset, tn.Length)
 			fr.Tensors = append(fr.Tensors, tr)
@@ -306,7 +358,7 @@ func printInspect(w io.Writer, rep *inspectReport) {
 	for _, fr := range rep.Files {
 		fmt.Fprintf(w, "%s  (%s, %s, %d tensors)\n", shown(fr.Name), shown(fr.Format), humanBytes(fr.Size), len(fr.Tensors))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		hdr := "NAME\tDTYPE\tSHAPE\tBYTES\tH(EXP)\tBOUND\t"
+		hdr := "NAME\tDTYPE\tSHAPE\tBYTES\tH(EXP)\tBOUND\tZEROS\tOPTIMUM\t"
 		if rep.Kind == "archive" {
 			hdr += "ARCHIVE\tRATIO\t"
 		}
@@ -319,6 +371,11 @@ func printInspect(w io.Writer, rep *inspectReport) {
 			line := fmt.Sprintf("%s\t%s\t%s\t%d\t", shown(t.Name), shown(dt), shapeString(t.Shape), t.Bytes)
 			if t.float {
 				line += fmt.Sprintf("%.3f\t%.0f\t", t.ExpEntropy, t.Bound)
+			} else {
+				line += "-\t-\t"
+			}
+			if t.sparse {
+				line += fmt.Sprintf("%.1f%%\t%.0f\t", 100*t.Sparsity, t.Optimum)
 			} else {
 				line += "-\t-\t"
 			}
@@ -335,12 +392,15 @@ func printInspect(w io.Writer, rep *inspectReport) {
 		if !fr.noStats {
 			fmt.Fprintf(w, "float tensors: %d values, %s, mean exponent entropy %.3f bits\n", fr.FloatValues, humanBytes(fr.FloatBytes), fr.ExpEntropy)
 			fmt.Fprintf(w, "order-0 bound (exponents at their per-tensor entropy, other bits raw): %s, ratio %.4f\n", humanBytes(int64(fr.Bound)), fr.BoundRatio)
+			if fr.Optimum > 0 {
+				fmt.Fprintf(w, "sparse optimum (zero mask per column + nonzero values at their entropy): %s, ratio %.4f\n", humanBytes(int64(fr.Optimum)), fr.OptimumRatio)
+			}
 		}
 		if rep.Kind == "archive" {
 			if fr.noStats {
 				fmt.Fprintf(w, "archive: %s for this file, ratio %.4f\n", humanBytes(fr.Compressed), fr.Ratio)
 			} else {
-				fmt.Fprintf(w, "archive: %s for this file, ratio %.4f (%.4f of the bound ratio)\n", humanBytes(fr.Compressed), fr.Ratio, fr.Ratio/fr.BoundRatio)
+				fmt.Fprintf(w, "archive: %s for this file, ratio %.4f (%.4f of the bound ratio, %.4f of the sparse optimum's)\n", humanBytes(fr.Compressed), fr.Ratio, fr.Ratio/fr.BoundRatio, fr.Ratio/fr.OptimumRatio)
 			}
 			fmt.Fprintf(w, "digest: %s %s%s\n", fr.Digest, fr.BLAKE3, fr.SHA256)
 		}
@@ -369,8 +429,8 @@ func printInspect(w io.Writer, rep *inspectReport) {
 			fmt.Fprintln(w, "reference not given: tensors not decoded; pass -ref FILE")
 		}
 		if c := rep.Blocks; c != nil {
-			fmt.Fprintf(w, "blocks: %d, %d of floats: exponents with a shared table %d, own table %d, packed/constant/byte planes %d\n",
-				c.Blocks, c.FloatBlocks, c.SharedTables, c.OwnTables, c.OtherFloat)
+			fmt.Fprintf(w, "blocks: %d, %d of floats: exponents with a shared table %d, own table %d, packed/constant/byte planes %d, sparse %d\n",
+				c.Blocks, c.FloatBlocks, c.SharedTables, c.OwnTables, c.OtherFloat, c.Sparse)
 			for _, l := range c.Notes(shown, humanBytes) {
 				fmt.Fprintf(w, "        %s\n", l)
 			}

@@ -8,6 +8,7 @@
 //	nzlab traj-measure [-shared DIR] [-kind bf16,f32,optim]
 //	nzlab traj-ratio [-shared DIR] [-runs N] [-mode prev|key]
 //	nzlab traj-floor [-shared DIR]
+//	nzlab sparse FILE...
 //
 // scripts/icount.sh runs icount under callgrind; docs/setups.md and
 // docs/trajectories.md name the others' commands.
@@ -26,9 +27,10 @@ func main() {
 		"traj-measure": runTrajMeasure,
 		"traj-ratio":   runTrajRatio,
 		"traj-floor":   runTrajFloor,
+		"sparse":       runSparse,
 	}
 	if len(os.Args) < 2 || cmds[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: nzlab icount|setup|setup-sweep|traj-measure|traj-ratio|traj-floor [flags] (nzlab CMD -h for each)")
+		fmt.Fprintln(os.Stderr, "usage: nzlab icount|setup|setup-sweep|traj-measure|traj-ratio|traj-floor|sparse [flags] (nzlab CMD -h for each)")
 		os.Exit(2)
 	}
 	if err := cmds[os.Args[1]](os.Args[2:]); err != nil {

@@ -77,6 +77,22 @@ func (e *Encoder) Encode(m *Model, bit uint32) {
 	}
 }
 
+// EncodeP codes bit (0 or 1) with the probability p/2^16 of a 1, which
+// the caller computes (a model of its own); p must be in [1, 2^16-1].
+func (e *Encoder) EncodeP(p uint32, bit uint32) {
+	bound := (e.rng >> 16) * p
+	if bit != 0 {
+		e.rng = bound
+	} else {
+		e.low += uint64(bound)
+		e.rng -= bound
+	}
+	for e.rng < 1<<24 {
+		e.rng <<= 8
+		e.shiftLow()
+	}
+}
+
 func (e *Encoder) shiftLow() {
 	if uint32(e.low) < 0xFF000000 || e.low >= 1<<32 {
 		carry := byte(e.low >> 32)
@@ -128,6 +144,24 @@ func (d *Decoder) Decode(m *Model) uint32 {
 	d.code -= bound &^ mask
 	d.rng = bound&mask | (d.rng-bound)&^mask
 	m.update(bit)
+	for d.rng < 1<<24 {
+		d.rng <<= 8
+		d.code = d.code<<8 | uint32(d.next())
+	}
+	return bit
+}
+
+// DecodeP returns the next bit, coded with the probability p/2^16 of a 1
+// (EncodeP).
+func (d *Decoder) DecodeP(p uint32) uint32 {
+	bound := (d.rng >> 16) * p
+	var bit uint32
+	if d.code < bound {
+		bit = 1
+	}
+	mask := -bit
+	d.code -= bound &^ mask
+	d.rng = bound&mask | (d.rng-bound)&^mask
 	for d.rng < 1<<24 {
 		d.rng <<= 8
 		d.code = d.code<<8 | uint32(d.next())

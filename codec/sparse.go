@@ -1,0 +1,910 @@
+package codec
+
+import (
+	"encoding/binary"
+	"io"
+	"math/bits"
+	"sync"
+
+	"neuralzip/codec/rangecoder"
+	"neuralzip/dtype"
+)
+
+// Sparse float blocks (form 2, format version 8; doc.go, "Sparse blocks").
+//
+// Activations after a ReLU, pruned weights and masks are mostly exact
+// zeros (bit pattern 0). A sparse block codes the zero mask apart, by the
+// cheapest of three methods (a bitmap stream, a stream of zero runs, or
+// range-coded bits with a context per column of the tensor), and only the
+// nonzero values through the fields split of the float coder; when every
+// nonzero value has sign bit 0, the sign is not coded. The encoder tries
+// it on blocks with at least 1/8 zeros and keeps it where it is smaller
+// than the block's other coding.
+
+// Format versions: archives whose float tensors show no zeros to the
+// probe (sparseProbe) stay denseVersion, readable by builds that predate
+// sparse blocks; the others are sparseVersion and may hold them.
+const (
+	denseVersion  = 7
+	sparseVersion = 8
+)
+
+// sparseForce makes the encoder write one mask method (tests); -1: the
+// smallest.
+var sparseForce = -1
+
+// sparseMinZeros: a block is tried sparse when at least 1/sparseMinZeros
+// of its values are zero.
+const sparseMinZeros = 8
+
+// Column-context model of the zero mask (maskColumns). Each bit has the
+// probability of a 1 (a nonzero value) from three counts in turn, each
+// estimate the prior of the next, weighted as colPrior observations:
+// the block's so far (Krichevsky–Trofimov), its column's, and its
+// column's given the bit before it in the row. Counts are halved when
+// their pair reaches the limit (which keeps every product in 32 bits).
+const (
+	colPrior     = 8
+	colGlobalMax = 8192
+	colCountMax  = 1024
+	colProbMin   = 32
+	colProbMax   = 1<<16 - 32
+)
+
+// colModel is the state of the column-context mask model.
+type colModel struct {
+	col []uint16 // 2 per column: zeros, ones
+	lft []uint16 // 4 per column: (bit before 0: zeros, ones), (bit before 1: ...)
+}
+
+func (m *colModel) reset(row int) {
+	m.col = resize16(m.col, 2*row)
+	m.lft = resize16(m.lft, 4*row)
+}
+
+func resize16(s []uint16, n int) []uint16 {
+	if cap(s) < n {
+		return make([]uint16, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// colRecips are the reciprocals of the column model's divisors (2 to
+// 2·colGlobalMax+2): floor((2^64-1)/d) + 1, with which the high word of
+// a·r is floor(a/d) for every 32-bit a (Lemire, Kaser and Kurz, "Faster
+// remainder by direct computation", 2019), the division's exact result
+// in a multiplication.
+var colRecips = sync.OnceValue(func() []uint64 {
+	r := make([]uint64, 2*colGlobalMax+3)
+	for d := 2; d < len(r); d++ {
+		r[d] = ^uint64(0)/uint64(d) + 1
+	}
+	return r
+})
+
+// divR is a/d (floor) for 2 ≤ d < len(r).
+func divR(r []uint64, a, d uint32) uint32 {
+	hi, _ := bits.Mul64(r[d], uint64(a))
+	return uint32(hi)
+}
+
+// sparseEnc is a block encoder's sparse state.
+type sparseEnc struct {
+	on    bool   // the archive's version allows sparse blocks
+	mask  []byte // one bit per value, LSB first
+	vals  []byte // the nonzero values
+	gaps  []byte
+	cand  []byte // a mask coding being measured
+	best  []byte // the smallest so far
+	out   []byte // the whole sparse payload
+	n, m  int    // gather's values and nonzero values
+	signs bool   // a nonzero value has its sign bit set
+	hist  [256]uint32
+	model colModel
+	rc    rangecoder.Encoder
+	fast  bool // bitmap and gaps only (BlockCoder.Fast)
+}
+
+// sparseDec is a block decoder's sparse state.
+type sparseDec struct {
+	on    bool // the archive's version allows sparse blocks
+	mask  []byte
+	vals  []byte
+	gaps  []byte
+	model colModel
+	rc    rangecoder.Decoder
+}
+
+// sparseType reports whether blocks of d may be sparse: the fields types
+// of at most 4 bytes (BF16, F16, F32, F8_E4M3, F8_E5M2, F8_E8M0).
+func sparseType(d dtype.DType) bool {
+	f, ok := specFor(d)
+	return ok && f.size <= 4
+}
+
+// sparseRow is the row length a block of tensor g uses as its columns:
+// the last dimension of its shape, when that is at least 2 and at most
+// maxSparseRow (0: none).
+func sparseRow(g Segment) int64 {
+	if len(g.Shape) < 2 {
+		return 0
+	}
+	r := g.Shape[len(g.Shape)-1]
+	if r < 2 || r > maxSparseRow {
+		return 0
+	}
+	return r
+}
+
+// sparseCol is the column of value v of a tensor with rows of row values.
+func sparseCol(v, row int64) int64 {
+	if row <= 0 {
+		return 0
+	}
+	return v % row
+}
+
+// countZeros counts the values of size bytes in p that are all zero bits.
+func countZeros(p []byte, size int) int {
+	z := 0
+	switch size {
+	case 1:
+		for _, b := range p {
+			if b == 0 {
+				z++
+			}
+		}
+	case 2:
+		for i := 0; i+2 <= len(p); i += 2 {
+			if p[i]|p[i+1] == 0 {
+				z++
+			}
+		}
+	case 4:
+		for i := 0; i+4 <= len(p); i += 4 {
+			if binary.LittleEndian.Uint32(p[i:]) == 0 {
+				z++
+			}
+		}
+	}
+	return z
+}
+
+// trySparse replaces the block coded at out[mark:] by its sparse coding
+// when the archive allows it and that is smaller.
+func (b *blockEncoder) trySparse(out []byte, mark int, in []byte, p blockPlan) []byte {
+	if !b.sp.on || !sparseType(p.dtype) {
+		return out
+	}
+	size := p.dtype.Size()
+	n := len(in) / size
+	if n == 0 || countZeros(in, size)*sparseMinZeros < n {
+		return out
+	}
+	b.sp.out = b.encodeSparse(b.sp.out[:0], in, p.dtype, int(p.row), int(p.col))
+	if len(b.sp.out) < len(out)-mark {
+		out = append(out[:mark], b.sp.out...)
+	}
+	return out
+}
+
+// encodeSparse appends the sparse coding of the values in src (dtype d,
+// a sparseType) to dst. row is the tensor's row length (0: none) and col
+// the column of the first value.
+func (b *blockEncoder) encodeSparse(dst, src []byte, d dtype.DType, row, col int) []byte {
+	b.sp.gather(src, d)
+	return b.encodeGathered(dst, d, row, col)
+}
+
+// gather sets the mask and the nonzero values of src (dtype d) and
+// returns how many values are zero.
+func (sp *sparseEnc) gather(src []byte, d dtype.DType) (zeros int) {
+	size := d.Size()
+	n := len(src) / size
+	nb := (n + 7) / 8
+	if cap(sp.mask) < nb {
+		sp.mask = make([]byte, nb)
+	}
+	sp.mask = sp.mask[:nb]
+	if cap(sp.vals) < len(src) {
+		sp.vals = make([]byte, len(src))
+	}
+	l, _ := d.FloatLayout()
+	sp.n = n
+	sp.m, sp.signs = gatherNonzero(src, size, sp.vals[:len(src)], sp.mask, uint(l.Exp+l.Mant))
+	return n - sp.m
+}
+
+// encodeGathered appends the sparse coding of the values gather took.
+func (b *blockEncoder) encodeGathered(dst []byte, d dtype.DType, row, col int) []byte {
+	f, _ := specFor(d)
+	sp := &b.sp
+	n, m := sp.n, sp.m
+	vals := sp.vals[:m*f.size]
+	var flags byte
+	if f.s == 1 && !sp.signs {
+		flags |= sparseSignDropped
+		f.s = 0
+	}
+	// the mask: the smallest of the methods (or the one tests force)
+	force := sparseForce
+	sp.best = append(sp.best[:0], maskBitmap)
+	countHist(&sp.hist, sp.mask)
+	sp.best = b.st.appendStream(sp.best, sp.mask, 8, &sp.hist, false)
+	sp.gaps = appendGaps(sp.gaps[:0], sp.mask, n)
+	if force == maskGaps || force < 0 && len(sp.gaps)+8 < len(sp.best) {
+		sp.cand = append(sp.cand[:0], maskGaps)
+		sp.cand = binary.AppendUvarint(sp.cand, uint64(len(sp.gaps)))
+		countHist(&sp.hist, sp.gaps)
+		sp.cand = b.st.appendStream(sp.cand, sp.gaps, 8, &sp.hist, false)
+		if force == maskGaps || len(sp.cand) < len(sp.best) {
+			sp.best, sp.cand = sp.cand, sp.best
+		}
+	}
+	if force == maskColumns || force < 0 && !sp.fast {
+		r := min(max(row, 1), max(n, 1)) // readers refuse a row longer than the block
+		sp.cand = append(sp.cand[:0], maskColumns)
+		sp.cand = binary.AppendUvarint(sp.cand, uint64(r))
+		sp.cand = binary.AppendUvarint(sp.cand, uint64(col%r))
+		mark := len(sp.cand)
+		sp.cand = sp.encodeColumns(sp.cand, n, r, col%r)
+		// the length goes before the bytes
+		l := len(sp.cand) - mark
+		var lb [binary.MaxVarintLen64]byte
+		k := binary.PutUvarint(lb[:], uint64(l))
+		sp.cand = append(sp.cand, lb[:k]...)
+		copy(sp.cand[mark+k:], sp.cand[mark:mark+l])
+		copy(sp.cand[mark:], lb[:k])
+		if force == maskColumns || len(sp.cand) < len(sp.best) {
+			sp.best, sp.cand = sp.cand, sp.best
+		}
+	}
+	dst = append(dst, formSparse, flags)
+	dst = append(dst, sp.best...)
+	if m == 0 {
+		return dst
+	}
+	return b.appendSparseValues(dst, vals, m, f)
+}
+
+// gatherNonzero sets mask (one bit per value of src, 1 where it is
+// nonzero) and copies the nonzero values to vals; it returns their count
+// and whether any has its sign bit (bit sbit) set. Branch-free: every
+// value is written at vals[m], and m moves on past the nonzero ones.
+func gatherNonzero(src []byte, size int, vals, mask []byte, sbit uint) (m int, signs bool) {
+	n := len(src) / size
+	var or uint64
+	// whole 8-byte words first: a word's nonzero lanes found at once
+	// (SWAR: a lane's top bit after adding 0x7f..f to its low bits, or'd
+	// with the lane), then one store per nonzero value
+	i := 0
+	var orw uint64
+	switch size {
+	case 1:
+		for ; i+8 <= n; i += 8 {
+			x := binary.LittleEndian.Uint64(src[i:])
+			orw |= x
+			nz := ((x&0x7f7f7f7f7f7f7f7f + 0x7f7f7f7f7f7f7f7f) | x) & 0x8080808080808080
+			var mb byte
+			for nz != 0 {
+				lane := bits.TrailingZeros64(nz) >> 3
+				nz &= nz - 1
+				vals[m] = byte(x >> (8 * lane))
+				m++
+				mb |= 1 << lane
+			}
+			mask[i>>3] = mb
+		}
+	case 2:
+		for ; i+8 <= n; i += 8 {
+			x := binary.LittleEndian.Uint64(src[2*i:])
+			y := binary.LittleEndian.Uint64(src[2*i+8:])
+			orw |= x | y
+			nx := ((x&0x7fff7fff7fff7fff + 0x7fff7fff7fff7fff) | x) & 0x8000800080008000
+			ny := ((y&0x7fff7fff7fff7fff + 0x7fff7fff7fff7fff) | y) & 0x8000800080008000
+			var mb byte
+			for nx != 0 {
+				lane := bits.TrailingZeros64(nx) >> 4
+				nx &= nx - 1
+				binary.LittleEndian.PutUint16(vals[2*m:], uint16(x>>(16*lane)))
+				m++
+				mb |= 1 << lane
+			}
+			for ny != 0 {
+				lane := bits.TrailingZeros64(ny) >> 4
+				ny &= ny - 1
+				binary.LittleEndian.PutUint16(vals[2*m:], uint16(y>>(16*lane)))
+				m++
+				mb |= 16 << lane
+			}
+			mask[i>>3] = mb
+		}
+	}
+	// fold the words' lanes: their OR is that of the values
+	for sh := 8 * size; sh < 64; sh *= 2 {
+		orw |= orw >> sh
+	}
+	or |= orw & (1<<(8*size) - 1)
+	// the rest, value by value
+	switch size {
+	case 1:
+		for ; i < n; i += 8 {
+			var mb byte
+			for k := 0; k < 8 && i+k < n; k++ {
+				v := src[i+k]
+				vals[m] = v
+				nz := b2i(v != 0)
+				m += nz
+				mb |= byte(nz) << k
+				or |= uint64(v)
+			}
+			mask[i>>3] = mb
+		}
+	case 2:
+		for ; i < n; i += 8 {
+			var mb byte
+			for k := 0; k < 8 && i+k < n; k++ {
+				v := binary.LittleEndian.Uint16(src[2*(i+k):])
+				binary.LittleEndian.PutUint16(vals[2*m:], v)
+				nz := b2i(v != 0)
+				m += nz
+				mb |= byte(nz) << k
+				or |= uint64(v)
+			}
+			mask[i>>3] = mb
+		}
+	default:
+		for ; i < n; i += 8 {
+			var mb byte
+			for k := 0; k < 8 && i+k < n; k++ {
+				v := binary.LittleEndian.Uint32(src[4*(i+k):])
+				binary.LittleEndian.PutUint32(vals[4*m:], v)
+				nz := b2i(v != 0)
+				m += nz
+				mb |= byte(nz) << k
+				or |= uint64(v)
+			}
+			mask[i>>3] = mb
+		}
+	}
+	return m, or>>sbit&1 != 0
+}
+
+// b2i is 1 for true, 0 for false (a SETcc, no branch).
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// appendGaps appends the zero-run symbols of the mask of n values: per
+// nonzero value the zeros before it (since the previous one), 255 for
+// each whole 255 zeros first; zeros after the last nonzero value are not
+// coded.
+func appendGaps(dst, mask []byte, n int) []byte {
+	prev := 0
+	for w := 0; w < len(mask); w += 8 {
+		var x uint64
+		if w+8 <= len(mask) {
+			x = binary.LittleEndian.Uint64(mask[w:])
+		} else {
+			for k := w; k < len(mask); k++ {
+				x |= uint64(mask[k]) << (8 * (k - w))
+			}
+		}
+		for x != 0 {
+			i := 8*w + bits.TrailingZeros64(x)
+			x &= x - 1
+			g := i - prev
+			for g >= 255 {
+				dst = append(dst, 255)
+				g -= 255
+			}
+			dst = append(dst, byte(g))
+			prev = i + 1
+		}
+	}
+	return dst
+}
+
+// encodeColumns appends the range-coded mask bits of n values with the
+// column model (rows of row values, the first in column col). The model's
+// p and update are written out in the loop (as in decodeColumns, which
+// must compute the same): as calls they took most of the time.
+func (sp *sparseEnc) encodeColumns(dst []byte, n, row, col int) []byte {
+	sp.model.reset(row)
+	sp.rc.Reset(dst)
+	r := colRecips()
+	cm, lm := sp.model.col, sp.model.lft
+	var g0, g1 uint32
+	c, l := col, 0
+	for i := 0; i < n; i++ {
+		bit := uint32(sp.mask[i>>3]>>(i&7)) & 1
+		if c == 0 {
+			l = 0
+		}
+		// p
+		pg := divR(r, (2*g1+1)<<16, 2*(g0+g1)+2)
+		ci, k := 2*c, 4*c+2*l
+		c0, c1 := uint32(cm[ci]), uint32(cm[ci+1])
+		p1 := divR(r, c1<<16+colPrior*pg, c0+c1+colPrior)
+		d0, d1 := uint32(lm[k]), uint32(lm[k+1])
+		p := min(max(divR(r, d1<<16+colPrior*p1, d0+d1+colPrior), colProbMin), colProbMax)
+		sp.rc.EncodeP(p, bit)
+		// update
+		g0, g1 = g0+1-bit, g1+bit
+		if g0+g1 >= colGlobalMax {
+			g0, g1 = (g0+1)/2, (g1+1)/2
+		}
+		cm[ci+int(bit)]++
+		if c0+c1+1 >= colCountMax {
+			cm[ci], cm[ci+1] = (cm[ci]+1)/2, (cm[ci+1]+1)/2
+		}
+		lm[k+int(bit)]++
+		if d0+d1+1 >= colCountMax {
+			lm[k], lm[k+1] = (lm[k]+1)/2, (lm[k+1]+1)/2
+		}
+		l = int(bit)
+		if c++; c == row {
+			c = 0
+		}
+	}
+	return sp.rc.Finish()
+}
+
+// appendSparseValues codes the m nonzero values in vals with the fields
+// split f (the sign dropped where f.s is 0): u8 join, u8 zero bits, the
+// symbol stream and the planes, as the fields form does without a setup.
+func (b *blockEncoder) appendSparseValues(dst, vals []byte, m int, f fieldSpec) []byte {
+	syms := b.syms
+	switch {
+	case !sparseGenericSplit && f.size == 2 && f.s == 0 && f.maxJoin() == 0 && f.m <= 8:
+		// BF16 without sign: no join to choose; one pass splits, counts
+		// the exponents and ORs the mantissas (the dropped bits)
+		b.buffers(m, 1)
+		orR := splitNoSign16(vals[:2*m], f.m, b.syms[:m], b.planes[0][:m], &b.hist)
+		if f.tz = chooseTZ(orR, f); f.tz != 0 {
+			b.buffers(m, f.planes())
+			splitGeneric(vals, m, f, b.syms, b.planes[:f.planes()], &b.hist)
+		}
+		syms = b.syms
+	case !sparseGenericSplit && f.size == 1 && f.s == 0:
+		// FP8 without sign: the join's statistics are the values' own
+		// histogram; joined whole, the symbols are the values
+		countHist(&b.stats.top, vals[:m])
+		b.stats.jmax = f.maxJoin()
+		var or byte
+		for _, v := range vals[:m] {
+			or |= v
+		}
+		b.stats.orR = uint64(or) & (1<<f.m - 1)
+		f.j, f.tz = chooseJoin(&b.stats, f, m)
+		if f.j == f.maxJoin() && f.j == f.m {
+			b.hist = b.stats.top
+			syms = vals[:m]
+			break
+		}
+		b.buffers(m, f.planes())
+		splitGeneric(vals, m, f, b.syms, b.planes[:f.planes()], &b.hist)
+		syms = b.syms
+	default:
+		statsGeneric(vals, m, f, &b.stats)
+		f.j, f.tz = chooseJoin(&b.stats, f, m)
+		b.buffers(m, f.planes())
+		splitGeneric(vals, m, f, b.syms, b.planes[:f.planes()], &b.hist)
+		syms = b.syms
+	}
+	dst = append(dst, byte(f.j), byte(f.tz))
+	dst = b.st.appendStream(dst, syms[:m], f.symW(), &b.hist, true)
+	for p := 0; p < f.planes(); p++ {
+		dst = b.appendPlane(dst, b.planes[p], f.planeW(p))
+	}
+	return dst
+}
+
+// sparseGenericSplit makes appendSparseValues take the generic split
+// (tests compare the fast ones with it).
+var sparseGenericSplit = false
+
+// splitNoSign16 splits 2-byte values without sign bit into the symbol
+// v>>m and the plane v & (2^m-1) (m ≤ 8, no join, no dropped bits),
+// counts the symbols into hist and returns the OR of the planes.
+func splitNoSign16(vals []byte, m uint, syms, plane []byte, hist *[256]uint32) uint64 {
+	*hist = [256]uint32{}
+	mm := uint16(1)<<m - 1
+	var or uint16
+	for i := range syms {
+		v := binary.LittleEndian.Uint16(vals[2*i:])
+		s := byte(v >> m)
+		syms[i] = s
+		hist[s]++
+		p := v & mm
+		plane[i] = byte(p)
+		or |= p
+	}
+	return uint64(or)
+}
+
+// decodeSparse decodes a sparse block of dtype d into dst (n values).
+func (b *blockDecoder) decodeSparse(dst, src []byte, d dtype.DType, n int) error {
+	if !b.sp.on {
+		return errf("sparse block in an archive of version < %d", sparseVersion)
+	}
+	h, err := ReadSparseHeader(src, n, d)
+	if err != nil {
+		return err
+	}
+	sp := &b.sp
+	nb := (n + 7) / 8
+	if cap(sp.mask) < nb+8 {
+		sp.mask = make([]byte, nb+8)
+	}
+	mask := sp.mask[:nb]
+	switch h.Mask {
+	case MaskBitmap:
+		rest, err := b.st.decodeStream(mask, src[h.Stream.Start:h.Stream.End], 8)
+		if err != nil {
+			return err
+		}
+		if len(rest) != 0 {
+			return errf("sparse block: bitmap stream: %d trailing bytes", len(rest))
+		}
+		if n&7 != 0 && mask[nb-1]>>(n&7) != 0 {
+			return errf("sparse block: bitmap bits past the last value")
+		}
+	case MaskGaps:
+		if cap(sp.gaps) < h.Gaps+1 {
+			sp.gaps = make([]byte, h.Gaps+1)
+		}
+		gaps := sp.gaps[:h.Gaps]
+		rest, err := b.st.decodeStream(gaps, src[h.Stream.Start:h.Stream.End], 8)
+		if err != nil {
+			return err
+		}
+		if len(rest) != 0 {
+			return errf("sparse block: gap stream: %d trailing bytes", len(rest))
+		}
+		if err := expandGaps(mask, gaps, n); err != nil {
+			return err
+		}
+	case MaskColumns:
+		if err := sp.decodeColumns(mask, src[h.Data:h.DataEnd], n, h.Row, h.Col); err != nil {
+			return err
+		}
+	}
+	m := 0
+	for _, x := range mask {
+		m += bits.OnesCount8(x)
+	}
+	if m == 0 {
+		if h.Values != len(src) {
+			return errf("sparse block: %d trailing bytes", len(src)-h.Values)
+		}
+		clear(dst)
+		return nil
+	}
+	vh, err := ReadSparseValues(src, h, d)
+	if err != nil {
+		return err
+	}
+	f := vh.spec()
+	np := f.planes()
+	b.buffers(m, np)
+	b.st.sec = nil
+	rest := src[vh.Len:]
+	if rest, err = b.st.decodeStream(b.syms[:m], rest, vh.Width(0)); err != nil {
+		return err
+	}
+	var planes [8][]byte
+	for p := 0; p < np; p++ {
+		if planes[p], rest, err = b.st.decodeStreamRef(b.planes[p][:m], rest, vh.Width(1+p)); err != nil {
+			return err
+		}
+	}
+	if len(rest) != 0 {
+		return errf("sparse block: %d trailing bytes", len(rest))
+	}
+	if !scatterMerge(dst, mask, f, b.syms[:m], planes[:np], &sp.vals) {
+		return errf("sparse block: a zero among the nonzero values")
+	}
+	return nil
+}
+
+// expandGaps sets the mask bits of the nonzero values the zero-run
+// symbols gaps describe (appendGaps) for a block of n values.
+func expandGaps(mask, gaps []byte, n int) error {
+	clear(mask)
+	pos := 0
+	for _, g := range gaps {
+		pos += int(g)
+		if g == 255 {
+			continue
+		}
+		if pos >= n {
+			return errf("sparse block: zero runs pass the block's end")
+		}
+		mask[pos>>3] |= 1 << (pos & 7)
+		pos++
+	}
+	if pos > n {
+		return errf("sparse block: zero runs pass the block's end")
+	}
+	return nil
+}
+
+// decodeColumns decodes the n range-coded mask bits of src (encodeColumns,
+// whose model it repeats step for step).
+func (sp *sparseDec) decodeColumns(mask, src []byte, n, row, col int) error {
+	if err := sp.rc.Reset(src); err != nil {
+		return errf("sparse block: column mask: %v", err)
+	}
+	clear(mask)
+	sp.model.reset(row)
+	r := colRecips()
+	cm, lm := sp.model.col, sp.model.lft
+	var g0, g1 uint32
+	c, l := col, 0
+	for i := 0; i < n; i++ {
+		if c == 0 {
+			l = 0
+		}
+		pg := divR(r, (2*g1+1)<<16, 2*(g0+g1)+2)
+		ci, k := 2*c, 4*c+2*l
+		c0, c1 := uint32(cm[ci]), uint32(cm[ci+1])
+		p1 := divR(r, c1<<16+colPrior*pg, c0+c1+colPrior)
+		d0, d1 := uint32(lm[k]), uint32(lm[k+1])
+		p := min(max(divR(r, d1<<16+colPrior*p1, d0+d1+colPrior), colProbMin), colProbMax)
+		bit := sp.rc.DecodeP(p)
+		g0, g1 = g0+1-bit, g1+bit
+		if g0+g1 >= colGlobalMax {
+			g0, g1 = (g0+1)/2, (g1+1)/2
+		}
+		cm[ci+int(bit)]++
+		if c0+c1+1 >= colCountMax {
+			cm[ci], cm[ci+1] = (cm[ci]+1)/2, (cm[ci+1]+1)/2
+		}
+		lm[k+int(bit)]++
+		if d0+d1+1 >= colCountMax {
+			lm[k], lm[k+1] = (lm[k]+1)/2, (lm[k+1]+1)/2
+		}
+		mask[i>>3] |= byte(bit) << (i & 7)
+		l = int(bit)
+		if c++; c == row {
+			c = 0
+		}
+	}
+	if !sp.rc.Done() {
+		return errf("sparse block: column mask does not end with its bytes")
+	}
+	return nil
+}
+
+// scatterMerge merges the m nonzero values from their symbols and planes
+// (as mergeGeneric) straight into the positions the mask marks, zeros
+// elsewhere; false when a merged value is zero. Values of 1 and 2 bytes
+// with at most 2 planes take a loop of their own; the others merge into
+// vals first.
+func scatterMerge(dst, mask []byte, f fieldSpec, syms []byte, planes [][]byte, vals *[]byte) bool {
+	if f.size > 2 || len(planes) > 2 {
+		m := len(syms)
+		if cap(*vals) < m*f.size {
+			*vals = make([]byte, m*f.size)
+		}
+		v := (*vals)[:m*f.size]
+		mergeGeneric(v, m, f, syms, planes)
+		return scatterNonzero(dst, v, mask, f.size)
+	}
+	clear(dst)
+	switch {
+	case f.size == 1 && len(planes) == 0 && f.s == 0 && f.j == f.m && f.tz == 0:
+		// FP8 without a sign: the symbol is the value
+		return scatterSym8(dst, mask, syms)
+	case f.size == 2 && len(planes) == 1 && f.s == 0 && f.j == 0 && f.tz == 0 && f.m <= 8:
+		// BF16 without a sign: exponent<<7 | the mantissa plane
+		return scatterSym16(dst, mask, syms, planes[0][:len(syms)], f.m)
+	}
+	var p0, p1 []byte
+	if len(planes) > 0 {
+		p0 = planes[0][:len(syms)]
+	}
+	if len(planes) > 1 {
+		p1 = planes[1][:len(syms)]
+	}
+	rest := f.w() - f.j
+	jmask := uint32(1)<<f.j - 1
+	emask := uint32(1)<<f.e - 1
+	mmask := uint32(1)<<f.m - 1
+	tz, mb, eb := f.tz, f.m, f.m+f.e
+	ok := true
+	k := 0
+	for w := 0; w < len(mask); w += 8 {
+		var x uint64
+		if w+8 <= len(mask) {
+			x = binary.LittleEndian.Uint64(mask[w:])
+		} else {
+			for j := w; j < len(mask); j++ {
+				x |= uint64(mask[j]) << (8 * (j - w))
+			}
+		}
+		for x != 0 {
+			i := 8*w + bits.TrailingZeros64(x)
+			x &= x - 1
+			s := uint32(syms[k])
+			var rt uint32
+			if p0 != nil {
+				rt = uint32(p0[k])
+			}
+			if p1 != nil {
+				rt |= uint32(p1[k]) << 8
+			}
+			r := (s&jmask)<<rest | rt<<tz
+			v := (r>>mb)<<eb | (s>>f.j&emask)<<mb | r&mmask
+			if v == 0 {
+				ok = false
+			}
+			if f.size == 1 {
+				dst[i] = byte(v)
+			} else {
+				binary.LittleEndian.PutUint16(dst[2*i:], uint16(v))
+			}
+			k++
+		}
+	}
+	return ok
+}
+
+// scatterSym8 is scatterMerge of 1-byte values that are their symbols.
+func scatterSym8(dst, mask, syms []byte) bool {
+	k := 0
+	ok := true
+	for w := 0; w < len(mask); w += 8 {
+		x := maskWord(mask, w)
+		for x != 0 {
+			i := 8*w + bits.TrailingZeros64(x)
+			x &= x - 1
+			v := syms[k]
+			if v == 0 {
+				ok = false
+			}
+			dst[i] = v
+			k++
+		}
+	}
+	return ok
+}
+
+// scatterSym16 is scatterMerge of 2-byte values s<<m | p.
+func scatterSym16(dst, mask, syms, p []byte, m uint) bool {
+	k := 0
+	ok := true
+	p = p[:len(syms)]
+	for w := 0; w < len(mask); w += 8 {
+		x := maskWord(mask, w)
+		for x != 0 {
+			i := 8*w + bits.TrailingZeros64(x)
+			x &= x - 1
+			v := uint16(syms[k])<<m | uint16(p[k])
+			if v == 0 {
+				ok = false
+			}
+			binary.LittleEndian.PutUint16(dst[2*i:], v)
+			k++
+		}
+	}
+	return ok
+}
+
+// maskWord is the 64 mask bits from byte w (fewer at the end).
+func maskWord(mask []byte, w int) uint64 {
+	if w+8 <= len(mask) {
+		return binary.LittleEndian.Uint64(mask[w:])
+	}
+	var x uint64
+	for j := w; j < len(mask); j++ {
+		x |= uint64(mask[j]) << (8 * (j - w))
+	}
+	return x
+}
+
+// scatterNonzero writes the values of vals to the positions the mask
+// marks and zeros elsewhere; false when a value of vals is zero.
+func scatterNonzero(dst, vals, mask []byte, size int) bool {
+	clear(dst)
+	k := 0
+	var or uint64 = 1
+	for w := 0; w < len(mask); w += 8 {
+		var x uint64
+		if w+8 <= len(mask) {
+			x = binary.LittleEndian.Uint64(mask[w:])
+		} else {
+			for j := w; j < len(mask); j++ {
+				x |= uint64(mask[j]) << (8 * (j - w))
+			}
+		}
+		for x != 0 {
+			i := 8*w + bits.TrailingZeros64(x)
+			x &= x - 1
+			switch size {
+			case 1:
+				v := vals[k]
+				dst[i] = v
+				if v == 0 {
+					or = 0
+				}
+			case 2:
+				v := binary.LittleEndian.Uint16(vals[2*k:])
+				binary.LittleEndian.PutUint16(dst[2*i:], v)
+				if v == 0 {
+					or = 0
+				}
+			default:
+				v := binary.LittleEndian.Uint32(vals[4*k:])
+				binary.LittleEndian.PutUint32(dst[4*i:], v)
+				if v == 0 {
+					or = 0
+				}
+			}
+			k++
+		}
+	}
+	return or != 0
+}
+
+// sparseProbe reports whether a probe of the float blocks of plans finds
+// enough exact zeros that sparse blocks may pay: from the first block of
+// each tensor (at most sparseProbeBlocks blocks) it reads
+// sparseProbeReads runs of sparseProbeBytes spread over the block; one
+// block where at least 1/4 of those values are zero decides. The answer
+// depends on the input's bytes only.
+func sparseProbe(r io.ReaderAt, plans []blockPlan) bool {
+	var buf [sparseProbeBytes]byte
+	probed := 0
+	for _, p := range plans {
+		if !p.float || p.cont || !sparseType(p.dtype) {
+			continue
+		}
+		if probed++; probed > sparseProbeBlocks {
+			return false
+		}
+		size := int64(p.dtype.Size())
+		n := p.length / size
+		per := int64(sparseProbeBytes) / size
+		zeros, vals := 0, 0
+		for k := int64(0); k < sparseProbeReads; k++ {
+			first := (2*k + 1) * n / (2 * sparseProbeReads)
+			first = min(first, max(n-per, 0))
+			l := min(per, n-first) * size
+			if l <= 0 {
+				continue
+			}
+			if _, err := r.ReadAt(buf[:l], p.off+first*size); err != nil && err != io.EOF {
+				return false
+			}
+			zeros += countZeros(buf[:l], int(size))
+			vals += int(l / size)
+		}
+		if vals > 0 && 4*zeros >= vals {
+			return true
+		}
+	}
+	return false
+}
+
+// The probe: blocks, reads per block and bytes per read.
+const (
+	sparseProbeBlocks = 4096
+	sparseProbeReads  = 4
+	sparseProbeBytes  = 256
+)
+
+// sparseVersionFor is the format version of an archive: sparseVersion
+// when the probe allows sparse blocks, denseVersion otherwise.
+func sparseVersionFor(sparse bool) int {
+	if sparse {
+		return sparseVersion
+	}
+	return denseVersion
+}
