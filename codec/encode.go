@@ -299,7 +299,9 @@ func planEncode(inputs []Input, opt Options) (*encodeRun, error) {
 		if err != nil {
 			return nil, fmt.Errorf("codec: input %q: %w", in.Name, err)
 		}
-		e.sparse = e.sparse || !opt.NoSparse && sparseProbe(in.R, plans)
+		if !opt.NoSparse && sparseProbe(in.R, plans) {
+			e.sparse = true
+		}
 		if opt.Ref != nil {
 			if err := opt.Ref.mapPlans(plans, in.Segments, in.Size, in.Name, len(inputs)); err != nil {
 				return nil, fmt.Errorf("codec: input %q: %w", in.Name, err)

@@ -390,3 +390,30 @@ func TestSparseHostileRow(t *testing.T) {
 		t.Fatalf("header %+v, %v", h, err)
 	}
 }
+
+// countZeros (eight bytes at a time) against the plain count, for every
+// size, length and alignment, on values with zero and near-zero lanes.
+func TestCountZerosTwin(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, size := range []int{1, 2, 4} {
+		for n := 0; n < 70; n++ {
+			for _, off := range []int{0, 1, 3} {
+				buf := make([]byte, off+n)
+				p := buf[off:]
+				for i := range p {
+					switch r.IntN(4) {
+					case 0, 1:
+						p[i] = 0
+					case 2:
+						p[i] = byte(1 << r.IntN(8)) // one bit: 0x80 and 0x01 lanes
+					default:
+						p[i] = byte(r.Uint32())
+					}
+				}
+				if got, want := countZeros(p, size), countZerosGo(p, size); got != want {
+					t.Fatalf("size %d n %d off %d: %d zeros, want %d", size, n, off, got, want)
+				}
+			}
+		}
+	}
+}
