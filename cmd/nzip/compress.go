@@ -10,7 +10,7 @@ import (
 )
 
 func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("compress", "[-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF [-best]] [-q] IN", stderr)
+	fs := newFlags("compress", "[-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF [-best]] [-no-sparse] [-q] IN", stderr)
 	out := fs.String("o", "", "output archive (default IN.nzip)")
 	force := fs.Bool("f", false, "overwrite OUT if it exists")
 	threads := fs.Int("threads", 0, "blocks coded in parallel (default: all CPUs); the archive is the same for any value")
@@ -21,6 +21,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	setupThreshold := fs.Float64("setup-threshold", 0, fmt.Sprintf("a block builds its own table when the best shared one costs more than this fraction above it (default %g)", codec.DefaultSetupThreshold))
 	refPath := fs.String("ref", "", "code tensors as differences to this reference model (matched by name, dtype, shape); decompress then needs -ref")
 	best := fs.Bool("best", false, "with -ref: the smallest archive, also trying range-coded difference blocks (about 2 % smaller; they decode about 30× slower)")
+	noSparse := fs.Bool("no-sparse", false, "write no sparse blocks (exact zeros coded as other values): the archive stays format version 7, which nzip builds from before sparse blocks read")
 	quiet := fs.Bool("q", false, "print nothing on success")
 	if err := parse(fs, args, 1, 1); err != nil {
 		return err
@@ -37,6 +38,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return errUsage
 	}
 	opt.Best = *best
+	opt.NoSparse = *noSparse
 	if *setupPath == "" && (*setupExternal || flagSet(fs, "setup-threshold")) {
 		fmt.Fprintln(stderr, "nzip compress: -setup-external and -setup-threshold need -setup")
 		return errUsage

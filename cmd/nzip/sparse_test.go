@@ -69,3 +69,47 @@ func TestInspectSparse(t *testing.T) {
 		}
 	}
 }
+
+// compress -no-sparse writes an archive of format version 7 without
+// sparse blocks, larger than the default on sparse data, and both restore
+// the file.
+func TestCompressNoSparse(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "act.safetensors")
+	writeSparse(t, in, 512)
+	orig, _ := os.ReadFile(in)
+	def, dense := filepath.Join(dir, "d.nzip"), filepath.Join(dir, "n.nzip")
+	if code, _, errs := nzip(t, "compress", "-q", "-o", def, in); code != 0 {
+		t.Fatal(errs)
+	}
+	if code, _, errs := nzip(t, "compress", "-q", "-no-sparse", "-o", dense, in); code != 0 {
+		t.Fatal(errs)
+	}
+	for _, c := range []struct {
+		path    string
+		version int
+		sparse  bool
+	}{{def, 8, true}, {dense, 7, false}} {
+		b, _ := os.ReadFile(c.path)
+		if v := int(binary.LittleEndian.Uint16(b[8:])); v != c.version {
+			t.Errorf("%s: format version %d, want %d", c.path, v, c.version)
+		}
+		code, out, errs := nzip(t, "inspect", "-json", c.path)
+		if code != 0 {
+			t.Fatal(errs)
+		}
+		var rep inspectReport
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		if (rep.Blocks.Sparse > 0) != c.sparse {
+			t.Errorf("%s: %d sparse blocks", c.path, rep.Blocks.Sparse)
+		}
+		if code, out, _ := nzip(t, "decompress", "-o", "-", c.path); code != 0 || out != string(orig) {
+			t.Errorf("%s: does not restore the file (exit %d)", c.path, code)
+		}
+	}
+	if a, b := fileSize(t, def), fileSize(t, dense); a >= b {
+		t.Errorf("sparse archive %d bytes, -no-sparse %d", a, b)
+	}
+}
