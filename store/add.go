@@ -378,7 +378,10 @@ func (s *Store) code(c *coded, raw []byte, t dtype.DType) error {
 			return err
 		}
 		if found {
+			// a cast is a base for later deltas like any other unit
 			c.u.Kind, c.u.Base = KindCast, cr.From
+			c.fp = fingerprintOf(raw, t)
+			s.cache.put(c.h, raw)
 			return nil
 		}
 	}

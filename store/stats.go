@@ -66,3 +66,40 @@ func (s *Store) Stats() (*Stats, error) {
 	})
 	return st, err
 }
+
+// chainBytes is the payload bytes of the units model name needs: its own
+// and those of their base chains, each counted once.
+func (s *Store) chainBytes(name string) (int64, error) {
+	m, err := s.Model(name)
+	if err != nil {
+		return 0, err
+	}
+	seen := map[Hash]bool{}
+	var n int64
+	var walk func(h Hash, depth int) error
+	walk = func(h Hash, depth int) error {
+		if seen[h] || depth < 0 {
+			return nil
+		}
+		seen[h] = true
+		u, err := s.unitRec(h)
+		if err != nil {
+			return err
+		}
+		if u.Kind != KindCast {
+			n += u.Len
+		}
+		if u.Kind == KindDelta || u.Kind == KindCast {
+			return walk(u.Base, depth-1)
+		}
+		return nil
+	}
+	for _, f := range m.Files {
+		for _, h := range f.Units {
+			if err := walk(h, maxDepth); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return n, nil
+}

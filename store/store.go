@@ -26,7 +26,7 @@ var (
 
 // maxDepth bounds base chains (a delta of a delta of ...): decoding a unit
 // decodes at most this many others.
-const maxDepth = 8
+const maxDepth = 16
 
 // indexName is the index file in a directory store.
 const indexName = "index.db"
