@@ -44,6 +44,16 @@ type AddStats struct {
 	Skipped int64 // bytes of units not coded (dedup and casts)
 }
 
+// testHook, when set (tests), is called at named points of an add, where
+// the kill test ends the process.
+var testHook func(phase string)
+
+func hook(phase string) {
+	if testHook != nil {
+		testHook(phase)
+	}
+}
+
 // maxOpaqueUnit cuts opaque runs (and files without a layout) into units of
 // at most this many bytes.
 const maxOpaqueUnit = 16 << 20
@@ -177,6 +187,7 @@ func (s *Store) Add(name string, files []Input, opt AddOptions) (*Manifest, AddS
 		}
 		packID = id
 	}
+	hook("packed")
 	m.Added = int64(len(pack))
 	st.Added = m.Added
 	err := s.kv.update(func(t tx) error {

@@ -63,6 +63,7 @@ func (d *dirBlobs) put(data []byte) (Hash, error) {
 		err = cerr
 	}
 	if err == nil {
+		hook("pack-written")
 		err = os.Rename(tmp, p)
 	}
 	if err != nil {

@@ -97,3 +97,5 @@ func restore(t testing.TB, s *Store, name string, want [][]byte) {
 		}
 	}
 }
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
