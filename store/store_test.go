@@ -7,15 +7,7 @@ import (
 
 func TestHubRoundTrip(t *testing.T) {
 	hub := shared(t, "hub/stories260K")
-	dir := t.TempDir()
-	if err := Init(dir); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := tempStore(t)
 	want := map[string][][]byte{}
 	for _, f := range hubFiles {
 		ins := inputs(t, path.Join(hub, f))
