@@ -144,6 +144,7 @@ func (s *Store) decodeCheck(h Hash, u unit, depth int, check bool) ([]byte, erro
 	default:
 		return nil, fmt.Errorf("%w: unit %s: kind %d", ErrIndexDamaged, h, u.Kind)
 	}
+	s.decoded.Add(int64(len(out)))
 	if int64(len(out)) != u.RawLen || (check && Hash(sha256.Sum256(out)) != h) {
 		return nil, fmt.Errorf("%w: unit %s decodes to other bytes", ErrChunkDamaged, h)
 	}

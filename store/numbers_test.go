@@ -136,14 +136,15 @@ func TestNumbers(t *testing.T) {
 			}
 		}
 		getCPU := cpuTime() - cpu0
+		decodedPer := float64(s.BytesDecoded()) / float64(raw)
 		s.Close()
 		label := "hub"
 		if all {
 			label = "hub + models/original + tinygpt steps"
 		}
-		fmt.Printf("| %s | %d | %d | %d | %d | %.3f | %.0f (%.0f) | %.0f (%.0f) | %.3f |\n", label, len(files), raw, alone, st.Stored, float64(st.Stored)/float64(alone),
+		fmt.Printf("| %s | %d | %d | %d | %d | %.3f | %.0f (%.0f) | %.0f (%.0f) | %.3f | %.2f |\n", label, len(files), raw, alone, st.Stored, float64(st.Stored)/float64(alone),
 			float64(raw)/addTime.Seconds()/1e6, 2*float64(raw)/addCPU.Seconds()/1e6,
-			float64(raw)/getTime.Seconds()/1e6, 2*float64(raw)/getCPU.Seconds()/1e6, worst)
+			float64(raw)/getTime.Seconds()/1e6, 2*float64(raw)/getCPU.Seconds()/1e6, worst, decodedPer)
 		fmt.Printf("  units %v stored %d chunk files %d bytes %d\n", st.Units, st.Stored, st.Chunks, st.ChunkBytes)
 	}
 }

@@ -54,12 +54,13 @@ func (o Options) threads() int {
 // directory store holds its index (bbolt) and its chunk files; while a
 // Store is open for writing no other process can open it.
 type Store struct {
-	dir   string // "" for an in-memory store
-	kv    kv
-	bl    blobs
-	opt   Options
-	read  atomic.Int64 // payload bytes read from chunks
-	cache *rawCache
+	dir     string // "" for an in-memory store
+	kv      kv
+	bl      blobs
+	opt     Options
+	read    atomic.Int64 // payload bytes read from chunks
+	decoded atomic.Int64 // unit bytes decoded (bases included)
+	cache   *rawCache
 }
 
 // Init creates an empty directory store at dir (made if missing; it must
@@ -108,6 +109,10 @@ func (s *Store) Close() error {
 
 // BytesRead is the payload bytes read from chunk files so far.
 func (s *Store) BytesRead() int64 { return s.read.Load() }
+
+// BytesDecoded is the original bytes of the units decoded so far, the
+// bases of deltas and casts included.
+func (s *Store) BytesDecoded() int64 { return s.decoded.Load() }
 
 // Dir is the store's directory ("" for an in-memory store).
 func (s *Store) Dir() string { return s.dir }
