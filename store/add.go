@@ -30,6 +30,10 @@ type AddOptions struct {
 	// Compare also compresses every file on its own with nzip and records
 	// the archive's size in the manifest (Manifest.Alone), for stats.
 	Compare bool
+	// BeforeCommit, when set, runs after every unit is coded and before
+	// the model enters the index; an error abandons the add (the CLI
+	// checks there that no input changed while it was read).
+	BeforeCommit func() error
 }
 
 // AddStats counts what an Add did with the model's units.
@@ -188,6 +192,11 @@ func (s *Store) Add(name string, files []Input, opt AddOptions) (*Manifest, AddS
 		packID = id
 	}
 	hook("packed")
+	if opt.BeforeCommit != nil {
+		if err := opt.BeforeCommit(); err != nil {
+			return nil, st, fmt.Errorf("store: model %q: %w", name, err)
+		}
+	}
 	m.Added = int64(len(pack))
 	st.Added = m.Added
 	err := s.kv.update(func(t tx) error {

@@ -113,12 +113,14 @@ func runStoreAdd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		for i, f := range in {
 			ins[i] = store.Input{Name: f.name, R: f.f, Size: f.size, Format: f.format, Segments: f.segs}
 		}
-		m, st, err := s.Add(n, ins, store.AddOptions{Compare: *compare})
-		for _, f := range in {
-			if err == nil {
-				err = f.unchanged()
+		m, st, err := s.Add(n, ins, store.AddOptions{Compare: *compare, BeforeCommit: func() error {
+			for _, f := range in {
+				if err := f.unchanged(); err != nil {
+					return err
+				}
 			}
-		}
+			return nil
+		}})
 		closeInputs(in)
 		if err != nil {
 			return err
