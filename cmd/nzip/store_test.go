@@ -127,3 +127,36 @@ func TestStoreCLIDamaged(t *testing.T) {
 		t.Fatal("get of a damaged model left an output file")
 	}
 }
+
+// TestStoreCLIMultiFile: a TF.js model (model.json + weights) is one model
+// of two files; get -o DIR writes both byte for byte.
+func TestStoreCLIMultiFile(t *testing.T) {
+	src := sharedFile(t, "models/original/handtrack/handtrack.json")
+	st := filepath.Join(t.TempDir(), "S")
+	if code, _, errs := nzip(t, "store", "init", st); code != 0 {
+		t.Fatal(errs)
+	}
+	if code, _, errs := nzip(t, "store", "add", "-name", "hand", st, src); code != 0 {
+		t.Fatal(errs)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := nzip(t, "store", "get", "-o", out, st, "hand"); code != 0 {
+		t.Fatal(errs)
+	}
+	for _, n := range []string{"handtrack.json", "handtrack.bin"} {
+		got, err := os.ReadFile(filepath.Join(out, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := os.ReadFile(filepath.Join(filepath.Dir(src), n))
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: other bytes", n)
+		}
+	}
+	if code, _, _ := nzip(t, "store", "get", "-o", out, st, "hand"); code != 1 {
+		t.Fatalf("get over existing files without -f: exit %d", code)
+	}
+}
