@@ -8,6 +8,7 @@ require (
 	github.com/google/flatbuffers v25.12.19+incompatible
 	github.com/klauspost/compress v1.20.4
 	github.com/schollz/progressbar/v3 v3.19.1
+	go.etcd.io/bbolt v1.4.3
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.48.0
 	gonum.org/v1/plot v0.17.0
@@ -52,7 +53,6 @@ require (
 	github.com/srwiley/rasterx v0.0.0-20220730225603-2ab79fcdd4ef // indirect
 	github.com/stretchr/testify v1.11.1 // indirect
 	github.com/yuin/goldmark v1.7.8 // indirect
-	go.etcd.io/bbolt v1.4.3 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/net v0.35.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
