@@ -16,6 +16,7 @@
 //	nzip trajectory verify  [-threads N] [-q] RUN.nztraj
 //	nzip trajectory repack  -o OUT.nztraj [-f] [-keyframe K] [-threads N] [-best] [-q] RUN.nztraj
 //	nzip generate   [-n N] [-temp T] [-topp P] [-seed S] [-tokenizer FILE] [-config FILE] [-prefetch] [-json] MODEL PROMPT
+//	nzip store      init|add|get|ls|rm|gc|verify|stats STORE ...
 //
 // compress, decompress and verify take -ref REF: the archive is coded
 // against (and decoded with) the reference model REF.
@@ -58,6 +59,7 @@ usage:
   nzip trajectory repack  -o OUT.nztraj [-f] [-keyframe K] [-threads N] [-best] [-q] RUN.nztraj
   nzip generate   [-n N] [-temp T] [-topp P] [-seed S] [-tokenizer FILE] [-config FILE] [-setup S.nzsetup]
                   [-prefetch] [-json] MODEL PROMPT
+  nzip store      init|add|get|ls|rm|gc|verify|stats STORE ...   (a hub store: "nzip store -h")
 
 Run "nzip COMMAND -h" (or "nzip setup SUBCOMMAND -h") for the flags of a command.
 `
@@ -78,6 +80,7 @@ var commands = map[string]command{
 	"setup":      {runSetup},
 	"trajectory": {runTrajectory},
 	"generate":   {runGenerate},
+	"store":      {runStore},
 }
 
 func main() {

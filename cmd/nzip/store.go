@@ -1,0 +1,342 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"neuralzip/store"
+)
+
+const storeUsage = `usage:
+  nzip store init   STORE
+  nzip store add    [-name NAME] [-compare] [-threads N] [-q] STORE FILE...
+  nzip store get    [-o OUT] [-f] [-threads N] STORE NAME
+  nzip store ls     [-json] STORE
+  nzip store rm     STORE NAME...
+  nzip store gc     STORE
+  nzip store verify [-threads N] STORE
+  nzip store stats  [-json] STORE
+
+STORE is a directory made by init. A model's name is its path as given to
+add (or -name for one model); get restores its files byte for byte. rm
+drops models, gc removes the chunk files nothing uses any more.
+`
+
+func runStore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runSubcommand(ctx, "store", storeUsage, map[string]func(context.Context, []string, io.Writer, io.Writer) error{
+		"init": runStoreInit, "add": runStoreAdd, "get": runStoreGet, "ls": runStoreLs,
+		"rm": runStoreRm, "gc": runStoreGC, "verify": runStoreVerify, "stats": runStoreStats,
+	}, args, stdout, stderr)
+}
+
+// parseMixed parses flags placed before, between or after the arguments
+// ("get STORE NAME -o OUT").
+func parseMixed(fs *flag.FlagSet, args []string, minArgs, maxArgs int) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, flag.ErrHelp
+			}
+			return nil, errUsage
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+	if n := len(pos); n < minArgs || (maxArgs >= 0 && n > maxArgs) {
+		fmt.Fprintf(fs.Output(), "nzip %s: wrong number of arguments\n", fs.Name())
+		fs.Usage()
+		return nil, errUsage
+	}
+	clampThreads(fs)
+	return pos, nil
+}
+
+func runStoreInit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("store init", "STORE", stderr)
+	pos, err := parseMixed(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if err := store.Init(pos[0]); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: empty store\n", pos[0])
+	return nil
+}
+
+func runStoreAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("store add", "[-name NAME] [-compare] [-threads N] [-q] STORE FILE...", stderr)
+	name := fs.String("name", "", "the model's name (one FILE only; default: FILE as given)")
+	compare := fs.Bool("compare", false, "also compress each file alone with nzip and record its size (stats compares the store with it)")
+	threads := fs.Int("threads", 0, "units coded in parallel (default: all CPUs)")
+	quiet := fs.Bool("q", false, "print nothing on success")
+	pos, err := parseMixed(fs, args, 2, -1)
+	if err != nil {
+		return err
+	}
+	files := pos[1:]
+	if *name != "" && len(files) != 1 {
+		fmt.Fprintln(stderr, "nzip store add: -name names one model; give one FILE")
+		return errUsage
+	}
+	s, err := store.Open(pos[0], store.Options{Threads: *threads})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for _, p := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := filepath.ToSlash(p)
+		if *name != "" {
+			n = *name
+		}
+		in, err := openModel(p, stderr)
+		if err != nil {
+			return err
+		}
+		ins := make([]store.Input, len(in))
+		for i, f := range in {
+			ins[i] = store.Input{Name: f.name, R: f.f, Size: f.size, Format: f.format, Segments: f.segs}
+		}
+		m, st, err := s.Add(n, ins, store.AddOptions{Compare: *compare, BeforeCommit: func() error {
+			for _, f := range in {
+				if err := f.unchanged(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}})
+		closeInputs(in)
+		if err != nil {
+			return err
+		}
+		if !*quiet {
+			fmt.Fprintf(stdout, "%s: %s → %s stored (%d units: %d already stored, %d casts, %d deltas, %d coded)",
+				n, humanBytes(m.Raw), humanBytes(m.Added), st.Units, st.Dedup, st.Casts, st.Deltas, st.Coded)
+			if len(m.Bases) > 0 {
+				fmt.Fprintf(stdout, "; bases: %s", strings.Join(m.Bases, ", "))
+			}
+			fmt.Fprintln(stdout)
+		}
+	}
+	return nil
+}
+
+func runStoreGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("store get", "[-o OUT] [-f] [-threads N] STORE NAME", stderr)
+	out := fs.String("o", "", "output file (a directory for a model of several files; default: the file's name here)")
+	force := fs.Bool("f", false, "overwrite existing files")
+	threads := fs.Int("threads", 0, "units decoded in parallel (default: all CPUs)")
+	pos, err := parseMixed(fs, args, 2, 2)
+	if err != nil {
+		return err
+	}
+	s, err := store.Open(pos[0], store.Options{Threads: *threads, ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	m, err := s.Model(pos[1])
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, f := range m.Files {
+		names = append(names, f.Name)
+	}
+	var dests []string
+	dir := *out
+	if len(m.Files) == 1 {
+		d := *out
+		if d == "" {
+			d = path.Base(m.Files[0].Name)
+		}
+		dests = []string{d}
+	} else {
+		if dir == "" {
+			dir = "."
+		}
+		if err := checkOutputNames(pos[1], dir, names, *force); err != nil {
+			return err
+		}
+		for _, n := range names {
+			dests = append(dests, filepath.Join(dir, filepath.FromSlash(n)))
+		}
+	}
+	var outs []*atomicFile
+	var made []string
+	defer func() {
+		for _, o := range outs {
+			o.Abort()
+		}
+	}()
+	for fi, d := range dests {
+		if len(m.Files) > 1 {
+			if err := subdirs(dir, names[fi], &made); err != nil {
+				removeMade(made)
+				return err
+			}
+		}
+		w, err := createOutput(d, *force, nil, 0)
+		if err != nil {
+			removeMade(made)
+			return err
+		}
+		outs = append(outs, w)
+		if err := s.WriteFile(m, fi, w); err != nil {
+			removeMade(made)
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			removeMade(made)
+			return err
+		}
+	}
+	if err := commitAll(outs); err != nil {
+		removeMade(made)
+		return err
+	}
+	return nil
+}
+
+func runStoreLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return storeStats(args, stdout, stderr, "ls", true)
+}
+
+func runStoreStats(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return storeStats(args, stdout, stderr, "stats", false)
+}
+
+func storeStats(args []string, stdout, stderr io.Writer, cmd string, models bool) error {
+	fs := newFlags("store "+cmd, "[-json] STORE", stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseMixed(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	s, err := store.Open(pos[0], store.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	st, err := s.Stats()
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", " ")
+		if models {
+			return enc.Encode(st.Models)
+		}
+		return enc.Encode(st)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	if models {
+		fmt.Fprintln(tw, "raw\tadded\tnzip alone\t\tmodel (bases)")
+		for _, m := range st.Models {
+			alone := "-"
+			if m.Alone > 0 {
+				alone = fmt.Sprint(m.Alone)
+			}
+			b := ""
+			if len(m.Bases) > 0 {
+				b = " (" + strings.Join(m.Bases, ", ") + ")"
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%s\t\t%s\n", m.Raw, m.Added, alone, m.Name+b)
+		}
+		return tw.Flush()
+	}
+	fmt.Fprintf(stdout, "models       %d\n", len(st.Models))
+	fmt.Fprintf(stdout, "raw          %d bytes\n", st.Raw)
+	fmt.Fprintf(stdout, "stored       %d bytes (%.3f of raw)\n", st.Stored, ratio(st.Stored, st.Raw))
+	if st.Alone > 0 {
+		fmt.Fprintf(stdout, "nzip alone   %d bytes (the store is %.3f of it)\n", st.Alone, ratio(st.Stored, st.Alone))
+	}
+	fmt.Fprintf(stdout, "chunk files  %d, %d bytes\n", st.Chunks, st.ChunkBytes)
+	for _, k := range []string{"raw", "nzip", "delta", "cast"} {
+		fmt.Fprintf(stdout, "units %-6s %d (%d original bytes)\n", k, st.Units[k], st.UnitBytes[k])
+	}
+	return nil
+}
+
+func runStoreRm(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("store rm", "STORE NAME...", stderr)
+	pos, err := parseMixed(fs, args, 2, -1)
+	if err != nil {
+		return err
+	}
+	s, err := store.Open(pos[0], store.Options{})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for _, n := range pos[1:] {
+		if err := s.Remove(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runStoreGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("store gc", "STORE", stderr)
+	pos, err := parseMixed(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	s, err := store.Open(pos[0], store.Options{})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	st, err := s.GC()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "removed %d chunk files (%d bytes), %d temporary files; %d bytes in use, %d unused bytes in chunk files still in use\n",
+		st.Packs, st.PackBytes, st.Temps, st.LiveBytes, st.DeadBytes)
+	return nil
+}
+
+func runStoreVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("store verify", "[-threads N] STORE", stderr)
+	threads := fs.Int("threads", 0, "units decoded in parallel (default: all CPUs)")
+	pos, err := parseMixed(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	s, err := store.Open(pos[0], store.Options{Threads: *threads, ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	bad, err := s.Verify()
+	for _, b := range bad {
+		fmt.Fprintf(stderr, "nzip: %s\n", termSafe(b.Error()))
+	}
+	if err != nil {
+		return err
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%s: %d damaged models", pos[0], len(bad))
+	}
+	names, _ := s.Names()
+	fmt.Fprintf(stdout, "%s: %d models restore byte for byte\n", pos[0], len(names))
+	return nil
+}

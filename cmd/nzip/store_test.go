@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestStoreCLI runs every store subcommand on hub models: add (names as
+// given, -name), ls, stats -json, get -o byte for byte, rm, gc, verify,
+// and the usage and failure exits.
+func TestStoreCLI(t *testing.T) {
+	hub := sharedFile(t, "hub/stories260K")
+	dir := t.TempDir()
+	st := filepath.Join(dir, "S")
+	mustRun := func(args ...string) string {
+		t.Helper()
+		code, out, errs := nzip(t, args...)
+		if code != 0 {
+			t.Fatalf("nzip %v: exit %d: %s", args, code, errs)
+		}
+		return out
+	}
+	mustRun("store", "init", st)
+	if code, _, _ := nzip(t, "store", "init", st); code != 1 {
+		t.Fatalf("init of an existing store: exit %d, want 1", code)
+	}
+	wd, _ := os.Getwd()
+	defer os.Chdir(wd)
+	if err := os.Chdir(hub); err != nil {
+		t.Fatal(err)
+	}
+	out := mustRun("store", "add", "-compare", st, "base/model.f32.safetensors", "ft-fortunes-lora/model.f32.safetensors", "base/model.bf16.safetensors")
+	if !strings.Contains(out, "ft-fortunes-lora/model.f32.safetensors:") || !strings.Contains(out, "casts") {
+		t.Fatalf("add output:\n%s", out)
+	}
+	mustRun("store", "add", "-q", "-name", "gguf-f16", st, "ft-fortunes-full/model.f16.gguf")
+	if code, _, _ := nzip(t, "store", "add", "-name", "x", st, "base/model.f32.safetensors", "tok512.bin"); code != 2 {
+		t.Fatalf("-name with two files: exit %d, want 2", code)
+	}
+	if code, _, errs := nzip(t, "store", "add", st, "base/model.f32.safetensors"); code != 1 || !strings.Contains(errs, "already stored") {
+		t.Fatalf("second add of a name: exit %d: %s", code, errs)
+	}
+	os.Chdir(wd)
+	ls := mustRun("store", "ls", st)
+	for _, n := range []string{"base/model.f32.safetensors", "gguf-f16", "base/model.bf16.safetensors (base/model.f32.safetensors)"} {
+		if !strings.Contains(ls, n) {
+			t.Fatalf("ls lacks %q:\n%s", n, ls)
+		}
+	}
+	var stats struct {
+		Models []struct {
+			Name  string `json:"name"`
+			Raw   int64  `json:"raw_bytes"`
+			Added int64  `json:"added_bytes"`
+		} `json:"models"`
+		Raw    int64 `json:"raw_bytes"`
+		Stored int64 `json:"stored_bytes"`
+	}
+	if err := json.Unmarshal([]byte(mustRun("store", "stats", "-json", st)), &stats); err != nil {
+		t.Fatal(err)
+	}
+	if len(stats.Models) != 4 || stats.Stored <= 0 || stats.Stored >= stats.Raw {
+		t.Fatalf("stats -json: %+v", stats)
+	}
+	for name, src := range map[string]string{"base/model.bf16.safetensors": "base/model.bf16.safetensors", "gguf-f16": "ft-fortunes-full/model.f16.gguf"} {
+		o := filepath.Join(dir, strings.ReplaceAll(name, "/", "_"))
+		mustRun("store", "get", st, name, "-o", o)
+		got, _ := os.ReadFile(o)
+		want, _ := os.ReadFile(filepath.Join(hub, src))
+		if !bytes.Equal(got, want) {
+			t.Fatalf("get %s: other bytes", name)
+		}
+		if code, _, _ := nzip(t, "store", "get", st, name, "-o", o); code != 1 {
+			t.Fatalf("get over an existing file without -f: exit %d", code)
+		}
+	}
+	if code, _, errs := nzip(t, "store", "get", st, "nothing", "-o", filepath.Join(dir, "n")); code != 1 || !strings.Contains(errs, "no such model") {
+		t.Fatalf("get of a missing model: exit %d: %s", code, errs)
+	}
+	mustRun("store", "rm", st, "base/model.f32.safetensors")
+	mustRun("store", "gc", st)
+	if v := mustRun("store", "verify", st); !strings.Contains(v, "3 models") {
+		t.Fatalf("verify: %s", v)
+	}
+	mustRun("store", "rm", st, "base/model.bf16.safetensors", "ft-fortunes-lora/model.f32.safetensors", "gguf-f16")
+	if g := mustRun("store", "gc", st); !strings.Contains(g, "removed 4 chunk files") {
+		t.Fatalf("gc after rm of everything: %s", g)
+	}
+	if code, _, _ := nzip(t, "store", "ls", filepath.Join(dir, "none")); code != 1 {
+		t.Fatalf("ls of a directory without a store: exit %d", code)
+	}
+	if code, _, _ := nzip(t, "store", "frobnicate", st); code != 2 {
+		t.Fatalf("unknown subcommand: exit %d", code)
+	}
+}
+
+// TestStoreCLIDamaged: verify and get of a store with a damaged chunk
+// exit 1 naming the model.
+func TestStoreCLIDamaged(t *testing.T) {
+	hub := sharedFile(t, "hub/stories260K")
+	st := filepath.Join(t.TempDir(), "S")
+	if code, _, errs := nzip(t, "store", "init", st); code != 0 {
+		t.Fatal(errs)
+	}
+	if code, _, errs := nzip(t, "store", "add", "-name", "base", st, filepath.Join(hub, "base/model.f32.safetensors")); code != 0 {
+		t.Fatal(errs)
+	}
+	packs, _ := filepath.Glob(filepath.Join(st, "packs", "*", "*.pack"))
+	if len(packs) != 1 {
+		t.Fatalf("%d chunk files", len(packs))
+	}
+	b, _ := os.ReadFile(packs[0])
+	b[len(b)/2] ^= 1
+	os.WriteFile(packs[0], b, 0o644)
+	if code, _, errs := nzip(t, "store", "verify", st); code != 1 || !strings.Contains(errs, `model "base"`) {
+		t.Fatalf("verify of a damaged chunk: exit %d: %s", code, errs)
+	}
+	o := filepath.Join(t.TempDir(), "out")
+	if code, _, errs := nzip(t, "store", "get", st, "base", "-o", o); code != 1 || !strings.Contains(errs, `model "base"`) {
+		t.Fatalf("get of a damaged chunk: exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(o); err == nil {
+		t.Fatal("get of a damaged model left an output file")
+	}
+}
+
+// TestStoreCLIMultiFile: a TF.js model (model.json + weights) is one model
+// of two files; get -o DIR writes both byte for byte.
+func TestStoreCLIMultiFile(t *testing.T) {
+	src := sharedFile(t, "models/original/handtrack/handtrack.json")
+	st := filepath.Join(t.TempDir(), "S")
+	if code, _, errs := nzip(t, "store", "init", st); code != 0 {
+		t.Fatal(errs)
+	}
+	if code, _, errs := nzip(t, "store", "add", "-name", "hand", st, src); code != 0 {
+		t.Fatal(errs)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := nzip(t, "store", "get", "-o", out, st, "hand"); code != 0 {
+		t.Fatal(errs)
+	}
+	for _, n := range []string{"handtrack.json", "handtrack.bin"} {
+		got, err := os.ReadFile(filepath.Join(out, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := os.ReadFile(filepath.Join(filepath.Dir(src), n))
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: other bytes", n)
+		}
+	}
+	if code, _, _ := nzip(t, "store", "get", "-o", out, st, "hand"); code != 1 {
+		t.Fatalf("get over existing files without -f: exit %d", code)
+	}
+}

@@ -1,0 +1,529 @@
+package store
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"unicode/utf8"
+
+	"neuralzip/codec"
+	"neuralzip/dtype"
+)
+
+// Input is one file of a model to add: its bytes and its layout (the
+// checkpoint loader's segments, as nzip compress hands them to the codec).
+type Input struct {
+	Name     string // slash-separated name within the model (the base name for one file)
+	R        io.ReaderAt
+	Size     int64
+	Format   string
+	Segments []codec.Segment // nil: all opaque
+}
+
+// AddOptions configures one Add.
+type AddOptions struct {
+	// Compare also compresses every file on its own with nzip and records
+	// the archive's size in the manifest (Manifest.Alone), for stats.
+	Compare bool
+	// BeforeCommit, when set, runs after every unit is coded and before
+	// the model enters the index; an error abandons the add (the CLI
+	// checks there that no input changed while it was read).
+	BeforeCommit func() error
+}
+
+// AddStats counts what an Add did with the model's units.
+type AddStats struct {
+	Units   int   // units in the model's files
+	Dedup   int   // already stored (or repeated in the model): referenced
+	Casts   int   // stored as the cast of a stored F32 unit
+	Deltas  int   // coded against a near stored unit
+	Coded   int   // coded alone (nzip or raw)
+	Added   int64 // payload bytes stored
+	Raw     int64 // bytes of the files
+	Skipped int64 // bytes of units not coded (dedup and casts)
+}
+
+// testHook, when set (tests), is called at named points of an add, where
+// the kill test ends the process.
+var testHook func(phase string)
+
+func hook(phase string) {
+	if testHook != nil {
+		testHook(phase)
+	}
+}
+
+// maxOpaqueUnit cuts opaque runs (and files without a layout) into units of
+// at most this many bytes.
+const maxOpaqueUnit = 16 << 20
+
+// nearThreshold: a stored tensor whose fingerprint lies within this squared
+// relative L2 distance is tried as the base of a new tensor (fine-tunes lie
+// at 0.0001–0.1; unrelated tensors of one shape near 2).
+const nearThreshold = 0.5
+
+// span is one unit of a file: a byte range and its element type.
+type span struct {
+	off, n int64
+	t      dtype.DType
+}
+
+// spans cuts a file into units: each tensor segment one unit, the bytes
+// between them opaque units. Segments that overlap an earlier one are
+// left to the opaque cover.
+func spans(size int64, segs []codec.Segment) []span {
+	segs = slices.Clone(segs)
+	slices.SortStableFunc(segs, func(a, b codec.Segment) int {
+		switch {
+		case a.Offset < b.Offset:
+			return -1
+		case a.Offset > b.Offset:
+			return 1
+		}
+		return 0
+	})
+	var out []span
+	opaque := func(from, to int64) {
+		for from < to {
+			n := min(to-from, maxOpaqueUnit)
+			out = append(out, span{off: from, n: n})
+			from += n
+		}
+	}
+	cur := int64(0)
+	for _, s := range segs {
+		if s.Offset < cur || s.Length <= 0 || s.Offset > size || s.Length > size-s.Offset {
+			continue
+		}
+		opaque(cur, s.Offset)
+		t := s.DType
+		if !s.IsTensor() {
+			t = dtype.Invalid
+		}
+		if sz := t.Size(); t != dtype.Invalid && (sz <= 0 || s.Length%int64(sz) != 0) {
+			t = dtype.Invalid
+		}
+		if t == dtype.Invalid {
+			opaque(s.Offset, s.Offset+s.Length)
+		} else {
+			out = append(out, span{off: s.Offset, n: s.Length, t: t})
+		}
+		cur = s.Offset + s.Length
+	}
+	opaque(cur, size)
+	return out
+}
+
+// coded is what adding found for one unit.
+type coded struct {
+	h       Hash
+	dup     bool // stored already (index or earlier in this add)
+	u       unit // the new record (Refs set at commit)
+	payload []byte
+	fp      fingerprint
+	casts   []Hash // F32: SHA-256 of its BF16 and F16 casts
+	castTs  []dtype.DType
+}
+
+// Add stores a model under name: every file split into units, each unit
+// referenced when stored already, else stored as a cast, a delta against a
+// near stored unit, or alone, whichever is smallest. The model appears in
+// the index with its units in one transaction: after a crash it is either
+// there in full or absent (its chunk file then an orphan that GC removes).
+func (s *Store) Add(name string, files []Input, opt AddOptions) (*Manifest, AddStats, error) {
+	var st AddStats
+	if err := checkName(name); err != nil {
+		return nil, st, err
+	}
+	if len(files) == 0 {
+		return nil, st, fmt.Errorf("store: model %q: no files", name)
+	}
+	if err := s.kv.view(func(t tx) error {
+		if t.get(bModels, []byte(name)) != nil {
+			return fmt.Errorf("%w: %q", ErrExists, name)
+		}
+		return nil
+	}); err != nil {
+		return nil, st, err
+	}
+	m := &Manifest{Name: name}
+	seen := map[Hash]*coded{}
+	var news []*coded
+	for _, in := range files {
+		if err := checkFileName(in.Name); err != nil {
+			return nil, st, fmt.Errorf("store: model %q: %w", name, err)
+		}
+		fe, err := s.addFile(in, seen, &news, &st)
+		if err != nil {
+			return nil, st, fmt.Errorf("store: model %q: file %q: %w", name, in.Name, err)
+		}
+		if opt.Compare {
+			alone, err := archiveSize(in)
+			if err != nil {
+				return nil, st, fmt.Errorf("store: model %q: file %q: %w", name, in.Name, err)
+			}
+			m.Alone += alone
+		}
+		m.Files = append(m.Files, fe)
+		m.Raw += in.Size
+	}
+	// one chunk file for the payloads of every new unit
+	var pack []byte
+	for _, c := range news {
+		if c.u.Kind == KindCast {
+			continue
+		}
+		c.u.Off = int64(len(pack))
+		c.u.Len = int64(len(c.payload))
+		c.u.CRC = crcOf(c.payload)
+		pack = append(pack, c.payload...)
+	}
+	var packID Hash
+	if len(pack) > 0 {
+		id, err := s.bl.put(pack)
+		if err != nil {
+			return nil, st, fmt.Errorf("store: model %q: %w", name, err)
+		}
+		packID = id
+	}
+	hook("packed")
+	if opt.BeforeCommit != nil {
+		if err := opt.BeforeCommit(); err != nil {
+			return nil, st, fmt.Errorf("store: model %q: %w", name, err)
+		}
+	}
+	m.Added = int64(len(pack))
+	st.Added = m.Added
+	err := s.kv.update(func(t tx) error {
+		if t.get(bModels, []byte(name)) != nil {
+			return fmt.Errorf("%w: %q", ErrExists, name)
+		}
+		bases := map[string]bool{}
+		for _, c := range news {
+			c.u.Owner = name
+			if c.u.Kind != KindCast {
+				c.u.Pack = packID
+			}
+			if c.u.Kind == KindDelta || c.u.Kind == KindCast {
+				b, err := incRef(t, c.u.Base)
+				if err != nil {
+					return fmt.Errorf("base %s of unit %s: %w", c.u.Base, c.h, err)
+				}
+				if b.Owner != name {
+					bases[b.Owner] = true
+				}
+			}
+			if err := t.put(bUnits, c.h[:], c.u.encode()); err != nil {
+				return err
+			}
+			if c.fp != nil {
+				if err := t.put(bFP, fpKey(c.u.DType, c.u.RawLen/int64(c.u.DType.Size()), c.h), c.fp.encode()); err != nil {
+					return err
+				}
+			}
+			for i, ch := range c.casts {
+				if t.get(bCasts, ch[:]) == nil {
+					if err := t.put(bCasts, ch[:], castRec{From: c.h, DType: c.castTs[i]}.encode()); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		for _, f := range m.Files {
+			for _, h := range f.Units {
+				if _, err := incRef(t, h); err != nil {
+					return fmt.Errorf("unit %s: %w", h, err)
+				}
+			}
+		}
+		for b := range bases {
+			m.Bases = append(m.Bases, b)
+		}
+		slices.Sort(m.Bases)
+		return t.put(bModels, []byte(name), m.encode())
+	})
+	if err != nil {
+		return nil, st, fmt.Errorf("store: model %q: %w", name, err)
+	}
+	return m, st, nil
+}
+
+// incRef adds one reference to unit h (which must be in the index).
+func incRef(t tx, h Hash) (unit, error) {
+	v := t.get(bUnits, h[:])
+	if v == nil {
+		return unit{}, errors.New("not in the index")
+	}
+	u, err := parseUnit(v)
+	if err != nil {
+		return unit{}, err
+	}
+	u.Refs++
+	return u, t.put(bUnits, h[:], u.encode())
+}
+
+func fpKey(t dtype.DType, numel int64, h Hash) []byte {
+	k := append([]byte(dtName(t)), 0)
+	k = binary.BigEndian.AppendUint64(k, uint64(numel))
+	if h != (Hash{}) {
+		k = append(k, h[:]...)
+	}
+	return k
+}
+
+func checkName(name string) error {
+	if name == "" || len(name) > 4096 || !utf8.ValidString(name) || bytes.IndexByte([]byte(name), 0) >= 0 {
+		return fmt.Errorf("store: model name %q: empty, too long or not UTF-8", name)
+	}
+	return nil
+}
+
+func checkFileName(name string) error {
+	if name == "" || len(name) > 4096 || !utf8.ValidString(name) || bytes.IndexByte([]byte(name), 0) >= 0 {
+		return fmt.Errorf("file name %q: empty, too long or not UTF-8", name)
+	}
+	return nil
+}
+
+// addFile codes the units of one file, threads at a time.
+func (s *Store) addFile(in Input, seen map[Hash]*coded, news *[]*coded, st *AddStats) (FileEntry, error) {
+	fe := FileEntry{Name: in.Name, Size: in.Size, Format: in.Format}
+	sp := spans(in.Size, in.Segments)
+	res := make([]*coded, len(sp))
+	var mu sync.Mutex // guards seen
+	fileHash := sha256.New()
+	var hashMu sync.Mutex
+	next := 0 // next unit to add to fileHash, in order
+	pending := map[int][]byte{}
+	err := parallel(len(sp), s.opt.threads(), func(i int) error {
+		raw := make([]byte, sp[i].n)
+		if _, err := in.R.ReadAt(raw, sp[i].off); err != nil && !(errors.Is(err, io.EOF) && int64(len(raw)) == sp[i].n) {
+			return err
+		}
+		h := Hash(sha256.Sum256(raw))
+		c := &coded{h: h}
+		res[i] = c
+		// the file's SHA-256, in order
+		hashMu.Lock()
+		pending[i] = raw
+		for {
+			b, ok := pending[next]
+			if !ok {
+				break
+			}
+			fileHash.Write(b)
+			delete(pending, next)
+			next++
+		}
+		hashMu.Unlock()
+		mu.Lock()
+		_, dup := seen[h]
+		if !dup {
+			seen[h] = c
+		}
+		mu.Unlock()
+		if dup {
+			c.dup = true
+			return nil
+		}
+		stored := false
+		if err := s.kv.view(func(t tx) error {
+			stored = t.get(bUnits, h[:]) != nil
+			return nil
+		}); err != nil {
+			return err
+		}
+		if stored {
+			c.dup = true
+			return nil
+		}
+		return s.code(c, raw, sp[i].t)
+	})
+	if err != nil {
+		return fe, err
+	}
+	copy(fe.SHA256[:], fileHash.Sum(nil))
+	for i, c := range res {
+		fe.Units = append(fe.Units, c.h)
+		st.Units++
+		st.Raw += sp[i].n
+		switch {
+		case c.dup:
+			st.Dedup++
+			st.Skipped += sp[i].n
+		case c.u.Kind == KindCast:
+			st.Casts++
+			st.Skipped += sp[i].n
+		case c.u.Kind == KindDelta:
+			st.Deltas++
+		default:
+			st.Coded++
+		}
+		if !c.dup {
+			*news = append(*news, c)
+		}
+	}
+	return fe, nil
+}
+
+// code decides how a new unit is stored.
+func (s *Store) code(c *coded, raw []byte, t dtype.DType) error {
+	c.u = unit{DType: t, RawLen: int64(len(raw)), Kind: KindRaw}
+	// the cast of a stored F32 unit?
+	if castable(t) {
+		var cr castRec
+		found := false
+		if err := s.kv.view(func(tx tx) error {
+			v := tx.get(bCasts, c.h[:])
+			if v == nil {
+				return nil
+			}
+			r, err := parseCast(v)
+			if err != nil {
+				return nil // a damaged hint is only a missed chance
+			}
+			if bu := tx.get(bUnits, r.From[:]); bu != nil && r.DType == t {
+				if u, err := parseUnit(bu); err == nil && u.Depth < maxDepth {
+					cr, found = r, true
+					c.u.Depth = u.Depth + 1
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if found {
+			// a cast is a base for later deltas like any other unit
+			c.u.Kind, c.u.Base = KindCast, cr.From
+			c.fp = fingerprintOf(raw, t)
+			s.cache.put(c.h, raw)
+			return nil
+		}
+	}
+	if t == dtype.F32 {
+		for _, ct := range []dtype.DType{dtype.BF16, dtype.F16} {
+			c.casts = append(c.casts, Hash(sha256.Sum256(castF32(nil, raw, ct))))
+			c.castTs = append(c.castTs, ct)
+		}
+	}
+	var segs []codec.Segment
+	if t != dtype.Invalid {
+		segs = []codec.Segment{{Offset: 0, Length: int64(len(raw)), Name: "t", DType: t, Shape: []int64{int64(len(raw) / t.Size())}}}
+	}
+	c.payload = raw
+	if plain, err := codec.CompressBytes(raw, segs, codec.Options{Threads: 1}); err == nil && len(plain) < len(raw) {
+		c.payload, c.u.Kind = plain, KindNzip
+	}
+	if !fingerprintable(t) {
+		return nil
+	}
+	c.fp = fingerprintOf(raw, t)
+	s.cache.put(c.h, raw)
+	base, bu, ok, err := s.nearest(c.fp, t, int64(len(raw)/t.Size()))
+	if err != nil || !ok {
+		return err
+	}
+	braw, err := s.decode(base, bu, maxDepth)
+	if err != nil {
+		return fmt.Errorf("base %s: %w", base, err)
+	}
+	ref, err := codec.NewReferenceSums([]codec.Input{{Name: "base", R: bytes.NewReader(braw), Size: int64(len(braw)), Segments: segs}}, [][32]byte{base})
+	if err != nil {
+		return err
+	}
+	delta, err := codec.CompressBytes(raw, segs, codec.Options{Threads: 1, Ref: ref})
+	if err != nil {
+		return err
+	}
+	if len(delta) < len(c.payload) {
+		c.payload = delta
+		c.u.Kind, c.u.Base, c.u.Depth = KindDelta, base, bu.Depth+1
+	}
+	return nil
+}
+
+// nearest finds the stored unit of type t and numel values whose
+// fingerprint is nearest fp, within nearThreshold, with room in its chain.
+func (s *Store) nearest(fp fingerprint, t dtype.DType, numel int64) (Hash, unit, bool, error) {
+	var best Hash
+	var bu unit
+	bestD := nearThreshold
+	found := false
+	err := s.kv.view(func(tx tx) error {
+		prefix := fpKey(t, numel, Hash{})
+		return tx.scan(bFP, prefix, func(k, v []byte) error {
+			if len(k) != len(prefix)+32 {
+				return nil
+			}
+			f, err := parseFingerprint(v)
+			if err != nil {
+				return nil
+			}
+			d := distance(f, fp)
+			if !(d < bestD) {
+				return nil
+			}
+			var h Hash
+			copy(h[:], k[len(prefix):])
+			ub := tx.get(bUnits, h[:])
+			if ub == nil {
+				return nil
+			}
+			u, err := parseUnit(ub)
+			if err != nil || u.Depth+1 >= maxDepth || u.DType != t {
+				return nil
+			}
+			best, bu, bestD, found = h, u, d, true
+			return nil
+		})
+	})
+	return best, bu, found, err
+}
+
+// archiveSize is the size of the file's own nzip archive.
+func archiveSize(in Input) (int64, error) {
+	res, err := codec.Encode(io.Discard, []codec.Input{{Name: in.Name, R: in.R, Size: in.Size, Format: in.Format, Segments: in.Segments}}, codec.Options{})
+	return res.Compressed, err
+}
+
+// parallel runs fn(0..n-1) on up to threads goroutines; the first error
+// stops further calls and is returned.
+func parallel(n, threads int, fn func(i int) error) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		next int
+		ferr error
+	)
+	for range min(threads, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				if ferr != nil || next >= n {
+					mu.Unlock()
+					return
+				}
+				i := next
+				next++
+				mu.Unlock()
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if ferr == nil {
+						ferr = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return ferr
+}

@@ -1,0 +1,254 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// blobs holds the chunk files ("packs"): immutable, named by the SHA-256
+// of their bytes. An add writes the payloads of the units it stores as
+// one pack; the index says where each unit's payload lies in which pack.
+type blobs interface {
+	// put stores data and returns its address; storing an existing
+	// address is a no-op.
+	put(data []byte) (Hash, error)
+	// readAt reads len(p) bytes at off of pack id.
+	readAt(id Hash, p []byte, off int64) error
+	remove(id Hash) error
+	// list calls fn for every pack present.
+	list(fn func(id Hash, size int64) error) error
+	// clean removes leftovers of interrupted writes.
+	clean() (int, error)
+}
+
+// dirBlobs keeps packs as files under dir/packs/xx/<hex>.pack, written to
+// dir/tmp first, synced and renamed.
+type dirBlobs struct {
+	dir string
+	mu  sync.Mutex
+	fds map[Hash]*os.File // open packs, for reads
+}
+
+func (d *dirBlobs) path(id Hash) string {
+	h := hex.EncodeToString(id[:])
+	return filepath.Join(d.dir, "packs", h[:2], h+".pack")
+}
+
+func (d *dirBlobs) put(data []byte) (Hash, error) {
+	id := Hash(sha256.Sum256(data))
+	p := d.path(id)
+	if _, err := os.Stat(p); err == nil {
+		return id, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return id, err
+	}
+	f, err := os.CreateTemp(filepath.Join(d.dir, "tmp"), "pack-*")
+	if err != nil {
+		return id, err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		hook("pack-written")
+		err = os.Rename(tmp, p)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return id, fmt.Errorf("store: writing pack: %w", err)
+	}
+	return id, syncDir(filepath.Dir(p))
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return fmt.Errorf("store: sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+func (d *dirBlobs) file(id Hash) (*os.File, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if f, ok := d.fds[id]; ok {
+		return f, nil
+	}
+	f, err := os.Open(d.path(id))
+	if err != nil {
+		return nil, err
+	}
+	if d.fds == nil {
+		d.fds = map[Hash]*os.File{}
+	}
+	if len(d.fds) >= 64 {
+		for k, g := range d.fds {
+			g.Close()
+			delete(d.fds, k)
+		}
+	}
+	d.fds[id] = f
+	return f, nil
+}
+
+func (d *dirBlobs) readAt(id Hash, p []byte, off int64) error {
+	f, err := d.file(id)
+	if err != nil {
+		return err
+	}
+	n, err := f.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func (d *dirBlobs) remove(id Hash) error {
+	d.mu.Lock()
+	if f, ok := d.fds[id]; ok {
+		f.Close()
+		delete(d.fds, id)
+	}
+	d.mu.Unlock()
+	return os.Remove(d.path(id))
+}
+
+func (d *dirBlobs) list(fn func(id Hash, size int64) error) error {
+	root := filepath.Join(d.dir, "packs")
+	return filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		name, ok := strings.CutSuffix(e.Name(), ".pack")
+		var id Hash
+		if b, err := hex.DecodeString(name); !ok || err != nil || len(b) != len(id) {
+			return nil // not ours: left alone
+		}
+		hex.Decode(id[:], []byte(name))
+		st, err := e.Info()
+		if err != nil {
+			return err
+		}
+		return fn(id, st.Size())
+	})
+}
+
+func (d *dirBlobs) clean() (int, error) {
+	ents, err := os.ReadDir(filepath.Join(d.dir, "tmp"))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range ents {
+		if err := os.Remove(filepath.Join(d.dir, "tmp", e.Name())); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+func (d *dirBlobs) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for k, f := range d.fds {
+		f.Close()
+		delete(d.fds, k)
+	}
+}
+
+// memBlobs keeps packs in memory (the browser, tests).
+type memBlobs struct {
+	mu sync.RWMutex
+	m  map[Hash][]byte
+}
+
+func (m *memBlobs) put(data []byte) (Hash, error) {
+	id := Hash(sha256.Sum256(data))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil {
+		m.m = map[Hash][]byte{}
+	}
+	if _, ok := m.m[id]; !ok {
+		m.m[id] = append([]byte(nil), data...)
+	}
+	return id, nil
+}
+
+func (m *memBlobs) readAt(id Hash, p []byte, off int64) error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	b, ok := m.m[id]
+	if !ok {
+		return os.ErrNotExist
+	}
+	if off < 0 || off > int64(len(b)) || int64(len(p)) > int64(len(b))-off {
+		return io.ErrUnexpectedEOF
+	}
+	copy(p, b[off:])
+	return nil
+}
+
+func (m *memBlobs) remove(id Hash) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.m, id)
+	return nil
+}
+
+func (m *memBlobs) list(fn func(id Hash, size int64) error) error {
+	m.mu.RLock()
+	ids := make(map[Hash]int64, len(m.m))
+	for k, v := range m.m {
+		ids[k] = int64(len(v))
+	}
+	m.mu.RUnlock()
+	for k, n := range ids {
+		if err := fn(k, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *memBlobs) clean() (int, error) { return 0, nil }
+
+func (d *dirBlobs) size(id Hash) (int64, bool) {
+	f, err := d.file(id)
+	if err != nil {
+		return 0, false
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return 0, false
+	}
+	return st.Size(), true
+}
+
+func (m *memBlobs) size(id Hash) (int64, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	b, ok := m.m[id]
+	return int64(len(b)), ok
+}

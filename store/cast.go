@@ -1,0 +1,165 @@
+package store
+
+import (
+	"encoding/binary"
+	"math"
+
+	"neuralzip/dtype"
+)
+
+// Casts. A BF16 or F16 export of an F32 model holds, tensor for tensor, the
+// round-to-nearest-even cast of the F32 values. The store keeps such a
+// tensor as the relation "cast of unit X to BF16/F16" (no payload): when
+// an F32 unit is stored, the SHA-256 of its two casts is indexed, and a
+// later BF16/F16 unit with that SHA-256 is the cast. The relation is exact
+// by construction: it is recorded only when the cast's bytes hash to the
+// unit's own address, and decoding checks that hash again. NaN payloads
+// are cast by the rule below; an exporter that writes another NaN simply
+// does not match, and its tensor is coded normally.
+
+// castable reports whether F32 values can be cast to t here.
+func castable(t dtype.DType) bool { return t == dtype.BF16 || t == dtype.F16 }
+
+// castF32 appends the cast of little-endian F32 values src to t.
+func castF32(dst, src []byte, t dtype.DType) []byte {
+	n := len(src) / 4
+	start := len(dst)
+	dst = append(dst, make([]byte, 2*n)...)
+	out := dst[start:]
+	for i := range n {
+		x := binary.LittleEndian.Uint32(src[4*i:])
+		var h uint16
+		if t == dtype.BF16 {
+			h = f32ToBF16(x)
+		} else {
+			h = f32ToF16(x)
+		}
+		binary.LittleEndian.PutUint16(out[2*i:], h)
+	}
+	return dst
+}
+
+// f32ToBF16 rounds to nearest, ties to even; a NaN keeps its sign and top
+// payload bits and is made quiet (torch's rule for non-canonical NaNs is
+// not assumed: a mismatch is just not a cast).
+func f32ToBF16(x uint32) uint16 {
+	if x&0x7fffffff > 0x7f800000 {
+		return uint16(x>>16) | 0x40
+	}
+	return uint16((x + 0x7fff + (x>>16)&1) >> 16)
+}
+
+// f32ToF16 rounds to nearest, ties to even, with subnormals and overflow
+// to infinity; NaNs keep sign and top payload bits, made quiet.
+func f32ToF16(x uint32) uint16 {
+	sign := uint16(x>>16) & 0x8000
+	exp := int(x>>23) & 0xff
+	mant := x & 0x7fffff
+	if exp == 0xff {
+		if mant == 0 {
+			return sign | 0x7c00
+		}
+		return sign | 0x7e00 | uint16(mant>>13)
+	}
+	e := exp - 127 + 15
+	if e >= 0x1f {
+		return sign | 0x7c00
+	}
+	if e <= 0 {
+		// subnormal: the value in units of 2^-24
+		m := mant | 0x800000
+		if exp == 0 {
+			m = mant // F32 subnormals are far below F16's range
+		}
+		shift := uint(14 - e)
+		if shift >= 32 {
+			return sign
+		}
+		q := m >> shift
+		rem := m & (1<<shift - 1)
+		half := uint32(1) << (shift - 1)
+		if rem > half || (rem == half && q&1 == 1) {
+			q++
+		}
+		return sign | uint16(q)
+	}
+	q := uint32(e)<<10 | mant>>13
+	rem := mant & 0x1fff
+	if rem > 0x1000 || (rem == 0x1000 && q&1 == 1) {
+		q++ // may carry into the exponent, up to infinity: as it should
+	}
+	return sign | uint16(q)
+}
+
+// toFloat32 reads value i of a float tensor of type t.
+func toFloat32(b []byte, t dtype.DType, i int) float32 {
+	switch t {
+	case dtype.F32:
+		return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	case dtype.BF16:
+		return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[2*i:])) << 16)
+	case dtype.F16:
+		return f16ToF32(binary.LittleEndian.Uint16(b[2*i:]))
+	}
+	return 0
+}
+
+func f16ToF32(h uint16) float32 {
+	sign := uint32(h&0x8000) << 16
+	exp := uint32(h>>10) & 0x1f
+	mant := uint32(h & 0x3ff)
+	switch {
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
+	case exp == 0:
+		v := float32(mant) * (1.0 / (1 << 24))
+		if sign != 0 {
+			v = -v
+		}
+		return v
+	}
+	return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
+}
+
+// fingerprintable: float types whose tensors get a fingerprint and may be
+// coded against a near one (the codec's difference blocks).
+func fingerprintable(t dtype.DType) bool {
+	return t == dtype.F32 || t == dtype.BF16 || t == dtype.F16
+}
+
+// fingerprintOf samples fpSamples values at fixed positions; non-finite
+// values count as 0.
+func fingerprintOf(b []byte, t dtype.DType) fingerprint {
+	n := len(b) / t.Size()
+	k := min(n, fpSamples)
+	fp := make(fingerprint, k)
+	for j := range fp {
+		v := toFloat32(b, t, int(int64(j)*int64(n)/int64(k)))
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			v = 0
+		}
+		fp[j] = v
+	}
+	return fp
+}
+
+// distance is the squared relative L2 distance of two fingerprints:
+// Σ(a−b)² / Σa², +Inf when they cannot be compared.
+func distance(a, b fingerprint) float64 {
+	if len(a) != len(b) || len(a) == 0 {
+		return math.Inf(1)
+	}
+	var num, den float64
+	for i := range a {
+		d := float64(a[i]) - float64(b[i])
+		num += d * d
+		den += float64(a[i]) * float64(a[i])
+	}
+	if den == 0 {
+		if num == 0 {
+			return 0
+		}
+		return math.Inf(1)
+	}
+	return num / den
+}

@@ -1,0 +1,124 @@
+package store
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+var updateFuzz = flag.Bool("update-fuzz", false, "rewrite the seed corpora in testdata/fuzz from a store of real hub models")
+
+// TestFuzzSeeds writes (-update-fuzz) the seed corpora of the record
+// parsers from the index of a store holding real hub models: a few records
+// of each kind.
+func TestFuzzSeeds(t *testing.T) {
+	if !*updateFuzz {
+		t.Skip("-update-fuzz not set")
+	}
+	hub := shared(t, "hub/stories260K")
+	s := NewMem(Options{})
+	for _, f := range []string{"base/model.f32.safetensors", "ft-fortunes-lora/model.f32.safetensors", "base/model.bf16.safetensors"} {
+		if _, _, err := s.Add(f, inputs(t, path.Join(hub, f)), AddOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(target, bucket string, max int) {
+		dir := filepath.Join("testdata", "fuzz", target)
+		os.RemoveAll(dir)
+		os.MkdirAll(dir, 0o755)
+		n := 0
+		s.kv.view(func(tx tx) error {
+			return tx.scan(bucket, nil, func(k, v []byte) error {
+				if n < max && len(v) < 4096 {
+					body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", v)
+					os.WriteFile(filepath.Join(dir, fmt.Sprintf("real-%d", n)), []byte(body), 0o644)
+					n++
+				}
+				return nil
+			})
+		})
+		// one long manifest, cut to a seed of bounded size, is added by the target
+	}
+	write("FuzzParseUnit", bUnits, 6)
+	write("FuzzParseManifest", bModels, 3)
+	write("FuzzParseCast", bCasts, 3)
+	write("FuzzParseFingerprint", bFP, 2)
+}
+
+// seedsFromStore adds records of a small in-memory store (synthetic
+// tensors) to f, so a target has seeds without the corpus too.
+func seedsFromStore(f *testing.F, bucket string) {
+	s := NewMem(Options{})
+	b := make([]byte, 4096)
+	for i := range b {
+		b[i] = byte(i * 7)
+	}
+	seg := []Input{{Name: "m", R: bytes.NewReader(b), Size: int64(len(b)), Segments: []codecSegment{{Offset: 64, Length: 1024, Name: "w", DType: f32, Shape: []int64{256}}}}}
+	s.Add("a", seg, AddOptions{})
+	s.kv.view(func(tx tx) error {
+		return tx.scan(bucket, nil, func(k, v []byte) error {
+			f.Add(bytes.Clone(v))
+			return nil
+		})
+	})
+}
+
+func FuzzParseUnit(f *testing.F) {
+	seedsFromStore(f, bUnits)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		u, err := parseUnit(b)
+		if err != nil {
+			return
+		}
+		u2, err := parseUnit(u.encode())
+		if err != nil || u2 != u {
+			t.Fatalf("re-encoded unit: %v %+v != %+v", err, u2, u)
+		}
+	})
+}
+
+func FuzzParseManifest(f *testing.F) {
+	seedsFromStore(f, bModels)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := parseManifest(b)
+		if err != nil {
+			return
+		}
+		m2, err := parseManifest(m.encode())
+		if err != nil || !reflect.DeepEqual(m, m2) {
+			t.Fatalf("re-encoded manifest differs: %v", err)
+		}
+	})
+}
+
+func FuzzParseCast(f *testing.F) {
+	seedsFromStore(f, bCasts)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := parseCast(b)
+		if err != nil {
+			return
+		}
+		if c2, err := parseCast(c.encode()); err != nil || c2 != c {
+			t.Fatalf("re-encoded cast record differs: %v", err)
+		}
+	})
+}
+
+func FuzzParseFingerprint(f *testing.F) {
+	seedsFromStore(f, bFP)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fp, err := parseFingerprint(b)
+		if err != nil {
+			return
+		}
+		fp2, err := parseFingerprint(fp.encode())
+		if err != nil || len(fp2) != len(fp) || !bytes.Equal(fp.encode(), fp2.encode()) {
+			t.Fatalf("re-encoded fingerprint differs: %v", err)
+		}
+	})
+}

@@ -1,0 +1,267 @@
+package store
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"sync"
+
+	"neuralzip/codec"
+	"neuralzip/dtype"
+)
+
+// Model returns the manifest of a stored model.
+func (s *Store) Model(name string) (*Manifest, error) {
+	var m *Manifest
+	err := s.kv.view(func(t tx) error {
+		v := t.get(bModels, []byte(name))
+		if v == nil {
+			return fmt.Errorf("%w: %q", ErrNotFound, name)
+		}
+		var err error
+		m, err = parseManifest(v)
+		if err != nil {
+			return fmt.Errorf("%w: model %q: manifest: %v", ErrIndexDamaged, name, err)
+		}
+		if m.Name != name {
+			return fmt.Errorf("%w: model %q: manifest names %q", ErrIndexDamaged, name, m.Name)
+		}
+		return nil
+	})
+	return m, err
+}
+
+// unitRec reads unit h's record.
+func (s *Store) unitRec(h Hash) (unit, error) {
+	var u unit
+	err := s.kv.view(func(t tx) error {
+		v := t.get(bUnits, h[:])
+		if v == nil {
+			return fmt.Errorf("%w: unit %s missing", ErrIndexDamaged, h)
+		}
+		var err error
+		u, err = parseUnit(v)
+		if err != nil {
+			return fmt.Errorf("%w: unit %s: %v", ErrIndexDamaged, h, err)
+		}
+		return nil
+	})
+	return u, err
+}
+
+// payload reads and checks unit u's stored bytes.
+func (s *Store) payload(h Hash, u unit) ([]byte, error) {
+	if u.Len > u.RawLen+u.RawLen/8+(1<<20) {
+		return nil, fmt.Errorf("%w: unit %s: payload of %d bytes for %d", ErrIndexDamaged, h, u.Len, u.RawLen)
+	}
+	if sz, ok := blobSize(s.bl, u.Pack); ok && (u.Off > sz || u.Len > sz-u.Off) {
+		return nil, fmt.Errorf("%w: unit %s: bytes %d..%d beyond chunk %x (%d bytes)", ErrChunkDamaged, h, u.Off, u.Off+u.Len, u.Pack[:8], sz)
+	}
+	p := make([]byte, u.Len)
+	if err := s.bl.readAt(u.Pack, p, u.Off); err != nil {
+		return nil, fmt.Errorf("%w: unit %s in chunk %x: %v", ErrChunkDamaged, h, u.Pack[:8], err)
+	}
+	s.read.Add(u.Len)
+	if crcOf(p) != u.CRC {
+		return nil, fmt.Errorf("%w: unit %s in chunk %x: checksum mismatch", ErrChunkDamaged, h, u.Pack[:8])
+	}
+	return p, nil
+}
+
+// blobSize is a pack's size where the backend knows it cheaply.
+func blobSize(b blobs, id Hash) (int64, bool) {
+	if z, ok := b.(interface{ size(Hash) (int64, bool) }); ok {
+		return z.size(id)
+	}
+	return 0, false
+}
+
+// decode returns unit h's original bytes (u its record), decoding its base
+// chain (at most depth more units), and checks them against h. The bases
+// are not hashed on the way: a wrong base makes the unit decode to other
+// bytes (or fail), which its own check catches.
+func (s *Store) decode(h Hash, u unit, depth int) ([]byte, error) {
+	return s.decodeCheck(h, u, depth, true)
+}
+
+func (s *Store) decodeCheck(h Hash, u unit, depth int, check bool) ([]byte, error) {
+	if b, ok := s.cache.get(h); ok {
+		return b, nil
+	}
+	if depth < 0 {
+		return nil, fmt.Errorf("%w: unit %s: base chain longer than %d", ErrIndexDamaged, h, maxDepth)
+	}
+	var out []byte
+	switch u.Kind {
+	case KindRaw:
+		p, err := s.payload(h, u)
+		if err != nil {
+			return nil, err
+		}
+		out = p
+	case KindNzip:
+		p, err := s.payload(h, u)
+		if err != nil {
+			return nil, err
+		}
+		out, err = codec.DecompressBytes(p, codec.Options{Threads: 1, SkipHash: true})
+		if err != nil {
+			return nil, fmt.Errorf("%w: unit %s: %v", ErrChunkDamaged, h, err)
+		}
+	case KindDelta, KindCast:
+		bu, err := s.unitRec(u.Base)
+		if err != nil {
+			return nil, fmt.Errorf("base of unit %s: %w", h, err)
+		}
+		base, err := s.decodeCheck(u.Base, bu, depth-1, false)
+		if err != nil {
+			return nil, err
+		}
+		if u.Kind == KindCast {
+			if bu.DType != dtype.F32 || !castable(u.DType) {
+				return nil, fmt.Errorf("%w: unit %s: cast of %v to %v", ErrIndexDamaged, h, bu.DType, u.DType)
+			}
+			out = castF32(nil, base, u.DType)
+			break
+		}
+		p, err := s.payload(h, u)
+		if err != nil {
+			return nil, err
+		}
+		var segs []codec.Segment
+		if u.DType != dtype.Invalid && u.DType.Size() > 0 {
+			segs = []codec.Segment{{Length: int64(len(base)), Name: "t", DType: u.DType, Shape: []int64{int64(len(base) / u.DType.Size())}}}
+		}
+		ref, err := codec.NewReferenceSums([]codec.Input{{Name: "base", R: bytes.NewReader(base), Size: int64(len(base)), Segments: segs}}, [][32]byte{u.Base})
+		if err != nil {
+			return nil, err
+		}
+		out, err = codec.DecompressBytes(p, codec.Options{Threads: 1, SkipHash: true, Ref: ref})
+		if err != nil {
+			return nil, fmt.Errorf("%w: unit %s: %v", ErrChunkDamaged, h, err)
+		}
+	default:
+		return nil, fmt.Errorf("%w: unit %s: kind %d", ErrIndexDamaged, h, u.Kind)
+	}
+	s.decoded.Add(int64(len(out)))
+	if int64(len(out)) != u.RawLen || (check && Hash(sha256.Sum256(out)) != h) {
+		return nil, fmt.Errorf("%w: unit %s decodes to other bytes", ErrChunkDamaged, h)
+	}
+	return out, nil
+}
+
+// WriteFile writes file fi of model m to w, decoding units threads at a
+// time, in order. Every unit is checked against its SHA-256, so a damaged
+// chunk or index is an error, never other bytes.
+func (s *Store) WriteFile(m *Manifest, fi int, w io.Writer) error {
+	if fi < 0 || fi >= len(m.Files) {
+		return fmt.Errorf("store: model %q has no file %d", m.Name, fi)
+	}
+	f := m.Files[fi]
+	err := s.ordered(len(f.Units), func(i int) ([]byte, error) {
+		u, err := s.unitRec(f.Units[i])
+		if err != nil {
+			return nil, err
+		}
+		return s.decode(f.Units[i], u, maxDepth)
+	}, func(i int, b []byte) error {
+		_, err := w.Write(b)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: model %q: file %q: %w", m.Name, f.Name, err)
+	}
+	return nil
+}
+
+// ordered runs work(i) for i in 0..n-1 on the store's threads, at most
+// 2×threads ahead of emit, which sees the results in order.
+func (s *Store) ordered(n int, work func(i int) ([]byte, error), emit func(i int, b []byte) error) error {
+	type res struct {
+		b   []byte
+		err error
+	}
+	threads := s.opt.threads()
+	out := make([]chan res, n)
+	for i := range out {
+		out[i] = make(chan res, 1)
+	}
+	sem := make(chan struct{}, 2*threads)
+	work1 := make(chan int)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work1 {
+				b, err := work(i)
+				out[i] <- res{b, err}
+			}
+		}()
+	}
+	go func() {
+		defer close(work1)
+		for i := range n {
+			select {
+			case sem <- struct{}{}:
+			case <-stop:
+				return
+			}
+			select {
+			case work1 <- i:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	var err error
+	for i := 0; i < n && err == nil; i++ {
+		r := <-out[i]
+		<-sem
+		err = r.err
+		if err == nil {
+			err = emit(i, r.b)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	return err
+}
+
+// rawCache keeps recently coded or decoded units' bytes (bases of deltas
+// in an add), bounded by bytes, oldest out first.
+type rawCache struct {
+	mu    sync.Mutex
+	max   int64
+	bytes int64
+	m     map[Hash][]byte
+	order []Hash
+}
+
+func newRawCache(max int64) *rawCache { return &rawCache{max: max, m: map[Hash][]byte{}} }
+
+func (c *rawCache) get(h Hash) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.m[h]
+	return b, ok
+}
+
+func (c *rawCache) put(h Hash, b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[h]; ok || int64(len(b)) > c.max/4 {
+		return
+	}
+	c.m[h] = b
+	c.order = append(c.order, h)
+	c.bytes += int64(len(b))
+	for c.bytes > c.max && len(c.order) > 0 {
+		old := c.order[0]
+		c.order = c.order[1:]
+		c.bytes -= int64(len(c.m[old]))
+		delete(c.m, old)
+	}
+}

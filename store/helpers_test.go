@@ -1,0 +1,101 @@
+package store
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"neuralzip/checkpoint"
+	"neuralzip/checkpoint/codecseg"
+)
+
+// shared is the corpus of real weights (../shared from the repository root).
+func shared(t testing.TB, rel string) string {
+	t.Helper()
+	p := filepath.Join("..", "..", "shared", rel)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("corpus %s absent (../shared not present): skipping", rel)
+	}
+	return p
+}
+
+// inputs opens a model as nzip compress does: loader layout → codec segments.
+func inputs(t testing.TB, path string) []Input {
+	t.Helper()
+	m, err := checkpoint.OpenPath(path)
+	if err != nil {
+		b, rerr := os.ReadFile(path)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		return []Input{{Name: filepath.Base(path), R: bytes.NewReader(b), Size: int64(len(b)), Format: "unknown"}}
+	}
+	var out []Input
+	for _, f := range m.Files {
+		b, err := os.ReadFile(f.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := Input{Name: f.Name, R: bytes.NewReader(b), Size: int64(len(b))}
+		if f.Layout != nil {
+			in.Format = f.Layout.Format
+			in.Segments = codecseg.Of(f.Layout.Segments)
+		}
+		out = append(out, in)
+	}
+	return out
+}
+
+// fileBytes reads every file of a model as stored in the inputs.
+func fileBytes(t testing.TB, ins []Input) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for _, in := range ins {
+		b := make([]byte, in.Size)
+		if _, err := in.R.ReadAt(b, 0); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// hubFiles lists the hub's model files, F32 first (casts find their F32).
+var hubFiles = []string{
+	"base/model.f32.safetensors",
+	"ft-fortunes-full/model.f32.safetensors",
+	"ft-fortunes-lora/model.f32.safetensors",
+	"ft-frozen-embed/model.f32.safetensors",
+	"ft-continued/model.f32.safetensors",
+	"base/model.bf16.safetensors",
+	"ft-fortunes-full/model.bf16.safetensors",
+	"ft-fortunes-full/model.f16.gguf",
+	"ft-fortunes-lora/model.bf16.safetensors",
+	"ft-frozen-embed/model.bf16.safetensors",
+	"ft-continued/model.bf16.safetensors",
+	"tok512.bin",
+}
+
+// restore reads model name back and compares it with want.
+func restore(t testing.TB, s *Store, name string, want [][]byte) {
+	t.Helper()
+	m, err := s.Model(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Files) != len(want) {
+		t.Fatalf("%s: %d files, want %d", name, len(m.Files), len(want))
+	}
+	for fi := range m.Files {
+		var buf bytes.Buffer
+		if err := s.WriteFile(m, fi, &buf); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf.Bytes(), want[fi]) {
+			t.Fatalf("%s: file %d restores to other bytes", name, fi)
+		}
+	}
+}
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

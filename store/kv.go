@@ -1,0 +1,144 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// The index is an ordered key-value store with named buckets. Directory
+// stores keep it in bbolt (kv_bolt.go); the in-memory store (and the
+// browser build, where bbolt does not compile) in memKV.
+
+// Buckets of the index.
+const (
+	bUnits  = "units"  // Hash → unit record
+	bModels = "models" // model name → manifest
+	bFP     = "fp"     // dtype name · 0 · numel (8 bytes BE) · Hash → fingerprint
+	bCasts  = "casts"  // SHA-256 of a cast's bytes → castRec
+)
+
+var buckets = []string{bUnits, bModels, bFP, bCasts}
+
+// kv is the index backend.
+type kv interface {
+	view(fn func(tx) error) error
+	update(fn func(tx) error) error
+	close() error
+}
+
+// tx is one transaction: reads see its own writes; an update's writes
+// land together or not at all.
+type tx interface {
+	get(bucket string, key []byte) []byte // nil when absent; valid during the transaction
+	put(bucket string, key, val []byte) error
+	del(bucket string, key []byte) error
+	// scan calls fn for each key with the prefix, in key order.
+	scan(bucket string, prefix []byte, fn func(k, v []byte) error) error
+}
+
+// memKV is an in-memory kv: updates work on a copy, swapped in on success.
+type memKV struct {
+	mu sync.RWMutex
+	b  map[string]map[string][]byte
+}
+
+func newMemKV() *memKV {
+	m := &memKV{b: map[string]map[string][]byte{}}
+	for _, name := range buckets {
+		m.b[name] = map[string][]byte{}
+	}
+	return m
+}
+
+type memTx struct {
+	b        map[string]map[string][]byte
+	writable bool
+}
+
+func (m *memKV) view(fn func(tx) error) error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return fn(&memTx{b: m.b})
+}
+
+func (m *memKV) update(fn func(tx) error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cp := make(map[string]map[string][]byte, len(m.b))
+	for name, bk := range m.b {
+		c := make(map[string][]byte, len(bk))
+		for k, v := range bk {
+			c[k] = v
+		}
+		cp[name] = c
+	}
+	if err := fn(&memTx{b: cp, writable: true}); err != nil {
+		return err
+	}
+	m.b = cp
+	return nil
+}
+
+func (m *memKV) close() error { return nil }
+
+func (t *memTx) bucket(name string) (map[string][]byte, error) {
+	bk, ok := t.b[name]
+	if !ok {
+		return nil, fmt.Errorf("store: no bucket %q", name)
+	}
+	return bk, nil
+}
+
+func (t *memTx) get(bucket string, key []byte) []byte {
+	bk, err := t.bucket(bucket)
+	if err != nil {
+		return nil
+	}
+	return bk[string(key)]
+}
+
+func (t *memTx) put(bucket string, key, val []byte) error {
+	bk, err := t.bucket(bucket)
+	if err != nil {
+		return err
+	}
+	if !t.writable {
+		return fmt.Errorf("store: write in a read-only transaction")
+	}
+	bk[string(key)] = bytes.Clone(val)
+	return nil
+}
+
+func (t *memTx) del(bucket string, key []byte) error {
+	bk, err := t.bucket(bucket)
+	if err != nil {
+		return err
+	}
+	if !t.writable {
+		return fmt.Errorf("store: write in a read-only transaction")
+	}
+	delete(bk, string(key))
+	return nil
+}
+
+func (t *memTx) scan(bucket string, prefix []byte, fn func(k, v []byte) error) error {
+	bk, err := t.bucket(bucket)
+	if err != nil {
+		return err
+	}
+	var keys []string
+	for k := range bk {
+		if bytes.HasPrefix([]byte(k), prefix) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := fn([]byte(k), bk[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

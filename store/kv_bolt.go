@@ -1,0 +1,158 @@
+//go:build !js
+
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// boltKV is the index of a directory store: one bbolt file. bbolt holds
+// an exclusive file lock while it is open for writing, so the processes
+// that open one store take turns (Options.LockWait bounds the wait).
+type boltKV struct {
+	db   *bolt.DB
+	path string
+}
+
+func openBolt(path string, create bool, wait time.Duration) (kv, error) {
+	k, err := openBoltDB(path, create, wait)
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+func openBoltDB(path string, create bool, wait time.Duration) (k *boltKV, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			k, err = nil, fmt.Errorf("%w: %s: %v", ErrIndexDamaged, path, r)
+		}
+	}()
+	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: wait, NoGrowSync: false})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("store: %s: locked by another process (waited %v)", path, wait)
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrIndexDamaged, path, err)
+	}
+	k = &boltKV{db: db, path: path}
+	err = db.Update(func(t *bolt.Tx) error {
+		for _, name := range buckets {
+			if t.Bucket([]byte(name)) != nil {
+				continue
+			}
+			if !create {
+				return fmt.Errorf("%w: %s: bucket %q missing", ErrIndexDamaged, path, name)
+			}
+			if _, err := t.CreateBucket([]byte(name)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return k, nil
+}
+
+// guard turns a panic inside bbolt (it panics on some damaged pages) into
+// ErrIndexDamaged.
+func (k *boltKV) guard(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: %s: %v", ErrIndexDamaged, k.path, r)
+	}
+}
+
+func (k *boltKV) view(fn func(tx) error) (err error) {
+	defer k.guard(&err)
+	return k.db.View(func(t *bolt.Tx) error { return fn(boltTx{t}) })
+}
+
+func (k *boltKV) update(fn func(tx) error) (err error) {
+	defer k.guard(&err)
+	return k.db.Update(func(t *bolt.Tx) error { return fn(boltTx{t}) })
+}
+
+func (k *boltKV) close() error { return k.db.Close() }
+
+type boltTx struct{ t *bolt.Tx }
+
+func (b boltTx) bucket(name string) (*bolt.Bucket, error) {
+	bk := b.t.Bucket([]byte(name))
+	if bk == nil {
+		return nil, fmt.Errorf("%w: bucket %q missing", ErrIndexDamaged, name)
+	}
+	return bk, nil
+}
+
+func (b boltTx) get(bucket string, key []byte) []byte {
+	bk, err := b.bucket(bucket)
+	if err != nil {
+		return nil
+	}
+	return bk.Get(key)
+}
+
+func (b boltTx) put(bucket string, key, val []byte) error {
+	bk, err := b.bucket(bucket)
+	if err != nil {
+		return err
+	}
+	return bk.Put(key, val)
+}
+
+func (b boltTx) del(bucket string, key []byte) error {
+	bk, err := b.bucket(bucket)
+	if err != nil {
+		return err
+	}
+	return bk.Delete(key)
+}
+
+func (b boltTx) scan(bucket string, prefix []byte, fn func(k, v []byte) error) error {
+	bk, err := b.bucket(bucket)
+	if err != nil {
+		return err
+	}
+	c := bk.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if err := fn(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func openKV(path string, opt Options) (kv, error) {
+	if opt.ReadOnly {
+		k, err := openBoltRO(path, opt.LockWait)
+		if err != nil {
+			return nil, err
+		}
+		return k, nil
+	}
+	return openBolt(path, false, opt.LockWait)
+}
+
+func openBoltRO(path string, wait time.Duration) (k *boltKV, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			k, err = nil, fmt.Errorf("%w: %s: %v", ErrIndexDamaged, path, r)
+		}
+	}()
+	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: wait, ReadOnly: true})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("store: %s: locked by another process (waited %v)", path, wait)
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrIndexDamaged, path, err)
+	}
+	return &boltKV{db: db, path: path}, nil
+}

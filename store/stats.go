@@ -1,0 +1,105 @@
+package store
+
+import "fmt"
+
+// ModelStats is one model's line in ls and stats.
+type ModelStats struct {
+	Name  string   `json:"name"`
+	Files int      `json:"files"`
+	Raw   int64    `json:"raw_bytes"`
+	Added int64    `json:"added_bytes"`          // payload its add stored
+	Alone int64    `json:"nzip_bytes,omitempty"` // its files' own nzip archives (add -compare)
+	Bases []string `json:"bases,omitempty"`      // models its deltas and casts are coded against
+}
+
+// Stats summarises a store.
+type Stats struct {
+	Models     []ModelStats     `json:"models"`
+	Raw        int64            `json:"raw_bytes"`        // bytes of every stored file
+	Stored     int64            `json:"stored_bytes"`     // payload bytes of the units in the index
+	Alone      int64            `json:"nzip_bytes"`       // Σ own nzip archives (0 unless every model has it)
+	Units      map[string]int   `json:"units"`            // units by kind
+	UnitBytes  map[string]int64 `json:"unit_raw_bytes"`   // their original bytes by kind
+	ChunkBytes int64            `json:"chunk_file_bytes"` // bytes of the chunk files (incl. unused until gc)
+	Chunks     int              `json:"chunk_files"`
+}
+
+// Stats reads the index and lists the chunk files.
+func (s *Store) Stats() (*Stats, error) {
+	st := &Stats{Units: map[string]int{}, UnitBytes: map[string]int64{}}
+	allAlone := true
+	err := s.kv.view(func(t tx) error {
+		if err := t.scan(bModels, nil, func(k, v []byte) error {
+			m, err := parseManifest(v)
+			if err != nil {
+				return fmt.Errorf("%w: model %q: manifest: %v", ErrIndexDamaged, k, err)
+			}
+			st.Models = append(st.Models, ModelStats{Name: m.Name, Files: len(m.Files), Raw: m.Raw, Added: m.Added, Alone: m.Alone, Bases: m.Bases})
+			st.Raw += m.Raw
+			st.Alone += m.Alone
+			allAlone = allAlone && m.Alone > 0
+			return nil
+		}); err != nil {
+			return err
+		}
+		return t.scan(bUnits, nil, func(k, v []byte) error {
+			u, err := parseUnit(v)
+			if err != nil {
+				return fmt.Errorf("%w: unit %x: %v", ErrIndexDamaged, k, err)
+			}
+			st.Units[KindName(u.Kind)]++
+			st.UnitBytes[KindName(u.Kind)] += u.RawLen
+			st.Stored += u.Len
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !allAlone {
+		st.Alone = 0
+	}
+	err = s.bl.list(func(id Hash, size int64) error {
+		st.Chunks++
+		st.ChunkBytes += size
+		return nil
+	})
+	return st, err
+}
+
+// chainBytes is the payload bytes of the units model name needs: its own
+// and those of their base chains, each counted once.
+func (s *Store) chainBytes(name string) (int64, error) {
+	m, err := s.Model(name)
+	if err != nil {
+		return 0, err
+	}
+	seen := map[Hash]bool{}
+	var n int64
+	var walk func(h Hash, depth int) error
+	walk = func(h Hash, depth int) error {
+		if seen[h] || depth < 0 {
+			return nil
+		}
+		seen[h] = true
+		u, err := s.unitRec(h)
+		if err != nil {
+			return err
+		}
+		if u.Kind != KindCast {
+			n += u.Len
+		}
+		if u.Kind == KindDelta || u.Kind == KindCast {
+			return walk(u.Base, depth-1)
+		}
+		return nil
+	}
+	for _, f := range m.Files {
+		for _, h := range f.Units {
+			if err := walk(h, maxDepth); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,118 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
+	"time"
+)
+
+// Store errors.
+var (
+	// ErrNotFound: no model of that name.
+	ErrNotFound = errors.New("store: no such model")
+	// ErrExists: a model of that name is already stored.
+	ErrExists = errors.New("store: model already stored")
+	// ErrIndexDamaged: the index cannot be read or holds a damaged record.
+	ErrIndexDamaged = errors.New("store: index damaged")
+	// ErrChunkDamaged: a chunk's bytes do not match what the index says.
+	ErrChunkDamaged = errors.New("store: chunk damaged")
+	// ErrNotStore: the directory is not a store (no index).
+	ErrNotStore = errors.New("store: not a store (run nzip store init)")
+)
+
+// maxDepth bounds base chains (a delta of a delta of ...): decoding a unit
+// decodes at most this many others.
+const maxDepth = 16
+
+// indexName is the index file in a directory store.
+const indexName = "index.db"
+
+// Options configures a Store. The zero value is ready to use.
+type Options struct {
+	// Threads bounds the units coded or decoded at once; 0 means GOMAXPROCS.
+	Threads int
+	// ReadOnly opens the index shared: readers run side by side, a writer
+	// waits for them.
+	ReadOnly bool
+	// LockWait bounds how long Open waits for another process holding the
+	// store; 0 waits as long as it takes.
+	LockWait time.Duration
+}
+
+func (o Options) threads() int {
+	if o.Threads > 0 {
+		return o.Threads
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// Store is a set of models kept as deduplicated, cross-coded units. A
+// directory store holds its index (bbolt) and its chunk files; while a
+// Store is open for writing no other process can open it.
+type Store struct {
+	dir     string // "" for an in-memory store
+	kv      kv
+	bl      blobs
+	opt     Options
+	read    atomic.Int64 // payload bytes read from chunks
+	decoded atomic.Int64 // unit bytes decoded (bases included)
+	cache   *rawCache
+}
+
+// Init creates an empty directory store at dir (made if missing; it must
+// not hold a store already).
+func Init(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, indexName)); err == nil {
+		return fmt.Errorf("store: %s already holds a store", dir)
+	}
+	for _, d := range []string{dir, filepath.Join(dir, "packs"), filepath.Join(dir, "tmp")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	k, err := openBolt(filepath.Join(dir, indexName), true, time.Second)
+	if err != nil {
+		return err
+	}
+	return k.close()
+}
+
+// Open opens the directory store at dir.
+func Open(dir string, opt Options) (*Store, error) {
+	p := filepath.Join(dir, indexName)
+	if _, err := os.Stat(p); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrNotStore, dir)
+	}
+	k, err := openKV(p, opt)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{dir: dir, kv: k, bl: &dirBlobs{dir: dir}, opt: opt, cache: newRawCache(256 << 20)}, nil
+}
+
+// NewMem returns an empty in-memory store (the browser's, tests').
+func NewMem(opt Options) *Store {
+	return &Store{kv: newMemKV(), bl: &memBlobs{}, opt: opt, cache: newRawCache(256 << 20)}
+}
+
+// Close releases the store (and its lock).
+func (s *Store) Close() error {
+	if d, ok := s.bl.(*dirBlobs); ok {
+		d.close()
+	}
+	return s.kv.close()
+}
+
+// BytesRead is the payload bytes read from chunk files so far.
+func (s *Store) BytesRead() int64 { return s.read.Load() }
+
+// BytesDecoded is the original bytes of the units decoded so far, the
+// bases of deltas and casts included.
+func (s *Store) BytesDecoded() int64 { return s.decoded.Load() }
+
+// Dir is the store's directory ("" for an in-memory store).
+func (s *Store) Dir() string { return s.dir }

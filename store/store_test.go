@@ -1,0 +1,34 @@
+package store
+
+import (
+	"path"
+	"testing"
+)
+
+func TestHubRoundTrip(t *testing.T) {
+	hub := shared(t, "hub/stories260K")
+	s, _ := tempStore(t)
+	want := map[string][][]byte{}
+	for _, f := range hubFiles {
+		ins := inputs(t, path.Join(hub, f))
+		m, st, err := s.Add(f, ins, AddOptions{Compare: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%-42s raw %8d added %8d alone %8d  units %3d dedup %3d casts %3d deltas %3d coded %3d bases %v",
+			f, m.Raw, m.Added, m.Alone, st.Units, st.Dedup, st.Casts, st.Deltas, st.Coded, m.Bases)
+		want[f] = fileBytes(t, ins)
+	}
+	for f, w := range want {
+		restore(t, s, f, w)
+	}
+	st, err := s.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("raw %d stored %d nzip %d ratio %.3f units %v", st.Raw, st.Stored, st.Alone, float64(st.Stored)/float64(st.Alone), st.Units)
+	bad, err := s.Verify()
+	if err != nil || len(bad) > 0 {
+		t.Fatal(err, bad)
+	}
+}
