@@ -217,6 +217,16 @@ func (r *Reader) startWorkers(n int, fn func(bd *blockDecoder, comp *[]byte)) (w
 	return wg.Wait
 }
 
+// runWorker runs fn as startWorkers' only worker would, in the calling
+// goroutine.
+func (r *Reader) runWorker(fn func(bd *blockDecoder, comp *[]byte)) {
+	bd := r.newBlockDecoder()
+	defer blockDecoders.Put(bd)
+	comp := getBuf(0)
+	defer putBuf(comp)
+	fn(bd, comp)
+}
+
 // decodeBlock reads and decodes block bi of file fi into dst (len origLen),
 // checking its CRC.
 func (r *Reader) decodeBlock(bd *blockDecoder, fi, bi int, dst []byte, comp *[]byte) error {
@@ -767,7 +777,7 @@ func (r *Reader) ReadFileTo(dst []byte, fi int, opt Options) ([]byte, error) {
 			hashed, hOff = k, end
 		}
 	}
-	wait := r.startWorkers(min(threads, max(1, len(f.blocks))), func(bd *blockDecoder, comp *[]byte) {
+	worker := func(bd *blockDecoder, comp *[]byte) {
 		for ctx.Err() == nil {
 			mu.Lock()
 			i := int(next)
@@ -809,8 +819,15 @@ func (r *Reader) ReadFileTo(dst []byte, fi int, opt Options) ([]byte, error) {
 				hmu.Unlock()
 			}
 		}
-	})
-	wait()
+	}
+	if nw := min(threads, max(1, len(f.blocks))); nw > 1 {
+		r.startWorkers(nw, worker)()
+	} else {
+		// one worker: this goroutine (a goroutine started for each call
+		// grew a new stack each time, ~10 % of restoring a store's small
+		// units one after another)
+		r.runWorker(worker)
+	}
 	if firstErr != nil {
 		return nil, firstErr
 	}
