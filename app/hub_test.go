@@ -86,12 +86,20 @@ func TestHubScreen(t *testing.T) {
 		t.Errorf("cast's matrix cell %q, want all near", cell.Text)
 	}
 	wb.hub.modelCell(widget.TableCellID{Row: 1, Col: 4}, cell)
-	if cell.Text != "base/model.safetensors" {
+	if cell.Text != "1" {
 		t.Errorf("cast's base %q", cell.Text)
 	}
 	if got := len(wb.hub.families.Objects); got != 5 {
 		t.Errorf("%d family lines, want 2 headings and 3 models", got)
 	}
+	// built while another screen shows, the Hub must not make the window
+	// taller than the screen (AGENTS.md: lists of models scroll)
+	wb.selectTab("Open")
+	wb.hub.show(h)
+	if mh := wb.win.Content().MinSize().Height; mh > defaultHeight {
+		t.Errorf("window content needs %v px, more than the default %v", mh, defaultHeight)
+	}
+	wb.selectTab("Hub")
 	if p := os.Getenv("HUB_PNG"); p != "" { // a look at the screen: HUB_PNG=/tmp/hub.png
 		f, err := os.Create(p)
 		if err != nil {

@@ -28,7 +28,7 @@ type hubScreen struct {
 	hub      *core.Hub
 }
 
-var hubCols = []string{"Model", "Raw", "Own nzip archive", "Adds in the store", "Base(s)", "Family"}
+var hubCols = []string{"Model", "Raw", "Own nzip archive", "Adds in the store", "Base(s) (by number)", "Family"}
 
 func newHubScreen(wb *workbench) *hubScreen {
 	s := &hubScreen{wb: wb, jobs: newJobBar()}
@@ -56,7 +56,7 @@ func newHubScreen(wb *workbench) *hubScreen {
 			o.(*widget.Label).SetText(hubCols[id.Col])
 		}
 	}
-	for c, w := range []float32{260, 90, 130, 130, 260, 70} {
+	for c, w := range []float32{420, 90, 130, 150, 150, 70} {
 		s.models.SetColumnWidth(c, w)
 	}
 
@@ -115,10 +115,7 @@ func (s *hubScreen) modelCell(id widget.TableCellID, o fyne.CanvasObject) {
 			t += fmt.Sprintf(" (%.0f %%)", 100*float64(m.Added)/float64(m.Alone))
 		}
 	case 4:
-		t = strings.Join(m.Bases, ", ")
-		if t == "" {
-			t = "-"
-		}
+		t = s.baseNumbers(m)
 	case 5:
 		t = fmt.Sprint(m.Family + 1)
 	}
@@ -137,6 +134,22 @@ func (s *hubScreen) matrixCell(id widget.TableCellID, o fyne.CanvasObject) {
 		return
 	}
 	l.SetText(fmt.Sprintf("s %.2f n %.2f", h.SharedFrac(id.Row, id.Col), h.NearFrac(id.Row, id.Col)))
+}
+
+// baseNumbers lists m's bases by their numbers in the table ("-": none).
+func (s *hubScreen) baseNumbers(m core.HubModel) string {
+	var n []string
+	for _, b := range m.Bases {
+		for j, o := range s.hub.Models {
+			if o.Name == b {
+				n = append(n, fmt.Sprint(j+1))
+			}
+		}
+	}
+	if len(n) == 0 {
+		return "-"
+	}
+	return strings.Join(n, ", ")
 }
 
 // run builds the hub of the open models in the background.
@@ -184,9 +197,11 @@ func (s *hubScreen) show(h *core.Hub) {
 			m := h.Models[i]
 			t := fmt.Sprintf("   %d. %s", i+1, m.Name)
 			if len(m.Bases) > 0 {
-				t += " <- " + strings.Join(m.Bases, ", ")
+				t += " <- " + s.baseNumbers(m)
 			}
-			s.families.Add(widget.NewLabel(t))
+			l := widget.NewLabel(t)
+			l.Truncation = fyne.TextTruncateEllipsis // long paths must not widen the window
+			s.families.Add(l)
 		}
 	}
 	for c := range h.Models {
