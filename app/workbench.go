@@ -64,6 +64,7 @@ type workbench struct {
 	run       *runScreen
 	traj      *trajScreen
 	generate  *generateScreen
+	hub       *hubScreen
 
 	charts         []*chartView
 	modelListeners []func() // called when the current model or its stats change
@@ -120,7 +121,7 @@ var laterTabs = []struct {
 }{
 	{"Tensors", theme.ListIcon}, {"Histograms", theme.InfoIcon}, {"Clusters", theme.GridIcon},
 	{"Setups", theme.SettingsIcon}, {"Run", theme.MediaPlayIcon}, {"Trajectory", theme.HistoryIcon},
-	{"Generate", theme.DocumentCreateIcon},
+	{"Generate", theme.DocumentCreateIcon}, {"Hub", theme.StorageIcon},
 }
 
 // buildScreens builds the screens after Open, once. The desktop builds
@@ -139,7 +140,8 @@ func (wb *workbench) buildScreens() {
 	wb.run = newRunScreen(wb)
 	wb.traj = newTrajScreen(wb)
 	wb.generate = newGenerateScreen(wb)
-	for i, c := range []fyne.CanvasObject{wb.tensors.content, wb.hist.content, wb.clusters.content, wb.setupsScr.content, wb.run.content, wb.traj.content, wb.generate.content} {
+	wb.hub = newHubScreen(wb)
+	for i, c := range []fyne.CanvasObject{wb.tensors.content, wb.hist.content, wb.clusters.content, wb.setupsScr.content, wb.run.content, wb.traj.content, wb.generate.content, wb.hub.content} {
 		wb.tabs.Items[i+1].Content = c
 	}
 	if hostLazyScreens {

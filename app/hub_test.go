@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/binary"
+	"fmt"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+)
+
+// writeHubModel writes a two-tensor safetensors model whose values come
+// from f, as F32 or (bf16) its round-to-nearest-even BF16 cast.
+func writeHubModel(t *testing.T, dir, name string, bf16 bool, f func(i int) float32) string {
+	t.Helper()
+	const n = 6000
+	dt, width := "F32", 4
+	if bf16 {
+		dt, width = "BF16", 2
+	}
+	var data []byte
+	for i := 0; i < 2*n; i++ {
+		x := math.Float32bits(f(i))
+		if bf16 {
+			data = binary.LittleEndian.AppendUint16(data, uint16((x+0x7fff+(x>>16)&1)>>16))
+		} else {
+			data = binary.LittleEndian.AppendUint32(data, x)
+		}
+	}
+	hdr := fmt.Sprintf(`{"a":{"dtype":"%s","shape":[%d],"data_offsets":[0,%d]},"b":{"dtype":"%s","shape":[%d],"data_offsets":[%d,%d]}}`,
+		dt, n, n*width, dt, n, n*width, 2*n*width)
+	for len(hdr)%8 != 0 {
+		hdr += " "
+	}
+	file := binary.LittleEndian.AppendUint64(nil, uint64(len(hdr)))
+	file = append(append(file, hdr...), data...)
+	p := filepath.Join(dir, name, "model.safetensors")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The Hub screen puts the open models in a store: a model, its BF16 cast
+// and an unrelated model give two families and a cast row of near bytes.
+func TestHubScreen(t *testing.T) {
+	wb := newTestBench(t)
+	dir := t.TempDir()
+	base := func(i int) float32 { return float32(math.Sin(float64(i)*0.37)) * 0.05 }
+	wb.open(writeHubModel(t, dir, "base", false, base))
+	wb.wait()
+	wb.open(writeHubModel(t, dir, "base-bf16", true, base))
+	wb.wait()
+	wb.open(writeHubModel(t, dir, "other", false, func(i int) float32 { return float32(math.Cos(float64(i)*1.91)) * 0.2 }))
+	wb.wait()
+	if len(wb.models) != 3 {
+		t.Fatalf("%d models open", len(wb.models))
+	}
+	wb.selectTab("Hub")
+	test.Tap(wb.hub.build)
+	wb.wait()
+	h := wb.hub.hub
+	if h == nil {
+		t.Fatalf("no hub built (status %q)", wb.hub.status.Text)
+	}
+	if len(h.Models) != 3 || h.Models[1].Name != "base-bf16/model.safetensors" {
+		t.Fatalf("hub models %+v", h.Models)
+	}
+	if len(h.Families) != 2 || h.Models[0].Family != h.Models[1].Family || h.Models[2].Family == h.Models[0].Family {
+		t.Errorf("families %v", h.Families)
+	}
+	if !strings.HasPrefix(wb.hub.status.Text, "3 models") {
+		t.Errorf("status %q", wb.hub.status.Text)
+	}
+	cell := widget.NewLabel("")
+	wb.hub.matrixCell(widget.TableCellID{Row: 1, Col: 0}, cell)
+	if cell.Text != "s 0.00 n 1.00" {
+		t.Errorf("cast's matrix cell %q, want all near", cell.Text)
+	}
+	wb.hub.modelCell(widget.TableCellID{Row: 1, Col: 4}, cell)
+	if cell.Text != "1" {
+		t.Errorf("cast's base %q", cell.Text)
+	}
+	if got := len(wb.hub.families.Objects); got != 5 {
+		t.Errorf("%d family lines, want 2 headings and 3 models", got)
+	}
+	// built while another screen shows, the Hub must not make the window
+	// taller than the screen (AGENTS.md: lists of models scroll)
+	wb.selectTab("Open")
+	wb.hub.show(h)
+	if mh := wb.win.Content().MinSize().Height; mh > defaultHeight {
+		t.Errorf("window content needs %v px, more than the default %v", mh, defaultHeight)
+	}
+	wb.selectTab("Hub")
+	if p := os.Getenv("HUB_PNG"); p != "" { // a look at the screen: HUB_PNG=/tmp/hub.png
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := png.Encode(f, wb.win.Canvas().Capture()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
