@@ -20,6 +20,11 @@ import (
 // castable reports whether F32 values can be cast to t here.
 func castable(t dtype.DType) bool { return t == dtype.BF16 || t == dtype.F16 }
 
+// CastF32 appends the round-to-nearest-even cast of little-endian F32
+// values src to t (BF16 or F16), the relation the store records as a cast
+// (the workbench's Hub screen compares models by it).
+func CastF32(dst, src []byte, t dtype.DType) []byte { return castF32(dst, src, t) }
+
 // castF32 appends the cast of little-endian F32 values src to t.
 func castF32(dst, src []byte, t dtype.DType) []byte {
 	n := len(src) / 4

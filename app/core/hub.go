@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"strings"
@@ -212,77 +211,12 @@ func hashTensors(m *Model) ([]hubTensor, map[[32]byte]bool, error) {
 		ts = append(ts, hubTensor{hash: sha256.Sum256(b), dt: t.DType, bytes: t.Bytes})
 		if t.DType == dtype.F32 && len(b)%4 == 0 {
 			for _, to := range []dtype.DType{dtype.BF16, dtype.F16} {
-				cb = castF32(cb[:0], b, to)
+				cb = store.CastF32(cb[:0], b, to)
 				casts[sha256.Sum256(cb)] = true
 			}
 		}
 	}
 	return ts, casts, nil
-}
-
-// castF32 appends the round-to-nearest-even cast of little-endian F32
-// values to BF16 or F16 (the store's rule; store does not export it).
-func castF32(dst, src []byte, t dtype.DType) []byte {
-	for i := 0; i+4 <= len(src); i += 4 {
-		x := binary.LittleEndian.Uint32(src[i:])
-		var v uint16
-		if t == dtype.BF16 {
-			v = f32ToBF16(x)
-		} else {
-			v = f32ToF16(x)
-		}
-		dst = binary.LittleEndian.AppendUint16(dst, v)
-	}
-	return dst
-}
-
-// f32ToBF16 and f32ToF16 are the store's rounding rules (store/cast.go), copied:
-// store does not export them. A NaN keeps its sign and top payload bits, quiet.
-func f32ToBF16(x uint32) uint16 {
-	if x&0x7fffffff > 0x7f800000 {
-		return uint16(x>>16) | 0x40
-	}
-	return uint16((x + 0x7fff + (x>>16)&1) >> 16)
-}
-
-func f32ToF16(x uint32) uint16 {
-	sign := uint16(x>>16) & 0x8000
-	exp := int(x>>23) & 0xff
-	mant := x & 0x7fffff
-	if exp == 0xff {
-		if mant == 0 {
-			return sign | 0x7c00
-		}
-		return sign | 0x7e00 | uint16(mant>>13)
-	}
-	e := exp - 127 + 15
-	if e >= 0x1f {
-		return sign | 0x7c00
-	}
-	if e <= 0 {
-		// subnormal: the value in units of 2^-24
-		m := mant | 0x800000
-		if exp == 0 {
-			m = mant // F32 subnormals are far below F16's range
-		}
-		shift := uint(14 - e)
-		if shift >= 32 {
-			return sign
-		}
-		q := m >> shift
-		rem := m & (1<<shift - 1)
-		half := uint32(1) << (shift - 1)
-		if rem > half || (rem == half && q&1 == 1) {
-			q++
-		}
-		return sign | uint16(q)
-	}
-	q := uint32(e)<<10 | mant>>13
-	rem := mant & 0x1fff
-	if rem > 0x1000 || (rem == 0x1000 && q&1 == 1) {
-		q++ // may carry into the exponent, up to infinity: as it should
-	}
-	return sign | uint16(q)
 }
 
 // families joins models along the store's base relations (union-find) and
