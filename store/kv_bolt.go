@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -39,6 +40,10 @@ func openBoltDB(path string, create bool, wait time.Duration) (k *boltKV, err er
 			return nil, fmt.Errorf("store: %s: locked by another process (waited %v)", path, wait)
 		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrIndexDamaged, path, err)
+	}
+	if err := checkBoltSize(db, path); err != nil {
+		db.Close()
+		return nil, err
 	}
 	k = &boltKV{db: db, path: path}
 	err = db.Update(func(t *bolt.Tx) error {
@@ -154,5 +159,26 @@ func openBoltRO(path string, wait time.Duration) (k *boltKV, err error) {
 		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrIndexDamaged, path, err)
 	}
+	if err := checkBoltSize(db, path); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return &boltKV{db: db, path: path}, nil
+}
+
+// checkBoltSize refuses an index file shorter than the pages its meta
+// page names (a truncated index.db): bbolt would read them from beyond the
+// end of its memory map, a fault that is not always a recoverable panic
+// (under qemu on arm64 it killed the process).
+func checkBoltSize(db *bolt.DB, path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	return db.View(func(t *bolt.Tx) error {
+		if n := t.Size(); n > st.Size() {
+			return fmt.Errorf("%w: %s: truncated (%d bytes, its pages need %d)", ErrIndexDamaged, path, st.Size(), n)
+		}
+		return nil
+	})
 }
