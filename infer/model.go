@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strconv"
 
@@ -138,12 +139,17 @@ func OpenArchive(archive []byte, opt Options) (*Model, error) {
 		rd.Close()
 		return nil, fmt.Errorf("%w: an archive of %d bytes claims a file of %d bytes", codec.ErrTooLarge, len(archive), f.Size)
 	}
-	as, err := newArchiveStore(rd, 0, m.sched, int64(len(archive)), opt.Prefetch)
+	as, err := newArchiveStore(rd, 0, m.sched, int64(len(archive)))
 	if err != nil {
 		rd.Close()
 		return nil, err
 	}
 	m.st = as
+	// With one processor (or WebAssembly's one thread) a worker could only
+	// run between the forward pass's own steps: prefetching is off.
+	if opt.Prefetch && runtime.GOMAXPROCS(0) >= 2 && runtime.GOOS != "js" && runtime.GOOS != "wasip1" {
+		m.st = newPipeStore(as, true)
+	}
 	m.archive = true
 	_, m.setupHow = rd.SetupID()
 	return m, nil

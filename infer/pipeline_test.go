@@ -2,11 +2,9 @@ package infer
 
 import (
 	"bytes"
-	"errors"
+	"math/rand/v2"
 	"runtime"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"neuralzip/codec"
 )
@@ -20,56 +18,52 @@ func atLeastTwoProcs(t *testing.T) {
 	}
 }
 
-// A job the worker has not started is taken back by collect, and the
-// worker then skips it; a started one is waited for. Each job is decoded
-// exactly once, by one side or the other.
-func TestWorkerTakeBack(t *testing.T) {
+// The ring hands out every step's bytes as the store without prefetching
+// does, whatever order the steps are asked in (a pass cut short restarts
+// the pipeline), with the worker running and without one (every unit then
+// decoded by the forward pass).
+func TestPipeOrder(t *testing.T) {
 	atLeastTwoProcs(t)
-	var calls atomic.Int64
-	decode := func(resident) error { calls.Add(1); return nil }
-	// no goroutine yet: the job must be taken back
-	w := &worker{wake: make(chan struct{}, 1), doneC: make(chan struct{}, 1), decode: decode, spin: 20 * time.Microsecond}
-	w.post(resident{lo: 1})
-	if taken, err := w.collect(); !taken || err != nil {
-		t.Fatalf("unstarted job: taken %v, err %v", taken, err)
-	}
-	go w.run()
-	defer w.quit()
-	byWorker := 0
-	const jobs = 2000
-	for i := range jobs {
-		w.post(resident{lo: int64(i)})
-		if i%2 == 0 {
-			time.Sleep(time.Duration(i%5) * time.Microsecond)
+	orig := readFile(t, needFile(t, "models/original/stories260K.bf16.safetensors"))
+	for _, chunk := range []int{0, 4096} {
+		a := compress(t, orig, codec.Options{ChunkValues: chunk})
+		ref := openBytes(t, a, Options{})
+		sched := ref.sched
+		want := make([][]byte, len(sched))
+		for i := range sched {
+			b, err := ref.st.get(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[i] = bytes.Clone(b)
 		}
-		taken, err := w.collect()
-		if err != nil {
-			t.Fatal(err)
+		for _, worker := range []bool{true, false} {
+			m := openBytes(t, a, Options{})
+			p := newPipeStore(m.st.(*archiveStore), worker)
+			m.st = p
+			rng := rand.New(rand.NewPCG(1, uint64(chunk)))
+			step := 0
+			for i := range 40 * len(sched) {
+				switch {
+				case i%97 == 96: // a jump: the pipeline restarts there
+					step = rng.IntN(len(sched))
+				case rng.IntN(8) == 0: // the same step again
+				default:
+					step = (step + 1) % len(sched)
+				}
+				b, err := p.get(step)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(b, want[step]) {
+					t.Fatalf("chunk %d worker=%v: step %d (%s) differs", chunk, worker, step, sched[step].name)
+				}
+			}
+			if !worker && p.byWorker.Load() != 0 {
+				t.Errorf("no worker, yet %d bytes decoded by it", p.byWorker.Load())
+			}
+			t.Logf("chunk %d worker=%v: %d runs, ring %d bytes, %d of %d bytes decoded by the worker", chunk, worker, len(p.runs), len(p.arena), p.byWorker.Load(), p.decoded.Load())
 		}
-		if !taken {
-			byWorker++
-		}
-	}
-	if got := calls.Load(); got != int64(byWorker) {
-		t.Errorf("the worker decoded %d jobs, collect says %d", got, byWorker)
-	}
-	t.Logf("%d of %d jobs decoded by the worker", byWorker, jobs)
-}
-
-// A failed decode on the worker reaches collect.
-func TestWorkerError(t *testing.T) {
-	atLeastTwoProcs(t)
-	release := make(chan struct{})
-	bad := errors.New("bad block")
-	w := newWorker(func(resident) error { <-release; return bad }, 0)
-	defer w.quit()
-	w.post(resident{})
-	for w.state.Load() != jobBusy {
-		runtime.Gosched()
-	}
-	go func() { time.Sleep(time.Millisecond); close(release) }()
-	if taken, err := w.collect(); taken || !errors.Is(err, bad) {
-		t.Fatalf("taken %v, err %v; want the worker's error", taken, err)
 	}
 }
 
@@ -124,8 +118,8 @@ func TestPrefetchOneProc(t *testing.T) {
 	want := run(t, openBytes(t, orig, Options{}), c)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	m := openBytes(t, compress(t, orig, codec.Options{}), Options{Prefetch: true})
-	if as := m.st.(*archiveStore); as.prefetch || as.worker != nil {
-		t.Fatal("a worker with GOMAXPROCS=1")
+	if _, ok := m.st.(*archiveStore); !ok {
+		t.Fatalf("with GOMAXPROCS=1 the store is a %T", m.st)
 	}
 	if got := run(t, m, c); got.LogitsSHA256 != want.LogitsSHA256 {
 		t.Errorf("logits %s, from the original file %s", got.LogitsSHA256, want.LogitsSHA256)
@@ -133,26 +127,21 @@ func TestPrefetchOneProc(t *testing.T) {
 }
 
 // A worker that never gets to run (a machine whose other cores are busy)
-// costs the forward pass nothing but the posts: every job is taken back
-// and decoded inline, the logits stay the original's.
+// costs the forward pass nothing but a lock per unit: it decodes every
+// unit itself, the logits stay the original's.
 func TestPrefetchWorkerStalled(t *testing.T) {
 	atLeastTwoProcs(t)
 	c := exactCase{file: "models/original/stories260K.bf16.safetensors", tok: loadTok512(t), prompt: "Once upon a time"}
 	orig := readFile(t, needFile(t, c.file))
 	want := run(t, openBytes(t, orig, Options{}), c)
-	m := openBytes(t, compress(t, orig, codec.Options{}), Options{Prefetch: true})
-	as := m.st.(*archiveStore)
-	if as.worker == nil {
-		t.Skip("no prefetch worker on " + runtime.GOOS + " (one thread)")
-	}
-	as.worker.quit()
-	as.worker = &worker{wake: make(chan struct{}, 1), doneC: make(chan struct{}, 1), decode: as.decode} // no goroutine
+	m := openBytes(t, compress(t, orig, codec.Options{}), Options{})
+	p := newPipeStore(m.st.(*archiveStore), false)
+	m.st = p
 	got := run(t, m, c)
 	if got.LogitsSHA256 != want.LogitsSHA256 {
 		t.Errorf("logits %s, from the original file %s", got.LogitsSHA256, want.LogitsSHA256)
 	}
-	if as.byWorker != 0 || as.backoff == 0 {
-		t.Errorf("a stalled worker decoded %d bytes; backoff %d", as.byWorker, as.backoff)
+	if p.byWorker.Load() != 0 || p.decoded.Load() == 0 {
+		t.Errorf("a stalled worker decoded %d bytes; the forward pass %d", p.byWorker.Load(), p.decoded.Load())
 	}
-	as.worker = newWorker(as.decode, 0) // for Close
 }
