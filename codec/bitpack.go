@@ -1,5 +1,7 @@
 package codec
 
+import "encoding/binary"
+
 // Bit packing of symbol streams at an exact width (1..8 bits per symbol),
 // least significant bit first. A stream of n symbols of width w occupies
 // ceil(n*w/8) bytes; the unused high bits of the last byte are zero.
@@ -13,12 +15,22 @@ func appendPacked(dst, syms []byte, w uint) []byte {
 		return append(dst, syms...)
 	}
 	start := len(dst)
-	dst = grow(dst, packedLen(len(syms), w))
+	n := packedLen(len(syms), w)
+	dst = grow(dst, n+8) // 8 bytes of room for the whole-word stores
 	out := dst[start:]
+	// eight symbols at a time fill w whole bytes: one 8-byte store each
+	o, i := 0, 0
+	for ; i+8 <= len(syms); i += 8 {
+		s := syms[i : i+8 : i+8]
+		acc := uint64(s[0]) | uint64(s[1])<<w | uint64(s[2])<<(2*w) | uint64(s[3])<<(3*w) |
+			uint64(s[4])<<(4*w) | uint64(s[5])<<(5*w) | uint64(s[6])<<(6*w) | uint64(s[7])<<(7*w)
+		binary.LittleEndian.PutUint64(out[o:], acc)
+		o += int(w)
+	}
+	dst = dst[:start+n]
 	var acc uint64
 	var nb uint
-	o := 0
-	for _, s := range syms {
+	for _, s := range syms[i:] {
 		acc |= uint64(s) << nb
 		nb += w
 		if nb >= 32 {

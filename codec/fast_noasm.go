@@ -56,3 +56,7 @@ func refExps32Fast(ex, ref []byte, m uint, em uint32) int { return 0 }
 func expandPairsWide(dst, codes []byte, tab *[256]uint32, esc byte, exc []byte, x *int) int {
 	return 0
 }
+
+func gatherNonzeroFast(src []byte, size int, vals, mask []byte) (i, m int, or uint64) {
+	return 0, 0, 0
+}

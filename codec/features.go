@@ -13,6 +13,7 @@ type features struct {
 	avx512Wide   bool // and DQ: reference blocks of 4-byte values
 	avx512Pairs  bool // F, BW: pair expansion with escapes (expandPairsWide)
 	avx512Tokens bool // F, CD: reference token coding
+	avx512Gather bool // F, BW, VBMI2, POPCNT: the sparse coder's gather (gatherNonzeroAVX512)
 	huffEnc2     bool // BMI2: two Huffman streams encoded at once (huffEnc2Asm, twin huffEnc2Go)
 	huffXAsm     bool // BMI1, BMI2: huffX's assembly rounds (twin fast4Go)
 	huffXAVX512  bool // F: huffX's two-symbol table built 16 entries at a time

@@ -15,6 +15,7 @@ func cpuFeatures() features {
 		avx512Wide:   avx512 && x.HasAVX512DQ,
 		avx512Pairs:  x.HasAVX512F && x.HasAVX512BW,
 		avx512Tokens: x.HasAVX512F && x.HasAVX512CD,
+		avx512Gather: x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VBMI2 && x.HasPOPCNT,
 		huffEnc2:     x.HasBMI2,
 		huffXAsm:     x.HasBMI1 && x.HasBMI2,
 		huffXAVX512:  x.HasAVX512F,

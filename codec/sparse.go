@@ -315,11 +315,12 @@ func (b *blockEncoder) encodeGathered(dst []byte, d dtype.DType, row, col int) [
 func gatherNonzero(src []byte, size int, vals, mask []byte, sbit uint) (m int, signs bool) {
 	n := len(src) / size
 	var or uint64
-	// whole 8-byte words first: a word's nonzero lanes found at once
+	// 64 bytes at a time with AVX-512 where the CPU has it (its twin is
+	// the rest of this function)
+	i, m, orw := gatherNonzeroFast(src, size, vals, mask)
+	// whole 8-byte words next: a word's nonzero lanes found at once
 	// (SWAR: a lane's top bit after adding 0x7f..f to its low bits, or'd
 	// with the lane), then one store per nonzero value
-	i := 0
-	var orw uint64
 	switch size {
 	case 1:
 		for ; i+8 <= n; i += 8 {
@@ -424,7 +425,12 @@ func b2i(b bool) int {
 // each whole 255 zeros first; zeros after the last nonzero value are not
 // coded.
 func appendGaps(dst, mask []byte, n int) []byte {
-	prev := 0
+	// one symbol per nonzero value plus one per whole 255 zeros: at most
+	// n + n/255 + 1; written by index into room made once
+	start := len(dst)
+	dst = grow(dst, n+n/255+1)
+	out := dst[start:]
+	o, prev := 0, 0
 	for w := 0; w < len(mask); w += 8 {
 		var x uint64
 		if w+8 <= len(mask) {
@@ -439,14 +445,16 @@ func appendGaps(dst, mask []byte, n int) []byte {
 			x &= x - 1
 			g := i - prev
 			for g >= 255 {
-				dst = append(dst, 255)
+				out[o] = 255
+				o++
 				g -= 255
 			}
-			dst = append(dst, byte(g))
+			out[o] = byte(g)
+			o++
 			prev = i + 1
 		}
 	}
-	return dst
+	return dst[:start+o]
 }
 
 // encodeColumns appends the range-coded mask bits of n values with the
@@ -552,17 +560,37 @@ var sparseGenericSplit = false
 // v>>m and the plane v & (2^m-1) (m ≤ 8, no join, no dropped bits),
 // counts the symbols into hist and returns the OR of the planes.
 func splitNoSign16(vals []byte, m uint, syms, plane []byte, hist *[256]uint32) uint64 {
-	*hist = [256]uint32{}
+	// four histograms, one per value of a group of four, so that runs of
+	// one symbol do not wait on one counter
+	var h [4][256]uint32
 	mm := uint16(1)<<m - 1
 	var or uint16
-	for i := range syms {
+	n := len(syms)
+	vals, plane = vals[:2*n], plane[:n]
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		x := binary.LittleEndian.Uint64(vals[2*i:])
+		v0, v1, v2, v3 := uint16(x), uint16(x>>16), uint16(x>>32), uint16(x>>48)
+		s := syms[i : i+4 : i+4]
+		s[0], s[1], s[2], s[3] = byte(v0>>m), byte(v1>>m), byte(v2>>m), byte(v3>>m)
+		h[0][s[0]]++
+		h[1][s[1]]++
+		h[2][s[2]]++
+		h[3][s[3]]++
+		p := plane[i : i+4 : i+4]
+		p[0], p[1], p[2], p[3] = byte(v0&mm), byte(v1&mm), byte(v2&mm), byte(v3&mm)
+		or |= (v0 | v1 | v2 | v3) & mm
+	}
+	for ; i < n; i++ {
 		v := binary.LittleEndian.Uint16(vals[2*i:])
 		s := byte(v >> m)
 		syms[i] = s
-		hist[s]++
-		p := v & mm
-		plane[i] = byte(p)
-		or |= p
+		h[0][s]++
+		plane[i] = byte(v & mm)
+		or |= v & mm
+	}
+	for k := range hist {
+		hist[k] = h[0][k] + h[1][k] + h[2][k] + h[3][k]
 	}
 	return uint64(or)
 }

@@ -77,7 +77,7 @@ func (c *TensorCoder) Encode(dst, src []byte, d dtype.DType, row int) ([]byte, e
 	e.sp.on, e.sp.fast = true, c.Fast
 	for v := 0; v < n; v += chunk {
 		in := src[v*size : min(v+chunk, n)*size]
-		p := blockPlan{dtype: d, float: true}
+		p := blockPlan{dtype: d, float: true, sparseTry: true}
 		if row > 0 {
 			p.row, p.col = int64(row), int64(v%row)
 		}

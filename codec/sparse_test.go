@@ -417,3 +417,37 @@ func TestCountZerosTwin(t *testing.T) {
 		}
 	}
 }
+
+// TestGatherTiers: gatherNonzero with and without its AVX-512 part (where
+// the CPU has it) equals the plain twin on every type, on lengths around
+// the 64-byte groups, at an odd offset into the buffer, and with vals
+// exactly as long as src (the assembly stores whole groups).
+func TestGatherTiers(t *testing.T) {
+	for _, fast := range []bool{true, false} {
+		restore := setFeatures(func(f *features) { f.avx512Gather = f.avx512Gather && fast })
+		for _, d := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32, dtype.F8E4M3, dtype.F8E5M2} {
+			l, _ := d.FloatLayout()
+			size := d.Size()
+			for _, n := range []int{0, 15, 16, 31, 32, 33, 63, 64, 65, 127, 128, 129, 4096 + 13} {
+				for _, zp := range []int{0, 50, 90, 100} {
+					for _, pos := range []bool{false, true} {
+						buf := append([]byte{0xAA}, sparseValues(d, n, zp, pos, uint64(7*n+zp))...)
+						src := buf[1:]
+						nb := (n + 7) / 8
+						m1, v1 := make([]byte, nb), make([]byte, len(src))
+						m2, v2 := make([]byte, nb), make([]byte, len(src))
+						k1, s1 := gatherNonzero(src, size, v1, m1, uint(l.Exp+l.Mant))
+						k2, s2 := gatherSimple(src, size, v2, m2, uint(l.Exp+l.Mant))
+						if k1 != k2 || s1 != s2 || !bytes.Equal(m1, m2) || !bytes.Equal(v1[:k1*size], v2[:k2*size]) {
+							t.Fatalf("fast=%v %v n=%d zeros=%d%% positive=%v: gather (%d, %v) vs simple (%d, %v)", fast, d, n, zp, pos, k1, s1, k2, s2)
+						}
+					}
+				}
+			}
+		}
+		restore()
+	}
+	if !use.avx512Gather {
+		t.Log("no AVX-512 VBMI2 here: only the Go gather was compared")
+	}
+}

@@ -1,0 +1,25 @@
+//go:build amd64 && !noasm && gc
+
+package codec
+
+import "encoding/binary"
+
+//go:noescape
+func gatherNonzeroAVX512(src *byte, n, size int, vals, mask *byte, or *[64]byte) (bytes int)
+
+// gatherNonzeroFast gathers the largest multiple of 64 bytes of src it can
+// (gatherNonzero's first values) with AVX-512 and returns how many values
+// it did, how many of them are nonzero and the OR of their words.
+func gatherNonzeroFast(src []byte, size int, vals, mask []byte) (i, m int, or uint64) {
+	lanes := 64 / size
+	n := len(src) / size &^ (lanes - 1)
+	if !use.avx512Gather || n == 0 {
+		return 0, 0, 0
+	}
+	var o [64]byte
+	b := gatherNonzeroAVX512(&src[0], n, size, &vals[0], &mask[0], &o)
+	for k := 0; k < 64; k += 8 {
+		or |= binary.LittleEndian.Uint64(o[k:])
+	}
+	return n, b / size, or
+}
