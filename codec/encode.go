@@ -250,6 +250,7 @@ type encodeRun struct {
 	threads    int
 	threshold  float64
 	zenc, zrep *zstd.Encoder
+	zfast      *zstd.Encoder
 	shas       []hash.Hash // SHA-256 digests, one per input (or nil)
 	trees      []treeHash  // BLAKE3 digests, one per input (or nil)
 	ctx        context.Context
@@ -329,6 +330,9 @@ func planEncode(inputs []Input, opt Options) (*encodeRun, error) {
 	if e.zrep, err = zstdEncoder(zstdRepeatsLevel); err != nil {
 		return nil, err
 	}
+	if e.zfast, err = zstdEncoder(zstdFewMatchesLevel); err != nil {
+		return nil, err
+	}
 	e.threads = min(opt.threads(), max(1, len(e.tasks)))
 	// The digests are computed beside the coding (hashing each task as it
 	// is written would leave the last tasks' hashing for after the
@@ -402,7 +406,7 @@ func (e *encodeRun) startWorkers() <-chan *encTask {
 		go func() {
 			defer e.wg.Done()
 			be := blockEncoders.Get().(*blockEncoder)
-			be.zstd, be.zstdRep = e.zenc, e.zrep
+			be.zstd, be.zstdRep, be.zstdFast = e.zenc, e.zrep, e.zfast
 			be.setup, be.threshold, be.best = e.opt.Setup, e.threshold, e.opt.Best
 			be.sp.on = e.sparse
 			defer blockEncoders.Put(be)
