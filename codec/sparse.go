@@ -595,6 +595,71 @@ func splitNoSign16(vals []byte, m uint, syms, plane []byte, hist *[256]uint32) u
 	return uint64(or)
 }
 
+// sparseMask decodes the zero mask of the sparse block src (header h, n
+// values) into mask, ceil(n/8) bytes (bit i&7 of byte i>>3 set where value
+// i is nonzero), and returns how many values are nonzero. A block without
+// one must end with its mask.
+func (b *blockDecoder) sparseMask(mask, src []byte, h SparseHeader, n int) (int, error) {
+	sp := &b.sp
+	nb := len(mask)
+	switch h.Mask {
+	case MaskBitmap:
+		rest, err := b.st.decodeStream(mask, src[h.Stream.Start:h.Stream.End], 8)
+		if err != nil {
+			return 0, err
+		}
+		if len(rest) != 0 {
+			return 0, errf("sparse block: bitmap stream: %d trailing bytes", len(rest))
+		}
+		if n&7 != 0 && mask[nb-1]>>(n&7) != 0 {
+			return 0, errf("sparse block: bitmap bits past the last value")
+		}
+	case MaskGaps:
+		if cap(sp.gaps) < h.Gaps+1 {
+			sp.gaps = make([]byte, h.Gaps+1)
+		}
+		gaps := sp.gaps[:h.Gaps]
+		rest, err := b.st.decodeStream(gaps, src[h.Stream.Start:h.Stream.End], 8)
+		if err != nil {
+			return 0, err
+		}
+		if len(rest) != 0 {
+			return 0, errf("sparse block: gap stream: %d trailing bytes", len(rest))
+		}
+		if err := expandGaps(mask, gaps, n); err != nil {
+			return 0, err
+		}
+	case MaskColumns:
+		if err := sp.decodeColumns(mask, src[h.Data:h.DataEnd], n, h.Row, h.Col); err != nil {
+			return 0, err
+		}
+	}
+	m := 0
+	for _, x := range mask {
+		m += bits.OnesCount8(x)
+	}
+	if m == 0 && h.Values != len(src) {
+		return 0, errf("sparse block: %d trailing bytes", len(src)-h.Values)
+	}
+	return m, nil
+}
+
+// SparseMask decodes the zero mask of a sparse float block (its payload
+// src, whose header h ReadSparseHeader read, of n values) into mask,
+// which must hold ceil(n/8) bytes: bit i&7 of byte i>>3 is set where value
+// i is nonzero. It returns how many are; their values follow at h.Values
+// when there is one (ReadSparseValues). The GPU planner decodes masks so:
+// the device then only scatters the values.
+func SparseMask(mask, src []byte, h SparseHeader, n int) (int, error) {
+	if len(mask) != (n+7)/8 {
+		return 0, errf("sparse block: a mask of %d bytes for %d values", len(mask), n)
+	}
+	bd := blockDecoders.Get().(*blockDecoder)
+	defer blockDecoders.Put(bd)
+	bd.setup, bd.sp.on = nil, true
+	return bd.sparseMask(mask, src, h, n)
+}
+
 // decodeSparse decodes a sparse block of dtype d into dst (n values).
 func (b *blockDecoder) decodeSparse(dst, src []byte, d dtype.DType, n int) error {
 	if !b.sp.on {
@@ -610,46 +675,11 @@ func (b *blockDecoder) decodeSparse(dst, src []byte, d dtype.DType, n int) error
 		sp.mask = make([]byte, nb+8)
 	}
 	mask := sp.mask[:nb]
-	switch h.Mask {
-	case MaskBitmap:
-		rest, err := b.st.decodeStream(mask, src[h.Stream.Start:h.Stream.End], 8)
-		if err != nil {
-			return err
-		}
-		if len(rest) != 0 {
-			return errf("sparse block: bitmap stream: %d trailing bytes", len(rest))
-		}
-		if n&7 != 0 && mask[nb-1]>>(n&7) != 0 {
-			return errf("sparse block: bitmap bits past the last value")
-		}
-	case MaskGaps:
-		if cap(sp.gaps) < h.Gaps+1 {
-			sp.gaps = make([]byte, h.Gaps+1)
-		}
-		gaps := sp.gaps[:h.Gaps]
-		rest, err := b.st.decodeStream(gaps, src[h.Stream.Start:h.Stream.End], 8)
-		if err != nil {
-			return err
-		}
-		if len(rest) != 0 {
-			return errf("sparse block: gap stream: %d trailing bytes", len(rest))
-		}
-		if err := expandGaps(mask, gaps, n); err != nil {
-			return err
-		}
-	case MaskColumns:
-		if err := sp.decodeColumns(mask, src[h.Data:h.DataEnd], n, h.Row, h.Col); err != nil {
-			return err
-		}
-	}
-	m := 0
-	for _, x := range mask {
-		m += bits.OnesCount8(x)
+	m, err := b.sparseMask(mask, src, h, n)
+	if err != nil {
+		return err
 	}
 	if m == 0 {
-		if h.Values != len(src) {
-			return errf("sparse block: %d trailing bytes", len(src)-h.Values)
-		}
 		clear(dst)
 		return nil
 	}

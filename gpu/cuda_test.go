@@ -124,6 +124,10 @@ func TestCUDAFakeDriver(t *testing.T) {
 
 func TestCUDAFakeDriverCorrupt(t *testing.T) { damageTrials(t, fakeDriver(t), 13, 60) }
 
+// TestCUDAFakeDriverSparse: the real activations' sparse blocks on the
+// CUDA kernels (see TestActivationsSparse).
+func TestCUDAFakeDriverSparse(t *testing.T) { activationsSparse(t, fakeDriver(t)) }
+
 func init() {
 	cleanupFake = func() {
 		if fake.path != "" {

@@ -4,8 +4,10 @@
 // per huff0 bit stream (kernel huff_decode), per 256 pair codes
 // (pair_count, pair_expand) and per pair stream (pair_scan), and a thread
 // per value (merge, exp_hist). The float blocks of the fields form — the
-// weights — go to the device; everything else (zstd, stored, reference,
-// duplicate, F64 and setup-table blocks) to the CPU through package codec.
+// weights — and sparse float blocks (their zero masks decoded here by the
+// planner, the nonzero values scattered by merge) go to the device;
+// everything else (zstd, stored, reference, duplicate, F64 and setup-table
+// blocks) to the CPU through package codec.
 // DecodeFile joins the two and checks every device block's CRC-32C and
 // the file's digest (BLAKE3, or SHA-256 in archives before version 7).
 //

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"neuralzip/codec"
@@ -22,6 +23,22 @@ func FuzzPlan(f *testing.F) {
 		}
 		f.Add(buf.Bytes())
 	}
+	// sparse blocks (mask decoded by the planner, values scattered by merge)
+	var sp []byte
+	var spSegs []codec.Segment
+	for _, s := range segs {
+		if strings.Contains(s.Name, ".sparse.") && len(sp)+int(s.Length) <= 40000 {
+			t := s
+			t.Offset = int64(len(sp))
+			spSegs = append(spSegs, t)
+			sp = append(sp, src[s.Offset:s.Offset+s.Length]...)
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := codec.Encode(&buf, []codec.Input{{Name: "f", R: bytes.NewReader(sp), Size: int64(len(sp)), Segments: spSegs}}, codec.Options{ChunkValues: 4096}); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
 	goldens, _ := filepath.Glob("../codec/testdata/golden-v*.nzip")
 	for _, g := range goldens {
 		if b, err := os.ReadFile(g); err == nil {

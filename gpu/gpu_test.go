@@ -203,6 +203,37 @@ func edgeFile(rng *rand.Rand) ([]byte, []codec.Segment) {
 			}
 			add("bf16.noise", d, b)
 		}
+		if d != dtype.F64 {
+			// mostly zeros (ReLU activations): sparse blocks, their mask
+			// as a bitmap, zero runs or column contexts (rows of 64), the
+			// sign dropped where every nonzero value is positive
+			for _, n := range []int{777, 6400, 20011} {
+				for _, c := range []struct {
+					zeros int // per mille
+					pos   bool
+				}{{850, false}, {850, true}, {500, true}, {997, false}} {
+					zeros, pos := c.zeros, c.pos
+					b := genValues(d, n, rng)
+					size := d.Size()
+					for i := 0; i < n; i++ {
+						if rng.IntN(1000) < zeros || (i/64)%7 == 3 {
+							clear(b[i*size : (i+1)*size])
+						} else if pos {
+							b[(i+1)*size-1] &^= 0x80
+						}
+					}
+					name := fmt.Sprintf("%v.sparse.%d.%d.%v", d, n, zeros, pos)
+					segs = append(segs, codec.Segment{Offset: int64(len(src)), Length: 1})
+					src = append(src, 0x5a)
+					shape := []int64{int64(n)}
+					if n%64 == 0 {
+						shape = []int64{int64(n / 64), 64}
+					}
+					segs = append(segs, codec.Segment{Offset: int64(len(src)), Length: int64(len(b)), Name: name, DType: d, Shape: shape})
+					src = append(src, b...)
+				}
+			}
+		}
 		if d == dtype.F32 {
 			add("f32.1500", d, genValues(d, 1500, rng))
 			// once-BF16 weights: the low 16 bits are zero (dropped bits)
@@ -264,7 +295,32 @@ func TestEdgeFileCPU(t *testing.T) {
 			t.Fatal("F64 blocks should go to the CPU")
 		}
 		checkHist(t, res, src, rd, ra)
-		t.Logf("chunk %d: device %d of %d bytes; CPU: %v", chunk, res.DevBytes, res.Bytes, res.UnhandledSummary())
+		// every sparse block the device takes: a job each, masks of every method
+		p, err := NewPlan(rd, ra, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs := 0
+		for _, b := range p.Blocks {
+			if b.Sparse != 0 {
+				jobs++
+			}
+		}
+		methods, sparse := sparseMethods(t, rd, ra)
+		onHost := 0
+		for _, h := range p.Host {
+			if sparse[h.Index] {
+				onHost++ // too small for its tables
+			}
+		}
+		c, err := rd.Census()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Sparse == 0 || jobs == 0 || jobs+onHost != c.Sparse || len(methods) != 3 {
+			t.Fatalf("chunk %d: %d sparse blocks (masks %v), %d on the device, %d on the CPU", chunk, c.Sparse, methods, jobs, onHost)
+		}
+		t.Logf("chunk %d: device %d of %d bytes, %d sparse blocks (masks %v); CPU: %v", chunk, res.DevBytes, res.Bytes, jobs, methods, res.UnhandledSummary())
 	}
 }
 
@@ -402,16 +458,46 @@ func TestRealFilesCPU(t *testing.T) {
 		rd, ra := archive(t, src, segs, codec.Options{})
 		res := decodeWith(t, CPU(0), rd, ra, src)
 		// float blocks that zstd coded smaller (repeats) are zstd blocks,
-		// which the CPU decodes, as it does sparse blocks (not yet on the
-		// device)
+		// which the CPU decodes
 		c, err := rd.Census()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if float64(res.DevBytes) < 0.95*float64(res.Bytes-c.ZstdFloatBytes-c.SparseBytes) {
-			t.Errorf("%s: the device decodes only %d of %d bytes (%d in float blocks zstd coded, %d sparse) (%v)", filepath.Base(f), res.DevBytes, res.Bytes, c.ZstdFloatBytes, c.SparseBytes, res.UnhandledSummary())
+		if float64(res.DevBytes) < 0.95*float64(res.Bytes-c.ZstdFloatBytes) {
+			t.Errorf("%s: the device decodes only %d of %d bytes (%d in float blocks zstd coded) (%v)", filepath.Base(f), res.DevBytes, res.Bytes, c.ZstdFloatBytes, res.UnhandledSummary())
 		}
 		t.Logf("%s: device %d of %d bytes, resident %d; CPU: %v", filepath.Base(f), res.DevBytes, res.Bytes, res.Resident, res.UnhandledSummary())
+	}
+}
+
+// TestActivationsSparse: real ReLU² activations (../shared/activations:
+// BF16, F32 and FP8 E4M3, 84–95 % zeros on trained steps) are archived in
+// sparse blocks, which the device decodes bit-exact (their masks decoded
+// by the planner); the kernels' Go twin here, the CUDA kernels behind the
+// fake driver in TestCUDAFakeDriverSparse.
+func TestActivationsSparse(t *testing.T) { activationsSparse(t, CPU(2)) }
+
+func activationsSparse(t *testing.T, b Backend) {
+	if testing.Short() {
+		t.Skip("-short: real-file tests skipped")
+	}
+	d := sharedDir()
+	files, _ := filepath.Glob(filepath.Join(d, "activations", "*.safetensors"))
+	if d == "" || len(files) == 0 {
+		t.Skip("../shared/activations not present; skipping")
+	}
+	for _, f := range files {
+		src, segs := loadSegments(t, f)
+		rd, ra := archive(t, src, segs, codec.Options{})
+		c, err := rd.Census()
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := decodeWith(t, b, rd, ra, src)
+		if c.Sparse == 0 || float64(res.DevBytes) < 0.95*float64(res.Bytes-c.ZstdFloatBytes) {
+			t.Errorf("%s on %s: %d sparse blocks; the device decodes %d of %d bytes (%v)", filepath.Base(f), b.Name(), c.Sparse, res.DevBytes, res.Bytes, res.UnhandledSummary())
+		}
+		t.Logf("%s on %s: %d sparse blocks (%d bytes); device %d of %d bytes, resident %d", filepath.Base(f), b.Name(), c.Sparse, c.SparseBytes, res.DevBytes, res.Bytes, res.Resident)
 	}
 }
 
@@ -597,4 +683,30 @@ func TestBatchBoundedByArchive(t *testing.T) {
 	if n, limit := m1.TotalAlloc-m0.TotalAlloc, uint64(rd.PlausibleOutput())+16<<20; n > limit {
 		t.Fatalf("decoding a %d-byte archive allocated %d bytes (limit %d)", len(bad), n, limit)
 	}
+}
+
+// sparseMethods counts the sparse float blocks of file 0 by mask method
+// and returns their indices.
+func sparseMethods(t *testing.T, rd *codec.Reader, ra io.ReaderAt) (map[codec.MaskMethod]int, map[int]bool) {
+	t.Helper()
+	out, idx := map[codec.MaskMethod]int{}, map[int]bool{}
+	for bi, b := range rd.Files()[0].Blocks() {
+		if b.Kind != codec.KindFloat || b.Compressed == 0 {
+			continue
+		}
+		src := make([]byte, b.Compressed)
+		if _, err := ra.ReadAt(src, b.Payload); err != nil {
+			t.Fatal(err)
+		}
+		if codec.FloatForm(src[0]) != codec.FormSparse {
+			continue
+		}
+		h, err := codec.ReadSparseHeader(src, int(b.Length)/b.DType.Size(), b.DType)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[h.Mask]++
+		idx[bi] = true
+	}
+	return out, idx
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/klauspost/compress/fse"
 
 	"neuralzip/codec"
+	"neuralzip/dtype"
 )
 
 // A Plan is one archived file cut into flat work lists that a data-parallel
@@ -110,13 +111,22 @@ const MaxSources = 4
 // Src[0] (the symbols: exponent<<J | top J residual bits) and Src[1:NSrc]
 // (the residual planes, low byte first), as doc.go of package codec
 // defines for the fields form.
+//
+// A sparse block (Sparse 1; codec's form 2) holds only its nonzero values
+// in the sources: value i is zero where bit i%64 of the little-endian u64
+// word w = i/64 of Payload[Mask:] is clear, else it is source value
+// prefix + the set bits of words 8·(w/8) to w-1 and of word w below bit i,
+// prefix being u32 number w/8 after the W = ceil(N/64) words (the nonzero
+// values before each group of eight words: 1/16 bit per value). The
+// planner decodes the mask on the CPU (its column model is a sequential
+// range coder) and puts words and prefixes in Payload, 8-byte aligned.
 type BlockJob struct {
-	Out, N        uint64
-	Size, E, M, S uint32
-	J, Z, NSrc, _ uint32
-	Src           [MaxSources]Source
-	Index         uint64 // the block's index in its file
-	_             uint64
+	Out, N             uint64
+	Size, E, M, S      uint32
+	J, Z, NSrc, Sparse uint32
+	Src                [MaxSources]Source
+	Index              uint64 // the block's index in its file
+	Mask               uint64 // Sparse: where its mask words and prefixes start in Payload
 }
 
 // HostBlock is a block the CPU decodes (Offset relative to Plan.Base).
@@ -220,6 +230,7 @@ func (p *Plan) host(bi int, b codec.BlockInfo, why string) {
 type planBuilder struct {
 	fs      fse.Scratch
 	weights [256]byte
+	mask    []byte // a sparse block's zero mask
 }
 
 // errWideTable: a table with a code for a symbol wider than the stream.
@@ -239,15 +250,22 @@ func (pb *planBuilder) add(p *Plan, src []byte, b codec.BlockInfo, bi int) (stri
 		return "", fmt.Errorf("%d bytes is not a whole number of %v values", b.Length, b.DType)
 	}
 	n := uint64(b.Length) / uint64(size)
-	if len(src) > 0 && codec.FloatForm(src[0]) == codec.FormSparse {
-		return "sparse block", nil // not on the device yet: the CPU decodes it
-	}
-	if len(src) > 0 && codec.FloatForm(src[0]) != codec.FormFields {
+	sparse := len(src) > 0 && codec.FloatForm(src[0]) == codec.FormSparse
+	if len(src) > 0 && codec.FloatForm(src[0]) != codec.FormFields && !sparse {
 		return "float form " + fmt.Sprint(src[0]), nil // the CPU decides
 	}
-	h, err := codec.ReadFloatHeader(src, b.DType)
-	if err != nil {
-		return "", err
+	var h codec.FloatHeader
+	m := n // the values in the sources
+	if sparse {
+		var err error
+		if h, m, err = pb.sparse(src, n, b.DType); err != nil {
+			return "", err
+		}
+	} else {
+		var err error
+		if h, err = codec.ReadFloatHeader(src, b.DType); err != nil {
+			return "", err
+		}
 	}
 	job := BlockJob{Out: uint64(b.Offset - p.Base), N: n, Size: uint32(size), E: uint32(h.Exp), M: uint32(h.Mant), S: uint32(h.Sign), J: uint32(h.Join), Z: uint32(h.Zero), Index: uint64(bi)}
 	// Jobs are added to p only when the whole block is accepted: remember
@@ -257,15 +275,17 @@ func (pb *planBuilder) add(p *Plan, src []byte, b codec.BlockInfo, bi int) (stri
 		p.Streams, p.Weights, p.Pairs, p.Segs, p.Scratch = p.Streams[:nStreams], p.Weights[:nWeights], p.Pairs[:nPairs], p.Segs[:nSegs], scratch
 	}
 	base := uint64(len(p.Payload))
-	job.NSrc = uint32(h.Streams())
 	pos := h.Len
-	for k := 0; k < h.Streams(); k++ {
-		var why string
-		var err error
-		job.Src[k], pos, why, err = pb.stream(p, src, pos, n, uint32(h.Width(k)), base, len(p.Blocks), h.Symbols(k))
-		if err != nil || why != "" {
-			undo()
-			return why, err
+	if m > 0 {
+		job.NSrc = uint32(h.Streams())
+		for k := 0; k < h.Streams(); k++ {
+			var why string
+			var err error
+			job.Src[k], pos, why, err = pb.stream(p, src, pos, m, uint32(h.Width(k)), base, len(p.Blocks), h.Symbols(k))
+			if err != nil || why != "" {
+				undo()
+				return why, err
+			}
 		}
 	}
 	if pos != len(src) {
@@ -281,9 +301,55 @@ func (pb *planBuilder) add(p *Plan, src []byte, b codec.BlockInfo, bi int) (stri
 		return "small block", nil
 	}
 	p.Payload = append(p.Payload, src...)
+	if sparse {
+		// the mask words and prefixes, 8-byte aligned
+		for len(p.Payload)%8 != 0 {
+			p.Payload = append(p.Payload, 0)
+		}
+		job.Sparse, job.Mask = 1, uint64(len(p.Payload))
+		words := (n + 63) / 64
+		var pre uint32
+		for w := uint64(0); w < words; w++ {
+			var x uint64
+			for k := uint64(0); k < 8 && 8*w+k < uint64(len(pb.mask)); k++ {
+				x |= uint64(pb.mask[8*w+k]) << (8 * k)
+			}
+			p.Payload = binary.LittleEndian.AppendUint64(p.Payload, x)
+		}
+		for g := uint64(0); g < (words+7)/8; g++ {
+			p.Payload = binary.LittleEndian.AppendUint32(p.Payload, pre)
+			for k := 64 * g; k < 64*(g+1) && k < uint64(len(pb.mask)); k++ {
+				pre += uint32(bits.OnesCount8(pb.mask[k]))
+			}
+		}
+	}
 	p.Blocks = append(p.Blocks, job)
 	p.DevBytes += b.Length
 	return "", nil
+}
+
+// sparse decodes the zero mask of a sparse block of n values into
+// pb.mask and returns the header of its nonzero values (a fields-form
+// header whose streams hold m values; none when m is 0).
+func (pb *planBuilder) sparse(src []byte, n uint64, d dtype.DType) (codec.FloatHeader, uint64, error) {
+	sh, err := codec.ReadSparseHeader(src, int(n), d)
+	if err != nil {
+		return codec.FloatHeader{}, 0, err
+	}
+	nb := int((n + 7) / 8)
+	if cap(pb.mask) < nb {
+		pb.mask = make([]byte, nb)
+	}
+	pb.mask = pb.mask[:nb]
+	m, err := codec.SparseMask(pb.mask, src, sh, int(n))
+	if err != nil {
+		return codec.FloatHeader{}, 0, err
+	}
+	if m == 0 {
+		return codec.FloatHeader{Len: sh.Values}, 0, nil
+	}
+	h, err := codec.ReadSparseValues(src, sh, d)
+	return h, uint64(m), err
 }
 
 // stream reads one stream of n symbols of the given width at src[pos:] and

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"context"
+	"encoding/binary"
 	"math/bits"
 	"runtime"
 	"strconv"
@@ -177,16 +178,33 @@ func field(s *Source, i uint64, payload, scratch []byte) uint32 {
 
 // mergeValue is kernel merge for value i of block b.
 func mergeValue(b *BlockJob, i uint64, payload, scratch, out []byte) {
-	sym := field(&b.Src[0], i, payload, scratch)
+	o := out[b.Out+i*uint64(b.Size):]
+	j := i // the value's index in the sources
+	if b.Sparse != 0 {
+		w := binary.LittleEndian.Uint64(payload[b.Mask+8*(i/64):])
+		bit := i % 64
+		if w>>bit&1 == 0 {
+			for k := uint32(0); k < b.Size; k++ {
+				o[k] = 0
+			}
+			return
+		}
+		words, wi := (b.N+63)/64, i/64
+		j = uint64(binary.LittleEndian.Uint32(payload[b.Mask+8*words+4*(wi/8):]))
+		for k := wi &^ 7; k < wi; k++ {
+			j += uint64(bits.OnesCount64(binary.LittleEndian.Uint64(payload[b.Mask+8*k:])))
+		}
+		j += uint64(bits.OnesCount64(w & (1<<bit - 1)))
+	}
+	sym := field(&b.Src[0], j, payload, scratch)
 	var rest uint32
 	for k := uint32(1); k < b.NSrc; k++ {
-		rest |= field(&b.Src[k], i, payload, scratch) << (8 * (k - 1))
+		rest |= field(&b.Src[k], j, payload, scratch) << (8 * (k - 1))
 	}
 	w := b.S + b.M
 	r := (sym&(1<<b.J-1))<<(w-b.J) | rest<<b.Z
 	e := sym >> b.J
 	v := (r>>b.M)<<(b.M+b.E) | e<<b.M | r&(1<<b.M-1)
-	o := out[b.Out+i*uint64(b.Size):]
 	for k := uint32(0); k < b.Size; k++ {
 		o[k] = byte(v >> (8 * k))
 	}

@@ -120,7 +120,7 @@ func u32s(p *Plan) (streams, pairs, blocks []uint32, err error) {
 	pairs = append(pairs, p.Segs...)
 	blocks = make([]uint32, 0, 32*len(p.Blocks))
 	for _, bl := range p.Blocks {
-		w := [32]uint32{uint32(bl.Out), uint32(bl.N), bl.Size, bl.E, bl.M, bl.S, bl.J, bl.Z, bl.NSrc, uint32(bl.Index)}
+		w := [32]uint32{uint32(bl.Out), uint32(bl.N), bl.Size, bl.E, bl.M, bl.S, bl.J, bl.Z, bl.NSrc, uint32(bl.Index), bl.Sparse, uint32(bl.Mask)}
 		for k, s := range bl.Src {
 			w[12+4*k], w[13+4*k], w[14+4*k] = s.Kind, s.Width, uint32(s.Off)
 		}

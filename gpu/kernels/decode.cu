@@ -12,6 +12,8 @@
 //   pair_scan    one thread per pair stream: escape counts -> offsets
 //   pair_expand  one thread per 256 pair codes: codes -> symbol pairs
 //   merge        one thread per value: symbol + residual planes -> value
+//                (a sparse block's zeros from its mask, the rest from the
+//                nonzero values)
 //   exp_hist     one thread per value: histogram of the exponent field
 //
 // Job layouts are gpu.StreamJob (64 bytes), gpu.PairJob (96 bytes) and
@@ -63,9 +65,9 @@ struct PairJob {
 struct BlockJob {
 	u64 out, n;
 	u32 size, e, m, s;
-	u32 j, z, nsrc, pad0;
+	u32 j, z, nsrc, sparse;
 	Source src[4];
-	u64 index, pad1;
+	u64 index, mask;
 };
 
 DEVICE int clz8(u32 x) {
@@ -73,6 +75,8 @@ DEVICE int clz8(u32 x) {
 	for (u32 b = 0x80; b != 0 && (x & b) == 0; b >>= 1) n++;
 	return n;
 }
+
+DEVICE u32 popcount64(u64 x) { return (u32)__builtin_popcountll(x); }
 
 #define WEIGHTS_PER_TABLE 256
 #define LUT_ENTRIES 2048
@@ -273,14 +277,30 @@ KERNEL void merge(const BlockJob *blocks, u64 first, const u8 *payload, u64 payl
 	const BlockJob *b = blocks + first + BLOCK_Y;
 	u64 i = THREAD_X;
 	if (i >= b->n) return;
-	u32 sym = field(&b->src[0], i, payload, payload_len, scratch);
+	u8 *o = out + b->out + i * b->size;
+	u64 at = i; // the value's index in the sources
+	if (b->sparse) {
+		// the mask word and the nonzero values before it: its group's
+		// prefix and the words of the group before it (8-byte aligned)
+		const u64 *words = (const u64 *)(payload + b->mask);
+		u64 wi = i / 64;
+		u64 wd = words[wi];
+		u32 bit = (u32)(i % 64);
+		if (((wd >> bit) & 1) == 0) {
+			for (u32 k = 0; k < b->size; k++) o[k] = 0;
+			return;
+		}
+		at = ((const u32 *)(words + (b->n + 63) / 64))[wi / 8];
+		for (u64 k = wi & ~7ull; k < wi; k++) at += popcount64(words[k]);
+		at += popcount64(wd & ((1ull << bit) - 1));
+	}
+	u32 sym = field(&b->src[0], at, payload, payload_len, scratch);
 	u32 rest = 0;
-	for (u32 k = 1; k < b->nsrc; k++) rest |= field(&b->src[k], i, payload, payload_len, scratch) << (8 * (k - 1));
+	for (u32 k = 1; k < b->nsrc; k++) rest |= field(&b->src[k], at, payload, payload_len, scratch) << (8 * (k - 1));
 	u32 w = b->s + b->m;
 	u32 r = (sym & ((1u << b->j) - 1)) << (w - b->j) | rest << b->z;
 	u32 e = sym >> b->j;
 	u32 v = (r >> b->m) << (b->m + b->e) | e << b->m | (r & ((1u << b->m) - 1));
-	u8 *o = out + b->out + i * b->size;
 	for (u32 k = 0; k < b->size; k++) o[k] = (u8)(v >> (8 * k));
 }
 

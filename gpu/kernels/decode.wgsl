@@ -12,7 +12,7 @@
 // Job layouts (u32 words):
 //   stream: src, len, n, dst, table, table_log, block, 0              (8)
 //   pair:   codes, m, dst, n, top, k, exc_kind, exc_width, exc_off, x, seg, block, 0,0,0,0 (16)
-//   block:  out, n, size, e, m, s, j, z, nsrc, index, 0, 0,
+//   block:  out, n, size, e, m, s, j, z, nsrc, index, sparse, mask,
 //           4 × (kind, width, off, 0)                                  (28 -> 32)
 
 struct Params {
@@ -277,11 +277,39 @@ fn merge(@builtin(global_invocation_id) gid: vec3<u32>) {
 	let jn = jobs[b + 6u];
 	let z = jobs[b + 7u];
 	let nsrc = jobs[b + 8u];
-	let sym = field(jobs[b + 12u], jobs[b + 13u], jobs[b + 14u], i);
+	var at = i; // the value's index in the sources
+	if (jobs[b + 10u] != 0u) {
+		// sparse: the mask word (two u32) and the nonzero values before
+		// it: its group's prefix and the words of the group before it; a
+		// zero value leaves the zeroed output as it is
+		let mw = jobs[b + 11u] >> 2u;
+		let wi = i >> 6u;
+		let lo = payload[mw + 2u * wi];
+		let hi = payload[mw + 2u * wi + 1u];
+		let bit = i & 63u;
+		var below = 0u;
+		if (bit < 32u) {
+			if (((lo >> bit) & 1u) == 0u) {
+				return;
+			}
+			below = countOneBits(lo & ((1u << bit) - 1u));
+		} else {
+			if (((hi >> (bit - 32u)) & 1u) == 0u) {
+				return;
+			}
+			below = countOneBits(lo) + countOneBits(hi & ((1u << (bit - 32u)) - 1u));
+		}
+		for (var k = wi & ~7u; k < wi; k++) {
+			below += countOneBits(payload[mw + 2u * k]) + countOneBits(payload[mw + 2u * k + 1u]);
+		}
+		let words = (jobs[b + 1u] + 63u) >> 6u;
+		at = payload[mw + 2u * words + (wi >> 3u)] + below;
+	}
+	let sym = field(jobs[b + 12u], jobs[b + 13u], jobs[b + 14u], at);
 	var rest = 0u;
 	for (var k = 1u; k < nsrc; k++) {
 		let o = b + 12u + 4u * k;
-		rest |= field(jobs[o], jobs[o + 1u], jobs[o + 2u], i) << (8u * (k - 1u));
+		rest |= field(jobs[o], jobs[o + 1u], jobs[o + 2u], at) << (8u * (k - 1u));
 	}
 	let w = s + m;
 	let r = ((sym & ((1u << jn) - 1u)) << (w - jn)) | (rest << z);

@@ -38,6 +38,8 @@ type fileResult struct {
 	KernelGBs  float64  `json:"kernel_gb_s"`
 	TotalGBs   float64  `json:"total_gb_s"`
 	DamageSeen bool     `json:"damage_detected"`
+	Sparse     int      `json:"sparse_blocks"`        // sparse blocks in the archive
+	SparseDev  int      `json:"sparse_device_blocks"` // of which the device decoded
 	CPU        []string `json:"cpu_blocks,omitempty"`
 	Error      string   `json:"error,omitempty"`
 }
@@ -132,6 +134,16 @@ func run(b gpu.Backend, u string, chunk int) (fr fileResult) {
 	fr.HistEqual = r.ExpHist == tr.ExpHist
 	fr.KernelGBs, fr.TotalGBs = r.KernelGBps(), r.TotalGBps()
 	fr.CPU = r.UnhandledSummary()
+	if c, err := rd.Census(); err == nil {
+		fr.Sparse = c.Sparse
+	}
+	if p, err := gpu.NewPlan(rd, bytes.NewReader(arc), 0); err == nil {
+		for _, bj := range p.Blocks {
+			if bj.Sparse != 0 {
+				fr.SparseDev++
+			}
+		}
+	}
 	// damage one float block's payload: the device decode must fail
 	for _, bl := range rd.Files()[0].Blocks() {
 		if bl.Kind == codec.KindFloat && bl.Compressed > 64 {
