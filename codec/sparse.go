@@ -104,7 +104,7 @@ type sparseEnc struct {
 	hist  [256]uint32
 	model colModel
 	rc    rangecoder.Encoder
-	fast  bool // bitmap and gaps only (BlockCoder.Fast)
+	fast  bool // bitmap and gaps only (TensorCoder without Best)
 }
 
 // sparseDec is a block decoder's sparse state.

@@ -63,7 +63,7 @@ func TestTensorCoderRoundTrip(t *testing.T) {
 	sizes := map[string]int{} // name/chunk: the fast frame's size
 	for _, fast := range []bool{true, false} {
 		for _, chunk := range []int{0, 1000} {
-			c := &TensorCoder{Fast: fast, ChunkValues: chunk}
+			c := &TensorCoder{Best: !fast, ChunkValues: chunk}
 			for _, tc := range cases {
 				frame, err := c.Encode(nil, tc.src, tc.d, tc.row)
 				if err != nil {
@@ -112,7 +112,7 @@ func TestTensorCoderNoAllocs(t *testing.T) {
 	}
 	for _, tc := range tensorCases(t) {
 		for _, fast := range []bool{false, true} {
-			c := &TensorCoder{Fast: fast}
+			c := &TensorCoder{Best: !fast}
 			n := len(tc.src) / tc.d.Size()
 			out := make([]byte, 0, c.MaxEncodedLen(n, tc.d))
 			dst := make([]byte, len(tc.src))
@@ -160,7 +160,7 @@ func BenchmarkTensorCoder(b *testing.B) {
 			if fast {
 				mode = "fast"
 			}
-			c := &TensorCoder{Fast: fast}
+			c := &TensorCoder{Best: !fast}
 			out := make([]byte, 0, c.MaxEncodedLen(n, x.d))
 			frame, _ := c.Encode(out, x.src, x.d, 512)
 			dst := make([]byte, len(x.src))

@@ -118,7 +118,7 @@ func TestTensorFrameCorpus(t *testing.T) {
 		g := safetensorsSegments(src)[1]
 		vals := src[g.Offset : g.Offset+int64(2048*c.d.Size())]
 		for _, fast := range []bool{false, true} {
-			tc := &TensorCoder{Fast: fast, ChunkValues: 1024}
+			tc := &TensorCoder{Best: !fast, ChunkValues: 1024}
 			frame, err := tc.Encode(nil, vals, c.d, 512)
 			if err != nil {
 				t.Fatal(err)
