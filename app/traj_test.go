@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -86,7 +87,7 @@ func TestTrajectoryScreen(t *testing.T) {
 	if err != nil || len(a.Frames) != 12 || !strings.HasPrefix(wb.traj.status.Text, "Packed 12 steps") {
 		t.Fatalf("pack: %v (status %q)", err, wb.traj.status.Text)
 	}
-	d, err := a.Extract(11, codec.Options{})
+	d, err := a.Extract(context.Background(), 11, codec.DecodeOptions{})
 	if want, _ := os.ReadFile(filepath.Join(dir, "step_011.safetensors")); err != nil || !bytes.Equal(d.Data, want) {
 		t.Fatalf("packed step 11: %v", err)
 	}

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -20,14 +21,14 @@ func benchFile(b *testing.B, name string) ([]byte, []Segment) {
 
 func benchCompress(b *testing.B, name string, threads int) {
 	src, segs := benchFile(b, name)
-	opt := Options{Threads: threads}
+	opt := EncodeOptions{Threads: threads}
 	var buf bytes.Buffer
 	b.SetBytes(int64(len(src)))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		buf.Reset()
-		if _, err := Encode(&buf, []Input{{Name: "x", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, opt); err != nil {
+		if _, err := Encode(context.Background(), &buf, []Input{{Name: "x", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, opt); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -36,7 +37,7 @@ func benchCompress(b *testing.B, name string, threads int) {
 
 func benchDecompress(b *testing.B, name string, threads int, skipHash bool) {
 	src, segs := benchFile(b, name)
-	arc, err := CompressBytes(src, segs, Options{})
+	arc, err := CompressBytes(context.Background(), src, segs, EncodeOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -44,12 +45,12 @@ func benchDecompress(b *testing.B, name string, threads int, skipHash bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	opt := Options{Threads: threads, SkipHash: skipHash}
+	opt := DecodeOptions{Threads: threads, SkipHash: skipHash}
 	b.SetBytes(int64(len(src)))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := rd.WriteFile(io.Discard, 0, opt); err != nil {
+		if err := rd.WriteFile(context.Background(), io.Discard, 0, opt); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -69,11 +70,11 @@ func BenchmarkDecompressBF16T2(b *testing.B) { benchDecompress(b, "real-bf16.saf
 func BenchmarkSetup(b *testing.B) {
 	d := needShared(b)
 	in, data := fileInput(b, filepath.Join(d, "trajectories/tinygpt-fortunes/step_001000.bf16.safetensors"))
-	s, err := BuildSetup([]Input{in}, SetupOptions{})
+	s, err := BuildSetup(context.Background(), []Input{in}, SetupOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchCodings(b, data, []benchCoding{{"none", Options{Threads: 1}}, {"setup", Options{Threads: 1, Setup: s, SetupThreshold: 1e9}}})
+	benchCodings(b, data, []benchCoding{{"none", EncodeOptions{Threads: 1}}, {"setup", EncodeOptions{Threads: 1, Setup: s, SetupThreshold: 1e9}}})
 }
 
 // BenchmarkSetupChunks: real-bf16 on one thread at 64 Ki and 4 Ki values
@@ -83,21 +84,21 @@ func BenchmarkSetupChunks(b *testing.B) {
 	d := needShared(b)
 	in, data := fileInput(b, filepath.Join(d, "models/bench/real-bf16.safetensors"))
 	for _, chunk := range []int{65536, 4096} {
-		s, err := BuildSetup([]Input{in}, SetupOptions{ChunkValues: chunk})
+		s, err := BuildSetup(context.Background(), []Input{in}, SetupOptions{ChunkValues: chunk})
 		if err != nil {
 			b.Fatal(err)
 		}
 		k := fmt.Sprintf("%dKi/", chunk/1024)
 		benchCodings(b, data, []benchCoding{
-			{k + "own", Options{Threads: 1, ChunkValues: chunk}},
-			{k + "setup", Options{Threads: 1, ChunkValues: chunk, Setup: s, SetupExternal: true}},
+			{k + "own", EncodeOptions{Threads: 1, ChunkValues: chunk}},
+			{k + "setup", EncodeOptions{Threads: 1, ChunkValues: chunk, Setup: s, SetupExternal: true}},
 		})
 	}
 }
 
 type benchCoding struct {
 	name string
-	opt  Options
+	opt  EncodeOptions
 }
 
 // benchCodings runs compress and decompress sub-benchmarks of a
@@ -105,7 +106,7 @@ type benchCoding struct {
 func benchCodings(b *testing.B, data []byte, codings []benchCoding) {
 	segs := safetensorsSegments(data)
 	for _, c := range codings {
-		arc, err := CompressBytes(data, segs, c.opt)
+		arc, err := CompressBytes(context.Background(), data, segs, c.opt)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -113,7 +114,7 @@ func benchCodings(b *testing.B, data []byte, codings []benchCoding) {
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				if _, err := CompressBytes(data, segs, c.opt); err != nil {
+				if _, err := CompressBytes(context.Background(), data, segs, c.opt); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -122,10 +123,10 @@ func benchCodings(b *testing.B, data []byte, codings []benchCoding) {
 		b.Run(c.name+"/decompress", func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
-			o := c.opt
+			o := c.opt.Decoding()
 			o.SkipHash = true
 			for i := 0; i < b.N; i++ {
-				if _, err := DecompressBytes(arc, o); err != nil {
+				if _, err := DecompressBytes(context.Background(), arc, o); err != nil {
 					b.Fatal(err)
 				}
 			}

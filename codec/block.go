@@ -12,7 +12,7 @@ import (
 // blockEncoder is one worker's reusable encoding state.
 type blockEncoder struct {
 	setup     *Setup  // shared tables, or nil
-	threshold float64 // see Options.SetupThreshold
+	threshold float64 // see EncodeOptions.SetupThreshold
 	st        streamEncoder
 	zstd      *zstd.Encoder
 	zstdRep   *zstd.Encoder // float blocks with repeats (zstdRepeatsLevel)
@@ -22,7 +22,7 @@ type blockEncoder struct {
 	hist      [256]uint32
 	stats     fieldStats
 	ref       *refEncoder // reference-conditioned blocks (ref_block.go)
-	best      bool        // Options.Best: also try the slow codings
+	best      bool        // EncodeOptions.Best: also try the slow codings
 	lz        []byte      // a float block through zstd (lzRepeats)
 	found     []byte      // opaque bytes coded as floats (encodeFound)
 	found2    []byte      // the smallest of them

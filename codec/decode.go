@@ -293,12 +293,12 @@ type decTask struct {
 // WriteFile decodes file fi and writes it to w in order, decoding blocks in
 // parallel. It checks every block's CRC-32C and, unless opt.SkipHash, the
 // file's digest (BLAKE3: each worker hashes the blocks it decoded).
-func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
+func (r *Reader) WriteFile(ctx context.Context, w io.Writer, fi int, opt DecodeOptions) error {
 	if fi < 0 || fi >= len(r.idx.files) {
 		return fmt.Errorf("%w: file %d", ErrNotFound, fi)
 	}
 	f := r.idx.files[fi]
-	return r.writeRange(w, fi, 0, f.Size, opt, !opt.SkipHash)
+	return r.writeRange(ctx, w, fi, 0, f.Size, opt, !opt.SkipHash)
 }
 
 // WriteTensor finds a tensor by name (in any file) and writes its bytes to
@@ -307,11 +307,11 @@ func (r *Reader) WriteFile(w io.Writer, fi int, opt Options) error {
 // tiny archive can hold a huge tensor of duplicate blocks). It checks
 // every block's CRC-32C; the file's digest covers the whole file and is
 // not checked.
-func (r *Reader) WriteTensor(w io.Writer, name string, opt Options) (TensorInfo, error) {
+func (r *Reader) WriteTensor(ctx context.Context, w io.Writer, name string, opt DecodeOptions) (TensorInfo, error) {
 	for fi, f := range r.idx.files {
 		for _, t := range f.Tensors {
 			if t.Name == name {
-				return t, r.writeRange(w, fi, t.Offset, t.Length, opt, false)
+				return t, r.writeRange(ctx, w, fi, t.Offset, t.Length, opt, false)
 			}
 		}
 	}
@@ -321,9 +321,9 @@ func (r *Reader) WriteTensor(w io.Writer, name string, opt Options) (TensorInfo,
 // writeRange writes bytes [off, off+n) of file fi to w in order, decoding
 // the blocks that cover them in parallel; check (only for the whole file)
 // checks the file's digest.
-func (r *Reader) writeRange(w io.Writer, fi int, off, n int64, opt Options, check bool) error {
-	if err := opt.validate(); err != nil {
-		return err
+func (r *Reader) writeRange(ctx context.Context, w io.Writer, fi int, off, n int64, opt DecodeOptions, check bool) error {
+	if opt.Threads < 0 {
+		return fmt.Errorf("codec: negative thread count %d", opt.Threads)
 	}
 	if err := r.needSetup(); err != nil {
 		return err
@@ -346,7 +346,7 @@ func (r *Reader) writeRange(w io.Writer, fi int, off, n int64, opt Options, chec
 		last = first
 	}
 	threads := min(opt.threads(), max(1, last-first))
-	ctx, cancel := context.WithCancel(opt.ctx())
+	ctx, cancel := context.WithCancel(ctxOr(ctx))
 	defer cancel()
 	window := 2*threads + 2
 	order := make(chan *decTask, window)
@@ -449,10 +449,10 @@ func checkSum(f *FileInfo, sum [32]byte) error {
 
 // Verify decodes every file and checks every checksum, without writing
 // anything. It returns the first problem found.
-func (r *Reader) Verify(opt Options) error {
+func (r *Reader) Verify(ctx context.Context, opt DecodeOptions) error {
 	opt.SkipHash = false
 	for i := range r.idx.files {
-		if err := r.WriteFile(io.Discard, i, opt); err != nil {
+		if err := r.WriteFile(ctx, io.Discard, i, opt); err != nil {
 			return err
 		}
 	}
@@ -636,7 +636,7 @@ func (r *Reader) readTensor(fi int, t TensorInfo) ([]byte, error) {
 
 // Decode writes the single file of an archive to w. Archives of several
 // files need Reader.WriteFile.
-func Decode(w io.Writer, r io.ReaderAt, size int64, opt Options) error {
+func Decode(ctx context.Context, w io.Writer, r io.ReaderAt, size int64, opt DecodeOptions) error {
 	rd, err := NewReader(r, size)
 	if err != nil {
 		return err
@@ -654,24 +654,24 @@ func Decode(w io.Writer, r io.ReaderAt, size int64, opt Options) error {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
-	if err := rd.WriteFile(bw, 0, opt); err != nil {
+	if err := rd.WriteFile(ctx, bw, 0, opt); err != nil {
 		return err
 	}
 	return bw.Flush()
 }
 
 // CompressBytes is Encode for one in-memory file.
-func CompressBytes(src []byte, segs []Segment, opt Options) ([]byte, error) {
+func CompressBytes(ctx context.Context, src []byte, segs []Segment, opt EncodeOptions) ([]byte, error) {
 	// Archives are at most slightly larger than the input. The buffer is
 	// only appended to, so it need not be cleared first (clearing it took
 	// ~6 % of one-thread compression).
 	buf := bytes.NewBuffer(makeNoZero(len(src) + len(src)/64 + 4096)[:0])
-	_, err := Encode(buf, []Input{{Name: "model.bin", R: memArchive(src), Size: int64(len(src)), Segments: segs}}, opt)
+	_, err := Encode(ctx, buf, []Input{{Name: "model.bin", R: memArchive(src), Size: int64(len(src)), Segments: segs}}, opt)
 	return buf.Bytes(), err
 }
 
 // DecompressBytes is Decode for an in-memory archive of one file.
-func DecompressBytes(archive []byte, opt Options) ([]byte, error) {
+func DecompressBytes(ctx context.Context, archive []byte, opt DecodeOptions) ([]byte, error) {
 	rd, err := NewReader(memArchive(archive), int64(len(archive)))
 	if err != nil {
 		return nil, err
@@ -688,26 +688,26 @@ func DecompressBytes(archive []byte, opt Options) ([]byte, error) {
 	if err := rd.UseRef(opt.Ref); err != nil {
 		return nil, err
 	}
-	return rd.ReadFile(0, opt)
+	return rd.ReadFile(ctx, 0, opt)
 }
 
 // ReadFile decodes file fi into memory, decoding its blocks in parallel
 // straight into the result. It checks every block's CRC-32C and, unless
 // opt.SkipHash, the file's digest.
-func (r *Reader) ReadFile(fi int, opt Options) ([]byte, error) {
-	return r.ReadFileTo(nil, fi, opt)
+func (r *Reader) ReadFile(ctx context.Context, fi int, opt DecodeOptions) ([]byte, error) {
+	return r.ReadFileTo(ctx, nil, fi, opt)
 }
 
 // ReadFileTo is ReadFile decoding into dst when it has the capacity (the
 // blocks cover every byte, so it is not cleared first; nothing else may
 // use it meanwhile), into a new slice otherwise. It returns the decoded
 // file, which shares dst's memory when dst was used.
-func (r *Reader) ReadFileTo(dst []byte, fi int, opt Options) ([]byte, error) {
+func (r *Reader) ReadFileTo(ctx context.Context, dst []byte, fi int, opt DecodeOptions) ([]byte, error) {
 	if fi < 0 || fi >= len(r.idx.files) {
 		return nil, fmt.Errorf("%w: file %d", ErrNotFound, fi)
 	}
-	if err := opt.validate(); err != nil {
-		return nil, err
+	if opt.Threads < 0 {
+		return nil, fmt.Errorf("codec: negative thread count %d", opt.Threads)
 	}
 	if err := r.needSetup(); err != nil {
 		return nil, err
@@ -722,7 +722,7 @@ func (r *Reader) ReadFileTo(dst []byte, fi int, opt Options) ([]byte, error) {
 	// the rest.
 	if f.Size > r.plausibleOutput() {
 		var buf bytes.Buffer
-		if err := r.WriteFile(&buf, fi, opt); err != nil {
+		if err := r.WriteFile(ctx, &buf, fi, opt); err != nil {
 			return nil, err
 		}
 		return buf.Bytes(), nil
@@ -734,7 +734,7 @@ func (r *Reader) ReadFileTo(dst []byte, fi int, opt Options) ([]byte, error) {
 		out = makeNoZero(int(f.Size))
 	}
 	threads := opt.threads()
-	ctx, cancel := context.WithCancel(opt.ctx())
+	ctx, cancel := context.WithCancel(ctxOr(ctx))
 	defer cancel()
 	var next int64 // next block, taken atomically in task-sized runs
 	var mu sync.Mutex
@@ -831,7 +831,7 @@ func (r *Reader) ReadFileTo(dst []byte, fi int, opt Options) ([]byte, error) {
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	if err := opt.ctx().Err(); err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if parts != nil {

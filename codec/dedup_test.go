@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -29,7 +30,7 @@ func dedupModel() ([]byte, []Segment) {
 
 func TestDedup(t *testing.T) {
 	src, segs := dedupModel()
-	opt := Options{ChunkValues: 1024, Threads: 1}
+	opt := EncodeOptions{ChunkValues: 1024, Threads: 1}
 	arc := roundTrip(t, src, segs, opt)
 	rd, err := NewReader(bytes.NewReader(arc), int64(len(arc)))
 	if err != nil {
@@ -44,7 +45,7 @@ func TestDedup(t *testing.T) {
 	}
 	// the copies cost (almost) nothing: the archive is about that of a, c
 	two, twoSegs := refSafetensors([]refT{{"a", dtype.F32, []int64{3000}, src[segs[1].Offset : segs[1].Offset+segs[1].Length]}, {"c", dtype.F32, []int64{3000}, src[segs[3].Offset : segs[3].Offset+segs[3].Length]}})
-	base, err := CompressBytes(two, twoSegs, opt)
+	base, err := CompressBytes(context.Background(), two, twoSegs, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestDedup(t *testing.T) {
 	for _, th := range []int{2, 4} {
 		o := opt
 		o.Threads = th
-		if a2, err := CompressBytes(src, segs, o); err != nil || !bytes.Equal(a2, arc) {
+		if a2, err := CompressBytes(context.Background(), src, segs, o); err != nil || !bytes.Equal(a2, arc) {
 			t.Fatalf("threads %d: archive differs (%v)", th, err)
 		}
 	}
@@ -78,7 +79,7 @@ func TestDedupAcrossFiles(t *testing.T) {
 	in := func(name string) Input {
 		return Input{Name: name, R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}
 	}
-	if _, err := Encode(&buf, []Input{in("x.safetensors"), in("y.safetensors")}, Options{ChunkValues: 1024}); err != nil {
+	if _, err := Encode(context.Background(), &buf, []Input{in("x.safetensors"), in("y.safetensors")}, EncodeOptions{ChunkValues: 1024}); err != nil {
 		t.Fatal(err)
 	}
 	rd, err := NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
@@ -86,7 +87,7 @@ func TestDedupAcrossFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for fi := range rd.Files() {
-		out, err := rd.ReadFile(fi, Options{})
+		out, err := rd.ReadFile(context.Background(), fi, DecodeOptions{})
 		if err != nil || sha256.Sum256(out) != sha256.Sum256(src) {
 			t.Fatalf("file %d: %v", fi, err)
 		}
@@ -132,7 +133,7 @@ func rewriteIndex(t *testing.T, arc []byte, f func(x *indexData)) []byte {
 // index is read; a wrong CRC is found when the block is decoded.
 func TestDedupBadIndex(t *testing.T) {
 	src, segs := dedupModel()
-	arc, err := CompressBytes(src, segs, Options{ChunkValues: 1024})
+	arc, err := CompressBytes(context.Background(), src, segs, EncodeOptions{ChunkValues: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func TestDedupBadIndex(t *testing.T) {
 	}
 	// a CRC that does not match the source's bytes
 	bad = rewriteIndex(t, arc, func(x *indexData) { x.files[0].blocks[first].crc ^= 1 })
-	if _, err := DecompressBytes(bad, Options{}); !errors.Is(err, ErrChecksum) {
+	if _, err := DecompressBytes(context.Background(), bad, DecodeOptions{}); !errors.Is(err, ErrChecksum) {
 		t.Errorf("wrong CRC: %v, want ErrChecksum", err)
 	}
 }

@@ -22,11 +22,11 @@ const (
 	// DigestBLAKE3 is BLAKE3 with its default 32-byte output (what
 	// b3sum prints). Encoding computes it in parallel: each worker hashes
 	// the whole subtrees of BLAKE3's tree in the bytes it holds.
-	// Encode writes it unless Options.Digest says otherwise.
+	// Encode writes it unless EncodeOptions.Digest says otherwise.
 	DigestBLAKE3 Digest = 1
 	// DigestSHA256 is SHA-256, computed in one sequential pass. Archives
 	// of versions 1 to 6 hold it; Encode writes it on request
-	// (Options.Digest), for callers that identify files by SHA-256.
+	// (EncodeOptions.Digest), for callers that identify files by SHA-256.
 	DigestSHA256 Digest = 2
 )
 

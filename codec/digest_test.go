@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"math/rand"
@@ -149,7 +150,7 @@ func TestSubtreeCVTwin(t *testing.T) {
 func TestIndexDigestKind(t *testing.T) {
 	src := realisticValues(dtype.BF16, 5000, 4)
 	segs := []Segment{{Name: "w", DType: dtype.BF16, Length: int64(len(src))}}
-	arc, err := CompressBytes(src, segs, Options{Digest: DigestSHA256})
+	arc, err := CompressBytes(context.Background(), src, segs, EncodeOptions{Digest: DigestSHA256})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +162,7 @@ func TestIndexDigestKind(t *testing.T) {
 	if f := rd.Files()[0]; rd.idx.version != 3 || f.Digest != DigestSHA256 || f.Sum != sha256.Sum256(src) {
 		t.Fatalf("version %d archive holds the %v digest %x", rd.idx.version, f.Digest, f.Sum)
 	}
-	if out, err := rd.ReadFile(0, Options{}); err != nil || !bytes.Equal(out, src) {
+	if out, err := rd.ReadFile(context.Background(), 0, DecodeOptions{}); err != nil || !bytes.Equal(out, src) {
 		t.Fatalf("version 3 rewrite: %v", err)
 	}
 	rd, err = NewMemReader(arc)
@@ -177,7 +178,7 @@ func TestIndexDigestKind(t *testing.T) {
 			t.Errorf("digest kind %d: %v", k, err)
 		}
 	}
-	if _, err := CompressBytes(src, segs, Options{Digest: 3}); err == nil {
+	if _, err := CompressBytes(context.Background(), src, segs, EncodeOptions{Digest: 3}); err == nil {
 		t.Error("Encode takes an unknown digest kind")
 	}
 }
@@ -210,7 +211,7 @@ func TestEncodeDigestFiles(t *testing.T) {
 			ins = append(ins, in)
 		}
 		var buf bytes.Buffer
-		if _, err := Encode(&buf, ins, Options{Threads: th, ChunkValues: 5000}); err != nil {
+		if _, err := Encode(context.Background(), &buf, ins, EncodeOptions{Threads: th, ChunkValues: 5000}); err != nil {
 			t.Fatal(err)
 		}
 		if first == nil {
@@ -228,7 +229,7 @@ func TestEncodeDigestFiles(t *testing.T) {
 			t.Fatalf("file %d: %v %x, want BLAKE3 %x", i, f.Digest, f.Sum, blake3.Sum256(files[i]))
 		}
 	}
-	if err := rd.Verify(Options{Threads: 2}); err != nil {
+	if err := rd.Verify(context.Background(), DecodeOptions{Threads: 2}); err != nil {
 		t.Fatal(err)
 	}
 }

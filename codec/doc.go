@@ -10,20 +10,21 @@
 // archive; Reader gives back whole files (streamed), byte ranges or single
 // tensors (random access):
 //
-//	res, err := codec.Encode(w, []codec.Input{{Name: "model.safetensors", R: f, Size: size, Segments: segs}}, codec.Options{})
+//	res, err := codec.Encode(ctx, w, []codec.Input{{Name: "model.safetensors", R: f, Size: size, Segments: segs}}, codec.EncodeOptions{})
 //	rd, err := codec.NewReader(archive, archiveSize)
-//	err = rd.WriteFile(out, 0, codec.Options{})
+//	err = rd.WriteFile(ctx, out, 0, codec.DecodeOptions{})
 //	data, info, err := rd.Tensor("model.embed_tokens.weight")
 //
-// Options is a plain struct whose zero value works: GOMAXPROCS threads,
-// 65536 values per chunk, zstd level 3. The archive bytes never depend on
-// the thread count.
+// EncodeOptions and DecodeOptions are plain structs whose zero values
+// work: GOMAXPROCS threads, 65536 values per chunk, zstd level 3; a
+// context, the first argument of every call that works, cancels it. The
+// archive bytes never depend on the thread count.
 //
-// With Options.Ref (a Reference made by NewReference from another model,
+// With EncodeOptions.Ref (a Reference made by NewReference from another model,
 // e.g. the previous checkpoint of a training run or the base model of a
 // fine-tune), Encode codes tensors as differences to the reference where
 // that is smaller (see References); decoding such an archive needs the same
-// reference (Options.Ref or Reader.UseRef), found by its SHA-256.
+// reference (DecodeOptions.Ref or Reader.UseRef), found by its SHA-256.
 //
 // # Format, versions 3 to 8
 //
@@ -437,7 +438,7 @@
 // # Range-coded difference blocks
 //
 // A difference block may also use method 2 (encoders write it only when
-// asked, Options.Best, and when it is smaller; such archives are of
+// asked, EncodeOptions.Best, and when it is smaller; such archives are of
 // version 4 to 6): the same tokens and extra
 // bits, but range-coded with adaptive binary models instead of Huffman
 // tables by group. The payload is

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -156,13 +157,13 @@ func TestEdgeCasesPerDType(t *testing.T) {
 			for name, data := range tensors {
 				segs := []Segment{{Name: name, DType: d, Offset: 0, Length: int64(len(data))}}
 				for _, th := range []int{1, 2} {
-					roundTrip(t, data, segs, Options{Threads: th, ChunkValues: 1024})
+					roundTrip(t, data, segs, EncodeOptions{Threads: th, ChunkValues: 1024})
 				}
 			}
 			// all of them in one file at unaligned offsets
 			file, segs := tensorFile(d, tensors)
-			a1 := roundTrip(t, file, segs, Options{Threads: 1, ChunkValues: 1000})
-			a2 := roundTrip(t, file, segs, Options{Threads: 2, ChunkValues: 1000})
+			a1 := roundTrip(t, file, segs, EncodeOptions{Threads: 1, ChunkValues: 1000})
+			a2 := roundTrip(t, file, segs, EncodeOptions{Threads: 2, ChunkValues: 1000})
 			if !bytes.Equal(a1, a2) {
 				t.Fatal("archive depends on the thread count")
 			}
@@ -188,14 +189,14 @@ func TestOddSegments(t *testing.T) {
 	data := realisticValues(dtype.F32, 3000, 1)
 	data = append(data, 1, 2, 3) // 3 trailing bytes
 	segs := []Segment{{Name: "odd", DType: dtype.F32, Offset: 0, Length: int64(len(data))}}
-	roundTrip(t, data, segs, Options{})
+	roundTrip(t, data, segs, EncodeOptions{})
 	// gaps between segments, a segment ending at the file end, zero-length tensors
 	segs = []Segment{
 		{Name: "a", DType: dtype.F32, Offset: 4, Length: 4000},
 		{Name: "empty", DType: dtype.BF16, Offset: 4004, Length: 0},
 		{Name: "b", DType: dtype.BF16, Offset: 4100, Length: int64(len(data)) - 4100},
 	}
-	roundTrip(t, data, segs, Options{})
+	roundTrip(t, data, segs, EncodeOptions{})
 }
 
 func TestNotACheckpoint(t *testing.T) {
@@ -206,7 +207,7 @@ func TestNotACheckpoint(t *testing.T) {
 		noise[i] = byte(r.Uint32())
 	}
 	for _, src := range [][]byte{nil, {0}, text, noise} {
-		roundTrip(t, src, nil, Options{})
+		roundTrip(t, src, nil, EncodeOptions{})
 	}
 }
 
@@ -217,11 +218,11 @@ func TestBadSegmentsRejected(t *testing.T) {
 		{{Offset: -1, Length: 2}},
 		{{Offset: 0, Length: 20}, {Offset: 10, Length: 5}},
 	} {
-		if _, err := CompressBytes(src, segs, Options{}); err == nil {
+		if _, err := CompressBytes(context.Background(), src, segs, EncodeOptions{}); err == nil {
 			t.Errorf("segments %+v accepted", segs)
 		}
 	}
-	if _, err := CompressBytes(src, nil, Options{ChunkValues: 10}); err == nil {
+	if _, err := CompressBytes(context.Background(), src, nil, EncodeOptions{ChunkValues: 10}); err == nil {
 		t.Error("chunk size 10 accepted")
 	}
 }
@@ -231,11 +232,11 @@ func TestMultiFile(t *testing.T) {
 	a := realisticValues(dtype.BF16, 10000, 1)
 	b := realisticValues(dtype.F32, 7000, 2)
 	var buf bytes.Buffer
-	_, err := Encode(&buf, []Input{
+	_, err := Encode(context.Background(), &buf, []Input{
 		{Name: "model-00001.safetensors", R: bytes.NewReader(a), Size: int64(len(a)), Segments: []Segment{{Name: "x", DType: dtype.BF16, Length: int64(len(a))}}},
 		{Name: "model-00002.safetensors", R: bytes.NewReader(b), Size: int64(len(b)), Segments: []Segment{{Name: "y", DType: dtype.F32, Length: int64(len(b))}}},
 		{Name: "empty", R: bytes.NewReader(nil), Size: 0},
-	}, Options{})
+	}, EncodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +251,7 @@ func TestMultiFile(t *testing.T) {
 	}
 	for i, want := range [][]byte{a, b, nil} {
 		var out bytes.Buffer
-		if err := rd.WriteFile(&out, i, Options{}); err != nil {
+		if err := rd.WriteFile(context.Background(), &out, i, DecodeOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(out.Bytes(), want) {
@@ -260,10 +261,10 @@ func TestMultiFile(t *testing.T) {
 	if got, _, err := rd.Tensor("y"); err != nil || !bytes.Equal(got, b) {
 		t.Fatalf("tensor y: %v", err)
 	}
-	if err := rd.Verify(Options{}); err != nil {
+	if err := rd.Verify(context.Background(), DecodeOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := DecompressBytes(arc, Options{}); err == nil {
+	if _, err := DecompressBytes(context.Background(), arc, DecodeOptions{}); err == nil {
 		t.Fatal("DecompressBytes accepted a multi-file archive")
 	}
 }
@@ -272,7 +273,7 @@ func TestMultiFile(t *testing.T) {
 func TestReadAtRanges(t *testing.T) {
 	data := realisticValues(dtype.BF16, 50000, 3)
 	segs := []Segment{{Offset: 0, Length: 10}, {Name: "w", DType: dtype.BF16, Offset: 10, Length: int64(len(data)) - 10}}
-	arc := roundTrip(t, data, segs, Options{ChunkValues: 4096})
+	arc := roundTrip(t, data, segs, EncodeOptions{ChunkValues: 4096})
 	rd, err := NewReader(bytes.NewReader(arc), int64(len(arc)))
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +300,7 @@ func TestReadAtRanges(t *testing.T) {
 func TestCorruptionLocated(t *testing.T) {
 	data := realisticValues(dtype.BF16, 200000, 5)
 	segs := []Segment{{Name: "w", DType: dtype.BF16, Offset: 0, Length: int64(len(data))}}
-	arc := roundTrip(t, data, segs, Options{ChunkValues: 16384})
+	arc := roundTrip(t, data, segs, EncodeOptions{ChunkValues: 16384})
 	rd, _ := NewReader(bytes.NewReader(arc), int64(len(arc)))
 	blocks := rd.Files()[0].Blocks()
 	rd.Close()
@@ -311,7 +312,7 @@ func TestCorruptionLocated(t *testing.T) {
 	off += blocks[3].Compressed / 2
 	bad := append([]byte(nil), arc...)
 	bad[off] ^= 0x55
-	_, err := DecompressBytes(bad, Options{})
+	_, err := DecompressBytes(context.Background(), bad, DecodeOptions{})
 	var ce *CorruptError
 	if !asCorrupt(err, &ce) || ce.Block != 3 || ce.FileOffset != blocks[3].Offset {
 		t.Fatalf("corruption not located in block 3: %v", err)
@@ -325,7 +326,7 @@ func TestCorruptionLocated(t *testing.T) {
 func TestSectionReaderOffsets(t *testing.T) {
 	data := realisticValues(dtype.BF16, 100000, 7)
 	segs := []Segment{{Name: "w", DType: dtype.BF16, Offset: 0, Length: int64(len(data))}}
-	arc := roundTrip(t, data, segs, Options{ChunkValues: 16384})
+	arc := roundTrip(t, data, segs, EncodeOptions{ChunkValues: 16384})
 	const base = 1234
 	file := append(append(bytes.Repeat([]byte{0xee}, base), arc...), 0xee, 0xee)
 	open := func(f []byte) (*Reader, error) {
@@ -335,7 +336,7 @@ func TestSectionReaderOffsets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := rd.ReadFile(0, Options{})
+	got, err := rd.ReadFile(context.Background(), 0, DecodeOptions{})
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("section decode: %v", err)
 	}
@@ -350,7 +351,7 @@ func TestSectionReaderOffsets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rb.ReadFile(0, Options{}); !asCorrupt(err, &ce) || ce.Block != 2 || ce.Offset != base+blk.Payload {
+	if _, err := rb.ReadFile(context.Background(), 0, DecodeOptions{}); !asCorrupt(err, &ce) || ce.Block != 2 || ce.Offset != base+blk.Payload {
 		t.Fatalf("damaged block 2 (payload at %d in the file): %v", base+blk.Payload, err)
 	}
 	if !strings.Contains(ce.Error(), fmt.Sprintf("archive offset %d:", base+blk.Payload)) {

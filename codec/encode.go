@@ -20,8 +20,9 @@ import (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Options configures encoding and decoding. The zero value is ready to use.
-type Options struct {
+// EncodeOptions configures Encode and CompressBytes. The zero value is
+// ready to use.
+type EncodeOptions struct {
 	// Threads bounds the number of blocks coded at once; 0 means GOMAXPROCS.
 	// Values above MaxThreads are clamped to it, and every call uses at
 	// most one thread per block (task). The archive bytes do not depend
@@ -36,18 +37,12 @@ type Options struct {
 	// Progress, when set, is called after each block with the original
 	// bytes done so far and the total. Calls come from one goroutine.
 	Progress func(done, total int64)
-	// SkipHash skips the whole-file digest check when decoding (block
-	// CRC-32C checks still run). Encoding always computes the digest.
-	SkipHash bool
 	// Digest is the kind of digest Encode stores for each file; 0 means
 	// DigestBLAKE3, which the workers compute in parallel. DigestSHA256
 	// takes a sequential pass beside the coding (about 1.6 GB/s with
 	// SHA-NI), for callers that identify files by their SHA-256.
 	Digest Digest
-	// Context, when set, cancels the work.
-	Context context.Context
-	// Setup, when set, gives encoding its shared tables (and decoding the
-	// setup of an archive that references one externally).
+	// Setup, when set, gives encoding its shared tables.
 	Setup *Setup
 	// SetupExternal stores only the setup's ID in the archive instead of
 	// the setup itself; decoding then needs the setup file. The built-in
@@ -57,9 +52,9 @@ type Options struct {
 	// is estimated to cost more than this fraction above it (0 means
 	// DefaultSetupThreshold).
 	SetupThreshold float64
-	// Ref, when set, is the reference model: encoding codes blocks as
-	// copies of or differences to it where that is smaller (see ref.go),
-	// and decoding needs it for archives coded against it.
+	// Ref, when set, is the reference model: blocks are coded as copies of
+	// or differences to it where that is smaller (see ref.go); decoding
+	// then needs it (DecodeOptions.Ref).
 	Ref *Reference
 	// Best also tries codings that decode much slower for a smaller
 	// archive. Today that is method 2 of difference blocks (range-coded
@@ -71,22 +66,45 @@ type Options struct {
 	NoSparse bool
 }
 
-func (o *Options) threads() int {
-	if o.Threads > 0 {
-		t, _ := ClampThreads(o.Threads)
+// DecodeOptions configures decoding: Decode, DecompressBytes and the
+// Reader's WriteFile, WriteTensor, ReadFile, ReadFileTo and Verify. The
+// zero value is ready to use.
+type DecodeOptions struct {
+	// Threads bounds the number of blocks decoded at once; 0 means
+	// GOMAXPROCS (clamped to MaxThreads). The output does not depend on it.
+	Threads int
+	// Progress, when set, is called after each block with the original
+	// bytes done so far and the total. Calls come from one goroutine.
+	Progress func(done, total int64)
+	// SkipHash skips the whole-file digest check (block CRC-32C checks
+	// still run).
+	SkipHash bool
+	// Setup is the setup of an archive that references one externally
+	// (Decode and DecompressBytes; a Reader takes it with UseSetup).
+	Setup *Setup
+	// Ref is the reference model of an archive coded against one (Decode
+	// and DecompressBytes; a Reader takes it with UseRef).
+	Ref *Reference
+}
+
+// Decoding is what decoding an archive written with o needs: the same
+// threads, setup and reference.
+func (o EncodeOptions) Decoding() DecodeOptions {
+	return DecodeOptions{Threads: o.Threads, Setup: o.Setup, Ref: o.Ref}
+}
+
+func threadsOf(n int) int {
+	if n > 0 {
+		t, _ := ClampThreads(n)
 		return t
 	}
 	return runtime.GOMAXPROCS(0)
 }
 
-func (o *Options) ctx() context.Context {
-	if o.Context != nil {
-		return o.Context
-	}
-	return context.Background()
-}
+func (o *EncodeOptions) threads() int { return threadsOf(o.Threads) }
+func (o *DecodeOptions) threads() int { return threadsOf(o.Threads) }
 
-func (o *Options) validate() error {
+func (o *EncodeOptions) validate() error {
 	if o.ChunkValues != 0 && (o.ChunkValues < MinChunkValues || o.ChunkValues > MaxChunkValues) {
 		return fmt.Errorf("codec: chunk size %d outside %d..%d", o.ChunkValues, MinChunkValues, MaxChunkValues)
 	}
@@ -103,6 +121,14 @@ func (o *Options) validate() error {
 		return fmt.Errorf("codec: unknown digest kind %d", o.Digest)
 	}
 	return nil
+}
+
+// ctxOr is ctx, or the background context when ctx is nil.
+func ctxOr(ctx context.Context) context.Context {
+	if ctx == nil {
+		return context.Background()
+	}
+	return ctx
 }
 
 // Input is one original file to compress.
@@ -198,7 +224,7 @@ func putBuf(p *[]byte) {
 // Encode writes an archive of the inputs to w. Blocks are coded in parallel
 // (opt.Threads), written in order, with memory bounded by a few blocks per
 // thread. The same inputs give the same bytes at any thread count.
-func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
+func Encode(ctx context.Context, w io.Writer, inputs []Input, opt EncodeOptions) (Result, error) {
 	var res Result
 	if err := opt.validate(); err != nil {
 		return res, err
@@ -208,7 +234,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 		return res, err
 	}
 	res.Original = e.total
-	ctx, cancel := context.WithCancel(opt.ctx())
+	ctx, cancel := context.WithCancel(ctxOr(ctx))
 	defer cancel()
 	e.ctx, e.cancel = ctx, cancel
 	e.startSHA256()
@@ -243,7 +269,7 @@ func Encode(w io.Writer, inputs []Input, opt Options) (Result, error) {
 // hashers, workers and writer.
 type encodeRun struct {
 	inputs     []Input
-	opt        Options
+	opt        EncodeOptions
 	idx        *indexData
 	tasks      []*encTask
 	total      int64
@@ -261,7 +287,7 @@ type encodeRun struct {
 
 // planEncode plans every file first (cheap: segment lists only), groups
 // the blocks into tasks and prepares the index, encoders and digests.
-func planEncode(inputs []Input, opt Options) (*encodeRun, error) {
+func planEncode(inputs []Input, opt EncodeOptions) (*encodeRun, error) {
 	chunk := opt.ChunkValues
 	if chunk == 0 {
 		chunk = DefaultChunkValues

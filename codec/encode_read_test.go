@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"sync/atomic"
@@ -40,7 +41,7 @@ func TestEncodeReadError(t *testing.T) {
 	for _, threads := range []int{1, 2, 4} {
 		for _, failAt := range []int64{0, 1 << 20, int64(len(data)) - 1} {
 			r := &failingReader{data: data, failAt: failAt}
-			_, err := Encode(io.Discard, []Input{{Name: "w", R: r, Size: int64(len(data)), Segments: segs}}, Options{Threads: threads})
+			_, err := Encode(context.Background(), io.Discard, []Input{{Name: "w", R: r, Size: int64(len(data)), Segments: segs}}, EncodeOptions{Threads: threads})
 			r.returned.Store(true)
 			time.Sleep(5 * time.Millisecond) // time for a stray reader to show
 			if !errors.Is(err, errDisk) {
@@ -77,7 +78,7 @@ func TestEncodeReadsOnce(t *testing.T) {
 	for _, threads := range []int{1, 2, 4} {
 		r := &countingReader{data: data}
 		var buf bytes.Buffer
-		if _, err := Encode(&buf, []Input{{Name: "w", R: r, Size: int64(len(data)), Segments: segs}}, Options{Threads: threads}); err != nil {
+		if _, err := Encode(context.Background(), &buf, []Input{{Name: "w", R: r, Size: int64(len(data)), Segments: segs}}, EncodeOptions{Threads: threads}); err != nil {
 			t.Fatal(err)
 		}
 		if n, probe := r.read.Load(), int64(sparseProbeReads*sparseProbeBytes); n != int64(len(data))+probe {
@@ -88,7 +89,7 @@ func TestEncodeReadsOnce(t *testing.T) {
 		} else if !bytes.Equal(buf.Bytes(), first) {
 			t.Fatalf("threads %d: the archive differs from one thread's", threads)
 		}
-		out, err := DecompressBytes(buf.Bytes(), Options{})
+		out, err := DecompressBytes(context.Background(), buf.Bytes(), DecodeOptions{})
 		if err != nil || !bytes.Equal(out, data) {
 			t.Fatalf("threads %d: roundtrip: %v", threads, err)
 		}

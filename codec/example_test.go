@@ -2,6 +2,7 @@ package codec_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -28,14 +29,14 @@ func exampleFile() ([]byte, []codec.Segment) {
 func ExampleEncode() {
 	file, segs := exampleFile()
 	var archive bytes.Buffer
-	res, err := codec.Encode(&archive, []codec.Input{{Name: "model.bin", R: bytes.NewReader(file), Size: int64(len(file)), Segments: segs}}, codec.Options{})
+	res, err := codec.Encode(context.Background(), &archive, []codec.Input{{Name: "model.bin", R: bytes.NewReader(file), Size: int64(len(file)), Segments: segs}}, codec.EncodeOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(res.Original, "bytes in, smaller out:", res.Compressed < res.Original)
 
 	var restored bytes.Buffer
-	if err := codec.Decode(&restored, bytes.NewReader(archive.Bytes()), int64(archive.Len()), codec.Options{}); err != nil {
+	if err := codec.Decode(context.Background(), &restored, bytes.NewReader(archive.Bytes()), int64(archive.Len()), codec.DecodeOptions{}); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("bit-exact:", bytes.Equal(restored.Bytes(), file))
@@ -46,7 +47,7 @@ func ExampleEncode() {
 
 func ExampleReader_Tensor() {
 	file, segs := exampleFile()
-	archive, err := codec.CompressBytes(file, segs, codec.Options{})
+	archive, err := codec.CompressBytes(context.Background(), file, segs, codec.EncodeOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -65,14 +66,14 @@ func ExampleReader_Tensor() {
 
 func ExampleReader_Verify() {
 	file, segs := exampleFile()
-	archive, _ := codec.CompressBytes(file, segs, codec.Options{})
+	archive, _ := codec.CompressBytes(context.Background(), file, segs, codec.EncodeOptions{})
 	archive[100] ^= 1 // damage one payload byte
 	rd, err := codec.NewReader(bytes.NewReader(archive), int64(len(archive)))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer rd.Close()
-	err = rd.Verify(codec.Options{})
+	err = rd.Verify(context.Background(), codec.DecodeOptions{})
 	var ce *codec.CorruptError
 	if errors.As(err, &ce) {
 		fmt.Println("damaged block", ce.Block, "of", ce.File)

@@ -45,7 +45,7 @@ func TestFloatsInOpaque(t *testing.T) {
 		src := append([]byte("HDR\x00\x10\x00\x00\x00header.."), realisticValues(d, 400000, 7)...) // 16 bytes: the floats 4-aligned
 		src = src[:len(src)/4*4]
 		segs := []Segment{{Offset: 0, Length: int64(len(src))}}
-		arc := roundTrip(t, src, segs, Options{Threads: 2})
+		arc := roundTrip(t, src, segs, EncodeOptions{Threads: 2})
 		c := censusOf(t, arc)
 		if c.FoundFloat == 0 || !slices.Contains(c.FoundTypes, d) {
 			t.Fatalf("%v: census %+v", d, c)
@@ -55,7 +55,7 @@ func TestFloatsInOpaque(t *testing.T) {
 		}
 	}
 	text := bytes.Repeat([]byte("not floats at all, "), 60000)
-	arc := roundTrip(t, text, []Segment{{Length: int64(len(text))}}, Options{})
+	arc := roundTrip(t, text, []Segment{{Length: int64(len(text))}}, EncodeOptions{})
 	if c := censusOf(t, arc); c.FoundFloat != 0 {
 		t.Errorf("text: census %+v", c)
 	}
@@ -77,7 +77,7 @@ func TestFloatsAfterOddHeader(t *testing.T) {
 			segs := []Segment{{Offset: 0, Length: int64(len(src))}}
 			var first []byte
 			for _, th := range []int{1, 3} {
-				arc := roundTrip(t, src, segs, Options{Threads: th})
+				arc := roundTrip(t, src, segs, EncodeOptions{Threads: th})
 				if first == nil {
 					first = arc
 				} else if !bytes.Equal(arc, first) {
@@ -100,7 +100,7 @@ func TestFloatsAfterOddHeader(t *testing.T) {
 // against C zstd's 12,994,226 for faceres-deep.bin).
 func TestFloatsInOpaqueReal(t *testing.T) {
 	src := realFile(t, "models/original/faceres-deep/faceres-deep.bin")
-	arc := roundTrip(t, src, []Segment{{Length: int64(len(src))}}, Options{})
+	arc := roundTrip(t, src, []Segment{{Length: int64(len(src))}}, EncodeOptions{})
 	zs := zstd3(t, src)
 	t.Logf("nzip %d bytes, zstd-3 %d", len(arc), len(zs))
 	if len(arc) >= len(zs)*95/100 {

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -15,7 +16,7 @@ import (
 func fuzzSeeds(tb testing.TB) [][]byte {
 	var seeds [][]byte
 	add := func(src []byte, segs []Segment, chunk int) {
-		arc, err := CompressBytes(src, segs, Options{ChunkValues: chunk})
+		arc, err := CompressBytes(context.Background(), src, segs, EncodeOptions{ChunkValues: chunk})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -32,8 +33,8 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 	// blocks coded with an embedded setup's tables (modes 6 and 7)
 	sv := realisticValues(dtype.BF16, 3000, 6)
 	ssegs := []Segment{{Name: "s", DType: dtype.BF16, Length: int64(len(sv))}}
-	if st, err := BuildSetup([]Input{{Name: "s", R: bytes.NewReader(sv), Size: int64(len(sv)), Segments: ssegs}}, SetupOptions{}); err == nil {
-		arc, err := CompressBytes(sv, ssegs, Options{Setup: st, SetupThreshold: 1e9, ChunkValues: 1024})
+	if st, err := BuildSetup(context.Background(), []Input{{Name: "s", R: bytes.NewReader(sv), Size: int64(len(sv)), Segments: ssegs}}, SetupOptions{}); err == nil {
+		arc, err := CompressBytes(context.Background(), sv, ssegs, EncodeOptions{Setup: st, SetupThreshold: 1e9, ChunkValues: 1024})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -48,7 +49,7 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 	add(nil, nil, 0)
 	// a SHA-256 digest instead of BLAKE3, in format version 7 and as
 	// version 3 archives held it (no digest kind)
-	sha, err := CompressBytes(dup, []Segment{{Name: "a", DType: dtype.F32, Length: int64(len(dup))}}, Options{ChunkValues: 300, Digest: DigestSHA256})
+	sha, err := CompressBytes(context.Background(), dup, []Segment{{Name: "a", DType: dtype.F32, Length: int64(len(dup))}}, EncodeOptions{ChunkValues: 300, Digest: DigestSHA256})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func bigOutputSeeds(tb testing.TB) [][]byte {
 	}
 	var out [][]byte
 	for _, chunk := range []int{0, MinChunkValues} {
-		arc, err := CompressBytes(make([]byte, n), segs, Options{ChunkValues: chunk})
+		arc, err := CompressBytes(context.Background(), make([]byte, n), segs, EncodeOptions{ChunkValues: chunk})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -184,10 +185,10 @@ func fuzzCheckFiles(t *testing.T, rd, mr *Reader, budget int64) (decoded int64) 
 		budget -= fi.Size
 		decoded += fi.Size
 		var a, b bytes.Buffer
-		ea := rd.WriteFile(&a, i, Options{Threads: 1})
+		ea := rd.WriteFile(context.Background(), &a, i, DecodeOptions{Threads: 1})
 		if mr != nil {
 			// two threads: the result must not depend on their number
-			eb := mr.WriteFile(&b, i, Options{Threads: 2})
+			eb := mr.WriteFile(context.Background(), &b, i, DecodeOptions{Threads: 2})
 			if (ea == nil) != (eb == nil) || !bytes.Equal(a.Bytes(), b.Bytes()) {
 				t.Fatalf("file %d: reader over bytes.Reader (%v) and in memory (%v) differ", i, ea, eb)
 			}
@@ -336,11 +337,11 @@ func FuzzRoundTrip(f *testing.F) {
 		body := int64(len(data)-p) - int64(len(data)-p)%int64(dt.Size())
 		segs := []Segment{{Offset: 0, Length: int64(p)}, {Name: "x", DType: dt, Offset: int64(p), Length: body}}
 		c := max(MinChunkValues, int(chunk))
-		arc, err := CompressBytes(data, segs, Options{ChunkValues: c, Threads: 2})
+		arc, err := CompressBytes(context.Background(), data, segs, EncodeOptions{ChunkValues: c, Threads: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := DecompressBytes(arc, Options{})
+		out, err := DecompressBytes(context.Background(), arc, DecodeOptions{})
 		if err != nil || !bytes.Equal(out, data) {
 			t.Fatalf("roundtrip failed: %v", err)
 		}

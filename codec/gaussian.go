@@ -16,7 +16,7 @@ import (
 // 32 in all. A block picks the table and the shift that code it in the
 // fewest bits, as with any setup (from a sample of its exponents), and a
 // block that none fits (zeros, quantised or clipped weights) builds its own
-// table as usual (Options.SetupThreshold).
+// table as usual (EncodeOptions.SetupThreshold).
 //
 // The tables are made from integer counts committed in gaussian_counts.go
 // (made once from the model by TestGaussianCounts) with the integer-only

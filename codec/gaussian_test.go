@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -53,9 +54,9 @@ func TestGaussianRoundTrip(t *testing.T) {
 		src, segs := tensorFile(d, edgeTensors(d))
 		for _, chunk := range []int{256, 4096, 65536} {
 			// (never embedded, SetupExternal or not)
-			opt := Options{ChunkValues: chunk, Setup: GaussianSetup(), Threads: 1}
+			opt := EncodeOptions{ChunkValues: chunk, Setup: GaussianSetup(), Threads: 1}
 			arc := roundTrip(t, src, segs, opt)
-			out, err := DecompressBytes(arc, Options{})
+			out, err := DecompressBytes(context.Background(), arc, DecodeOptions{})
 			if err != nil || !bytes.Equal(out, src) {
 				t.Fatalf("%v chunk %d: decode without a setup given: %v", d, chunk, err)
 			}
@@ -67,7 +68,7 @@ func TestGaussianRoundTrip(t *testing.T) {
 				t.Fatalf("%v: setup %x %q, want the built-in one", d, id, how)
 			}
 			opt.Threads = 3
-			arc3, err := CompressBytes(src, segs, opt)
+			arc3, err := CompressBytes(context.Background(), src, segs, opt)
 			if err != nil || !bytes.Equal(arc, arc3) {
 				t.Fatalf("%v chunk %d: 3 threads give other bytes (%v)", d, chunk, err)
 			}
@@ -89,8 +90,8 @@ func TestGaussianReal(t *testing.T) {
 			t.Skipf("%s: %v", name, err)
 		}
 		segs := safetensorsSegments(src)
-		own := roundTrip(t, src, segs, Options{})
-		g := roundTrip(t, src, segs, Options{Setup: GaussianSetup(), SetupExternal: true})
+		own := roundTrip(t, src, segs, EncodeOptions{})
+		g := roundTrip(t, src, segs, EncodeOptions{Setup: GaussianSetup(), SetupExternal: true})
 		loss := float64(len(g))/float64(len(own)) - 1
 		t.Logf("%s: per-block tables %d B, Gaussian setup %d B (%+.3f %%)", name, len(own), len(g), 100*loss)
 		if loss > 0.015 {
@@ -107,12 +108,12 @@ func TestGaussianReal(t *testing.T) {
 func TestGoldenGaussian(t *testing.T) {
 	path := filepath.Join("testdata", "golden-gaussian.nzip")
 	src, segs := goldenInput()
-	arc, err := CompressBytes(src, segs, Options{ChunkValues: 1024, Threads: 2, Setup: GaussianSetup(), SetupExternal: true})
+	arc, err := CompressBytes(context.Background(), src, segs, EncodeOptions{ChunkValues: 1024, Threads: 2, Setup: GaussianSetup(), SetupExternal: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	golden := goldenBytes(t, path, arc)
-	out, err := DecompressBytes(golden, Options{})
+	out, err := DecompressBytes(context.Background(), golden, DecodeOptions{})
 	if err != nil || !bytes.Equal(out, src) {
 		t.Fatalf("golden Gaussian archive does not decode to the golden input: %v", err)
 	}

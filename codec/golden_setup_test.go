@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"os"
 	"path/filepath"
@@ -14,12 +15,12 @@ import (
 func goldenSetupArchive(t *testing.T) (setup, arc, src []byte) {
 	src, segs := goldenInput()
 	in := Input{Name: "example.safetensors", Format: "safetensors", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}
-	s, err := BuildSetup([]Input{in}, SetupOptions{ChunkValues: 1024, Builder: "codec/golden_setup_test.go"})
+	s, err := BuildSetup(context.Background(), []Input{in}, SetupOptions{ChunkValues: 1024, Builder: "codec/golden_setup_test.go"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if _, err := Encode(&buf, []Input{in}, Options{ChunkValues: 1024, Threads: 2, Setup: s, SetupThreshold: 1e9}); err != nil {
+	if _, err := Encode(context.Background(), &buf, []Input{in}, EncodeOptions{ChunkValues: 1024, Threads: 2, Setup: s, SetupThreshold: 1e9}); err != nil {
 		t.Fatal(err)
 	}
 	return s.Bytes(), buf.Bytes(), src
@@ -55,8 +56,8 @@ func checkSetupArchive(t *testing.T, setup, arc, src []byte) {
 	if err != nil {
 		t.Fatalf("golden setup does not parse: %v", err)
 	}
-	for _, opt := range []Options{{}, {Setup: s}} {
-		out, err := DecompressBytes(arc, opt)
+	for _, opt := range []DecodeOptions{{}, {Setup: s}} {
+		out, err := DecompressBytes(context.Background(), arc, opt)
 		if err != nil {
 			t.Fatalf("golden setup archive does not decode: %v", err)
 		}

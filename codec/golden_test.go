@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -48,13 +49,13 @@ func TestGolden(t *testing.T) {
 		t.Fatalf("golden input is not valid safetensors: %d segments, want %d", len(got), len(segs))
 	}
 	var buf bytes.Buffer
-	_, err := Encode(&buf, []Input{{Name: "example.safetensors", Format: "safetensors", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, Options{ChunkValues: 1024, Threads: 2})
+	_, err := Encode(context.Background(), &buf, []Input{{Name: "example.safetensors", Format: "safetensors", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, EncodeOptions{ChunkValues: 1024, Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	arc := buf.Bytes()
 	golden := goldenBytes(t, path, arc)
-	out, err := DecompressBytes(golden, Options{})
+	out, err := DecompressBytes(context.Background(), golden, DecodeOptions{})
 	if err != nil {
 		t.Fatalf("golden archive does not decode: %v", err)
 	}
@@ -121,7 +122,7 @@ func TestGoldenOldVersionsDecode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := DecompressBytes(golden, Options{})
+		out, err := DecompressBytes(context.Background(), golden, DecodeOptions{})
 		if err != nil {
 			t.Fatalf("%s does not decode: %v", name, err)
 		}
@@ -136,7 +137,7 @@ func TestGoldenOldVersionsDecode(t *testing.T) {
 			t.Fatalf("%s: the index gives the %v digest %x, want its SHA-256", name, f.Digest, f.Sum)
 		}
 		rd.idx.files[0].Sum[7] ^= 1
-		if err := rd.Verify(Options{}); !errors.Is(err, ErrChecksum) {
+		if err := rd.Verify(context.Background(), DecodeOptions{}); !errors.Is(err, ErrChecksum) {
 			t.Fatalf("%s with a damaged SHA-256: %v, want ErrChecksum", name, err)
 		}
 	}

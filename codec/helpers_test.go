@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -71,13 +72,13 @@ func safetensorsSegments(b []byte) []Segment {
 
 // roundTrip compresses and decompresses src and fails unless the bytes and
 // SHA-256 match. It returns the archive.
-func roundTrip(t testing.TB, src []byte, segs []Segment, opt Options) []byte {
+func roundTrip(t testing.TB, src []byte, segs []Segment, opt EncodeOptions) []byte {
 	t.Helper()
-	arc, err := CompressBytes(src, segs, opt)
+	arc, err := CompressBytes(context.Background(), src, segs, opt)
 	if err != nil {
 		t.Fatalf("compress: %v", err)
 	}
-	out, err := DecompressBytes(arc, opt)
+	out, err := DecompressBytes(context.Background(), arc, opt.Decoding())
 	if err != nil {
 		t.Fatalf("decompress: %v", err)
 	}

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -82,7 +83,7 @@ func TestManyEmptyTensors(t *testing.T) {
 	for i := range segs {
 		segs[i] = Segment{Name: fmt.Sprintf("t%07d", i), DType: dtype.BF16, Shape: []int64{0}}
 	}
-	arc, err := CompressBytes(nil, segs, Options{})
+	arc, err := CompressBytes(context.Background(), nil, segs, EncodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestManyEmptyTensors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := rd.ReadFile(0, Options{})
+	out, err := rd.ReadFile(context.Background(), 0, DecodeOptions{})
 	if err != nil || len(out) != 0 {
 		t.Fatalf("decoded %d bytes, %v", len(out), err)
 	}
@@ -107,7 +108,7 @@ func TestManyEmptyTensors(t *testing.T) {
 // A trailer that claims a raw index larger than maxIndexRawFor(size) is
 // refused before anything is allocated for it.
 func TestIndexRawLimit(t *testing.T) {
-	arc, err := CompressBytes([]byte("not a checkpoint"), nil, Options{})
+	arc, err := CompressBytes(context.Background(), []byte("not a checkpoint"), nil, EncodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestIndexRawLimitWriter(t *testing.T) {
 	for i := range segs {
 		segs[i] = Segment{Name: fmt.Sprintf("t%07d", i), DType: dtype.BF16, Shape: []int64{0}}
 	}
-	_, err := CompressBytes(nil, segs, Options{})
+	_, err := CompressBytes(context.Background(), nil, segs, EncodeOptions{})
 	if err == nil || !strings.Contains(err.Error(), "100000 tensors") {
 		t.Fatalf("want the writer to refuse the index, got %v", err)
 	}

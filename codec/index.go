@@ -16,10 +16,10 @@ const (
 	// (form 2, sparse.go); the writer writes it only for inputs whose
 	// float tensors show exact zeros to its probe (sparseProbe), and
 	// version 7 otherwise. Version 7 records each file's digest kind (BLAKE3 unless
-	// Options.Digest asks for SHA-256); versions 1 to 6 hold SHA-256s.
+	// EncodeOptions.Digest asks for SHA-256); versions 1 to 6 hold SHA-256s.
 	// Version 6 added method 4 of difference blocks (method 3 with
 	// compact table descriptions), version 5 method 3 (tokens in value
-	// order), version 4 method 2 (range-coded, with Options.Best), so that
+	// order), version 4 method 2 (range-coded, with EncodeOptions.Best), so that
 	// readers without those methods refuse an archive by its version
 	// instead of failing at its first such block.
 	Version = 8

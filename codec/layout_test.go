@@ -164,7 +164,7 @@ func layoutArchive(t *testing.T) []byte {
 	add("pairs.bf16", dtype.BF16, 65536, pairs)
 	add("pairs.f16", dtype.F16, 12000, pairs)
 	add("zeros", dtype.BF16, 4096, func(int) float64 { return 0 })
-	return roundTrip(t, src, segs, Options{})
+	return roundTrip(t, src, segs, EncodeOptions{})
 }
 
 // TestLayoutErrors: ReadStream refuses what the decoder refuses, with

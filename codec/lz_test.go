@@ -64,7 +64,7 @@ func TestZstdFallback(t *testing.T) {
 		{"conv.weight", dtype.F32, []int64{30000}, w},
 	})
 	for _, threads := range []int{1, 3} {
-		arc := roundTrip(t, src, segs, Options{Threads: threads})
+		arc := roundTrip(t, src, segs, EncodeOptions{Threads: threads})
 		c := censusOf(t, arc)
 		if c.ZstdFloat == 0 || c.ZstdTensors["stft.weight"] != c.ZstdFloat || c.ZstdTensors["conv.weight"] != 0 || c.FloatBlocks == 0 {
 			t.Fatalf("census %+v", c)
@@ -81,7 +81,7 @@ func TestZstdFallback(t *testing.T) {
 func TestZstdFallbackReal(t *testing.T) {
 	src := realFile(t, "models/original/silero_vad_16k.safetensors")
 	segs := safetensorsSegments(src)
-	arc := roundTrip(t, src, segs, Options{})
+	arc := roundTrip(t, src, segs, EncodeOptions{})
 	if c := censusOf(t, arc); c.ZstdTensors["stft_conv.weight"] == 0 {
 		t.Errorf("the STFT basis is not coded by zstd: %+v", c)
 	}
@@ -123,7 +123,7 @@ func zstd3(t *testing.T, src []byte) []byte {
 func TestOpaqueFewMatches(t *testing.T) {
 	src := realFile(t, "models/original/handtrack/handtrack.bin")
 	segs := []Segment{{Offset: 0, Length: int64(len(src))}}
-	arc := roundTrip(t, src, segs, Options{})
+	arc := roundTrip(t, src, segs, EncodeOptions{})
 	zs := zstd3(t, src)
 	t.Logf("nzip %d bytes, zstd-3 %d", len(arc), len(zs))
 	if len(arc) >= len(zs) {

@@ -10,7 +10,7 @@ import (
 // Chunking limits.
 const (
 	// DefaultChunkValues is the number of float values per block unless
-	// Options.ChunkValues says otherwise.
+	// EncodeOptions.ChunkValues says otherwise.
 	DefaultChunkValues = 1 << 16
 	// MaxChunkValues is the largest chunk: huff0 codes at most this many
 	// symbols per block.

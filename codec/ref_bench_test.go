@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,18 +30,18 @@ func BenchmarkRefDecode(b *testing.B) {
 	for _, c := range [][2]int{{0, 50}, {950, 1000}} {
 		prev, cur := refBenchPair(b, c[0], c[1])
 		ref := refOf(b, "prev", prev)
-		arc := encodeRef(b, cur, ref, Options{})
-		ind, _ := CompressBytes(cur, safetensorsSegments(cur), Options{})
+		arc := encodeRef(b, cur, ref, EncodeOptions{})
+		ind, _ := CompressBytes(context.Background(), cur, safetensorsSegments(cur), EncodeOptions{})
 		for _, v := range []struct {
 			name string
 			arc  []byte
-			opt  Options
-		}{{"ref", arc, Options{Ref: ref, Threads: 1}}, {"independent", ind, Options{Threads: 1}}} {
+			opt  EncodeOptions
+		}{{"ref", arc, EncodeOptions{Ref: ref, Threads: 1}}, {"independent", ind, EncodeOptions{Threads: 1}}} {
 			b.Run(fmt.Sprintf("%d-%d/%s", c[0], c[1], v.name), func(b *testing.B) {
 				b.SetBytes(int64(len(cur)))
 				b.ReportAllocs()
 				for i := 0; i < b.N; i++ {
-					out, err := DecompressBytes(v.arc, v.opt)
+					out, err := DecompressBytes(context.Background(), v.arc, v.opt.Decoding())
 					if err != nil || !bytes.Equal(out, cur) {
 						b.Fatal("roundtrip", err)
 					}
@@ -59,7 +60,7 @@ func BenchmarkRefEncode(b *testing.B) {
 			b.SetBytes(int64(len(cur)))
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				encodeRef(b, cur, ref, Options{Threads: 1})
+				encodeRef(b, cur, ref, EncodeOptions{Threads: 1})
 			}
 		})
 	}

@@ -200,7 +200,7 @@ type refEncoder struct {
 	swOut   []byte
 	est     huffTable
 	estHdr  []byte
-	rc      *rcState // method 2 (Options.Best)
+	rc      *rcState // method 2 (EncodeOptions.Best)
 	rcOut   []byte
 	rcRaw   []byte
 }

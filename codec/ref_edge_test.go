@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -293,7 +294,7 @@ func TestRefEdgeArchive(t *testing.T) {
 func testRefEdgeArchive(t *testing.T, cur, refB []byte, segs []Segment, ref *Reference, best bool) {
 	enc := func(threads int, ref *Reference) []byte {
 		var buf bytes.Buffer
-		if _, err := Encode(&buf, []Input{{Name: "cur.safetensors", R: bytes.NewReader(cur), Size: int64(len(cur)), Segments: segs}}, Options{Threads: threads, Ref: ref, ChunkValues: 4096, Best: best}); err != nil {
+		if _, err := Encode(context.Background(), &buf, []Input{{Name: "cur.safetensors", R: bytes.NewReader(cur), Size: int64(len(cur)), Segments: segs}}, EncodeOptions{Threads: threads, Ref: ref, ChunkValues: 4096, Best: best}); err != nil {
 			t.Fatal(err)
 		}
 		return buf.Bytes()
@@ -325,7 +326,7 @@ func testRefEdgeArchive(t *testing.T, cur, refB []byte, segs []Segment, ref *Ref
 	}
 	// missing reference: an error before anything is written
 	var out bytes.Buffer
-	if err := rd.WriteFile(&out, 0, Options{}); !errors.Is(err, ErrRefMissing) || out.Len() != 0 {
+	if err := rd.WriteFile(context.Background(), &out, 0, DecodeOptions{}); !errors.Is(err, ErrRefMissing) || out.Len() != 0 {
 		t.Fatalf("decode without reference: %v (%d bytes written)", err, out.Len())
 	}
 	if _, _, err := rd.Tensor("w.BF16"); !errors.Is(err, ErrRefMissing) {
@@ -342,7 +343,7 @@ func testRefEdgeArchive(t *testing.T, cur, refB []byte, segs []Segment, ref *Ref
 		t.Fatal(err)
 	}
 	for _, th := range []int{1, 3} {
-		got, err := rd.ReadFile(0, Options{Threads: th})
+		got, err := rd.ReadFile(context.Background(), 0, DecodeOptions{Threads: th})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -351,7 +352,7 @@ func testRefEdgeArchive(t *testing.T, cur, refB []byte, segs []Segment, ref *Ref
 		}
 	}
 	out.Reset()
-	if err := rd.WriteFile(&out, 0, Options{Threads: 2}); err != nil || !bytes.Equal(out.Bytes(), cur) {
+	if err := rd.WriteFile(context.Background(), &out, 0, DecodeOptions{Threads: 2}); err != nil || !bytes.Equal(out.Bytes(), cur) {
 		t.Fatalf("streamed roundtrip: %v", err)
 	}
 	for _, s := range segs[1:] {
@@ -365,7 +366,7 @@ func testRefEdgeArchive(t *testing.T, cur, refB []byte, segs []Segment, ref *Ref
 	}
 	// never larger than independent coding by more than the per-block
 	// index entries and the reference record
-	ind, err := CompressBytes(cur, segs, Options{ChunkValues: 4096})
+	ind, err := CompressBytes(context.Background(), cur, segs, EncodeOptions{ChunkValues: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,14 +393,14 @@ func TestRefUnrelated(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if _, err := Encode(&buf, []Input{{Name: "m", R: bytes.NewReader(cur), Size: int64(len(cur)), Segments: segs}}, Options{Ref: ref}); err != nil {
+	if _, err := Encode(context.Background(), &buf, []Input{{Name: "m", R: bytes.NewReader(cur), Size: int64(len(cur)), Segments: segs}}, EncodeOptions{Ref: ref}); err != nil {
 		t.Fatal(err)
 	}
-	ind, _ := CompressBytes(cur, segs, Options{})
+	ind, _ := CompressBytes(context.Background(), cur, segs, EncodeOptions{})
 	if buf.Len() > len(ind)+len(segs)*8+64 {
 		t.Fatalf("unrelated reference: %d bytes, independent %d", buf.Len(), len(ind))
 	}
-	got, err := DecompressBytes(buf.Bytes(), Options{Ref: ref})
+	got, err := DecompressBytes(context.Background(), buf.Bytes(), DecodeOptions{Ref: ref})
 	if err != nil || !bytes.Equal(got, cur) {
 		t.Fatalf("roundtrip: %v", err)
 	}
@@ -452,7 +453,7 @@ func TestGoldenRef(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out, err := DecompressBytes(old, Options{Ref: ref}); err != nil || sha256.Sum256(out) != sha256.Sum256(src) {
+		if out, err := DecompressBytes(context.Background(), old, DecodeOptions{Ref: ref}); err != nil || sha256.Sum256(out) != sha256.Sum256(src) {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
@@ -472,7 +473,7 @@ func TestGoldenRef(t *testing.T) {
 	}{{old6, 5}, {old6, 4}, {old5, 4}} {
 		b := bytes.Clone(c.arc)
 		binary.LittleEndian.PutUint16(b[8:], c.v)
-		if _, err := DecompressBytes(b, Options{Ref: ref}); err == nil || !strings.Contains(err.Error(), "newer than the archive's format version") {
+		if _, err := DecompressBytes(context.Background(), b, DecodeOptions{Ref: ref}); err == nil || !strings.Contains(err.Error(), "newer than the archive's format version") {
 			t.Fatalf("difference blocks of a newer method in an archive of version %d: %v", c.v, err)
 		}
 	}
@@ -480,7 +481,7 @@ func TestGoldenRef(t *testing.T) {
 
 // TestGoldenRefBest pins method 2 (range-coded difference blocks) the same
 // way: testdata/golden-ref-best-v7.nzip is the golden input coded against
-// refGoldenRef with Options.Best, of format version 7, and must hold
+// refGoldenRef with EncodeOptions.Best, of format version 7, and must hold
 // range-coded blocks; golden-ref-best-v4.nzip and golden-ref-best-v5.nzip,
 // written before methods 3 and 4, and golden-ref-best-v6.nzip, before
 // BLAKE3 digests, must still decode.
@@ -497,14 +498,14 @@ func TestGoldenRefBest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out, err := DecompressBytes(old, Options{Ref: ref}); err != nil || sha256.Sum256(out) != sha256.Sum256(src) {
+		if out, err := DecompressBytes(context.Background(), old, DecodeOptions{Ref: ref}); err != nil || sha256.Sum256(out) != sha256.Sum256(src) {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
 }
 
 // checkGoldenRef codes the golden input against refGoldenRef (with
-// Options.Best when best) and checks that the golden archive testdata/name
+// EncodeOptions.Best when best) and checks that the golden archive testdata/name
 // decodes to it and is what the encoder writes (-update rewrites it). It
 // returns the input, the reference and the golden archive.
 func checkGoldenRef(t *testing.T, name string, best bool) ([]byte, *Reference, []byte) {
@@ -517,12 +518,12 @@ func checkGoldenRef(t *testing.T, name string, best bool) ([]byte, *Reference, [
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if _, err := Encode(&buf, []Input{{Name: "example.safetensors", Format: "safetensors", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, Options{ChunkValues: 1024, Threads: 2, Ref: ref, Best: best}); err != nil {
+	if _, err := Encode(context.Background(), &buf, []Input{{Name: "example.safetensors", Format: "safetensors", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, EncodeOptions{ChunkValues: 1024, Threads: 2, Ref: ref, Best: best}); err != nil {
 		t.Fatal(err)
 	}
 	arc := buf.Bytes()
 	golden := goldenBytes(t, path, arc)
-	out, err := DecompressBytes(golden, Options{Ref: ref})
+	out, err := DecompressBytes(context.Background(), golden, DecodeOptions{Ref: ref})
 	if err != nil {
 		t.Fatalf("%s does not decode: %v", name, err)
 	}

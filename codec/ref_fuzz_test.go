@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -22,7 +23,7 @@ func refFuzzSeeds(tb testing.TB) (refs []*Reference, seeds [][]byte) {
 		refs = append(refs, ref)
 		for _, best := range []bool{false, true} { // Best: range-coded blocks (method 2)
 			var buf bytes.Buffer
-			if _, err := Encode(&buf, []Input{{Name: "m", R: bytes.NewReader(cur), Size: int64(len(cur)), Segments: segs}}, Options{Ref: ref, ChunkValues: chunk, Best: best}); err != nil {
+			if _, err := Encode(context.Background(), &buf, []Input{{Name: "m", R: bytes.NewReader(cur), Size: int64(len(cur)), Segments: segs}}, EncodeOptions{Ref: ref, ChunkValues: chunk, Best: best}); err != nil {
 				tb.Fatal(err)
 			}
 			seeds = append(seeds, buf.Bytes())

@@ -12,7 +12,7 @@ import (
 // store and no whole-bit rounding, so it codes the trajectory's frames
 // about 2 % smaller; its decoder is a scalar loop of about nine binary
 // decisions per value, an order of magnitude slower than method 1.
-// Encoders use it only when asked (Options.Best).
+// Encoders use it only when asked (EncodeOptions.Best).
 const refMethodRange = 2
 
 // rcState holds a worker's models: one binary tree of 255 decisions per

@@ -2,12 +2,13 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"testing"
 )
 
-// TestRefRangeReal: Options.Best codes real trajectory steps (bf16, f32 and
+// TestRefRangeReal: EncodeOptions.Best codes real trajectory steps (bf16, f32 and
 // AdamW states) with range-coded difference blocks where they are smaller,
 // bit-exact, with the same archive at any thread count, and smaller than
 // the default coding.
@@ -20,13 +21,13 @@ func TestRefRangeReal(t *testing.T) {
 	}{{"bf16", 950, 1000}, {"bf16", 0, 50}, {"bf16", 450, 500}, {"f32", 900, 1000}, {"optim", 500, 1000}} {
 		prev, cur := read(c.from, c.kind), read(c.to, c.kind)
 		ref := refOf(t, "prev.safetensors", prev)
-		def := encodeRef(t, cur, ref, Options{Threads: 2})
-		best1 := encodeRef(t, cur, ref, Options{Threads: 1, Best: true})
-		best3 := encodeRef(t, cur, ref, Options{Threads: 3, Best: true})
+		def := encodeRef(t, cur, ref, EncodeOptions{Threads: 2})
+		best1 := encodeRef(t, cur, ref, EncodeOptions{Threads: 1, Best: true})
+		best3 := encodeRef(t, cur, ref, EncodeOptions{Threads: 3, Best: true})
 		if !bytes.Equal(best1, best3) {
 			t.Fatalf("%s %d->%d: Best archive differs between 1 and 3 threads", c.kind, c.from, c.to)
 		}
-		out, err := DecompressBytes(best1, Options{Ref: ref})
+		out, err := DecompressBytes(context.Background(), best1, DecodeOptions{Ref: ref})
 		if err != nil {
 			t.Fatalf("%s %d->%d: %v", c.kind, c.from, c.to, err)
 		}
@@ -66,7 +67,7 @@ func countRefMethod(t testing.TB, arc []byte, ref *Reference, m byte) int {
 	return n
 }
 
-// BenchmarkRefRange: one thread decoding (and encoding, with Options.Best)
+// BenchmarkRefRange: one thread decoding (and encoding, with EncodeOptions.Best)
 // real bf16 steps coded against the step before, default and Best.
 func BenchmarkRefRange(b *testing.B) {
 	dir := trajDir(b)
@@ -75,12 +76,12 @@ func BenchmarkRefRange(b *testing.B) {
 		ref := refOf(b, "prev.safetensors", prev)
 		for _, best := range []bool{false, true} {
 			name := fmt.Sprintf("%d-%d/%s", c.from, c.to, map[bool]string{false: "default", true: "best"}[best])
-			arc := encodeRef(b, cur, ref, Options{Threads: 1, Best: best})
+			arc := encodeRef(b, cur, ref, EncodeOptions{Threads: 1, Best: best})
 			b.Run(name+"/decode", func(b *testing.B) {
 				b.SetBytes(int64(len(cur)))
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, err := DecompressBytes(arc, Options{Threads: 1, Ref: ref, SkipHash: true}); err != nil {
+					if _, err := DecompressBytes(context.Background(), arc, DecodeOptions{Threads: 1, Ref: ref, SkipHash: true}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -89,7 +90,7 @@ func BenchmarkRefRange(b *testing.B) {
 				b.SetBytes(int64(len(cur)))
 				b.ReportAllocs()
 				for b.Loop() {
-					encodeRef(b, cur, ref, Options{Threads: 1, Best: best})
+					encodeRef(b, cur, ref, EncodeOptions{Threads: 1, Best: best})
 				}
 			})
 		}

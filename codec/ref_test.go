@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -31,11 +32,11 @@ func refOf(t testing.TB, name string, src []byte) *Reference {
 }
 
 // encodeRef encodes src (a safetensors file) against ref.
-func encodeRef(t testing.TB, src []byte, ref *Reference, opt Options) []byte {
+func encodeRef(t testing.TB, src []byte, ref *Reference, opt EncodeOptions) []byte {
 	t.Helper()
 	opt.Ref = ref
 	var buf bytes.Buffer
-	if _, err := Encode(&buf, []Input{{Name: "model.safetensors", R: bytes.NewReader(src), Size: int64(len(src)), Segments: safetensorsSegments(src)}}, opt); err != nil {
+	if _, err := Encode(context.Background(), &buf, []Input{{Name: "model.safetensors", R: bytes.NewReader(src), Size: int64(len(src)), Segments: safetensorsSegments(src)}}, opt); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -60,16 +61,16 @@ func TestRefRoundTripReal(t *testing.T) {
 	}{{"bf16", 950, 1000}, {"bf16", 0, 50}, {"f32", 900, 1000}, {"optim", 500, 1000}} {
 		prev, cur := read(c.from, c.kind), read(c.to, c.kind)
 		ref := refOf(t, "prev.safetensors", prev)
-		arc1 := encodeRef(t, cur, ref, Options{Threads: 1})
-		arc2 := encodeRef(t, cur, ref, Options{Threads: 3})
+		arc1 := encodeRef(t, cur, ref, EncodeOptions{Threads: 1})
+		arc2 := encodeRef(t, cur, ref, EncodeOptions{Threads: 3})
 		if !bytes.Equal(arc1, arc2) {
 			t.Fatalf("%s %d->%d: archive differs between 1 and 3 threads", c.kind, c.from, c.to)
 		}
-		ind, err := CompressBytes(cur, safetensorsSegments(cur), Options{})
+		ind, err := CompressBytes(context.Background(), cur, safetensorsSegments(cur), EncodeOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := DecompressBytes(arc1, Options{Ref: ref})
+		out, err := DecompressBytes(context.Background(), arc1, DecodeOptions{Ref: ref})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,8 +90,8 @@ func TestRefRoundTripReal(t *testing.T) {
 					f.avx2 = false
 				}
 			})
-			arc3 := encodeRef(t, cur, ref, Options{Threads: 2})
-			out3, err := DecompressBytes(arc1, Options{Ref: ref})
+			arc3 := encodeRef(t, cur, ref, EncodeOptions{Threads: 2})
+			out3, err := DecompressBytes(context.Background(), arc1, DecodeOptions{Ref: ref})
 			restore()
 			if err != nil || !bytes.Equal(out3, cur) || !bytes.Equal(arc3, arc1) {
 				t.Fatalf("%s %d->%d, %s paths: roundtrip or archive differs (%v)", c.kind, c.from, c.to, tier, err)
@@ -99,11 +100,11 @@ func TestRefRoundTripReal(t *testing.T) {
 		t.Logf("%s %d->%d: raw %d independent %d (%.3f) conditioned %d (%.3f of raw, %.3f of independent)", c.kind, c.from, c.to,
 			len(cur), len(ind), float64(len(ind))/float64(len(cur)), len(arc1), float64(len(arc1))/float64(len(cur)), float64(len(arc1))/float64(len(ind)))
 		// without the reference: a clear error, nothing decoded
-		if _, err := DecompressBytes(arc1, Options{}); !errors.Is(err, ErrRefMissing) {
+		if _, err := DecompressBytes(context.Background(), arc1, DecodeOptions{}); !errors.Is(err, ErrRefMissing) {
 			t.Fatalf("decode without reference: %v, want ErrRefMissing", err)
 		}
 		wrong := refOf(t, "other.safetensors", cur)
-		if _, err := DecompressBytes(arc1, Options{Ref: wrong}); !errors.Is(err, ErrRefMismatch) {
+		if _, err := DecompressBytes(context.Background(), arc1, DecodeOptions{Ref: wrong}); !errors.Is(err, ErrRefMismatch) {
 			t.Fatalf("decode with the wrong reference: %v, want ErrRefMismatch", err)
 		}
 	}

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"io"
@@ -41,8 +42,8 @@ func TestRoundTripRealFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			segs := safetensorsSegments(src)
-			a1 := roundTrip(t, src, segs, Options{Threads: 1})
-			a2 := roundTrip(t, src, segs, Options{Threads: 2})
+			a1 := roundTrip(t, src, segs, EncodeOptions{Threads: 1})
+			a2 := roundTrip(t, src, segs, EncodeOptions{Threads: 2})
 			if !bytes.Equal(a1, a2) {
 				t.Fatalf("archive differs between 1 and 2 threads")
 			}
@@ -60,12 +61,12 @@ func TestReadFileHash(t *testing.T) {
 	src := realisticValues(dtype.BF16, 300000, 21)
 	segs := []Segment{{Name: "w", DType: dtype.BF16, Offset: 0, Length: int64(len(src))}}
 	for _, d := range []Digest{DigestBLAKE3, DigestSHA256} {
-		arc, err := CompressBytes(src, segs, Options{ChunkValues: 4096, Digest: d})
+		arc, err := CompressBytes(context.Background(), src, segs, EncodeOptions{ChunkValues: 4096, Digest: d})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, th := range []int{1, 3} {
-			if arc2, err := CompressBytes(src, segs, Options{ChunkValues: 4096, Digest: d, Threads: th}); err != nil || !bytes.Equal(arc, arc2) {
+			if arc2, err := CompressBytes(context.Background(), src, segs, EncodeOptions{ChunkValues: 4096, Digest: d, Threads: th}); err != nil || !bytes.Equal(arc, arc2) {
 				t.Fatalf("%v: archive differs at %d threads (%v)", d, th, err)
 			}
 		}
@@ -81,34 +82,34 @@ func TestReadFileHash(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := rd.ReadFile(0, Options{Threads: th})
+			out, err := rd.ReadFile(context.Background(), 0, DecodeOptions{Threads: th})
 			if err != nil || !bytes.Equal(out, src) {
 				t.Fatalf("%v threads %d: %v", d, th, err)
 			}
 			// into a used buffer (not cleared first: every byte is decoded),
 			// and into one too small (a new slice)
 			dirty := bytes.Repeat([]byte{0xa5}, len(src)+7)
-			out, err = rd.ReadFileTo(dirty, 0, Options{Threads: th})
+			out, err = rd.ReadFileTo(context.Background(), dirty, 0, DecodeOptions{Threads: th})
 			if err != nil || !bytes.Equal(out, src) || &out[0] != &dirty[0] {
 				t.Fatalf("%v threads %d: ReadFileTo a used buffer: %v", d, th, err)
 			}
 			small := make([]byte, 10)
-			out, err = rd.ReadFileTo(small, 0, Options{Threads: th})
+			out, err = rd.ReadFileTo(context.Background(), small, 0, DecodeOptions{Threads: th})
 			if err != nil || !bytes.Equal(out, src) || &out[0] == &small[0] {
 				t.Fatalf("%v threads %d: ReadFileTo a small buffer: %v", d, th, err)
 			}
-			if err := rd.WriteFile(io.Discard, 0, Options{Threads: th}); err != nil {
+			if err := rd.WriteFile(context.Background(), io.Discard, 0, DecodeOptions{Threads: th}); err != nil {
 				t.Fatalf("%v threads %d: WriteFile: %v", d, th, err)
 			}
 			for _, bit := range []int{0, 255} {
 				rd.idx.files[0].Sum[bit/8] ^= 1 << (bit % 8)
-				if _, err := rd.ReadFile(0, Options{Threads: th}); !errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), d.String()) {
+				if _, err := rd.ReadFile(context.Background(), 0, DecodeOptions{Threads: th}); !errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), d.String()) {
 					t.Fatalf("%v threads %d: wrong digest gave %v, want ErrChecksum", d, th, err)
 				}
-				if err := rd.WriteFile(io.Discard, 0, Options{Threads: th}); !errors.Is(err, ErrChecksum) {
+				if err := rd.WriteFile(context.Background(), io.Discard, 0, DecodeOptions{Threads: th}); !errors.Is(err, ErrChecksum) {
 					t.Fatalf("%v threads %d: WriteFile with a wrong digest gave %v, want ErrChecksum", d, th, err)
 				}
-				if _, err := rd.ReadFile(0, Options{Threads: th, SkipHash: true}); err != nil {
+				if _, err := rd.ReadFile(context.Background(), 0, DecodeOptions{Threads: th, SkipHash: true}); err != nil {
 					t.Fatalf("%v threads %d: SkipHash: %v", d, th, err)
 				}
 				rd.idx.files[0].Sum[bit/8] ^= 1 << (bit % 8)
@@ -120,37 +121,37 @@ func TestReadFileHash(t *testing.T) {
 // CompressBytes reads its input in place: it must leave it as it was, for
 // every dtype's edge cases, a real file and coding against a reference.
 func TestCompressBytesLeavesInput(t *testing.T) {
-	check := func(name string, src []byte, segs []Segment, opt Options) {
+	check := func(name string, src []byte, segs []Segment, opt EncodeOptions) {
 		t.Helper()
 		keep := bytes.Clone(src)
-		arc, err := CompressBytes(src, segs, opt)
+		arc, err := CompressBytes(context.Background(), src, segs, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(src, keep) {
 			t.Fatalf("%s: CompressBytes changed its input", name)
 		}
-		out, err := DecompressBytes(arc, Options{Ref: opt.Ref})
+		out, err := DecompressBytes(context.Background(), arc, DecodeOptions{Ref: opt.Ref})
 		if err != nil || !bytes.Equal(out, keep) {
 			t.Fatalf("%s: roundtrip: %v", name, err)
 		}
 	}
 	for _, d := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32, dtype.F64, dtype.F8E4M3, dtype.F8E5M2} {
 		src, segs := tensorFile(d, edgeTensors(d))
-		check(d.String(), src, segs, Options{Threads: 2})
+		check(d.String(), src, segs, EncodeOptions{Threads: 2})
 		// against a reference that differs in a few values
 		other := bytes.Clone(src)
 		for i := 1; i < len(other); i += 97 {
 			other[i] ^= 1
 		}
-		check(d.String()+" with a reference", src, segs, Options{Threads: 2, Ref: refOfSegs(t, other, segs)})
+		check(d.String()+" with a reference", src, segs, EncodeOptions{Threads: 2, Ref: refOfSegs(t, other, segs)})
 	}
 	if d := sharedDir(); d != "" {
 		src, err := os.ReadFile(filepath.Join(d, "models/bench/real-bf16.safetensors"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		check("real-bf16", src, safetensorsSegments(src), Options{})
+		check("real-bf16", src, safetensorsSegments(src), EncodeOptions{})
 	}
 }
 

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
@@ -39,26 +40,26 @@ func TestSetupRuns(t *testing.T) {
 		{Name: "a", DType: dtype.BF16, Offset: 0, Length: int64(len(a))},
 		{Name: "b", DType: dtype.BF16, Offset: int64(len(a)), Length: int64(len(b))},
 	}
-	s, err := BuildSetup([]Input{{Name: "m", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, SetupOptions{ChunkValues: 4096})
+	s, err := BuildSetup(context.Background(), []Input{{Name: "m", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, SetupOptions{ChunkValues: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, chunk := range []int{1024, 4096} {
 		var first []byte
 		for _, th := range []int{1, 2, 3, 5} {
-			arc, err := CompressBytes(src, segs, Options{ChunkValues: chunk, Threads: th, Setup: s})
+			arc, err := CompressBytes(context.Background(), src, segs, EncodeOptions{ChunkValues: chunk, Threads: th, Setup: s})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if first == nil {
 				first = arc
-				got, err := DecompressBytes(arc, Options{})
+				got, err := DecompressBytes(context.Background(), arc, DecodeOptions{})
 				if err != nil || !bytes.Equal(got, src) {
 					t.Fatalf("chunk %d: roundtrip failed (%v)", chunk, err)
 				}
 				// a alone (its planes near uniform) and b alone
-				ra, _ := CompressBytes(a, segs[:1], Options{ChunkValues: chunk, Threads: 1, Setup: s})
-				rb, _ := CompressBytes(b, []Segment{{Name: "b", DType: dtype.BF16, Length: int64(len(b))}}, Options{ChunkValues: chunk, Threads: 1, Setup: s})
+				ra, _ := CompressBytes(context.Background(), a, segs[:1], EncodeOptions{ChunkValues: chunk, Threads: 1, Setup: s})
+				rb, _ := CompressBytes(context.Background(), b, []Segment{{Name: "b", DType: dtype.BF16, Length: int64(len(b))}}, EncodeOptions{ChunkValues: chunk, Threads: 1, Setup: s})
 				if len(arc) > len(ra)+len(rb)+len(b)/16 {
 					t.Errorf("chunk %d: archive of a then b is %d bytes, of each alone %d + %d: b's planes were coded as a's", chunk, len(arc), len(ra), len(rb))
 				}
@@ -78,7 +79,7 @@ func TestSetupRuns(t *testing.T) {
 func TestPickMemo(t *testing.T) {
 	src := realisticValues(dtype.BF16, 1<<16, 5)
 	segs := []Segment{{Name: "w", DType: dtype.BF16, Length: int64(len(src))}}
-	s, err := BuildSetup([]Input{{Name: "m", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, SetupOptions{ChunkValues: 1024})
+	s, err := BuildSetup(context.Background(), []Input{{Name: "m", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, SetupOptions{ChunkValues: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,10 +38,9 @@ type SetupOptions struct {
 	// packed size on the sample. 0 means DefaultSetupPlaneMinGain;
 	// negative values keep every plane adaptive.
 	PlaneMinGain float64
-	// Context cancels the build (nil: it runs to the end); BuildSetup then
-	// returns the context's error.
-	Context context.Context
-	Builder string // recorded in the setup
+	Builder      string // recorded in the setup
+
+	ctx context.Context // BuildSetup's: cancels the build
 }
 
 // Defaults of SetupOptions, chosen by measurement on ../shared (README,
@@ -102,7 +101,7 @@ func (o *SetupOptions) defaults() {
 }
 
 // cancelled reports whether the build's context is done.
-func (o *SetupOptions) cancelled() bool { return o.Context != nil && o.Context.Err() != nil }
+func (o *SetupOptions) cancelled() bool { return o.ctx != nil && o.ctx.Err() != nil }
 
 // sampleChunk is one sampled chunk's aligned symbols and histogram.
 type sampleChunk struct {
@@ -112,9 +111,11 @@ type sampleChunk struct {
 
 // BuildSetup samples the float tensors of the inputs and builds a setup:
 // per dtype, the chunks are clustered by coding cost and each cluster gets a
-// Huffman table over single symbols or symbol pairs.
-func BuildSetup(inputs []Input, opt SetupOptions) (*Setup, error) {
+// Huffman table over single symbols or symbol pairs. Cancelling ctx (nil:
+// it runs to the end) stops the build with the context's error.
+func BuildSetup(ctx context.Context, inputs []Input, opt SetupOptions) (*Setup, error) {
 	opt.defaults()
+	opt.ctx = ctx
 	if opt.ChunkValues < MinChunkValues || opt.ChunkValues > MaxChunkValues {
 		return nil, fmt.Errorf("codec: setup chunk size %d outside %d..%d", opt.ChunkValues, MinChunkValues, MaxChunkValues)
 	}
@@ -183,7 +184,7 @@ func BuildSetup(inputs []Input, opt SetupOptions) (*Setup, error) {
 		var n int
 		for i, b := range picked {
 			if opt.cancelled() {
-				return nil, opt.Context.Err()
+				return nil, opt.ctx.Err()
 			}
 			buf := make([]byte, b.plan.length)
 			if err := readFull(inputs[b.in].R, buf, b.plan.off); err != nil {
@@ -244,11 +245,11 @@ func BuildSetup(inputs []Input, opt SetupOptions) (*Setup, error) {
 			continue
 		}
 		if opt.cancelled() {
-			return nil, opt.Context.Err()
+			return nil, opt.ctx.Err()
 		}
 		tables := clusterChunks(chunks, f.symW(), opt)
 		if opt.cancelled() {
-			return nil, opt.Context.Err()
+			return nil, opt.ctx.Err()
 		}
 		sec := &SetupSection{DType: d, Join: f.j, Tables: tables}
 		if opt.PlaneMinGain >= 0 {

@@ -30,7 +30,7 @@ func TestSetupRoundTripAndReuse(t *testing.T) {
 	d := needShared(t)
 	in, src := fileInput(t, filepath.Join(d, "models/bench/real-bf16.safetensors"))
 	t0 := time.Now()
-	s, err := BuildSetup([]Input{in}, SetupOptions{})
+	s, err := BuildSetup(context.Background(), []Input{in}, SetupOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,9 +52,9 @@ func TestSetupRoundTripAndReuse(t *testing.T) {
 	for _, name := range []string{"models/bench/real-bf16.safetensors", "trajectories/tinygpt-fortunes/step_001000.bf16.safetensors", "models/original/stories260K.bf16.safetensors"} {
 		_, data := fileInput(t, filepath.Join(d, name))
 		segs := safetensorsSegments(data)
-		plain := roundTrip(t, data, segs, Options{})
-		with := roundTrip(t, data, segs, Options{Setup: s})
-		a2 := roundTrip(t, data, segs, Options{Setup: s, Threads: 1})
+		plain := roundTrip(t, data, segs, EncodeOptions{})
+		with := roundTrip(t, data, segs, EncodeOptions{Setup: s})
+		a2 := roundTrip(t, data, segs, EncodeOptions{Setup: s, Threads: 1})
 		if !bytes.Equal(with, a2) {
 			t.Fatal("setup archive depends on the thread count")
 		}
@@ -67,36 +67,36 @@ func TestSetupExternalAndMismatch(t *testing.T) {
 	data := realisticValues(dtype.BF16, 300000, 1)
 	segs := []Segment{{Name: "w", DType: dtype.BF16, Length: int64(len(data))}}
 	in := Input{Name: "x", R: bytes.NewReader(data), Size: int64(len(data)), Segments: segs}
-	s, err := BuildSetup([]Input{in}, SetupOptions{})
+	s, err := BuildSetup(context.Background(), []Input{in}, SetupOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	od := realisticValues(dtype.BF16, 100000, 2)
 	oin := Input{Name: "y", R: bytes.NewReader(od), Size: int64(len(od)), Segments: []Segment{{Name: "w", DType: dtype.BF16, Length: int64(len(od))}}}
-	other, err := BuildSetup([]Input{oin}, SetupOptions{K: 1})
+	other, err := BuildSetup(context.Background(), []Input{oin}, SetupOptions{K: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if other.ID() == s.ID() {
 		t.Fatal("two setups from different data have one ID")
 	}
-	arc, err := CompressBytes(data, segs, Options{Setup: s, SetupExternal: true})
+	arc, err := CompressBytes(context.Background(), data, segs, EncodeOptions{Setup: s, SetupExternal: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := DecompressBytes(arc, Options{}); !errors.Is(err, ErrSetupMissing) {
+	if _, err := DecompressBytes(context.Background(), arc, DecodeOptions{}); !errors.Is(err, ErrSetupMissing) {
 		t.Fatalf("missing setup: %v", err)
 	}
-	if _, err := DecompressBytes(arc, Options{Setup: other}); !errors.Is(err, ErrSetupMismatch) {
+	if _, err := DecompressBytes(context.Background(), arc, DecodeOptions{Setup: other}); !errors.Is(err, ErrSetupMismatch) {
 		t.Fatalf("wrong setup: %v", err)
 	}
-	out, err := DecompressBytes(arc, Options{Setup: s})
+	out, err := DecompressBytes(context.Background(), arc, DecodeOptions{Setup: s})
 	if err != nil || !bytes.Equal(out, data) {
 		t.Fatalf("external setup: %v", err)
 	}
 	// embedded: no flags needed
-	arc2, _ := CompressBytes(data, segs, Options{Setup: s})
-	if out, err := DecompressBytes(arc2, Options{}); err != nil || !bytes.Equal(out, data) {
+	arc2, _ := CompressBytes(context.Background(), data, segs, EncodeOptions{Setup: s})
+	if out, err := DecompressBytes(context.Background(), arc2, DecodeOptions{}); err != nil || !bytes.Equal(out, data) {
 		t.Fatalf("embedded setup: %v", err)
 	}
 	if len(arc2) <= len(arc) {
@@ -109,7 +109,7 @@ func TestSetupExternalAndMismatch(t *testing.T) {
 func TestSetupUnseenExponents(t *testing.T) {
 	data := realisticValues(dtype.BF16, 200000, 2)
 	segs := []Segment{{Name: "w", DType: dtype.BF16, Length: int64(len(data))}}
-	s, err := BuildSetup([]Input{{Name: "x", R: bytes.NewReader(data), Size: int64(len(data)), Segments: segs}}, SetupOptions{})
+	s, err := BuildSetup(context.Background(), []Input{{Name: "x", R: bytes.NewReader(data), Size: int64(len(data)), Segments: segs}}, SetupOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,11 +121,11 @@ func TestSetupUnseenExponents(t *testing.T) {
 	}
 	odd = append(odd, fill(dtype.BF16, specials(dtype.BF16))...)
 	segs2 := []Segment{{Name: "odd", DType: dtype.BF16, Length: int64(len(odd))}}
-	roundTrip(t, odd, segs2, Options{Setup: s, SetupThreshold: 1e9}) // never fall back to own tables
-	roundTrip(t, odd, segs2, Options{Setup: s})
+	roundTrip(t, odd, segs2, EncodeOptions{Setup: s, SetupThreshold: 1e9}) // never fall back to own tables
+	roundTrip(t, odd, segs2, EncodeOptions{Setup: s})
 	// every edge case of the dtype, with the setup
 	for name, tensor := range edgeTensors(dtype.BF16) {
-		roundTrip(t, tensor, []Segment{{Name: name, DType: dtype.BF16, Length: int64(len(tensor))}}, Options{Setup: s, SetupThreshold: 1e9, ChunkValues: 1024})
+		roundTrip(t, tensor, []Segment{{Name: name, DType: dtype.BF16, Length: int64(len(tensor))}}, EncodeOptions{Setup: s, SetupThreshold: 1e9, ChunkValues: 1024})
 	}
 }
 
@@ -133,7 +133,7 @@ func FuzzSetup(f *testing.F) {
 	data := realisticValues(dtype.BF16, 50000, 4)
 	f16 := realisticValues(dtype.F16, 50000, 5)
 	segs := []Segment{{Name: "a", DType: dtype.BF16, Length: int64(len(data))}}
-	s, err := BuildSetup([]Input{{Name: "x", R: bytes.NewReader(data), Size: int64(len(data)), Segments: segs},
+	s, err := BuildSetup(context.Background(), []Input{{Name: "x", R: bytes.NewReader(data), Size: int64(len(data)), Segments: segs},
 		{Name: "y", R: bytes.NewReader(f16), Size: int64(len(f16)), Segments: []Segment{{Name: "b", DType: dtype.F16, Length: int64(len(f16))}}}}, SetupOptions{})
 	if err != nil {
 		f.Fatal(err)
@@ -153,7 +153,7 @@ func FuzzSetup(f *testing.F) {
 // costNonzero must agree with a cost computed through the rotation tables.
 func TestCostShiftedMatchesRotation(t *testing.T) {
 	data := realisticValues(dtype.BF16, 100000, 8)
-	s, err := BuildSetup([]Input{{Name: "x", R: bytes.NewReader(data), Size: int64(len(data)), Segments: []Segment{{Name: "w", DType: dtype.BF16, Length: int64(len(data))}}}}, SetupOptions{})
+	s, err := BuildSetup(context.Background(), []Input{{Name: "x", R: bytes.NewReader(data), Size: int64(len(data)), Segments: []Segment{{Name: "w", DType: dtype.BF16, Length: int64(len(data))}}}}, SetupOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,11 +184,11 @@ func TestCensus(t *testing.T) {
 	data := realisticValues(dtype.BF16, 5*4096+50, 3)
 	segs := []Segment{{Name: "w", DType: dtype.BF16, Length: 5 * 4096 * 2}, {Name: "b", DType: dtype.BF16, Offset: 5 * 4096 * 2, Length: 100}}
 	in := Input{Name: "x", R: bytes.NewReader(data), Size: int64(len(data)), Segments: segs}
-	s, err := BuildSetup([]Input{in}, SetupOptions{ChunkValues: 4096})
+	s, err := BuildSetup(context.Background(), []Input{in}, SetupOptions{ChunkValues: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
-	census := func(opt Options) Census {
+	census := func(opt EncodeOptions) Census {
 		t.Helper()
 		arc := roundTrip(t, data, segs, opt)
 		rd, err := NewReader(bytes.NewReader(arc), int64(len(arc)))
@@ -203,10 +203,10 @@ func TestCensus(t *testing.T) {
 		return c
 	}
 	// 5 blocks of 4096 values and one of 50 (own table: too short to share)
-	if c := census(Options{ChunkValues: 4096}); !reflect.DeepEqual(c, Census{Blocks: 6, FloatBlocks: 6, OwnTables: 6}) {
+	if c := census(EncodeOptions{ChunkValues: 4096}); !reflect.DeepEqual(c, Census{Blocks: 6, FloatBlocks: 6, OwnTables: 6}) {
 		t.Fatalf("no setup: %+v", c)
 	}
-	if c := census(Options{ChunkValues: 4096, Setup: s, SetupThreshold: 1e9}); !reflect.DeepEqual(c, Census{Blocks: 6, FloatBlocks: 6, SharedTables: 5, OwnTables: 1}) {
+	if c := census(EncodeOptions{ChunkValues: 4096, Setup: s, SetupThreshold: 1e9}); !reflect.DeepEqual(c, Census{Blocks: 6, FloatBlocks: 6, SharedTables: 5, OwnTables: 1}) {
 		t.Fatalf("forced setup: %+v", c)
 	}
 }
@@ -243,7 +243,7 @@ func TestSetupClusters(t *testing.T) {
 	}
 	in := Input{Name: "three", R: bytes.NewReader(data), Size: int64(len(data)), Segments: segs}
 	for _, m := range []string{ClusterAgglomerative, ClusterKMeans} {
-		s, err := BuildSetup([]Input{in}, SetupOptions{ChunkValues: chunk, Cluster: m, MinGain: 0.001})
+		s, err := BuildSetup(context.Background(), []Input{in}, SetupOptions{ChunkValues: chunk, Cluster: m, MinGain: 0.001})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,14 +256,14 @@ func TestSetupClusters(t *testing.T) {
 				t.Fatalf("%s: a cluster of %d chunks, want 4 each", m, tb.Chunks)
 			}
 		}
-		again, err := BuildSetup([]Input{in}, SetupOptions{ChunkValues: chunk, Cluster: m, MinGain: 0.001})
+		again, err := BuildSetup(context.Background(), []Input{in}, SetupOptions{ChunkValues: chunk, Cluster: m, MinGain: 0.001})
 		if err != nil || !bytes.Equal(again.Bytes(), s.Bytes()) {
 			t.Fatalf("%s: a second build differs (%v)", m, err)
 		}
-		arc := roundTrip(t, data, segs, Options{ChunkValues: chunk, Setup: s, SetupThreshold: 1e9})
+		arc := roundTrip(t, data, segs, EncodeOptions{ChunkValues: chunk, Setup: s, SetupThreshold: 1e9})
 		t.Logf("%s: %d tables, ratio %.4f", m, len(tables), float64(len(data))/float64(len(arc)))
 	}
-	if _, err := BuildSetup([]Input{in}, SetupOptions{Cluster: "spectral"}); err == nil || !strings.Contains(err.Error(), "spectral") {
+	if _, err := BuildSetup(context.Background(), []Input{in}, SetupOptions{Cluster: "spectral"}); err == nil || !strings.Contains(err.Error(), "spectral") {
 		t.Fatalf("unknown method: %v", err)
 	}
 }
@@ -274,11 +274,11 @@ func TestSetupClusters(t *testing.T) {
 func TestSetupPlaneCuts(t *testing.T) {
 	src, segs := goldenInput()
 	in := Input{Name: "x", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}
-	adaptive, err := BuildSetup([]Input{in}, SetupOptions{ChunkValues: 1024, PlaneMinGain: -1})
+	adaptive, err := BuildSetup(context.Background(), []Input{in}, SetupOptions{ChunkValues: 1024, PlaneMinGain: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cut, err := BuildSetup([]Input{in}, SetupOptions{ChunkValues: 1024})
+	cut, err := BuildSetup(context.Background(), []Input{in}, SetupOptions{ChunkValues: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,16 +310,16 @@ func TestSetupPlaneCuts(t *testing.T) {
 		q[i-1] &= 0x60 // keep 2 of the 7 mantissa bits
 	}
 	qs := []Segment{{Name: "q", DType: dtype.BF16, Shape: []int64{100000}, Length: int64(len(q))}}
-	own, err := CompressBytes(q, qs, Options{ChunkValues: 1024})
+	own, err := CompressBytes(context.Background(), q, qs, EncodeOptions{ChunkValues: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []*Setup{adaptive, cut} {
-		arc, err := CompressBytes(q, qs, Options{ChunkValues: 1024, Setup: s, SetupExternal: true})
+		arc, err := CompressBytes(context.Background(), q, qs, EncodeOptions{ChunkValues: 1024, Setup: s, SetupExternal: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := DecompressBytes(arc, Options{Setup: s})
+		out, err := DecompressBytes(context.Background(), arc, DecodeOptions{Setup: s})
 		if err != nil || !bytes.Equal(out, q) {
 			t.Fatalf("roundtrip: %v", err)
 		}
@@ -380,7 +380,7 @@ func TestPlaneCut(t *testing.T) {
 // neighbouring shift.
 func TestCostRelMatchesCost(t *testing.T) {
 	data := realisticValues(dtype.BF16, 200000, 9)
-	s, err := BuildSetup([]Input{{Name: "x", R: bytes.NewReader(data), Size: int64(len(data)), Segments: []Segment{{Name: "w", DType: dtype.BF16, Length: int64(len(data))}}}}, SetupOptions{ChunkValues: 4096})
+	s, err := BuildSetup(context.Background(), []Input{{Name: "x", R: bytes.NewReader(data), Size: int64(len(data)), Segments: []Segment{{Name: "w", DType: dtype.BF16, Length: int64(len(data))}}}}, SetupOptions{ChunkValues: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,14 +431,14 @@ func TestSetupCancel(t *testing.T) {
 	in := Input{Name: "x", R: bytes.NewReader(data), Size: int64(len(data)), Segments: []Segment{{Name: "w", DType: dtype.BF16, Length: int64(len(data))}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := BuildSetup([]Input{in}, SetupOptions{ChunkValues: 1024, Context: ctx}); !errors.Is(err, context.Canceled) {
+	if _, err := BuildSetup(ctx, []Input{in}, SetupOptions{ChunkValues: 1024}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled build: %v", err)
 	}
 	// cancelled while clustering (many chunks: the merge loop checks)
 	ctx, cancel = context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := BuildSetup([]Input{in}, SetupOptions{ChunkValues: 256, Context: ctx})
+		_, err := BuildSetup(ctx, []Input{in}, SetupOptions{ChunkValues: 256})
 		done <- err
 	}()
 	time.Sleep(20 * time.Millisecond)
@@ -466,12 +466,12 @@ func TestSetupHuffX(t *testing.T) {
 		{Name: "w", DType: dtype.BF16, Offset: int64(len(small)), Length: int64(len(big))},
 	}
 	in := Input{Name: "x", R: bytes.NewReader(data), Size: int64(len(data)), Segments: segs}
-	s, err := BuildSetup([]Input{in}, SetupOptions{})
+	s, err := BuildSetup(context.Background(), []Input{in}, SetupOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, chunk := range []int{65536, 4096} {
-		arc, err := CompressBytes(data, segs, Options{Setup: s, SetupExternal: true, SetupThreshold: 1e9, ChunkValues: chunk})
+		arc, err := CompressBytes(context.Background(), data, segs, EncodeOptions{Setup: s, SetupExternal: true, SetupThreshold: 1e9, ChunkValues: chunk})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -486,7 +486,7 @@ func TestSetupHuffX(t *testing.T) {
 				t.Fatal(err)
 			}
 			restore := setFeatures(func(f *features) { f.huffX, f.huffXTwo = c.hx, c.two })
-			out, err := DecompressBytes(arc, Options{Setup: s2, Threads: 2})
+			out, err := DecompressBytes(context.Background(), arc, DecodeOptions{Setup: s2, Threads: 2})
 			restore()
 			if err != nil || !bytes.Equal(out, data) {
 				t.Fatalf("chunk %d, huffX %v, two-symbol %v: %v", chunk, c.hx, c.two, err)
@@ -517,7 +517,7 @@ func TestParseSetupCache(t *testing.T) {
 	src, segs := goldenInput()
 	var first *Setup
 	for i := 0; i < setupCacheSize+3; i++ {
-		s, err := BuildSetup([]Input{{Name: "x", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, SetupOptions{ChunkValues: 1024, Builder: fmt.Sprint("cache test ", i)})
+		s, err := BuildSetup(context.Background(), []Input{{Name: "x", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, SetupOptions{ChunkValues: 1024, Builder: fmt.Sprint("cache test ", i)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"path/filepath"
@@ -101,7 +102,7 @@ func TestGoldenSparse(t *testing.T) {
 	path := filepath.Join("testdata", "golden-sparse-v8.nzip")
 	src, segs := sparseGoldenInput()
 	var buf bytes.Buffer
-	if _, err := Encode(&buf, []Input{{Name: "sparse.safetensors", Format: "safetensors", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, Options{ChunkValues: 16384, Threads: 2}); err != nil {
+	if _, err := Encode(context.Background(), &buf, []Input{{Name: "sparse.safetensors", Format: "safetensors", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, EncodeOptions{ChunkValues: 16384, Threads: 2}); err != nil {
 		t.Fatal(err)
 	}
 	arc := buf.Bytes()
@@ -109,7 +110,7 @@ func TestGoldenSparse(t *testing.T) {
 	if v := binary.LittleEndian.Uint16(golden[8:]); v != sparseVersion {
 		t.Fatalf("golden archive of version %d, want %d", v, sparseVersion)
 	}
-	out, err := DecompressBytes(golden, Options{})
+	out, err := DecompressBytes(context.Background(), golden, DecodeOptions{})
 	if err != nil {
 		t.Fatalf("golden archive does not decode: %v", err)
 	}

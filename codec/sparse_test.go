@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"math/rand/v2"
 	"strings"
@@ -45,7 +46,7 @@ func TestSparseRoundTripReal(t *testing.T) {
 	for _, name := range activationFiles {
 		src := realFile(t, "activations/"+name)
 		segs := safetensorsSegments(src)
-		arc := roundTrip(t, src, segs, Options{Threads: 2})
+		arc := roundTrip(t, src, segs, EncodeOptions{Threads: 2})
 		if v := binary.LittleEndian.Uint16(arc[8:]); v != sparseVersion {
 			t.Errorf("%s: version %d, want %d", name, v, sparseVersion)
 		}
@@ -183,7 +184,7 @@ func TestSparseVersionGate(t *testing.T) {
 	d := dtype.BF16
 	vals := sparseValues(d, 70000, 90, true, 5)
 	src, segs := safetensorsFile(`{"format":"pt"}`, []refT{{"act", d, []int64{70000 / 500, 500}, vals}})
-	arc := roundTrip(t, src, segs, Options{})
+	arc := roundTrip(t, src, segs, EncodeOptions{})
 	if v := binary.LittleEndian.Uint16(arc[8:]); v != sparseVersion {
 		t.Fatalf("version %d, want %d", v, sparseVersion)
 	}
@@ -191,11 +192,11 @@ func TestSparseVersionGate(t *testing.T) {
 		t.Fatal("no sparse block")
 	}
 	old := withVersion(t, arc, denseVersion)
-	if _, err := DecompressBytes(old, Options{}); err == nil || !strings.Contains(err.Error(), "sparse block in an archive of version") {
+	if _, err := DecompressBytes(context.Background(), old, DecodeOptions{}); err == nil || !strings.Contains(err.Error(), "sparse block in an archive of version") {
 		t.Fatalf("version-7 archive with a sparse block: err = %v", err)
 	}
 	dense, dsegs := safetensorsFile(`{"format":"pt"}`, []refT{{"w", d, []int64{100, 700}, sparseValues(d, 70000, 0, false, 6)}})
-	arc = roundTrip(t, dense, dsegs, Options{})
+	arc = roundTrip(t, dense, dsegs, EncodeOptions{})
 	if v := binary.LittleEndian.Uint16(arc[8:]); v != denseVersion {
 		t.Fatalf("dense input: version %d, want %d", v, denseVersion)
 	}
@@ -205,11 +206,11 @@ func TestSparseVersionGate(t *testing.T) {
 func TestSparseThreadsDeterministic(t *testing.T) {
 	src := realFile(t, "activations/relu2-step200.bf16.safetensors")
 	segs := safetensorsSegments(src)
-	a1, err := CompressBytes(src, segs, Options{Threads: 1})
+	a1, err := CompressBytes(context.Background(), src, segs, EncodeOptions{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a4, err := CompressBytes(src, segs, Options{Threads: 4})
+	a4, err := CompressBytes(context.Background(), src, segs, EncodeOptions{Threads: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +233,7 @@ func TestFP8Specials(t *testing.T) {
 		}
 		for _, vals := range [][]byte{all, sparse} {
 			src, segs := safetensorsFile(`{"format":"pt"}`, []refT{{"x", d, []int64{int64(len(vals) / 64), 64}, vals}})
-			roundTrip(t, src, segs, Options{})
+			roundTrip(t, src, segs, EncodeOptions{})
 		}
 		// the sparse block itself, every mask method
 		bd := sparseDecoder()

@@ -431,7 +431,7 @@ func sharedSampleStep(n int) int {
 // minSharedSymbols: shorter streams keep their own coding.
 const minSharedSymbols = 64
 
-// DefaultSetupThreshold is the default of Options.SetupThreshold: a block
+// DefaultSetupThreshold is the default of EncodeOptions.SetupThreshold: a block
 // builds its own table when the best shared one is estimated to cost more
 // than this fraction above the block's own order-0 entropy plus a table.
 const DefaultSetupThreshold = 0.03

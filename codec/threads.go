@@ -6,7 +6,7 @@ import "runtime"
 const maxThreadsCap = 256
 
 // MaxThreads is the most goroutines one call codes or decodes blocks on:
-// 4 × GOMAXPROCS, at most 256. Options.Threads above it is clamped to it
+// 4 × GOMAXPROCS, at most 256. EncodeOptions.Threads above it is clamped to it
 // (and every call clamps further to its number of blocks): more cannot run
 // at once, and each costs memory (a block coder, buffers in flight), so a
 // million of them cost gigabytes and half a minute.

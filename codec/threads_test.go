@@ -2,13 +2,14 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"testing"
 
 	"neuralzip/dtype"
 )
 
-// Options.Threads far beyond what can run (a million goroutines, each
+// EncodeOptions.Threads far beyond what can run (a million goroutines, each
 // with its coder, took half a minute and gigabytes) is clamped to
 // MaxThreads and to the blocks there are: coding and every way of decoding
 // a small file allocate little.
@@ -23,7 +24,7 @@ func TestThreadsClamped(t *testing.T) {
 	}
 	data := realisticValues(dtype.BF16, 20000, 1)
 	segs := []Segment{{Name: "w", DType: dtype.BF16, Offset: 0, Length: int64(len(data))}}
-	opt := Options{Threads: 1_000_000}
+	opt := EncodeOptions{Threads: 1_000_000}
 	var arc []byte
 	var err error
 	check := func(what string, fn func()) {
@@ -32,9 +33,9 @@ func TestThreadsClamped(t *testing.T) {
 			t.Fatalf("%s with a million threads: %v, %d MiB allocated", what, err, n>>20)
 		}
 	}
-	check("compress", func() { arc, err = CompressBytes(data, segs, opt) })
+	check("compress", func() { arc, err = CompressBytes(context.Background(), data, segs, opt) })
 	var out []byte
-	check("decompress", func() { out, err = DecompressBytes(arc, opt) })
+	check("decompress", func() { out, err = DecompressBytes(context.Background(), arc, opt.Decoding()) })
 	if !bytes.Equal(out, data) {
 		t.Fatal("roundtrip differs")
 	}
@@ -43,7 +44,7 @@ func TestThreadsClamped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rd.Close()
-	check("WriteFile", func() { err = rd.WriteFile(io.Discard, 0, opt) })
-	check("WriteTensor", func() { _, err = rd.WriteTensor(io.Discard, "w", opt) })
-	check("ReadFileTo", func() { _, err = rd.ReadFileTo(nil, 0, opt) })
+	check("WriteFile", func() { err = rd.WriteFile(context.Background(), io.Discard, 0, opt.Decoding()) })
+	check("WriteTensor", func() { _, err = rd.WriteTensor(context.Background(), io.Discard, "w", opt.Decoding()) })
+	check("ReadFileTo", func() { _, err = rd.ReadFileTo(context.Background(), nil, 0, opt.Decoding()) })
 }

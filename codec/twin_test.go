@@ -168,7 +168,7 @@ func TestForcedFallbackRoundTrip(t *testing.T) {
 	}
 	defer setFeatures(func(f *features) { f.avx2 = false })()
 	src := realisticValues(dtype.BF16, 100000, 9)
-	roundTrip(t, src, []Segment{{Name: "w", DType: dtype.BF16, Offset: 0, Length: int64(len(src))}}, Options{})
+	roundTrip(t, src, []Segment{{Name: "w", DType: dtype.BF16, Offset: 0, Length: int64(len(src))}}, EncodeOptions{})
 }
 
 func TestF16FastPathTwins(t *testing.T) {

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"testing"
@@ -20,7 +21,7 @@ func TestWriteTensor(t *testing.T) {
 		"e": nil,
 	}
 	file, segs := tensorFile(dtype.BF16, tensors)
-	arc, err := CompressBytes(file, segs, Options{Threads: 2, ChunkValues: 1000})
+	arc, err := CompressBytes(context.Background(), file, segs, EncodeOptions{Threads: 2, ChunkValues: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,13 +33,13 @@ func TestWriteTensor(t *testing.T) {
 	for name, data := range tensors {
 		for _, th := range []int{1, 3} {
 			var b bytes.Buffer
-			info, err := rd.WriteTensor(&b, name, Options{Threads: th})
+			info, err := rd.WriteTensor(context.Background(), &b, name, DecodeOptions{Threads: th})
 			if err != nil || info.Name != name || !bytes.Equal(b.Bytes(), data) {
 				t.Fatalf("tensor %q, %d threads: %v, %d bytes, want %d", name, th, err, b.Len(), len(data))
 			}
 		}
 	}
-	if _, err := rd.WriteTensor(io.Discard, "nope", Options{}); !errors.Is(err, ErrNotFound) {
+	if _, err := rd.WriteTensor(context.Background(), io.Discard, "nope", DecodeOptions{}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a missing tensor: %v", err)
 	}
 }
@@ -58,7 +59,7 @@ func TestWriteTensorBounded(t *testing.T) {
 		<-freeBufs
 	}
 	var w countWriter
-	n := allocated(func() { _, err = rd.WriteTensor(&w, "t", Options{Threads: 2}) })
+	n := allocated(func() { _, err = rd.WriteTensor(context.Background(), &w, "t", DecodeOptions{Threads: 2}) })
 	if err != nil || w.n != 64<<22 || w.nonzero {
 		t.Fatalf("%v: %d bytes written (nonzero %v)", err, w.n, w.nonzero)
 	}

@@ -85,7 +85,7 @@ func TestCUDAFakeDriver(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	src, segs := edgeFile(rng)
 	for _, chunk := range []int{1000, 65536} {
-		rd, ra := archive(t, src, segs, codec.Options{ChunkValues: chunk})
+		rd, ra := archive(t, src, segs, codec.EncodeOptions{ChunkValues: chunk})
 		got := decodeWith(t, b, rd, ra, src)
 		want := decodeWith(t, CPU(2), rd, ra, src)
 		if got.ExpHist != want.ExpHist {
@@ -101,7 +101,7 @@ func TestCUDAFakeDriver(t *testing.T) {
 	if got.ExpHist != want.ExpHist || got.DevBytes != want.DevBytes || got.DevBytes == 0 {
 		t.Fatalf("golden-v3-1x.nzip: device bytes %d, twin %d, histograms equal %v", got.DevBytes, want.DevBytes, got.ExpHist == want.ExpHist)
 	}
-	rd, ra := archive(t, src, segs, codec.Options{ChunkValues: 1000})
+	rd, ra := archive(t, src, segs, codec.EncodeOptions{ChunkValues: 1000})
 	var buf bytes.Buffer
 	if _, err := DecodeTo(&buf, rd, ra, 0, b, Options{BatchBytes: 30000}); err != nil || !bytes.Equal(buf.Bytes(), src) {
 		t.Fatalf("batched decode on the fake device: %v", err)
@@ -113,7 +113,7 @@ func TestCUDAFakeDriver(t *testing.T) {
 		files, _ := filepath.Glob(filepath.Join(d, "models", "bench", "*.safetensors"))
 		for _, f := range files {
 			src, segs := loadSegments(t, f)
-			rd, ra := archive(t, src, segs, codec.Options{})
+			rd, ra := archive(t, src, segs, codec.EncodeOptions{})
 			res := decodeWith(t, b, rd, ra, src)
 			t.Logf("%s: %d of %d bytes on the (fake) device, pairs included", filepath.Base(f), res.DevBytes, res.Bytes)
 		}

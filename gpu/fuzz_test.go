@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"bytes"
+	"context"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -18,7 +19,7 @@ func FuzzPlan(f *testing.F) {
 	src, segs := edgeFile(rng)
 	for _, chunk := range []int{1000, 65536} {
 		var buf bytes.Buffer
-		if _, err := codec.Encode(&buf, []codec.Input{{Name: "f", R: bytes.NewReader(src[:40000]), Size: 40000, Segments: clip(segs, 40000)}}, codec.Options{ChunkValues: chunk}); err != nil {
+		if _, err := codec.Encode(context.Background(), &buf, []codec.Input{{Name: "f", R: bytes.NewReader(src[:40000]), Size: 40000, Segments: clip(segs, 40000)}}, codec.EncodeOptions{ChunkValues: chunk}); err != nil {
 			f.Fatal(err)
 		}
 		f.Add(buf.Bytes())
@@ -35,7 +36,7 @@ func FuzzPlan(f *testing.F) {
 		}
 	}
 	var buf bytes.Buffer
-	if _, err := codec.Encode(&buf, []codec.Input{{Name: "f", R: bytes.NewReader(sp), Size: int64(len(sp)), Segments: spSegs}}, codec.Options{ChunkValues: 4096}); err != nil {
+	if _, err := codec.Encode(context.Background(), &buf, []codec.Input{{Name: "f", R: bytes.NewReader(sp), Size: int64(len(sp)), Segments: spSegs}}, codec.EncodeOptions{ChunkValues: 4096}); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(buf.Bytes())

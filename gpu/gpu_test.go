@@ -161,10 +161,10 @@ func genValues(d dtype.DType, n int, rng *rand.Rand) []byte {
 }
 
 // archive compresses a file made of the tensors with codec and opens it.
-func archive(t testing.TB, src []byte, segs []codec.Segment, opt codec.Options) (*codec.Reader, *bytes.Reader) {
+func archive(t testing.TB, src []byte, segs []codec.Segment, opt codec.EncodeOptions) (*codec.Reader, *bytes.Reader) {
 	t.Helper()
 	var buf bytes.Buffer
-	if _, err := codec.Encode(&buf, []codec.Input{{Name: "f", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, opt); err != nil {
+	if _, err := codec.Encode(context.Background(), &buf, []codec.Input{{Name: "f", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, opt); err != nil {
 		t.Fatal(err)
 	}
 	ra := bytes.NewReader(buf.Bytes())
@@ -286,7 +286,7 @@ func TestEdgeFileCPU(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	src, segs := edgeFile(rng)
 	for _, chunk := range []int{1000, 65536} {
-		rd, ra := archive(t, src, segs, codec.Options{ChunkValues: chunk, Threads: 2})
+		rd, ra := archive(t, src, segs, codec.EncodeOptions{ChunkValues: chunk, Threads: 2})
 		res := decodeWith(t, CPU(2), rd, ra, src)
 		if res.DevBytes == 0 {
 			t.Fatal("the device decoded nothing")
@@ -333,7 +333,7 @@ func oldArchive(t *testing.T) (*codec.Reader, *bytes.Reader, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := codec.DecompressBytes(arc, codec.Options{})
+	want, err := codec.DecompressBytes(context.Background(), arc, codec.DecodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +368,7 @@ func TestPlanCoversModes(t *testing.T) {
 		if chunk == 0 {
 			rd, ra, _ = oldArchive(t)
 		} else {
-			rd, ra = archive(t, src, segs, codec.Options{ChunkValues: chunk})
+			rd, ra = archive(t, src, segs, codec.EncodeOptions{ChunkValues: chunk})
 		}
 		q, err := NewPlan(rd, ra, 0)
 		if err != nil {
@@ -455,7 +455,7 @@ func loadSegments(t testing.TB, path string) ([]byte, []codec.Segment) {
 func TestRealFilesCPU(t *testing.T) {
 	for _, f := range realFiles(t) {
 		src, segs := loadSegments(t, f)
-		rd, ra := archive(t, src, segs, codec.Options{})
+		rd, ra := archive(t, src, segs, codec.EncodeOptions{})
 		res := decodeWith(t, CPU(0), rd, ra, src)
 		// float blocks that zstd coded smaller (repeats) are zstd blocks,
 		// which the CPU decodes
@@ -488,7 +488,7 @@ func activationsSparse(t *testing.T, b Backend) {
 	}
 	for _, f := range files {
 		src, segs := loadSegments(t, f)
-		rd, ra := archive(t, src, segs, codec.Options{})
+		rd, ra := archive(t, src, segs, codec.EncodeOptions{})
 		c, err := rd.Census()
 		if err != nil {
 			t.Fatal(err)
@@ -506,11 +506,11 @@ func activationsSparse(t *testing.T, b Backend) {
 func TestSetupArchiveHostFallback(t *testing.T) {
 	files := realFiles(t)
 	src, segs := loadSegments(t, files[0])
-	setup, err := codec.BuildSetup([]codec.Input{{Name: "m", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, codec.SetupOptions{})
+	setup, err := codec.BuildSetup(context.Background(), []codec.Input{{Name: "m", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, codec.SetupOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rd, ra := archive(t, src, segs, codec.Options{Setup: setup})
+	rd, ra := archive(t, src, segs, codec.EncodeOptions{Setup: setup})
 	res := decodeWith(t, CPU(0), rd, ra, src)
 	if res.Unhandled["setup tables"] == 0 {
 		t.Fatalf("no block went to the CPU for its setup tables: %v", res.UnhandledSummary())
@@ -527,7 +527,7 @@ func damageTrials(t *testing.T, b Backend, seed uint64, n int) {
 	rng := rand.New(rand.NewPCG(seed, seed+1))
 	src, segs := edgeFile(rng)
 	var buf bytes.Buffer
-	if _, err := codec.Encode(&buf, []codec.Input{{Name: "f", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, codec.Options{ChunkValues: 1000}); err != nil {
+	if _, err := codec.Encode(context.Background(), &buf, []codec.Input{{Name: "f", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, codec.EncodeOptions{ChunkValues: 1000}); err != nil {
 		t.Fatal(err)
 	}
 	good := buf.Bytes()
@@ -580,7 +580,7 @@ func TestOpenErrors(t *testing.T) {
 func TestCancel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	src, segs := edgeFile(rng)
-	rd, ra := archive(t, src, segs, codec.Options{ChunkValues: 1000})
+	rd, ra := archive(t, src, segs, codec.EncodeOptions{ChunkValues: 1000})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, _, err := DecodeFile(rd, ra, 0, CPU(2), Options{Context: ctx})
@@ -595,7 +595,7 @@ func BenchmarkTwinRealBF16(b *testing.B) {
 		b.Skip("../shared not present")
 	}
 	src, segs := loadSegments(b, filepath.Join(d, "models", "bench", "real-bf16.safetensors"))
-	rd, ra := archive(b, src, segs, codec.Options{})
+	rd, ra := archive(b, src, segs, codec.EncodeOptions{})
 	p, err := NewPlan(rd, ra, 0)
 	if err != nil {
 		b.Fatal(err)
@@ -617,7 +617,7 @@ var cleanupFake = func() {}
 func TestBenchRepeat(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
 	src, segs := edgeFile(rng)
-	rd, ra := archive(t, src, segs, codec.Options{ChunkValues: 1000})
+	rd, ra := archive(t, src, segs, codec.EncodeOptions{ChunkValues: 1000})
 	res, err := Bench(rd, ra, 0, CPU(2), 1<<20, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -632,7 +632,7 @@ func TestBenchRepeat(t *testing.T) {
 func TestBatches(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 20))
 	src, segs := edgeFile(rng)
-	rd, ra := archive(t, src, segs, codec.Options{ChunkValues: 1000})
+	rd, ra := archive(t, src, segs, codec.EncodeOptions{ChunkValues: 1000})
 	for _, batch := range []int64{1, 5000, 77777} {
 		var buf bytes.Buffer
 		res, err := DecodeTo(&buf, rd, ra, 0, CPU(2), Options{BatchBytes: batch, Hist: true})
@@ -654,7 +654,7 @@ func TestBatchBoundedByArchive(t *testing.T) {
 	src := make([]byte, 256<<20)
 	segs := []codec.Segment{{Name: "z", DType: dtype.F32, Offset: 0, Length: int64(len(src))}}
 	var buf bytes.Buffer
-	if _, err := codec.Encode(&buf, []codec.Input{{Name: "z", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, codec.Options{}); err != nil {
+	if _, err := codec.Encode(context.Background(), &buf, []codec.Input{{Name: "z", R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, codec.EncodeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	src = nil

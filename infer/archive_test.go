@@ -2,6 +2,7 @@ package infer
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"testing"
 
@@ -10,7 +11,7 @@ import (
 )
 
 // compress codes an original file into an archive in memory.
-func compress(t testing.TB, b []byte, opt codec.Options) []byte {
+func compress(t testing.TB, b []byte, opt codec.EncodeOptions) []byte {
 	t.Helper()
 	l, err := checkpoint.Open(bytes.NewReader(b), int64(len(b)))
 	if err != nil {
@@ -20,7 +21,7 @@ func compress(t testing.TB, b []byte, opt codec.Options) []byte {
 	for i, s := range l.Segments {
 		segs[i] = codec.Segment{Offset: s.Offset, Length: s.Length, Name: s.Name, DType: s.DType, Type: s.Type, Shape: s.Shape}
 	}
-	a, err := codec.CompressBytes(b, segs, opt)
+	a, err := codec.CompressBytes(context.Background(), b, segs, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,13 +91,13 @@ func TestArchiveExact(t *testing.T) {
 			want := run(t, openBytes(t, orig, Options{Config: c.config}), c)
 			for _, v := range []struct {
 				name string
-				opt  codec.Options
+				opt  codec.EncodeOptions
 			}{
-				{"default", codec.Options{}},
-				{"chunk256", codec.Options{ChunkValues: 256}},
-				{"chunk4096", codec.Options{ChunkValues: 4096}},
-				{"gaussian", codec.Options{Setup: codec.GaussianSetup()}},
-				{"gaussian-chunk1024", codec.Options{Setup: codec.GaussianSetup(), ChunkValues: 1024}},
+				{"default", codec.EncodeOptions{}},
+				{"chunk256", codec.EncodeOptions{ChunkValues: 256}},
+				{"chunk4096", codec.EncodeOptions{ChunkValues: 4096}},
+				{"gaussian", codec.EncodeOptions{Setup: codec.GaussianSetup()}},
+				{"gaussian-chunk1024", codec.EncodeOptions{Setup: codec.GaussianSetup(), ChunkValues: 1024}},
 			} {
 				if testing.Short() && v.name != "default" && v.name != "gaussian-chunk1024" {
 					continue
@@ -128,7 +129,7 @@ func TestArchiveExact(t *testing.T) {
 // arena between layers instead of being decoded per layer.
 func TestArchiveDecodesOnce(t *testing.T) {
 	orig := readFile(t, needFile(t, "models/original/stories260K.bf16.safetensors"))
-	m := openBytes(t, compress(t, orig, codec.Options{}), Options{})
+	m := openBytes(t, compress(t, orig, codec.EncodeOptions{}), Options{})
 	if _, err := m.Forward(1, 0); err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func benchModels(b testing.TB) []exactCase {
 func BenchmarkGenerate(b *testing.B) {
 	for _, c := range benchModels(b) {
 		orig := readFile(b, needFile(b, c.file))
-		a := compress(b, orig, codec.Options{})
+		a := compress(b, orig, codec.EncodeOptions{})
 		for _, v := range []struct {
 			name string
 			data []byte

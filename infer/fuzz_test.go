@@ -2,6 +2,7 @@ package infer
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"flag"
@@ -109,7 +110,7 @@ func FuzzOpen(f *testing.F) {
 	conf := []byte(`{"heads": 2}`)
 	for _, b := range [][]byte{tinyLlama(), tinyGPT()} {
 		f.Add(b, conf)
-		a, err := codec.CompressBytes(b, nil, codec.Options{})
+		a, err := codec.CompressBytes(context.Background(), b, nil, codec.EncodeOptions{})
 		if err == nil {
 			f.Add(a, conf)
 		}
@@ -227,7 +228,7 @@ func TestFuzzSeeds(t *testing.T) {
 	}
 	for _, b := range [][]byte{tinyLlama(), tinyGPT()} {
 		m := openBytes(t, b, Options{Config: conf})
-		a, err := codec.CompressBytes(b, nil, codec.Options{})
+		a, err := codec.CompressBytes(context.Background(), b, nil, codec.EncodeOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -93,7 +93,7 @@ func TestGPTEveryStep(t *testing.T) {
 			orig := readFile(t, needFile(t, gptDir+name))
 			c := exactCase{file: name, config: conf, tok: ByteTokenizer{}, prompt: "You will be"}
 			want := runN(t, openBytes(t, orig, Options{Config: conf}), c, 16)
-			got := runN(t, openBytes(t, compress(t, orig, codec.Options{}), Options{Config: conf}), c, 16)
+			got := runN(t, openBytes(t, compress(t, orig, codec.EncodeOptions{}), Options{Config: conf}), c, 16)
 			if got.LogitsSHA256 != want.LogitsSHA256 || !slices.Equal(got.Tokens, want.Tokens) {
 				t.Errorf("%s: archive %s, file %s", name, got.LogitsSHA256, want.LogitsSHA256)
 			}

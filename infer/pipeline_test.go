@@ -26,7 +26,7 @@ func TestPipeOrder(t *testing.T) {
 	atLeastTwoProcs(t)
 	orig := readFile(t, needFile(t, "models/original/stories260K.bf16.safetensors"))
 	for _, chunk := range []int{0, 4096} {
-		a := compress(t, orig, codec.Options{ChunkValues: chunk})
+		a := compress(t, orig, codec.EncodeOptions{ChunkValues: chunk})
 		ref := openBytes(t, a, Options{})
 		sched := ref.sched
 		want := make([][]byte, len(sched))
@@ -72,7 +72,7 @@ func TestPipeOrder(t *testing.T) {
 func TestPrefetchCorrupt(t *testing.T) {
 	atLeastTwoProcs(t)
 	orig := readFile(t, needFile(t, "models/original/stories260K.bf16.safetensors"))
-	a := compress(t, orig, codec.Options{})
+	a := compress(t, orig, codec.EncodeOptions{})
 	rd, err := codec.NewMemReader(a)
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func TestPrefetchOneProc(t *testing.T) {
 	orig := readFile(t, needFile(t, c.file))
 	want := run(t, openBytes(t, orig, Options{}), c)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	m := openBytes(t, compress(t, orig, codec.Options{}), Options{Prefetch: true})
+	m := openBytes(t, compress(t, orig, codec.EncodeOptions{}), Options{Prefetch: true})
 	if _, ok := m.st.(*archiveStore); !ok {
 		t.Fatalf("with GOMAXPROCS=1 the store is a %T", m.st)
 	}
@@ -134,7 +134,7 @@ func TestPrefetchWorkerStalled(t *testing.T) {
 	c := exactCase{file: "models/original/stories260K.bf16.safetensors", tok: loadTok512(t), prompt: "Once upon a time"}
 	orig := readFile(t, needFile(t, c.file))
 	want := run(t, openBytes(t, orig, Options{}), c)
-	m := openBytes(t, compress(t, orig, codec.Options{}), Options{})
+	m := openBytes(t, compress(t, orig, codec.EncodeOptions{}), Options{})
 	p := newPipeStore(m.st.(*archiveStore), false)
 	m.st = p
 	got := run(t, m, c)

@@ -23,7 +23,7 @@ func TestPrefillExact(t *testing.T) {
 			for _, src := range []struct {
 				name string
 				data []byte
-			}{{"original", orig}, {"archive", compress(t, orig, codec.Options{})}} {
+			}{{"original", orig}, {"archive", compress(t, orig, codec.EncodeOptions{})}} {
 				one := openBytes(t, src.data, Options{Config: c.config})
 				vocab = one.Config().Vocab
 				var want []float32
@@ -97,7 +97,7 @@ func TestArchiveAllocs(t *testing.T) {
 	}
 	atLeastTwoProcs(t)
 	orig := readFile(t, needFile(t, "models/original/stories260K.bf16.safetensors"))
-	a := compress(t, orig, codec.Options{})
+	a := compress(t, orig, codec.EncodeOptions{})
 	for _, prefetch := range []bool{false, true} {
 		m := openBytes(t, a, Options{Prefetch: prefetch})
 		pos := 0

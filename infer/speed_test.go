@@ -79,13 +79,13 @@ func TestSpeedTable(t *testing.T) {
 	gauss := codec.GaussianSetup()
 	variants := []struct {
 		name string
-		opt  codec.Options
+		opt  codec.EncodeOptions
 	}{
-		{"default (`-chunk 65536`)", codec.Options{}},
-		{"`-chunk 16384`", codec.Options{ChunkValues: 16384}},
-		{"`-chunk 262143`", codec.Options{ChunkValues: codec.MaxChunkValues}},
-		{"Gaussian setup", codec.Options{Setup: gauss}},
-		{"Gaussian setup, `-chunk 262143`", codec.Options{Setup: gauss, ChunkValues: codec.MaxChunkValues}},
+		{"default (`-chunk 65536`)", codec.EncodeOptions{}},
+		{"`-chunk 16384`", codec.EncodeOptions{ChunkValues: 16384}},
+		{"`-chunk 262143`", codec.EncodeOptions{ChunkValues: codec.MaxChunkValues}},
+		{"Gaussian setup", codec.EncodeOptions{Setup: gauss}},
+		{"Gaussian setup, `-chunk 262143`", codec.EncodeOptions{Setup: gauss, ChunkValues: codec.MaxChunkValues}},
 	}
 	for _, c := range benchModels(t) {
 		orig := readFile(t, needFile(t, c.file))

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -416,7 +417,7 @@ func (s *Store) code(c *coded, raw []byte, t dtype.DType) error {
 		segs = []codec.Segment{{Offset: 0, Length: int64(len(raw)), Name: "t", DType: t, Shape: []int64{int64(len(raw) / t.Size())}}}
 	}
 	c.payload = raw
-	if plain, err := codec.CompressBytes(raw, segs, codec.Options{Threads: 1}); err == nil && len(plain) < len(raw) {
+	if plain, err := codec.CompressBytes(context.Background(), raw, segs, codec.EncodeOptions{Threads: 1}); err == nil && len(plain) < len(raw) {
 		c.payload, c.u.Kind = plain, KindNzip
 	}
 	if !fingerprintable(t) {
@@ -436,7 +437,7 @@ func (s *Store) code(c *coded, raw []byte, t dtype.DType) error {
 	if err != nil {
 		return err
 	}
-	delta, err := codec.CompressBytes(raw, segs, codec.Options{Threads: 1, Ref: ref})
+	delta, err := codec.CompressBytes(context.Background(), raw, segs, codec.EncodeOptions{Threads: 1, Ref: ref})
 	if err != nil {
 		return err
 	}
@@ -487,7 +488,7 @@ func (s *Store) nearest(fp fingerprint, t dtype.DType, numel int64) (Hash, unit,
 
 // archiveSize is the size of the file's own nzip archive.
 func archiveSize(in Input) (int64, error) {
-	res, err := codec.Encode(io.Discard, []codec.Input{{Name: in.Name, R: in.R, Size: in.Size, Format: in.Format, Segments: in.Segments}}, codec.Options{})
+	res, err := codec.Encode(context.Background(), io.Discard, []codec.Input{{Name: in.Name, R: in.R, Size: in.Size, Format: in.Format, Segments: in.Segments}}, codec.EncodeOptions{})
 	return res.Compressed, err
 }
 

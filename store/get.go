@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -105,7 +106,7 @@ func (s *Store) decodeCheck(h Hash, u unit, depth int, check bool) ([]byte, erro
 		if err != nil {
 			return nil, err
 		}
-		out, err = codec.DecompressBytes(p, codec.Options{Threads: 1, SkipHash: true})
+		out, err = codec.DecompressBytes(context.Background(), p, codec.DecodeOptions{Threads: 1, SkipHash: true})
 		if err != nil {
 			return nil, fmt.Errorf("%w: unit %s: %v", ErrChunkDamaged, h, err)
 		}
@@ -137,7 +138,7 @@ func (s *Store) decodeCheck(h Hash, u unit, depth int, check bool) ([]byte, erro
 		if err != nil {
 			return nil, err
 		}
-		out, err = codec.DecompressBytes(p, codec.Options{Threads: 1, SkipHash: true, Ref: ref})
+		out, err = codec.DecompressBytes(context.Background(), p, codec.DecodeOptions{Threads: 1, SkipHash: true, Ref: ref})
 		if err != nil {
 			return nil, fmt.Errorf("%w: unit %s: %v", ErrChunkDamaged, h, err)
 		}

@@ -2,6 +2,7 @@ package trajectory
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -335,7 +336,7 @@ func fileSums(f Frame) [][32]byte {
 // chain. Every block's CRC-32C is checked, and the SHA-256 of frame i
 // (unless opt.SkipHash), which depends on every frame before it in the
 // chain. opt.Ref is ignored.
-func (a *Archive) Extract(i int, opt codec.Options) (*Decoded, error) {
+func (a *Archive) Extract(ctx context.Context, i int, opt codec.DecodeOptions) (*Decoded, error) {
 	chain, err := a.Chain(i)
 	if err != nil {
 		return nil, err
@@ -347,7 +348,7 @@ func (a *Archive) Extract(i int, opt codec.Options) (*Decoded, error) {
 		if k < len(chain)-1 {
 			o.SkipHash = true
 		}
-		d, err := a.decodeFrameTo(spare, j, prev, o)
+		d, err := a.decodeFrameTo(ctx, spare, j, prev, o)
 		if err != nil {
 			return nil, err
 		}
@@ -363,13 +364,13 @@ func (a *Archive) Extract(i int, opt codec.Options) (*Decoded, error) {
 }
 
 // decodeFrame decodes frame j given its decoded reference (nil for a keyframe).
-func (a *Archive) decodeFrame(j int, ref *Decoded, opt codec.Options) (*Decoded, error) {
-	return a.decodeFrameTo(nil, j, ref, opt)
+func (a *Archive) decodeFrame(ctx context.Context, j int, ref *Decoded, opt codec.DecodeOptions) (*Decoded, error) {
+	return a.decodeFrameTo(ctx, nil, j, ref, opt)
 }
 
 // decodeFrameTo is decodeFrame, file k into buf[k] when it is there and
 // large enough.
-func (a *Archive) decodeFrameTo(buf [][]byte, j int, ref *Decoded, opt codec.Options) (*Decoded, error) {
+func (a *Archive) decodeFrameTo(ctx context.Context, buf [][]byte, j int, ref *Decoded, opt codec.DecodeOptions) (*Decoded, error) {
 	f := a.Frames[j]
 	rd, err := a.FrameReader(j)
 	if err != nil {
@@ -395,7 +396,7 @@ func (a *Archive) decodeFrameTo(buf [][]byte, j int, ref *Decoded, opt codec.Opt
 		if k < len(buf) {
 			b = buf[k]
 		}
-		data, err := rd.ReadFileTo(b, k, opt)
+		data, err := rd.ReadFileTo(ctx, b, k, opt)
 		if err != nil {
 			if len(f.files()) > 1 {
 				return nil, fmt.Errorf("frame %d (%s), file %s: %w", j, f.Name, ff.Name, err)
@@ -421,7 +422,7 @@ func tensorSegments(fi *codec.FileInfo) []codec.Segment {
 // Walk decodes every frame in order, each once, and calls fn with it; a
 // decoded frame is kept only while a later frame refers to it. Every
 // frame's blocks and SHA-256 are checked.
-func (a *Archive) Walk(opt codec.Options, fn func(d *Decoded) error) error {
+func (a *Archive) Walk(ctx context.Context, opt codec.DecodeOptions, fn func(d *Decoded) error) error {
 	if _, err := lastUses(a.Frames); err != nil {
 		return err
 	}
@@ -429,12 +430,12 @@ func (a *Archive) Walk(opt codec.Options, fn func(d *Decoded) error) error {
 	for i := range frames {
 		frames[i] = i
 	}
-	return a.walk(frames, opt, fn)
+	return a.walk(ctx, frames, opt, fn)
 }
 
 // walk is Walk over frames (in order; each coded against an earlier one of
 // them, or a keyframe).
-func (a *Archive) walk(frames []int, opt codec.Options, fn func(d *Decoded) error) error {
+func (a *Archive) walk(ctx context.Context, frames []int, opt codec.DecodeOptions, fn func(d *Decoded) error) error {
 	last := map[int]int{} // the last frame that refers to each
 	for _, j := range frames {
 		if r := a.Frames[j].Ref; r >= 0 {
@@ -448,7 +449,7 @@ func (a *Archive) walk(frames []int, opt codec.Options, fn func(d *Decoded) erro
 		if f.Ref >= 0 {
 			ref = keep[f.Ref]
 		}
-		d, err := a.decodeFrame(i, ref, opt)
+		d, err := a.decodeFrame(ctx, i, ref, opt)
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package trajectory
 
 import (
 	"bytes"
+	"context"
 	"testing"
 
 	"neuralzip/codec"
@@ -34,7 +35,7 @@ func BenchmarkExtract(b *testing.B) {
 		b.SetBytes(int64(len(want)))
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			got, err := a.Extract(9, codec.Options{})
+			got, err := a.Extract(context.Background(), 9, codec.DecodeOptions{})
 			if err != nil || !bytes.Equal(got.Data, want) {
 				b.Fatal("extract", err)
 			}
@@ -52,7 +53,7 @@ func BenchmarkExtract(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := s.WriteFile(out, 0, codec.Options{}); err != nil {
+			if err := s.WriteFile(context.Background(), out, 0, codec.DecodeOptions{}); err != nil {
 				b.Fatal(err)
 			}
 			s.Close()
@@ -61,12 +62,12 @@ func BenchmarkExtract(b *testing.B) {
 			b.Fatal("stream")
 		}
 	})
-	ind, _ := codec.CompressBytes(want, last.segs, codec.Options{})
+	ind, _ := codec.CompressBytes(context.Background(), want, last.segs, codec.EncodeOptions{})
 	b.Run("independent", func(b *testing.B) {
 		b.SetBytes(int64(len(want)))
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			if _, err := codec.DecompressBytes(ind, codec.Options{}); err != nil {
+			if _, err := codec.DecompressBytes(context.Background(), ind, codec.DecodeOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -2,6 +2,7 @@ package trajectory
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -27,9 +28,9 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt := codec.Options{Threads: 2, ChunkValues: 1024}
+	opt := codec.EncodeOptions{Threads: 2, ChunkValues: 1024}
 	pk := Packer{Options: opt, Plan: true}
-	err = pk.Pack(w, 6, func(_ Pass, fn StepFunc) error {
+	err = pk.Pack(context.Background(), w, 6, func(_ Pass, fn StepFunc) error {
 		for _, s := range steps[:6] {
 			if _, err := fn(s.name, []codec.Input{s.input()}); err != nil {
 				return err
@@ -40,7 +41,7 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Append(steps[6].input(), opt); err != nil {
+	if _, err := w.Append(context.Background(), steps[6].input(), opt); err != nil {
 		t.Fatal(err)
 	}
 	if *update {

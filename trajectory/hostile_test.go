@@ -2,6 +2,7 @@ package trajectory
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -107,10 +108,10 @@ func TestDeepChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	var key, dep bytes.Buffer
-	if _, err := codec.Encode(&key, []codec.Input{in}, codec.Options{Threads: 1, Digest: codec.DigestSHA256}); err != nil {
+	if _, err := codec.Encode(context.Background(), &key, []codec.Input{in}, codec.EncodeOptions{Threads: 1, Digest: codec.DigestSHA256}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := codec.Encode(&dep, []codec.Input{in}, codec.Options{Threads: 1, Ref: ref, Digest: codec.DigestSHA256}); err != nil {
+	if _, err := codec.Encode(context.Background(), &dep, []codec.Input{in}, codec.EncodeOptions{Threads: 1, Ref: ref, Digest: codec.DigestSHA256}); err != nil {
 		t.Fatal(err)
 	}
 	buf := header()
@@ -136,7 +137,7 @@ func TestDeepChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	err = s.WriteFile(&out, 0, codec.Options{Threads: 2})
+	err = s.WriteFile(context.Background(), &out, 0, codec.DecodeOptions{Threads: 2})
 	runtime.ReadMemStats(&m1)
 	s.Close()
 	if err != nil || !bytes.Equal(out.Bytes(), data) {
@@ -147,7 +148,7 @@ func TestDeepChain(t *testing.T) {
 	if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > 64<<20 {
 		t.Fatalf("the stream allocated %d MiB", alloc>>20)
 	}
-	if err := a.Verify(codec.Options{Threads: 2}, nil); err != nil {
+	if err := a.Verify(context.Background(), codec.DecodeOptions{Threads: 2}, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -173,11 +174,11 @@ func TestWritersKeepReferenceRule(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			opt := codec.Options{Threads: 1}
+			opt := codec.EncodeOptions{Threads: 1}
 			if r.IntN(3) == 0 {
-				_, err = w.AppendKeyframe(steps[i].input(), opt)
+				_, err = w.AppendKeyframe(context.Background(), steps[i].input(), opt)
 			} else {
-				_, err = w.Append(steps[i].input(), opt)
+				_, err = w.Append(context.Background(), steps[i].input(), opt)
 			}
 			if err != nil {
 				t.Fatalf("round %d (K %d, mode %d), step %d: %v", round, k, mode, i, err)
@@ -189,18 +190,18 @@ func TestWritersKeepReferenceRule(t *testing.T) {
 		}
 		g := &memFile{}
 		k2 := 1 + r.IntN(5)
-		w2, err := Repack(a, g, k2, codec.Options{Threads: 1})
+		w2, err := Repack(context.Background(), a, g, k2, codec.EncodeOptions{Threads: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w2.Append(steps[n].input(), codec.Options{Threads: 1}); err != nil {
+		if _, err := w2.Append(context.Background(), steps[n].input(), codec.EncodeOptions{Threads: 1}); err != nil {
 			t.Fatal(err)
 		}
 		b, err := Open(g, int64(len(g.Bytes())))
 		if err != nil || len(b.Frames) != n+1 {
 			t.Fatalf("round %d: repacked to K %d: %v", round, k2, err)
 		}
-		if err := b.Verify(codec.Options{Threads: 1}, nil); err != nil {
+		if err := b.Verify(context.Background(), codec.DecodeOptions{Threads: 1}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

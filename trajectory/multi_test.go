@@ -2,6 +2,7 @@ package trajectory
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -120,9 +121,9 @@ func packMultiKeys(t testing.TB, steps []mstep, k int, keys []bool) *memFile {
 	}
 	for i, s := range steps {
 		if keys != nil && keys[i] {
-			_, err = w.AppendKeyframeFiles(s.name, s.inputs(), codec.Options{Threads: 2})
+			_, err = w.AppendKeyframeFiles(context.Background(), s.name, s.inputs(), codec.EncodeOptions{Threads: 2})
 		} else {
-			_, err = w.AppendFiles(s.name, s.inputs(), codec.Options{Threads: 2})
+			_, err = w.AppendFiles(context.Background(), s.name, s.inputs(), codec.EncodeOptions{Threads: 2})
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -226,7 +227,7 @@ func TestMultiFileSteps(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := w.AppendFiles(s.name, s.inputs(), codec.Options{Threads: 1}); err != nil {
+				if _, err := w.AppendFiles(context.Background(), s.name, s.inputs(), codec.EncodeOptions{Threads: 1}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -241,10 +242,10 @@ func TestMultiFileSteps(t *testing.T) {
 	before := bytes.Clone(f.b)
 	dup := steps[1].inputs()
 	dup[2].Name = dup[1].Name
-	if _, err := w.AppendFiles("dup", dup, codec.Options{}); err == nil || !bytes.Equal(f.b, before) {
+	if _, err := w.AppendFiles(context.Background(), "dup", dup, codec.EncodeOptions{}); err == nil || !bytes.Equal(f.b, before) {
 		t.Fatalf("duplicate file names: %v", err)
 	}
-	if _, err := w.AppendFiles("none", nil, codec.Options{}); err == nil {
+	if _, err := w.AppendFiles(context.Background(), "none", nil, codec.EncodeOptions{}); err == nil {
 		t.Fatal("a step of no files was appended")
 	}
 }
@@ -266,7 +267,7 @@ func TestMixedSteps(t *testing.T) {
 			t.Fatal(err)
 		}
 		extra := synthSteps(4)[3]
-		if _, err := w.Append(extra.input(), codec.Options{}); err != nil {
+		if _, err := w.Append(context.Background(), extra.input(), codec.EncodeOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		checkMulti(t, f, append(steps[:len(steps):len(steps)], single(extra)))
@@ -299,7 +300,7 @@ func v1Archive(t testing.TB, steps []step) *memFile {
 	x := Index{K: 2, Mode: RefPrevious}
 	b := appendTrailer(headerVersion(1), marshalV1(x), headerLen, 0)
 	for i, s := range steps {
-		opt := codec.Options{Threads: 1, Digest: codec.DigestSHA256} // as frames hold
+		opt := codec.EncodeOptions{Threads: 1, Digest: codec.DigestSHA256} // as frames hold
 		ref := -1
 		if i%2 == 1 {
 			ref = i - 1
@@ -310,7 +311,7 @@ func v1Archive(t testing.TB, steps []step) *memFile {
 			opt.Ref = r
 		}
 		var a bytes.Buffer
-		if _, err := codec.Encode(&a, []codec.Input{s.input()}, opt); err != nil {
+		if _, err := codec.Encode(context.Background(), &a, []codec.Input{s.input()}, opt); err != nil {
 			t.Fatal(err)
 		}
 		x.Frames = append(x.Frames, Frame{Name: s.name, Size: int64(len(s.data)), SHA256: sha256.Sum256(s.data), Offset: int64(len(b)), Length: int64(a.Len()), Ref: ref})
@@ -335,7 +336,7 @@ func TestVersion1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Append(steps[3].input(), codec.Options{Threads: 1}); err != nil {
+	if _, err := w.Append(context.Background(), steps[3].input(), codec.EncodeOptions{Threads: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if want := v1Archive(t, steps[:4]); !bytes.Equal(f.b, want.b) {
@@ -344,11 +345,11 @@ func TestVersion1(t *testing.T) {
 	// a step of several files is refused, and nothing is written
 	before := bytes.Clone(f.b)
 	sh := shardedSteps(1, 2)[0]
-	if _, err := w.AppendFiles(sh.name, sh.inputs(), codec.Options{}); err == nil || !strings.Contains(err.Error(), "repack") {
+	if _, err := w.AppendFiles(context.Background(), sh.name, sh.inputs(), codec.EncodeOptions{}); err == nil || !strings.Contains(err.Error(), "repack") {
 		t.Fatalf("multi-file append to version 1: %v", err)
 	}
 	// so is a single file under another name (version 1 names frames by their file)
-	if _, err := w.AppendFiles("renamed", []codec.Input{steps[4].input()}, codec.Options{}); err == nil {
+	if _, err := w.AppendFiles(context.Background(), "renamed", []codec.Input{steps[4].input()}, codec.EncodeOptions{}); err == nil {
 		t.Fatal("a renamed single-file step was appended to a version 1 archive")
 	}
 	if !bytes.Equal(f.b, before) {
@@ -361,14 +362,14 @@ func TestVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := &memFile{}
-	w2, err := Repack(a, g, 2, codec.Options{Threads: 1})
+	w2, err := Repack(context.Background(), a, g, 2, codec.EncodeOptions{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if binary.LittleEndian.Uint16(g.b[8:]) != 2 {
 		t.Fatal("repack did not write version 2")
 	}
-	if _, err := w2.AppendFiles(sh.name, sh.inputs(), codec.Options{}); err != nil {
+	if _, err := w2.AppendFiles(context.Background(), sh.name, sh.inputs(), codec.EncodeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var all []mstep
@@ -391,7 +392,7 @@ func TestRepackMultiFile(t *testing.T) {
 	const k = 3
 	var p Planner
 	for _, s := range steps {
-		if err := p.AddFiles(s.inputs(), codec.Options{Threads: 2}); err != nil {
+		if err := p.AddFiles(context.Background(), s.inputs(), codec.EncodeOptions{Threads: 2}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -414,7 +415,7 @@ func TestRepackMultiFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := &memFile{}
-	repackBoth(t, a, got, k, codec.Options{Threads: 2})
+	repackBoth(t, a, got, k, codec.EncodeOptions{Threads: 2})
 	if !bytes.Equal(got.b, want.b) {
 		t.Fatalf("repacked: %d bytes, planned pack: %d bytes, not the same archive (keys %v)", len(got.b), len(want.b), keys)
 	}
@@ -423,10 +424,10 @@ func TestRepackMultiFile(t *testing.T) {
 	// above the threshold are sampled
 	withSampling(t, int64(len(steps[0].files[1].data))+10, 2, 256)
 	var q Planner
-	if err := q.AddFiles(steps[0].inputs(), codec.Options{}); err != nil || !q.Sampled[0] {
+	if err := q.AddFiles(context.Background(), steps[0].inputs(), codec.EncodeOptions{}); err != nil || !q.Sampled[0] {
 		t.Fatalf("a step above the threshold was not sampled (%v)", err)
 	}
-	if err := q.Add(steps[1].files[1].input(), codec.Options{}); err != nil || q.Sampled[1] {
+	if err := q.Add(context.Background(), steps[1].files[1].input(), codec.EncodeOptions{}); err != nil || q.Sampled[1] {
 		t.Fatalf("a file below the threshold was sampled (%v)", err)
 	}
 }
@@ -455,7 +456,7 @@ func TestAppendCrashMulti(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.AppendFiles(steps[3].name, steps[3].inputs(), codec.Options{Threads: 1}); err != nil {
+		if _, err := w.AppendFiles(context.Background(), steps[3].name, steps[3].inputs(), codec.EncodeOptions{Threads: 1}); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(f.b, full.b) {

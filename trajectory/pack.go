@@ -1,6 +1,7 @@
 package trajectory
 
 import (
+	"context"
 	"fmt"
 
 	"neuralzip/codec"
@@ -33,7 +34,7 @@ type Steps func(pass Pass, fn StepFunc) error
 // workbench's Save .nztraj use it; Repack places keyframes by the same
 // measurements.
 type Packer struct {
-	Options codec.Options
+	Options codec.EncodeOptions
 	Plan    bool
 	// Planner holds the measurements of PassMeasure (a Steps function may
 	// read the step's entries after fn returns), Keys the planned
@@ -43,14 +44,14 @@ type Packer struct {
 }
 
 // Pack writes the n steps that steps walks into w, a new trajectory.
-func (pk *Packer) Pack(w *Writer, n int, steps Steps) error {
+func (pk *Packer) Pack(ctx context.Context, w *Writer, n int, steps Steps) error {
 	pk.Keys = nil
 	x := &w.a.Index
 	if len(x.Frames) != 0 {
 		return fmt.Errorf("trajectory: pack into a trajectory of %d frames", len(x.Frames))
 	}
 	if pk.Plan && x.Mode == RefPrevious && x.K > 1 && n > x.K {
-		if err := pk.measure(x.K, n, steps); err != nil {
+		if err := pk.measure(ctx, x.K, n, steps); err != nil {
 			return err
 		}
 	}
@@ -62,9 +63,9 @@ func (pk *Packer) Pack(w *Writer, n int, steps Steps) error {
 		key := pk.Keys != nil && pk.Keys[i]
 		i++
 		if key {
-			return w.AppendKeyframeFiles(name, ins, pk.Options)
+			return w.AppendKeyframeFiles(ctx, name, ins, pk.Options)
 		}
-		return w.AppendFiles(name, ins, pk.Options)
+		return w.AppendFiles(ctx, name, ins, pk.Options)
 	})
 	if err == nil && i != n {
 		err = fmt.Errorf("trajectory: pack of %d steps given %d", n, i)
@@ -74,12 +75,12 @@ func (pk *Packer) Pack(w *Writer, n int, steps Steps) error {
 
 // measure is PassMeasure: it measures the n steps and plans the
 // keyframes of interval k into Keys.
-func (pk *Packer) measure(k, n int, steps Steps) error {
+func (pk *Packer) measure(ctx context.Context, k, n int, steps Steps) error {
 	pk.Planner = Planner{}
 	seen := 0
 	err := steps(PassMeasure, func(name string, ins []codec.Input) (Frame, error) {
 		seen++
-		return Frame{}, pk.Planner.AddFiles(ins, pk.Options)
+		return Frame{}, pk.Planner.AddFiles(ctx, ins, pk.Options)
 	})
 	pk.Planner.prev = nil // the steps' files may be gone
 	if err != nil {

@@ -2,6 +2,7 @@ package trajectory
 
 import (
 	"bytes"
+	"context"
 	"testing"
 
 	"neuralzip/codec"
@@ -21,9 +22,9 @@ func TestPacker(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pk := Packer{Options: codec.Options{Threads: 2}, Plan: plan}
+		pk := Packer{Options: codec.EncodeOptions{Threads: 2}, Plan: plan}
 		walks := 0
-		err = pk.Pack(w, len(steps), func(pass Pass, fn StepFunc) error {
+		err = pk.Pack(context.Background(), w, len(steps), func(pass Pass, fn StepFunc) error {
 			walks++
 			if (pass == PassMeasure) != (walks == 1 && pk.Keys == nil && plan && len(steps) > k) {
 				t.Fatalf("walk %d is %v", walks, pass)
@@ -57,8 +58,8 @@ func TestPacker(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pk := Packer{Options: codec.Options{Threads: 2}, Plan: true}
-		err = pk.Pack(w, n, func(_ Pass, fn StepFunc) error {
+		pk := Packer{Options: codec.EncodeOptions{Threads: 2}, Plan: true}
+		err = pk.Pack(context.Background(), w, n, func(_ Pass, fn StepFunc) error {
 			for _, s := range steps {
 				if _, err := fn(s.name, []codec.Input{s.input()}); err != nil {
 					return err

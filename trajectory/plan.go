@@ -2,6 +2,7 @@ package trajectory
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -175,24 +176,24 @@ type Planner struct {
 // coded against the step added before it, which must still be readable.
 // Checkpoints above 64 MB are measured on a sample of their tensors (an
 // eighth), all others in full. Nothing is written; opt.Ref is ignored.
-func (p *Planner) Add(in codec.Input, opt codec.Options) error {
-	return p.AddFiles([]codec.Input{in}, opt)
+func (p *Planner) Add(ctx context.Context, in codec.Input, opt codec.EncodeOptions) error {
+	return p.AddFiles(ctx, []codec.Input{in}, opt)
 }
 
 // AddFiles is Add for a step of several files (Writer.AppendFiles): they
 // are measured together, as one frame, and sampled when they total more
 // than 64 MB.
-func (p *Planner) AddFiles(ins []codec.Input, opt codec.Options) error {
+func (p *Planner) AddFiles(ctx context.Context, ins []codec.Input, opt codec.EncodeOptions) error {
 	ins, sampled := sampleInputs(ins)
 	opt.Ref = nil
-	ind, err := encodedSize(ins, opt)
+	ind, err := encodedSize(ctx, ins, opt)
 	if err != nil {
 		return err
 	}
 	var cond int64
 	if p.prev != nil {
 		opt.Ref = p.prev
-		if cond, err = encodedSize(ins, opt); err != nil {
+		if cond, err = encodedSize(ctx, ins, opt); err != nil {
 			return err
 		}
 	}
@@ -220,8 +221,8 @@ func (p *Planner) Saving() []int64 {
 // encodedSize is the size of the archive of ins under opt, with the
 // SHA-256 digests a frame holds (the index compresses differently with
 // other digests: a file that repeats its reference repeats its SHA-256).
-func encodedSize(ins []codec.Input, opt codec.Options) (int64, error) {
+func encodedSize(ctx context.Context, ins []codec.Input, opt codec.EncodeOptions) (int64, error) {
 	opt.Digest = codec.DigestSHA256
-	res, err := codec.Encode(io.Discard, ins, opt)
+	res, err := codec.Encode(ctx, io.Discard, ins, opt)
 	return res.Compressed, err
 }

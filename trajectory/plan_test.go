@@ -2,6 +2,7 @@ package trajectory
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -80,7 +81,7 @@ func measure(t testing.TB, steps []step) *Planner {
 	t.Helper()
 	p := &Planner{}
 	for _, s := range steps {
-		if err := p.Add(s.input(), codec.Options{Threads: 2}); err != nil {
+		if err := p.Add(context.Background(), s.input(), codec.EncodeOptions{Threads: 2}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,7 +102,7 @@ func TestPlannedPack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Append(steps[len(steps)-1].input(), codec.Options{}); err != nil {
+	if _, err := w.Append(context.Background(), steps[len(steps)-1].input(), codec.EncodeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	a := checkAll(t, planned, steps)
@@ -150,9 +151,9 @@ func packKeys(t *testing.T, steps []step, k int, keys []bool) *memFile {
 	}
 	for i, s := range steps {
 		if keys[i] {
-			_, err = w.AppendKeyframe(s.input(), codec.Options{Threads: 2})
+			_, err = w.AppendKeyframe(context.Background(), s.input(), codec.EncodeOptions{Threads: 2})
 		} else {
-			_, err = w.Append(s.input(), codec.Options{Threads: 2})
+			_, err = w.Append(context.Background(), s.input(), codec.EncodeOptions{Threads: 2})
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -175,7 +176,7 @@ func TestRepack(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := &memFile{}
-	repackBoth(t, a, got, k, codec.Options{Threads: 2})
+	repackBoth(t, a, got, k, codec.EncodeOptions{Threads: 2})
 	if !bytes.Equal(got.b, want.b) {
 		t.Fatalf("repacked: %d bytes, planned pack: %d bytes, not the same archive", len(got.b), len(want.b))
 	}
@@ -186,15 +187,15 @@ func TestRepack(t *testing.T) {
 // a temporary directory, which must give the same archive, leave the
 // directory empty and leave a writer that appends as Repack's does (the
 // last step decoded from the archive, not read from a deleted file).
-func repackBoth(t *testing.T, a *Archive, f *memFile, k int, opt codec.Options) (*Writer, *memFile, *Writer) {
+func repackBoth(t *testing.T, a *Archive, f *memFile, k int, opt codec.EncodeOptions) (*Writer, *memFile, *Writer) {
 	t.Helper()
-	w, err := Repack(a, f, k, opt)
+	w, err := Repack(context.Background(), a, f, k, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	g := &memFile{}
-	wf, err := RepackFiles(a, g, k, opt, dir)
+	wf, err := RepackFiles(context.Background(), a, g, k, opt, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,11 +231,11 @@ func TestRepackModes(t *testing.T) {
 			}
 			for _, k := range []int{1, 2, 4, 100} {
 				f := &memFile{}
-				w, g, wf := repackBoth(t, a, f, k, codec.Options{Threads: 1})
-				if _, err := w.Append(steps[8].input(), codec.Options{}); err != nil {
+				w, g, wf := repackBoth(t, a, f, k, codec.EncodeOptions{Threads: 1})
+				if _, err := w.Append(context.Background(), steps[8].input(), codec.EncodeOptions{}); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := wf.Append(steps[8].input(), codec.Options{}); err != nil {
+				if _, err := wf.Append(context.Background(), steps[8].input(), codec.EncodeOptions{}); err != nil {
 					t.Fatalf("append after RepackFiles: %v", err)
 				}
 				if !bytes.Equal(f.b, g.b) {
@@ -350,7 +351,7 @@ func TestPlannedPackSampled(t *testing.T) {
 	withSampling(t, 0, 4, 16<<10)
 	sampled := PlanKeyframes(measure(t, steps).Saving(), k)
 	var p Planner
-	if err := p.Add(steps[0].input(), codec.Options{}); err != nil || !p.Sampled[0] {
+	if err := p.Add(context.Background(), steps[0].input(), codec.EncodeOptions{}); err != nil || !p.Sampled[0] {
 		t.Fatalf("a step above the threshold was not sampled (%v)", err)
 	}
 	a, b := packKeys(t, steps, k, full), packKeys(t, steps, k, sampled)
@@ -395,7 +396,7 @@ func TestProvide(t *testing.T) {
 	if ok, err := w.Provide(2, in); !ok || err != nil || !w.Retains(in.R) {
 		t.Fatalf("Provide of frame 2's file: %v, %v", ok, err)
 	}
-	if _, err := w.Append(steps[3].input(), codec.Options{Threads: 1}); err != nil {
+	if _, err := w.Append(context.Background(), steps[3].input(), codec.EncodeOptions{Threads: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(f.b, want.b) {
@@ -420,12 +421,12 @@ func TestRepackDamaged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Repack(b, &memFile{}, 2, codec.Options{Threads: 1})
+	_, err = Repack(context.Background(), b, &memFile{}, 2, codec.EncodeOptions{Threads: 1})
 	if err == nil || !strings.Contains(err.Error(), "frame 2") {
 		t.Fatalf("repack of a damaged archive: %v", err)
 	}
 	dir := t.TempDir()
-	_, err = RepackFiles(b, &memFile{}, 2, codec.Options{Threads: 1}, dir)
+	_, err = RepackFiles(context.Background(), b, &memFile{}, 2, codec.EncodeOptions{Threads: 1}, dir)
 	if err == nil || !strings.Contains(err.Error(), "frame 2") {
 		t.Fatalf("RepackFiles of a damaged archive: %v", err)
 	}
@@ -462,8 +463,8 @@ func TestExtractDamagedChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range []codec.Options{{}, {SkipHash: true}} {
-		_, err := b.Extract(4, o)
+	for _, o := range []codec.DecodeOptions{{}, {SkipHash: true}} {
+		_, err := b.Extract(context.Background(), 4, o)
 		if err == nil || !strings.Contains(err.Error(), "frame 2") || !strings.Contains(err.Error(), "CRC-32C") {
 			t.Fatalf("%+v: extract through a damaged frame: %v", o, err)
 		}
@@ -474,12 +475,12 @@ func TestExtractDamagedChain(t *testing.T) {
 		}
 	}
 	// the undamaged chain decodes
-	if d, err := a.Extract(4, codec.Options{}); err != nil || !bytes.Equal(d.Data, steps[4].data) {
+	if d, err := a.Extract(context.Background(), 4, codec.DecodeOptions{}); err != nil || !bytes.Equal(d.Data, steps[4].data) {
 		t.Fatalf("extract: %v", err)
 	}
 }
 
-// TestBest packs runs with codec.Options.Best (range-coded difference
+// TestBest packs runs with codec.EncodeOptions.Best (range-coded difference
 // blocks): every frame decodes bit-exact, the archive is no larger than
 // the default one, and repack with Best codes every referencing frame
 // again (a default archive repacked with Best is the Best pack).
@@ -494,7 +495,7 @@ func TestBest(t *testing.T) {
 func testBest(t *testing.T, steps []step) {
 	for _, k := range []int{3, 100} {
 		def := pack(t, steps, k, RefPrevious, 2)
-		best := packOpt(t, steps, k, RefPrevious, codec.Options{Threads: 2, Best: true})
+		best := packOpt(t, steps, k, RefPrevious, codec.EncodeOptions{Threads: 2, Best: true})
 		if len(best.b) > len(def.b) {
 			t.Fatalf("K %d: Best %d bytes, default %d", k, len(best.b), len(def.b))
 		}
@@ -508,10 +509,10 @@ func testBest(t *testing.T, steps []step) {
 		t.Fatal(err)
 	}
 	got := &memFile{}
-	if _, err := Repack(a, got, 100, codec.Options{Threads: 2, Best: true}); err != nil {
+	if _, err := Repack(context.Background(), a, got, 100, codec.EncodeOptions{Threads: 2, Best: true}); err != nil {
 		t.Fatal(err)
 	}
-	want := packOpt(t, steps, 100, RefPrevious, codec.Options{Threads: 1, Best: true})
+	want := packOpt(t, steps, 100, RefPrevious, codec.EncodeOptions{Threads: 1, Best: true})
 	if !bytes.Equal(got.b, want.b) {
 		t.Fatalf("repack with Best: %d bytes, Best pack %d", len(got.b), len(want.b))
 	}

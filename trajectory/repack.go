@@ -1,6 +1,7 @@
 package trajectory
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -22,9 +23,9 @@ import (
 // write to a temporary file and rename it on success. The new archive is
 // of format Version (a version 1 archive is converted), its steps of one
 // file or several as in a.
-func Repack(a *Archive, f File, k int, opt codec.Options) (*Writer, error) {
-	return repack(a, f, k, opt, func(fn func(int, []codec.Input) error) error {
-		return a.Walk(opt, func(d *Decoded) error { return fn(d.Frame, d.inputs(a.Frames[d.Frame])) })
+func Repack(ctx context.Context, a *Archive, f File, k int, opt codec.EncodeOptions) (*Writer, error) {
+	return repack(ctx, a, f, k, opt, func(fn func(int, []codec.Input) error) error {
+		return a.Walk(ctx, codec.DecodeOptions{Threads: opt.Threads}, func(d *Decoded) error { return fn(d.Frame, d.inputs(a.Frames[d.Frame])) })
 	})
 }
 
@@ -32,9 +33,9 @@ func Repack(a *Archive, f File, k int, opt codec.Options) (*Writer, error) {
 // decoded steps go to temporary files in dir (os.TempDir() when empty;
 // Archive.WalkFiles), two or three steps at a time, deleted as they are
 // done with. The archive is the same as Repack's.
-func RepackFiles(a *Archive, f File, k int, opt codec.Options, dir string) (*Writer, error) {
-	w, err := repack(a, f, k, opt, func(fn func(int, []codec.Input) error) error {
-		return a.WalkFiles(opt, dir, fn)
+func RepackFiles(ctx context.Context, a *Archive, f File, k int, opt codec.EncodeOptions, dir string) (*Writer, error) {
+	w, err := repack(ctx, a, f, k, opt, func(fn func(int, []codec.Input) error) error {
+		return a.WalkFiles(ctx, codec.DecodeOptions{Threads: opt.Threads}, dir, fn)
 	})
 	if w != nil {
 		w.forget() // the last step's temporary files are gone: a later append decodes it
@@ -43,7 +44,7 @@ func RepackFiles(a *Archive, f File, k int, opt codec.Options, dir string) (*Wri
 }
 
 // repack is Repack, decoding the frames of a in order through walk (twice).
-func repack(a *Archive, f File, k int, opt codec.Options, walk func(fn func(i int, ins []codec.Input) error) error) (*Writer, error) {
+func repack(ctx context.Context, a *Archive, f File, k int, opt codec.EncodeOptions, walk func(fn func(i int, ins []codec.Input) error) error) (*Writer, error) {
 	w, err := Create(f, k, RefPrevious)
 	if err != nil {
 		return nil, err
@@ -52,7 +53,7 @@ func repack(a *Archive, f File, k int, opt codec.Options, walk func(fn func(i in
 	// pass 1: measure every frame as pack does (Packer), so that repack
 	// places the keyframes where a pack of the same checkpoints would
 	pk := Packer{Options: opt}
-	err = pk.measure(k, len(a.Frames), func(_ Pass, fn StepFunc) error {
+	err = pk.measure(ctx, k, len(a.Frames), func(_ Pass, fn StepFunc) error {
 		return walk(func(i int, ins []codec.Input) error {
 			if _, err := fn(a.Frames[i].Name, ins); err != nil {
 				return fmt.Errorf("frame %d (%s): %w", i, a.Frames[i].Name, err)
@@ -80,9 +81,9 @@ func repack(a *Archive, f File, k int, opt codec.Options, walk func(fn func(i in
 				return io.Copy(dst, io.NewSectionReader(a.r, old.Offset, old.Length))
 			})
 		case keys[i]:
-			fr, err = w.AppendKeyframeFiles(old.Name, ins, opt)
+			fr, err = w.AppendKeyframeFiles(ctx, old.Name, ins, opt)
 		default:
-			fr, err = w.AppendFiles(old.Name, ins, opt)
+			fr, err = w.AppendFiles(ctx, old.Name, ins, opt)
 		}
 		if err != nil {
 			return fmt.Errorf("frame %d (%s): %w", i, old.Name, err)

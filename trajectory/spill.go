@@ -1,6 +1,7 @@
 package trajectory
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -53,7 +54,7 @@ func (s *spilledStep) remove() error {
 // i+1 can be coded against them) and for as long as a later frame is
 // coded against frame i, and are deleted then, or when WalkFiles returns.
 // The disk holds two or three decoded steps at a time.
-func (a *Archive) WalkFiles(opt codec.Options, dir string, fn func(i int, ins []codec.Input) error) (err error) {
+func (a *Archive) WalkFiles(ctx context.Context, opt codec.DecodeOptions, dir string, fn func(i int, ins []codec.Input) error) (err error) {
 	last, err := lastUses(a.Frames)
 	if err != nil {
 		return err
@@ -72,8 +73,8 @@ func (a *Archive) WalkFiles(opt codec.Options, dir string, fn func(i int, ins []
 		return nil
 	}
 	for i, f := range a.Frames {
-		if opt.Context != nil && opt.Context.Err() != nil {
-			return opt.Context.Err()
+		if ctx != nil && ctx.Err() != nil {
+			return ctx.Err()
 		}
 		var ref []io.ReaderAt
 		if f.Ref >= 0 {
@@ -85,7 +86,7 @@ func (a *Archive) WalkFiles(opt codec.Options, dir string, fn func(i int, ins []
 				ref = append(ref, rf)
 			}
 		}
-		s, err := a.spill(i, ref, opt, dir)
+		s, err := a.spill(ctx, i, ref, opt, dir)
 		if err != nil {
 			return err
 		}
@@ -113,7 +114,7 @@ func (a *Archive) WalkFiles(opt codec.Options, dir string, fn func(i int, ins []
 
 // spill decodes frame i, coded against the files ref (none for a
 // keyframe), into new temporary files in dir.
-func (a *Archive) spill(i int, ref []io.ReaderAt, opt codec.Options, dir string) (*spilledStep, error) {
+func (a *Archive) spill(ctx context.Context, i int, ref []io.ReaderAt, opt codec.DecodeOptions, dir string) (*spilledStep, error) {
 	st, err := a.StreamFrom(i, ref)
 	if err != nil {
 		return nil, err
@@ -128,7 +129,7 @@ func (a *Archive) spill(i int, ref []io.ReaderAt, opt codec.Options, dir string)
 			return nil, fmt.Errorf("trajectory: a temporary file for frame %d: %w", i, err)
 		}
 		s.files = append(s.files, tf)
-		if err := st.WriteFile(tf, k, opt); err != nil {
+		if err := st.WriteFile(ctx, tf, k, opt); err != nil {
 			s.remove()
 			if len(f.files()) > 1 {
 				return nil, fmt.Errorf("frame %d (%s), file %s: %w", i, f.Name, ff.Name, err)

@@ -43,8 +43,8 @@ func (s *Stream) Close() error {
 
 // WriteFile writes file k of the frame (codec.Reader.WriteFile), then
 // lets go of the blocks of the chain kept for reads that straddle them.
-func (s *Stream) WriteFile(w io.Writer, k int, opt codec.Options) error {
-	err := s.Reader.WriteFile(w, k, opt)
+func (s *Stream) WriteFile(ctx context.Context, w io.Writer, k int, opt codec.DecodeOptions) error {
+	err := s.Reader.WriteFile(ctx, w, k, opt)
 	for _, ff := range s.files {
 		ff.dropCache()
 	}
@@ -66,14 +66,14 @@ var wholeAbove int64 = 256 << 20 // tests lower it
 // frame is decoded whole (Extract: two steps in memory) and frame i is
 // read against it instead.
 func (a *Archive) Stream(i int) (*Stream, error) {
-	return a.StreamWith(i, codec.Options{})
+	return a.StreamWith(context.Background(), i, codec.DecodeOptions{})
 }
 
 // StreamWith is Stream with the options the whole decode of a reference
-// frame takes, when Stream falls back to it: opt.Context cancels it and
+// frame takes, when Stream falls back to it: ctx cancels it and
 // opt.Threads bounds its threads (and the blocks in flight Stream counts
 // when it decides).
-func (a *Archive) StreamWith(i int, opt codec.Options) (*Stream, error) {
+func (a *Archive) StreamWith(ctx context.Context, i int, opt codec.DecodeOptions) (*Stream, error) {
 	chain, err := a.Chain(i)
 	if err != nil {
 		return nil, err
@@ -97,7 +97,7 @@ func (a *Archive) StreamWith(i int, opt codec.Options) (*Stream, error) {
 	// per level: two buffers per thread decoding, the cached blocks
 	inFlight := int64(len(chain)) * int64(2*threadsOf(opt)+frameCacheBlocks) * max(block, 64<<10)
 	if len(chain) > 2 && inFlight > max(wholeAbove, 2*step) {
-		return a.streamWhole(s, chain, opt)
+		return a.streamWhole(ctx, s, chain, opt)
 	}
 	var prev *codec.Reader
 	for k, j := range chain {
@@ -126,7 +126,7 @@ func (a *Archive) StreamWith(i int, opt codec.Options) (*Stream, error) {
 
 // threadsOf is the number of threads opt asks for: opt.Threads (at most
 // codec.MaxThreads), or GOMAXPROCS when it is 0 (as the codec counts them).
-func threadsOf(opt codec.Options) int {
+func threadsOf(opt codec.DecodeOptions) int {
 	if opt.Threads > 0 {
 		t, _ := codec.ClampThreads(opt.Threads)
 		return t
@@ -136,7 +136,7 @@ func threadsOf(opt codec.Options) int {
 
 // streamWhole makes s (the chain's readers open) read the last frame of
 // chain against its reference frame decoded whole.
-func (a *Archive) streamWhole(s *Stream, chain []int, opt codec.Options) (*Stream, error) {
+func (a *Archive) streamWhole(ctx context.Context, s *Stream, chain []int, opt codec.DecodeOptions) (*Stream, error) {
 	n := len(chain)
 	rd := s.chain[n-1]
 	for _, r := range s.chain[:n-1] {
@@ -145,7 +145,7 @@ func (a *Archive) streamWhole(s *Stream, chain []int, opt codec.Options) (*Strea
 	s.chain = []*codec.Reader{rd}
 	wholeReads.Add(1)
 	i, j := chain[n-1], chain[n-2]
-	d, err := a.Extract(j, codec.Options{Threads: opt.Threads, Context: opt.Context})
+	d, err := a.Extract(ctx, j, codec.DecodeOptions{Threads: opt.Threads})
 	if err == nil {
 		var ref *codec.Reference
 		if ref, err = d.reference(a.Frames[j]); err == nil {
@@ -391,7 +391,7 @@ func (f *frameFile) block(bi int, bl int64) ([]byte, error) {
 // default all CPUs; one group on one goroutine). done, when not nil, is
 // called with each frame once its files have checked (in order within a
 // group; groups concurrently, so done must be safe for that).
-func (a *Archive) Verify(opt codec.Options, done func(frame int)) error {
+func (a *Archive) Verify(ctx context.Context, opt codec.DecodeOptions, done func(frame int)) error {
 	n := len(a.Frames)
 	root := make([]int, n)
 	for i, f := range a.Frames {
@@ -415,7 +415,6 @@ func (a *Archive) Verify(opt codec.Options, done func(frame int)) error {
 		groups[g] = append(groups[g], i)
 	}
 	threads := threadsOf(opt)
-	ctx := opt.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -576,7 +575,7 @@ func (a *Archive) verifyGroup(ctx context.Context, frames []int, done func(int),
 // it (the frame before and the keyframe: ParseIndex).
 func (a *Archive) walkGroup(ctx context.Context, frames []int, done func(int)) error {
 	wholeReads.Add(1)
-	return a.walk(frames, codec.Options{Threads: 1, Context: ctx}, func(d *Decoded) error {
+	return a.walk(ctx, frames, codec.DecodeOptions{Threads: 1}, func(d *Decoded) error {
 		if done != nil {
 			done(d.Frame)
 		}

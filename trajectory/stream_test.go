@@ -20,7 +20,7 @@ import (
 // the step's, and a read past the end ends with io.EOF.
 func TestStreamReadAt(t *testing.T) {
 	steps := synthSteps(6)
-	f := packOpt(t, steps, 100, RefPrevious, codec.Options{Threads: 1, ChunkValues: 256})
+	f := packOpt(t, steps, 100, RefPrevious, codec.EncodeOptions{Threads: 1, ChunkValues: 256})
 	a, err := Open(f, int64(len(f.b)))
 	if err != nil {
 		t.Fatal(err)
@@ -100,12 +100,12 @@ func TestStreamCorrupt(t *testing.T) {
 			continue
 		}
 		var out bytes.Buffer
-		err = s.WriteFile(&out, 0, codec.Options{Threads: 2})
+		err = s.WriteFile(context.Background(), &out, 0, codec.DecodeOptions{Threads: 2})
 		s.Close()
 		// Verify, which decodes every frame, meets any damage that
 		// stopped the stream too (and more: blocks of frame 1 that later
 		// frames do not read)
-		if verr := b.Verify(codec.Options{Threads: 2}, nil); err != nil && verr == nil {
+		if verr := b.Verify(context.Background(), codec.DecodeOptions{Threads: 2}, nil); err != nil && verr == nil {
 			t.Fatalf("stream: %v, but verify passed", err)
 		} else if verr != nil && !errors.Is(verr, codec.ErrChecksum) && !errors.Is(verr, codec.ErrCorrupt) && !errors.Is(verr, ErrCorrupt) {
 			t.Fatalf("verify of a damaged frame: %v", verr)
@@ -143,7 +143,7 @@ func TestStreamMixedChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, s := range steps {
-		if _, err := w.Append(s.input(), codec.Options{Threads: 1, ChunkValues: 256 + 128*(i%2)}); err != nil {
+		if _, err := w.Append(context.Background(), s.input(), codec.EncodeOptions{Threads: 1, ChunkValues: 256 + 128*(i%2)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -178,7 +178,7 @@ func TestStreamMixedChunks(t *testing.T) {
 	}
 	// Verify in lock-step, blocks straddling: about one decode a block
 	frameDecodes.Store(0)
-	if err := a.Verify(codec.Options{}, nil); err != nil {
+	if err := a.Verify(context.Background(), codec.DecodeOptions{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := frameDecodes.Load(); n > int64(2*blocks) {
@@ -213,7 +213,7 @@ func TestWholeReads(t *testing.T) {
 			}
 			streamed := wholeReads.Load()
 			seen := 0
-			if err := a.Verify(codec.Options{Threads: 2}, func(int) { seen++ }); err != nil || seen != len(steps) {
+			if err := a.Verify(context.Background(), codec.DecodeOptions{Threads: 2}, func(int) { seen++ }); err != nil || seen != len(steps) {
 				t.Fatalf("mode %d, limit %d: verify: %v (%d frames)", mode, lim, err, seen)
 			}
 			verified := wholeReads.Load() - streamed
@@ -237,7 +237,7 @@ func TestWholeReads(t *testing.T) {
 			t.Fatal(err)
 		}
 		wholeAbove = 0
-		if err := b.Verify(codec.Options{Threads: 1}, nil); err == nil || !strings.Contains(err.Error(), "frame 2 (") {
+		if err := b.Verify(context.Background(), codec.DecodeOptions{Threads: 1}, nil); err == nil || !strings.Contains(err.Error(), "frame 2 (") {
 			t.Fatalf("mode %d: whole-read verify of a damaged frame: %v", mode, err)
 		}
 		wholeAbove = 256 << 20
@@ -260,7 +260,7 @@ func TestStreamWithCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	wholeReads.Store(0)
-	if s, err := a.StreamWith(4, codec.Options{Context: ctx}); err == nil || !errors.Is(err, context.Canceled) {
+	if s, err := a.StreamWith(ctx, 4, codec.DecodeOptions{}); err == nil || !errors.Is(err, context.Canceled) {
 		if s != nil {
 			s.Close()
 		}
@@ -269,13 +269,13 @@ func TestStreamWithCancel(t *testing.T) {
 	if wholeReads.Load() != 1 {
 		t.Fatalf("%d whole reads: the fallback was not taken", wholeReads.Load())
 	}
-	s, err := a.StreamWith(4, codec.Options{Threads: 1, Context: context.Background()})
+	s, err := a.StreamWith(context.Background(), 4, codec.DecodeOptions{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	var out bytes.Buffer
-	if err := s.WriteFile(&out, 0, codec.Options{Threads: 1}); err != nil || !bytes.Equal(out.Bytes(), steps[4].data) {
+	if err := s.WriteFile(context.Background(), &out, 0, codec.DecodeOptions{Threads: 1}); err != nil || !bytes.Equal(out.Bytes(), steps[4].data) {
 		t.Fatalf("stream after the whole read: %v", err)
 	}
 }

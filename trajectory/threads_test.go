@@ -1,6 +1,7 @@
 package trajectory
 
 import (
+	"context"
 	"io"
 	"runtime"
 	"testing"
@@ -17,11 +18,12 @@ func allocatedBytes(fn func()) uint64 {
 	return b.TotalAlloc - a.TotalAlloc
 }
 
-// A million threads (Options.Threads) is clamped: packing, verifying,
+// A million threads (EncodeOptions.Threads) is clamped: packing, verifying,
 // streaming and extracting a small run allocate little.
 func TestThreadsClamped(t *testing.T) {
 	steps := synthSteps(3)
-	opt := codec.Options{Threads: 1_000_000}
+	opt := codec.EncodeOptions{Threads: 1_000_000}
+	dopt := codec.DecodeOptions{Threads: opt.Threads}
 	var f *memFile
 	check := func(what string, fn func() error) {
 		t.Helper()
@@ -35,15 +37,15 @@ func TestThreadsClamped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("Verify", func() error { return a.Verify(opt, nil) })
-	check("Extract", func() error { _, err := a.Extract(2, opt); return err })
+	check("Verify", func() error { return a.Verify(context.Background(), dopt, nil) })
+	check("Extract", func() error { _, err := a.Extract(context.Background(), 2, dopt); return err })
 	check("StreamWith", func() error {
-		s, err := a.StreamWith(2, opt)
+		s, err := a.StreamWith(context.Background(), 2, dopt)
 		if err != nil {
 			return err
 		}
 		defer s.Close()
-		return s.WriteFile(io.Discard, 0, opt)
+		return s.WriteFile(context.Background(), io.Discard, 0, dopt)
 	})
 	checkAll(t, f, steps)
 }

@@ -154,11 +154,11 @@ func realSteps(t testing.TB, kind string) []step {
 // pack writes a trajectory of the steps.
 func pack(t testing.TB, steps []step, k int, mode RefMode, threads int) *memFile {
 	t.Helper()
-	return packOpt(t, steps, k, mode, codec.Options{Threads: threads})
+	return packOpt(t, steps, k, mode, codec.EncodeOptions{Threads: threads})
 }
 
 // packOpt is pack with the given coding options.
-func packOpt(t testing.TB, steps []step, k int, mode RefMode, opt codec.Options) *memFile {
+func packOpt(t testing.TB, steps []step, k int, mode RefMode, opt codec.EncodeOptions) *memFile {
 	t.Helper()
 	f := &memFile{}
 	w, err := Create(f, k, mode)
@@ -166,7 +166,7 @@ func packOpt(t testing.TB, steps []step, k int, mode RefMode, opt codec.Options)
 		t.Fatal(err)
 	}
 	for _, s := range steps {
-		if _, err := w.Append(s.input(), opt); err != nil {
+		if _, err := w.Append(context.Background(), s.input(), opt); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -198,7 +198,7 @@ func checkFrames(t *testing.T, f *memFile, n int, extract []int, same func(Frame
 		t.Fatalf("%d frames (tail %d), want %d", len(a.Frames), a.Tail, n)
 	}
 	walked := 0
-	err = a.Walk(codec.Options{Threads: 2}, func(d *Decoded) error {
+	err = a.Walk(context.Background(), codec.DecodeOptions{Threads: 2}, func(d *Decoded) error {
 		walked++
 		return same(a.Frames[d.Frame], d)
 	})
@@ -211,7 +211,7 @@ func checkFrames(t *testing.T, f *memFile, n int, extract []int, same func(Frame
 	var prev []codec.Input
 	var prevSum [][32]byte
 	walked = 0
-	err = a.WalkFiles(codec.Options{Threads: 2}, dir, func(i int, ins []codec.Input) error {
+	err = a.WalkFiles(context.Background(), codec.DecodeOptions{Threads: 2}, dir, func(i int, ins []codec.Input) error {
 		if i != walked {
 			return fmt.Errorf("WalkFiles gave frame %d as the %dth", i, walked)
 		}
@@ -253,7 +253,7 @@ func checkFrames(t *testing.T, f *memFile, n int, extract []int, same func(Frame
 		rd.Close()
 	}
 	frameDecodes.Store(0)
-	if err := a.Verify(codec.Options{Threads: 2}, func(j int) { mu.Lock(); seen[j]++; mu.Unlock() }); err != nil {
+	if err := a.Verify(context.Background(), codec.DecodeOptions{Threads: 2}, func(j int) { mu.Lock(); seen[j]++; mu.Unlock() }); err != nil {
 		t.Fatalf("verify: %v", err)
 	}
 	for j := range a.Frames {
@@ -265,7 +265,7 @@ func checkFrames(t *testing.T, f *memFile, n int, extract []int, same func(Frame
 		t.Fatalf("verify decoded %d blocks; the frames have %d", d, blocks)
 	}
 	for _, i := range extract {
-		d, err := a.Extract(i, codec.Options{Threads: 1})
+		d, err := a.Extract(context.Background(), i, codec.DecodeOptions{Threads: 1})
 		if err != nil {
 			t.Fatalf("extract %d: %v", i, err)
 		}
@@ -296,7 +296,7 @@ func streamFrame(a *Archive, i, threads int) (*Decoded, error) {
 	d := &Decoded{Frame: i}
 	for k, ff := range a.Frames[i].files() {
 		var b bytes.Buffer
-		if err := s.WriteFile(&b, k, codec.Options{Threads: threads}); err != nil {
+		if err := s.WriteFile(context.Background(), &b, k, codec.DecodeOptions{Threads: threads}); err != nil {
 			return nil, err
 		}
 		for _, ff := range s.files {
@@ -382,7 +382,7 @@ func TestAppendCrash(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := w.Append(steps[3].input(), codec.Options{}); err != nil {
+			if _, err := w.Append(context.Background(), steps[3].input(), codec.EncodeOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(f.b, full.b) {
@@ -428,7 +428,7 @@ func TestAppendDecodesReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.Append(s.input(), codec.Options{}); err != nil {
+		if _, err := w.Append(context.Background(), s.input(), codec.EncodeOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -462,7 +462,7 @@ func TestTrajectoryErrors(t *testing.T) {
 	fr := a.Frames[1]
 	bad.b[fr.Offset+fr.Length/2] ^= 0x55
 	b, _ := Open(bad, int64(len(bad.b)))
-	if _, err := b.Extract(2, codec.Options{}); err == nil {
+	if _, err := b.Extract(context.Background(), 2, codec.DecodeOptions{}); err == nil {
 		t.Fatal("damaged frame extracts")
 	}
 }
@@ -524,23 +524,23 @@ func fuzzOpen(t *testing.T, dir string, b []byte) {
 		}
 		return
 	}
-	werr := a.Walk(codec.Options{Threads: 1}, func(*Decoded) error { return nil })
+	werr := a.Walk(context.Background(), codec.DecodeOptions{Threads: 1}, func(*Decoded) error { return nil })
 	// WalkFiles decodes the same frames another way (block by block
 	// into files): the same verdict, and nothing left behind
-	ferr := a.WalkFiles(codec.Options{Threads: 2}, dir, func(int, []codec.Input) error { return nil })
+	ferr := a.WalkFiles(context.Background(), codec.DecodeOptions{Threads: 2}, dir, func(int, []codec.Input) error { return nil })
 	if (werr == nil) != (ferr == nil) {
 		t.Fatalf("Walk: %v; WalkFiles: %v", werr, ferr)
 	}
 	if es, _ := os.ReadDir(dir); len(es) != 0 {
 		t.Fatalf("WalkFiles left %d files", len(es))
 	}
-	_ = a.Verify(codec.Options{Threads: 2}, nil)
+	_ = a.Verify(context.Background(), codec.DecodeOptions{Threads: 2}, nil)
 	// the last frame streamed down its chain, every file: an error or
 	// the checked bytes, never a panic
 	if n := len(a.Frames); n > 0 {
 		if s, err := a.Stream(n - 1); err == nil {
 			for k := range a.Frames[n-1].files() {
-				if s.WriteFile(io.Discard, k, codec.Options{Threads: 2}) != nil {
+				if s.WriteFile(context.Background(), io.Discard, k, codec.DecodeOptions{Threads: 2}) != nil {
 					break
 				}
 			}
@@ -594,7 +594,7 @@ func TestAppendRollsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.BeforeCommit = func() error { return errors.New("an input changed") }
-	if _, err := w.Append(steps[3].input(), codec.Options{Threads: 1}); err == nil || !strings.Contains(err.Error(), "an input changed") {
+	if _, err := w.Append(context.Background(), steps[3].input(), codec.EncodeOptions{Threads: 1}); err == nil || !strings.Contains(err.Error(), "an input changed") {
 		t.Fatalf("append with a refusing check: %v", err)
 	}
 	if !bytes.Equal(f.b, before) || w.Archive().Tail != 0 {
@@ -603,10 +603,10 @@ func TestAppendRollsBack(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	w.BeforeCommit = nil
-	if _, err := w.Append(steps[3].input(), codec.Options{Threads: 1, Context: ctx}); err == nil || !bytes.Equal(f.b, before) {
+	if _, err := w.Append(ctx, steps[3].input(), codec.EncodeOptions{Threads: 1}); err == nil || !bytes.Equal(f.b, before) {
 		t.Fatalf("a cancelled append: %v, %d bytes of %d", err, len(f.b), len(before))
 	}
-	if _, err := w.Append(steps[3].input(), codec.Options{Threads: 1}); err != nil {
+	if _, err := w.Append(context.Background(), steps[3].input(), codec.EncodeOptions{Threads: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if want := pack(t, steps, 10, RefPrevious, 1); !bytes.Equal(f.b, want.b) {
@@ -692,7 +692,7 @@ func TestIndexSyncedBeforeTrailer(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.ops = nil
-	if _, err := w.Append(steps[0].input(), codec.Options{Threads: 1}); err != nil {
+	if _, err := w.Append(context.Background(), steps[0].input(), codec.EncodeOptions{Threads: 1}); err != nil {
 		t.Fatal(err)
 	}
 	n := len(f.ops)

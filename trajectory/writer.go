@@ -1,6 +1,7 @@
 package trajectory
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -100,13 +101,13 @@ func (x *Index) RefFor(i int) int {
 // earlier input still held by the writer, or else decoded from the
 // archive. in.R must stay readable until the writer is no longer used: it
 // may serve as the reference of the next frames. opt.Ref is ignored.
-func (w *Writer) Append(in codec.Input, opt codec.Options) (Frame, error) {
-	return w.append(in.Name, []codec.Input{in}, opt, false)
+func (w *Writer) Append(ctx context.Context, in codec.Input, opt codec.EncodeOptions) (Frame, error) {
+	return w.append(ctx, in.Name, []codec.Input{in}, opt, false)
 }
 
 // AppendKeyframe is Append, but codes in as a keyframe (see PlanKeyframes).
-func (w *Writer) AppendKeyframe(in codec.Input, opt codec.Options) (Frame, error) {
-	return w.append(in.Name, []codec.Input{in}, opt, true)
+func (w *Writer) AppendKeyframe(ctx context.Context, in codec.Input, opt codec.EncodeOptions) (Frame, error) {
+	return w.append(ctx, in.Name, []codec.Input{in}, opt, true)
 }
 
 // AppendFiles is Append for a step of several files (e.g. a sharded
@@ -115,13 +116,13 @@ func (w *Writer) AppendKeyframe(in codec.Input, opt codec.Options) (Frame, error
 // reference frame (tensors match by name across them). A version 1
 // archive takes only single-file steps named after their file: repack it
 // (Repack writes version 2) to append others.
-func (w *Writer) AppendFiles(name string, ins []codec.Input, opt codec.Options) (Frame, error) {
-	return w.append(name, ins, opt, false)
+func (w *Writer) AppendFiles(ctx context.Context, name string, ins []codec.Input, opt codec.EncodeOptions) (Frame, error) {
+	return w.append(ctx, name, ins, opt, false)
 }
 
 // AppendKeyframeFiles is AppendFiles, but codes the step as a keyframe.
-func (w *Writer) AppendKeyframeFiles(name string, ins []codec.Input, opt codec.Options) (Frame, error) {
-	return w.append(name, ins, opt, true)
+func (w *Writer) AppendKeyframeFiles(ctx context.Context, name string, ins []codec.Input, opt codec.EncodeOptions) (Frame, error) {
+	return w.append(ctx, name, ins, opt, true)
 }
 
 // checkStep checks the files of a step before anything is written.
@@ -142,7 +143,7 @@ func (w *Writer) checkStep(name string, ins []codec.Input) error {
 	return nil
 }
 
-func (w *Writer) append(name string, ins []codec.Input, opt codec.Options, key bool) (Frame, error) {
+func (w *Writer) append(ctx context.Context, name string, ins []codec.Input, opt codec.EncodeOptions, key bool) (Frame, error) {
 	a := w.a
 	i := len(a.Frames)
 	fr := Frame{Name: name, Ref: a.RefFor(i)}
@@ -157,14 +158,14 @@ func (w *Writer) append(name string, ins []codec.Input, opt codec.Options, key b
 	// of later frames, the index): its archive stores them as its digests
 	opt.Digest = codec.DigestSHA256
 	if fr.Ref >= 0 {
-		ref, err := w.reference(fr.Ref, opt)
+		ref, err := w.reference(ctx, fr.Ref, opt)
 		if err != nil {
 			return fr, err
 		}
 		opt.Ref = ref
 	}
 	return w.commit(fr, ins, func(dst io.Writer) (int64, error) {
-		res, err := codec.Encode(dst, ins, opt)
+		res, err := codec.Encode(ctx, dst, ins, opt)
 		return res.Compressed, err
 	})
 }
@@ -285,12 +286,12 @@ func (w *Writer) forget() {
 // threads: memory bounded whatever the step's size). Each block the
 // encoder reads decodes the chain below it once; a frame's blocks whose
 // CRC-32C fails make the append fail.
-func (w *Writer) reference(j int, opt codec.Options) (*codec.Reference, error) {
+func (w *Writer) reference(ctx context.Context, j int, opt codec.EncodeOptions) (*codec.Reference, error) {
 	f := w.a.Frames[j]
 	if ins, ok := w.cache[j]; ok {
 		return codec.NewReferenceSums(ins, fileSums(f))
 	}
-	s, err := w.a.StreamWith(j, opt) // only its context and threads count
+	s, err := w.a.StreamWith(ctx, j, codec.DecodeOptions{Threads: opt.Threads})
 	if err != nil {
 		return nil, fmt.Errorf("opening the reference frame: %w", err)
 	}

@@ -72,7 +72,7 @@ func NewGenerator(name string, model, tokenizer, config []byte) (*Generator, err
 	if err != nil {
 		return nil, err
 	}
-	a, err := codec.CompressBytes(model, codecseg.Of(l.Segments), codec.Options{})
+	a, err := codec.CompressBytes(context.Background(), model, codecseg.Of(l.Segments), codec.EncodeOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -157,7 +157,7 @@ func Run(ctx context.Context, m *Model, src []byte, segs []codec.Segment, starts
 	var dr deviceRun
 	switch spec.Codec {
 	case CodecNZip, CodecNZipSetup:
-		opt := codec.Options{Threads: r.Threads, Context: ctx}
+		opt := codec.EncodeOptions{Threads: r.Threads}
 		if spec.Codec == CodecNZipSetup {
 			if spec.Setup == nil {
 				r.Error = "no setup loaded"
@@ -167,18 +167,19 @@ func Run(ctx context.Context, m *Model, src []byte, segs []codec.Segment, starts
 		}
 		opt.Progress = func(done, total int64) { progress(PhaseCompress, frac(done, total)) }
 		t0 := time.Now()
-		comp, err = codec.CompressBytes(src, segs, opt)
+		comp, err = codec.CompressBytes(ctx, src, segs, opt)
 		tc = time.Since(t0)
 		if err == nil {
-			opt.Progress = func(done, total int64) { progress(PhaseDecompress, frac(done, total)) }
-			opt.SkipHash = true // checked below, on the whole model
+			dopt := opt.Decoding()
+			dopt.Progress = func(done, total int64) { progress(PhaseDecompress, frac(done, total)) }
+			dopt.SkipHash = true // checked below, on the whole model
 			t0 = time.Now()
 			if dev != nil {
 				progress(PhaseDecompress, -1) // gpu.DecodeFile does not report progress
 				dec, dr, err = decodeOnDevice(ctx, comp, spec.Setup, dev, r.Threads)
 			} else {
 				progress(PhaseDecompress, 0)
-				dec, err = codec.DecompressBytes(comp, opt)
+				dec, err = codec.DecompressBytes(ctx, comp, dopt)
 			}
 			td = time.Since(t0)
 		}

@@ -28,7 +28,7 @@ func BuildSetup(ctx context.Context, models []*Model, keep map[int]bool, k, chun
 	for _, m := range models {
 		in = append(in, m.Inputs(keep)...)
 	}
-	s, err := codec.BuildSetup(in, codec.SetupOptions{K: k, ChunkValues: chunk, Builder: "nzip workbench", Context: ctx})
+	s, err := codec.BuildSetup(ctx, in, codec.SetupOptions{K: k, ChunkValues: chunk, Builder: "nzip workbench"})
 	if ctx.Err() != nil {
 		return nil, ErrCancelled
 	}
@@ -133,11 +133,11 @@ func CompareSetups(ctx context.Context, setups []NamedSetup, models []*Model, th
 			var meas baseline.Measurement
 			row := CompareRow{Model: m.Name, Setup: "none"}
 			if i < 0 {
-				meas = baseline.MeasureCodec(baseline.NewNZip(CodecNZip, codec.Options{Threads: threads, ChunkValues: chunk, Context: ctx}), CodecNZip, m.Name, src, segs, mopt)
+				meas = baseline.MeasureCodec(baseline.NewNZip(ctx, CodecNZip, codec.EncodeOptions{Threads: threads, ChunkValues: chunk}), CodecNZip, m.Name, src, segs, mopt)
 			} else {
 				s := setups[i]
 				row.Setup, row.SetupID = s.Name, s.Setup.IDString()
-				c := baseline.NewNZip(CodecNZipSetup, SetupOptions(s.Setup, codec.Options{Threads: threads, ChunkValues: chunk, Context: ctx}))
+				c := baseline.NewNZip(ctx, CodecNZipSetup, SetupOptions(s.Setup, codec.EncodeOptions{Threads: threads, ChunkValues: chunk}))
 				meas = baseline.MeasureCodec(c, CodecNZipSetup, m.Name, src, segs, mopt)
 			}
 			if err := ctx.Err(); err != nil {
@@ -162,7 +162,7 @@ func CompareSetups(ctx context.Context, setups []NamedSetup, models []*Model, th
 
 // SetupOptions sets opt to code with setup s, at the setup's chunk size
 // when opt has none.
-func SetupOptions(s *codec.Setup, opt codec.Options) codec.Options {
+func SetupOptions(s *codec.Setup, opt codec.EncodeOptions) codec.EncodeOptions {
 	opt.Setup = s
 	if opt.ChunkValues == 0 {
 		opt.ChunkValues = s.ChunkValues

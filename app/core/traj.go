@@ -145,7 +145,7 @@ func TrajSourcesFromArchive(ctx context.Context, path string) ([]TrajSource, err
 		return nil, fmt.Errorf("%s: its %d steps restore to %d bytes, more than the workbench holds for an archive of %d bytes (%d); use nzip trajectory extract", path, len(a.Frames), total, st.Size(), limit)
 	}
 	var out []TrajSource
-	err = a.Walk(codec.Options{Context: ctx}, func(d *trajectory.Decoded) error {
+	err = a.Walk(ctx, codec.DecodeOptions{}, func(d *trajectory.Decoded) error {
 		src := TrajSource{Name: a.Frames[d.Frame].Name, Data: d.Data, Segs: d.Segs, Format: d.Format, Single: true}
 		if len(d.Files) > 1 {
 			src = joinFiles(src.Name, d.Files)
@@ -167,7 +167,7 @@ func AnalyzeTrajectory(ctx context.Context, steps []TrajSource, progress func(do
 	input := func(s TrajSource) codec.Input {
 		return codec.Input{Name: s.Name, R: codec.Bytes(s.Data), Size: int64(len(s.Data)), Segments: s.Segs}
 	}
-	setup, err := codec.BuildSetup([]codec.Input{input(steps[0])}, codec.SetupOptions{Builder: "nzip workbench, trajectory"})
+	setup, err := codec.BuildSetup(ctx, []codec.Input{input(steps[0])}, codec.SetupOptions{Builder: "nzip workbench, trajectory"})
 	if err != nil {
 		setup = nil // a run without float tensors: no setup column
 	}
@@ -178,7 +178,7 @@ func AnalyzeTrajectory(ctx context.Context, steps []TrajSource, progress func(do
 			return out, ErrCancelled
 		}
 		st := TrajStep{Name: s.Name, Raw: int64(len(s.Data))}
-		arc, err := codec.CompressBytes(s.Data, s.Segs, codec.Options{Context: ctx})
+		arc, err := codec.CompressBytes(ctx, s.Data, s.Segs, codec.EncodeOptions{})
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", s.Name, err)
 		}
@@ -189,7 +189,7 @@ func AnalyzeTrajectory(ctx context.Context, steps []TrajSource, progress func(do
 			if err != nil {
 				return out, fmt.Errorf("%s: %w", prev.Name, err)
 			}
-			arc, err := codec.CompressBytes(s.Data, s.Segs, codec.Options{Context: ctx, Ref: ref})
+			arc, err := codec.CompressBytes(ctx, s.Data, s.Segs, codec.EncodeOptions{Ref: ref})
 			if err != nil {
 				return out, fmt.Errorf("%s: %w", s.Name, err)
 			}
@@ -197,7 +197,7 @@ func AnalyzeTrajectory(ctx context.Context, steps []TrajSource, progress func(do
 			st.Changed = changedBits(prev, s, width)
 		}
 		if setup != nil {
-			arc, err := codec.CompressBytes(s.Data, s.Segs, codec.Options{Context: ctx, Setup: setup, SetupExternal: true})
+			arc, err := codec.CompressBytes(ctx, s.Data, s.Segs, codec.EncodeOptions{Setup: setup, SetupExternal: true})
 			if err != nil {
 				return out, fmt.Errorf("%s: %w", s.Name, err)
 			}
@@ -338,9 +338,9 @@ func PackTrajectory(ctx context.Context, steps []TrajSource, k int, progress fun
 	if err != nil {
 		return nil, err
 	}
-	pk := trajectory.Packer{Options: codec.Options{Context: ctx}, Plan: true}
+	pk := trajectory.Packer{Plan: true}
 	done := 0
-	err = pk.Pack(w, len(steps), func(_ trajectory.Pass, fn trajectory.StepFunc) error {
+	err = pk.Pack(ctx, w, len(steps), func(_ trajectory.Pass, fn trajectory.StepFunc) error {
 		for _, s := range steps {
 			if _, err := fn(s.Name, s.inputs()); err != nil {
 				return fmt.Errorf("%s: %w", s.Name, err)

@@ -82,7 +82,7 @@ func TestAnalyzeTrajectory(t *testing.T) {
 		}
 	}
 	// the independent size is the codec's
-	arc, _ := codec.CompressBytes(src[1].Data, src[1].Segs, codec.Options{})
+	arc, _ := codec.CompressBytes(context.Background(), src[1].Data, src[1].Segs, codec.EncodeOptions{})
 	if int64(len(arc)) != steps[1].Independent {
 		t.Errorf("independent %d, codec %d", steps[1].Independent, len(arc))
 	}
@@ -117,7 +117,7 @@ func TestTrajSourcesFromArchive(t *testing.T) {
 	p, f, w := createTraj(t)
 	src := []TrajSource{trajStep(0), trajStep(1), trajStep(2)}
 	for _, s := range src {
-		if _, err := w.Append(codec.Input{Name: s.Name, R: bytes.NewReader(s.Data), Size: int64(len(s.Data)), Segments: s.Segs}, codec.Options{}); err != nil {
+		if _, err := w.Append(context.Background(), codec.Input{Name: s.Name, R: bytes.NewReader(s.Data), Size: int64(len(s.Data)), Segments: s.Segs}, codec.EncodeOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -200,13 +200,13 @@ func TestPackTrajectory(t *testing.T) {
 	// the keyframes are the planner's
 	var p trajectory.Planner
 	for _, s := range src {
-		if err := p.AddFiles(s.inputs(), codec.Options{}); err != nil {
+		if err := p.AddFiles(context.Background(), s.inputs(), codec.EncodeOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	keys := trajectory.PlanKeyframes(p.Saving(), 4)
 	n := 0
-	err = a.Walk(codec.Options{}, func(d *trajectory.Decoded) error {
+	err = a.Walk(context.Background(), codec.DecodeOptions{}, func(d *trajectory.Decoded) error {
 		if !bytes.Equal(d.Data, src[d.Frame].Data) || a.Frames[d.Frame].Keyframe() != keys[d.Frame] || d.Format != "safetensors" {
 			return fmt.Errorf("frame %d: differs or keyframe %v, planned %v", d.Frame, a.Frames[d.Frame].Keyframe(), keys[d.Frame])
 		}
@@ -243,7 +243,7 @@ func TestPackTrajectoryMultiFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = a.Walk(codec.Options{}, func(d *trajectory.Decoded) error {
+	err = a.Walk(context.Background(), codec.DecodeOptions{}, func(d *trajectory.Decoded) error {
 		s := steps[d.Frame]
 		if a.Frames[d.Frame].Name != s.Name || len(d.Files) != 2 {
 			return fmt.Errorf("frame %d: %q of %d files", d.Frame, a.Frames[d.Frame].Name, len(d.Files))
@@ -272,7 +272,7 @@ func TestTrajSourcesFromArchiveMultiFile(t *testing.T) {
 	in := func(name string, s TrajSource) codec.Input {
 		return codec.Input{Name: name, R: bytes.NewReader(s.Data), Size: int64(len(s.Data)), Segments: s.Segs}
 	}
-	if _, err := w.AppendFiles("checkpoint-1", []codec.Input{in("x.safetensors", a), in("y.safetensors", b)}, codec.Options{}); err != nil {
+	if _, err := w.AppendFiles(context.Background(), "checkpoint-1", []codec.Input{in("x.safetensors", a), in("y.safetensors", b)}, codec.EncodeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

@@ -105,13 +105,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			var m baseline.Measurement
 			switch {
 			case name == gaussianCodecName:
-				c := newSetupCodecNamed(gaussianCodecName, codec.GaussianSetup(), codec.Options{Threads: *threads, SetupThreshold: *setupThreshold, ChunkValues: *chunk})
+				c := newSetupCodecNamed(gaussianCodecName, codec.GaussianSetup(), codec.EncodeOptions{Threads: *threads, SetupThreshold: *setupThreshold, ChunkValues: *chunk})
 				m = baseline.MeasureCodec(c, gaussianCodecName, filepath.Base(path), src, segs, mopt)
 			case name == setupCodecName:
-				c := newSetupCodecOpt(setup, codec.Options{Threads: *threads, SetupExternal: *setupExternal, SetupThreshold: *setupThreshold, ChunkValues: *chunk})
+				c := newSetupCodecOpt(setup, codec.EncodeOptions{Threads: *threads, SetupExternal: *setupExternal, SetupThreshold: *setupThreshold, ChunkValues: *chunk})
 				m = baseline.MeasureCodec(c, setupCodecName, filepath.Base(path), src, segs, mopt)
 			case name == "nzip" && *chunk != 0:
-				c := baseline.NewNZip("nzip", codec.Options{Threads: *threads, ChunkValues: *chunk})
+				c := baseline.NewNZip(nil, "nzip", codec.EncodeOptions{Threads: *threads, ChunkValues: *chunk})
 				m = baseline.MeasureCodec(c, "nzip", filepath.Base(path), src, segs, mopt)
 			default:
 				m = baseline.Measure(name, filepath.Base(path), src, segs, mopt)

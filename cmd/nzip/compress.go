@@ -27,7 +27,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	in := fs.Arg(0)
-	opt := codec.Options{Threads: *threads, ChunkValues: *chunk, ZstdLevel: *level, Context: ctx, SetupExternal: *setupExternal, SetupThreshold: *setupThreshold}
+	opt := codec.EncodeOptions{Threads: *threads, ChunkValues: *chunk, ZstdLevel: *level, SetupExternal: *setupExternal, SetupThreshold: *setupThreshold}
 	if *threads < 0 || (*chunk != 0 && (*chunk < codec.MinChunkValues || *chunk > codec.MaxChunkValues)) || *level < 0 || *level > 22 || *setupThreshold < 0 {
 		fmt.Fprintln(stderr, "nzip compress: -threads, -chunk, -level or -setup-threshold out of range")
 		fs.Usage()
@@ -107,7 +107,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	bar := newProgress(stderr, total, "compress", *quiet)
 	opt.Progress = bar.update
 	start := time.Now()
-	res, err := codec.Encode(w, inputs, opt)
+	res, err := codec.Encode(ctx, w, inputs, opt)
 	bar.finish()
 	if err != nil {
 		return fmt.Errorf("%s: %w", in, err)

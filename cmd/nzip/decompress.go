@@ -36,7 +36,7 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer closeRd()
-	opt := codec.Options{Threads: *threads, Context: ctx}
+	opt := codec.DecodeOptions{Threads: *threads}
 	var dev gpu.Backend
 	if *backend != "" {
 		if *tensor != "" {
@@ -51,7 +51,7 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var devRes []gpu.Result
 	writeFile := func(w io.Writer, fi int) error {
 		if dev == nil {
-			return rd.WriteFile(w, fi, opt)
+			return rd.WriteFile(ctx, w, fi, opt)
 		}
 		res, err := decompressBackend(ctx, dev, rd, in, fi, *threads, w)
 		devRes = append(devRes, res)
@@ -65,7 +65,7 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		var info codec.TensorInfo
 		if err := writeOutput(*out, *force, inputs, stdout, func(w io.Writer) (err error) {
-			info, err = rd.WriteTensor(w, *tensor, opt)
+			info, err = rd.WriteTensor(ctx, w, *tensor, opt)
 			return err
 		}); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -52,7 +53,7 @@ func TestDigestShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := codec.DecompressBytes(b, codec.Options{})
+	src, err := codec.DecompressBytes(context.Background(), b, codec.DecodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

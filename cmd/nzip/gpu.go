@@ -41,7 +41,7 @@ func benchBackend(ctx context.Context, name, file string, src []byte, segs []cod
 	defer b.Close()
 	var buf bytes.Buffer
 	// the archive the nzip row measures (same chunk size)
-	if _, err := codec.Encode(&buf, []codec.Input{{Name: file, R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, codec.Options{Threads: threads, ChunkValues: chunk, Context: ctx}); err != nil {
+	if _, err := codec.Encode(ctx, &buf, []codec.Input{{Name: file, R: bytes.NewReader(src), Size: int64(len(src)), Segments: segs}}, codec.EncodeOptions{Threads: threads, ChunkValues: chunk}); err != nil {
 		return fail(err)
 	}
 	ra := bytes.NewReader(buf.Bytes())

@@ -317,7 +317,7 @@ func inspectArchive(ctx context.Context, path, setupPath, refPath string, stderr
 					tee.saccs[j], _ = analysis.NewSparseAccumulator(tn.DType, rowOf(tn.Shape))
 				}
 			}
-			if err := rd.WriteFile(tee, i, codec.Options{Context: ctx}); err != nil {
+			if err := rd.WriteFile(ctx, tee, i, codec.DecodeOptions{}); err != nil {
 				return nil, fmt.Errorf("%s: %w", path, err)
 			}
 		}

@@ -17,20 +17,20 @@ const gaussianCodecName = "nzip+gaussian"
 // (baseline.MeasureCodec). It codes with the setup's chunk size, as
 // compress -setup does.
 func newSetupCodec(s *codec.Setup, external bool, threads int) baseline.Codec {
-	return newSetupCodecOpt(s, codec.Options{Threads: threads, SetupExternal: external})
+	return newSetupCodecOpt(s, codec.EncodeOptions{Threads: threads, SetupExternal: external})
 }
 
 // newSetupCodecOpt is newSetupCodec with more options; a zero ChunkValues
 // means the setup's.
-func newSetupCodecOpt(s *codec.Setup, opt codec.Options) baseline.Codec {
+func newSetupCodecOpt(s *codec.Setup, opt codec.EncodeOptions) baseline.Codec {
 	return newSetupCodecNamed(setupCodecName, s, opt)
 }
 
 // newSetupCodecNamed is newSetupCodecOpt under another codec name.
-func newSetupCodecNamed(name string, s *codec.Setup, opt codec.Options) baseline.Codec {
+func newSetupCodecNamed(name string, s *codec.Setup, opt codec.EncodeOptions) baseline.Codec {
 	opt.Setup = s
 	if opt.ChunkValues == 0 {
 		opt.ChunkValues = s.ChunkValues
 	}
-	return baseline.NewNZip(name, opt)
+	return baseline.NewNZip(nil, name, opt)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -21,7 +22,7 @@ func writeRawArchive(t *testing.T, path string, names ...string) {
 		ins = append(ins, codec.Input{Name: n, R: bytes.NewReader(b), Size: int64(len(b))})
 	}
 	var buf bytes.Buffer
-	if _, err := codec.Encode(&buf, ins, codec.Options{}); err != nil {
+	if _, err := codec.Encode(context.Background(), &buf, ins, codec.EncodeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {

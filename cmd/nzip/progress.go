@@ -32,7 +32,7 @@ func newProgress(stderr io.Writer, total int64, desc string, quiet bool) *progre
 	return &progress{bar: bar}
 }
 
-// update is a codec.Options.Progress callback.
+// update is a codec.EncodeOptions/DecodeOptions Progress callback.
 func (p *progress) update(done, total int64) {
 	if p.bar != nil {
 		p.bar.Set64(done)

@@ -300,7 +300,7 @@ func runSetupBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if pmg == 0 {
 		pmg = -1 // codec: negative keeps every plane adaptive
 	}
-	s, err := codec.BuildSetup(inputs, codec.SetupOptions{K: *k, MaxK: *maxK, MinGain: *minGain, Cluster: *cluster, ChunkValues: *chunk,
+	s, err := codec.BuildSetup(ctx, inputs, codec.SetupOptions{K: *k, MaxK: *maxK, MinGain: *minGain, Cluster: *cluster, ChunkValues: *chunk,
 		Sample: *sample, PairBias: bias, PlaneMinGain: pmg, Builder: "nzip setup build"})
 	if err != nil {
 		return fmt.Errorf("setup build: %w", err)

@@ -107,7 +107,7 @@ func runSetupCompare(ctx context.Context, args []string, stdout, stderr io.Write
 		add(baseline.Measure("nzip", file, src, segs, mopt), compareRow{Setup: "none"})
 		gs := codec.GaussianSetup()
 		if !slices.ContainsFunc(setups, func(ns namedSetup) bool { return ns.s.IsGaussian() }) {
-			m := baseline.MeasureCodec(newSetupCodecNamed(setupCodecName, gs, codec.Options{Threads: *threads}), setupCodecName, file, src, segs, mopt)
+			m := baseline.MeasureCodec(newSetupCodecNamed(setupCodecName, gs, codec.EncodeOptions{Threads: *threads}), setupCodecName, file, src, segs, mopt)
 			add(m, compareRow{Setup: codec.GaussianSetupName, SetupID: gs.IDString()})
 		}
 		for _, ns := range setups {

@@ -394,10 +394,10 @@ func runTrajPack(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	start := time.Now()
-	opt := codec.Options{Threads: *threads, ChunkValues: *chunk, Context: ctx, Best: *best}
+	opt := codec.EncodeOptions{Threads: *threads, ChunkValues: *chunk, Best: *best}
 	pk := trajectory.Packer{Options: opt, Plan: *plan}
 	var read []string
-	err = pk.Pack(tw, len(paths), func(pass trajectory.Pass, fn trajectory.StepFunc) error {
+	err = pk.Pack(ctx, tw, len(paths), func(pass trajectory.Pass, fn trajectory.StepFunc) error {
 		if pass == trajectory.PassMeasure {
 			return measureSteps(ctx, paths, fn, &pk.Planner, *quiet, stderr)
 		}
@@ -485,8 +485,10 @@ func runTrajAppend(ctx context.Context, args []string, stdout, stderr io.Writer)
 		defer ref.f.Close()
 		watch = append(watch, ref)
 	}
-	opt := codec.Options{Threads: *threads, Context: ctx, Best: *best}
-	add := func(name string, ins []codec.Input) (trajectory.Frame, error) { return w.AppendFiles(name, ins, opt) }
+	opt := codec.EncodeOptions{Threads: *threads, Best: *best}
+	add := func(name string, ins []codec.Input) (trajectory.Frame, error) {
+		return w.AppendFiles(ctx, name, ins, opt)
+	}
 	if err := appendSteps(ctx, w, paths, add, watch, nil, *quiet, stderr); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -678,17 +680,17 @@ func runTrajRepack(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	defer w.Abort()
 	start := time.Now()
-	opt := codec.Options{Threads: *threads, Context: ctx, Best: *best}
+	opt := codec.EncodeOptions{Threads: *threads, Best: *best}
 	var tw *trajectory.Writer
 	if largestStep(a) <= stepInMemory {
 		// small steps: decoded whole, two or three in memory
-		tw, err = trajectory.Repack(a, w.File, *k, opt)
+		tw, err = trajectory.Repack(ctx, a, w.File, *k, opt)
 	} else {
 		// large ones: decoded block by block into temporary files
 		if *tmpdir == "" {
 			*tmpdir = filepath.Dir(*out)
 		}
-		tw, err = trajectory.RepackFiles(a, w.File, *k, opt, *tmpdir)
+		tw, err = trajectory.RepackFiles(ctx, a, w.File, *k, opt, *tmpdir)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -711,7 +713,7 @@ func runTrajRepack(ctx context.Context, args []string, stdout, stderr io.Writer)
 // extractAll writes every frame into dir (default: beside the archive)
 // under its own name, decoding each frame once. Names are checked before
 // anything is decoded; existing files are refused without force.
-func extractAll(ctx context.Context, a *trajectory.Archive, path, dir string, force bool, opt codec.Options, quiet bool, stderr io.Writer) error {
+func extractAll(ctx context.Context, a *trajectory.Archive, path, dir string, force bool, opt codec.DecodeOptions, quiet bool, stderr io.Writer) error {
 	if dir == "" {
 		dir = filepath.Dir(path)
 	}
@@ -786,10 +788,10 @@ func extractAll(ctx context.Context, a *trajectory.Archive, path, dir string, fo
 		paths := []string{dest}
 		if len(fr.Files) > 1 {
 			if err = subdirs(dir, fr.Name+"/file", nil); err == nil {
-				paths, err = writeStepFiles(dest, force, path, s, j, fr, opt)
+				paths, err = writeStepFiles(ctx, dest, force, path, s, j, fr, opt)
 			}
 		} else {
-			err = writeFrameFile(dest, force, path, nil, s, j, 0, fr, opt)
+			err = writeFrameFile(ctx, dest, force, path, nil, s, j, 0, fr, opt)
 		}
 		s.Close()
 		if err != nil {
@@ -854,15 +856,15 @@ func runTrajVerify(ctx context.Context, args []string, stdout, stderr io.Writer)
 	for _, fr := range a.Frames {
 		total += fr.Size
 	}
-	opt := codec.Options{Threads: *threads, Context: ctx}
+	opt := codec.DecodeOptions{Threads: *threads}
 	if largestStep(a) <= stepInMemory {
 		// small steps: each decoded whole, on every thread, against the
 		// step before, which stays in memory (two steps at a time)
-		err = a.Walk(opt, func(*trajectory.Decoded) error { return ctx.Err() })
+		err = a.Walk(ctx, opt, func(*trajectory.Decoded) error { return ctx.Err() })
 	} else {
 		// large ones: block by block in lock-step with the frames coded
 		// against it, memory bounded whatever the steps' size
-		err = a.Verify(opt, nil)
+		err = a.Verify(ctx, opt, nil)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -911,7 +913,7 @@ func runTrajExtract(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	defer f.Close()
 	if *all {
-		return extractAll(ctx, a, path, *dir, *force, codec.Options{Threads: *threads, Context: ctx}, *quiet, stderr)
+		return extractAll(ctx, a, path, *dir, *force, codec.DecodeOptions{Threads: *threads}, *quiet, stderr)
 	}
 	i, err := a.Find(fs.Arg(1))
 	if err != nil {
@@ -919,7 +921,7 @@ func runTrajExtract(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	fr := a.Frames[i]
 	if len(fr.Files) > 1 {
-		return extractStep(ctx, a, path, i, *out, *force, codec.Options{Threads: *threads, Context: ctx}, *quiet, stderr)
+		return extractStep(ctx, a, path, i, *out, *force, codec.DecodeOptions{Threads: *threads}, *quiet, stderr)
 	}
 	dest := *out
 	if dest == "" {
@@ -933,13 +935,13 @@ func runTrajExtract(ctx context.Context, args []string, stdout, stderr io.Writer
 	// bounded whatever the step's size (the output goes to a temporary
 	// file renamed into place once every block's CRC-32C and the file's
 	// SHA-256 have checked)
-	opt := codec.Options{Threads: *threads, Context: ctx}
-	s, err := a.StreamWith(i, opt)
+	opt := codec.DecodeOptions{Threads: *threads}
+	s, err := a.StreamWith(ctx, i, opt)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	defer s.Close()
-	if err := writeFrameFile(dest, *force, path, stdout, s, i, 0, fr, opt); err != nil {
+	if err := writeFrameFile(ctx, dest, *force, path, stdout, s, i, 0, fr, opt); err != nil {
 		return err
 	}
 	if !*quiet && dest != "-" {
@@ -973,9 +975,9 @@ func checkStepFiles(path string, i int, fr trajectory.Frame, dir string, force b
 // writeFrameFile writes file k of frame i (fr, open as s) to dest (- for
 // stdout) through writeOutput, decoded block by block as it is written;
 // an error names the frame, and the file for a step of several.
-func writeFrameFile(dest string, force bool, path string, stdout io.Writer, s *trajectory.Stream, i, k int, fr trajectory.Frame, opt codec.Options) error {
+func writeFrameFile(ctx context.Context, dest string, force bool, path string, stdout io.Writer, s *trajectory.Stream, i, k int, fr trajectory.Frame, opt codec.DecodeOptions) error {
 	return writeOutput(dest, force, []string{path}, stdout, func(w io.Writer) error {
-		if err := s.WriteFile(w, k, opt); err != nil {
+		if err := s.WriteFile(ctx, w, k, opt); err != nil {
 			if len(fr.Files) > 1 {
 				return fmt.Errorf("frame %d (%s), file %s: %w", i, fr.Name, fr.Files[k].Name, err)
 			}
@@ -991,7 +993,7 @@ func writeFrameFile(dest string, force bool, path string, stdout io.Writer, s *t
 // or none (commitAll), so a damaged frame or a failed rename leaves no
 // part of the step (nor a mix with files already there) under them. It
 // returns the files' paths.
-func writeStepFiles(dir string, force bool, path string, s *trajectory.Stream, i int, fr trajectory.Frame, opt codec.Options) ([]string, error) {
+func writeStepFiles(ctx context.Context, dir string, force bool, path string, s *trajectory.Stream, i int, fr trajectory.Frame, opt codec.DecodeOptions) ([]string, error) {
 	var outs []*atomicFile
 	var made []string
 	ok := false
@@ -1015,7 +1017,7 @@ func writeStepFiles(dir string, force bool, path string, s *trajectory.Stream, i
 		}
 		outs = append(outs, w)
 		bw := bufio.NewWriterSize(w, 1<<20)
-		if err := s.WriteFile(bw, k, opt); err != nil {
+		if err := s.WriteFile(ctx, bw, k, opt); err != nil {
 			return nil, fmt.Errorf("%s: frame %d (%s), file %s: %w", path, i, fr.Name, ff.Name, err)
 		}
 		if err := bw.Flush(); err != nil {
@@ -1036,7 +1038,7 @@ func writeStepFiles(dir string, force bool, path string, s *trajectory.Stream, i
 
 // extractStep writes frame i, a step of several files, into the
 // directory out (default: the step's name in the current directory).
-func extractStep(ctx context.Context, a *trajectory.Archive, path string, i int, out string, force bool, opt codec.Options, quiet bool, stderr io.Writer) error {
+func extractStep(ctx context.Context, a *trajectory.Archive, path string, i int, out string, force bool, opt codec.DecodeOptions, quiet bool, stderr io.Writer) error {
 	fr := a.Frames[i]
 	if out == "-" {
 		return fmt.Errorf("%s: frame %d (%s) is a step of %d files; give -o DIR, not -", path, i, fr.Name, len(fr.Files))
@@ -1054,12 +1056,12 @@ func extractStep(ctx context.Context, a *trajectory.Archive, path string, i int,
 		return err
 	}
 	start := time.Now()
-	s, err := a.StreamWith(i, opt) // block by block, as for a single file
+	s, err := a.StreamWith(ctx, i, opt) // block by block, as for a single file
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	defer s.Close()
-	if _, err := writeStepFiles(out, force, path, s, i, fr, opt); err != nil {
+	if _, err := writeStepFiles(ctx, out, force, path, s, i, fr, opt); err != nil {
 		return err
 	}
 	if !quiet {

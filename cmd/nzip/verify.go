@@ -44,7 +44,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	bar := newProgress(stderr, total, "verify", false)
 	var base int64
-	opt := codec.Options{Threads: *threads, Context: ctx, Progress: func(done, _ int64) { bar.update(base+done, total) }}
+	opt := codec.DecodeOptions{Threads: *threads, Progress: func(done, _ int64) { bar.update(base+done, total) }}
 	var devRes []gpu.Result
 	shas := make([][]byte, len(rd.Files()))
 	for i, fi := range rd.Files() {
@@ -60,7 +60,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			r, err = decompressBackend(ctx, dev, rd, in, i, *threads, out)
 			devRes = append(devRes, r)
 		} else {
-			err = rd.WriteFile(out, i, opt)
+			err = rd.WriteFile(ctx, out, i, opt)
 		}
 		if h != nil {
 			shas[i] = h.Sum(nil)

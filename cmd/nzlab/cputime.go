@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"syscall"
 	"time"
@@ -13,23 +14,23 @@ import (
 // cpuTimes prints the CPU time (user+system, of the whole process) per
 // compress and per decompress, averaged over r runs each: unlike wall time
 // it does not count the time other processes hold the CPU.
-func cpuTimes(src []byte, segs []codec.Segment, opt codec.Options, r int) error {
+func cpuTimes(src []byte, segs []codec.Segment, opt codec.EncodeOptions, r int) error {
 	cpu := func() time.Duration {
 		var ru syscall.Rusage
 		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	arc, err := codec.CompressBytes(src, segs, opt)
+	arc, err := codec.CompressBytes(context.Background(), src, segs, opt)
 	if err != nil {
 		return err
 	}
 	c0 := cpu()
 	for range r {
-		codec.CompressBytes(src, segs, opt)
+		codec.CompressBytes(context.Background(), src, segs, opt)
 	}
 	c1 := cpu()
 	for range r {
-		codec.DecompressBytes(arc, opt)
+		codec.DecompressBytes(context.Background(), arc, skipHash(opt.Decoding()))
 	}
 	c2 := cpu()
 	mb := float64(len(src)) / 1e6

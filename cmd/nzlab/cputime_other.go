@@ -8,6 +8,6 @@ import (
 	"neuralzip/codec"
 )
 
-func cpuTimes(src []byte, segs []codec.Segment, opt codec.Options, r int) error {
+func cpuTimes(src []byte, segs []codec.Segment, opt codec.EncodeOptions, r int) error {
 	return errors.New("icount -repeat: CPU times need getrusage (unix)")
 }

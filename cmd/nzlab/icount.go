@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"flag"
@@ -35,7 +36,7 @@ func runICount(args []string) error {
 	segs := in.Segments
 	// SHA-256 digests: the baseline (ops "none") computes the same, so the
 	// differences count the coding alone
-	opt := codec.Options{Threads: 1, SkipHash: true, Digest: codec.DigestSHA256, ChunkValues: *chunk}
+	opt := codec.EncodeOptions{Threads: 1, Digest: codec.DigestSHA256, ChunkValues: *chunk}
 	if *setup != "" {
 		s := codec.GaussianSetup()
 		if *setup != codec.GaussianSetupName {
@@ -64,13 +65,20 @@ func runICount(args []string) error {
 	if *repeat > 0 {
 		return cpuTimes(src, segs, opt, *repeat)
 	}
-	arc, err := codec.CompressBytes(src, segs, opt)
+	arc, err := codec.CompressBytes(context.Background(), src, segs, opt)
 	if err != nil || *ops == "enc" {
 		return err
 	}
-	out, err := codec.DecompressBytes(arc, opt)
+	out, err := codec.DecompressBytes(context.Background(), arc, skipHash(opt.Decoding()))
 	if err != nil {
 		return err
 	}
 	return os.WriteFile("/tmp/icount.ratio", []byte(fmt.Sprintf("%.4f %v", float64(len(src))/float64(len(arc)), len(out) == len(src))), 0o644)
+}
+
+// skipHash is o without the whole-file digest check (the baseline of the
+// instruction counts computes none).
+func skipHash(o codec.DecodeOptions) codec.DecodeOptions {
+	o.SkipHash = true
+	return o
 }

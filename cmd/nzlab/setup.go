@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -31,7 +32,7 @@ func runSetup(args []string) error {
 	if *k > 0 {
 		opt.K, opt.MaxK = *k, max(*k, 16)
 	}
-	s, err := codec.BuildSetup([]codec.Input{in}, opt)
+	s, err := codec.BuildSetup(context.Background(), []codec.Input{in}, opt)
 	if err != nil {
 		return err
 	}
@@ -74,7 +75,7 @@ func runSetupSweep(args []string) error {
 				return err
 			}
 			segs := in.Segments
-			plain, err := codec.CompressBytes(data, segs, codec.Options{ChunkValues: chunk})
+			plain, err := codec.CompressBytes(context.Background(), data, segs, codec.EncodeOptions{ChunkValues: chunk})
 			if err != nil {
 				return err
 			}
@@ -82,14 +83,14 @@ func runSetupSweep(args []string) error {
 				opt := c.opt
 				opt.ChunkValues = chunk
 				t0 := time.Now()
-				s, err := codec.BuildSetup([]codec.Input{in}, opt)
+				s, err := codec.BuildSetup(context.Background(), []codec.Input{in}, opt)
 				if err != nil {
 					return err
 				}
 				bt := time.Since(t0)
 				var d [2]float64
 				for i, th := range []float64{0, 1e9} {
-					arc, err := codec.CompressBytes(data, segs, codec.Options{ChunkValues: chunk, Setup: s, SetupExternal: true, SetupThreshold: th})
+					arc, err := codec.CompressBytes(context.Background(), data, segs, codec.EncodeOptions{ChunkValues: chunk, Setup: s, SetupExternal: true, SetupThreshold: th})
 					if err != nil {
 						return err
 					}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -14,7 +15,7 @@ import (
 )
 
 // runSparse prints docs/sparse.md's table: per file, the archive without
-// and with sparse blocks (Options.NoSparse), both checked bit-exact, the
+// and with sparse blocks (EncodeOptions.NoSparse), both checked bit-exact, the
 // optimum of a zero mask plus nonzero values (order-0 and with the mask
 // per column, from package analysis), and, where the file's directory has
 // a stats.json (../shared/activations), its order-0 bound and its xz -6
@@ -37,10 +38,10 @@ func runSparse(args []string) error {
 		var sizes [2]int
 		for k, noSparse := range []bool{true, false} {
 			var buf bytes.Buffer
-			if _, err := codec.Encode(&buf, []codec.Input{in}, codec.Options{NoSparse: noSparse}); err != nil {
+			if _, err := codec.Encode(context.Background(), &buf, []codec.Input{in}, codec.EncodeOptions{NoSparse: noSparse}); err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}
-			out, err := codec.DecompressBytes(buf.Bytes(), codec.Options{})
+			out, err := codec.DecompressBytes(context.Background(), buf.Bytes(), codec.DecodeOptions{})
 			if err != nil || !bytes.Equal(out, src) {
 				return fmt.Errorf("%s: roundtrip failed: %v", path, err)
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -51,7 +52,7 @@ func realSteps(shared, kind string) ([]step, error) {
 
 // pack writes a trajectory of the steps with interval k (keyframes every
 // K-th frame; with keys, those).
-func pack(steps []step, k int, mode trajectory.RefMode, keys []bool, opt codec.Options) (*trajectory.Archive, error) {
+func pack(steps []step, k int, mode trajectory.RefMode, keys []bool, opt codec.EncodeOptions) (*trajectory.Archive, error) {
 	f := &trajectory.Buffer{}
 	w, err := trajectory.Create(f, k, mode)
 	if err != nil {
@@ -59,9 +60,9 @@ func pack(steps []step, k int, mode trajectory.RefMode, keys []bool, opt codec.O
 	}
 	for i, s := range steps {
 		if keys != nil && keys[i] {
-			_, err = w.AppendKeyframe(s.input(), opt)
+			_, err = w.AppendKeyframe(context.Background(), s.input(), opt)
 		} else {
-			_, err = w.Append(s.input(), opt)
+			_, err = w.Append(context.Background(), s.input(), opt)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.name, err)
@@ -98,7 +99,7 @@ func measureKind(kind string, steps []step) error {
 	ind := make([]int64, n)
 	var sumInd, sumRaw int64
 	for i, s := range steps {
-		a, err := codec.CompressBytes(s.data, s.segs, codec.Options{})
+		a, err := codec.CompressBytes(context.Background(), s.data, s.segs, codec.EncodeOptions{})
 		if err != nil {
 			return err
 		}
@@ -112,7 +113,7 @@ func measureKind(kind string, steps []step) error {
 		if a := packs[key]; a != nil {
 			return a, nil
 		}
-		a, err := pack(steps, k, mode, nil, codec.Options{Best: best})
+		a, err := pack(steps, k, mode, nil, codec.EncodeOptions{Best: best})
 		packs[key] = a
 		return a, err
 	}
@@ -156,14 +157,14 @@ func measureKind(kind string, steps []step) error {
 	// keyframes placed by PlanKeyframes (nzip trajectory pack's default)
 	var pl trajectory.Planner
 	for _, s := range steps {
-		if err := pl.Add(s.input(), codec.Options{}); err != nil {
+		if err := pl.Add(context.Background(), s.input(), codec.EncodeOptions{}); err != nil {
 			return err
 		}
 	}
 	planned := map[int]*trajectory.Archive{}
 	for _, k := range []int{2, 5, 10} {
 		keys := trajectory.PlanKeyframes(pl.Saving(), k)
-		if planned[k], err = pack(steps, k, trajectory.RefPrevious, keys, codec.Options{}); err != nil {
+		if planned[k], err = pack(steps, k, trajectory.RefPrevious, keys, codec.EncodeOptions{}); err != nil {
 			return err
 		}
 		var at []int
@@ -178,7 +179,7 @@ func measureKind(kind string, steps []step) error {
 	// extract times: the frame with the longest chain vs an independent
 	// decode of the last step, timed in turns (the VM's speed drifts): the
 	// best of 15 runs of each, taken alternately
-	indArc, err := codec.CompressBytes(steps[n-1].data, steps[n-1].segs, codec.Options{})
+	indArc, err := codec.CompressBytes(context.Background(), steps[n-1].data, steps[n-1].segs, codec.EncodeOptions{})
 	if err != nil {
 		return err
 	}
@@ -186,13 +187,13 @@ func measureKind(kind string, steps []step) error {
 		d, di = 1<<62, 1<<62
 		for range 15 {
 			s := time.Now()
-			got, err := a.Extract(i, codec.Options{})
+			got, err := a.Extract(context.Background(), i, codec.DecodeOptions{})
 			d = min(d, time.Since(s))
 			if err != nil || !bytes.Equal(got.Data, steps[i].data) {
 				return 0, 0, fmt.Errorf("extract of frame %d: %v", i, err)
 			}
 			s = time.Now()
-			if _, err := codec.DecompressBytes(indArc, codec.Options{}); err != nil {
+			if _, err := codec.DecompressBytes(context.Background(), indArc, codec.DecodeOptions{}); err != nil {
 				return 0, 0, err
 			}
 			di = min(di, time.Since(s))
@@ -276,7 +277,7 @@ func runTrajRatio(args []string) error {
 	if len(steps) < 10 {
 		return errors.New("traj-ratio: fewer than 10 steps")
 	}
-	a, err := pack(steps[:10], 10, mode, nil, codec.Options{})
+	a, err := pack(steps[:10], 10, mode, nil, codec.EncodeOptions{})
 	if err != nil {
 		return err
 	}
@@ -285,20 +286,20 @@ func runTrajRatio(args []string) error {
 		return err
 	}
 	last := steps[9]
-	ind, err := codec.CompressBytes(last.data, last.segs, codec.Options{})
+	ind, err := codec.CompressBytes(context.Background(), last.data, last.segs, codec.EncodeOptions{})
 	if err != nil {
 		return err
 	}
 	d, di := time.Duration(1<<62), time.Duration(1<<62)
 	for range *runs {
 		s := time.Now()
-		got, err := a.Extract(9, codec.Options{})
+		got, err := a.Extract(context.Background(), 9, codec.DecodeOptions{})
 		d = min(d, time.Since(s))
 		if err != nil || !bytes.Equal(got.Data, last.data) {
 			return fmt.Errorf("extract: %v", err)
 		}
 		s = time.Now()
-		if _, err := codec.DecompressBytes(ind, codec.Options{}); err != nil {
+		if _, err := codec.DecompressBytes(context.Background(), ind, codec.DecodeOptions{}); err != nil {
 			return err
 		}
 		di = min(di, time.Since(s))

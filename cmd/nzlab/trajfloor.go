@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"flag"
@@ -38,13 +39,13 @@ func runTrajFloor(args []string) error {
 	}
 	var sumInd int64
 	for _, s := range steps {
-		a, err := codec.CompressBytes(s.data, s.segs, codec.Options{})
+		a, err := codec.CompressBytes(context.Background(), s.data, s.segs, codec.EncodeOptions{})
 		if err != nil {
 			return err
 		}
 		sumInd += int64(len(a))
 	}
-	a, err := pack(steps, len(steps), trajectory.RefPrevious, nil, codec.Options{})
+	a, err := pack(steps, len(steps), trajectory.RefPrevious, nil, codec.EncodeOptions{})
 	if err != nil {
 		return err
 	}

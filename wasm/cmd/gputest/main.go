@@ -12,6 +12,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -104,7 +105,7 @@ func run(b gpu.Backend, u string, chunk int) (fr fileResult) {
 		// an archive of an earlier encoder (1-stream Huffman blocks the
 		// encoder no longer writes in blocks the device takes)
 		arc = src
-		if src, err = codec.DecompressBytes(arc, codec.Options{}); err != nil {
+		if src, err = codec.DecompressBytes(context.Background(), arc, codec.DecodeOptions{}); err != nil {
 			return fail(err)
 		}
 	} else {
@@ -112,7 +113,7 @@ func run(b gpu.Backend, u string, chunk int) (fr fileResult) {
 		if err != nil {
 			return fail(err)
 		}
-		if arc, err = codec.CompressBytes(src, codecseg.Of(l.Segments), codec.Options{ChunkValues: chunk}); err != nil {
+		if arc, err = codec.CompressBytes(context.Background(), src, codecseg.Of(l.Segments), codec.EncodeOptions{ChunkValues: chunk}); err != nil {
 			return fail(err)
 		}
 	}
