@@ -29,7 +29,7 @@ GOWASMEXEC = $$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec
 PKGS_ARM64 := ./dtype/... ./codec/... ./checkpoint/... ./trajectory/... ./analysis/... ./assets/... ./infer/... ./store/...
 PKGS_JS   := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./trajectory/... ./app/core/... ./gpu/... ./infer/... ./store/...
 
-.PHONY: ptx ptx-check gpu-deps gpu-check webgpu-test all build run demo workbench fyne-deps screenshots test check-go fmt-check vet arrows unit race noasm arm64-test fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
+.PHONY: s3-server ptx ptx-check gpu-deps gpu-check webgpu-test all build run demo workbench fyne-deps screenshots test check-go fmt-check vet arrows unit race noasm arm64-test fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
 
 all: build
 
@@ -91,8 +91,13 @@ arrows:
 # fast paths, their twin tests must compare them, not skip
 AVX512_ALL := $(shell for f in avx512f avx512bw avx512cd avx512vbmi avx512_vbmi2; do grep -qw $$f /proc/cpuinfo 2>/dev/null || exit 0; done; echo 1)
 
-unit:
+unit: s3-server
 	NZ_REQUIRE_AVX512=$(AVX512_ALL) $(GO) test -count=1 ./...
+
+# SeaweedFS's weed, the real S3 server of the s3:// store tests: built
+# once from the Go proxy's module and cached (scripts/seaweedfs.sh)
+s3-server:
+	@./scripts/seaweedfs.sh >/dev/null
 
 race:
 	$(GO) test -count=1 -race -short ./codec/... ./checkpoint/... ./trajectory/... ./app/core/... ./gpu/... ./infer/... ./store/...

@@ -206,6 +206,13 @@ func (s *Store) Add(name string, files []Input, opt AddOptions) (*Manifest, AddS
 		}
 		bases := map[string]bool{}
 		for _, c := range news {
+			if t.get(bUnits, c.h[:]) != nil {
+				// stored meanwhile by another writer (an S3 store's index
+				// update is redone on the index that writer left): its
+				// record and base references stand; this model only
+				// references it, below (its payload in this pack is unused)
+				continue
+			}
 			c.u.Owner = name
 			if c.u.Kind != KindCast {
 				c.u.Pack = packID

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -63,9 +64,17 @@ type Store struct {
 	cache   *rawCache
 }
 
-// Init creates an empty directory store at dir (made if missing; it must
-// not hold a store already).
+// IsS3 reports whether a store location names a store on S3-compatible
+// object storage (s3://bucket/prefix; s3.go) rather than a directory.
+func IsS3(loc string) bool { return strings.HasPrefix(loc, "s3://") }
+
+// Init creates an empty store at dir: a directory (made if missing) or
+// s3://bucket/prefix (the bucket must exist). It must not hold a store
+// already.
 func Init(dir string) error {
+	if IsS3(dir) {
+		return initS3(dir)
+	}
 	if _, err := os.Stat(filepath.Join(dir, indexName)); err == nil {
 		return fmt.Errorf("store: %s already holds a store", dir)
 	}
@@ -81,8 +90,11 @@ func Init(dir string) error {
 	return k.close()
 }
 
-// Open opens the directory store at dir.
+// Open opens the store at dir: a directory or s3://bucket/prefix.
 func Open(dir string, opt Options) (*Store, error) {
+	if IsS3(dir) {
+		return openS3(dir, opt)
+	}
 	p := filepath.Join(dir, indexName)
 	if _, err := os.Stat(p); err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrNotStore, dir)

@@ -25,7 +25,9 @@ const storeUsage = `usage:
   nzip store verify [-threads N] STORE
   nzip store stats  [-json] STORE
 
-STORE is a directory made by init. A model's name is its path as given to
+STORE is a directory made by init, or s3://bucket/prefix on S3-compatible
+storage (endpoint and keys from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
+AWS_SECRET_ACCESS_KEY, AWS_REGION). A model's name is its path as given to
 add (or -name for one model); get restores its files byte for byte. rm
 drops models, gc removes the chunk files nothing uses any more.
 `

@@ -1,0 +1,322 @@
+//go:build !js
+
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/gob"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// A store on S3-compatible object storage (STORE = s3://bucket/prefix):
+//
+//	prefix/packs/<hex>.pack   the chunk files, immutable, named by their SHA-256
+//	prefix/index              the whole index (gob of its buckets)
+//
+// A pack is written before the index that names it, and the index is
+// replaced with a conditional PUT (If-Match the ETag it was read with; a
+// new store's with If-None-Match *): an add is in the store exactly when
+// its index write lands. Two writers at once cannot both land: the loser
+// reads the index again and redoes its update (up to s3Retries times);
+// packs of an add that never landed are orphans, which gc removes. The
+// server must honour conditional writes; one that ignores them could let
+// a concurrent writer's index overwrite another's (a single writer is
+// always safe).
+//
+// The endpoint and credentials come from the environment: AWS_ENDPOINT_URL
+// (or S3_ENDPOINT; http:// or https://; default https://s3.amazonaws.com),
+// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN;
+// anonymous when unset), AWS_REGION.
+
+// s3Retries bounds the index writes an update tries against concurrent writers.
+const s3Retries = 20
+
+type s3Loc struct {
+	cl     *minio.Client
+	bucket string
+	prefix string // "" or ending in "/"
+}
+
+func parseS3(loc string) (*s3Loc, error) {
+	u, err := url.Parse(loc)
+	if err != nil || u.Scheme != "s3" || u.Host == "" {
+		return nil, fmt.Errorf("store: %q is not s3://bucket/prefix", loc)
+	}
+	prefix := strings.Trim(u.Path, "/")
+	if prefix != "" {
+		prefix += "/"
+	}
+	ep := os.Getenv("AWS_ENDPOINT_URL")
+	if ep == "" {
+		ep = os.Getenv("S3_ENDPOINT")
+	}
+	if ep == "" {
+		ep = "https://s3.amazonaws.com"
+	}
+	eu, err := url.Parse(ep)
+	if err != nil || (eu.Scheme != "http" && eu.Scheme != "https") || eu.Host == "" {
+		return nil, fmt.Errorf("store: endpoint %q: want http://host[:port] or https://host[:port]", ep)
+	}
+	creds := credentials.NewEnvAWS()
+	if os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_ACCESS_KEY") == "" {
+		creds = credentials.NewStatic("", "", "", credentials.SignatureAnonymous)
+	}
+	cl, err := minio.New(eu.Host, &minio.Options{Creds: creds, Secure: eu.Scheme == "https", Region: os.Getenv("AWS_REGION")})
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", loc, err)
+	}
+	return &s3Loc{cl: cl, bucket: u.Host, prefix: prefix}, nil
+}
+
+func (l *s3Loc) index() string { return l.prefix + "index" }
+
+func (l *s3Loc) pack(id Hash) string {
+	return l.prefix + "packs/" + hex.EncodeToString(id[:]) + ".pack"
+}
+
+func notFound(err error) bool {
+	return minio.ToErrorResponse(err).Code == "NoSuchKey" || minio.ToErrorResponse(err).StatusCode == 404
+}
+
+// transient: a server error that S3 asks to retry.
+func transient(err error) bool {
+	r := minio.ToErrorResponse(err)
+	return r.StatusCode >= 500 || r.Code == "InternalError" || r.Code == "SlowDown" || r.Code == "ServiceUnavailable"
+}
+
+// putRetry is PutObject, tried again (up to 5 times, backing off) while the
+// server answers with a transient error.
+func (l *s3Loc) putRetry(ctx context.Context, key string, data []byte, opt minio.PutObjectOptions) (minio.UploadInfo, error) {
+	for try := 0; ; try++ {
+		info, err := l.cl.PutObject(ctx, l.bucket, key, bytes.NewReader(data), int64(len(data)), opt)
+		if err == nil || !transient(err) || try == 4 {
+			return info, err
+		}
+		select {
+		case <-ctx.Done():
+			return info, ctx.Err()
+		case <-time.After(time.Duration(100<<try) * time.Millisecond):
+		}
+	}
+}
+
+func preconditionFailed(err error) bool {
+	r := minio.ToErrorResponse(err)
+	return r.StatusCode == 412 || r.Code == "PreconditionFailed"
+}
+
+// initS3 creates an empty store (the bucket must exist; the prefix must
+// hold no store).
+func initS3(loc string) error {
+	l, err := parseS3(loc)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	if ok, err := l.cl.BucketExists(ctx, l.bucket); err != nil {
+		return fmt.Errorf("store: %s: %w", loc, err)
+	} else if !ok {
+		return fmt.Errorf("store: %s: no bucket %q", loc, l.bucket)
+	}
+	raw, err := encodeIndex(newMemKV().b)
+	if err != nil {
+		return err
+	}
+	var opt minio.PutObjectOptions
+	opt.SetMatchETagExcept("*")
+	if _, err := l.putRetry(ctx, l.index(), raw, opt); err != nil {
+		if preconditionFailed(err) {
+			return fmt.Errorf("store: %s already holds a store", loc)
+		}
+		return fmt.Errorf("store: %s: %w", loc, err)
+	}
+	return nil
+}
+
+// openS3 opens the store at loc.
+func openS3(loc string, opt Options) (*Store, error) {
+	l, err := parseS3(loc)
+	if err != nil {
+		return nil, err
+	}
+	k := &s3KV{l: l, m: newMemKV()}
+	if err := k.refresh(context.Background()); err != nil {
+		if notFound(err) {
+			return nil, fmt.Errorf("%w: %s", ErrNotStore, loc)
+		}
+		return nil, err
+	}
+	return &Store{dir: loc, kv: k, bl: &s3Blobs{l: l}, opt: opt, cache: newRawCache(256 << 20)}, nil
+}
+
+// s3KV is the index held in memory and written back whole by each update.
+type s3KV struct {
+	l    *s3Loc
+	mu   sync.Mutex // updates, one at a time in this process
+	m    *memKV
+	etag string
+}
+
+func encodeIndex(b map[string]map[string][]byte) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteString(s3IndexMagic)
+	if err := gob.NewEncoder(&buf).Encode(b); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+const s3IndexMagic = "nzip-store-index-1\n"
+
+// refresh reads the index object when it changed since it was read.
+func (k *s3KV) refresh(ctx context.Context) error {
+	var opt minio.GetObjectOptions
+	obj, err := k.l.cl.GetObject(ctx, k.l.bucket, k.l.index(), opt)
+	if err != nil {
+		return err
+	}
+	defer obj.Close()
+	st, err := obj.Stat()
+	if err != nil {
+		return err
+	}
+	if st.ETag == k.etag && k.etag != "" {
+		return nil
+	}
+	if st.Size > 1<<34 {
+		return fmt.Errorf("%w: an index of %d bytes", ErrIndexDamaged, st.Size)
+	}
+	raw, err := io.ReadAll(obj)
+	if err != nil {
+		return err
+	}
+	if !bytes.HasPrefix(raw, []byte(s3IndexMagic)) {
+		return fmt.Errorf("%w: %s is not a store index", ErrIndexDamaged, k.l.index())
+	}
+	var b map[string]map[string][]byte
+	if err := gob.NewDecoder(bytes.NewReader(raw[len(s3IndexMagic):])).Decode(&b); err != nil {
+		return fmt.Errorf("%w: %v", ErrIndexDamaged, err)
+	}
+	for _, name := range buckets {
+		if b[name] == nil {
+			b[name] = map[string][]byte{}
+		}
+	}
+	k.m.mu.Lock()
+	k.m.b = b
+	k.m.mu.Unlock()
+	k.etag = st.ETag
+	return nil
+}
+
+func (k *s3KV) view(fn func(tx) error) error { return k.m.view(fn) }
+
+func (k *s3KV) update(fn func(tx) error) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	ctx := context.Background()
+	for try := 0; ; try++ {
+		if err := k.refresh(ctx); err != nil {
+			return err
+		}
+		k.m.mu.RLock()
+		before := k.m.b
+		k.m.mu.RUnlock()
+		if err := k.m.update(fn); err != nil {
+			return err
+		}
+		raw, err := encodeIndex(k.m.b)
+		if err != nil {
+			return err
+		}
+		var opt minio.PutObjectOptions
+		opt.SetMatchETag(k.etag)
+		info, err := k.l.putRetry(ctx, k.l.index(), raw, opt)
+		if err == nil {
+			k.etag = info.ETag
+			return nil
+		}
+		k.m.mu.Lock()
+		k.m.b = before // not landed
+		k.m.mu.Unlock()
+		if !preconditionFailed(err) || try >= s3Retries {
+			return fmt.Errorf("store: writing the index of %s: %w", k.l.bucket+"/"+k.l.prefix, err)
+		}
+		k.etag = "" // another writer landed first: read its index, redo
+	}
+}
+
+func (k *s3KV) close() error { return nil }
+
+// s3Blobs keeps packs as objects.
+type s3Blobs struct{ l *s3Loc }
+
+func (b *s3Blobs) put(data []byte) (Hash, error) {
+	id := Hash(sha256.Sum256(data))
+	ctx := context.Background()
+	if _, err := b.l.cl.StatObject(ctx, b.l.bucket, b.l.pack(id), minio.StatObjectOptions{}); err == nil {
+		return id, nil
+	}
+	_, err := b.l.putRetry(ctx, b.l.pack(id), data, minio.PutObjectOptions{})
+	return id, err
+}
+
+func (b *s3Blobs) readAt(id Hash, p []byte, off int64) error {
+	if len(p) == 0 {
+		return nil
+	}
+	var opt minio.GetObjectOptions
+	if err := opt.SetRange(off, off+int64(len(p))-1); err != nil {
+		return err
+	}
+	obj, err := b.l.cl.GetObject(context.Background(), b.l.bucket, b.l.pack(id), opt)
+	if err != nil {
+		return err
+	}
+	defer obj.Close()
+	if _, err := io.ReadFull(obj, p); err != nil {
+		if notFound(err) {
+			return os.ErrNotExist
+		}
+		return err
+	}
+	return nil
+}
+
+func (b *s3Blobs) remove(id Hash) error {
+	return b.l.cl.RemoveObject(context.Background(), b.l.bucket, b.l.pack(id), minio.RemoveObjectOptions{})
+}
+
+func (b *s3Blobs) list(fn func(id Hash, size int64) error) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for o := range b.l.cl.ListObjects(ctx, b.l.bucket, minio.ListObjectsOptions{Prefix: b.l.prefix + "packs/", Recursive: true}) {
+		if o.Err != nil {
+			return o.Err
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(o.Key, b.l.prefix+"packs/"), ".pack")
+		raw, err := hex.DecodeString(name)
+		if err != nil || len(raw) != len(Hash{}) {
+			continue // not a pack
+		}
+		if err := fn(Hash(raw), o.Size); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clean: S3 writes are whole or absent; nothing is left half-written.
+func (b *s3Blobs) clean() (int, error) { return 0, nil }

@@ -1,0 +1,403 @@
+//go:build !js
+
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+)
+
+// The s3:// store against a real S3 server: SeaweedFS's weed server -s3,
+// started here on 127.0.0.1 (scripts/seaweedfs.sh builds it from the
+// module the Go proxy serves and caches it; make test runs the script).
+// NZ_WEED names the binary; without it the cached one is used, else the
+// tests skip.
+
+var weedOnce struct {
+	sync.Once
+	endpoint string
+	err      error
+	cmd      *exec.Cmd
+	dir      string
+}
+
+// weedBinary finds the weed binary, or "".
+func weedBinary() string {
+	if p := os.Getenv("NZ_WEED"); p != "" {
+		return p
+	}
+	home, _ := os.UserHomeDir()
+	cache := os.Getenv("NZ_WEED_CACHE")
+	if cache == "" {
+		cache = filepath.Join(home, ".cache", "nzip-weed")
+	}
+	m, _ := filepath.Glob(filepath.Join(cache, "weed-v*"))
+	for _, p := range m {
+		if !strings.HasSuffix(p, ".tmp") {
+			return p
+		}
+	}
+	return ""
+}
+
+// freePort returns a free TCP port on 127.0.0.1 below 50000 (weed also
+// listens on port+10000 for gRPC).
+func freePort() (int, error) {
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if p < 50000 {
+			if l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+10000)); err == nil {
+				l2.Close()
+				return p, nil
+			}
+		}
+	}
+	return 0, errors.New("no free port")
+}
+
+// s3Server starts one weed server for the test binary (stopped by
+// TestMain's cleanup) and points the store's S3 client at it; it makes a
+// fresh bucket for the test.
+func s3Server(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the S3 server tests are skipped")
+	}
+	bin := weedBinary()
+	if bin == "" {
+		t.Skip("no SeaweedFS binary (scripts/seaweedfs.sh builds it; NZ_WEED names one): skipping the s3:// tests")
+	}
+	weedOnce.Do(func() {
+		weedOnce.dir, weedOnce.err = os.MkdirTemp("", "nzip-weed-")
+		if weedOnce.err != nil {
+			return
+		}
+		var ports [4]int
+		for i := range ports {
+			if ports[i], weedOnce.err = freePort(); weedOnce.err != nil {
+				return
+			}
+		}
+		cmd := exec.Command(bin, "server", "-dir="+weedOnce.dir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+			fmt.Sprintf("-master.port=%d", ports[0]), fmt.Sprintf("-volume.port=%d", ports[1]),
+			fmt.Sprintf("-filer.port=%d", ports[2]), "-s3", fmt.Sprintf("-s3.port=%d", ports[3]),
+			"-master.volumeSizeLimitMB=64", "-volume.max=200")
+		logf, _ := os.Create(filepath.Join(weedOnce.dir, "weed.log"))
+		cmd.Stdout, cmd.Stderr = logf, logf
+		if weedOnce.err = cmd.Start(); weedOnce.err != nil {
+			return
+		}
+		weedOnce.cmd = cmd
+		weedOnce.endpoint = fmt.Sprintf("http://127.0.0.1:%d", ports[3])
+		// wait until the S3 gateway lists buckets
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			if r, err := http.Get(weedOnce.endpoint + "/"); err == nil {
+				r.Body.Close()
+				if r.StatusCode < 500 {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				log, _ := os.ReadFile(filepath.Join(weedOnce.dir, "weed.log"))
+				weedOnce.err = fmt.Errorf("weed server did not answer on %s within 90 s; its log ends: %s", weedOnce.endpoint, tail(log, 2000))
+				return
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	})
+	if weedOnce.err != nil {
+		t.Fatal(weedOnce.err)
+	}
+	t.Setenv("AWS_ENDPOINT_URL", weedOnce.endpoint)
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	bucket := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	l, err := parseS3("s3://" + bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err = l.cl.MakeBucket(ctx, bucket, minio.MakeBucketOptions{})
+		if err == nil || minio.ToErrorResponse(err).Code == "BucketAlreadyOwnedByYou" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("make bucket %s: %v", bucket, err)
+		}
+		time.Sleep(500 * time.Millisecond) // the filer may still be starting
+	}
+	return "s3://" + bucket + "/models"
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+func stopWeed() {
+	if weedOnce.cmd != nil {
+		weedOnce.cmd.Process.Kill()
+		weedOnce.cmd.Wait()
+	}
+	if weedOnce.dir != "" {
+		os.RemoveAll(weedOnce.dir)
+	}
+}
+
+// TestS3Lifecycle: init, add (exact dedup, a cast, a delta), get byte for
+// byte, ls/stats, rm + gc (never a chunk another model needs), verify,
+// on a real S3 server.
+func TestS3Lifecycle(t *testing.T) {
+	hub := shared(t, "hub/stories260K")
+	loc := s3Server(t)
+	if err := Init(loc); err != nil {
+		t.Fatal(err)
+	}
+	if err := Init(loc); err == nil || !strings.Contains(err.Error(), "already holds") {
+		t.Fatalf("second init: %v", err)
+	}
+	if _, err := Open(loc+"-none", Options{}); !errors.Is(err, ErrNotStore) {
+		t.Fatalf("open of an empty prefix: %v, want ErrNotStore", err)
+	}
+	s, err := Open(loc, Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	files := []string{"base/model.f32.safetensors", "ft-fortunes-full/model.f32.safetensors", "base/model.bf16.safetensors", "tok512.bin"}
+	want := map[string][][]byte{}
+	for _, f := range files {
+		ins := inputs(t, path.Join(hub, f))
+		if _, _, err := s.Add(f, ins, AddOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		want[f] = fileBytes(t, ins)
+	}
+	// a second Store (another process's view) sees the models
+	s2, err := Open(loc, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		restore(t, s2, f, want[f])
+	}
+	names, err := s2.Names()
+	if err != nil || len(names) != len(files) {
+		t.Fatalf("names %v, %v", names, err)
+	}
+	st, err := s2.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirStore, _ := tempStore(t)
+	for _, f := range files {
+		if _, _, err := dirStore.Add(f, inputs(t, path.Join(hub, f)), AddOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dst, err := dirStore.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Stored != dst.Stored || len(st.Units) != len(dst.Units) {
+		t.Fatalf("s3 store %d bytes in %d units, directory store %d in %d", st.Stored, len(st.Units), dst.Stored, len(dst.Units))
+	}
+	s2.Close()
+	if err := s.Remove(files[0]); err != nil {
+		t.Fatal(err)
+	}
+	gs, err := s.GC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gs.Packs != 0 {
+		t.Fatalf("gc removed %d chunks that the delta and the cast still need", gs.Packs)
+	}
+	for _, f := range files[1:] {
+		restore(t, s, f, want[f])
+	}
+	if bad, err := s.Verify(); err != nil || len(bad) > 0 {
+		t.Fatal(err, bad)
+	}
+	for _, f := range files[1:] {
+		if err := s.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if gs, err = s.GC(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = s.Stats(); err != nil || st.Chunks != 0 || len(st.Units) != 0 {
+		t.Fatalf("after rm of everything and gc (%d chunks removed): %d chunks, %d units left (%v)", gs.Packs, st.Chunks, len(st.Units), err)
+	}
+}
+
+// TestS3CrashAndDamage: a pack written by an add that never committed its
+// index (a crash between the two) leaves a store that verifies, and gc
+// removes it; a damaged pack is ErrChunkDamaged naming the model, never
+// other bytes; a damaged index is ErrIndexDamaged.
+func TestS3CrashAndDamage(t *testing.T) {
+	hub := shared(t, "hub/stories260K")
+	loc := s3Server(t)
+	if err := Init(loc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(loc, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	f := "base/model.bf16.safetensors"
+	ins := inputs(t, path.Join(hub, f))
+	if _, _, err := s.Add(f, ins, AddOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := fileBytes(t, ins)
+	// the crash: a pack in the bucket that no index names
+	if _, err := s.bl.put([]byte("the pack of an add that never committed")); err != nil {
+		t.Fatal(err)
+	}
+	if bad, err := s.Verify(); err != nil || len(bad) > 0 {
+		t.Fatal(err, bad)
+	}
+	gs, err := s.GC()
+	if err != nil || gs.Packs != 1 {
+		t.Fatalf("gc after the crash removed %d chunks (%v), want the orphan", gs.Packs, err)
+	}
+	restore(t, s, f, want)
+	// damage: flip a byte of every pack in place
+	l := s.bl.(*s3Blobs).l
+	ctx := context.Background()
+	var keys []string
+	for o := range l.cl.ListObjects(ctx, l.bucket, minio.ListObjectsOptions{Prefix: l.prefix + "packs/", Recursive: true}) {
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+		keys = append(keys, o.Key)
+	}
+	if len(keys) == 0 {
+		t.Fatal("no packs in the bucket")
+	}
+	for _, k := range keys {
+		obj, err := l.cl.GetObject(ctx, l.bucket, k, minio.GetObjectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if _, err := buf.ReadFrom(obj); err != nil {
+			t.Fatal(err)
+		}
+		obj.Close()
+		b := buf.Bytes()
+		b[len(b)/2] ^= 0x10
+		if _, err := l.cl.PutObject(ctx, l.bucket, k, bytes.NewReader(b), int64(len(b)), minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s2, err := Open(loc, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged, err := s2.Verify()
+	if err != nil || len(damaged) == 0 {
+		t.Fatalf("verify of damaged packs: %v, %v", damaged, err)
+	}
+	for _, e := range damaged {
+		if !errors.Is(e, ErrChunkDamaged) || !strings.Contains(e.Error(), "model \"") {
+			t.Fatalf("verify: %v: not ErrChunkDamaged naming the model", e)
+		}
+	}
+	m, err := s2.Model(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := s2.WriteFile(m, 0, &out); err == nil && !bytes.Equal(out.Bytes(), want[0]) {
+		t.Fatal("a damaged pack restored other bytes without an error")
+	} else if err != nil && !strings.Contains(err.Error(), f) {
+		t.Fatalf("error does not name the model: %v", err)
+	}
+	s2.Close()
+	// a damaged index
+	bad := []byte("not an index")
+	if _, err := l.cl.PutObject(ctx, l.bucket, l.index(), bytes.NewReader(bad), int64(len(bad)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(loc, Options{}); !errors.Is(err, ErrIndexDamaged) {
+		t.Fatalf("open with a damaged index: %v, want ErrIndexDamaged", err)
+	}
+}
+
+// TestS3ConcurrentAdds: two Stores on one s3:// store add models at the
+// same time; the conditional index writes make the later one read the
+// other's index and redo its update: both models land.
+func TestS3ConcurrentAdds(t *testing.T) {
+	hub := shared(t, "hub/stories260K")
+	loc := s3Server(t)
+	if err := Init(loc); err != nil {
+		t.Fatal(err)
+	}
+	files := []string{"base/model.f32.safetensors", "ft-fortunes-full/model.f32.safetensors", "ft-fortunes-lora/model.f32.safetensors", "ft-continued/model.f32.safetensors"}
+	var wg sync.WaitGroup
+	errs := make([]error, len(files))
+	for i, f := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := Open(loc, Options{Threads: 1})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer s.Close()
+			_, _, errs[i] = s.Add(f, inputs(t, path.Join(hub, f)), AddOptions{})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("%s: %v", files[i], err)
+		}
+	}
+	s, err := Open(loc, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, f := range files {
+		restore(t, s, f, fileBytes(t, inputs(t, path.Join(hub, f))))
+	}
+	if bad, err := s.Verify(); err != nil || len(bad) > 0 {
+		t.Fatal(err, bad)
+	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	stopWeed()
+	os.Exit(code)
+}
