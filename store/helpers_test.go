@@ -3,7 +3,9 @@ package store
 import (
 	"bytes"
 	"os"
+	"path"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"neuralzip/checkpoint"
@@ -99,3 +101,67 @@ func restore(t testing.TB, s *Store, name string, want [][]byte) {
 }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+// removeAndGC removes files[0], checks that gc keeps every chunk the others
+// still need (deltas and casts against it) and that they restore and
+// verify, then removes them all and returns what the last gc removed and
+// the stats after it.
+func removeAndGC(t *testing.T, s *Store, files []string, want map[string][][]byte) (GCStats, *Stats) {
+	t.Helper()
+	if err := s.Remove(files[0]); err != nil {
+		t.Fatal(err)
+	}
+	gs, err := s.GC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gs.Packs != 0 {
+		t.Fatalf("gc removed %d chunk files that the delta and the cast still need", gs.Packs)
+	}
+	for _, f := range files[1:] {
+		restore(t, s, f, want[f])
+	}
+	if bad, err := s.Verify(); err != nil || len(bad) > 0 {
+		t.Fatal(err, bad)
+	}
+	for _, f := range files[1:] {
+		if err := s.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if gs, err = s.GC(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gs, st
+}
+
+// addConcurrently adds each file of the hub as a model from its own Store
+// on loc, all at once, and fails on any error.
+func addConcurrently(t *testing.T, loc, hub string, files []string, opt Options) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, len(files))
+	for i, f := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := Open(loc, opt)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer s.Close()
+			_, _, errs[i] = s.Add(f, inputs(t, path.Join(hub, f)), AddOptions{})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("%s: %v", files[i], err)
+		}
+	}
+}

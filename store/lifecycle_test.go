@@ -7,7 +7,6 @@ import (
 	"os"
 	"path"
 	"runtime"
-	"sync"
 	"testing"
 )
 
@@ -110,37 +109,9 @@ func TestRemoveGC(t *testing.T) {
 	if _, _, err := s.Add(files[0], inputs(t, path.Join(hub, files[0])), AddOptions{}); !errors.Is(err, ErrExists) {
 		t.Fatalf("second add of one name: %v, want ErrExists", err)
 	}
-	if err := s.Remove(files[0]); err != nil {
-		t.Fatal(err)
-	}
+	gs, st := removeAndGC(t, s, files, want)
 	if err := s.Remove(files[0]); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("second rm: %v, want ErrNotFound", err)
-	}
-	gs, err := s.GC()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if gs.Packs != 0 {
-		t.Fatalf("gc removed %d chunk files that the delta and the cast still need", gs.Packs)
-	}
-	for _, f := range files[1:] {
-		restore(t, s, f, want[f])
-	}
-	if bad, err := s.Verify(); err != nil || len(bad) > 0 {
-		t.Fatal(err, bad)
-	}
-	for _, f := range files[1:] {
-		if err := s.Remove(f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gs, err = s.GC()
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := s.Stats()
-	if err != nil {
-		t.Fatal(err)
 	}
 	if gs.Packs != 3 || st.Chunks != 0 || len(st.Units) != 0 || st.Stored != 0 {
 		t.Fatalf("after rm of everything and gc: removed %d chunk files, left %d (%d units)", gs.Packs, st.Chunks, len(st.Units))
@@ -159,27 +130,7 @@ func TestConcurrentAdds(t *testing.T) {
 	s0, dir := tempStore(t)
 	s0.Close() // its lock would hold the adders off until the test ends
 	files := []string{"ft-fortunes-lora/model.f32.safetensors", "ft-frozen-embed/model.f32.safetensors", "base/model.f32.safetensors", "base/model.bf16.safetensors"}
-	var wg sync.WaitGroup
-	errs := make([]error, len(files))
-	for i, f := range files {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s, err := Open(dir, Options{})
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			defer s.Close()
-			_, _, errs[i] = s.Add(f, inputs(t, path.Join(hub, f)), AddOptions{})
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	addConcurrently(t, dir, hub, files, Options{})
 	s, err := Open(dir, Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)

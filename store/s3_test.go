@@ -227,32 +227,9 @@ func TestS3Lifecycle(t *testing.T) {
 		t.Fatalf("s3 store %d bytes in %d units, directory store %d in %d", st.Stored, len(st.Units), dst.Stored, len(dst.Units))
 	}
 	s2.Close()
-	if err := s.Remove(files[0]); err != nil {
-		t.Fatal(err)
-	}
-	gs, err := s.GC()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if gs.Packs != 0 {
-		t.Fatalf("gc removed %d chunks that the delta and the cast still need", gs.Packs)
-	}
-	for _, f := range files[1:] {
-		restore(t, s, f, want[f])
-	}
-	if bad, err := s.Verify(); err != nil || len(bad) > 0 {
-		t.Fatal(err, bad)
-	}
-	for _, f := range files[1:] {
-		if err := s.Remove(f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if gs, err = s.GC(); err != nil {
-		t.Fatal(err)
-	}
-	if st, err = s.Stats(); err != nil || st.Chunks != 0 || len(st.Units) != 0 {
-		t.Fatalf("after rm of everything and gc (%d chunks removed): %d chunks, %d units left (%v)", gs.Packs, st.Chunks, len(st.Units), err)
+	gs, st := removeAndGC(t, s, files, want)
+	if st.Chunks != 0 || len(st.Units) != 0 {
+		t.Fatalf("after rm of everything and gc (%d chunks removed): %d chunks, %d units left", gs.Packs, st.Chunks, len(st.Units))
 	}
 }
 
@@ -362,27 +339,7 @@ func TestS3ConcurrentAdds(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := []string{"base/model.f32.safetensors", "ft-fortunes-full/model.f32.safetensors", "ft-fortunes-lora/model.f32.safetensors", "ft-continued/model.f32.safetensors"}
-	var wg sync.WaitGroup
-	errs := make([]error, len(files))
-	for i, f := range files {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s, err := Open(loc, Options{Threads: 1})
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			defer s.Close()
-			_, _, errs[i] = s.Add(f, inputs(t, path.Join(hub, f)), AddOptions{})
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("%s: %v", files[i], err)
-		}
-	}
+	addConcurrently(t, loc, hub, files, Options{Threads: 1})
 	s, err := Open(loc, Options{})
 	if err != nil {
 		t.Fatal(err)
