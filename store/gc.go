@@ -76,13 +76,16 @@ type GCStats struct {
 	Casts            int   // cast hints of removed units dropped
 	LiveBytes        int64 // payload bytes of units in the index
 	DeadBytes        int64 // bytes of kept chunk files no unit uses
+	Young            int   // s3://: unused chunk files kept because they are younger than the grace period (an add in flight may not have committed its index yet)
 }
 
 // GC removes chunk files that no unit in the index uses (left by Remove or
 // by an add that died before its commit), temporary files, and index hints
 // about removed units. A chunk file that any unit still uses is kept
 // whole. The caller must hold the store for writing (Open without
-// ReadOnly), so no add runs meanwhile.
+// ReadOnly), so no add runs meanwhile; an s3:// store has no lock, so
+// there unused chunk files younger than a grace period (10 minutes) are
+// kept for a later gc: an add in flight writes its pack before its index.
 func (s *Store) GC() (GCStats, error) {
 	var st GCStats
 	if s.opt.ReadOnly {
@@ -123,6 +126,10 @@ func (s *Store) GC() (GCStats, error) {
 	if len(stale) > 0 {
 		if err := s.kv.update(func(t tx) error {
 			for _, k := range stale {
+				// still stale (an s3:// update may run on another writer's index)
+				if c, err := parseCast(t.get(bCasts, k)); err == nil && t.get(bUnits, c.From[:]) != nil {
+					continue
+				}
 				if err := t.del(bCasts, k); err != nil {
 					return err
 				}
@@ -134,9 +141,14 @@ func (s *Store) GC() (GCStats, error) {
 		st.Casts = len(stale)
 	}
 	var drop []Hash
+	young, _ := s.bl.(interface{ young(Hash) bool })
 	err = s.bl.list(func(id Hash, size int64) error {
 		if l, ok := live[id]; ok {
 			st.DeadBytes += size - l
+			return nil
+		}
+		if young != nil && young.young(id) {
+			st.Young++
 			return nil
 		}
 		drop = append(drop, id)

@@ -261,7 +261,20 @@ func (k *s3KV) update(fn func(tx) error) error {
 func (k *s3KV) close() error { return nil }
 
 // s3Blobs keeps packs as objects.
-type s3Blobs struct{ l *s3Loc }
+type s3Blobs struct {
+	l   *s3Loc
+	mod sync.Map // Hash → time.Time: when each pack was written, as the last list saw
+}
+
+// s3GCGrace: gc keeps unused packs younger than this (an add in flight
+// writes its pack before its index, and S3 has no lock to hold it off).
+var s3GCGrace = 10 * time.Minute
+
+// young reports whether pack id (seen by the last list) is within the grace period.
+func (b *s3Blobs) young(id Hash) bool {
+	v, ok := b.mod.Load(id)
+	return ok && time.Since(v.(time.Time)) < s3GCGrace
+}
 
 func (b *s3Blobs) put(data []byte) (Hash, error) {
 	id := Hash(sha256.Sum256(data))
@@ -311,6 +324,7 @@ func (b *s3Blobs) list(fn func(id Hash, size int64) error) error {
 		if err != nil || len(raw) != len(Hash{}) {
 			continue // not a pack
 		}
+		b.mod.Store(Hash(raw), o.LastModified)
 		if err := fn(Hash(raw), o.Size); err != nil {
 			return err
 		}

@@ -313,6 +313,9 @@ func runStoreGC(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "removed %d chunk files (%d bytes), %d temporary files; %d bytes in use, %d unused bytes in chunk files still in use\n",
 		st.Packs, st.PackBytes, st.Temps, st.LiveBytes, st.DeadBytes)
+	if st.Young > 0 {
+		fmt.Fprintf(stdout, "kept %d unused chunk files written in the last minutes (an add may be committing them); a later gc removes them\n", st.Young)
+	}
 	return nil
 }
 
