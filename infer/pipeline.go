@@ -155,6 +155,9 @@ func (p *pipeStore) claimLocked() (int, bool) {
 	return k, true
 }
 
+// decodeSeq decodes sequence k into its place; once it stores done, the
+// slot belongs to the forward pass (it may reuse it): nothing here reads
+// it after that.
 func (p *pipeStore) decodeSeq(k int) {
 	s := &p.slot[k%pipeSlots]
 	err := p.rd.decodeInto(p.arena, resident{s.u, s.lo})
@@ -181,8 +184,9 @@ func (p *pipeStore) work() {
 			p.waitRelease(seen)
 			continue
 		}
+		n := p.slot[k%pipeSlots].u.length // the slot is the forward pass's once decoded
 		p.decodeSeq(k)
-		p.byWorker.Add(p.slot[k%pipeSlots].u.length)
+		p.byWorker.Add(n)
 		p.mu.Lock()
 		p.busy = false
 		p.idle.Broadcast()
