@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -48,6 +49,15 @@ func TestFuzzSeeds(t *testing.T) {
 	write("FuzzParseManifest", bModels, 3)
 	write("FuzzParseCast", bCasts, 3)
 	write("FuzzParseFingerprint", bFP, 2)
+	// the whole index of a store of one real model, as an s3:// store keeps it
+	one := NewMem(Options{})
+	if _, _, err := one.Add("bf16", inputs(t, path.Join(hub, "base/model.bf16.safetensors")), AddOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join("testdata", "fuzz", "FuzzS3Index")
+	os.RemoveAll(dir)
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "real-0"), []byte(fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", encodeIndex(one.kv.(*memKV).b))), 0o644)
 }
 
 // seedsFromStore adds records of a small in-memory store (synthetic
@@ -119,6 +129,32 @@ func FuzzParseFingerprint(f *testing.F) {
 		fp2, err := parseFingerprint(fp.encode())
 		if err != nil || len(fp2) != len(fp) || !bytes.Equal(fp.encode(), fp2.encode()) {
 			t.Fatalf("re-encoded fingerprint differs: %v", err)
+		}
+	})
+}
+
+// FuzzS3Index: the index object of an s3:// store decodes to buckets that
+// encode to the same bytes, or is ErrIndexDamaged; never a panic or an
+// allocation beyond its size.
+func FuzzS3Index(f *testing.F) {
+	s := NewMem(Options{})
+	b := make([]byte, 4096)
+	for i := range b {
+		b[i] = byte(i * 7)
+	}
+	s.Add("a", []Input{{Name: "m", R: bytes.NewReader(b), Size: int64(len(b)), Segments: []codecSegment{{Offset: 64, Length: 1024, Name: "w", DType: f32, Shape: []int64{256}}}}}, AddOptions{})
+	f.Add(encodeIndex(s.kv.(*memKV).b))
+	f.Add(encodeIndex(newMemKV().b))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		bk, err := decodeIndex(raw)
+		if err != nil {
+			if !errors.Is(err, ErrIndexDamaged) {
+				t.Fatalf("error %v is not ErrIndexDamaged", err)
+			}
+			return
+		}
+		if again := encodeIndex(bk); !bytes.Equal(again, raw) {
+			t.Fatalf("decoded index re-encodes to %d other bytes", len(again))
 		}
 	})
 }

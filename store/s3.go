@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/gob"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -23,7 +22,7 @@ import (
 // A store on S3-compatible object storage (STORE = s3://bucket/prefix):
 //
 //	prefix/packs/<hex>.pack   the chunk files, immutable, named by their SHA-256
-//	prefix/index              the whole index (gob of its buckets)
+//	prefix/index              the whole index (its buckets; s3index.go)
 //
 // A pack is written before the index that names it, and the index is
 // replaced with a conditional PUT (If-Match the ETag it was read with; a
@@ -130,10 +129,7 @@ func initS3(loc string) error {
 	} else if !ok {
 		return fmt.Errorf("store: %s: no bucket %q", loc, l.bucket)
 	}
-	raw, err := encodeIndex(newMemKV().b)
-	if err != nil {
-		return err
-	}
+	raw := encodeIndex(newMemKV().b)
 	var opt minio.PutObjectOptions
 	opt.SetMatchETagExcept("*")
 	if _, err := l.putRetry(ctx, l.index(), raw, opt); err != nil {
@@ -169,17 +165,6 @@ type s3KV struct {
 	etag string
 }
 
-func encodeIndex(b map[string]map[string][]byte) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteString(s3IndexMagic)
-	if err := gob.NewEncoder(&buf).Encode(b); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-const s3IndexMagic = "nzip-store-index-1\n"
-
 // refresh reads the index object when it changed since it was read.
 func (k *s3KV) refresh(ctx context.Context) error {
 	var opt minio.GetObjectOptions
@@ -195,24 +180,16 @@ func (k *s3KV) refresh(ctx context.Context) error {
 	if st.ETag == k.etag && k.etag != "" {
 		return nil
 	}
-	if st.Size > 1<<34 {
-		return fmt.Errorf("%w: an index of %d bytes", ErrIndexDamaged, st.Size)
+	if st.Size > maxIndexBytes {
+		return fmt.Errorf("%w: %s: an index of %d bytes", ErrIndexDamaged, k.l.index(), st.Size)
 	}
-	raw, err := io.ReadAll(obj)
+	raw, err := io.ReadAll(io.LimitReader(obj, maxIndexBytes+1))
 	if err != nil {
 		return err
 	}
-	if !bytes.HasPrefix(raw, []byte(s3IndexMagic)) {
-		return fmt.Errorf("%w: %s is not a store index", ErrIndexDamaged, k.l.index())
-	}
-	var b map[string]map[string][]byte
-	if err := gob.NewDecoder(bytes.NewReader(raw[len(s3IndexMagic):])).Decode(&b); err != nil {
-		return fmt.Errorf("%w: %v", ErrIndexDamaged, err)
-	}
-	for _, name := range buckets {
-		if b[name] == nil {
-			b[name] = map[string][]byte{}
-		}
+	b, err := decodeIndex(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", k.l.index(), err)
 	}
 	k.m.mu.Lock()
 	k.m.b = b
@@ -237,10 +214,7 @@ func (k *s3KV) update(fn func(tx) error) error {
 		if err := k.m.update(fn); err != nil {
 			return err
 		}
-		raw, err := encodeIndex(k.m.b)
-		if err != nil {
-			return err
-		}
+		raw := encodeIndex(k.m.b)
 		var opt minio.PutObjectOptions
 		opt.SetMatchETag(k.etag)
 		info, err := k.l.putRetry(ctx, k.l.index(), raw, opt)
