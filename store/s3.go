@@ -165,18 +165,17 @@ type s3KV struct {
 	etag string
 }
 
-// refresh reads the index object when it changed since it was read.
+// refresh reads the index object when it changed since it was read. It
+// takes the object's ETag and bytes from one GET (minio's Object would
+// stat first and read later conditional on that ETag, which fails when
+// another writer lands in between).
 func (k *s3KV) refresh(ctx context.Context) error {
-	var opt minio.GetObjectOptions
-	obj, err := k.l.cl.GetObject(ctx, k.l.bucket, k.l.index(), opt)
+	core := minio.Core{Client: k.l.cl}
+	obj, st, _, err := core.GetObject(ctx, k.l.bucket, k.l.index(), minio.GetObjectOptions{})
 	if err != nil {
 		return err
 	}
 	defer obj.Close()
-	st, err := obj.Stat()
-	if err != nil {
-		return err
-	}
 	if st.ETag == k.etag && k.etag != "" {
 		return nil
 	}

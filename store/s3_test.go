@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +34,7 @@ var weedOnce struct {
 	err      error
 	cmd      *exec.Cmd
 	dir      string
+	buckets  atomic.Int64
 }
 
 // weedBinary finds the weed binary, or "".
@@ -131,7 +133,8 @@ func s3Server(t *testing.T) string {
 	t.Setenv("AWS_ENDPOINT_URL", weedOnce.endpoint)
 	t.Setenv("AWS_ACCESS_KEY_ID", "")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
-	bucket := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	// one bucket per test run (go test -count=N runs a test again on the same server)
+	bucket := fmt.Sprintf("%s-%d", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), weedOnce.buckets.Add(1))
 	l, err := parseS3("s3://" + bucket)
 	if err != nil {
 		t.Fatal(err)
