@@ -200,65 +200,80 @@ func (s *Store) Add(name string, files []Input, opt AddOptions) (*Manifest, AddS
 	}
 	m.Added = int64(len(pack))
 	st.Added = m.Added
+	for _, c := range news {
+		if c.u.Kind != KindCast {
+			c.u.Pack = packID
+		}
+	}
 	err := s.kv.update(func(t tx) error {
 		if t.get(bModels, []byte(name)) != nil {
 			return fmt.Errorf("%w: %q", ErrExists, name)
 		}
-		bases := map[string]bool{}
-		for _, c := range news {
-			if t.get(bUnits, c.h[:]) != nil {
-				// stored meanwhile by another writer (an S3 store's index
-				// update is redone on the index that writer left): its
-				// record and base references stand; this model only
-				// references it, below (its payload in this pack is unused)
-				continue
-			}
-			c.u.Owner = name
-			if c.u.Kind != KindCast {
-				c.u.Pack = packID
-			}
-			if c.u.Kind == KindDelta || c.u.Kind == KindCast {
-				b, err := incRef(t, c.u.Base)
-				if err != nil {
-					return fmt.Errorf("base %s of unit %s: %w", c.u.Base, c.h, err)
-				}
-				if b.Owner != name {
-					bases[b.Owner] = true
-				}
-			}
-			if err := t.put(bUnits, c.h[:], c.u.encode()); err != nil {
-				return err
-			}
-			if c.fp != nil {
-				if err := t.put(bFP, fpKey(c.u.DType, c.u.RawLen/int64(c.u.DType.Size()), c.h), c.fp.encode()); err != nil {
-					return err
-				}
-			}
-			for i, ch := range c.casts {
-				if t.get(bCasts, ch[:]) == nil {
-					if err := t.put(bCasts, ch[:], castRec{From: c.h, DType: c.castTs[i]}.encode()); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		for _, f := range m.Files {
-			for _, h := range f.Units {
-				if _, err := incRef(t, h); err != nil {
-					return fmt.Errorf("unit %s: %w", h, err)
-				}
-			}
-		}
-		for b := range bases {
-			m.Bases = append(m.Bases, b)
-		}
-		slices.Sort(m.Bases)
-		return t.put(bModels, []byte(name), m.encode())
+		return commitModel(t, m, news)
 	})
 	if err != nil {
 		return nil, st, fmt.Errorf("store: model %q: %w", name, err)
 	}
 	return m, st, nil
+}
+
+// commitModel enters model m and its new units (payloads already in their
+// packs) into the index, in the caller's transaction: records of units
+// not yet there (their depth one more than their base's), a reference per
+// use, and the manifest with the models its units are coded against.
+func commitModel(t tx, m *Manifest, news []*coded) error {
+	bases := map[string]bool{}
+	for _, c := range news {
+		if t.get(bUnits, c.h[:]) != nil {
+			// stored meanwhile by another writer (an S3 store's index
+			// update is redone on the index that writer left): its
+			// record and base references stand; this model only
+			// references it, below (its payload in this pack is unused)
+			continue
+		}
+		c.u.Owner = m.Name
+		if c.u.Kind == KindDelta || c.u.Kind == KindCast {
+			b, err := incRef(t, c.u.Base)
+			if err != nil {
+				return fmt.Errorf("base %s of unit %s: %w", c.u.Base, c.h, err)
+			}
+			if b.Depth >= maxDepth {
+				return fmt.Errorf("%w: base %s of unit %s: chain deeper than %d", ErrIndexDamaged, c.u.Base, c.h, maxDepth)
+			}
+			c.u.Depth = b.Depth + 1
+			if b.Owner != m.Name {
+				bases[b.Owner] = true
+			}
+		}
+		if err := t.put(bUnits, c.h[:], c.u.encode()); err != nil {
+			return err
+		}
+		if c.fp != nil {
+			if err := t.put(bFP, fpKey(c.u.DType, c.u.RawLen/int64(c.u.DType.Size()), c.h), c.fp.encode()); err != nil {
+				return err
+			}
+		}
+		for i, ch := range c.casts {
+			if t.get(bCasts, ch[:]) == nil {
+				if err := t.put(bCasts, ch[:], castRec{From: c.h, DType: c.castTs[i]}.encode()); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, f := range m.Files {
+		for _, h := range f.Units {
+			if _, err := incRef(t, h); err != nil {
+				return fmt.Errorf("unit %s: %w", h, err)
+			}
+		}
+	}
+	m.Bases = m.Bases[:0]
+	for b := range bases {
+		m.Bases = append(m.Bases, b)
+	}
+	slices.Sort(m.Bases)
+	return t.put(bModels, []byte(m.Name), m.encode())
 }
 
 // incRef adds one reference to unit h (which must be in the index).
@@ -419,14 +434,7 @@ func (s *Store) code(c *coded, raw []byte, t dtype.DType) error {
 			c.castTs = append(c.castTs, ct)
 		}
 	}
-	var segs []codec.Segment
-	if t != dtype.Invalid {
-		segs = []codec.Segment{{Offset: 0, Length: int64(len(raw)), Name: "t", DType: t, Shape: []int64{int64(len(raw) / t.Size())}}}
-	}
-	c.payload = raw
-	if plain, err := codec.CompressBytes(context.Background(), raw, segs, codec.EncodeOptions{Threads: 1}); err == nil && len(plain) < len(raw) {
-		c.payload, c.u.Kind = plain, KindNzip
-	}
+	c.payload, c.u.Kind = codeAlone(raw, t)
 	if !fingerprintable(t) {
 		return nil
 	}
@@ -440,11 +448,7 @@ func (s *Store) code(c *coded, raw []byte, t dtype.DType) error {
 	if err != nil {
 		return fmt.Errorf("base %s: %w", base, err)
 	}
-	ref, err := codec.NewReferenceSums([]codec.Input{{Name: "base", R: bytes.NewReader(braw), Size: int64(len(braw)), Segments: segs}}, [][32]byte{base})
-	if err != nil {
-		return err
-	}
-	delta, err := codec.CompressBytes(context.Background(), raw, segs, codec.EncodeOptions{Threads: 1, Ref: ref})
+	delta, err := codeDelta(raw, t, base, braw)
 	if err != nil {
 		return err
 	}
@@ -453,6 +457,33 @@ func (s *Store) code(c *coded, raw []byte, t dtype.DType) error {
 		c.u.Kind, c.u.Base, c.u.Depth = KindDelta, base, bu.Depth+1
 	}
 	return nil
+}
+
+// unitSegs is the layout of a unit of type t for the codec (nil: opaque).
+func unitSegs(n int, t dtype.DType) []codec.Segment {
+	if t == dtype.Invalid {
+		return nil
+	}
+	return []codec.Segment{{Offset: 0, Length: int64(n), Name: "t", DType: t, Shape: []int64{int64(n / t.Size())}}}
+}
+
+// codeAlone is a unit's payload coded on its own: a one-file nzip archive,
+// or the bytes themselves when that is not smaller.
+func codeAlone(raw []byte, t dtype.DType) ([]byte, uint8) {
+	if plain, err := codec.CompressBytes(context.Background(), raw, unitSegs(len(raw), t), codec.EncodeOptions{Threads: 1}); err == nil && len(plain) < len(raw) {
+		return plain, KindNzip
+	}
+	return raw, KindRaw
+}
+
+// codeDelta is a unit's payload coded against the bytes of unit base.
+func codeDelta(raw []byte, t dtype.DType, base Hash, braw []byte) ([]byte, error) {
+	segs := unitSegs(len(raw), t)
+	ref, err := codec.NewReferenceSums([]codec.Input{{Name: "base", R: bytes.NewReader(braw), Size: int64(len(braw)), Segments: segs}}, [][32]byte{base})
+	if err != nil {
+		return nil, err
+	}
+	return codec.CompressBytes(context.Background(), raw, segs, codec.EncodeOptions{Threads: 1, Ref: ref})
 }
 
 // nearest finds the stored unit of type t and numel values whose

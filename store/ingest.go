@@ -1,0 +1,464 @@
+package store
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	"neuralzip/codec"
+	"neuralzip/dtype"
+)
+
+// Ingestion in steps: what Add does for one model after another, cut into
+// the steps of a distributed pipeline (cmd/nzip-beam) that runs each step
+// on many workers:
+//
+//  1. Describe every unit of every file (Spans, Describe): its hash,
+//     fingerprint and, for F32, the hashes of its BF16 and F16 casts.
+//  2. Group the units by hash: the first in the ingest order (Before) is
+//     new unless the store holds it (Has); the others reference it.
+//  3. Group the new units by Family and plan each family (PlanFamily):
+//     which unit is a cast of an F32 unit, which is tried as a delta to
+//     which base, which is coded alone.
+//  4. Code each planned unit (Code), reading its base's bytes from the
+//     input that holds it or from the store (UnitBytes).
+//  5. Write one pack per model (Pack, PutPack).
+//  6. Commit the models in order (CommitModels), each in one transaction.
+//
+// The store this makes is the one Add makes adding the same models one by
+// one in the same order: the same units, kinds, bases, packs and
+// manifests. One difference is possible near the base chain limit: the
+// planner counts a chain as if every planned delta is kept (a delta not
+// smaller than the unit coded alone is dropped when it is coded), so a
+// chain that reaches the limit may end one unit earlier than Add's.
+
+// Span is one unit of a file: a byte range and its element type
+// (dtype.Invalid for opaque bytes).
+type Span struct {
+	Off, N int64
+	DType  dtype.DType
+}
+
+// Spans cuts a file of size bytes with layout segs into its units, as Add
+// does: each tensor one unit, the bytes between tensors opaque units of
+// at most 16 MiB.
+func Spans(size int64, segs []codec.Segment) []Span {
+	sp := spans(size, segs)
+	out := make([]Span, len(sp))
+	for i, s := range sp {
+		out[i] = Span{Off: s.off, N: s.n, DType: s.t}
+	}
+	return out
+}
+
+// UnitInfo describes one unit of an ingest: where it lies and what its
+// bytes are (without the bytes).
+type UnitInfo struct {
+	Model int // the model's place in the ingest order: earlier models are the bases of later ones
+	File  int // the file's place in its model
+	Index int // the unit's place in its file
+	Src   string
+	Span
+	Hash  Hash
+	FP    []float32 // fingerprint (float tensors)
+	Casts []Hash    // F32: the SHA-256 of its BF16 and F16 casts
+}
+
+// Describe hashes and fingerprints the bytes of a unit of type t.
+func Describe(raw []byte, t dtype.DType) (h Hash, fp []float32, casts []Hash) {
+	h = sha256.Sum256(raw)
+	if fingerprintable(t) && len(raw)%t.Size() == 0 {
+		fp = fingerprintOf(raw, t)
+	}
+	if t == dtype.F32 && len(raw)%4 == 0 {
+		for _, ct := range castTypes {
+			casts = append(casts, Hash(sha256.Sum256(castF32(nil, raw, ct))))
+		}
+	}
+	return h, fp, casts
+}
+
+// castTypes are the types an F32 unit's casts are recorded for, in the
+// order of UnitInfo.Casts.
+var castTypes = []dtype.DType{dtype.BF16, dtype.F16}
+
+// Before reports whether u comes before v in the ingest order.
+func (u UnitInfo) Before(v UnitInfo) bool {
+	if u.Model != v.Model {
+		return u.Model < v.Model
+	}
+	if u.File != v.File {
+		return u.File < v.File
+	}
+	return u.Index < v.Index
+}
+
+// Family is the key of the units planned together: float tensors of one
+// element count (an F32 tensor meets its BF16 and F16 casts and its fine-
+// tunes). Units of other types have none ("") and are coded alone.
+func (u UnitInfo) Family() string {
+	if !fingerprintable(u.DType) || u.FP == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d", u.N/int64(u.DType.Size()))
+}
+
+// Has reports whether the store holds a unit with hash h.
+func (s *Store) Has(h Hash) (bool, error) {
+	found := false
+	err := s.kv.view(func(t tx) error {
+		found = t.get(bUnits, h[:]) != nil
+		return nil
+	})
+	return found, err
+}
+
+// Plan says how a new unit is to be stored.
+type Plan struct {
+	Unit UnitInfo
+	// Kind is KindCast (the bytes are the cast of Base), KindDelta (coded
+	// against Base, or alone when that is smaller) or KindNzip (coded
+	// alone; raw when nzip does not shrink it).
+	Kind uint8
+	Base Hash
+	// BaseAt is the base when it is a unit of this ingest (read from its
+	// input); nil when the store holds it.
+	BaseAt *UnitInfo
+	Depth  int // the planned length of its base chain
+}
+
+// candidate is a possible base in a family: a stored unit or a planned one.
+type candidate struct {
+	h     Hash
+	fp    fingerprint
+	depth int
+	at    *UnitInfo // nil: stored
+}
+
+// PlanFamily plans the new units of one family (their Family key equal,
+// none stored, each hash once), as Add would meet them one model after
+// another: a castable unit whose bytes are the cast of an F32 unit stored
+// or added by an earlier model is a cast; a float unit is tried against
+// the nearest unit of its type stored or added by an earlier model; the
+// rest are coded alone. The plans come in the ingest order.
+func (s *Store) PlanFamily(units []UnitInfo) ([]Plan, error) {
+	units = slices.Clone(units)
+	sort.Slice(units, func(i, j int) bool { return units[i].Before(units[j]) })
+	cands := map[dtype.DType][]candidate{} // by type, in hash order (Add's scan order)
+	storedCast := map[Hash]*candidate{}     // cast hints the store holds: the cast's hash → its F32 unit
+	hinted := map[Hash]bool{}               // cast hashes with a hint in the store (valid or not)
+	newCast := map[Hash]struct {
+		c  candidate
+		to dtype.DType
+	}{}
+	err := s.kv.view(func(t tx) error {
+		types := map[dtype.DType]int64{}
+		for _, u := range units {
+			if u.Family() == "" {
+				return fmt.Errorf("store: plan: unit %s of type %s has no family", u.Hash, u.DType)
+			}
+			types[u.DType] = u.N / int64(u.DType.Size())
+			if castable(u.DType) {
+				v := t.get(bCasts, u.Hash[:])
+				if v == nil {
+					continue
+				}
+				hinted[u.Hash] = true
+				r, err := parseCast(v)
+				if err != nil || r.DType != u.DType {
+					continue
+				}
+				if bu := t.get(bUnits, r.From[:]); bu != nil {
+					if b, err := parseUnit(bu); err == nil && b.Depth < maxDepth {
+						storedCast[u.Hash] = &candidate{h: r.From, depth: int(b.Depth)}
+					}
+				}
+			}
+		}
+		for _, u := range units { // the casts' hints that F32 units would meet
+			for _, ch := range u.Casts {
+				if t.get(bCasts, ch[:]) != nil {
+					hinted[ch] = true
+				}
+			}
+		}
+		for ty, numel := range types {
+			prefix := fpKey(ty, numel, Hash{})
+			if err := t.scan(bFP, prefix, func(k, v []byte) error {
+				if len(k) != len(prefix)+32 {
+					return nil
+				}
+				f, err := parseFingerprint(v)
+				if err != nil {
+					return nil
+				}
+				var h Hash
+				copy(h[:], k[len(prefix):])
+				ub := t.get(bUnits, h[:])
+				if ub == nil {
+					return nil
+				}
+				bu, err := parseUnit(ub)
+				if err != nil || bu.DType != ty {
+					return nil
+				}
+				cands[ty] = append(cands[ty], candidate{h: h, fp: f, depth: int(bu.Depth)})
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	plans := make([]Plan, 0, len(units))
+	for i := 0; i < len(units); {
+		j := i
+		for j < len(units) && units[j].Model == units[i].Model {
+			j++
+		}
+		// one model: its units see the store and earlier models only
+		start := len(plans)
+		for k := i; k < j; k++ {
+			u := units[k]
+			p := Plan{Unit: u, Kind: KindNzip}
+			if c, ok := storedCast[u.Hash]; ok {
+				p.Kind, p.Base, p.Depth = KindCast, c.h, c.depth+1
+			} else if nc, ok := newCast[u.Hash]; ok && !hinted[u.Hash] && nc.to == u.DType && nc.c.depth < maxDepth {
+				p.Kind, p.Base, p.BaseAt, p.Depth = KindCast, nc.c.h, nc.c.at, nc.c.depth+1
+			} else if c, ok := nearestOf(cands[u.DType], u.FP); ok {
+				p.Kind, p.Base, p.BaseAt, p.Depth = KindDelta, c.h, c.at, c.depth+1
+			}
+			plans = append(plans, p)
+		}
+		for k := start; k < len(plans); k++ {
+			p := &plans[k]
+			at := &p.Unit
+			c := candidate{h: at.Hash, fp: at.FP, depth: p.Depth, at: at}
+			l := cands[at.DType]
+			n, _ := slices.BinarySearchFunc(l, c.h, func(a candidate, h Hash) int { return compareHash(a.h, h) })
+			cands[at.DType] = slices.Insert(l, n, c)
+			for ci, ch := range at.Casts {
+				if _, ok := newCast[ch]; !ok && !hinted[ch] {
+					newCast[ch] = struct {
+						c  candidate
+						to dtype.DType
+					}{c, castTypes[ci]}
+				}
+			}
+		}
+		i = j
+	}
+	return plans, nil
+}
+
+func compareHash(a, b Hash) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return int(a[i]) - int(b[i])
+		}
+	}
+	return 0
+}
+
+// nearestOf is Add's choice of base: the candidate nearest fp within
+// nearThreshold with room in its chain, the first in hash order on a tie.
+func nearestOf(cs []candidate, fp fingerprint) (candidate, bool) {
+	var best candidate
+	bestD := nearThreshold
+	found := false
+	for _, c := range cs {
+		d := distance(c.fp, fp)
+		if !(d < bestD) || c.depth+1 >= maxDepth {
+			continue
+		}
+		best, bestD, found = c, d, true
+	}
+	return best, found
+}
+
+// NewUnit is a coded unit on its way into the store: where its payload
+// lies (Pack, Off, Len, CRC are set by Pack).
+type NewUnit struct {
+	Unit UnitInfo
+	Kind uint8
+	Base Hash // delta and cast
+	Pack Hash
+	Off  int64
+	Len  int64
+	CRC  uint32
+}
+
+// Code codes a planned unit: raw is its bytes, base the bytes of its base
+// (for a delta plan; nil for others). It returns the unit and its payload.
+func Code(p Plan, raw, base []byte) (NewUnit, []byte, error) {
+	u := p.Unit
+	if int64(len(raw)) != u.N {
+		return NewUnit{}, nil, fmt.Errorf("store: unit %s: %d bytes, planned %d", u.Hash, len(raw), u.N)
+	}
+	if Hash(sha256.Sum256(raw)) != u.Hash {
+		return NewUnit{}, nil, fmt.Errorf("store: unit %s: its input changed since it was described", u.Hash)
+	}
+	nu := NewUnit{Unit: u}
+	if p.Kind == KindCast {
+		nu.Kind, nu.Base = KindCast, p.Base
+		return nu, nil, nil
+	}
+	payload, kind := codeAlone(raw, u.DType)
+	nu.Kind = kind
+	if p.Kind == KindDelta {
+		if base == nil {
+			return NewUnit{}, nil, fmt.Errorf("store: unit %s: no bytes for its base %s", u.Hash, p.Base)
+		}
+		delta, err := codeDelta(raw, u.DType, p.Base, base)
+		if err != nil {
+			return NewUnit{}, nil, err
+		}
+		if len(delta) < len(payload) {
+			payload, nu.Kind, nu.Base = delta, KindDelta, p.Base
+		}
+	}
+	return nu, payload, nil
+}
+
+// Pack lays the payloads of a model's new units (in the ingest order) out
+// as one pack and sets each unit's place in it; the caller stores the pack
+// with PutPack and sets Pack to its address.
+func Pack(units []NewUnit, payloads [][]byte) []byte {
+	var pack []byte
+	for i := range units {
+		if units[i].Kind == KindCast {
+			continue
+		}
+		units[i].Off = int64(len(pack))
+		units[i].Len = int64(len(payloads[i]))
+		units[i].CRC = crcOf(payloads[i])
+		pack = append(pack, payloads[i]...)
+	}
+	return pack
+}
+
+// PutPack stores a pack and returns its address (storing one already
+// there does nothing).
+func (s *Store) PutPack(data []byte) (Hash, error) {
+	if s.opt.ReadOnly {
+		return Hash{}, errors.New("store: opened read-only")
+	}
+	return s.bl.put(data)
+}
+
+// UnitBytes returns the original bytes of stored unit h.
+func (s *Store) UnitBytes(h Hash) ([]byte, error) {
+	var u unit
+	err := s.kv.view(func(t tx) error {
+		v := t.get(bUnits, h[:])
+		if v == nil {
+			return fmt.Errorf("store: unit %s: not in the index", h)
+		}
+		var err error
+		u, err = parseUnit(v)
+		if err != nil {
+			return fmt.Errorf("%w: unit %s: %v", ErrIndexDamaged, h, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.decode(h, u, maxDepth)
+}
+
+// ModelCommit is one model of an ingest, ready to enter the index.
+type ModelCommit struct {
+	Name  string
+	Files []FileEntry // each file's units (hashes, in order), size, SHA-256, format
+	New   []NewUnit   // the units this model stores, packed
+}
+
+// CommitModels enters models into the index in the order given, in one
+// transaction (so each model is there in full or absent). Their packs
+// must be stored. A model already stored with the same files (an earlier
+// try of the same ingest) is left as it is and reported in skipped; one
+// stored with other files is an ErrExists.
+func (s *Store) CommitModels(ms []ModelCommit) (skipped []string, err error) {
+	if s.opt.ReadOnly {
+		return nil, errors.New("store: opened read-only")
+	}
+	sizer, _ := s.bl.(interface{ size(Hash) (int64, bool) })
+	ms = slices.Clone(ms)
+	for _, mc := range ms {
+		if err := checkName(mc.Name); err != nil {
+			return nil, err
+		}
+		for _, f := range mc.Files {
+			if err := checkFileName(f.Name); err != nil {
+				return nil, fmt.Errorf("store: model %q: %w", mc.Name, err)
+			}
+		}
+		if sizer == nil {
+			continue
+		}
+		for _, nu := range mc.New {
+			if nu.Kind == KindCast {
+				continue
+			}
+			if n, ok := sizer.size(nu.Pack); !ok || n < nu.Off+nu.Len {
+				return nil, fmt.Errorf("store: model %q: chunk %s is missing or short (a gc removed it while the ingest ran?): ingest again", mc.Name, nu.Pack)
+			}
+		}
+	}
+	err = s.kv.update(func(t tx) error {
+		skipped = skipped[:0]
+		for _, mc := range ms {
+			m := &Manifest{Name: mc.Name, Files: mc.Files}
+			for _, f := range mc.Files {
+				m.Raw += f.Size
+			}
+			if v := t.get(bModels, []byte(mc.Name)); v != nil {
+				old, err := parseManifest(v)
+				if err == nil && sameFiles(old.Files, mc.Files) {
+					skipped = append(skipped, mc.Name)
+					continue
+				}
+				return fmt.Errorf("%w: %q", ErrExists, mc.Name)
+			}
+			news := make([]*coded, len(mc.New))
+			for i, nu := range mc.New {
+				u := nu.Unit
+				c := &coded{h: u.Hash, fp: u.FP, casts: u.Casts, u: unit{Kind: nu.Kind, DType: u.DType, Pack: nu.Pack, Off: nu.Off, Len: nu.Len, CRC: nu.CRC, RawLen: u.N, Base: nu.Base}}
+				if c.u.Kind == KindCast {
+					c.u.Pack = Hash{}
+				} else {
+					m.Added += nu.Len
+				}
+				if !fingerprintable(u.DType) {
+					c.fp = nil
+				}
+				if u.DType == dtype.F32 && len(u.Casts) == len(castTypes) {
+					c.castTs = castTypes
+				} else {
+					c.casts = nil
+				}
+				news[i] = c
+			}
+			if err := commitModel(t, m, news); err != nil {
+				return fmt.Errorf("model %q: %w", mc.Name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: commit: %w", err)
+	}
+	return skipped, nil
+}
+
+func sameFiles(a, b []FileEntry) bool {
+	return slices.EqualFunc(a, b, func(x, y FileEntry) bool {
+		return x.Name == y.Name && x.Size == y.Size && x.SHA256 == y.SHA256 && slices.Equal(x.Units, y.Units)
+	})
+}
