@@ -147,8 +147,8 @@ func (s *Store) PlanFamily(units []UnitInfo) ([]Plan, error) {
 	units = slices.Clone(units)
 	sort.Slice(units, func(i, j int) bool { return units[i].Before(units[j]) })
 	cands := map[dtype.DType][]candidate{} // by type, in hash order (Add's scan order)
-	storedCast := map[Hash]*candidate{}     // cast hints the store holds: the cast's hash → its F32 unit
-	hinted := map[Hash]bool{}               // cast hashes with a hint in the store (valid or not)
+	storedCast := map[Hash]*candidate{}    // cast hints the store holds: the cast's hash → its F32 unit
+	hinted := map[Hash]bool{}              // cast hashes with a hint in the store (valid or not)
 	newCast := map[Hash]struct {
 		c  candidate
 		to dtype.DType
