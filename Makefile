@@ -12,6 +12,7 @@
 #   make ptx     compile the CUDA kernels (gpu/kernels/decode.cu) to PTX
 #   make gpu-check  decode the bench corpus on an NVIDIA GPU (CUDA backend), GB/s
 #   make webgpu-test  the WGSL kernels in headless Chromium (SwiftShader), bit-exact
+#   make nzip-beam  build bin/nzip-beam, the Apache Beam ingest (its own module)
 
 GO        ?= go
 SHARED    ?= ../shared
@@ -29,7 +30,7 @@ GOWASMEXEC = $$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec
 PKGS_ARM64 := ./dtype/... ./codec/... ./checkpoint/... ./trajectory/... ./analysis/... ./assets/... ./infer/... ./store/...
 PKGS_JS   := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./trajectory/... ./app/core/... ./gpu/... ./infer/... ./store/...
 
-.PHONY: s3-server ptx ptx-check gpu-deps gpu-check webgpu-test all build run demo workbench fyne-deps screenshots test check-go fmt-check vet arrows unit race noasm arm64-test fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
+.PHONY: beam nzip-beam s3-server ptx ptx-check gpu-deps gpu-check webgpu-test all build run demo workbench fyne-deps screenshots test check-go fmt-check vet arrows unit race noasm arm64-test fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
 
 all: build
 
@@ -60,7 +61,7 @@ screenshots: check-go
 demo: build
 	./scripts/demo.sh $(BIN) $(SHARED)
 
-test: check-go fyne-deps gpu-deps fmt-check vet arrows ptx-check unit race noasm arm64-test fuzz-short wasm-build purego-build js-test browser-test webgpu-test
+test: check-go fyne-deps gpu-deps fmt-check vet arrows ptx-check unit race noasm arm64-test fuzz-short wasm-build purego-build js-test browser-test webgpu-test beam
 	@echo "make test: all checks passed"
 
 # clang-14 (PTX) and g++ (the kernels as C++ in gpu's tests)
@@ -99,6 +100,14 @@ unit: s3-server
 # cannot be built here, those tests skip and say why.
 s3-server:
 	@./scripts/seaweedfs.sh >/dev/null || echo "s3-server: SeaweedFS could not be built: the s3:// store tests will skip"
+
+# nzip-beam, the Apache Beam ingest (cmd/nzip-beam): its own module, so
+# Beam and its dependencies stay out of nzip's build
+nzip-beam: check-go
+	cd cmd/nzip-beam && $(GO) build -o ../../bin/nzip-beam .
+
+beam: check-go
+	cd cmd/nzip-beam && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 race:
 	$(GO) test -count=1 -race -short ./codec/... ./checkpoint/... ./trajectory/... ./app/core/... ./gpu/... ./infer/... ./store/...

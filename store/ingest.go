@@ -388,7 +388,12 @@ func (s *Store) CommitModels(ms []ModelCommit) (skipped []string, err error) {
 	if s.opt.ReadOnly {
 		return nil, errors.New("store: opened read-only")
 	}
-	sizer, _ := s.bl.(interface{ size(Hash) (int64, bool) })
+	var sizer func(Hash) (int64, bool)
+	if z, ok := s.bl.(interface{ stat(Hash) (int64, bool) }); ok {
+		sizer = z.stat
+	} else if z, ok := s.bl.(interface{ size(Hash) (int64, bool) }); ok {
+		sizer = z.size
+	}
 	ms = slices.Clone(ms)
 	for _, mc := range ms {
 		if err := checkName(mc.Name); err != nil {
@@ -406,7 +411,7 @@ func (s *Store) CommitModels(ms []ModelCommit) (skipped []string, err error) {
 			if nu.Kind == KindCast {
 				continue
 			}
-			if n, ok := sizer.size(nu.Pack); !ok || n < nu.Off+nu.Len {
+			if n, ok := sizer(nu.Pack); !ok || n < nu.Off+nu.Len {
 				return nil, fmt.Errorf("store: model %q: chunk %s is missing or short (a gc removed it while the ingest ran?): ingest again", mc.Name, nu.Pack)
 			}
 		}

@@ -307,3 +307,24 @@ func (b *s3Blobs) list(fn func(id Hash, size int64) error) error {
 
 // clean: S3 writes are whole or absent; nothing is left half-written.
 func (b *s3Blobs) clean() (int, error) { return 0, nil }
+
+// S3Client is the client, bucket and key prefix of s3://bucket/prefix,
+// configured from the environment as the s3:// store is (AWS_ENDPOINT_URL,
+// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION): for reading
+// inputs that lie on the same storage.
+func S3Client(loc string) (cl *minio.Client, bucket, prefix string, err error) {
+	l, err := parseS3(loc)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return l.cl, l.bucket, strings.TrimSuffix(l.prefix, "/"), nil
+}
+
+// stat is a pack's size, one request away (not cheap enough for blobSize).
+func (b *s3Blobs) stat(id Hash) (int64, bool) {
+	st, err := b.l.cl.StatObject(context.Background(), b.l.bucket, b.l.pack(id), minio.StatObjectOptions{})
+	if err != nil {
+		return 0, false
+	}
+	return st.Size, true
+}

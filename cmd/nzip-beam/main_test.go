@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"neuralzip/store"
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	beam.Init()
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	os.Exit(m.Run())
+}
+
+// shared is a directory of ../shared (the real models), or a skip.
+func shared(t *testing.T, rel string) string {
+	t.Helper()
+	p := filepath.Join("..", "..", "..", "shared", rel)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("%s not present (real models from ../shared): %v", rel, err)
+	}
+	return p
+}
+
+// addAll is the reference: nzip store add of the models one by one, in
+// order, into a new directory store.
+func addAll(t *testing.T, models []modelRef) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "add")
+	if err := store.Init(dir); err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, m := range models {
+		files, err := openModel(m.Path, os.Stderr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins := make([]store.Input, len(files))
+		for i, f := range files {
+			ins[i] = store.Input{Name: f.Name, R: f.R, Size: f.Size, Format: f.Format, Segments: f.Segs}
+		}
+		_, _, err = s.Add(m.Name, ins, store.AddOptions{})
+		closeFiles(files)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func statsJSON(t *testing.T, dir string) string {
+	t.Helper()
+	s, err := store.Open(dir, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st, err := s.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.MarshalIndent(st, "", " ")
+	return string(b)
+}
+
+// checkRestores restores every model of the store and compares it with
+// the files it came from, byte for byte, and verifies the store.
+func checkRestores(t *testing.T, dir string, models []modelRef) {
+	t.Helper()
+	s, err := store.Open(dir, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, m := range models {
+		man, err := s.Model(m.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := openModel(m.Path, os.Stderr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for fi, f := range files {
+			want, err := readSpan(f.Src, 0, f.Size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got bytes.Buffer
+			if err := s.WriteFile(man, fi, &got); err != nil {
+				t.Fatalf("%s: %v", m.Name, err)
+			}
+			if !bytes.Equal(got.Bytes(), want) {
+				t.Fatalf("%s file %s: restores to other bytes", m.Name, f.Name)
+			}
+		}
+		closeFiles(files)
+	}
+	if bad, err := s.Verify(); err != nil || len(bad) > 0 {
+		t.Fatalf("verify: %v %v", bad, err)
+	}
+}
+
+func newStore(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "beam")
+	if err := store.Init(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestIngestMatchesAdd runs the pipeline on Prism, in this process, over
+// the hub (fine-tunes of one base in F32, BF16 and F16: deduplicated
+// tensors, casts, deltas) and over the real models of every format, and
+// compares the store with the one nzip store add makes of the same files
+// in the same order: the same stats (units by kind, stored bytes, chunk
+// files, every model's added bytes and bases), every file restored byte
+// for byte.
+func TestIngestMatchesAdd(t *testing.T) {
+	hub := shared(t, "hub/stories260K")
+	for _, tc := range []struct {
+		name   string
+		inputs []string
+	}{
+		// F32 before its casts, so casts are met
+		{"hub-f32-first", []string{filepath.Join(hub, "base/model.f32.safetensors"), hub}},
+		{"original", []string{shared(t, "models/original")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if testing.Short() && tc.name == "original" {
+				t.Skip("-short: the 67 MB of real models")
+			}
+			models, err := expand(context.Background(), tc.inputs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := addAll(t, models)
+			dir := newStore(t)
+			sum, err := ingest(context.Background(), config{store: dir, runner: "prism", inputs: tc.inputs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a, b := statsJSON(t, ref), statsJSON(t, dir); a != b {
+				t.Fatalf("stats differ:\nstore add:\n%s\nnzip-beam:\n%s", a, b)
+			}
+			c := sum.counters
+			if c["models_committed"] != int64(len(models)) || c["files"] == 0 || c["units"] == 0 {
+				t.Fatalf("metrics: %v for %d models", c, len(models))
+			}
+			if tc.name == "hub-f32-first" && (c["units_cast"] == 0 || c["units_delta"] == 0 || c["units_deduplicated"] == 0) {
+				t.Fatalf("the hub gave no casts, deltas or duplicates: %v", c)
+			}
+			var out bytes.Buffer
+			sum.print(&out)
+			t.Logf("%s", out.String())
+			checkRestores(t, dir, models)
+		})
+	}
+}
+
+// TestIngestKilled ends a run while it commits (the commit worker dies
+// after two models, its context cancelled) and runs it again: the second
+// run skips the models the first committed and finishes, and the store is
+// the one a single run makes; orphan chunks of the first run are the
+// ones the second writes again (content-addressed), so nothing is lost or
+// stored twice.
+func TestIngestKilled(t *testing.T) {
+	hub := shared(t, "hub/stories260K")
+	inputs := []string{hub}
+	models, err := expand(context.Background(), inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := newStore(t)
+	if _, err := ingest(context.Background(), config{store: whole, runner: "prism", inputs: inputs}); err != nil {
+		t.Fatal(err)
+	}
+	dir := newStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	killed := errors.New("killed")
+	commitHook = func(done int) error {
+		if done == 2 {
+			cancel()
+			return killed
+		}
+		return nil
+	}
+	_, err = ingest(ctx, config{store: dir, runner: "prism", inputs: inputs})
+	commitHook = nil
+	if err == nil {
+		t.Fatal("the killed run reported success")
+	}
+	s, err := store.Open(dir, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, _ := s.Names()
+	s.Close()
+	if len(names) != 2 {
+		t.Fatalf("the killed run left %d models, want the 2 committed before it died", len(names))
+	}
+	sum, err := ingest(context.Background(), config{store: dir, runner: "prism", inputs: inputs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.skipped) != 2 || sum.counters["models_committed"] != int64(len(models)-2) {
+		t.Fatalf("rerun: skipped %v, committed %d of %d", sum.skipped, sum.counters["models_committed"], len(models))
+	}
+	if a, b := statsJSON(t, whole), statsJSON(t, dir); a != b {
+		t.Fatalf("stats differ:\none run:\n%s\nkilled and run again:\n%s", a, b)
+	}
+	checkRestores(t, dir, models)
+	// a third run has nothing to do
+	sum, err = ingest(context.Background(), config{store: dir, runner: "prism", inputs: inputs})
+	if err != nil || len(sum.skipped) != len(models) {
+		t.Fatalf("third run: %v, skipped %d of %d", err, len(sum.skipped), len(models))
+	}
+}
+
+// TestUsage: the command line's refusals.
+func TestUsage(t *testing.T) {
+	dir := newStore(t)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, 2, "usage"},
+		{[]string{"add"}, 2, "usage"},
+		{[]string{"ingest", "-store", dir}, 2, "at least one FILE"},
+		{[]string{"ingest", "-store", dir, "-runner", "flink", "x"}, 1, "s3:// store"},
+		{[]string{"ingest", "-store", dir, "-runner", "nope", "x"}, 1, "want prism"},
+		{[]string{"ingest", "-store", filepath.Join(dir, "none"), "x"}, 1, "not a store"},
+		{[]string{"ingest", "-store", dir, filepath.Join(dir, "missing")}, 1, "no such file"},
+	} {
+		*flagRunner, *flagStore, *flagBatch = "prism", "", 0
+		var out, errb bytes.Buffer
+		code := run(context.Background(), tc.args, &out, &errb)
+		if code != tc.code || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%q: exit %d, %q; want %d and %q", tc.args, code, errb.String(), tc.code, tc.want)
+		}
+	}
+}
+
+// BenchmarkIngest: the pipeline on Prism over the real models and the hub
+// (bytes: the files' bytes).
+func BenchmarkIngest(b *testing.B) {
+	orig := filepath.Join("..", "..", "..", "shared", "models", "original")
+	hub := filepath.Join("..", "..", "..", "shared", "hub", "stories260K")
+	for _, p := range []string{orig, hub} {
+		if _, err := os.Stat(p); err != nil {
+			b.Skipf("%s not present: %v", p, err)
+		}
+	}
+	var size int64
+	for _, p := range []string{orig, hub} {
+		filepath.WalkDir(p, func(_ string, d os.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				if st, err := d.Info(); err == nil {
+					size += st.Size()
+				}
+			}
+			return nil
+		})
+	}
+	b.SetBytes(size)
+	for b.Loop() {
+		b.StopTimer()
+		dir := filepath.Join(b.TempDir(), "s")
+		if err := store.Init(dir); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, err := ingest(context.Background(), config{store: dir, runner: "prism", inputs: []string{orig, hub}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
