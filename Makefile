@@ -106,7 +106,7 @@ s3-server:
 nzip-beam: check-go
 	cd cmd/nzip-beam && $(GO) build -o ../../bin/nzip-beam .
 
-beam: check-go
+beam: check-go s3-server
 	cd cmd/nzip-beam && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 race:

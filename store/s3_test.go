@@ -6,169 +6,24 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path"
-	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
+
+	"neuralzip/internal/weedtest"
 )
 
-// The s3:// store against a real S3 server: SeaweedFS's weed server -s3,
-// started here on 127.0.0.1 (scripts/seaweedfs.sh builds it from the
-// module the Go proxy serves and caches it; make test runs the script).
-// NZ_WEED names the binary; without it the cached one is used, else the
-// tests skip.
+// The s3:// store against a real S3 server (internal/weedtest).
 
-var weedOnce struct {
-	sync.Once
-	endpoint string
-	err      error
-	cmd      *exec.Cmd
-	dir      string
-	buckets  atomic.Int64
-}
-
-// weedBinary finds the weed binary, or "".
-func weedBinary() string {
-	if p := os.Getenv("NZ_WEED"); p != "" {
-		return p
-	}
-	home, _ := os.UserHomeDir()
-	cache := os.Getenv("NZ_WEED_CACHE")
-	if cache == "" {
-		cache = filepath.Join(home, ".cache", "nzip-weed")
-	}
-	m, _ := filepath.Glob(filepath.Join(cache, "weed-v*"))
-	for _, p := range m {
-		if !strings.HasSuffix(p, ".tmp") {
-			return p
-		}
-	}
-	return ""
-}
-
-// freePort returns a free TCP port on 127.0.0.1 below 50000 (weed also
-// listens on port+10000 for gRPC).
-func freePort() (int, error) {
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if p < 50000 {
-			if l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+10000)); err == nil {
-				l2.Close()
-				return p, nil
-			}
-		}
-	}
-	return 0, errors.New("no free port")
-}
-
-// s3Server starts one weed server for the test binary (stopped by
-// TestMain's cleanup) and points the store's S3 client at it; it makes a
-// fresh bucket for the test.
+// s3Server makes a fresh bucket on the test server and returns a store
+// location in it.
 func s3Server(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: the S3 server tests are skipped")
-	}
-	bin := weedBinary()
-	if bin == "" {
-		t.Skip("no SeaweedFS binary (scripts/seaweedfs.sh builds it; NZ_WEED names one): skipping the s3:// tests")
-	}
-	weedOnce.Do(func() {
-		weedOnce.dir, weedOnce.err = os.MkdirTemp("", "nzip-weed-")
-		if weedOnce.err != nil {
-			return
-		}
-		var ports [4]int
-		for i := range ports {
-			if ports[i], weedOnce.err = freePort(); weedOnce.err != nil {
-				return
-			}
-		}
-		cmd := exec.Command(bin, "server", "-dir="+weedOnce.dir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-			fmt.Sprintf("-master.port=%d", ports[0]), fmt.Sprintf("-volume.port=%d", ports[1]),
-			fmt.Sprintf("-filer.port=%d", ports[2]), "-s3", fmt.Sprintf("-s3.port=%d", ports[3]),
-			"-master.volumeSizeLimitMB=64", "-volume.max=200")
-		logf, _ := os.Create(filepath.Join(weedOnce.dir, "weed.log"))
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if weedOnce.err = cmd.Start(); weedOnce.err != nil {
-			return
-		}
-		weedOnce.cmd = cmd
-		weedOnce.endpoint = fmt.Sprintf("http://127.0.0.1:%d", ports[3])
-		// wait until the S3 gateway lists buckets
-		deadline := time.Now().Add(90 * time.Second)
-		for {
-			if r, err := http.Get(weedOnce.endpoint + "/"); err == nil {
-				r.Body.Close()
-				if r.StatusCode < 500 {
-					break
-				}
-			}
-			if time.Now().After(deadline) {
-				log, _ := os.ReadFile(filepath.Join(weedOnce.dir, "weed.log"))
-				weedOnce.err = fmt.Errorf("weed server did not answer on %s within 90 s; its log ends: %s", weedOnce.endpoint, tail(log, 2000))
-				return
-			}
-			time.Sleep(300 * time.Millisecond)
-		}
-	})
-	if weedOnce.err != nil {
-		t.Fatal(weedOnce.err)
-	}
-	t.Setenv("AWS_ENDPOINT_URL", weedOnce.endpoint)
-	t.Setenv("AWS_ACCESS_KEY_ID", "")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
-	// one bucket per test run (go test -count=N runs a test again on the same server)
-	bucket := fmt.Sprintf("%s-%d", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), weedOnce.buckets.Add(1))
-	l, err := parseS3("s3://" + bucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		err = l.cl.MakeBucket(ctx, bucket, minio.MakeBucketOptions{})
-		if err == nil || minio.ToErrorResponse(err).Code == "BucketAlreadyOwnedByYou" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("make bucket %s: %v", bucket, err)
-		}
-		time.Sleep(500 * time.Millisecond) // the filer may still be starting
-	}
-	return "s3://" + bucket + "/models"
-}
-
-func tail(b []byte, n int) string {
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
-}
-
-func stopWeed() {
-	if weedOnce.cmd != nil {
-		weedOnce.cmd.Process.Kill()
-		weedOnce.cmd.Wait()
-	}
-	if weedOnce.dir != "" {
-		os.RemoveAll(weedOnce.dir)
-	}
+	return "s3://" + weedtest.Bucket(t) + "/models"
 }
 
 // TestS3Lifecycle: init, add (exact dedup, a cast, a delta), get byte for
@@ -367,6 +222,6 @@ func TestS3ConcurrentAdds(t *testing.T) {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	stopWeed()
+	weedtest.Stop()
 	os.Exit(code)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,7 +14,9 @@ import (
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/minio/minio-go/v7"
 
+	"neuralzip/internal/weedtest"
 	"neuralzip/store"
 )
 
@@ -21,7 +24,9 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	beam.Init()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	os.Exit(m.Run())
+	code := m.Run()
+	weedtest.Stop()
+	os.Exit(code)
 }
 
 // shared is a directory of ../shared (the real models), or a skip.
@@ -291,6 +296,83 @@ func BenchmarkIngest(b *testing.B) {
 		b.StartTimer()
 		if _, err := ingest(context.Background(), config{store: dir, runner: "prism", inputs: []string{orig, hub}}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestIngestS3: models read from s3:// objects into an s3:// store on a
+// real S3 server (SeaweedFS): the same units, kinds and bytes as nzip
+// store add of the same files from disk, every file restored byte for
+// byte from the bucket.
+func TestIngestS3(t *testing.T) {
+	hub := shared(t, "hub/stories260K")
+	bucket := weedtest.Bucket(t)
+	cl, _, _, err := store.S3Client("s3://" + bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := expand(context.Background(), []string{hub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range local {
+		rel, _ := filepath.Rel(hub, m.Path)
+		if _, err := cl.FPutObject(context.Background(), bucket, "in/"+filepath.ToSlash(rel), m.Path, minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loc := "s3://" + bucket + "/store"
+	if err := store.Init(loc); err != nil {
+		t.Fatal(err)
+	}
+	in := []string{"s3://" + bucket + "/in"}
+	sum, err := ingest(context.Background(), config{store: loc, runner: "prism", inputs: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.counters["models_committed"] != int64(len(local)) {
+		t.Fatalf("committed %d of %d models", sum.counters["models_committed"], len(local))
+	}
+	models, err := expand(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := addAll(t, local)
+	a, err := store.Open(ref, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := store.Open(loc, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	sa, err := a.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := b.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa.Stored != sb.Stored || sa.Raw != sb.Raw || sa.Chunks != sb.Chunks || fmt.Sprint(sa.Units, sa.UnitBytes) != fmt.Sprint(sb.Units, sb.UnitBytes) {
+		t.Fatalf("store add: %+v\nnzip-beam from s3: %+v", sa, sb)
+	}
+	for _, m := range models {
+		man, err := b.Model(m.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for fi, f := range man.Files {
+			want, err := readSpan(m.Path, 0, f.Size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got bytes.Buffer
+			if err := b.WriteFile(man, fi, &got); err != nil || !bytes.Equal(got.Bytes(), want) {
+				t.Fatalf("%s: restores to other bytes (%v)", m.Name, err)
+			}
 		}
 	}
 }
