@@ -113,10 +113,17 @@ type summary struct {
 
 func (s summary) print(w io.Writer) {
 	c := s.counters
-	for _, n := range s.skipped {
-		fmt.Fprintf(w, "%s: already stored\n", n)
+	if len(s.skipped) > 0 {
+		fmt.Fprintf(w, "%s: %d models already stored, skipped (%s", s.store, len(s.skipped), s.skipped[0])
+		if len(s.skipped) > 1 {
+			fmt.Fprintf(w, " … %s", s.skipped[len(s.skipped)-1])
+		}
+		fmt.Fprintln(w, ")")
 	}
-	fmt.Fprintf(w, "%s: %d models committed (%d files, %s) in %.1f s on %s, %.1f MB/s\n", s.store, c["models_committed"], c["files"],
+	if s.wall == 0 {
+		return // nothing else to do
+	}
+	fmt.Fprintf(w, "%s: %d models committed (%d files, %s) in %.1f s on %s (%.1f MB/s)\n", s.store, c["models_committed"], c["files"],
 		human(c["bytes"]), s.wall.Seconds(), s.runner, float64(c["bytes"])/1e6/max(s.wall.Seconds(), 1e-9))
 	fmt.Fprintf(w, "  units %d: %d deduplicated (%s), %d casts (%s), %d deltas, %d coded alone; %d families planned\n",
 		c["units"], c["units_deduplicated"], human(c["bytes_deduplicated"]), c["units_cast"], human(c["bytes_cast"]), c["units_delta"], c["units_coded"], c["families"])
@@ -142,6 +149,7 @@ func human(n int64) string {
 // ingest runs the pipeline.
 func ingest(ctx context.Context, cfg config) (summary, error) {
 	sum := summary{store: cfg.store, runner: cfg.runner, counters: map[string]int64{}}
+	start := time.Now()
 	switch cfg.runner {
 	case "prism", "flink", "spark", "dataflow", "universal":
 	default:
@@ -187,7 +195,6 @@ func ingest(ctx context.Context, cfg config) (summary, error) {
 		return sum, nil
 	}
 	p := build(cfg.store, todo, cfg.batch)
-	start := time.Now()
 	var res beam.PipelineResult
 	if cfg.runner == "prism" {
 		res, err = prism.Execute(ctx, p)

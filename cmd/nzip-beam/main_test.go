@@ -376,3 +376,66 @@ func TestIngestS3(t *testing.T) {
 		}
 	}
 }
+
+// benchModels are the real models and the hub, for the per-step benchmarks.
+func benchModels(b *testing.B) ([]modelRef, int64) {
+	orig := filepath.Join("..", "..", "..", "shared", "models", "original")
+	hub := filepath.Join("..", "..", "..", "shared", "hub", "stories260K")
+	for _, p := range []string{orig, hub} {
+		if _, err := os.Stat(p); err != nil {
+			b.Skipf("%s not present: %v", p, err)
+		}
+	}
+	ms, err := expand(context.Background(), []string{orig, hub})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var size int64
+	for _, m := range ms {
+		d, err := describe(m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, f := range d.files {
+			size += f.Entry.Size
+		}
+	}
+	return ms, size
+}
+
+// BenchmarkDescribe: the describe step alone (read, SHA-256 of units and
+// files, fingerprints, cast hashes) on one goroutine: its rate per core.
+func BenchmarkDescribe(b *testing.B) {
+	ms, size := benchModels(b)
+	b.SetBytes(size)
+	for b.Loop() {
+		for _, m := range ms {
+			if _, err := describe(m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkCode: the code step alone on one goroutine, every unit coded
+// on its own (a delta try adds one more coding of the unit): its rate
+// per core.
+func BenchmarkCode(b *testing.B) {
+	ms, size := benchModels(b)
+	var plans []store.Plan
+	for _, m := range ms {
+		d, _ := describe(m)
+		for _, u := range d.units {
+			plans = append(plans, store.Plan{Unit: u, Kind: store.KindNzip})
+		}
+	}
+	f := &codeFn{}
+	b.SetBytes(size)
+	for b.Loop() {
+		for _, p := range plans {
+			if _, err := f.code(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
