@@ -192,21 +192,6 @@ func decPlan(b []byte) (store.Plan, error) {
 	return p, d.end()
 }
 
-func encCoded(c codedEl) []byte {
-	var e enc
-	e.newUnit(c.Unit)
-	e.raw(c.Payload)
-	return e
-}
-
-func decCoded(b []byte) (codedEl, error) {
-	d := dec{b: b}
-	var c codedEl
-	c.Unit = d.newUnit()
-	c.Payload = append([]byte(nil), d.raw()...) // the runner may reuse its buffer
-	return c, d.end()
-}
-
 func encPack(p packEl) []byte {
 	var e enc
 	e.iv(int64(p.Model))

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -181,12 +182,13 @@ func TestIngestMatchesAdd(t *testing.T) {
 	}
 }
 
-// TestIngestKilled ends a run while it commits (the commit worker dies
-// after two models, its context cancelled) and runs it again: the second
-// run skips the models the first committed and finishes, and the store is
-// the one a single run makes; orphan chunks of the first run are the
-// ones the second writes again (content-addressed), so nothing is lost or
-// stored twice.
+// TestIngestKilled ends a run, its context cancelled and a worker dying,
+// at two points: while it commits (after two models) and while it writes
+// chunk files (after three, before any commit). Running it again skips
+// the models committed, finishes the rest, and makes the store a single
+// run makes: the same index and the same chunk files (the first run's
+// chunks are the ones the second writes again, content-addressed), so
+// nothing is lost or stored twice.
 func TestIngestKilled(t *testing.T) {
 	hub := shared(t, "hub/stories260K")
 	inputs := []string{hub}
@@ -198,45 +200,59 @@ func TestIngestKilled(t *testing.T) {
 	if _, err := ingest(context.Background(), config{store: whole, runner: "prism", inputs: inputs}); err != nil {
 		t.Fatal(err)
 	}
-	dir := newStore(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	killed := errors.New("killed")
-	commitHook = func(done int) error {
-		if done == 2 {
-			cancel()
-			return killed
-		}
-		return nil
-	}
-	_, err = ingest(ctx, config{store: dir, runner: "prism", inputs: inputs})
-	commitHook = nil
-	if err == nil {
-		t.Fatal("the killed run reported success")
-	}
-	s, err := store.Open(dir, store.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	names, _ := s.Names()
-	s.Close()
-	if len(names) != 2 {
-		t.Fatalf("the killed run left %d models, want the 2 committed before it died", len(names))
-	}
-	sum, err := ingest(context.Background(), config{store: dir, runner: "prism", inputs: inputs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(sum.skipped) != 2 || sum.counters["models_committed"] != int64(len(models)-2) {
-		t.Fatalf("rerun: skipped %v, committed %d of %d", sum.skipped, sum.counters["models_committed"], len(models))
-	}
-	if a, b := statsJSON(t, whole), statsJSON(t, dir); a != b {
-		t.Fatalf("stats differ:\none run:\n%s\nkilled and run again:\n%s", a, b)
-	}
-	checkRestores(t, dir, models)
-	// a third run has nothing to do
-	sum, err = ingest(context.Background(), config{store: dir, runner: "prism", inputs: inputs})
-	if err != nil || len(sum.skipped) != len(models) {
-		t.Fatalf("third run: %v, skipped %d of %d", err, len(sum.skipped), len(models))
+	for _, tc := range []struct {
+		name string
+		hook *func(int) error
+		at   int
+		left int // models committed by the killed run
+	}{{"commit", &commitHook, 2, 2}, {"pack", &packHook, 3, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := newStore(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			killed := errors.New("killed")
+			packsWritten.Store(0)
+			var mu sync.Mutex
+			*tc.hook = func(done int) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if done >= tc.at {
+					cancel()
+					return killed
+				}
+				return nil
+			}
+			_, err = ingest(ctx, config{store: dir, runner: "prism", inputs: inputs})
+			*tc.hook = nil
+			if err == nil {
+				t.Fatal("the killed run reported success")
+			}
+			s, err := store.Open(dir, store.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			names, _ := s.Names()
+			s.Close()
+			if len(names) != tc.left {
+				t.Fatalf("the killed run left %d models, want the %d committed before it died", len(names), tc.left)
+			}
+			sum, err := ingest(context.Background(), config{store: dir, runner: "prism", inputs: inputs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sum.skipped) != tc.left || sum.counters["models_committed"] != int64(len(models)-tc.left) {
+				t.Fatalf("rerun: skipped %v, committed %d of %d", sum.skipped, sum.counters["models_committed"], len(models))
+			}
+			if a, b := statsJSON(t, whole), statsJSON(t, dir); a != b {
+				t.Fatalf("stats differ:\none run:\n%s\nkilled and run again:\n%s", a, b)
+			}
+			checkRestores(t, dir, models)
+			// a third run has nothing to do
+			sum, err = ingest(context.Background(), config{store: dir, runner: "prism", inputs: inputs})
+			if err != nil || len(sum.skipped) != len(models) {
+				t.Fatalf("third run: %v, skipped %d of %d", err, len(sum.skipped), len(models))
+			}
+		})
 	}
 }
 
@@ -429,11 +445,10 @@ func BenchmarkCode(b *testing.B) {
 			plans = append(plans, store.Plan{Unit: u, Kind: store.KindNzip})
 		}
 	}
-	f := &codeFn{}
 	b.SetBytes(size)
 	for b.Loop() {
 		for _, p := range plans {
-			if _, err := f.code(p); err != nil {
+			if _, _, err := codeUnit("", p); err != nil {
 				b.Fatal(err)
 			}
 		}

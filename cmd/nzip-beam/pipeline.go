@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -25,12 +26,13 @@ import (
 //
 //	models ─describe─▶ units ─GroupByKey(hash)─▶ new units ─GroupByKey(family)─▶ plans
 //	       └─────────▶ files                                                      │
-//	plans ─code─▶ coded ─GroupByKey(model)─▶ packs ─┐                              │
-//	files ──────────────────────────────────────────┴─CoGroupByKey─▶ commit (in order)
+//	plans ─GroupByKey(model)─▶ code, write the model's chunk file ─▶ packs ─┐     │
+//	files ──────────────────────────────────────────────────────────────────┴─CoGroupByKey─▶ commit (in order)
 //
-// Elements are coded by coder.go (files and models by gob). Each step is deterministic: a bundle the
-// runner retries writes the same content-addressed packs, and a model is
-// committed once (CommitModels leaves one already stored as it is).
+// Elements are coded by coder.go (files and models by gob). Each step is
+// deterministic: a bundle the runner retries writes the same
+// content-addressed packs, and a model is committed once (CommitModels
+// leaves one already stored as it is).
 
 // fileEl is one file of a model: its manifest entry.
 type fileEl struct {
@@ -38,12 +40,6 @@ type fileEl struct {
 	Name  string // the model's name
 	File  int
 	Entry store.FileEntry
-}
-
-// codedEl is a coded unit and its payload.
-type codedEl struct {
-	Unit    store.NewUnit
-	Payload []byte
 }
 
 // packEl is a model's new units, placed in its stored pack.
@@ -83,7 +79,6 @@ func init() {
 	beam.RegisterCoder(reflect.TypeOf(store.Plan{}), encPlan, decPlan)
 	beam.RegisterCoder(reflect.TypeOf(fileEl{}), func(v fileEl) ([]byte, error) { return gobEnc(v) },
 		func(b []byte) (v fileEl, err error) { err = gobDec(b, &v); return })
-	beam.RegisterCoder(reflect.TypeOf(codedEl{}), encCoded, decCoded)
 	beam.RegisterCoder(reflect.TypeOf(packEl{}), encPack, decPack)
 
 	register.DoFn4x1[context.Context, modelRef, func(store.UnitInfo), func(fileEl), error](&describeFn{})
@@ -91,19 +86,19 @@ func init() {
 	register.DoFn4x1[context.Context, string, func(*store.UnitInfo) bool, func(store.UnitInfo), error](&firstFn{})
 	register.Function3x0(splitFamily)
 	register.DoFn4x1[context.Context, string, func(*store.UnitInfo) bool, func(store.Plan), error](&planFn{})
-	register.DoFn3x1[context.Context, store.Plan, func(int, codedEl), error](&codeFn{})
-	register.DoFn4x1[context.Context, int, func(*codedEl) bool, func(string, packEl), error](&packFn{})
+	register.Function2x0(keyPlan)
+	register.DoFn4x1[context.Context, int, func(*store.Plan) bool, func(string, packEl), error](&modelFn{})
 	register.Function2x0(keyFile)
 	register.DoFn4x1[context.Context, string, func(*fileEl) bool, func(*packEl) bool, error](&commitFn{})
 	register.Emitter1[store.UnitInfo]()
 	register.Emitter1[fileEl]()
 	register.Emitter2[string, store.UnitInfo]()
 	register.Emitter1[store.Plan]()
-	register.Emitter2[int, codedEl]()
+	register.Emitter2[int, store.Plan]()
 	register.Emitter2[string, packEl]()
 	register.Emitter2[string, fileEl]()
 	register.Iter1[store.UnitInfo]()
-	register.Iter1[codedEl]()
+	register.Iter1[store.Plan]()
 	register.Iter1[fileEl]()
 	register.Iter1[packEl]()
 }
@@ -321,59 +316,13 @@ func (f *planFn) ProcessElement(ctx context.Context, _ string, units func(*store
 	return nil
 }
 
-// codeFn codes planned units, reading their bytes (and their bases')
-// again. It codes a few at a time on every core of its worker (a runner
-// such as Prism gives a stage's elements to one bundle at a time).
-type codeFn struct {
-	Store string
-	buf   []store.Plan
-	bytes int64
-}
+func keyPlan(p store.Plan, emit func(int, store.Plan)) { emit(p.Unit.Model, p) }
 
-// codeBatch bounds the units (and their bytes) coded side by side.
-const codeBatch, codeBatchBytes = 64, 256 << 20
-
-func (f *codeFn) ProcessElement(ctx context.Context, p store.Plan, emit func(int, codedEl)) error {
-	f.buf = append(f.buf, p)
-	f.bytes += p.Unit.N
-	if len(f.buf) >= codeBatch || f.bytes >= codeBatchBytes {
-		return f.flush(ctx, emit)
-	}
-	return nil
-}
-
-func (f *codeFn) FinishBundle(ctx context.Context, emit func(int, codedEl)) error {
-	return f.flush(ctx, emit)
-}
-
-func (f *codeFn) flush(ctx context.Context, emit func(int, codedEl)) error {
-	plans := f.buf
-	f.buf, f.bytes = nil, 0
-	out := make([]codedEl, len(plans))
-	errs := make([]error, len(plans))
-	onCores(len(plans), func(i int) { out[i], errs[i] = f.code(plans[i]) })
-	for i, c := range out {
-		if errs[i] != nil {
-			return errs[i]
-		}
-		switch c.Unit.Kind {
-		case store.KindCast:
-			cCasts.Inc(ctx, 1)
-			cCastB.Inc(ctx, c.Unit.Unit.N)
-		case store.KindDelta:
-			cDeltas.Inc(ctx, 1)
-		default:
-			cCoded.Inc(ctx, 1)
-		}
-		emit(c.Unit.Unit.Model, c)
-	}
-	return nil
-}
-
-func (f *codeFn) code(p store.Plan) (codedEl, error) {
+// codeUnit codes a planned unit, reading its bytes (and its base's) again.
+func codeUnit(loc string, p store.Plan) (store.NewUnit, []byte, error) {
 	raw, err := readSpan(p.Unit.Src, p.Unit.Off, p.Unit.N)
 	if err != nil {
-		return codedEl{}, err
+		return store.NewUnit{}, nil, err
 	}
 	var base []byte
 	if p.Kind == store.KindDelta {
@@ -381,36 +330,57 @@ func (f *codeFn) code(p store.Plan) (codedEl, error) {
 			base, err = readSpan(p.BaseAt.Src, p.BaseAt.Off, p.BaseAt.N)
 		} else {
 			var s *store.Store
-			if s, err = openStore(f.Store); err == nil {
+			if s, err = openStore(loc); err == nil {
 				base, err = s.UnitBytes(p.Base)
 			}
 		}
 		if err != nil {
-			return codedEl{}, fmt.Errorf("base %x of %s: %w", p.Base[:8], p.Unit.Src, err)
+			return store.NewUnit{}, nil, fmt.Errorf("base %x of %s: %w", p.Base[:8], p.Unit.Src, err)
 		}
 	}
 	nu, payload, err := store.Code(p, raw, base)
 	if err != nil {
-		return codedEl{}, fmt.Errorf("%s: %w", p.Unit.Src, err)
+		return store.NewUnit{}, nil, fmt.Errorf("%s: %w", p.Unit.Src, err)
 	}
-	return codedEl{Unit: nu, Payload: payload}, nil
+	return nu, payload, nil
 }
 
-// packFn writes one model's new payloads as one pack.
-type packFn struct{ Store string }
+// packHook, when set (tests), runs after each chunk file is written with
+// the number written so far by this process; an error ends the pipeline.
+var packHook func(written int) error
 
-func (f *packFn) ProcessElement(ctx context.Context, model int, coded func(*codedEl) bool, emit func(string, packEl)) error {
-	var cs []codedEl
-	var c codedEl
-	for coded(&c) {
-		cs = append(cs, c)
-		c = codedEl{}
+var packsWritten atomic.Int64
+
+// modelFn codes one model's planned units, on every core of its worker,
+// and writes their payloads as the model's chunk file: the payloads never
+// travel between workers, only the units' places in the chunk do.
+type modelFn struct{ Store string }
+
+func (f *modelFn) ProcessElement(ctx context.Context, model int, planned func(*store.Plan) bool, emit func(string, packEl)) error {
+	var plans []store.Plan
+	var p store.Plan
+	for planned(&p) {
+		plans = append(plans, p)
+		p = store.Plan{}
 	}
-	sort.Slice(cs, func(i, j int) bool { return cs[i].Unit.Unit.Before(cs[j].Unit.Unit) })
-	units := make([]store.NewUnit, len(cs))
-	payloads := make([][]byte, len(cs))
-	for i, c := range cs {
-		units[i], payloads[i] = c.Unit, c.Payload
+	sort.Slice(plans, func(i, j int) bool { return plans[i].Unit.Before(plans[j].Unit) })
+	units := make([]store.NewUnit, len(plans))
+	payloads := make([][]byte, len(plans))
+	errs := make([]error, len(plans))
+	onCores(len(plans), func(i int) { units[i], payloads[i], errs[i] = codeUnit(f.Store, plans[i]) })
+	for i, u := range units {
+		if errs[i] != nil {
+			return errs[i]
+		}
+		switch u.Kind {
+		case store.KindCast:
+			cCasts.Inc(ctx, 1)
+			cCastB.Inc(ctx, u.Unit.N)
+		case store.KindDelta:
+			cDeltas.Inc(ctx, 1)
+		default:
+			cCoded.Inc(ctx, 1)
+		}
 	}
 	if pack := store.Pack(units, payloads); len(pack) > 0 {
 		s, err := openStore(f.Store)
@@ -427,6 +397,11 @@ func (f *packFn) ProcessElement(ctx context.Context, model int, coded func(*code
 			}
 		}
 		cAdded.Inc(ctx, int64(len(pack)))
+		if packHook != nil {
+			if err := packHook(int(packsWritten.Add(1))); err != nil {
+				return err
+			}
+		}
 	}
 	emit("", packEl{Model: model, New: units})
 	return nil
@@ -516,8 +491,7 @@ func build(loc string, models []modelRef, batch int) *beam.Pipeline {
 	fam, alone := beam.ParDo2(s, splitFamily, first)
 	plans := beam.ParDo(s.Scope("plan"), &planFn{Store: loc}, beam.GroupByKey(s, fam))
 	all := beam.Reshuffle(s, beam.Flatten(s, plans, alone))
-	coded := beam.ParDo(s.Scope("code"), &codeFn{Store: loc}, all)
-	packs := beam.ParDo(s.Scope("pack"), &packFn{Store: loc}, beam.GroupByKey(s, coded))
+	packs := beam.ParDo(s.Scope("code"), &modelFn{Store: loc}, beam.GroupByKey(s, beam.ParDo(s, keyPlan, all)))
 	beam.ParDo0(s.Scope("commit"), &commitFn{Store: loc, Batch: batch}, beam.CoGroupByKey(s, beam.ParDo(s, keyFile, files), packs))
 	return p
 }
