@@ -174,19 +174,18 @@ type Options struct {
 	// DefaultBatchBytes when 0.
 	BatchBytes int64
 	Repeat     int // run the device kernels this many times, report the fastest
-	Context    context.Context
 }
 
 // DecodeFile decodes file fi of an archive through b into memory (see
 // DecodeTo) and returns its bytes.
-func DecodeFile(rd *codec.Reader, ra io.ReaderAt, fi int, b Backend, opt Options) ([]byte, Result, error) {
+func DecodeFile(ctx context.Context, rd *codec.Reader, ra io.ReaderAt, fi int, b Backend, opt Options) ([]byte, Result, error) {
 	files := rd.Files()
 	if fi < 0 || fi >= len(files) {
 		return nil, Result{}, fmt.Errorf("gpu: no file %d in the archive", fi)
 	}
 	var buf bytes.Buffer
 	buf.Grow(int(min(files[fi].Size, rd.PlausibleOutput(), 1<<30)))
-	res, err := DecodeTo(&buf, rd, ra, fi, b, opt)
+	res, err := DecodeTo(ctx, &buf, rd, ra, fi, b, opt)
 	if err != nil {
 		return nil, res, err
 	}
@@ -204,11 +203,7 @@ const DefaultBatchBytes = 1 << 30
 // its CRC-32C (so damage is located) and the file by its digest, which is
 // known only at the end: on an error w has received part of the file
 // (write to a temporary file, as nzip does).
-func DecodeTo(w io.Writer, rd *codec.Reader, ra io.ReaderAt, fi int, b Backend, opt Options) (Result, error) {
-	ctx := opt.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
+func DecodeTo(ctx context.Context, w io.Writer, rd *codec.Reader, ra io.ReaderAt, fi int, b Backend, opt Options) (Result, error) {
 	files := rd.Files()
 	if fi < 0 || fi >= len(files) {
 		return Result{}, fmt.Errorf("gpu: no file %d in the archive", fi)

@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -103,10 +104,10 @@ func TestCUDAFakeDriver(t *testing.T) {
 	}
 	rd, ra := archive(t, src, segs, codec.EncodeOptions{ChunkValues: 1000})
 	var buf bytes.Buffer
-	if _, err := DecodeTo(&buf, rd, ra, 0, b, Options{BatchBytes: 30000}); err != nil || !bytes.Equal(buf.Bytes(), src) {
+	if _, err := DecodeTo(context.Background(), &buf, rd, ra, 0, b, Options{BatchBytes: 30000}); err != nil || !bytes.Equal(buf.Bytes(), src) {
 		t.Fatalf("batched decode on the fake device: %v", err)
 	}
-	if res, err := Bench(rd, ra, 0, b, 1<<20, 2); err != nil || res.Copies < 2 {
+	if res, err := Bench(context.Background(), rd, ra, 0, b, 1<<20, 2); err != nil || res.Copies < 2 {
 		t.Fatalf("bench on the fake device: %v (%d copies)", err, res.Copies)
 	}
 	if d := sharedDir(); d != "" && !testing.Short() {

@@ -62,7 +62,7 @@ func FuzzPlan(f *testing.F) {
 				continue
 			}
 			budget -= fl.Size
-			out, res, err := DecodeFile(rd, bytes.NewReader(data), fi, CPU(1), Options{Hist: true})
+			out, res, err := DecodeFile(context.Background(), rd, bytes.NewReader(data), fi, CPU(1), Options{Hist: true})
 			if err == nil && (!res.Exact || int64(len(out)) != fl.Size) {
 				t.Fatal("success without an exact file")
 			}

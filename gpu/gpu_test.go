@@ -249,7 +249,7 @@ func edgeFile(rng *rand.Rand) ([]byte, []codec.Segment) {
 
 func decodeWith(t *testing.T, b Backend, rd *codec.Reader, ra *bytes.Reader, want []byte) Result {
 	t.Helper()
-	out, res, err := DecodeFile(rd, ra, 0, b, Options{Hist: true})
+	out, res, err := DecodeFile(context.Background(), rd, ra, 0, b, Options{Hist: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -550,7 +550,7 @@ func damageTrials(t *testing.T, b Backend, seed uint64, n int) {
 		if err != nil {
 			t.Fatal(err) // the index is intact
 		}
-		out, _, err := DecodeFile(rd, bytes.NewReader(bad), 0, b, Options{})
+		out, _, err := DecodeFile(context.Background(), rd, bytes.NewReader(bad), 0, b, Options{})
 		if err == nil {
 			if !bytes.Equal(out, src) {
 				t.Fatalf("flip in block at %d: wrong output without an error", bl.Payload)
@@ -583,7 +583,7 @@ func TestCancel(t *testing.T) {
 	rd, ra := archive(t, src, segs, codec.EncodeOptions{ChunkValues: 1000})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, _, err := DecodeFile(rd, ra, 0, CPU(2), Options{Context: ctx})
+	_, _, err := DecodeFile(ctx, rd, ra, 0, CPU(2), Options{})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled decode: %v", err)
 	}
@@ -618,7 +618,7 @@ func TestBenchRepeat(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
 	src, segs := edgeFile(rng)
 	rd, ra := archive(t, src, segs, codec.EncodeOptions{ChunkValues: 1000})
-	res, err := Bench(rd, ra, 0, CPU(2), 1<<20, 2)
+	res, err := Bench(context.Background(), rd, ra, 0, CPU(2), 1<<20, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -635,7 +635,7 @@ func TestBatches(t *testing.T) {
 	rd, ra := archive(t, src, segs, codec.EncodeOptions{ChunkValues: 1000})
 	for _, batch := range []int64{1, 5000, 77777} {
 		var buf bytes.Buffer
-		res, err := DecodeTo(&buf, rd, ra, 0, CPU(2), Options{BatchBytes: batch, Hist: true})
+		res, err := DecodeTo(context.Background(), &buf, rd, ra, 0, CPU(2), Options{BatchBytes: batch, Hist: true})
 		if err != nil || !bytes.Equal(buf.Bytes(), src) || !res.Exact {
 			t.Fatalf("batch %d: %v", batch, err)
 		}
@@ -675,7 +675,7 @@ func TestBatchBoundedByArchive(t *testing.T) {
 	}
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
-	_, err = DecodeTo(io.Discard, rd, bytes.NewReader(bad), 0, CPU(1), Options{})
+	_, err = DecodeTo(context.Background(), io.Discard, rd, bytes.NewReader(bad), 0, CPU(1), Options{})
 	runtime.ReadMemStats(&m1)
 	if err == nil {
 		t.Fatal("a damaged block decoded")

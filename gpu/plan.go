@@ -621,8 +621,8 @@ func (p *Plan) Repeat(k int) *Plan {
 // and then a plan of the file's device work repeated until it holds at
 // least minBytes, runs times, checking every copy's blocks by CRC-32C.
 // The result's rates are those of the repeated plan.
-func Bench(rd *codec.Reader, ra io.ReaderAt, fi int, b Backend, minBytes int64, runs int) (Result, error) {
-	want, res, err := DecodeFile(rd, ra, fi, b, Options{})
+func Bench(ctx context.Context, rd *codec.Reader, ra io.ReaderAt, fi int, b Backend, minBytes int64, runs int) (Result, error) {
+	want, res, err := DecodeFile(ctx, rd, ra, fi, b, Options{})
 	if err != nil {
 		return res, err
 	}
@@ -636,7 +636,7 @@ func Bench(rd *codec.Reader, ra io.ReaderAt, fi int, b Backend, minBytes int64, 
 	k := int(max(1, (minBytes+c1.Size-1)/c1.Size))
 	q := c1.Repeat(k)
 	out := make([]byte, q.Size)
-	tm, err := b.Decode(context.Background(), q, out, DecodeOptions{Repeat: runs})
+	tm, err := b.Decode(ctx, q, out, DecodeOptions{Repeat: runs})
 	if err != nil {
 		return res, err
 	}

@@ -95,7 +95,7 @@ func decodeOnDevice(ctx context.Context, comp []byte, setup *codec.Setup, b gpu.
 	}
 	var out []byte
 	for fi := range rd.Files() {
-		dec, res, err := gpu.DecodeFile(rd, ra, fi, b, gpu.Options{Threads: threads, Context: ctx})
+		dec, res, err := gpu.DecodeFile(ctx, rd, ra, fi, b, gpu.Options{Threads: threads})
 		if err != nil {
 			return nil, dr, err
 		}

@@ -49,7 +49,7 @@ func benchBackend(ctx context.Context, name, file string, src []byte, segs []cod
 	if err != nil {
 		return fail(err)
 	}
-	res, err := gpu.Bench(rd, ra, 0, b, minBytes, runs)
+	res, err := gpu.Bench(ctx, rd, ra, 0, b, minBytes, runs)
 	if err != nil {
 		return fail(err)
 	}
@@ -78,7 +78,7 @@ func decompressBackend(ctx context.Context, b gpu.Backend, rd *codec.Reader, pat
 	defer f.Close()
 	// streamed in batches of blocks; writeOutput removes the temporary
 	// file when this fails
-	return gpu.DecodeTo(w, rd, f, fi, b, gpu.Options{Threads: threads, Context: ctx})
+	return gpu.DecodeTo(ctx, w, rd, f, fi, b, gpu.Options{Threads: threads})
 }
 
 // reportBackend prints what the device did for each decoded file.

@@ -121,11 +121,11 @@ func run(b gpu.Backend, u string, chunk int) (fr fileResult) {
 	if err != nil {
 		return fail(err)
 	}
-	out, r, err := gpu.DecodeFile(rd, bytes.NewReader(arc), 0, b, gpu.Options{Hist: true, Repeat: 2})
+	out, r, err := gpu.DecodeFile(context.Background(), rd, bytes.NewReader(arc), 0, b, gpu.Options{Hist: true, Repeat: 2})
 	if err != nil {
 		return fail(err)
 	}
-	twin, tr, err := gpu.DecodeFile(rd, bytes.NewReader(arc), 0, gpu.CPU(0), gpu.Options{Hist: true})
+	twin, tr, err := gpu.DecodeFile(context.Background(), rd, bytes.NewReader(arc), 0, gpu.CPU(0), gpu.Options{Hist: true})
 	if err != nil {
 		return fail(err)
 	}
@@ -154,7 +154,7 @@ func run(b gpu.Backend, u string, chunk int) (fr fileResult) {
 			}
 			rb, err := codec.NewReader(bytes.NewReader(bad), int64(len(bad)))
 			if err == nil {
-				_, _, err = gpu.DecodeFile(rb, bytes.NewReader(bad), 0, b, gpu.Options{})
+				_, _, err = gpu.DecodeFile(context.Background(), rb, bytes.NewReader(bad), 0, b, gpu.Options{})
 			}
 			fr.DamageSeen = err != nil
 			break
