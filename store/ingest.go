@@ -407,12 +407,15 @@ func (s *Store) CommitModels(ms []ModelCommit) (skipped []string, err error) {
 		if sizer == nil {
 			continue
 		}
+		end := map[Hash]int64{} // each chunk once (an s3:// stat is a request)
 		for _, nu := range mc.New {
-			if nu.Kind == KindCast {
-				continue
+			if nu.Kind != KindCast {
+				end[nu.Pack] = max(end[nu.Pack], nu.Off+nu.Len)
 			}
-			if n, ok := sizer(nu.Pack); !ok || n < nu.Off+nu.Len {
-				return nil, fmt.Errorf("store: model %q: chunk %s is missing or short (a gc removed it while the ingest ran?): ingest again", mc.Name, nu.Pack)
+		}
+		for id, e := range end {
+			if n, ok := sizer(id); !ok || n < e {
+				return nil, fmt.Errorf("store: model %q: chunk %s is missing or short (a gc removed it while the ingest ran?): ingest again", mc.Name, id)
 			}
 		}
 	}
