@@ -36,9 +36,9 @@ write one chunk file per model and commit the models in order. The store is
 the one nzip store add of the same files in the same order makes.
 
 A FILE is one model, named by its path as given. A PREFIX (a directory, or
-s3://bucket/prefix) holds one model per file under it, in lexical order,
-except the files another model there names as its own (shards, TF.js
-weights, ONNX external data). Models already in the store are skipped, so
+s3://bucket/prefix) holds one model per file under it, in lexical order
+(symbolic links are not followed), except the files another model there
+names as its own (shards, TF.js weights, ONNX external data). Models already in the store are skipped, so
 an interrupted ingest is finished by running it again.
 
 The default runner, prism, runs the pipeline in this process. Cluster
