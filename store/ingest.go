@@ -25,7 +25,8 @@ import (
 //  4. Code each planned unit (Code), reading its base's bytes from the
 //     input that holds it or from the store (UnitBytes).
 //  5. Write one pack per model (Pack, PutPack).
-//  6. Commit the models in order (CommitModels), each in one transaction.
+//  6. Commit the models in order (CommitModels): each model is in the
+//     index in full or not at all.
 //
 // The store this makes is the one Add makes adding the same models one by
 // one in the same order: the same units, kinds, bases, packs and
