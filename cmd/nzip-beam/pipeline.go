@@ -148,7 +148,7 @@ func holdStore(loc string, s *store.Store) func() {
 
 // describeFn reads models' files and describes every unit (hash,
 // fingerprint, cast hashes); it emits the units and the files' manifest
-// entries (their units' hashes and the file's SHA-256). Like codeFn it
+// entries (their units' hashes and the file's SHA-256). Like modelFn it
 // works on a few models at a time, on every core.
 type describeFn struct {
 	buf []modelRef
