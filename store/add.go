@@ -487,41 +487,20 @@ func codeDelta(raw []byte, t dtype.DType, base Hash, braw []byte) ([]byte, error
 }
 
 // nearest finds the stored unit of type t and numel values whose
-// fingerprint is nearest fp, within nearThreshold, with room in its chain.
+// fingerprint is nearest fp, within nearThreshold, with room in its chain
+// (nearestOf: the same choice as an ingest's plan).
 func (s *Store) nearest(fp fingerprint, t dtype.DType, numel int64) (Hash, unit, bool, error) {
-	var best Hash
-	var bu unit
-	bestD := nearThreshold
-	found := false
+	var cs []candidate
 	err := s.kv.view(func(tx tx) error {
-		prefix := fpKey(t, numel, Hash{})
-		return tx.scan(bFP, prefix, func(k, v []byte) error {
-			if len(k) != len(prefix)+32 {
-				return nil
-			}
-			f, err := parseFingerprint(v)
-			if err != nil {
-				return nil
-			}
-			d := distance(f, fp)
-			if !(d < bestD) {
-				return nil
-			}
-			var h Hash
-			copy(h[:], k[len(prefix):])
-			ub := tx.get(bUnits, h[:])
-			if ub == nil {
-				return nil
-			}
-			u, err := parseUnit(ub)
-			if err != nil || u.Depth+1 >= maxDepth || u.DType != t {
-				return nil
-			}
-			best, bu, bestD, found = h, u, d, true
-			return nil
-		})
+		var err error
+		cs, err = storedCandidates(tx, t, numel)
+		return err
 	})
-	return best, bu, found, err
+	if err != nil {
+		return Hash{}, unit{}, false, err
+	}
+	c, ok := nearestOf(cs, fp)
+	return c.h, c.u, ok, nil
 }
 
 // archiveSize is the size of the file's own nzip archive.

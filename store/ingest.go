@@ -136,6 +136,36 @@ type candidate struct {
 	fp    fingerprint
 	depth int
 	at    *UnitInfo // nil: stored
+	u     unit      // stored: its record
+}
+
+// storedCandidates lists the stored units of type ty and numel values that
+// have a fingerprint, in hash order (the index's), as bases to choose from.
+func storedCandidates(t tx, ty dtype.DType, numel int64) ([]candidate, error) {
+	var out []candidate
+	prefix := fpKey(ty, numel, Hash{})
+	err := t.scan(bFP, prefix, func(k, v []byte) error {
+		if len(k) != len(prefix)+32 {
+			return nil
+		}
+		f, err := parseFingerprint(v)
+		if err != nil {
+			return nil // a damaged hint is only a missed chance
+		}
+		var h Hash
+		copy(h[:], k[len(prefix):])
+		ub := t.get(bUnits, h[:])
+		if ub == nil {
+			return nil
+		}
+		u, err := parseUnit(ub)
+		if err != nil || u.DType != ty {
+			return nil
+		}
+		out = append(out, candidate{h: h, fp: f, depth: int(u.Depth), u: u})
+		return nil
+	})
+	return out, err
 }
 
 // PlanFamily plans the new units of one family (their Family key equal,
@@ -160,7 +190,11 @@ func (s *Store) PlanFamily(units []UnitInfo) ([]Plan, error) {
 			if u.Family() == "" {
 				return fmt.Errorf("store: plan: unit %s of type %s has no family", u.Hash, u.DType)
 			}
-			types[u.DType] = u.N / int64(u.DType.Size())
+			numel := u.N / int64(u.DType.Size())
+			if u.Family() != units[0].Family() {
+				return fmt.Errorf("store: plan: units of families %s and %s planned together", units[0].Family(), u.Family())
+			}
+			types[u.DType] = numel
 			if castable(u.DType) {
 				v := t.get(bCasts, u.Hash[:])
 				if v == nil {
@@ -186,30 +220,11 @@ func (s *Store) PlanFamily(units []UnitInfo) ([]Plan, error) {
 			}
 		}
 		for ty, numel := range types {
-			prefix := fpKey(ty, numel, Hash{})
-			if err := t.scan(bFP, prefix, func(k, v []byte) error {
-				if len(k) != len(prefix)+32 {
-					return nil
-				}
-				f, err := parseFingerprint(v)
-				if err != nil {
-					return nil
-				}
-				var h Hash
-				copy(h[:], k[len(prefix):])
-				ub := t.get(bUnits, h[:])
-				if ub == nil {
-					return nil
-				}
-				bu, err := parseUnit(ub)
-				if err != nil || bu.DType != ty {
-					return nil
-				}
-				cands[ty] = append(cands[ty], candidate{h: h, fp: f, depth: int(bu.Depth)})
-				return nil
-			}); err != nil {
+			cs, err := storedCandidates(t, ty, numel)
+			if err != nil {
 				return err
 			}
+			cands[ty] = cs
 		}
 		return nil
 	})
