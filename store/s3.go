@@ -68,16 +68,26 @@ func parseS3(loc string) (*s3Loc, error) {
 	if err != nil || (eu.Scheme != "http" && eu.Scheme != "https") || eu.Host == "" {
 		return nil, fmt.Errorf("store: endpoint %q: want http://host[:port] or https://host[:port]", ep)
 	}
+	region, keyID := os.Getenv("AWS_REGION"), os.Getenv("AWS_ACCESS_KEY_ID")+"\x00"+os.Getenv("AWS_ACCESS_KEY")
+	ck := ep + "\x00" + region + "\x00" + keyID
+	if v, ok := s3Clients.Load(ck); ok {
+		return &s3Loc{cl: v.(*minio.Client), bucket: u.Host, prefix: prefix}, nil
+	}
 	creds := credentials.NewEnvAWS()
-	if os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_ACCESS_KEY") == "" {
+	if keyID == "\x00" {
 		creds = credentials.NewStatic("", "", "", credentials.SignatureAnonymous)
 	}
-	cl, err := minio.New(eu.Host, &minio.Options{Creds: creds, Secure: eu.Scheme == "https", Region: os.Getenv("AWS_REGION")})
+	cl, err := minio.New(eu.Host, &minio.Options{Creds: creds, Secure: eu.Scheme == "https", Region: region})
 	if err != nil {
 		return nil, fmt.Errorf("store: %s: %w", loc, err)
 	}
-	return &s3Loc{cl: cl, bucket: u.Host, prefix: prefix}, nil
+	v, _ := s3Clients.LoadOrStore(ck, cl)
+	return &s3Loc{cl: v.(*minio.Client), bucket: u.Host, prefix: prefix}, nil
 }
+
+// s3Clients holds one client per endpoint, region and key, so that every
+// store and input on it shares its connections.
+var s3Clients sync.Map
 
 func (l *s3Loc) index() string { return l.prefix + "index" }
 
@@ -252,7 +262,7 @@ func (b *s3Blobs) young(id Hash) bool {
 func (b *s3Blobs) put(data []byte) (Hash, error) {
 	id := Hash(sha256.Sum256(data))
 	ctx := context.Background()
-	if _, err := b.l.cl.StatObject(ctx, b.l.bucket, b.l.pack(id), minio.StatObjectOptions{}); err == nil {
+	if _, ok := b.stat(id); ok {
 		return id, nil
 	}
 	_, err := b.l.putRetry(ctx, b.l.pack(id), data, minio.PutObjectOptions{})
@@ -310,8 +320,8 @@ func (b *s3Blobs) clean() (int, error) { return 0, nil }
 
 // S3Client is the client, bucket and key prefix of s3://bucket/prefix,
 // configured from the environment as the s3:// store is (AWS_ENDPOINT_URL,
-// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION): for reading
-// inputs that lie on the same storage.
+// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION) and shared with it:
+// for reading inputs that lie on the same storage.
 func S3Client(loc string) (cl *minio.Client, bucket, prefix string, err error) {
 	l, err := parseS3(loc)
 	if err != nil {

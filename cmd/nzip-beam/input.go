@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -207,8 +206,21 @@ func openSrc(src string) (io.ReaderAt, int64, func() error, error) {
 	return f, st.Size(), f.Close, nil
 }
 
-// readSpan reads n bytes at off of src.
+// readSpan reads n bytes at off of src (an s3:// object with one ranged
+// GET: the caller checks the bytes against the unit's hash).
 func readSpan(src string, off, n int64) ([]byte, error) {
+	if isS3(src) {
+		fsys, _, key, err := s3FS(src)
+		if err != nil {
+			return nil, err
+		}
+		b := make([]byte, n)
+		f := &s3File{b: fsys.(bucketFS), key: key, size: off + n}
+		if _, err := f.ReadAt(b, off); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
 	r, size, closeFn, err := openSrc(src)
 	if err != nil {
 		return nil, err
@@ -227,19 +239,12 @@ func readSpan(src string, off, n int64) ([]byte, error) {
 // s3 inputs: s3://bucket/key read with ranged GETs through an fs.FS, so
 // the checkpoint loaders (and their companions) work on them unchanged.
 
-var s3Clients sync.Map // bucket → *minio.Client
-
-// s3FS splits s3://bucket/key into an fs.FS of the bucket, the prefix
-// "s3://bucket/" and the key.
+// s3FS splits s3://bucket/key into an fs.FS of the bucket (on the
+// store's shared client), the prefix "s3://bucket/" and the key.
 func s3FS(loc string) (fs.FS, string, string, error) {
 	cl, bucket, key, err := store.S3Client(loc)
 	if err != nil {
 		return nil, "", "", err
-	}
-	if v, ok := s3Clients.Load(bucket); ok {
-		cl = v.(*minio.Client)
-	} else {
-		s3Clients.Store(bucket, cl)
 	}
 	return bucketFS{cl: cl, bucket: bucket}, "s3://" + bucket + "/", key, nil
 }
@@ -287,7 +292,8 @@ func (b bucketFS) Open(name string) (fs.File, error) {
 }
 
 // s3File reads one object at offsets (each ReadAt one ranged GET, bound
-// to the ETag first seen, so a changed object is an error, not a mix).
+// to the ETag first seen when it is known, so a changed object is an
+// error, not a mix).
 type s3File struct {
 	b    bucketFS
 	key  string
@@ -309,8 +315,10 @@ func (f *s3File) ReadAt(p []byte, off int64) (int, error) {
 	if err := opt.SetRange(off, off+want-1); err != nil {
 		return 0, err
 	}
-	if err := opt.SetMatchETag(f.etag); err != nil {
-		return 0, err
+	if f.etag != "" {
+		if err := opt.SetMatchETag(f.etag); err != nil {
+			return 0, err
+		}
 	}
 	obj, _, _, err := minio.Core{Client: f.b.cl}.GetObject(context.Background(), f.b.bucket, f.key, opt)
 	if err != nil {
