@@ -127,7 +127,6 @@ type Plan struct {
 	// BaseAt is the base when it is a unit of this ingest (read from its
 	// input); nil when the store holds it.
 	BaseAt *UnitInfo
-	Depth  int // the planned length of its base chain
 }
 
 // candidate is a possible base in a family: a stored unit or a planned one.
@@ -237,24 +236,27 @@ func (s *Store) PlanFamily(units []UnitInfo) ([]Plan, error) {
 		for j < len(units) && units[j].Model == units[i].Model {
 			j++
 		}
-		// one model: its units see the store and earlier models only
+		// one model: its units see the store and earlier models only;
+		// depth[k-i] is the planned length of unit k's base chain
 		start := len(plans)
+		depth := make([]int, j-i)
 		for k := i; k < j; k++ {
 			u := units[k]
 			p := Plan{Unit: u, Kind: KindNzip}
+			d := 0
 			if c, ok := storedCast[u.Hash]; ok {
-				p.Kind, p.Base, p.Depth = KindCast, c.h, c.depth+1
+				p.Kind, p.Base, d = KindCast, c.h, c.depth+1
 			} else if nc, ok := newCast[u.Hash]; ok && !hinted[u.Hash] && nc.to == u.DType && nc.c.depth < maxDepth {
-				p.Kind, p.Base, p.BaseAt, p.Depth = KindCast, nc.c.h, nc.c.at, nc.c.depth+1
+				p.Kind, p.Base, p.BaseAt, d = KindCast, nc.c.h, nc.c.at, nc.c.depth+1
 			} else if c, ok := nearestOf(cands[u.DType], u.FP); ok {
-				p.Kind, p.Base, p.BaseAt, p.Depth = KindDelta, c.h, c.at, c.depth+1
+				p.Kind, p.Base, p.BaseAt, d = KindDelta, c.h, c.at, c.depth+1
 			}
 			plans = append(plans, p)
+			depth[k-i] = d
 		}
 		for k := start; k < len(plans); k++ {
-			p := &plans[k]
-			at := &p.Unit
-			c := candidate{h: at.Hash, fp: at.FP, depth: p.Depth, at: at}
+			at := &plans[k].Unit
+			c := candidate{h: at.Hash, fp: at.FP, depth: depth[k-start], at: at}
 			l := cands[at.DType]
 			n, _ := slices.BinarySearchFunc(l, c.h, func(a candidate, h Hash) int { return compareHash(a.h, h) })
 			cands[at.DType] = slices.Insert(l, n, c)

@@ -174,7 +174,6 @@ func encPlan(p store.Plan) []byte {
 	} else {
 		e = append(e, 0)
 	}
-	e.iv(int64(p.Depth))
 	return e
 }
 
@@ -188,7 +187,6 @@ func decPlan(b []byte) (store.Plan, error) {
 		u := d.unit()
 		p.BaseAt = &u
 	}
-	p.Depth = int(d.iv())
 	return p, d.end()
 }
 

@@ -23,7 +23,7 @@ func TestCoders(t *testing.T) {
 	}{
 		{u, func(v any) []byte { return encUnit(v.(store.UnitInfo)) }, func(b []byte) (any, error) { return decUnit(b) }},
 		{bare, func(v any) []byte { return encUnit(v.(store.UnitInfo)) }, func(b []byte) (any, error) { return decUnit(b) }},
-		{store.Plan{Unit: u, Kind: store.KindDelta, Base: store.Hash{4}, BaseAt: &bare, Depth: 15}, func(v any) []byte { return encPlan(v.(store.Plan)) }, func(b []byte) (any, error) { return decPlan(b) }},
+		{store.Plan{Unit: u, Kind: store.KindDelta, Base: store.Hash{4}, BaseAt: &bare}, func(v any) []byte { return encPlan(v.(store.Plan)) }, func(b []byte) (any, error) { return decPlan(b) }},
 		{store.Plan{Unit: bare, Kind: store.KindNzip}, func(v any) []byte { return encPlan(v.(store.Plan)) }, func(b []byte) (any, error) { return decPlan(b) }},
 		{packEl{Model: 2, New: []store.NewUnit{nu, {Unit: bare, Kind: store.KindCast}}}, func(v any) []byte { return encPack(v.(packEl)) }, func(b []byte) (any, error) { return decPack(b) }},
 	}
