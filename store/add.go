@@ -429,10 +429,7 @@ func (s *Store) code(c *coded, raw []byte, t dtype.DType) error {
 		}
 	}
 	if t == dtype.F32 {
-		for _, ct := range []dtype.DType{dtype.BF16, dtype.F16} {
-			c.casts = append(c.casts, Hash(sha256.Sum256(castF32(nil, raw, ct))))
-			c.castTs = append(c.castTs, ct)
-		}
+		c.casts, c.castTs = castHashes(raw), castTypes
 	}
 	c.payload, c.u.Kind = codeAlone(raw, t)
 	if !fingerprintable(t) {

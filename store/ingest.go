@@ -74,16 +74,23 @@ func Describe(raw []byte, t dtype.DType) (h Hash, fp []float32, casts []Hash) {
 		fp = fingerprintOf(raw, t)
 	}
 	if t == dtype.F32 && len(raw)%4 == 0 {
-		for _, ct := range castTypes {
-			casts = append(casts, Hash(sha256.Sum256(castF32(nil, raw, ct))))
-		}
+		casts = castHashes(raw)
 	}
 	return h, fp, casts
 }
 
 // castTypes are the types an F32 unit's casts are recorded for, in the
-// order of UnitInfo.Casts.
+// order of castHashes and UnitInfo.Casts.
 var castTypes = []dtype.DType{dtype.BF16, dtype.F16}
+
+// castHashes is the SHA-256 of each cast (castTypes) of F32 bytes.
+func castHashes(raw []byte) []Hash {
+	out := make([]Hash, len(castTypes))
+	for i, ct := range castTypes {
+		out[i] = sha256.Sum256(castF32(nil, raw, ct))
+	}
+	return out
+}
 
 // Before reports whether u comes before v in the ingest order.
 func (u UnitInfo) Before(v UnitInfo) bool {
