@@ -41,8 +41,6 @@ type inputFile struct {
 	close  func() error
 }
 
-func isS3(p string) bool { return strings.HasPrefix(p, "s3://") }
-
 // expand turns FILE and PREFIX arguments into models in order: a file is
 // one model named by its path as given (as nzip store add names it); a
 // directory or an s3:// prefix holds one model per file under it, in
@@ -63,7 +61,7 @@ func expand(ctx context.Context, args []string) ([]modelRef, error) {
 			return nil, err
 		}
 		var paths []string
-		if isS3(a) {
+		if store.IsS3(a) {
 			keys, err := listS3(ctx, a)
 			if err != nil {
 				return nil, err
@@ -122,7 +120,7 @@ func openModel(p string, warn io.Writer) ([]inputFile, error) {
 	var err error
 	var fsys fs.FS
 	prefix := ""
-	if isS3(p) {
+	if store.IsS3(p) {
 		var key string
 		fsys, prefix, key, err = s3FS(p)
 		if err != nil {
@@ -144,14 +142,14 @@ func openModel(p string, warn io.Writer) ([]inputFile, error) {
 	}
 	if m == nil {
 		m = &checkpoint.Model{Files: []checkpoint.File{{Path: p, Name: path.Base(filepath.ToSlash(p))}}}
-		if isS3(p) {
+		if store.IsS3(p) {
 			m.Files[0].Path = strings.TrimPrefix(p, prefix)
 		}
 	}
 	var out []inputFile
 	for _, f := range m.Files {
 		src := f.Path
-		if isS3(p) {
+		if store.IsS3(p) {
 			src = prefix + f.Path
 		}
 		r, size, closeFn, err := openSrc(src)
@@ -184,7 +182,7 @@ func closeFiles(fs []inputFile) {
 
 // openSrc opens a local file or s3://bucket/key for reading at offsets.
 func openSrc(src string) (io.ReaderAt, int64, func() error, error) {
-	if isS3(src) {
+	if store.IsS3(src) {
 		fsys, _, key, err := s3FS(src)
 		if err != nil {
 			return nil, 0, nil, err
@@ -209,7 +207,7 @@ func openSrc(src string) (io.ReaderAt, int64, func() error, error) {
 // readSpan reads n bytes at off of src (an s3:// object with one ranged
 // GET: the caller checks the bytes against the unit's hash).
 func readSpan(src string, off, n int64) ([]byte, error) {
-	if isS3(src) {
+	if store.IsS3(src) {
 		fsys, _, key, err := s3FS(src)
 		if err != nil {
 			return nil, err
