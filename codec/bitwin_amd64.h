@@ -1,5 +1,7 @@
-// Backward bit windows of huff0-style streams, shared by huffx_amd64.s
-// and ref_switch_amd64.s. Stream i's window end pointer is at
+// Backward bit windows of huff0-style streams, shared by
+// huff/huffx_amd64.s and codec's ref_switch_amd64.s. Each package holds a
+// copy (assembly includes headers from its own directory only);
+// codec's TestBitwinHeaderCopies keeps the two the same. Stream i's window end pointer is at
 // P+8*i(R15) and the bits consumed from its top at C+8*i(R15); the window
 // W keeps a sentinel 1 in its lowest bit, so TZCNT gives the bits
 // consumed. DI is scratch.

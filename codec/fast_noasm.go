@@ -17,12 +17,6 @@ func splitF32Fast(src, e, p0, p1, p2 []byte) (int, uint64) { return 0, 0 }
 
 func expandPairsFast(dst, codes []byte, i int, tab *[256]uint32) int { return i }
 
-func encodeHuffStreamFast(out, src []byte, enc *[256]uint32) int {
-	return encodeHuffStream(out, src, enc)
-}
-
-func huffEnc2Asm(out0, out1, src0, src1 *byte, n int, enc *[256]uint64, w *[2]huffW) {}
-
 func pairizeFast(codes, syms []byte, i int, pc *[65536]byte) int { return i }
 
 func (ap *refApply) refDeltasFast(ds []uint32, ts []byte, bp, limit uint) (int, uint) {

@@ -16,9 +16,6 @@ func cpuFeatures() features {
 		avx512Pairs:  x.HasAVX512F && x.HasAVX512BW,
 		avx512Tokens: x.HasAVX512F && x.HasAVX512CD,
 		avx512Gather: x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VBMI2 && x.HasPOPCNT,
-		huffEnc2:     x.HasBMI2,
-		huffXAsm:     x.HasBMI1 && x.HasBMI2,
-		huffXAVX512:  x.HasAVX512F,
 		switchAsm:    x.HasBMI1 && x.HasBMI2,
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"testing"
 
+	"neuralzip/codec/huff"
 	"neuralzip/dtype"
 )
 
@@ -117,11 +118,18 @@ func censusOf(t *testing.T, arc []byte) Census {
 }
 
 // setFeatures switches fast paths as set says (a tier of use, as on a CPU
-// without some features) and returns the function that restores them all:
+// without some features), package huff's included, and returns the
+// function that restores them all:
 //
 //	defer setFeatures(func(f *features) { f.avx2 = false })()
+//
+// Without avx2 the Huffman stream encoder's assembly is off too (it is
+// AVX2 code), so that tier is all Go as far as codec's tiers go.
 func setFeatures(set func(f *features)) (restore func()) {
 	saved := use
 	set(&use)
-	return func() { use = saved }
+	h := use.huff
+	h.StreamAsm = h.StreamAsm && use.avx2
+	restoreHuff := huff.SetFeatures(h)
+	return func() { use = saved; restoreHuff() }
 }

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 
+	"neuralzip/codec/huff"
 	"neuralzip/dtype"
 )
 
@@ -195,10 +196,10 @@ type refEncoder struct {
 	own     []int
 	best    []byte // the payload coded
 	sw      []byte // method 4's payload, or the other one
-	swTabs  []*huffTable
-	swEnc   []uint64 // each group's codes (huffTable.encL), 256 per group
+	swTabs  []*huff.Table
+	swEnc   []uint64 // each group's codes (huff.Table.EncL), 256 per group
 	swOut   []byte
-	est     huffTable
+	est     huff.Table
 	estHdr  []byte
 	rc      *rcState // method 2 (EncodeOptions.Best)
 	rcOut   []byte
@@ -391,9 +392,9 @@ func (e *refEncoder) estimateRest(p *refSpec, k int) int {
 // Huffman-coded size with the table.
 func (e *refEncoder) estimateStream(hist *[256]uint32, n int, w uint) int {
 	best := packedLen(n, w) + 1
-	if n >= minHuffSymbols && e.est.build(hist) == nil {
+	if n >= minHuffSymbols && e.est.Build(hist) == nil {
 		if hl := refTableLen(&e.est, &e.estHdr); hl < 1<<30 {
-			best = min(best, huffSize(hl, e.est.cost(hist), n)+2)
+			best = min(best, huffSize(hl, e.est.Cost(hist), n)+2)
 		}
 	}
 	return best

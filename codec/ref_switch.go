@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"unsafe"
+
+	"neuralzip/codec/huff"
 )
 
 // Method 3 of difference blocks (see doc.go, "Difference blocks in value
@@ -56,7 +58,7 @@ const refSwitchSingle = 0
 func (e *refEncoder) appendRefSwitch(dst []byte, p *refSpec, G, n int, method byte) ([]byte, bool) {
 	dst = e.appendRefHeader(dst, method, p, G)
 	for len(e.swTabs) < G {
-		e.swTabs = append(e.swTabs, new(huffTable))
+		e.swTabs = append(e.swTabs, new(huff.Table))
 	}
 	if len(e.swEnc) < G*256 {
 		e.swEnc = make([]uint64, G*256)
@@ -65,12 +67,12 @@ func (e *refEncoder) appendRefSwitch(dst []byte, p *refSpec, G, n int, method by
 	for g := 0; g < G; g++ {
 		h := &e.ghist[g]
 		t := e.swTabs[g]
-		t.limit = 0
+		t.Limit = 0
 		if method == refMethodCompact {
-			t.limit = refCompactBits
+			t.Limit = refCompactBits
 		}
-		err := t.build(h)
-		if err == errHuffTooFew {
+		err := t.Build(h)
+		if err == huff.ErrTooFew {
 			sym := 0
 			for s, c := range h {
 				if c != 0 {
@@ -86,10 +88,10 @@ func (e *refEncoder) appendRefSwitch(dst []byte, p *refSpec, G, n int, method by
 		}
 		if method == refMethodCompact {
 			dst = appendRefTable(dst, t)
-		} else if dst, err = t.appendHeader(dst); err != nil {
+		} else if dst, err = t.AppendHeader(dst); err != nil {
 			return dst, false
 		}
-		copy(enc[g<<8:g<<8+256], t.encL[:])
+		copy(enc[g<<8:g<<8+256], t.EncL[:])
 	}
 	var gof [256]byte
 	copy(gof[:], e.groupOf[:p.nctx])
@@ -97,7 +99,7 @@ func (e *refEncoder) appendRefSwitch(dst []byte, p *refSpec, G, n int, method by
 	var lens [refSwitchMaxStreams]int
 	var off [refSwitchMaxStreams + 1]int
 	for k := range S {
-		off[k+1] = off[k] + huffStreamMax((n-k+S-1)/S)
+		off[k+1] = off[k] + huff.StreamMax((n-k+S-1)/S)
 	}
 	e.swOut = grow(e.swOut[:0], off[S])
 	out := e.swOut[:off[S]]
@@ -116,12 +118,12 @@ func (e *refEncoder) appendRefSwitch(dst []byte, p *refSpec, G, n int, method by
 // appendRefTable appends t's description in a method-4 block: the compact
 // one, or refTableHuff0 and the huff0 one where that is shorter (or the
 // compact one cannot say it).
-func appendRefTable(dst []byte, t *huffTable) []byte {
+func appendRefTable(dst []byte, t *huff.Table) []byte {
 	mark := len(dst)
-	if t.maxSym < refTableHuff0 {
-		dst = appendCompactTable(dst, t)
+	if t.MaxSym < refTableHuff0 {
+		dst = huff.AppendCompactTable(dst, t)
 	}
-	hd, err := t.appendHeader(nil)
+	hd, err := t.AppendHeader(nil)
 	if err == nil && (len(dst) == mark || len(hd)+1 < len(dst)-mark) {
 		dst = append(append(dst[:mark], refTableHuff0), hd...)
 	}
@@ -130,7 +132,7 @@ func appendRefTable(dst []byte, t *huffTable) []byte {
 
 // refTableLen is the length of appendRefTable's description of t (1<<30
 // if it has none), written into *scratch to be measured.
-func refTableLen(t *huffTable, scratch *[]byte) int {
+func refTableLen(t *huff.Table, scratch *[]byte) int {
 	*scratch = appendRefTable((*scratch)[:0], t)
 	if len(*scratch) == 0 {
 		return 1 << 30
@@ -157,34 +159,34 @@ const (
 
 // encodeSwitch writes one huff0-style bit stream (the last symbol first,
 // then a 1 end bit) of the tokens toks[k], toks[k+S], ..., each with the
-// code of its context's group (enc[group<<8 | token], huffTable.encL
-// form), into out (which has huffStreamMax bytes) and returns its length.
+// code of its context's group (enc[group<<8 | token], huff.Table.EncL
+// form), into out (which has huff.StreamMax bytes) and returns its length.
 func encodeSwitch(out, toks, ctxs []byte, k, S int, gof *[256]byte, enc []uint64) int {
-	var w huffW
+	var w huff.W
 	ctxs = ctxs[:len(toks)]
 	m := (len(toks) - k + S - 1) / S // values of the stream
-	_ = out[huffStreamMax(m)-1]
+	_ = out[huff.StreamMax(m)-1]
 	code := func(i int) uint64 { return enc[int(gof[ctxs[i]])<<8|int(toks[i])] }
 	i := k + (m-1)*S // the last value
 	// four codes of at most 11 bits on top of the ≤ 7 a flush leaves
 	for ; m >= 4; m -= 4 {
-		w.put(code(i))
-		w.put(code(i - S))
-		w.put(code(i - 2*S))
-		w.put(code(i - 3*S))
-		w.flush(out)
+		w.Put(code(i))
+		w.Put(code(i - S))
+		w.Put(code(i - 2*S))
+		w.Put(code(i - 3*S))
+		w.Flush(out)
 		i -= 4 * S
 	}
 	for ; m > 0; m-- {
-		w.put(code(i))
+		w.Put(code(i))
 		i -= S
 	}
-	w.flush(out)
-	return w.end(out)
+	w.Flush(out)
+	return w.End(out)
 }
 
 // refSwitchDec is a worker's state for methods 3 and 4: every group's single-symbol
-// decoding table (huffX form: symbol<<8 | code length, little-endian
+// decoding table (huff.Decoder form: symbol<<8 | code length, little-endian
 // uint16s) in tabs, and per context key the table of its group, as
 // start<<6 | shift: the entry for the next code is the one at byte start
 // + 2·(the window's top 64-shift bits). Each table starts shift bytes
@@ -192,7 +194,7 @@ func encodeSwitch(out, toks, ctxs []byte, k, S int, gof *[256]byte, enc []uint64
 // address holds the shift in its low 6 bits: the assembly rounds take one
 // word per context for both (refSwitchRounds).
 type refSwitchDec struct {
-	hx    huffX
+	hx    huff.Decoder
 	raw   []byte // tabs' allocation
 	tabs  []byte // 64-byte aligned
 	cinfo [256]uint32
@@ -204,7 +206,7 @@ var nativeLE = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // refSwitchTabBytes is the most bytes one group's table takes in tabs:
 // up to 63 to the next multiple of 64, the shift (< 64) and the entries.
-const refSwitchTabBytes = 128 + 2<<huffMaxBits
+const refSwitchTabBytes = 128 + 2<<huff.MaxBits
 
 // readTables reads the G table descriptions of src (method 4: compact
 // ones, compact) and sets up cinfo for the groups of gtab; every token a
@@ -236,42 +238,42 @@ func (d *refSwitchDec) readTables(src []byte, G int, gtab *[256]byte, maxTok int
 		} else {
 			// the table is built in place (where the CPU stores uint16
 			// little-endian, as the rounds read them), else copied
-			var dst func(tl uint) *[1 << huffMaxBits]uint16
+			var dst func(tl uint) *[1 << huff.MaxBits]uint16
 			placed := -1
 			if nativeLE {
-				dst = func(tl uint) *[1 << huffMaxBits]uint16 {
+				dst = func(tl uint) *[1 << huff.MaxBits]uint16 {
 					start := (pos+63)&^63 + int(64-tl)
-					if start+2<<huffMaxBits > len(d.tabs) {
-						return &d.hx.single
+					if start+2<<huff.MaxBits > len(d.tabs) {
+						return &d.hx.Single
 					}
 					placed = start
-					return (*[1 << huffMaxBits]uint16)(unsafe.Pointer(&d.tabs[start]))
+					return (*[1 << huff.MaxBits]uint16)(unsafe.Pointer(&d.tabs[start]))
 				}
 			}
 			var rest []byte
 			var err error
 			switch {
 			case !compact:
-				rest, err = d.hx.readWeightsTo(src, dst)
+				rest, err = d.hx.ReadWeightsTo(src, dst)
 			case src[0] == refTableHuff0:
-				rest, err = d.hx.readWeightsTo(src[1:], dst)
+				rest, err = d.hx.ReadWeightsTo(src[1:], dst)
 			default:
-				rest, err = d.hx.readCompactTable(src, dst)
+				rest, err = d.hx.ReadCompactTable(src, dst)
 			}
 			if err != nil {
 				return nil, errf("reference block: group %d: %v", g, err)
 			}
-			if d.hx.nsym-1 > maxTok {
-				return nil, errf("reference block: token %d out of range", d.hx.nsym-1)
+			if d.hx.NSym-1 > maxTok {
+				return nil, errf("reference block: token %d out of range", d.hx.NSym-1)
 			}
-			tl = d.hx.tl
+			tl = d.hx.TL
 			src = rest
 			if placed >= 0 {
 				ginfo[g] = uint32(placed)<<6 | uint32(64-tl)
 				pos = placed + 2<<tl
 				continue
 			}
-			tab = d.hx.single[:1<<tl]
+			tab = d.hx.Single[:1<<tl]
 		}
 		sh := 64 - tl
 		start := (pos+63)&^63 + int(sh)
@@ -423,7 +425,7 @@ func (d *refSwitchDec) fast8Go(tv, ex, src []byte, st *[refSwitchMaxStreams]swSt
 // tokens from each window without checking the bits left: the window may
 // reach below the stream's start, but a stream that ends exactly with its
 // bits decodes the same whatever lies below it, and one that does not
-// comes out with its unread bits below zero or above it (as huffX.tail;
+// comes out with its unread bits below zero or above it (as huff.Decoder's tail;
 // a code may have length 0 here, so a stream may run out of bits before
 // its last tokens).
 func (d *refSwitchDec) tail(tv, ex, src []byte, s *swStream, S int) error {
@@ -438,7 +440,7 @@ func (d *refSwitchDec) tail(tv, ex, src []byte, s *swStream, S int) error {
 	for ; s.o < n && pos >= 0; s.o += S {
 		inf := d.cinfo[ex[s.o]]
 		tl := 64 - uint(inf&63)
-		x := peekBack(src, s.lo, pos, tl)
+		x := huff.PeekBack(src, s.lo, pos, tl)
 		e := binary.LittleEndian.Uint16(d.tabs[int(inf>>6)+2*int(x):])
 		tv[s.o] = byte(e >> 8)
 		pos -= int(e & 0xFF)

@@ -103,3 +103,19 @@ func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
+
+// TestBitwinHeaderCopies: codec's and package huff's copies of the bit
+// window macros are the same file.
+func TestBitwinHeaderCopies(t *testing.T) {
+	a, err := os.ReadFile("bitwin_amd64.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join("huff", "bitwin_amd64.h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatal("bitwin_amd64.h and huff/bitwin_amd64.h differ: change both")
+	}
+}

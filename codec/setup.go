@@ -12,6 +12,7 @@ import (
 
 	"github.com/klauspost/compress/huff0"
 
+	"neuralzip/codec/huff"
 	"neuralzip/dtype"
 )
 
@@ -108,7 +109,7 @@ type SetupTable struct {
 
 // tableCode is the coding state of one code of a table.
 type tableCode struct {
-	huff   huffTable
+	huff   huff.Table
 	dec    *huff0.Decoder
 	hdr    []byte      // the huff0 table description
 	expand [256]uint32 // pairs: code -> two symbols, bit 16 = escape/invalid
@@ -118,12 +119,12 @@ type tableCode struct {
 	// The code's huff0 description and decoder are made on first use
 	// (ready): a setup has tens of codes and an archive's blocks use a
 	// few, so parsing an embedded setup for a small archive must not pay
-	// for all of them. huffX's tables (12 KB each) likewise. Both are then shared by every goroutine, which only
+	// for all of them. huff.Decoder's tables (12 KB each) likewise. Both are then shared by every goroutine, which only
 	// read them.
 	readyOnce sync.Once
 	readyErr  error
 	hxOnce    sync.Once
-	hx        *huffX
+	hx        *huff.Decoder
 	hxErr     error
 }
 
@@ -132,7 +133,7 @@ type tableCode struct {
 // lengths form a complete code, so an error here means a bug, not damage.
 func (c *tableCode) ready() error {
 	c.readyOnce.Do(func() {
-		hdr, err := c.huff.appendHeader(nil)
+		hdr, err := c.huff.AppendHeader(nil)
 		if err != nil {
 			c.readyErr = errf("setup table: %v", err)
 			return
@@ -149,16 +150,16 @@ func (c *tableCode) ready() error {
 	return c.readyErr
 }
 
-// huffX returns the code's huffX decoder, with its two-symbol table where
+// huffX returns the code's huff.Decoder, with its two-symbol table where
 // that pays (it is made once, so it pays for every block).
-func (c *tableCode) huffX() (*huffX, error) {
+func (c *tableCode) huffX() (*huff.Decoder, error) {
 	c.hxOnce.Do(func() {
 		if err := c.ready(); err != nil {
 			c.hxErr = err
 			return
 		}
-		h := new(huffX)
-		if _, err := h.readTable(c.hdr, huffXMin); err != nil {
+		h := new(huff.Decoder)
+		if _, err := h.ReadTable(c.hdr, huff.TwoMin); err != nil {
 			c.hxErr = errf("setup table: %v", err)
 			return
 		}
@@ -301,7 +302,7 @@ func (sec *SetupSection) selectors() []tableSel {
 // init fills the selection data of table t.
 func (sel *tableSel) init(t *SetupTable, w uint) {
 	sel.mode = t.mode
-	escBits := t.single.huff.lens[t.single.esc] + uint8(w)
+	escBits := t.single.huff.Lens[t.single.esc] + uint8(w)
 	for a := range sel.eff {
 		sel.eff[a] = escBits
 		if l := t.single.lens[a]; l != 0 {
@@ -458,27 +459,16 @@ func checkAlphabet(a []byte, w uint, max int) error {
 }
 
 // init checks the code lengths (0 = no code; the escape esc must have one)
-// for a complete code of at most huffMaxBits bits and makes the code; ready
+// for a complete code of at most huff.MaxBits bits and makes the code; ready
 // makes its description and decoder.
 func (c *tableCode) init(lengths []uint8, esc int) error {
-	var kraft uint64
-	c.huff = huffTable{}
-	for i, l := range lengths {
-		if l > huffMaxBits {
-			return fmt.Errorf("code length %d", l)
-		}
-		if l != 0 {
-			kraft += 1 << (huffMaxBits - l)
-			c.huff.lens[i] = l
-			c.huff.tl = max(c.huff.tl, l)
-			c.huff.maxSym = i
-		}
+	if err := c.huff.SetLengths(lengths); err != nil {
+		return err
 	}
-	if kraft != 1<<huffMaxBits || esc >= len(lengths) || lengths[esc] == 0 {
+	if esc >= len(lengths) || lengths[esc] == 0 {
 		return errors.New("lengths do not form a complete code with an escape")
 	}
 	c.esc = byte(esc)
-	c.huff.assignCodes()
 	// (the description and decoder follow on first use: ready)
 	for i := range c.expand {
 		c.expand[i] = 1 << 16

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 
+	"neuralzip/codec/huff"
 	"neuralzip/dtype"
 )
 
@@ -363,15 +364,15 @@ func codeLengths(counts *[256]uint32, n int) []uint8 {
 	for i := 0; i < n; i++ {
 		h[i] = max(counts[i], 1)
 	}
-	var ht huffTable
+	var ht huff.Table
 	out := make([]uint8, n)
 	if n < 2 {
 		return nil // a complete code needs two codes
 	}
-	if err := ht.build(&h); err != nil {
+	if err := ht.Build(&h); err != nil {
 		return nil
 	}
-	copy(out, ht.lens[:n])
+	copy(out, ht.Lens[:n])
 	return out
 }
 

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"neuralzip/codec/huff"
 	"neuralzip/dtype"
 )
 
@@ -168,7 +169,7 @@ func TestCostShiftedMatchesRotation(t *testing.T) {
 		for sym, c := range h {
 			l := uint64(tb.single.lens[fwd[sym]])
 			if l == 0 {
-				l = uint64(tb.single.huff.lens[tb.single.esc]) + 8
+				l = uint64(tb.single.huff.Lens[tb.single.esc]) + 8
 			}
 			want += uint64(c) * l
 		}
@@ -476,7 +477,7 @@ func TestSetupHuffX(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range []struct{ hx, two bool }{{false, false}, {true, false}, {true, true}} {
-			if c.hx && !use.huffXAsm {
+			if c.hx && !huff.Use().DecAsm {
 				continue
 			}
 			// a fresh setup each time (not ParseSetup's cached one): the
@@ -485,7 +486,7 @@ func TestSetupHuffX(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			restore := setFeatures(func(f *features) { f.huffX, f.huffXTwo = c.hx, c.two })
+			restore := setFeatures(func(f *features) { f.huffX, f.huff.Two = c.hx, c.two })
 			out, err := DecompressBytes(context.Background(), arc, DecodeOptions{Setup: s2, Threads: 2})
 			restore()
 			if err != nil || !bytes.Equal(out, data) {
@@ -497,7 +498,7 @@ func TestSetupHuffX(t *testing.T) {
 					for _, code := range []*tableCode{&tb.single, &tb.pair} {
 						if code.hx != nil {
 							made++
-							if code.hx.two {
+							if code.hx.TwoSymbol() {
 								two++
 							}
 						}

@@ -2,6 +2,8 @@ package codec
 
 import (
 	"encoding/binary"
+
+	"neuralzip/codec/huff"
 )
 
 // Symbol streams. Every field of a float block (exponent symbols, residual
@@ -28,7 +30,7 @@ import (
 // of neighbouring exponents.
 const (
 	minHuffSymbols = 32   // below this a stream is stored packed
-	min4XSymbols   = 256  // from here on the 4-stream layout decodes faster (huffX)
+	min4XSymbols   = 256  // from here on the 4-stream layout decodes faster (huff.Decoder)
 	minPairSymbols = 8192 // below this pairs gain too little for a second table
 	pairSampleStep = 8    // appendSymbols ranks symbols by every 8th one
 	minExcHuff     = 1024 // fewer exceptions than this are stored packed
@@ -36,7 +38,7 @@ const (
 
 // streamEncoder holds the reusable state of one worker's stream coding.
 type streamEncoder struct {
-	single, pair huffTable
+	single, pair huff.Table
 	hist         [256]uint32
 	hdr          []byte
 	// pair coding state, filled by preparePairs
@@ -59,7 +61,7 @@ type streamEncoder struct {
 	rotD           int
 	rotW           uint
 	rotOK          bool
-	perm           *huffTable
+	perm           *huff.Table
 	// the nested encoder for exception streams
 	inner *streamEncoder
 	// lastMode is the mode of the last stream written (for tests)
@@ -184,10 +186,10 @@ func (e *streamEncoder) choose(dst, syms []byte, w uint, hist *[256]uint32, pair
 		// of at least two bytes); build their table only when that bound
 		// leaves them a chance.
 		if hb, _ := entropyBits(hist, n); int(hb/8)+2 < best {
-			if e.single.build(hist) == nil {
-				if h, err := e.single.appendHeader(e.hdr[:0]); err == nil {
+			if e.single.Build(hist) == nil {
+				if h, err := e.single.AppendHeader(e.hdr[:0]); err == nil {
 					e.hdr = h
-					sz := huffSize(len(h), e.single.cost(hist), n)
+					sz := huffSize(len(h), e.single.Cost(hist), n)
 					sz += uvarintLen(uint64(sz))
 					if sz < best {
 						best, bestMode = sz, smHuff1
@@ -216,7 +218,7 @@ func (e *streamEncoder) choose(dst, syms []byte, w uint, hist *[256]uint32, pair
 
 // appendHuff appends mode (+1 for the 4X layout when long), uvarint size and
 // the huff0 block of syms under table t.
-func (e *streamEncoder) appendHuff(dst []byte, t *huffTable, syms []byte, mode byte) ([]byte, bool) {
+func (e *streamEncoder) appendHuff(dst []byte, t *huff.Table, syms []byte, mode byte) ([]byte, bool) {
 	x4 := len(syms) >= min4XSymbols
 	if x4 {
 		mode++
@@ -227,9 +229,9 @@ func (e *streamEncoder) appendHuff(dst []byte, t *huffTable, syms []byte, mode b
 	body := len(dst)
 	var err error
 	if x4 {
-		dst, err = t.append4X(dst, syms)
+		dst, err = t.Append4X(dst, syms)
 	} else {
-		dst, err = t.append1X(dst, syms)
+		dst, err = t.Append1X(dst, syms)
 	}
 	if err != nil {
 		return dst[:mark], false
@@ -352,10 +354,10 @@ func pairOne(codes, syms []byte, i int, pc *[65536]byte, esc byte, exc []byte) [
 // pairCost builds the table of the prepared codes, codes the exceptions and
 // returns the exact size of the pair stream.
 func (e *streamEncoder) pairCost() (int, bool) {
-	if e.pair.build(&e.codeHist) != nil {
+	if e.pair.Build(&e.codeHist) != nil {
 		return 0, false
 	}
-	h, err := e.pair.appendHeader(e.hdr[:0])
+	h, err := e.pair.AppendHeader(e.hdr[:0])
 	if err != nil {
 		return 0, false
 	}
@@ -371,7 +373,7 @@ func (e *streamEncoder) pairCost() (int, bool) {
 		e.excEnc = e.inner.choose(e.excEnc[:0], e.exc, e.excW, &xh, pairsNone)
 	}
 	m := len(e.codes)
-	sz := huffSize(len(h), e.pair.cost(&e.codeHist), m)
+	sz := huffSize(len(h), e.pair.Cost(&e.codeHist), m)
 	sz += 2 + len(e.top) + uvarintLen(uint64(sz)) + uvarintLen(uint64(len(e.exc))) + len(e.excEnc)
 	return sz, true
 }
@@ -632,12 +634,12 @@ func (e *streamEncoder) appendWithTable(dst, syms []byte, w uint, t *SetupTable,
 	e.exc = e.exc[:0]
 	var codes []byte
 	code := &t.single
-	huff := &code.huff
+	tab := &code.huff
 	kind := byte(0)
 	switch {
 	case t.hasPair && n >= 2:
 		code, kind = &t.pair, 1
-		huff = &code.huff
+		tab = &code.huff
 		m := n / 2
 		if cap(e.codes) < m {
 			e.codes = make([]byte, m)
@@ -648,13 +650,13 @@ func (e *streamEncoder) appendWithTable(dst, syms []byte, w uint, t *SetupTable,
 		// the code of symbol s is that of its aligned symbol: permute the
 		// encoding table instead of the symbols
 		if e.perm == nil {
-			e.perm = new(huffTable)
+			e.perm = new(huff.Table)
 		}
-		for s := range e.perm.enc {
-			e.perm.enc[s] = code.huff.enc[fwd[s]]
-			e.perm.encL[s] = code.huff.encL[fwd[s]]
+		for s := range e.perm.Enc {
+			e.perm.Enc[s] = code.huff.Enc[fwd[s]]
+			e.perm.EncL[s] = code.huff.EncL[fwd[s]]
 		}
-		huff, codes = e.perm, syms
+		tab, codes = e.perm, syms
 	default:
 		// the huff0 symbol of a code is the aligned symbol itself
 		var local [256]byte
@@ -693,15 +695,15 @@ func (e *streamEncoder) appendWithTable(dst, syms []byte, w uint, t *SetupTable,
 	body := len(dst)
 	if mode == smShared4 {
 		var err error
-		if dst, err = huff.appendData4X(dst, codes); err != nil {
+		if dst, err = tab.AppendData4X(dst, codes); err != nil {
 			// a stream over 64 KiB cannot be described in the jump
 			// table: use one stream
-			dst = huff.appendStream1(dst[:body], codes)
+			dst = tab.AppendStream1(dst[:body], codes)
 			mode = smShared1
 			dst[modeAt] = mode
 		}
 	} else {
-		dst = huff.appendStream1(dst, codes)
+		dst = tab.AppendStream1(dst, codes)
 	}
 	l := len(dst) - body
 	k := uvarintLen(uint64(l))

@@ -6,12 +6,14 @@ import (
 	"encoding/binary"
 
 	"github.com/klauspost/compress/huff0"
+
+	"neuralzip/codec/huff"
 )
 
 // streamDecoder holds the reusable state of one worker's stream decoding.
 type streamDecoder struct {
 	huf   huff0.Scratch
-	hx    *huffX // Huffman blocks (where use.huffX)
+	hx    *huff.Decoder // Huffman blocks (where use.huffX)
 	codes []byte
 	exc   []byte
 	sec   *SetupSection // the setup section of the block's dtype, for modes 6 and 7
@@ -230,16 +232,16 @@ func (d *streamDecoder) huffDecode(dst, src []byte, x4 bool) error {
 	}
 	if use.huffX {
 		if d.hx == nil {
-			d.hx = new(huffX)
+			d.hx = new(huff.Decoder)
 		}
-		rest, err := d.hx.readTable(src, n)
+		rest, err := d.hx.ReadTable(src, n)
 		if err != nil {
 			return err
 		}
 		if x4 {
-			return d.hx.decode4(dst[:n], rest)
+			return d.hx.Decode4(dst[:n], rest)
 		}
-		return d.hx.decode1(dst[:n], rest)
+		return d.hx.Decode1(dst[:n], rest)
 	}
 	d.huf.MaxDecodedSize = n
 	s, rest, err := huff0.ReadTable(src, &d.huf)
@@ -260,11 +262,6 @@ func (d *streamDecoder) huffDecode(dst, src []byte, x4 bool) error {
 	}
 	return nil
 }
-
-// huffXMin: Huffman blocks of this many symbols and more are decoded two
-// symbols per lookup where their table makes it pay; below it building
-// the second table costs more than it saves.
-const huffXMin = 2048
 
 // decodeShared decodes the shared-table stream s of src into dst.
 func (d *streamDecoder) decodeShared(dst, src []byte, s Stream, w uint) error {
@@ -307,9 +304,9 @@ func (d *streamDecoder) decodeShared(dst, src []byte, s Stream, w uint) error {
 			return err
 		}
 		if x4 {
-			err = hx.decode4(codes, data)
+			err = hx.Decode4(codes, data)
 		} else {
-			err = hx.decode1(codes, data)
+			err = hx.Decode1(codes, data)
 		}
 		if err != nil {
 			return errf("shared %v", err)

@@ -1,41 +1,65 @@
-package codec
+// Package huff is a Huffman coder that writes huff0's block format (the
+// zstd literals format: a table description followed by a 1-stream or
+// 4-stream bit stream), so huff0's decoder reads everything it writes, and
+// a decoder for that format that takes up to two symbols per lookup
+// (Decoder). Building the code here lets an encoder pass a histogram it
+// already has (huff0 recounts its input) and use a faster encoding loop.
+// Beside huff0's FSE-coded table descriptions it writes and reads a
+// compact one for wide token tables (AppendCompactTable).
+//
+// Every fast path (assembly on amd64) has a pure-Go twin, and huff0 itself
+// is the reference: its encoder, given the same table through
+// huff0.ReadTable, writes the same streams (huff_test.go), and its decoder
+// reads every block as Decoder does (FuzzHuffX, FuzzHuffX1).
+package huff
 
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/klauspost/compress/fse"
 )
 
-// A Huffman coder that writes huff0's block format (the zstd literals
-// format: a table description followed by a 1-stream or 4-stream bit
-// stream), so huff0's decoder — with its assembly fast path — reads
-// everything this package writes. Building the code ourselves lets the
-// encoder take a histogram it already has (huff0 recounts its input) and
-// use a faster encoding loop. huff0's own encoder, given the same table
-// through huff0.ReadTable, is the pure reference twin (see huff_test.go).
+// MaxBits is the longest code (huff0's tableLogMax).
+const MaxBits = 11
 
-const huffMaxBits = 11 // huff0's tableLogMax
-
+// Errors of building or writing a code.
 var (
-	errHuffTooFew   = errors.New("huffman: fewer than two symbols")
-	errHuffTable    = errors.New("huffman: table cannot be described")
-	errHuffTooLarge = errors.New("huffman: stream too large for the 4-stream layout")
+	ErrTooFew   = errors.New("huffman: fewer than two symbols")
+	ErrTable    = errors.New("huffman: table cannot be described")
+	ErrTooLarge = errors.New("huffman: stream too large for the 4-stream layout")
 )
 
-// huffTable is a canonical, length-limited Huffman code in huff0's form.
-type huffTable struct {
-	limit  int         // the longest code build may make; 0: huffMaxBits
-	enc    [256]uint32 // code | length<<16, 0 for absent symbols
-	encL   [256]uint64 // code<<(64-length) | length, for huffW (present symbols only)
-	tl     uint8       // table log: the longest code length
-	maxSym int         // largest symbol present
+// ErrCorrupt is what every error reading a table description or a stream
+// wraps.
+var ErrCorrupt = errors.New("huffman: corrupt input")
+
+type corruptError struct{ msg string }
+
+func (e *corruptError) Error() string { return e.msg }
+func (e *corruptError) Unwrap() error { return ErrCorrupt }
+
+func errf(format string, args ...any) error {
+	return &corruptError{msg: fmt.Sprintf(format, args...)}
+}
+
+// grow extends dst by n bytes.
+func grow(dst []byte, n int) []byte { return slices.Grow(dst, n)[:len(dst)+n] }
+
+// Table is a canonical, length-limited Huffman code in huff0's form.
+type Table struct {
+	Limit  int         // the longest code build may make; 0: MaxBits
+	Enc    [256]uint32 // code | length<<16, 0 for absent symbols
+	EncL   [256]uint64 // code<<(64-length) | length, for W (present symbols only)
+	TL     uint8       // table log: the longest code length
+	MaxSym int         // largest symbol present
 	// scratch
 	fs   fse.Scratch
 	keys []uint64
 	tmp  []uint64 // radixSort's scratch
-	lens [256]uint8
+	Lens [256]uint8
 	wts  [256]byte // makeHeader's weights (a local array escapes through fse.Compress)
 	// the table description, made once per build
 	hdr      []byte
@@ -43,12 +67,12 @@ type huffTable struct {
 	hdrValid bool
 }
 
-// build makes a code for hist, which must hold at least two symbols: a
+// Build makes a code for hist, which must hold at least two symbols: a
 // Huffman code (Moffat–Katajainen, in place on the sorted counts) whose
-// lengths above huffMaxBits are then folded back the way JPEG (ITU T.81
+// lengths above MaxBits are then folded back the way JPEG (ITU T.81
 // annex K.3) does it. The code stays complete (Kraft sum exactly 1), as
-// huff0 requires. buildOptimal (package-merge) is the exact reference.
-func (t *huffTable) build(hist *[256]uint32) error {
+// huff0 requires. BuildOptimal (package-merge) is the exact reference.
+func (t *Table) Build(hist *[256]uint32) error {
 	n, err := t.sortKeys(hist)
 	if err != nil {
 		return err
@@ -65,9 +89,9 @@ func (t *huffTable) build(hist *[256]uint32) error {
 		count[l]++
 		maxLen = max(maxLen, int(l))
 	}
-	lim := huffMaxBits
-	if t.limit > 0 {
-		lim = min(t.limit, huffMaxBits)
+	lim := MaxBits
+	if t.Limit > 0 {
+		lim = min(t.Limit, MaxBits)
 	}
 	for i := maxLen; i > lim; i-- {
 		for count[i] > 0 {
@@ -82,18 +106,18 @@ func (t *huffTable) build(hist *[256]uint32) error {
 		}
 	}
 	// longest codes to the least frequent symbols
-	t.lens = [256]uint8{}
-	t.maxSym = 0
+	t.Lens = [256]uint8{}
+	t.MaxSym = 0
 	l := min(maxLen, lim)
-	t.tl = uint8(l)
+	t.TL = uint8(l)
 	for _, k := range t.keys {
 		for count[l] == 0 {
 			l--
 		}
 		count[l]--
 		s := byte(k)
-		t.lens[s] = uint8(l)
-		t.maxSym = max(t.maxSym, int(s))
+		t.Lens[s] = uint8(l)
+		t.MaxSym = max(t.MaxSym, int(s))
 	}
 	t.assignCodes()
 	return nil
@@ -101,7 +125,7 @@ func (t *huffTable) build(hist *[256]uint32) error {
 
 // sortKeys fills t.keys with count<<8 | symbol of the symbols present, in
 // ascending order (by count, then symbol), and returns how many there are.
-func (t *huffTable) sortKeys(hist *[256]uint32) (int, error) {
+func (t *Table) sortKeys(hist *[256]uint32) (int, error) {
 	t.hdrValid = false
 	t.keys = t.keys[:0]
 	for s, c := range hist {
@@ -110,7 +134,7 @@ func (t *huffTable) sortKeys(hist *[256]uint32) (int, error) {
 		}
 	}
 	if len(t.keys) < 2 {
-		return 0, errHuffTooFew
+		return 0, ErrTooFew
 	}
 	if len(t.keys) < radixSortMin {
 		slices.Sort(t.keys)
@@ -208,9 +232,9 @@ func huffmanLengths(a []uint64) {
 	}
 }
 
-// buildOptimal makes the optimal length-limited code (package-merge). It is
-// slower than build and serves as its reference in tests.
-func (t *huffTable) buildOptimal(hist *[256]uint32) error {
+// BuildOptimal makes the optimal length-limited code (package-merge). It is
+// slower than Build and serves as its reference in tests.
+func (t *Table) BuildOptimal(hist *[256]uint32) error {
 	n, err := t.sortKeys(hist)
 	if err != nil {
 		return err
@@ -219,7 +243,7 @@ func (t *huffTable) buildOptimal(hist *[256]uint32) error {
 	// the pairs of the level below. An item is its weight<<1, plus 1 for a
 	// leaf. The first 2n-2 items of the top level are the solution; a
 	// leaf's code length is the number of levels at which it is selected.
-	const L = huffMaxBits
+	const L = MaxBits
 	var pm [L][]uint64
 	for _, k := range t.keys {
 		pm[0] = append(pm[0], (k>>8)<<1|1)
@@ -253,13 +277,40 @@ func (t *huffTable) buildOptimal(hist *[256]uint32) error {
 		}
 		m = 2 * (m - c)
 	}
-	t.lens = [256]uint8{}
-	t.tl, t.maxSym = 0, 0
+	t.Lens = [256]uint8{}
+	t.TL, t.MaxSym = 0, 0
 	for i, k := range t.keys {
 		s := byte(k)
-		t.lens[s] = lens[i]
-		t.tl = max(t.tl, lens[i])
-		t.maxSym = max(t.maxSym, int(s))
+		t.Lens[s] = lens[i]
+		t.TL = max(t.TL, lens[i])
+		t.MaxSym = max(t.MaxSym, int(s))
+	}
+	t.assignCodes()
+	return nil
+}
+
+// SetLengths makes the canonical code of the given code lengths, one per
+// symbol from 0 (0: the symbol is absent). It fails unless they form a
+// complete code of at most MaxBits bits.
+func (t *Table) SetLengths(lens []uint8) error {
+	if len(lens) > 256 {
+		return fmt.Errorf("huffman: %d code lengths", len(lens))
+	}
+	*t = Table{Limit: t.Limit}
+	var kraft uint64
+	for i, l := range lens {
+		if l > MaxBits {
+			return fmt.Errorf("huffman: code length %d", l)
+		}
+		if l != 0 {
+			kraft += 1 << (MaxBits - l)
+			t.Lens[i] = l
+			t.TL = max(t.TL, l)
+			t.MaxSym = i
+		}
+	}
+	if kraft != 1<<MaxBits {
+		return errors.New("huffman: the lengths do not form a complete code")
 	}
 	t.assignCodes()
 	return nil
@@ -268,42 +319,42 @@ func (t *huffTable) buildOptimal(hist *[256]uint32) error {
 // assignCodes computes the canonical codes exactly as huff0.ReadTable
 // derives them from the weights (weight = tl+1-length): ranks are laid out
 // by increasing weight, symbols in increasing order within a weight.
-func (t *huffTable) assignCodes() {
-	var count [huffMaxBits + 2]uint32
-	for s := 0; s <= t.maxSym; s++ {
-		if l := t.lens[s]; l != 0 {
-			count[t.tl+1-l]++
+func (t *Table) assignCodes() {
+	var count [MaxBits + 2]uint32
+	for s := 0; s <= t.MaxSym; s++ {
+		if l := t.Lens[s]; l != 0 {
+			count[t.TL+1-l]++
 		}
 	}
-	var start [huffMaxBits + 2]uint32
+	var start [MaxBits + 2]uint32
 	var next uint32
-	for w := uint8(1); w <= t.tl; w++ {
+	for w := uint8(1); w <= t.TL; w++ {
 		start[w] = next
 		next += count[w] << (w - 1)
 	}
-	t.enc = [256]uint32{}
-	for s := 0; s <= t.maxSym; s++ {
-		l := t.lens[s]
+	t.Enc = [256]uint32{}
+	for s := 0; s <= t.MaxSym; s++ {
+		l := t.Lens[s]
 		if l == 0 {
 			continue
 		}
-		w := t.tl + 1 - l
+		w := t.TL + 1 - l
 		code := start[w] >> (w - 1)
-		t.enc[s] = code | uint32(l)<<16
-		t.encL[s] = uint64(code)<<(64-l) | uint64(l)
+		t.Enc[s] = code | uint32(l)<<16
+		t.EncL[s] = uint64(code)<<(64-l) | uint64(l)
 		start[w] += 1 << (w - 1)
 	}
 }
 
-// cost returns the coded size in bits of a stream with histogram hist, or
+// Cost returns the coded size in bits of a stream with histogram hist, or
 // -1 when the code lacks a symbol of hist.
-func (t *huffTable) cost(hist *[256]uint32) int64 {
+func (t *Table) Cost(hist *[256]uint32) int64 {
 	var b int64
 	for s, c := range hist {
 		if c == 0 {
 			continue
 		}
-		l := t.enc[s] >> 16
+		l := t.Enc[s] >> 16
 		if l == 0 {
 			return -1
 		}
@@ -312,10 +363,10 @@ func (t *huffTable) cost(hist *[256]uint32) int64 {
 	return b
 }
 
-// appendHeader appends the table description huff0.ReadTable reads: one
+// AppendHeader appends the table description huff0.ReadTable reads: one
 // byte, then either FSE-compressed weights (byte < 128 is their size) or
 // 4-bit weights (byte-127 of them). The last symbol's weight is implied.
-func (t *huffTable) appendHeader(dst []byte) ([]byte, error) {
+func (t *Table) AppendHeader(dst []byte) ([]byte, error) {
 	if !t.hdrValid {
 		t.hdr, t.hdrErr = t.makeHeader(t.hdr[:0])
 		t.hdrValid = true
@@ -326,13 +377,13 @@ func (t *huffTable) appendHeader(dst []byte) ([]byte, error) {
 	return append(dst, t.hdr...), nil
 }
 
-func (t *huffTable) makeHeader(dst []byte) ([]byte, error) {
+func (t *Table) makeHeader(dst []byte) ([]byte, error) {
 	weights := &t.wts
 	*weights = [256]byte{}
-	nw := t.maxSym // weights written: symbols 0..maxSym-1
+	nw := t.MaxSym // weights written: symbols 0..MaxSym-1
 	for s := 0; s < nw; s++ {
-		if l := t.lens[s]; l != 0 {
-			weights[s] = t.tl + 1 - l
+		if l := t.Lens[s]; l != 0 {
+			weights[s] = t.TL + 1 - l
 		}
 	}
 	direct := nw <= 128 && nw >= 1
@@ -346,7 +397,7 @@ func (t *huffTable) makeHeader(dst []byte) ([]byte, error) {
 		}
 	}
 	if !direct {
-		return dst, errHuffTable
+		return dst, ErrTable
 	}
 	dst = append(dst, byte(127+nw))
 	for s := 0; s < nw; s += 2 {
@@ -355,15 +406,15 @@ func (t *huffTable) makeHeader(dst []byte) ([]byte, error) {
 	return dst, nil
 }
 
-// huffStreamMax is the most bytes a stream of n symbols can take.
-func huffStreamMax(n int) int { return (n*huffMaxBits+7)/8 + 16 }
+// StreamMax is the most bytes a stream of n symbols can take.
+func StreamMax(n int) int { return (n*MaxBits+7)/8 + 16 }
 
-// appendStream1 appends one huff0 bit stream of src (symbols coded last to
+// AppendStream1 appends one huff0 bit stream of src (symbols coded last to
 // first, then a 1 end bit) and returns dst.
-func (t *huffTable) appendStream1(dst, src []byte) []byte {
+func (t *Table) AppendStream1(dst, src []byte) []byte {
 	start := len(dst)
-	dst = grow(dst, huffStreamMax(len(src)))
-	n := encodeHuffStreamFast(dst[start:], src, &t.enc)
+	dst = grow(dst, StreamMax(len(src)))
+	n := encodeHuffStreamFast(dst[start:], src, &t.Enc)
 	return dst[:start+n]
 }
 
@@ -386,14 +437,14 @@ func endStream(out []byte, c uint64, nb uint, pos int) int {
 	return pos + int(nb+7)/8
 }
 
-// encodeHuffStream writes the stream into out (which has huffStreamMax
+// encodeHuffStream writes the stream into out (which has StreamMax
 // bytes) and returns its length.
 func encodeHuffStream(out, src []byte, enc *[256]uint32) int {
 	var c uint64
 	var nb uint
 	pos := 0
 	i := len(src)
-	_ = out[huffStreamMax(len(src))-1]
+	_ = out[StreamMax(len(src))-1]
 	// Five codes of at most 11 bits fit on top of the ≤7 bits a flush
 	// leaves.
 	for ; i >= 5; i -= 5 {
@@ -421,34 +472,34 @@ func encodeHuffStream(out, src []byte, enc *[256]uint32) int {
 	return endStream(out, c, nb, pos)
 }
 
-// append1X appends header and a 1-stream block.
-func (t *huffTable) append1X(dst, src []byte) ([]byte, error) {
-	dst, err := t.appendHeader(dst)
+// Append1X appends header and a 1-stream block.
+func (t *Table) Append1X(dst, src []byte) ([]byte, error) {
+	dst, err := t.AppendHeader(dst)
 	if err != nil {
 		return dst, err
 	}
-	return t.appendStream1(dst, src), nil
+	return t.AppendStream1(dst, src), nil
 }
 
-// append4X appends header and a 4-stream block: a jump table of three
+// Append4X appends header and a 4-stream block: a jump table of three
 // little-endian uint16 stream sizes, then the four streams, each coding a
 // quarter ((n+3)/4 symbols; the last one the rest).
-func (t *huffTable) append4X(dst, src []byte) ([]byte, error) {
+func (t *Table) Append4X(dst, src []byte) ([]byte, error) {
 	mark := len(dst)
-	dst, err := t.appendHeader(dst)
+	dst, err := t.AppendHeader(dst)
 	if err != nil {
 		return dst, err
 	}
-	dst, err = t.appendData4X(dst, src)
+	dst, err = t.AppendData4X(dst, src)
 	if err != nil {
 		return dst[:mark], err
 	}
 	return dst, nil
 }
 
-// appendData4X appends the 4-stream data of src without a table
+// AppendData4X appends the 4-stream data of src without a table
 // description (for tables the decoder already has).
-func (t *huffTable) appendData4X(dst, src []byte) ([]byte, error) {
+func (t *Table) AppendData4X(dst, src []byte) ([]byte, error) {
 	mark := len(dst)
 	seg := (len(src) + 3) / 4
 	jt := len(dst)
@@ -457,7 +508,7 @@ func (t *huffTable) appendData4X(dst, src []byte) ([]byte, error) {
 	var off [5]int // where each stream is coded, after the jump table
 	for k := range parts {
 		parts[k] = src[min(k*seg, len(src)):min((k+1)*seg, len(src))]
-		off[k+1] = off[k] + huffStreamMax(len(parts[k]))
+		off[k+1] = off[k] + StreamMax(len(parts[k]))
 	}
 	// streams 0+1 and 2+3 are coded in pairs, each into its own space,
 	// then closed up
@@ -466,7 +517,7 @@ func (t *huffTable) appendData4X(dst, src []byte) ([]byte, error) {
 	out := dst[base : base+off[4]]
 	var lens [4]int
 	for k := 0; k < 4; k += 2 {
-		lens[k], lens[k+1] = encodeHuff2(out[off[k]:off[k+1]], out[off[k+1]:off[k+2]], parts[k], parts[k+1], &t.encL)
+		lens[k], lens[k+1] = encodeHuff2(out[off[k]:off[k+1]], out[off[k+1]:off[k+2]], parts[k], parts[k+1], &t.EncL)
 	}
 	p := lens[0]
 	for k := 1; k < 4; k++ {
@@ -475,102 +526,104 @@ func (t *huffTable) appendData4X(dst, src []byte) ([]byte, error) {
 	dst = dst[:base+p]
 	for k := 0; k < 3; k++ {
 		if lens[k] > 0xffff {
-			return dst[:mark], errHuffTooLarge
+			return dst[:mark], ErrTooLarge
 		}
 		binary.LittleEndian.PutUint16(dst[jt+2*k:], uint16(lens[k]))
 	}
 	return dst, nil
 }
 
-// huffW writes one huff0 bit stream the way zstd's Huffman encoder does:
+// W writes one huff0 bit stream the way zstd's Huffman encoder does:
 // the bits are kept left-aligned in a 64-bit container, each code entering
 // at the top (c = c>>length | code<<(64-length)). One table entry,
-// code<<(64-length) | length (huffTable.encL), then serves the shift
+// code<<(64-length) | length (Table.EncL), then serves the shift
 // (which reads its low 6 bits), the OR (its low byte lands below the
 // valid bits, which are shifted out before they could reach them) and the
 // bit count (of which only the low byte is kept). Flushing writes the top
 // nb bits; the container itself is never shifted back. At most 60 bits may
 // be pending (the length noise stays in the low 4 bits): four codes of ≤ 11
 // bits on top of the ≤ 7 a flush leaves.
-type huffW struct {
+type W struct {
 	c   uint64 // the pending bits at the top
 	nb  uint64 // pending bits in the low byte; the rest is noise
 	pos int    // bytes written
 }
 
-func (w *huffW) put(e uint64) {
+// Put adds one code, in Table.EncL form.
+func (w *W) Put(e uint64) {
 	w.c = w.c>>(e&63) | e
 	w.nb += e
 }
 
-func (w *huffW) flush(out []byte) {
+// Flush writes the whole bytes of the pending bits to out.
+func (w *W) Flush(out []byte) {
 	nb := w.nb & 0xff
 	binary.LittleEndian.PutUint64(out[w.pos:], w.c>>((64-nb)&63))
 	w.pos += int(nb >> 3)
 	w.nb = nb & 7
 }
 
-// end adds the end-of-stream 1 bit, writes the last bytes and returns the
+// End adds the End-of-stream 1 bit, writes the last bytes and returns the
 // stream length.
-func (w *huffW) end(out []byte) int {
-	w.put(1<<63 | 1)
+func (w *W) End(out []byte) int {
+	w.Put(1<<63 | 1)
 	nb := w.nb & 0xff
 	binary.LittleEndian.PutUint64(out[w.pos:], w.c>>((64-nb)&63))
 	return w.pos + int(nb+7)/8
 }
 
 // encodeHuff2 writes two streams at once (two dependency chains for the
-// CPU to overlap). Each out must have huffStreamMax bytes; it returns the
+// CPU to overlap). Each out must have StreamMax bytes; it returns the
 // two lengths. The output is that of encodeHuffStream on each.
 func encodeHuff2(out0, out1, src0, src1 []byte, enc *[256]uint64) (int, int) {
-	var w [2]huffW
-	_ = out0[huffStreamMax(len(src0))-1]
-	_ = out1[huffStreamMax(len(src1))-1]
+	var w [2]W
+	_ = out0[StreamMax(len(src0))-1]
+	_ = out1[StreamMax(len(src1))-1]
 	// the longer stream first codes down to the shorter one's length
 	for len(src0) > len(src1) {
-		w[0].put(enc[src0[len(src0)-1]])
-		w[0].flush(out0)
+		w[0].Put(enc[src0[len(src0)-1]])
+		w[0].Flush(out0)
 		src0 = src0[:len(src0)-1]
 	}
 	for len(src1) > len(src0) {
-		w[1].put(enc[src1[len(src1)-1]])
-		w[1].flush(out1)
+		w[1].Put(enc[src1[len(src1)-1]])
+		w[1].Flush(out1)
 		src1 = src1[:len(src1)-1]
 	}
 	if len(src0) > 0 {
-		if use.huffEnc2 {
+		if use.Enc2 {
 			huffEnc2Asm(&out0[0], &out1[0], &src0[0], &src1[0], len(src0), enc, &w)
 		} else {
 			huffEnc2Go(out0, out1, src0, src1, enc, &w)
 		}
 	}
-	return w[0].end(out0), w[1].end(out1)
+	return w[0].End(out0), w[1].End(out1)
 }
 
 // huffEnc2Go is huffEnc2Asm's twin: both streams, of equal length, from
 // the states in w.
-func huffEnc2Go(out0, out1, src0, src1 []byte, enc *[256]uint64, w *[2]huffW) {
+func huffEnc2Go(out0, out1, src0, src1 []byte, enc *[256]uint64, w *[2]W) {
 	w0, w1 := w[0], w[1]
 	i := len(src0)
 	src1 = src1[:i]
 	for ; i >= 4; i -= 4 {
 		s, t := src0[i-4:i], src1[i-4:i]
-		w0.put(enc[s[3]])
-		w1.put(enc[t[3]])
-		w0.put(enc[s[2]])
-		w1.put(enc[t[2]])
-		w0.put(enc[s[1]])
-		w1.put(enc[t[1]])
-		w0.put(enc[s[0]])
-		w1.put(enc[t[0]])
-		w0.flush(out0)
-		w1.flush(out1)
+		w0.Put(enc[s[3]])
+		w1.Put(enc[t[3]])
+		w0.Put(enc[s[2]])
+		w1.Put(enc[t[2]])
+		w0.Put(enc[s[1]])
+		w1.Put(enc[t[1]])
+		w0.Put(enc[s[0]])
+		w1.Put(enc[t[0]])
+		w0.Flush(out0)
+		w1.Flush(out1)
 	}
 	for ; i > 0; i-- {
-		w0.put(enc[src0[i-1]])
-		w1.put(enc[src1[i-1]])
+		w0.Put(enc[src0[i-1]])
+		w1.Put(enc[src1[i-1]])
 	}
-	w0.flush(out0)
-	w1.flush(out1)
+	w0.Flush(out0)
+	w1.Flush(out1)
 	w[0], w[1] = w0, w1
 }

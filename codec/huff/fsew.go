@@ -1,4 +1,4 @@
-package codec
+package huff
 
 import (
 	"encoding/binary"

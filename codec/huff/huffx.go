@@ -1,4 +1,4 @@
-package codec
+package huff
 
 import (
 	"encoding/binary"
@@ -6,7 +6,7 @@ import (
 	"unsafe"
 )
 
-// huffX decodes huff0 Huffman blocks (the layouts huff0's Decompress4X
+// Decoder decodes huff0 Huffman blocks (the layouts huff0's Decompress4X
 // and Decompress1X read) with a table that yields up to two symbols per
 // lookup: where the codes of two symbols fit in the table's tl bits, one
 // lookup writes both. huff0's decoder takes one symbol per lookup, and
@@ -19,28 +19,37 @@ import (
 // filled weight by weight. huff0's own decoder is the twin (huffx_test.go,
 // FuzzHuffX, FuzzHuffX1); the assembly rounds and the AVX-512 table build
 // have pure-Go twins of their own (TestHuffXTiers).
-type huffX struct {
-	// single must come right before double: the AVX-512 table build
-	// reads 2 bytes past single's end
-	single [1 << huffMaxBits]uint16 // symbol<<8 | code length
-	double [1 << huffMaxBits]uint32 // bits | sym1<<8 | sym2<<16 | count<<24
-	tl     uint
-	nsym   int             // symbols described (the last one has the implied weight)
+type Decoder struct {
+	// Single must come right before double: the AVX-512 table build
+	// reads 2 bytes past Single's end
+	Single [1 << MaxBits]uint16 // symbol<<8 | code length
+	double [1 << MaxBits]uint32 // bits | sym1<<8 | sym2<<16 | count<<24
+	TL     uint
+	NSym   int             // symbols described (the last one has the implied weight)
 	two    bool            // decode with double (else single)
 	w      [fseOutMax]byte // weights, then the implied last one
 }
 
-// readTable reads a huff0 table description (as huff0.ReadTable does,
+// TwoSymbol says whether the table last read decodes two symbols per
+// lookup where it can.
+func (h *Decoder) TwoSymbol() bool { return h.two }
+
+// TwoMin: Huffman blocks of this many symbols and more are decoded two
+// symbols per lookup where their table makes it pay; below it building
+// the second table costs more than it saves.
+const TwoMin = 2048
+
+// ReadTable reads a huff0 table description (as huff0.ReadTable does,
 // with the same checks) and builds the decoding table, and for a block of
-// n ≥ huffXMin symbols the two-symbol one where at least half the lookups
+// n ≥ TwoMin symbols the two-symbol one where at least half the lookups
 // would yield two symbols (below that building it costs more than it
 // saves). It returns the bytes after the description.
-func (h *huffX) readTable(src []byte, n int) ([]byte, error) {
-	rest, err := h.readWeights(src)
+func (h *Decoder) ReadTable(src []byte, n int) ([]byte, error) {
+	rest, err := h.ReadWeights(src)
 	if err != nil {
 		return nil, err
 	}
-	if h.two && (n < huffXMin || !use.huffXTwo) {
+	if h.two && (n < TwoMin || !use.Two) {
 		h.two = false
 	}
 	if h.two {
@@ -49,13 +58,13 @@ func (h *huffX) readTable(src []byte, n int) ([]byte, error) {
 	return rest, nil
 }
 
-// readWeights reads the description and builds the single-symbol table;
+// ReadWeights reads the description and builds the single-symbol table;
 // two says whether the two-symbol one would pay on a long block.
-func (h *huffX) readWeights(src []byte) ([]byte, error) { return h.readWeightsTo(src, nil) }
+func (h *Decoder) ReadWeights(src []byte) ([]byte, error) { return h.ReadWeightsTo(src, nil) }
 
-// readWeightsTo is readWeights building the table into dst(tl) when dst
+// ReadWeightsTo is ReadWeights building the table into dst(tl) when dst
 // is not nil (see finishWeights).
-func (h *huffX) readWeightsTo(src []byte, dst func(tl uint) *[1 << huffMaxBits]uint16) ([]byte, error) {
+func (h *Decoder) ReadWeightsTo(src []byte, dst func(tl uint) *[1 << MaxBits]uint16) ([]byte, error) {
 	if len(src) <= 1 {
 		return nil, errf("huffman table: input too small")
 	}
@@ -98,8 +107,8 @@ func (h *huffX) readWeightsTo(src []byte, dst func(tl uint) *[1 << huffMaxBits]u
 // finishWeights checks the n weights described in h.w (huff0's: length =
 // tableLog + 1 - weight, 0 for an absent symbol), adds the last symbol's,
 // implied by the code being complete, and builds the single-symbol table:
-// into h.single, or where dst (given the table log) says.
-func (h *huffX) finishWeights(n int, dst func(tl uint) *[1 << huffMaxBits]uint16) error {
+// into h.Single, or where dst (given the table log) says.
+func (h *Decoder) finishWeights(n int, dst func(tl uint) *[1 << MaxBits]uint16) error {
 	// four histograms: weights repeat, so each increment does not wait
 	// on the one before
 	var hist [4][16]uint32
@@ -135,7 +144,7 @@ func (h *huffX) finishWeights(n int, dst func(tl uint) *[1 << huffMaxBits]uint16
 		return errf("huffman table: weights zero")
 	}
 	tl := uint(bits.Len32(total))
-	if tl > huffMaxBits {
+	if tl > MaxBits {
 		return errf("huffman table: tableLog too big")
 	}
 	rest := uint32(1)<<tl - total
@@ -145,19 +154,19 @@ func (h *huffX) finishWeights(n int, dst func(tl uint) *[1 << huffMaxBits]uint16
 	}
 	h.w[n] = byte(last)
 	n++
-	h.nsym = n
+	h.NSym = n
 	rank[last]++
 	hist[3][last]++
 	if rank[1] < 2 || rank[1]&1 != 0 {
 		return errf("huffman table: bad count of the longest codes")
 	}
-	h.tl = tl
+	h.TL = tl
 	// Under the code's own distribution every table entry is equally
 	// likely, so the share of lookups that yield two symbols is the share
 	// of pairs of codes that fit in tl bits: weights w1 + w2 ≥ tl + 2. A
 	// table below one half decodes faster one symbol per lookup (fewer
 	// instructions per lookup, no second table to build).
-	var suffix [huffMaxBits + 3]uint64
+	var suffix [MaxBits + 3]uint64
 	for w := tl; w >= 1; w-- {
 		suffix[w] = suffix[w+1] + uint64(rank[w])<<(w-1)
 	}
@@ -166,7 +175,7 @@ func (h *huffX) finishWeights(n int, dst func(tl uint) *[1 << huffMaxBits]uint16
 		pairs += uint64(rank[w]) << (w - 1) * suffix[tl+2-w]
 	}
 	h.two = 2*pairs >= 1<<(2*tl)
-	single := &h.single
+	single := &h.Single
 	if dst != nil {
 		single = dst(tl)
 	}
@@ -182,8 +191,8 @@ func (h *huffX) finishWeights(n int, dst func(tl uint) *[1 << huffMaxBits]uint16
 // position counters of one quarter do not wait on another's), so that
 // each weight's runs are written by one loop of fixed stores (the runs of
 // a complete code are aligned to their length).
-func (h *huffX) buildSingle(single *[1 << huffMaxBits]uint16, n, q int, rank *[16]uint32, hist *[4][16]uint32) {
-	tl := h.tl           // ≥ every weight
+func (h *Decoder) buildSingle(single *[1 << MaxBits]uint16, n, q int, rank *[16]uint32, hist *[4][16]uint32) {
+	tl := h.TL           // ≥ every weight
 	var at [4][16]uint32 // where each quarter's symbols of each weight go in order
 	for w := uint(1); w <= tl; w++ {
 		at[0][w+1] = at[0][w] + rank[w]
@@ -211,7 +220,7 @@ func (h *huffX) buildSingle(single *[1 << huffMaxBits]uint16, n, q int, rank *[1
 		order[at[3][w[i]&15]&255] = byte(i)
 		at[3][w[i]&15]++
 	}
-	quad := (*[1 << huffMaxBits / 4]uint64)(unsafe.Pointer(single))
+	quad := (*[1 << MaxBits / 4]uint64)(unsafe.Pointer(single))
 	pos, k := uint32(0), uint32(0)
 	for w := uint(1); w <= tl; w++ {
 		syms := order[k : k+rank[w]]
@@ -220,18 +229,18 @@ func (h *huffX) buildSingle(single *[1 << huffMaxBits]uint16, n, q int, rank *[1
 		switch w {
 		case 1:
 			for _, s := range syms {
-				single[pos&(1<<huffMaxBits-1)] = uint16(s)<<8 | length
+				single[pos&(1<<MaxBits-1)] = uint16(s)<<8 | length
 				pos++
 			}
 		case 2:
 			for _, s := range syms {
 				v := uint32(uint16(s)<<8|length) * 0x0001_0001
-				*(*uint32)(unsafe.Pointer(&single[pos&(1<<huffMaxBits-2)])) = v
+				*(*uint32)(unsafe.Pointer(&single[pos&(1<<MaxBits-2)])) = v
 				pos += 2
 			}
 		case 3:
 			for _, s := range syms {
-				quad[pos/4&(1<<huffMaxBits/4-1)] = uint64(uint16(s)<<8|length) * 0x0001_0001_0001_0001
+				quad[pos/4&(1<<MaxBits/4-1)] = uint64(uint16(s)<<8|length) * 0x0001_0001_0001_0001
 				pos += 4
 			}
 		default:
@@ -251,9 +260,9 @@ func (h *huffX) buildSingle(single *[1 << huffMaxBits]uint16, n, q int, rank *[1
 // buildDoubleGo derives the two-symbol table from the single one: the
 // entries of a symbol of length l1 form a run of 2^(tl-l1), and entry j of
 // the run sees the next symbol's code at single[j<<l1].
-func (h *huffX) buildDoubleGo() {
-	tl := h.tl
-	single := h.single[:1<<tl]
+func (h *Decoder) buildDoubleGo() {
+	tl := h.TL
+	single := h.Single[:1<<tl]
 	double := h.double[:1<<tl]
 	for i := 0; i < len(single); {
 		e1 := single[i]
@@ -278,9 +287,9 @@ func (h *huffX) buildDoubleGo() {
 	}
 }
 
-// decode4 decodes the 4-stream data src (jump table and streams, after the
+// Decode4 decodes the 4-stream data src (jump table and streams, after the
 // table description) into dst, whose capacity is the symbol count.
-func (h *huffX) decode4(dst, src []byte) error {
+func (h *Decoder) Decode4(dst, src []byte) error {
 	n := cap(dst)
 	dst = dst[:n]
 	if len(src) < 6+4 {
@@ -315,11 +324,11 @@ func (h *huffX) decode4(dst, src []byte) error {
 	return nil
 }
 
-// decode1 decodes the 1-stream data src (after the table description)
+// Decode1 decodes the 1-stream data src (after the table description)
 // into dst, whose capacity is the symbol count: the stream must end
 // exactly with the last symbol (huff0's Decompress1X, with the caller's
 // check that it yields exactly cap(dst) symbols).
-func (h *huffX) decode1(dst, src []byte) error {
+func (h *Decoder) Decode1(dst, src []byte) error {
 	n := cap(dst)
 	dst = dst[:n]
 	if len(src) == 0 || src[len(src)-1] == 0 {
@@ -336,8 +345,8 @@ func (h *huffX) decode1(dst, src []byte) error {
 // fast1Go decodes one stream five lookups at a time while it has a full
 // window above src[0] and room for what five lookups write: the pure-Go
 // twin of huffXStream.
-func (h *huffX) fast1Go(dst, src []byte, s *hxStream) {
-	sh := 64 - h.tl
+func (h *Decoder) fast1Go(dst, src []byte, s *hxStream) {
+	sh := 64 - h.TL
 	p, c, o := s.p, s.c, s.o
 	if h.two {
 		double := &h.double
@@ -346,7 +355,7 @@ func (h *huffX) fast1Go(dst, src []byte, s *hxStream) {
 			c &= 7
 			w := binary.LittleEndian.Uint64(src[p-8:])
 			for range 5 {
-				e := double[(w<<c)>>sh&(1<<huffMaxBits-1)]
+				e := double[(w<<c)>>sh&(1<<MaxBits-1)]
 				binary.LittleEndian.PutUint16(dst[o:], uint16(e>>8))
 				c += uint(e) & 0xFF
 				o += int(e >> 24)
@@ -361,17 +370,17 @@ func (h *huffX) fast1Go(dst, src []byte, s *hxStream) {
 
 // window1 takes k ≤ 5 symbols of stream s one per lookup from its next
 // 8-byte window, if that lies above src[0], and reports whether it did.
-func (h *huffX) window1(dst, src []byte, s *hxStream, k int) bool {
+func (h *Decoder) window1(dst, src []byte, s *hxStream, k int) bool {
 	p := s.p - int(s.c>>3)
 	if p < 8 {
 		return false
 	}
 	s.p, s.c = p, s.c&7
 	w := binary.LittleEndian.Uint64(src[p-8:])
-	sh := 64 - h.tl
+	sh := 64 - h.TL
 	d := dst[s.o : s.o+k]
 	for j := range d {
-		e := h.single[(w<<s.c)>>sh&(1<<huffMaxBits-1)]
+		e := h.Single[(w<<s.c)>>sh&(1<<MaxBits-1)]
 		d[j] = byte(e >> 8)
 		s.c += uint(e) & 0xFF
 	}
@@ -389,10 +398,10 @@ type hxStream struct {
 // fast4Go decodes the four streams in step, up to ten symbols each per
 // round, while every stream has a full window above src[0] and room for
 // ten symbols: the pure-Go twin of huffXRounds.
-func (h *huffX) fast4Go(dst, src []byte, st *[4]hxStream) {
-	tl := h.tl
+func (h *Decoder) fast4Go(dst, src []byte, st *[4]hxStream) {
+	tl := h.TL
 	sh := 64 - tl
-	double, single := &h.double, &h.single
+	double, single := &h.double, &h.Single
 	for {
 		for i := range st {
 			s := &st[i]
@@ -409,14 +418,14 @@ func (h *huffX) fast4Go(dst, src []byte, st *[4]hxStream) {
 			c, o := s.c, s.o
 			if h.two {
 				for range 5 {
-					e := double[(w<<c)>>sh&(1<<huffMaxBits-1)]
+					e := double[(w<<c)>>sh&(1<<MaxBits-1)]
 					binary.LittleEndian.PutUint16(dst[o:], uint16(e>>8))
 					c += uint(e) & 0xFF
 					o += int(e >> 24)
 				}
 			} else {
 				for range 5 {
-					e := single[(w<<c)>>sh&(1<<huffMaxBits-1)]
+					e := single[(w<<c)>>sh&(1<<MaxBits-1)]
 					dst[o] = byte(e >> 8)
 					c += uint(e) & 0xFF
 					o++
@@ -434,8 +443,8 @@ func (h *huffX) fast4Go(dst, src []byte, st *[4]hxStream) {
 // ends exactly with its bits decodes the same whatever lies below it, and
 // one that does not comes out with the bits left not zero, so it fails as
 // the checked loop below fails it (the unread bits only decrease).
-func (h *huffX) tail(dst, src []byte, s *hxStream) error {
-	tl := h.tl
+func (h *Decoder) tail(dst, src []byte, s *hxStream) error {
+	tl := h.TL
 	for s.o < s.oe && h.window1(dst, src, s, min(5, s.oe-s.o)) {
 	}
 	pos := 8*(s.p-s.lo) - int(s.c) // unread bits of the stream
@@ -450,9 +459,9 @@ func (h *huffX) tail(dst, src []byte, s *hxStream) error {
 			top := uint(pos - 8*(end-8-s.lo))
 			x = uint32(v << (64 - top) >> (64 - tl))
 		} else {
-			x = peekBack(src, s.lo, pos, tl)
+			x = PeekBack(src, s.lo, pos, tl)
 		}
-		e := h.single[x]
+		e := h.Single[x]
 		dst[s.o] = byte(e >> 8)
 		pos -= int(e & 0xFF)
 	}
@@ -462,9 +471,9 @@ func (h *huffX) tail(dst, src []byte, s *hxStream) error {
 	return nil
 }
 
-// peekBack returns the n bits of src below bit position pos counted from
+// PeekBack returns the n bits of src below bit position pos counted from
 // byte lo (most significant first); bits below lo read as zeros.
-func peekBack(src []byte, lo, pos int, n uint) uint32 {
+func PeekBack(src []byte, lo, pos int, n uint) uint32 {
 	end := lo + (pos+7)/8
 	var v uint64
 	if end >= 8 {

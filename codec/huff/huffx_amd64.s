@@ -222,7 +222,7 @@ GLOBL hxIota<>(SB), RODATA|NOPTR, $64
 // func huffXDoubleAVX512(single *uint16, double *uint32, tl int)
 // buildDouble 16 entries at a time: entry i's next code is single[(i <<
 // l1) mod 2^tl], gathered (4-byte reads at 2-byte steps: the last may read
-// 2 bytes past single, which huffX's layout keeps inside the struct).
+// 2 bytes past single, which Decoder's layout keeps inside the struct).
 TEXT ·huffXDoubleAVX512(SB), NOSPLIT, $0-24
 	MOVQ single+0(FP), SI
 	MOVQ double+8(FP), DI

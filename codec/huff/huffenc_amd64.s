@@ -68,9 +68,9 @@ hend:
 	MOVQ R10, ret+32(FP)
 	RET
 
-// func huffEnc2Asm(out0, out1, src0, src1 *byte, n int, enc *[256]uint64, w *[2]huffW)
+// func huffEnc2Asm(out0, out1, src0, src1 *byte, n int, enc *[256]uint64, w *[2]W)
 // Codes src0[n-1..0] and src1[n-1..0] into two huff0 streams from the
-// states in w (see huffW in huff.go), four codes of each between flushes.
+// states in w (see W in huff.go), four codes of each between flushes.
 TEXT ·huffEnc2Asm(SB), NOSPLIT, $0-56
 	MOVQ out0+0(FP), R10
 	MOVQ out1+8(FP), R13

@@ -1,6 +1,6 @@
 //go:build amd64 && !noasm && gc
 
-package codec
+package huff
 
 import (
 	"runtime"
@@ -33,9 +33,9 @@ func huffXStream1(ctx *hxCtx, rounds int)
 func huffXDoubleAVX512(single *uint16, double *uint32, tl int)
 
 // buildDouble is buildDoubleGo, 16 entries at a time where AVX-512 is.
-func (h *huffX) buildDouble() {
-	if use.huffXAVX512 && h.tl >= 4 {
-		huffXDoubleAVX512(&h.single[0], &h.double[0], int(h.tl))
+func (h *Decoder) buildDouble() {
+	if use.DoubleAVX512 && h.TL >= 4 {
+		huffXDoubleAVX512(&h.Single[0], &h.double[0], int(h.TL))
 		return
 	}
 	h.buildDoubleGo()
@@ -43,8 +43,8 @@ func (h *huffX) buildDouble() {
 
 // fast4 is fast4Go in assembly: as many rounds at a time as every stream's
 // input and output allow without checks.
-func (h *huffX) fast4(dst, src []byte, st *[4]hxStream) {
-	if !use.huffXAsm {
+func (h *Decoder) fast4(dst, src []byte, st *[4]hxStream) {
+	if !use.DecAsm {
 		h.fast4Go(dst, src, st)
 		return
 	}
@@ -70,9 +70,9 @@ func (h *huffX) fast4(dst, src []byte, st *[4]hxStream) {
 			return
 		}
 		sb, db := uintptr(unsafe.Pointer(unsafe.SliceData(src))), uintptr(unsafe.Pointer(unsafe.SliceData(dst)))
-		ctx := hxCtx{tab: &h.double[0], sh: uint64(64 - h.tl)}
+		ctx := hxCtx{tab: &h.double[0], sh: uint64(64 - h.TL)}
 		if !h.two {
-			ctx.tab = (*uint32)(unsafe.Pointer(&h.single[0]))
+			ctx.tab = (*uint32)(unsafe.Pointer(&h.Single[0]))
 		}
 		for i := range st {
 			s := &st[i]
@@ -94,8 +94,8 @@ func (h *huffX) fast4(dst, src []byte, st *[4]hxStream) {
 
 // fast1 is fast1Go in assembly (stream 0 of the context): as many rounds
 // at a time as the stream's input and output allow without checks.
-func (h *huffX) fast1(dst, src []byte, s *hxStream) {
-	if !use.huffXAsm {
+func (h *Decoder) fast1(dst, src []byte, s *hxStream) {
+	if !use.DecAsm {
 		h.fast1Go(dst, src, s)
 		return
 	}
@@ -114,12 +114,12 @@ func (h *huffX) fast1(dst, src []byte, s *hxStream) {
 			return
 		}
 		sb, db := uintptr(unsafe.Pointer(unsafe.SliceData(src))), uintptr(unsafe.Pointer(unsafe.SliceData(dst)))
-		ctx := hxCtx{tab: &h.double[0], sh: uint64(64 - h.tl)}
+		ctx := hxCtx{tab: &h.double[0], sh: uint64(64 - h.TL)}
 		ctx.p[0], ctx.c[0], ctx.o[0] = sb+uintptr(p), uint64(s.c&7), db+uintptr(s.o)
 		if h.two {
 			huffXStream(&ctx, r)
 		} else {
-			ctx.tab = (*uint32)(unsafe.Pointer(&h.single[0]))
+			ctx.tab = (*uint32)(unsafe.Pointer(&h.Single[0]))
 			huffXStream1(&ctx, r)
 		}
 		runtime.KeepAlive(src)

@@ -1,4 +1,4 @@
-package codec
+package huff
 
 import (
 	"bytes"
@@ -50,22 +50,22 @@ func TestHuffRoundTripThroughHuff0(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var hist [256]uint32
 			countHist(&hist, src)
-			var ht huffTable
-			if err := ht.build(&hist); err != nil {
+			var ht Table
+			if err := ht.Build(&hist); err != nil {
 				t.Fatal(err)
 			}
-			if ht.tl > huffMaxBits {
-				t.Fatalf("table log %d", ht.tl)
+			if ht.TL > MaxBits {
+				t.Fatalf("table log %d", ht.TL)
 			}
 			// Kraft sum must be exactly 1 (huff0 requires complete codes).
 			var kraft uint64
 			for s := range 256 {
-				if l := ht.enc[s] >> 16; l != 0 {
-					kraft += 1 << (huffMaxBits - l)
+				if l := ht.Enc[s] >> 16; l != 0 {
+					kraft += 1 << (MaxBits - l)
 				}
 			}
-			if kraft != 1<<huffMaxBits {
-				t.Fatalf("Kraft sum %d/%d", kraft, 1<<huffMaxBits)
+			if kraft != 1<<MaxBits {
+				t.Fatalf("Kraft sum %d/%d", kraft, 1<<MaxBits)
 			}
 			for _, x4 := range []bool{false, true} {
 				if x4 && len(src) < 16 {
@@ -74,9 +74,9 @@ func TestHuffRoundTripThroughHuff0(t *testing.T) {
 				var out []byte
 				var err error
 				if x4 {
-					out, err = ht.append4X(nil, src)
+					out, err = ht.Append4X(nil, src)
 				} else {
-					out, err = ht.append1X(nil, src)
+					out, err = ht.Append1X(nil, src)
 				}
 				if err != nil {
 					t.Fatal(err)
@@ -104,7 +104,7 @@ func TestHuffRoundTripThroughHuff0(t *testing.T) {
 				} else {
 					ref, _, err = huff0.Compress1X(src, s2)
 				}
-				hdr, _ := ht.appendHeader(nil)
+				hdr, _ := ht.AppendHeader(nil)
 				if err != nil {
 					// huff0 refuses to reuse a table when the output would
 					// not shrink (uniform input); nothing to compare then.
@@ -123,12 +123,12 @@ func TestHuffRoundTripThroughHuff0(t *testing.T) {
 // code where the limit does not bind.
 func TestHuffOptimal(t *testing.T) {
 	hist := [256]uint32{10: 45, 11: 13, 12: 12, 13: 16, 14: 9, 15: 5}
-	var ht huffTable
-	if err := ht.build(&hist); err != nil {
+	var ht Table
+	if err := ht.Build(&hist); err != nil {
 		t.Fatal(err)
 	}
 	// classic example: optimal cost is 224 bits
-	if c := ht.cost(&hist); c != 224 {
+	if c := ht.Cost(&hist); c != 224 {
 		t.Fatalf("cost %d, want 224", c)
 	}
 }
@@ -137,12 +137,12 @@ func BenchmarkHuffEncode4X(b *testing.B) {
 	src := huffInputs()["geometric-4x"][:1<<15]
 	var hist [256]uint32
 	countHist(&hist, src)
-	var ht huffTable
+	var ht Table
 	var out []byte
 	b.SetBytes(int64(len(src)))
 	for i := 0; i < b.N; i++ {
-		ht.build(&hist)
-		out, _ = ht.append4X(out[:0], src)
+		ht.Build(&hist)
+		out, _ = ht.Append4X(out[:0], src)
 	}
 }
 
@@ -175,8 +175,8 @@ func TestHuffEnc2Twin(t *testing.T) {
 	for name, src := range inputs {
 		var hist [256]uint32
 		countHist(&hist, src)
-		var ht huffTable
-		if err := ht.build(&hist); err != nil {
+		var ht Table
+		if err := ht.Build(&hist); err != nil {
 			continue
 		}
 		for _, l := range [][2]int{{0, 0}, {1, 0}, {0, 7}, {1, 1}, {3, 3}, {4, 4}, {5, 5}, {8, 7}, {13, 9}, {100, 101}, {4096, 4093}, {333, 1000}} {
@@ -184,26 +184,26 @@ func TestHuffEnc2Twin(t *testing.T) {
 				continue
 			}
 			a, b := src[:l[0]], src[l[0]:l[0]+l[1]]
-			r0, r1 := make([]byte, huffStreamMax(len(a))), make([]byte, huffStreamMax(len(b)))
-			m0 := encodeHuffStream(r0, a, &ht.enc)
-			m1 := encodeHuffStream(r1, b, &ht.enc)
+			r0, r1 := make([]byte, StreamMax(len(a))), make([]byte, StreamMax(len(b)))
+			m0 := encodeHuffStream(r0, a, &ht.Enc)
+			m1 := encodeHuffStream(r1, b, &ht.Enc)
 			for _, asm := range []bool{false, true} {
-				if asm && !use.huffEnc2 {
+				if asm && !use.Enc2 {
 					continue
 				}
-				restore := setFeatures(func(f *features) { f.huffEnc2 = asm })
-				o0, o1 := make([]byte, huffStreamMax(len(a))), make([]byte, huffStreamMax(len(b)))
-				n0, n1 := encodeHuff2(o0, o1, a, b, &ht.encL)
+				restore := setFeatures(func(f *Features) { f.Enc2 = asm })
+				o0, o1 := make([]byte, StreamMax(len(a))), make([]byte, StreamMax(len(b)))
+				n0, n1 := encodeHuff2(o0, o1, a, b, &ht.EncL)
 				restore()
 				if !bytes.Equal(o0[:n0], r0[:m0]) || !bytes.Equal(o1[:n1], r1[:m1]) {
 					t.Fatalf("%s, lengths %v, assembly %v: two-stream encoder differs", name, l, asm)
 				}
 			}
 		}
-		maxTL = max(maxTL, ht.tl)
+		maxTL = max(maxTL, ht.TL)
 	}
-	if maxTL != huffMaxBits {
-		t.Fatalf("longest code %d bits, want inputs with %d", maxTL, huffMaxBits)
+	if maxTL != MaxBits {
+		t.Fatalf("longest code %d bits, want inputs with %d", maxTL, MaxBits)
 	}
 }
 
@@ -226,15 +226,15 @@ func TestHuffBuildNearOptimal(t *testing.T) {
 			}
 		}
 		_ = b
-		var fast, opt huffTable
-		e1, e2 := fast.build(&h), opt.buildOptimal(&h)
+		var fast, opt Table
+		e1, e2 := fast.Build(&h), opt.BuildOptimal(&h)
 		if (e1 == nil) != (e2 == nil) {
 			t.Fatalf("build errors differ: %v / %v", e1, e2)
 		}
 		if e1 != nil {
 			continue
 		}
-		cf, co := fast.cost(&h), opt.cost(&h)
+		cf, co := fast.Cost(&h), opt.Cost(&h)
 		if cf < co {
 			t.Fatalf("fast code beats the optimum: %d < %d", cf, co)
 		}
@@ -243,26 +243,26 @@ func TestHuffBuildNearOptimal(t *testing.T) {
 		}
 		var kraft uint64
 		for s := range 256 {
-			if l := fast.enc[s] >> 16; l != 0 {
-				if l > huffMaxBits {
+			if l := fast.Enc[s] >> 16; l != 0 {
+				if l > MaxBits {
 					t.Fatalf("length %d", l)
 				}
-				kraft += 1 << (huffMaxBits - l)
+				kraft += 1 << (MaxBits - l)
 			}
 		}
-		if kraft != 1<<huffMaxBits {
+		if kraft != 1<<MaxBits {
 			t.Fatalf("Kraft sum %d", kraft)
 		}
 	}
 	for name, src := range inputs {
 		var h [256]uint32
 		countHist(&h, src)
-		var fast, opt huffTable
-		if fast.build(&h) != nil || opt.buildOptimal(&h) != nil {
+		var fast, opt Table
+		if fast.Build(&h) != nil || opt.BuildOptimal(&h) != nil {
 			continue
 		}
-		if opt.tl < huffMaxBits && fast.cost(&h) != opt.cost(&h) {
-			t.Fatalf("%s: unlimited Huffman cost %d != optimal %d", name, fast.cost(&h), opt.cost(&h))
+		if opt.TL < MaxBits && fast.Cost(&h) != opt.Cost(&h) {
+			t.Fatalf("%s: unlimited Huffman cost %d != optimal %d", name, fast.Cost(&h), opt.Cost(&h))
 		}
 	}
 }
@@ -287,6 +287,52 @@ func TestRadixSort(t *testing.T) {
 		tmp = radixSort(keys, tmp)
 		if !slices.Equal(keys, want) {
 			t.Fatalf("n=%d: radixSort differs from slices.Sort", n)
+		}
+	}
+}
+
+// countHist sets hist to the histogram of p.
+func countHist(hist *[256]uint32, p []byte) {
+	*hist = [256]uint32{}
+	for _, b := range p {
+		hist[b]++
+	}
+}
+
+// setFeatures switches fast paths as set says, for a test to compare tiers:
+//
+//	defer setFeatures(func(f *Features) { f.DecAsm = false })()
+func setFeatures(set func(f *Features)) (restore func()) {
+	f := use
+	set(&f)
+	return SetFeatures(f)
+}
+
+// TestStreamAsmTwin: the assembly stream encoder writes what its Go twin
+// does, at every length around its 4-symbol rounds.
+func TestStreamAsmTwin(t *testing.T) {
+	if !use.StreamAsm {
+		t.Skip("no assembly stream encoder on this CPU or build")
+	}
+	r := rand.New(rand.NewPCG(10, 11))
+	for _, n := range []int{0, 1, 4, 5, 6, 9, 10, 11, 1000, 65537} {
+		src := make([]byte, n)
+		var h [256]uint32
+		for i := range src {
+			src[i] = byte(r.ExpFloat64() * 6)
+			h[src[i]]++
+		}
+		h[200]++
+		h[201]++
+		var ht Table
+		if err := ht.Build(&h); err != nil {
+			t.Fatal(err)
+		}
+		o1, o2 := make([]byte, StreamMax(n)), make([]byte, StreamMax(n))
+		l1 := encodeHuffStreamFast(o1, src, &ht.Enc)
+		l2 := encodeHuffStream(o2, src, &ht.Enc)
+		if l1 != l2 || !bytes.Equal(o1[:l1], o2[:l2]) {
+			t.Fatalf("n=%d: assembly Huffman stream differs from Go", n)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package codec
+package huff
 
 import (
 	"bytes"
@@ -44,20 +44,20 @@ func huff0Compress(in []byte, s *huff0.Scratch, x4 bool) ([]byte, error) {
 	return bytes.Clone(comp), err
 }
 
-func huffXDecode4(h *huffX, src []byte, n int) ([]byte, error) {
+func huffXDecode4(h *Decoder, src []byte, n int) ([]byte, error) {
 	return huffXDecode(h, src, n, true)
 }
 
-func huffXDecode(h *huffX, src []byte, n int, x4 bool) ([]byte, error) {
-	rest, err := h.readTable(src, n)
+func huffXDecode(h *Decoder, src []byte, n int, x4 bool) ([]byte, error) {
+	rest, err := h.ReadTable(src, n)
 	if err != nil {
 		return nil, err
 	}
 	dst := make([]byte, n)
 	if x4 {
-		err = h.decode4(dst, rest)
+		err = h.Decode4(dst, rest)
 	} else {
-		err = h.decode1(dst, rest)
+		err = h.Decode1(dst, rest)
 	}
 	if err != nil {
 		return nil, err
@@ -95,10 +95,10 @@ func huffXInputs(t testing.TB) [][]byte {
 }
 
 // TestHuffXTwin: every block huff0 writes (4 streams and 1) decodes the
-// same with huffX as with huff0, with and without two-symbol tables, and
+// same with Decoder as with huff0, with and without two-symbol tables, and
 // every truncation fails in both or in neither.
 func TestHuffXTwin(t *testing.T) {
-	var h huffX
+	var h Decoder
 	s := huff0.Scratch{Reuse: huff0.ReusePolicyNone}
 	n := 0
 	for _, in := range huffXInputs(t) {
@@ -112,11 +112,11 @@ func TestHuffXTwin(t *testing.T) {
 				t.Fatalf("huff0 roundtrip: %v", err)
 			}
 			for _, two := range []bool{true, false} {
-				restore := setFeatures(func(f *features) { f.huffXTwo = two })
+				restore := setFeatures(func(f *Features) { f.Two = two })
 				got, err := huffXDecode(&h, comp, len(in), x4)
 				restore()
 				if err != nil || !bytes.Equal(got, in) {
-					t.Fatalf("n=%d x4 %v two %v: huffX: %v (equal %v)", len(in), x4, two, err, bytes.Equal(got, in))
+					t.Fatalf("n=%d x4 %v two %v: Decoder: %v (equal %v)", len(in), x4, two, err, bytes.Equal(got, in))
 				}
 			}
 			for _, cut := range []int{1, 2, 7, 8, 9, len(comp) / 2} {
@@ -126,7 +126,7 @@ func TestHuffXTwin(t *testing.T) {
 				_, e1 := huff0Decode(comp[:len(comp)-cut], len(in), x4)
 				_, e2 := huffXDecode(&h, comp[:len(comp)-cut], len(in), x4)
 				if (e1 == nil) != (e2 == nil) {
-					t.Fatalf("n=%d x4 %v cut %d: huff0 %v, huffX %v", len(in), x4, cut, e1, e2)
+					t.Fatalf("n=%d x4 %v cut %d: huff0 %v, Decoder %v", len(in), x4, cut, e1, e2)
 				}
 			}
 			// one symbol more or fewer than the block holds
@@ -134,7 +134,7 @@ func TestHuffXTwin(t *testing.T) {
 				_, e1 := huff0Decode(comp, m, x4)
 				_, e2 := huffXDecode(&h, comp, m, x4)
 				if (e1 == nil) != (e2 == nil) {
-					t.Fatalf("n=%d x4 %v as %d symbols: huff0 %v, huffX %v", len(in), x4, m, e1, e2)
+					t.Fatalf("n=%d x4 %v as %d symbols: huff0 %v, Decoder %v", len(in), x4, m, e1, e2)
 				}
 			}
 			n++
@@ -145,7 +145,7 @@ func TestHuffXTwin(t *testing.T) {
 	}
 }
 
-// FuzzHuffX: on any input huffX and huff0 agree: both fail, or both
+// FuzzHuffX: on any input Decoder and huff0 agree: both fail, or both
 // decode the same symbols.
 func FuzzHuffX(f *testing.F) { fuzzHuffX(f, true) }
 
@@ -159,7 +159,7 @@ func fuzzHuffX(f *testing.F, x4 bool) {
 			f.Add(comp, uint32(len(in)))
 		}
 	}
-	var h huffX
+	var h Decoder
 	f.Fuzz(func(t *testing.T, src []byte, n uint32) {
 		n %= 1 << 17
 		if n == 0 {
@@ -168,7 +168,7 @@ func fuzzHuffX(f *testing.F, x4 bool) {
 		want, e1 := huff0Decode(src, int(n), x4)
 		got, e2 := huffXDecode(&h, src, int(n), x4)
 		if (e1 == nil) != (e2 == nil) {
-			t.Fatalf("huff0 %v, huffX %v", e1, e2)
+			t.Fatalf("huff0 %v, Decoder %v", e1, e2)
 		}
 		if e1 == nil && !bytes.Equal(want, got) {
 			t.Fatal("outputs differ")
@@ -213,14 +213,14 @@ func BenchmarkHuffX(b *testing.B) {
 			}
 		}
 	})
-	b.Run("huffX", func(b *testing.B) {
+	b.Run("Decoder", func(b *testing.B) {
 		b.SetBytes(int64(total))
-		var h huffX
+		var h Decoder
 		dst := make([]byte, 1<<18)
 		for b.Loop() {
 			for i, c := range comps {
-				rest, _ := h.readTable(c, sizes[i])
-				if err := h.decode4(dst[:0:sizes[i]], rest); err != nil {
+				rest, _ := h.ReadTable(c, sizes[i])
+				if err := h.Decode4(dst[:0:sizes[i]], rest); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -231,27 +231,27 @@ func BenchmarkHuffX(b *testing.B) {
 // TestHuffXTiers: the assembly rounds (4 streams and 1) and the AVX-512
 // table build give what their pure-Go twins give.
 func TestHuffXTiers(t *testing.T) {
-	if !use.huffXAsm && !use.huffXAVX512 {
+	if !use.DecAsm && !use.DoubleAVX512 {
 		t.Skip("no assembly tiers on this machine")
 	}
 	s := huff0.Scratch{Reuse: huff0.ReusePolicyNone}
-	var a, b huffX
+	var a, b Decoder
 	for _, in := range huffXInputs(t) {
 		for _, x4 := range []bool{true, false} {
 			comp, err := huff0Compress(in, &s, x4)
 			if err != nil {
 				continue
 			}
-			decode := func(h *huffX, dst, src []byte) error {
+			decode := func(h *Decoder, dst, src []byte) error {
 				if x4 {
-					return h.decode4(dst, src)
+					return h.Decode4(dst, src)
 				}
-				return h.decode1(dst, src)
+				return h.Decode1(dst, src)
 			}
-			r1, err1 := a.readTable(comp, len(in))
-			restore := setFeatures(func(f *features) { f.huffXAsm, f.huffXAVX512 = false, false })
-			r2, err2 := b.readTable(comp, len(in))
-			if err1 != nil || err2 != nil || a.two != b.two || a.two && a.double != b.double || a.single != b.single || len(r1) != len(r2) {
+			r1, err1 := a.ReadTable(comp, len(in))
+			restore := setFeatures(func(f *Features) { f.DecAsm, f.DoubleAVX512 = false, false })
+			r2, err2 := b.ReadTable(comp, len(in))
+			if err1 != nil || err2 != nil || a.two != b.two || a.two && a.double != b.double || a.Single != b.Single || len(r1) != len(r2) {
 				restore()
 				t.Fatalf("n=%d: tables differ (%v, %v)", len(in), err1, err2)
 			}
@@ -265,4 +265,14 @@ func TestHuffXTiers(t *testing.T) {
 			}
 		}
 	}
+}
+
+// sharedDir is the real-weights corpus (../shared), or "" when it is absent.
+func sharedDir() string {
+	for _, d := range []string{"../../../shared", "../../shared", "../shared"} {
+		if st, err := os.Stat(filepath.Join(d, "models")); err == nil && st.IsDir() {
+			return d
+		}
+	}
+	return ""
 }

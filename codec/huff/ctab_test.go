@@ -1,12 +1,10 @@
-package codec
+package huff
 
 import (
 	"bytes"
 	"math/rand/v2"
 	"slices"
 	"testing"
-
-	"neuralzip/dtype"
 )
 
 // ctabHists are token histograms of the shapes difference blocks have:
@@ -58,37 +56,37 @@ func ctabHists(r *rand.Rand) [][256]uint32 {
 // fails, and arbitrary bytes give an error or a valid code, never a panic.
 func TestCompactTable(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	var ht huffTable
-	var h1, h2 huffX
+	var ht Table
+	var h1, h2 Decoder
 	var sum, sumHuff0 int
 	tables := 0
 	for _, h := range ctabHists(r) {
-		if err := ht.build(&h); err != nil {
+		if err := ht.Build(&h); err != nil {
 			continue // one symbol
 		}
 		tables++
-		c := appendCompactTable(nil, &ht)
-		hd, err := ht.appendHeader(nil)
+		c := AppendCompactTable(nil, &ht)
+		hd, err := ht.AppendHeader(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sum += len(c)
 		sumHuff0 += len(hd)
-		rest, err := h1.readCompactTable(append(bytes.Clone(c), 0xAB), nil)
+		rest, err := h1.ReadCompactTable(append(bytes.Clone(c), 0xAB), nil)
 		if err != nil {
 			t.Fatalf("table %d: %v", tables, err)
 		}
 		if !bytes.Equal(rest, []byte{0xAB}) {
 			t.Fatalf("table %d: %d bytes left after the description, want 1", tables, len(rest))
 		}
-		if _, err := h2.readWeights(hd); err != nil {
+		if _, err := h2.ReadWeights(hd); err != nil {
 			t.Fatal(err)
 		}
-		if h1.tl != h2.tl || h1.nsym != h2.nsym || !slices.Equal(h1.single[:1<<h1.tl], h2.single[:1<<h2.tl]) {
-			t.Fatalf("table %d: compact tl %d nsym %d, huff0 tl %d nsym %d, or their tables differ", tables, h1.tl, h1.nsym, h2.tl, h2.nsym)
+		if h1.TL != h2.TL || h1.NSym != h2.NSym || !slices.Equal(h1.Single[:1<<h1.TL], h2.Single[:1<<h2.TL]) {
+			t.Fatalf("table %d: compact tl %d nsym %d, huff0 tl %d nsym %d, or their tables differ", tables, h1.TL, h1.NSym, h2.TL, h2.NSym)
 		}
 		for k := range len(c) {
-			if _, err := h1.readCompactTable(c[:k], nil); err == nil {
+			if _, err := h1.ReadCompactTable(c[:k], nil); err == nil {
 				// a prefix may happen to describe a code when the last
 				// byte held only padding
 				if k < len(c)-1 {
@@ -109,15 +107,15 @@ func TestCompactTable(t *testing.T) {
 		if r.IntN(2) == 0 && len(b) > 0 {
 			b[0] = byte(1 + r.IntN(20))
 		}
-		if _, err := h1.readCompactTable(b, nil); err == nil && (h1.tl < 1 || h1.tl > huffMaxBits || h1.nsym < 2) {
-			t.Fatalf("accepted %x as tl %d, %d symbols", b, h1.tl, h1.nsym)
+		if _, err := h1.ReadCompactTable(b, nil); err == nil && (h1.TL < 1 || h1.TL > MaxBits || h1.NSym < 2) {
+			t.Fatalf("accepted %x as tl %d, %d symbols", b, h1.TL, h1.NSym)
 		}
 		checkCompactSpec(t, b)
 	}
 	// descriptions whose lengths leave the last token no length of 1..11
 	// (Kraft sum below 1/2, or 1 and above): once taken as other lengths
 	for _, b := range [][]byte{{1, 0x04}, {2, 0x26}, {7, 0x24, 0x30, 0x30}} {
-		if _, err := h1.readCompactTable(b, nil); err == nil {
+		if _, err := h1.ReadCompactTable(b, nil); err == nil {
 			t.Fatalf("accepted %x, whose lengths make no complete code", b)
 		}
 		checkCompactSpec(t, b)
@@ -291,8 +289,8 @@ func checkCompactSpec(t *testing.T, b []byte) {
 	if len(b) > 0 && b[0] == 255 {
 		return // a huff0 description follows (readTables), not a compact one
 	}
-	var h huffX
-	rest, err := h.readCompactTable(b, nil)
+	var h Decoder
+	rest, err := h.ReadCompactTable(b, nil)
 	lens, nbits, ok := compactSpec(b)
 	if (err == nil) != ok {
 		t.Fatalf("%x: readCompactTable: %v; the spec: ok %v", b, err, ok)
@@ -300,13 +298,13 @@ func checkCompactSpec(t *testing.T, b []byte) {
 	if !ok {
 		return
 	}
-	if h.nsym != len(lens) || len(rest) != len(b)-1-(nbits+7)/8 {
-		t.Fatalf("%x: %d symbols, %d bytes left; the spec: %d symbols, %d bits", b, h.nsym, len(rest), len(lens), nbits)
+	if h.NSym != len(lens) || len(rest) != len(b)-1-(nbits+7)/8 {
+		t.Fatalf("%x: %d symbols, %d bytes left; the spec: %d symbols, %d bits", b, h.NSym, len(rest), len(lens), nbits)
 	}
 	for s, l := range lens {
 		got := 0
 		if w := int(h.w[s]); w > 0 {
-			got = int(h.tl) + 1 - w
+			got = int(h.TL) + 1 - w
 		}
 		if got != l {
 			t.Fatalf("%x: token %d has length %d; the spec: %d (all: %v)", b, s, got, l, lens)
@@ -314,110 +312,32 @@ func checkCompactSpec(t *testing.T, b []byte) {
 	}
 }
 
-// realTables are the token tables of real difference blocks (bf16 steps
-// 500 → 550), as compact and as huff0 descriptions.
-func realTables(tb testing.TB) (compact, huff0 [][]byte) {
-	dir := trajDir(tb)
-	prev, cur := readStep(tb, dir, 500, "bf16"), readStep(tb, dir, 550, "bf16")
-	plans, _ := planBlocks(safetensorsSegments(cur), int64(len(cur)), DefaultChunkValues)
-	be := &blockEncoder{}
-	var ht huffTable
-	for _, pl := range plans {
-		if !pl.float || pl.dtype != dtype.BF16 {
-			continue
-		}
-		be.encodeRefFloat(nil, cur[pl.off:pl.off+pl.length], prev[pl.off:pl.off+pl.length], dtype.BF16)
-		e := be.ref
-		for g := range e.ghist[:len(e.own)+1] {
-			if ht.build(&e.ghist[g]) != nil {
-				continue
-			}
-			hd, _ := ht.appendHeader(nil)
-			compact = append(compact, appendCompactTable(nil, &ht))
-			huff0 = append(huff0, hd)
-		}
-	}
-	return compact, huff0
-}
-
-// BenchmarkTableRead reads the token tables of a real frame: compact
-// descriptions against huff0's (FSE-coded weights), each building the
-// decoding table.
-func BenchmarkTableRead(b *testing.B) {
-	compact, huff0 := realTables(b)
-	var h huffX
-	run := func(name string, descs [][]byte, read func([]byte) error) {
-		b.Run(name, func(b *testing.B) {
-			n := 0
-			for _, c := range descs {
-				n += len(c)
-			}
-			b.ReportMetric(float64(n)/float64(len(descs)), "B/table")
-			for i := 0; i < b.N; i++ {
-				for _, c := range descs {
-					if err := read(c); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-		})
-	}
-	run("compact", compact, func(c []byte) error { _, err := h.readCompactTable(c, nil); return err })
-	run("huff0", huff0, func(c []byte) error { _, err := h.readWeights(c); return err })
-}
-
-// TestCompactTableReal reads the compact descriptions of real token tables
-// (bf16 steps 500 → 550): the same decoding tables as their huff0
-// descriptions, in well under two thirds of the bytes.
-func TestCompactTableReal(t *testing.T) {
-	compact, huff0 := realTables(t)
-	var h1, h2 huffX
-	nc, nh := 0, 0
-	for i := range compact {
-		if _, err := h1.readCompactTable(compact[i], nil); err != nil {
-			t.Fatalf("table %d: %v", i, err)
-		}
-		if _, err := h2.readWeights(huff0[i]); err != nil {
-			t.Fatal(err)
-		}
-		if h1.tl != h2.tl || h1.nsym != h2.nsym || !slices.Equal(h1.single[:1<<h1.tl], h2.single[:1<<h2.tl]) {
-			t.Fatalf("table %d: the two descriptions differ", i)
-		}
-		nc += len(compact[i])
-		nh += len(huff0[i])
-	}
-	if len(compact) < 50 || 3*nc > 2*nh {
-		t.Fatalf("%d tables: compact %d bytes, huff0 %d", len(compact), nc, nh)
-	}
-	t.Logf("%d tables: compact %d bytes, huff0 %d", len(compact), nc, nh)
-}
-
 // FuzzCompactTable reads arbitrary compact table descriptions: an error,
 // or a complete code of at most 11 bits whose table covers every entry.
 func FuzzCompactTable(f *testing.F) {
 	r := rand.New(rand.NewPCG(9, 9))
-	var ht huffTable
+	var ht Table
 	for i, h := range ctabHists(r) {
-		if i%20 == 0 && ht.build(&h) == nil {
-			f.Add(appendCompactTable(nil, &ht))
+		if i%20 == 0 && ht.Build(&h) == nil {
+			f.Add(AppendCompactTable(nil, &ht))
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// the lengths doc.go's rules give, or a refusal where they do
 		checkCompactSpec(t, b)
-		var h huffX
-		rest, err := h.readCompactTable(b, nil)
+		var h Decoder
+		rest, err := h.ReadCompactTable(b, nil)
 		if err != nil {
 			return
 		}
-		if h.tl < 1 || h.tl > huffMaxBits || h.nsym < 2 || h.nsym > int(b[0])+1 || len(rest) > len(b)-1 {
-			t.Fatalf("accepted: tl %d, %d symbols, %d bytes left of %d", h.tl, h.nsym, len(rest), len(b))
+		if h.TL < 1 || h.TL > MaxBits || h.NSym < 2 || h.NSym > int(b[0])+1 || len(rest) > len(b)-1 {
+			t.Fatalf("accepted: tl %d, %d symbols, %d bytes left of %d", h.TL, h.NSym, len(rest), len(b))
 		}
 		// every entry of the table decodes a described symbol with a
 		// length within the table
-		for _, e := range h.single[:1<<h.tl] {
-			if l := uint(e & 0xFF); l < 1 || l > h.tl || int(e>>8) >= h.nsym {
-				t.Fatalf("entry %#x in a table of %d bits, %d symbols", e, h.tl, h.nsym)
+		for _, e := range h.Single[:1<<h.TL] {
+			if l := uint(e & 0xFF); l < 1 || l > h.TL || int(e>>8) >= h.NSym {
+				t.Fatalf("entry %#x in a table of %d bits, %d symbols", e, h.TL, h.NSym)
 			}
 		}
 	})

@@ -1,4 +1,4 @@
-package codec
+package huff
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ func fseTwin(s *fse.Scratch, in []byte) ([]byte, error) {
 
 // fseCheck requires fseWeights and fse.Decompress to agree on in: both
 // fail, or both return the same weights (more than 255 counts as failing,
-// as huff0.ReadTable and huffX.readTable both reject it).
+// as huff0.ReadTable and Decoder.readTable both reject it).
 func fseCheck(t testing.TB, s *fse.Scratch, in []byte) bool {
 	want, e1 := fseTwin(s, in)
 	if e1 == nil && len(want) > 255 {
@@ -178,17 +178,17 @@ func BenchmarkFSEWeights(b *testing.B) {
 	})
 }
 
-// BenchmarkHuffXTable reads the tables of huffBlocks (huffX.readTable:
+// BenchmarkHuffXTable reads the tables of huffBlocks (Decoder.readTable:
 // weights, the single-symbol table and, where it pays, the two-symbol
 // one).
 func BenchmarkHuffXTable(b *testing.B) {
 	blocks, _ := huffBlocks(b)
-	var h huffX
+	var h Decoder
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for _, c := range blocks {
-			if _, err := h.readTable(c, 1<<20); err != nil { // a long block: two-symbol tables where they pay
+			if _, err := h.ReadTable(c, 1<<20); err != nil { // a long block: two-symbol tables where they pay
 				b.Fatal(err)
 			}
 		}

@@ -1,4 +1,4 @@
-package codec
+package huff
 
 import (
 	"encoding/binary"
@@ -62,18 +62,18 @@ func (w *ctabW) delta(l, p int) {
 	}
 }
 
-// appendCompactTable appends the compact description of t's code (at least
-// two symbols): u8 count = t.maxSym, then the lengths of tokens
-// 0..count-1 as described in doc.go.
-func appendCompactTable(dst []byte, t *huffTable) []byte {
-	count := t.maxSym
+// AppendCompactTable appends the compact description of t's code (at least
+// two symbols): u8 count = t.MaxSym, then the lengths of tokens
+// 0..count-1 as described in codec/doc.go.
+func AppendCompactTable(dst []byte, t *Table) []byte {
+	count := t.MaxSym
 	dst = append(dst, byte(count))
 	w := ctabW{b: dst}
 	l := func(s int) int {
 		if s < 0 {
 			return 0
 		}
-		return int(t.enc[s] >> 16)
+		return int(t.Enc[s] >> 16)
 	}
 	for s := 0; s < count; {
 		a, b := l(s-2), l(s-1)
@@ -139,11 +139,11 @@ const (
 // length; any other step at most 9 bits).
 const ctabMaxBytes = (254*21+7)/8 + 1
 
-// readCompactTable reads a compact table description and builds h's
-// decoding table (as readWeights does for a huff0 description, with the
+// ReadCompactTable reads a compact table description and builds h's
+// decoding table (as ReadWeights does for a huff0 description, with the
 // same checks of the code; into dst(tl) if dst is not nil), returning the
 // bytes after it.
-func (h *huffX) readCompactTable(src []byte, dst func(tl uint) *[1 << huffMaxBits]uint16) ([]byte, error) {
+func (h *Decoder) ReadCompactTable(src []byte, dst func(tl uint) *[1 << MaxBits]uint16) ([]byte, error) {
 	if len(src) < 1 || src[0] == 0 {
 		return nil, errf("compact table: no lengths")
 	}
@@ -187,7 +187,7 @@ func (h *huffX) readCompactTable(src []byte, dst func(tl uint) *[1 << huffMaxBit
 			s += r
 			if s < count {
 				l := int(w >> used & 15)
-				if l == 0 || l > huffMaxBits {
+				if l == 0 || l > MaxBits {
 					return nil, errf("compact table: code length %d", l)
 				}
 				L[s] = byte(l)
@@ -224,7 +224,7 @@ func (h *huffX) readCompactTable(src []byte, dst func(tl uint) *[1 << huffMaxBit
 				return nil, errf("compact table: an absent token coded where a flag said present")
 			}
 			l = 0
-		case z == 0 && (l < 1 || l > huffMaxBits):
+		case z == 0 && (l < 1 || l > MaxBits):
 			return nil, errf("compact table: code length %d", l)
 		}
 		acc >>= used
@@ -255,7 +255,7 @@ func (h *huffX) readCompactTable(src []byte, dst func(tl uint) *[1 << huffMaxBit
 	// finishWeights sizes the code from the weights' sum: it is the
 	// lengths as described only when they leave the last token a length
 	// of 1..maxL, i.e. the code's longest is maxL
-	if h.tl != uint(maxL) {
+	if h.TL != uint(maxL) {
 		return nil, errf("compact table: the lengths do not make a complete code")
 	}
 	return in[(pos+7)>>3:], nil
