@@ -163,13 +163,19 @@ func (n *gpt) forward(st store, tokens []int, pos0 int) ([]float32, error) {
 	}
 	// linear computes out = W in + bias from the next two tensors, for
 	// each position's row of in (nIn wide) and of out (dOut wide)
-	linear := func(out, in []float32, nIn, dOut int) error {
-		b, t, err := get()
+	// mat computes out = W in with the next tensor, as its rows arrive
+	mat := func(out, in []float32, nIn, dOut int) error {
+		t := n.sched[step]
+		b, err := st.stream(step)
+		step++
 		if err != nil {
 			return err
 		}
-		for p := range nb {
-			matmul(out[p*dOut:(p+1)*dOut], in[p*nIn:(p+1)*nIn], b, t.dt, nIn, dOut)
+		return matmulStream(st, out, in, b, t.dt, nIn, dOut, nb)
+	}
+	linear := func(out, in []float32, nIn, dOut int) error {
+		if err := mat(out, in, nIn, dOut); err != nil {
+			return err
 		}
 		if err := vector(n.b[:dOut]); err != nil {
 			return err
@@ -278,11 +284,8 @@ func (n *gpt) forward(st store, tokens []int, pos0 int) ([]float32, error) {
 	if err := norm(n.h, n.x); err != nil {
 		return nil, err
 	}
-	if b, t, err = get(); err != nil {
+	if err := mat(n.logits, n.h, dim, c.Vocab); err != nil {
 		return nil, err
-	}
-	for p := range nb {
-		matmul(n.logits[p*c.Vocab:(p+1)*c.Vocab], n.h[p*dim:(p+1)*dim], b, t.dt, dim, c.Vocab)
 	}
 	return n.logits, nil
 }

@@ -93,6 +93,32 @@ func matmul(out, x []float32, w []byte, dt dtype.DType, n, d int) {
 	}
 }
 
+// matmulStream computes out = W in for each of nb positions (rows of in
+// nIn wide, of out dOut wide) with the tensor st.stream returned last,
+// whose bytes may still be decoding: it waits for them (st.ready) a group
+// of rows at a time and computes each group as it arrives, for every
+// position. Each row's sum is matmul's, whatever the grouping, so the
+// logits are those of matmul over the whole tensor.
+func matmulStream(st store, out, in []float32, w []byte, dt dtype.DType, nIn, dOut, nb int) error {
+	row := nIn * int(dt.Size())
+	g := max(4, streamRowBytes/row&^3) // rows per wait
+	for r0 := 0; r0 < dOut; r0 += g {
+		r1 := min(dOut, r0+g)
+		if err := st.ready(int64(r1 * row)); err != nil {
+			return err
+		}
+		for p := range nb {
+			matmul(out[p*dOut+r0:p*dOut+r1], in[p*nIn:(p+1)*nIn], w[r0*row:r1*row], dt, nIn, r1-r0)
+		}
+	}
+	return nil
+}
+
+// streamRowBytes is about how many weight bytes matmulStream waits for at
+// a time: a fraction of a block, so the rows of a block are computed as
+// soon as it is decoded, and few enough waits that they cost nothing.
+const streamRowBytes = 8 << 10
+
 // Each kernel computes four rows at once: four independent sums, each in
 // its own order, so the CPU overlaps them without changing any result.
 

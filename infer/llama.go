@@ -212,14 +212,13 @@ func (n *llama) forward(st store, tokens []int, pos0 int) ([]float32, error) {
 	// mat computes out = W in for each position's row of in (nIn wide)
 	// and of out (dOut wide)
 	mat := func(out, in []float32, nIn, dOut int) error {
-		b, t, err := get()
+		t := n.sched[step]
+		b, err := st.stream(step)
+		step++
 		if err != nil {
 			return err
 		}
-		for p := range nb {
-			matmul(out[p*dOut:(p+1)*dOut], in[p*nIn:(p+1)*nIn], b, t.dt, nIn, dOut)
-		}
-		return nil
+		return matmulStream(st, out, in, b, t.dt, nIn, dOut, nb)
 	}
 
 	// each token's embedding row

@@ -25,6 +25,12 @@ import (
 // unit instead (archiveStore). The ring is as large as the largest two
 // consecutive runs: the unit in use and the next one fit together.
 //
+// A matmul need not wait for its whole unit (stream, ready): the worker
+// publishes each block as it is decoded, and the forward pass computes
+// the rows that have arrived. So when a unit cannot be placed until the
+// one before it is released (the ring holds the two, not three), only its
+// first block's decode is not hidden.
+//
 // Sequence numbers count the runs handed out since the last restart; run
 // seq is runs[(start+seq) % len(runs)]. Sequences [consumed, next) are
 // live: placed in the ring in order, decoded or being decoded. A forward
@@ -45,7 +51,8 @@ type pipeStore struct {
 	idle     *sync.Cond // on mu: the worker is not decoding
 	slot     [pipeSlots]pipeSlot
 
-	cur      int // the sequence the forward pass holds; -1 none
+	cur      int   // the sequence the forward pass holds; -1 none
+	curOff   int64 // the offset in its unit of the tensor stream returned last
 	decoded  atomic.Int64
 	byWorker atomic.Int64
 
@@ -67,10 +74,21 @@ var errRing = errors.New("infer: no room in the prefetch ring")
 const pipeSlots = 16
 
 type pipeSlot struct {
+	p    *pipeStore
 	lo   int64
 	u    *unit
+	upto atomic.Int64 // bytes of the unit decoded so far (block by block)
 	done atomic.Int64 // seq+1 once decoded
 	err  error        // written before done
+}
+
+// progress publishes the bytes decoded so far (decodeInto calls it after
+// each block) and wakes a forward pass that sleeps waiting for them.
+func (s *pipeSlot) progress(n int64) {
+	s.upto.Store(n)
+	if s.p.mainSleeps.Load() {
+		signal(s.p.mainWake)
+	}
 }
 
 // pipeSpin is how long either side spins before it sleeps: longer than a
@@ -83,6 +101,9 @@ var pipeSpin = 200 * time.Microsecond
 func newPipeStore(as *archiveStore, worker bool) *pipeStore {
 	p := &pipeStore{rd: as, cur: -1, workerWake: make(chan struct{}, 1), mainWake: make(chan struct{}, 1), exited: make(chan struct{})}
 	p.idle = sync.NewCond(&p.mu)
+	for i := range p.slot {
+		p.slot[i].p = p
+	}
 	for i, u := range as.units {
 		if i == 0 || as.units[i-1] != u {
 			p.runs = append(p.runs, u)
@@ -151,6 +172,7 @@ func (p *pipeStore) claimLocked() (int, bool) {
 	p.next++
 	s := &p.slot[k%pipeSlots]
 	s.lo, s.u, s.err = lo, u, nil
+	s.upto.Store(0)
 	s.done.Store(0)
 	return k, true
 }
@@ -160,7 +182,7 @@ func (p *pipeStore) claimLocked() (int, bool) {
 // it after that.
 func (p *pipeStore) decodeSeq(k int) {
 	s := &p.slot[k%pipeSlots]
-	err := p.rd.decodeInto(p.arena, resident{s.u, s.lo})
+	err := p.rd.decodeInto(p.arena, resident{s.u, s.lo}, s)
 	p.decoded.Add(s.u.length)
 	s.err = err
 	s.done.Store(int64(k) + 1)
@@ -240,21 +262,87 @@ func (p *pipeStore) restartLocked(r int) {
 }
 
 func (p *pipeStore) get(step int) ([]byte, error) {
+	b, err := p.take(step, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.ready(int64(len(b))); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// stream is get without waiting for the worker to finish the unit:
+// ready tells how far it is.
+func (p *pipeStore) stream(step int) ([]byte, error) { return p.take(step, false) }
+
+func (p *pipeStore) take(step int, wait bool) ([]byte, error) {
 	r := p.runOf[step]
 	if p.cur < 0 || (p.start+p.cur)%len(p.runs) != r {
-		if err := p.advance(r); err != nil {
+		if err := p.advance(r, wait); err != nil {
 			return nil, err
 		}
 	}
 	s := &p.slot[p.cur%pipeSlots]
 	t := p.rd.sched[step]
-	lo := s.lo + t.offset - s.u.off
+	p.curOff = t.offset - s.u.off
+	lo := s.lo + p.curOff
 	return p.arena[lo : lo+t.length : lo+t.length], nil
+}
+
+// ready waits until the first n bytes of the tensor stream (or get)
+// returned last are decoded. A decode error empties the pipeline (the
+// next get restarts it) and is returned.
+func (p *pipeStore) ready(n int64) error {
+	s := &p.slot[p.cur%pipeSlots]
+	need := p.curOff + n
+	if s.upto.Load() >= need {
+		return nil
+	}
+	want := int64(p.cur) + 1
+	deadline := time.Now().Add(pipeSpin)
+	for i := 1; s.upto.Load() < need && s.done.Load() != want; i++ {
+		if i%64 == 0 && time.Now().After(deadline) {
+			p.mainSleeps.Store(true)
+			for s.upto.Load() < need && s.done.Load() != want {
+				<-p.mainWake
+			}
+			p.mainSleeps.Store(false)
+			break
+		}
+	}
+	if s.upto.Load() >= need {
+		return nil
+	}
+	return p.failed(s, (p.start+p.cur)%len(p.runs))
+}
+
+// failed handles the slot s of run r, whose decode ended in an error: it
+// leaves nothing live (the next get restarts and decodes again) and
+// returns the error.
+func (p *pipeStore) failed(s *pipeSlot, r int) error {
+	err := s.err
+	if err == nil { // cannot happen: a unit decoded whole covers its tensors
+		err = errRing
+	}
+	p.mu.Lock()
+	p.restartLocked(r)
+	p.mu.Unlock()
+	p.bump()
+	return err
 }
 
 // advance releases the unit in use and takes run r's: decoded by the
 // worker, or by the forward pass when the worker has not claimed it.
-func (p *pipeStore) advance(r int) error {
+// Unless wait, a unit the worker is decoding is taken as it is: ready
+// waits for its bytes.
+func (p *pipeStore) advance(r int, wait bool) error {
+	if p.cur >= 0 {
+		// a unit handed out by stream may still be finishing (its last
+		// bytes published, its end not yet): the worker writes its slot
+		// until done, so it is released only then
+		p.waitDone(p.cur)
+	}
 	p.mu.Lock()
 	k := p.cur + 1
 	if p.cur < 0 || (p.start+k)%len(p.runs) != r {
@@ -277,6 +365,9 @@ func (p *pipeStore) advance(r int) error {
 	p.bump()
 	if inline {
 		p.decodeSeq(k)
+	} else if !wait {
+		p.cur = k
+		return nil
 	} else {
 		// while the worker decodes k, decode what follows it if there is room
 		for p.slot[k%pipeSlots].done.Load() != int64(k)+1 {
@@ -292,12 +383,7 @@ func (p *pipeStore) advance(r int) error {
 	}
 	s := &p.slot[k%pipeSlots]
 	if s.err != nil {
-		// leave nothing live: the next get restarts (and decodes again)
-		p.mu.Lock()
-		p.restartLocked(r)
-		p.mu.Unlock()
-		p.bump()
-		return s.err
+		return p.failed(s, r)
 	}
 	p.cur = k
 	return nil

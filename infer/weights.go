@@ -46,9 +46,14 @@ type Memory struct {
 
 // store hands the forward pass its tensors in schedule order. get(i)
 // returns the bytes of schedule step i's tensor; they stay valid until
-// the next call to get.
+// the next call to get or stream. stream(i) is get that may return before
+// the tensor is decoded: ready(n) then waits until its first n bytes are
+// (a decode error surfaces there), so a matmul can start on the rows that
+// have arrived.
 type store interface {
 	get(step int) ([]byte, error)
+	stream(step int) ([]byte, error)
+	ready(n int64) error
 	memory() Memory
 	close()
 }
@@ -78,9 +83,11 @@ func newFileStore(sched []*tensor, read func(t *tensor) ([]byte, error)) (*fileS
 	return s, nil
 }
 
-func (s *fileStore) get(step int) ([]byte, error) { return s.data[s.sched[step]], nil }
-func (s *fileStore) memory() Memory               { return s.mem }
-func (s *fileStore) close()                       {}
+func (s *fileStore) get(step int) ([]byte, error)    { return s.data[s.sched[step]], nil }
+func (s *fileStore) stream(step int) ([]byte, error) { return s.get(step) }
+func (s *fileStore) ready(int64) error               { return nil }
+func (s *fileStore) memory() Memory                  { return s.mem }
+func (s *fileStore) close()                          {}
 
 // unit is the run of consecutive archive blocks that covers a tensor: its
 // own blocks for a large tensor, the one shared block for small tensors
@@ -168,8 +175,12 @@ func newArchiveStore(rd *codec.Reader, fi int, sched []*tensor, compressed int64
 	return s, nil
 }
 
-// decodeInto decodes a unit into its place in arena.
-func (s *archiveStore) decodeInto(arena []byte, r resident) error {
+// progresser is told how many bytes of a unit are decoded, block by block.
+type progresser interface{ progress(n int64) }
+
+// decodeInto decodes a unit into its place in arena, block by block;
+// after each block, pr (if not nil) is told the bytes decoded so far.
+func (s *archiveStore) decodeInto(arena []byte, r resident, pr progresser) error {
 	dst := arena[r.lo:r.hi()]
 	pos := int64(0)
 	for k, l := range r.u.lens {
@@ -177,6 +188,9 @@ func (s *archiveStore) decodeInto(arena []byte, r resident) error {
 			return err
 		}
 		pos += l
+		if pr != nil {
+			pr.progress(pos)
+		}
 	}
 	return nil
 }
@@ -255,7 +269,7 @@ func (s *archiveStore) get(step int) ([]byte, error) {
 				return nil, fmt.Errorf("infer: no room for %d bytes in an arena of %d", u.length, len(s.arena))
 			}
 			s.decoded += u.length
-			if err := s.decodeInto(s.arena, resident{u, lo}); err != nil {
+			if err := s.decodeInto(s.arena, resident{u, lo}, nil); err != nil {
 				s.drop(u)
 				return nil, err
 			}
@@ -267,6 +281,9 @@ func (s *archiveStore) get(step int) ([]byte, error) {
 	lo := r.lo + t.offset - u.off
 	return s.arena[lo : lo+t.length : lo+t.length], nil
 }
+
+func (s *archiveStore) stream(step int) ([]byte, error) { return s.get(step) }
+func (s *archiveStore) ready(int64) error               { return nil }
 
 func (s *archiveStore) memory() Memory {
 	m := s.mem

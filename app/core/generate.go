@@ -64,15 +64,16 @@ func DemoGenerator() (*Generator, error) {
 	return NewGenerator(m.Name, model, tb, nil)
 }
 
-// NewGenerator compresses a checkpoint (default options) and prepares it
-// to run. tokenizer is llama2.c's tokenizer.bin for a Llama model (nil for
+// NewGenerator compresses a checkpoint (as made for running:
+// infer.ArchiveOptions) and prepares it to run, prefetching where there
+// are several processors. tokenizer is llama2.c's tokenizer.bin for a Llama model (nil for
 // the byte-level GPT); config is an optional config.json.
 func NewGenerator(name string, model, tokenizer, config []byte) (*Generator, error) {
 	l, err := checkpoint.Open(bytes.NewReader(model), int64(len(model)))
 	if err != nil {
 		return nil, err
 	}
-	a, err := codec.CompressBytes(context.Background(), model, codecseg.Of(l.Segments), codec.EncodeOptions{})
+	a, err := codec.CompressBytes(context.Background(), model, codecseg.Of(l.Segments), infer.ArchiveOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +120,7 @@ func (g *Generator) Generate(ctx context.Context, req GenerateRequest, onToken f
 		seed = 1
 	}
 	run := func(src []byte, stream bool) (*infer.Result, infer.Memory, error) {
-		m, err := infer.Open(bytes.NewReader(src), int64(len(src)), infer.Options{Config: g.config})
+		m, err := infer.Open(bytes.NewReader(src), int64(len(src)), infer.Options{Config: g.config, Prefetch: true})
 		if err != nil {
 			return nil, infer.Memory{}, err
 		}

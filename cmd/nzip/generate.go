@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -26,7 +27,7 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	tokPath := fs.String("tokenizer", "", "llama2.c tokenizer.bin of a Llama model (default: tok<VOCAB>.bin or tokenizer.bin beside MODEL)")
 	confPath := fs.String("config", "", "config.json with hyper-parameters the file lacks (default: config.json beside MODEL, when present)")
 	setupPath := fs.String("setup", "", "the setup the archive was written with (needed when it references it externally)")
-	prefetch := fs.Bool("prefetch", false, "decode the next tensor on another goroutine while the current one computes")
+	prefetch := fs.Bool("prefetch", false, "decode the next tensors on another goroutine while the current one computes, its rows as their blocks arrive")
 	asJSON := fs.Bool("json", false, "print one JSON object (prompt_tokens, tokens, text, logits_sha256, weights_bytes, resident_peak_bytes, tokens_per_s)")
 	if err := parse(fs, args, 2, 2); err != nil {
 		return err
@@ -134,8 +135,8 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fmt.Fprintf(stderr, "%s, %s: %d positions, %.1f tokens/s; weights %d bytes, resident peak %d bytes (%.1f %%); seed %d; logits sha256 %s\n",
 		cfg.Arch, src, res.Positions, res.TokensPerS, res.WeightsBytes, res.ResidentPeakBytes,
 		100*float64(res.ResidentPeakBytes)/float64(max(res.WeightsBytes, 1)), *seed, res.LogitsSHA256)
-	if m.FromArchive() && m.ArchiveSetup() == "" {
-		fmt.Fprintln(stderr, "nzip: this archive builds Huffman tables block by block; one made with `nzip compress -setup gaussian` usually runs faster (docs/inference.md)")
+	if m.FromArchive() && (m.ArchiveSetup() == "" || !*prefetch && runtime.GOMAXPROCS(0) >= 2) {
+		fmt.Fprintln(stderr, "nzip: an archive made with `nzip compress -setup gaussian -chunk 8192` and run with -prefetch runs fastest (docs/inference.md)")
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -101,22 +102,32 @@ func TestGenerate(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, e.Prompt) || !strings.Contains(errs, "resident peak") {
 		t.Errorf("generate: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
-	// an archive without a setup gets the hint, one with the Gaussian
-	// setup (the same logits) and the original file do not
-	const hint = "-setup gaussian"
+	// an archive without a setup gets the hint; one made for running
+	// (the same logits) gets it only without -prefetch on a machine
+	// that could prefetch; the original file never
+	const hint = "-setup gaussian -chunk 8192"
 	if !strings.Contains(errs, hint) {
 		t.Errorf("no hint for an archive without a setup: %q", errs)
 	}
 	gauss := filepath.Join(dir, "g.nzip")
-	if code, _, errs := nzip(t, "compress", "-q", "-setup", "gaussian", "-o", gauss, orig); code != 0 {
+	if code, _, errs := nzip(t, "compress", "-q", "-setup", "gaussian", "-chunk", "8192", "-o", gauss, orig); code != 0 {
 		t.Fatal(errs)
 	}
-	if g3 := generateJSON(t, "-temp", "0", "-n", "20", "-tokenizer", tok, gauss, e.Prompt); g3.LogitsSHA256 != g1.LogitsSHA256 {
-		t.Errorf("Gaussian-setup archive: logits %s, original %s", g3.LogitsSHA256, g1.LogitsSHA256)
+	if g3 := generateJSON(t, "-temp", "0", "-n", "20", "-prefetch", "-tokenizer", tok, gauss, e.Prompt); g3.LogitsSHA256 != g1.LogitsSHA256 {
+		t.Errorf("archive made for running: logits %s, original %s", g3.LogitsSHA256, g1.LogitsSHA256)
 	}
-	for _, p := range []string{gauss, orig} {
-		if code, _, errs := nzip(t, "generate", "-temp", "0", "-n", "4", "-tokenizer", tok, p, e.Prompt); code != 0 || strings.Contains(errs, hint) {
-			t.Errorf("generate %s: exit %d, stderr %q", p, code, errs)
+	for _, c := range []struct {
+		args []string
+		hint bool
+	}{
+		{[]string{"-prefetch", gauss}, false},
+		{[]string{gauss}, runtime.GOMAXPROCS(0) >= 2},
+		{[]string{orig}, false},
+		{[]string{"-prefetch", orig}, false},
+	} {
+		args := append([]string{"generate", "-temp", "0", "-n", "4", "-tokenizer", tok}, c.args...)
+		if code, _, errs := nzip(t, append(args, e.Prompt)...); code != 0 || strings.Contains(errs, hint) != c.hint {
+			t.Errorf("generate %v: exit %d, stderr %q (want the hint: %v)", c.args, code, errs, c.hint)
 		}
 	}
 }
