@@ -345,7 +345,7 @@ func (r *Reader) writeRange(ctx context.Context, w io.Writer, fi int, off, n int
 	if n == 0 {
 		last = first
 	}
-	threads := min(opt.threads(), max(1, last-first))
+	threads := min(opt.ThreadCount(), max(1, last-first))
 	ctx, cancel := context.WithCancel(ctxOr(ctx))
 	defer cancel()
 	window := 2*threads + 2
@@ -733,7 +733,7 @@ func (r *Reader) ReadFileTo(ctx context.Context, dst []byte, fi int, opt DecodeO
 	} else {
 		out = makeNoZero(int(f.Size))
 	}
-	threads := opt.threads()
+	threads := opt.ThreadCount()
 	ctx, cancel := context.WithCancel(ctxOr(ctx))
 	defer cancel()
 	var next int64 // next block, taken atomically in task-sized runs

@@ -101,8 +101,13 @@ func threadsOf(n int) int {
 	return runtime.GOMAXPROCS(0)
 }
 
-func (o *EncodeOptions) threads() int { return threadsOf(o.Threads) }
-func (o *DecodeOptions) threads() int { return threadsOf(o.Threads) }
+// ThreadCount is how many goroutines a call codes blocks on: Threads
+// clamped to MaxThreads, or GOMAXPROCS when Threads is 0.
+func (o *EncodeOptions) ThreadCount() int { return threadsOf(o.Threads) }
+
+// ThreadCount is how many goroutines a call decodes blocks on: Threads
+// clamped to MaxThreads, or GOMAXPROCS when Threads is 0.
+func (o *DecodeOptions) ThreadCount() int { return threadsOf(o.Threads) }
 
 func (o *EncodeOptions) validate() error {
 	if o.ChunkValues != 0 && (o.ChunkValues < MinChunkValues || o.ChunkValues > MaxChunkValues) {
@@ -359,7 +364,7 @@ func planEncode(inputs []Input, opt EncodeOptions) (*encodeRun, error) {
 	if e.zfast, err = zstdEncoder(zstdFewMatchesLevel); err != nil {
 		return nil, err
 	}
-	e.threads = min(opt.threads(), max(1, len(e.tasks)))
+	e.threads = min(opt.ThreadCount(), max(1, len(e.tasks)))
 	// The digests are computed beside the coding (hashing each task as it
 	// is written would leave the last tasks' hashing for after the
 	// coding). BLAKE3: the worker that codes a task hashes the whole

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -95,7 +94,7 @@ func (a *Archive) StreamWith(ctx context.Context, i int, opt codec.DecodeOptions
 		}
 	}
 	// per level: two buffers per thread decoding, the cached blocks
-	inFlight := int64(len(chain)) * int64(2*threadsOf(opt)+frameCacheBlocks) * max(block, 64<<10)
+	inFlight := int64(len(chain)) * int64(2*opt.ThreadCount()+frameCacheBlocks) * max(block, 64<<10)
 	if len(chain) > 2 && inFlight > max(wholeAbove, 2*step) {
 		return a.streamWhole(ctx, s, chain, opt)
 	}
@@ -126,14 +125,6 @@ func (a *Archive) StreamWith(ctx context.Context, i int, opt codec.DecodeOptions
 
 // threadsOf is the number of threads opt asks for: opt.Threads (at most
 // codec.MaxThreads), or GOMAXPROCS when it is 0 (as the codec counts them).
-func threadsOf(opt codec.DecodeOptions) int {
-	if opt.Threads > 0 {
-		t, _ := codec.ClampThreads(opt.Threads)
-		return t
-	}
-	return runtime.GOMAXPROCS(0)
-}
-
 // streamWhole makes s (the chain's readers open) read the last frame of
 // chain against its reference frame decoded whole.
 func (a *Archive) streamWhole(ctx context.Context, s *Stream, chain []int, opt codec.DecodeOptions) (*Stream, error) {
@@ -414,7 +405,7 @@ func (a *Archive) Verify(ctx context.Context, opt codec.DecodeOptions, done func
 		}
 		groups[g] = append(groups[g], i)
 	}
-	threads := threadsOf(opt)
+	threads := opt.ThreadCount()
 	if ctx == nil {
 		ctx = context.Background()
 	}
