@@ -67,9 +67,9 @@ func (s *Store) Stats() (*Stats, error) {
 	return st, err
 }
 
-// chainBytes is the payload bytes of the units model name needs: its own
+// ChainBytes is the payload bytes of the units model name needs: its own
 // and those of their base chains, each counted once.
-func (s *Store) chainBytes(name string) (int64, error) {
+func (s *Store) ChainBytes(name string) (int64, error) {
 	m, err := s.Model(name)
 	if err != nil {
 		return 0, err

@@ -9,9 +9,12 @@
 //	nzlab traj-ratio [-shared DIR] [-runs N] [-mode prev|key]
 //	nzlab traj-floor [-shared DIR]
 //	nzlab sparse FILE...
+//	nzlab infer-speed [-shared DIR] [-runs N]
+//	nzlab store-numbers [-shared DIR]
 //
-// scripts/icount.sh runs icount under callgrind; docs/setups.md and
-// docs/trajectories.md name the others' commands.
+// scripts/icount.sh runs icount under callgrind; docs/setups.md,
+// docs/trajectories.md, docs/inference.md and docs/store.md name the
+// others' commands.
 package main
 
 import (
@@ -21,16 +24,18 @@ import (
 
 func main() {
 	cmds := map[string]func([]string) error{
-		"icount":       runICount,
-		"setup":        runSetup,
-		"setup-sweep":  runSetupSweep,
-		"traj-measure": runTrajMeasure,
-		"traj-ratio":   runTrajRatio,
-		"traj-floor":   runTrajFloor,
-		"sparse":       runSparse,
+		"icount":        runICount,
+		"setup":         runSetup,
+		"setup-sweep":   runSetupSweep,
+		"traj-measure":  runTrajMeasure,
+		"traj-ratio":    runTrajRatio,
+		"traj-floor":    runTrajFloor,
+		"sparse":        runSparse,
+		"infer-speed":   runInferSpeed,
+		"store-numbers": runStoreNumbers,
 	}
 	if len(os.Args) < 2 || cmds[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: nzlab icount|setup|setup-sweep|traj-measure|traj-ratio|traj-floor|sparse [flags] (nzlab CMD -h for each)")
+		fmt.Fprintln(os.Stderr, "usage: nzlab icount|setup|setup-sweep|traj-measure|traj-ratio|traj-floor|sparse|infer-speed|store-numbers [flags] (nzlab CMD -h for each)")
 		os.Exit(2)
 	}
 	if err := cmds[os.Args[1]](os.Args[2:]); err != nil {

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"neuralzip/checkpoint"
+	"neuralzip/checkpoint/codecseg"
+	"neuralzip/codec"
+	"neuralzip/store"
+)
+
+// hubFiles are the hub's model files, F32 first (casts find their F32),
+// and its tokenizer.
+var hubFiles = []string{
+	"base/model.f32.safetensors",
+	"ft-fortunes-full/model.f32.safetensors",
+	"ft-fortunes-lora/model.f32.safetensors",
+	"ft-frozen-embed/model.f32.safetensors",
+	"ft-continued/model.f32.safetensors",
+	"base/model.bf16.safetensors",
+	"ft-fortunes-full/model.bf16.safetensors",
+	"ft-fortunes-full/model.f16.gguf",
+	"ft-fortunes-lora/model.bf16.safetensors",
+	"ft-frozen-embed/model.bf16.safetensors",
+	"ft-continued/model.bf16.safetensors",
+	"tok512.bin",
+}
+
+// runStoreNumbers prints the "Numbers" table of docs/store.md: the hub
+// alone, then the hub with every model of models/original and the
+// tinygpt run's F32 and BF16 steps, added to a fresh directory store on
+// two threads; store bytes against every file's own nzip archive; add and
+// get speed (wall-clock, and per two CPU-seconds); the most chunk bytes a
+// get read per byte of its model's units and base chains; bytes decoded
+// per byte restored. Every file restores bit for bit or it fails.
+func runStoreNumbers(args []string) error {
+	fs := flag.NewFlagSet("store-numbers", flag.ExitOnError)
+	shared := fs.String("shared", "../shared", "the corpus directory (hub/, models/, trajectories/)")
+	fs.Parse(args)
+	fmt.Println("| set | files | raw bytes | nzip alone | store bytes | store / nzip alone | add MB/s | get MB/s | read / chain | decoded / restored |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	for _, all := range []bool{false, true} {
+		files, err := corpusSet(*shared, all)
+		if err != nil {
+			return err
+		}
+		if err := storeRow(files, all); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func storeRow(files []string, all bool) error {
+	dir, err := os.MkdirTemp("", "nzlab-store-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := store.Init(dir); err != nil {
+		return err
+	}
+	s, err := store.Open(dir, store.Options{Threads: 2})
+	if err != nil {
+		return err
+	}
+	var addTime time.Duration
+	cpu0 := processCPU()
+	var raw int64
+	for _, f := range files {
+		ins, err := storeInputs(f)
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		m, _, err := s.Add(f, ins, store.AddOptions{})
+		addTime += time.Since(t0)
+		if err != nil {
+			return err
+		}
+		raw += m.Raw
+	}
+	addCPU := processCPU() - cpu0
+	// the independent archives, measured apart from the add speed
+	var alone int64
+	for _, f := range files {
+		ins, err := storeInputs(f)
+		if err != nil {
+			return err
+		}
+		for _, in := range ins {
+			res, err := codec.Encode(context.Background(), io.Discard, []codec.Input{{Name: in.Name, R: in.R, Size: in.Size, Format: in.Format, Segments: in.Segments}}, codec.EncodeOptions{})
+			if err != nil {
+				return err
+			}
+			alone += res.Compressed
+		}
+	}
+	st, err := s.Stats()
+	if err != nil {
+		return err
+	}
+	s.Close()
+	// get speed and bytes read, on a fresh read-only open
+	if s, err = store.Open(dir, store.Options{Threads: 2, ReadOnly: true}); err != nil {
+		return err
+	}
+	defer s.Close()
+	var getTime time.Duration
+	cpu0 = processCPU()
+	worst := 0.0
+	for _, f := range files {
+		m, err := s.Model(f)
+		if err != nil {
+			return err
+		}
+		before := s.BytesRead()
+		var got [][]byte
+		t0 := time.Now()
+		for fi := range m.Files {
+			var buf bytes.Buffer
+			if err := s.WriteFile(m, fi, &buf); err != nil {
+				return err
+			}
+			got = append(got, buf.Bytes())
+		}
+		getTime += time.Since(t0)
+		if err := sameFiles(f, got); err != nil {
+			return err
+		}
+		need, err := s.ChainBytes(f)
+		if err != nil {
+			return err
+		}
+		if need > 0 {
+			worst = max(worst, float64(s.BytesRead()-before)/float64(need))
+		}
+	}
+	getCPU := processCPU() - cpu0
+	label := "../shared/hub"
+	if all {
+		label = "hub + models/original + tinygpt f32 and bf16 steps"
+	}
+	fmt.Printf("| %s | %d | %d | %d | %d | %.3f | %.0f (%.0f) | %.0f (%.0f) | %.3f | %.2f |\n", label, len(files), raw, alone, st.Stored, float64(st.Stored)/float64(alone),
+		float64(raw)/addTime.Seconds()/1e6, 2*float64(raw)/addCPU.Seconds()/1e6,
+		float64(raw)/getTime.Seconds()/1e6, 2*float64(raw)/getCPU.Seconds()/1e6, worst, float64(s.BytesDecoded())/float64(raw))
+	return nil
+}
+
+// corpusSet lists the files of one row, F32 files first within each group
+// so that casts find their F32 unit.
+func corpusSet(shared string, all bool) ([]string, error) {
+	hub := filepath.Join(shared, "hub/stories260K")
+	var files []string
+	for _, f := range hubFiles {
+		files = append(files, filepath.Join(hub, f))
+	}
+	if !all {
+		return files, nil
+	}
+	orig := filepath.Join(shared, "models/original")
+	var rest []string
+	err := filepath.WalkDir(orig, func(p string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && !strings.HasSuffix(p, ".json") {
+			rest = append(rest, p)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// TF.js models enter through their model.json (which names the .bin)
+	for _, d := range []string{"faceres-deep", "handtrack", "movenet-thunder"} {
+		rest = slices.DeleteFunc(rest, func(p string) bool { return strings.Contains(p, d) })
+		rest = append(rest, filepath.Join(orig, d, d+".json"))
+	}
+	traj := filepath.Join(shared, "trajectories/tinygpt-fortunes")
+	steps, _ := filepath.Glob(filepath.Join(traj, "step_*.f32.safetensors"))
+	bf, _ := filepath.Glob(filepath.Join(traj, "step_*.bf16.safetensors"))
+	rest = append(rest, steps...)
+	rest = append(rest, bf...)
+	slices.SortStableFunc(rest, func(a, b string) int { return widthRank(a) - widthRank(b) })
+	return append(files, rest...), nil
+}
+
+// widthRank orders F32 files before 16-bit ones (by name; only an order of
+// adds, never a correctness matter).
+func widthRank(p string) int {
+	b := strings.ToLower(filepath.Base(p))
+	switch {
+	case strings.Contains(b, "f32") || strings.Contains(b, "fp32"):
+		return 0
+	case strings.Contains(b, "bf16") || strings.Contains(b, "f16") || strings.Contains(b, "fp16"):
+		return 2
+	}
+	return 1
+}
+
+// storeInputs opens a model as nzip store add does: the loader's files and
+// layouts as codec segments, or one opaque file when no loader knows it.
+func storeInputs(path string) ([]store.Input, error) {
+	m, err := checkpoint.OpenPath(path)
+	if err != nil {
+		b, rerr := os.ReadFile(path)
+		if rerr != nil {
+			return nil, rerr
+		}
+		return []store.Input{{Name: filepath.Base(path), R: bytes.NewReader(b), Size: int64(len(b)), Format: "unknown"}}, nil
+	}
+	var out []store.Input
+	for _, f := range m.Files {
+		b, err := os.ReadFile(f.Path)
+		if err != nil {
+			return nil, err
+		}
+		in := store.Input{Name: f.Name, R: bytes.NewReader(b), Size: int64(len(b))}
+		if f.Layout != nil {
+			in.Format = f.Layout.Format
+			in.Segments = codecseg.Of(f.Layout.Segments)
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// sameFiles checks the restored files of model path against the originals.
+func sameFiles(path string, got [][]byte) error {
+	ins, err := storeInputs(path)
+	if err != nil {
+		return err
+	}
+	if len(ins) != len(got) {
+		return fmt.Errorf("%s: %d files restored, want %d", path, len(got), len(ins))
+	}
+	for i, in := range ins {
+		want := make([]byte, in.Size)
+		if _, err := in.R.ReadAt(want, 0); err != nil && err != io.EOF {
+			return err
+		}
+		if !bytes.Equal(got[i], want) {
+			return fmt.Errorf("%s: file %d restores to other bytes", path, i)
+		}
+	}
+	return nil
+}
