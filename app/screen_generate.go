@@ -74,7 +74,8 @@ func newGenerateScreen(wb *workbench) *generateScreen {
 		widget.NewLabel("Seed"), s.seed,
 	)
 	note := widget.NewLabel("The weights stay compressed in memory: each tensor is decoded just before its matmul " +
-		"into a small reusable buffer. A second run on the uncompressed weights checks that the logits are identical, bit for bit.")
+		"into a small reusable buffer (with two or more processors, on a second goroutine while the matmuls run). " +
+		"A second run on the uncompressed weights checks that the logits are identical, bit for bit.")
 	note.Wrapping = fyne.TextWrapWord
 	controls := container.NewVBox(heading("Generate text from compressed weights"), form, container.NewHBox(s.runBtn), note)
 	result := container.NewVBox(heading("Memory and speed"), s.gauge, s.memory, s.speed, s.check)
