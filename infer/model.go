@@ -35,8 +35,8 @@ type Options struct {
 // (nzip compress -setup gaussian -chunk 8192): the built-in Gaussian
 // setup, so no block rebuilds Huffman tables, and 8192 values per block,
 // so that with Prefetch a matmul starts on a tensor's first blocks while
-// the worker decodes the rest. The archive is ~0.4 % larger than with the
-// default options (docs/inference.md).
+// the worker decodes the rest. Its size is within half a percent of the
+// default options' (docs/inference.md).
 func ArchiveOptions() codec.EncodeOptions {
 	return codec.EncodeOptions{Setup: codec.GaussianSetup(), ChunkValues: 8192}
 }
