@@ -117,14 +117,15 @@ func (d *dec) unit() (u store.UnitInfo) {
 	u.Off, u.N = d.iv(), d.iv()
 	u.DType = dtype.DType(d.byte1())
 	u.Hash = d.hash()
-	if n := d.uv(); n > 0 {
-		b := d.take((n - 1) * 4)
-		if b != nil {
+	if n := d.uv(); n > 0 && n-1 <= uint64(len(d.b))/4 {
+		if b := d.take((n - 1) * 4); b != nil {
 			u.FP = make([]float32, n-1)
 			for i := range u.FP {
 				u.FP[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 			}
 		}
+	} else if n > 0 {
+		d.fail()
 	}
 	if n := d.uv(); n > 0 && n <= uint64(len(d.b))/32 {
 		u.Casts = make([]store.Hash, n)
