@@ -63,6 +63,21 @@ func fileBytes(t testing.TB, ins []Input) [][]byte {
 	return out
 }
 
+// addFiles adds each of files (relative to dir) to s under its relative
+// name and returns their bytes, by name, to compare restores with.
+func addFiles(t testing.TB, s *Store, dir string, files []string) map[string][][]byte {
+	t.Helper()
+	want := map[string][][]byte{}
+	for _, f := range files {
+		ins := inputs(t, path.Join(dir, f))
+		if _, _, err := s.Add(f, ins, AddOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		want[f] = fileBytes(t, ins)
+	}
+	return want
+}
+
 // hubFiles lists the hub's model files, F32 first (casts find their F32).
 var hubFiles = []string{
 	"base/model.f32.safetensors",

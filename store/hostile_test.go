@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"errors"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,14 +23,7 @@ func hostileStore(t *testing.T) (string, map[string][][]byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string][][]byte{}
-	for _, f := range []string{"base/model.f32.safetensors", "ft-fortunes-lora/model.f32.safetensors", "base/model.bf16.safetensors"} {
-		ins := inputs(t, path.Join(hub, f))
-		if _, _, err := s.Add(f, ins, AddOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		want[f] = fileBytes(t, ins)
-	}
+	want := addFiles(t, s, hub, []string{"base/model.f32.safetensors", "ft-fortunes-lora/model.f32.safetensors", "base/model.bf16.safetensors"})
 	s.Close()
 	return dir, want
 }

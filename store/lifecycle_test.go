@@ -98,14 +98,7 @@ func TestRemoveGC(t *testing.T) {
 	hub := shared(t, "hub/stories260K")
 	s, dir := tempStore(t)
 	files := []string{"base/model.f32.safetensors", "ft-fortunes-full/model.f32.safetensors", "base/model.bf16.safetensors"}
-	want := map[string][][]byte{}
-	for _, f := range files {
-		ins := inputs(t, path.Join(hub, f))
-		if _, _, err := s.Add(f, ins, AddOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		want[f] = fileBytes(t, ins)
-	}
+	want := addFiles(t, s, hub, files)
 	if _, _, err := s.Add(files[0], inputs(t, path.Join(hub, files[0])), AddOptions{}); !errors.Is(err, ErrExists) {
 		t.Fatalf("second add of one name: %v, want ErrExists", err)
 	}

@@ -49,14 +49,7 @@ func TestS3Lifecycle(t *testing.T) {
 	defer func(g time.Duration) { s3GCGrace = g }(s3GCGrace)
 	s3GCGrace = 0 // gc removes what it finds unused at once (no add runs beside it)
 	files := []string{"base/model.f32.safetensors", "ft-fortunes-full/model.f32.safetensors", "base/model.bf16.safetensors", "tok512.bin"}
-	want := map[string][][]byte{}
-	for _, f := range files {
-		ins := inputs(t, path.Join(hub, f))
-		if _, _, err := s.Add(f, ins, AddOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		want[f] = fileBytes(t, ins)
-	}
+	want := addFiles(t, s, hub, files)
 	// a second Store (another process's view) sees the models
 	s2, err := Open(loc, Options{})
 	if err != nil {
