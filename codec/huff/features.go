@@ -11,17 +11,14 @@ type Features struct {
 	Two bool // Decoder may use two-symbol tables
 }
 
-// use is the fast paths in use.
-var use = CPU()
-
-// CPU is what the CPU and the build allow (no assembly under the noasm
-// tag, on other architectures and other compilers), with two-symbol
-// tables on.
-func CPU() Features {
+// use is the fast paths in use: what the CPU and the build allow (no
+// assembly under the noasm tag, on other architectures and other
+// compilers), with two-symbol tables on.
+var use = func() Features {
 	f := cpuFeatures()
 	f.Two = true
 	return f
-}
+}()
 
 // Use is the fast paths in use.
 func Use() Features { return use }
