@@ -11,25 +11,27 @@ import (
 
 // blockEncoder is one worker's reusable encoding state.
 type blockEncoder struct {
-	setup     *Setup  // shared tables, or nil
-	threshold float64 // see EncodeOptions.SetupThreshold
-	st        streamEncoder
-	zstd      *zstd.Encoder
-	zstdRep   *zstd.Encoder // float blocks with repeats (zstdRepeatsLevel)
-	zstdFast  *zstd.Encoder // opaque bytes that compress little (zstdFewMatchesLevel), or nil
-	syms      []byte
-	planes    [8][]byte
-	hist      [256]uint32
-	stats     fieldStats
-	ref       *refEncoder // reference-conditioned blocks (ref_block.go)
-	best      bool        // EncodeOptions.Best: also try the slow codings
-	lz        []byte      // a float block through zstd (lzRepeats)
-	found     []byte      // opaque bytes coded as floats (encodeFound)
-	found2    []byte      // the smallest of them
-	run       runMemo     // decisions a run of blocks shares (setup)
-	parts     []blockPart // encodeFoundLead's
-	lead      []byte      // encodeFoundLead's blocks
-	sp        sparseEnc   // sparse blocks (sparse.go)
+	setup      *Setup  // shared tables, or nil
+	threshold  float64 // see EncodeOptions.SetupThreshold
+	st         streamEncoder
+	zstd       *zstd.Encoder
+	zstdPlanes *zstd.Encoder // planes of float blocks with repeats (zstdPlanesLevel)
+	lzPlanes   bool          // the archive may hold zstd-coded streams (version 9)
+	zstdFast   *zstd.Encoder // opaque bytes that compress little (zstdFewMatchesLevel), or nil
+	syms       []byte
+	planes     [8][]byte
+	hist       [256]uint32
+	stats      fieldStats
+	ref        *refEncoder // reference-conditioned blocks (ref_block.go)
+	best       bool        // EncodeOptions.Best: also try the slow codings
+	lz         []byte      // a float block through zstd (lzRepeats)
+	lzPlane    []byte      // one plane through zstd (encodeLZPlanes)
+	found      []byte      // opaque bytes coded as floats (encodeFound)
+	found2     []byte      // the smallest of them
+	run        runMemo     // decisions a run of blocks shares (setup)
+	parts      []blockPart // encodeFoundLead's
+	lead       []byte      // encodeFoundLead's blocks
+	sp         sparseEnc   // sparse blocks (sparse.go)
 }
 
 // runMemo holds, under a setup, what the first block of a run decided for
@@ -150,11 +152,10 @@ func lzRepeats(p []byte) (dup, k int) {
 // the probe found dup of k words repeated, in fewer than coded bytes: at
 // least 1/16 of the words repeat, and the bytes that do not repeat are
 // fewer than coded (integers: the same decision on every platform).
-// zstd's strongest level, which codes such blocks, runs at ~10 MB/s, so
-// the estimate leaves out that literals entropy-code to about 7/8: on the
+// The estimate leaves out that literals entropy-code to about 7/8: on the
 // real files of models/original and unseen-bf16, zstd won on every block
 // that passes and on none of those this gives up (a 64 KiB block of 36,975
-// bytes, zstd -19 39,118, whose trial cost 13 % of the file's encode).
+// bytes, zstd's strongest level 39,118).
 func lzWorthTrying(n, coded, dup, k int) bool {
 	return dup > 0 && dup*16 >= k && int64(n)*int64(k-dup) < int64(coded)*int64(k)
 }
@@ -176,24 +177,64 @@ func (b *blockEncoder) lzProbe(p []byte) (dup, k int) {
 	return dup, k
 }
 
-// lzTryStrongest says whether a float block is also worth coding at zstd's
-// strongest level (zstdRepeatsLevel, ~10 MB/s), given its size by zstd at
-// the archive's level (fast) and by the float coder (coded): where the
-// fast level lost by less than 1/8 (periodic tables have matches it
-// misses: Silero's STFT basis, 121,803 B at level 3 against 108,864 float,
-// is 57,419 at level 19) or won by more than 1/4 (heavy repeats: its
-// second block, 65,037 at level 3, is 52,414). Between those the fast
-// level's block is kept; the strongest level gained ~1 % there
-// (stories260K's embedding: 35,854 against 35,471) at the cost of
-// doubling the encode time of a 10 MB file.
-func lzTryStrongest(fast, coded int) bool {
+// lzTryPlanes says whether a float block is also worth coding as byte
+// planes through zstd (encodeLZPlanes), given its size by zstd at the
+// archive's level (fast) and by the float coder (coded): where zstd lost,
+// but by less than 1/8. There, matches that zstd finds in the planes but
+// not in the interleaved bytes pay: Silero's STFT basis, 121,803 B at
+// level 3 against 108,864 float, is 61,337 as planes. Elsewhere planes
+// gain little for the trial's cost (that one block costs about 6 % of
+// real-f32's encode, one thread): where zstd won (heavy repeats: the basis's second
+// block, 65,037 at level 3 against 109,474) planes saved under 3 %
+// (63,136), and where it lost by more they did not win in the corpora.
+func lzTryPlanes(fast, coded int) bool {
 	f, c := int64(fast), int64(coded)
-	return 4*f < 3*c || (f >= c && 8*f < 9*c)
+	return f >= c && 8*f < 9*c
 }
 
-// zstdRepeatsLevel is the zstd level of float blocks whose words repeat
-// (lzWorthTrying), whatever the archive's level.
-const zstdRepeatsLevel = 19
+// lzPlanesMinBytes is the smallest float block tried as zstd planes: the
+// probe's reads (probeBlocks) span smaller ones several times over, and
+// the tensors whose values repeat (STFT bases, embeddings) are large.
+const lzPlanesMinBytes = 16 << 10
+
+// zstdPlanesLevel is the zstd level that codes the planes of float blocks
+// whose words repeat (encodeLZPlanes), whatever the archive's level: its
+// lazy matching finds the short periodic matches of such planes (Silero's
+// STFT basis: 85,950 B at level 3, 61,321 at this level, 57,568 at the
+// strongest, which runs at a tenth of the speed).
+const zstdPlanesLevel = 7
+
+// encodeLZPlanes codes len(src)/size values as a planes-form float block
+// (one stream per byte of the value) whose streams may be zstd frames
+// (mode 8, format version 9): each plane is coded as the float coder codes
+// a plane and by zstd at zstdPlanesLevel, and the smaller kept.
+func (b *blockEncoder) encodeLZPlanes(dst, src []byte, size int) []byte {
+	n := len(src) / size
+	b.buffers(n, size)
+	transposeOut(b.planes[:size], src, n, size)
+	dst = append(dst, formPlanes)
+	for p := 0; p < size; p++ {
+		mark := len(dst)
+		dst = b.appendPlane(dst, b.planes[p], 8)
+		b.lzPlane = b.zstdPlanes.EncodeAll(b.planes[p], b.lzPlane[:0])
+		if l := len(b.lzPlane); 1+uvarintLen(uint64(l))+l < len(dst)-mark {
+			dst = append(dst[:mark], smZstd)
+			dst = binary.AppendUvarint(dst, uint64(l))
+			dst = append(dst, b.lzPlane...)
+		}
+	}
+	return dst
+}
+
+// transposeOut writes byte p of each of the n values of src (size bytes
+// each) to planes[p].
+func transposeOut(planes [][]byte, src []byte, n, size int) {
+	for i := 0; i < n; i++ {
+		for p := 0; p < size; p++ {
+			planes[p][i] = src[i*size+p]
+		}
+	}
+}
 
 // The LZ probe: words sampled and the smallest block probed (in words).
 const (
@@ -450,11 +491,7 @@ func (b *blockEncoder) encodeFloat(dst, src []byte, d dtype.DType) []byte {
 func (b *blockEncoder) encodePlanes(dst, src []byte, size int) []byte {
 	n := len(src) / size
 	b.buffers(n, size)
-	for i := 0; i < n; i++ {
-		for p := 0; p < size; p++ {
-			b.planes[p][i] = src[i*size+p]
-		}
-	}
+	transposeOut(b.planes[:size], src, n, size)
 	dst = append(dst, formPlanes)
 	for p := 0; p < size; p++ {
 		dst = b.appendPlane(dst, b.planes[p], 8)

@@ -19,10 +19,12 @@ type Census struct {
 	Reference    int // blocks coded against a reference (copies and differences)
 	Duplicate    int // blocks stored as a copy of an earlier block of the archive
 	// ZstdFloat counts the blocks of float tensors that zstd coded smaller
-	// than the float coder (repeats: periodic kernels, tiled rows), by
-	// tensor in ZstdTensors (a block of several small tensors counts for
-	// the first).
+	// than the float coder (repeats: periodic kernels, tiled rows), whole
+	// or, ZstdPlanes of them, as byte planes (format version 9), by tensor
+	// in ZstdTensors (a block of several small tensors counts for the
+	// first).
 	ZstdFloat      int
+	ZstdPlanes     int
 	ZstdFloatBytes int64 // their original bytes
 	ZstdTensors    map[string]int
 	// FoundFloat counts the blocks of opaque bytes (no tensor of the
@@ -52,15 +54,20 @@ func (r *Reader) Census() (Census, error) {
 					c.FoundTypes = append(c.FoundTypes, b.dtype)
 				}
 			}
-			if b.kind == kindZstd && ti < len(f.Tensors) {
-				if t := f.Tensors[ti]; t.Offset <= b.origOff && t.Length > 0 && floatType(t.DType) != dtype.Invalid {
-					c.ZstdFloat++
-					c.ZstdFloatBytes += b.origLen
-					if c.ZstdTensors == nil {
-						c.ZstdTensors = map[string]int{}
+			zstdFloat := func() {
+				if ti < len(f.Tensors) {
+					if t := f.Tensors[ti]; t.Offset <= b.origOff && t.Length > 0 && floatType(t.DType) != dtype.Invalid {
+						c.ZstdFloat++
+						c.ZstdFloatBytes += b.origLen
+						if c.ZstdTensors == nil {
+							c.ZstdTensors = map[string]int{}
+						}
+						c.ZstdTensors[t.Name]++
 					}
-					c.ZstdTensors[t.Name]++
 				}
+			}
+			if b.kind == kindZstd {
+				zstdFloat()
 			}
 			c.Blocks++
 			if b.kind == kindRef {
@@ -84,6 +91,18 @@ func (r *Reader) Census() (Census, error) {
 				c.SparseBytes += b.origLen
 				continue
 			}
+			if err == nil && h.Form == FormPlanes && r.idx.version >= lzPlanesVersion {
+				// zstd streams may be any plane's: the block is read whole
+				// (planes-form blocks are rare: FP64, and these)
+				z, err := r.zstdPlanes(b, h)
+				if err != nil {
+					return c, err
+				}
+				if z {
+					c.ZstdPlanes++
+					zstdFloat()
+				}
+			}
 			if err != nil || h.Form != FormFields || n <= h.Len {
 				c.OtherFloat++
 				continue
@@ -99,4 +118,25 @@ func (r *Reader) Census() (Census, error) {
 		}
 	}
 	return c, nil
+}
+
+// zstdPlanes reports whether a planes-form block (header h) codes one of
+// its planes as a zstd stream.
+func (r *Reader) zstdPlanes(b blockInfo, h FloatHeader) (bool, error) {
+	p := make([]byte, b.compLen)
+	if err := readFullAt(r.r, p, b.compOff, r.base); err != nil {
+		return false, err
+	}
+	pos, n := h.Len, int(b.origLen)/max(h.Size, 1)
+	for i := 0; i < h.Streams(); i++ {
+		s, err := ReadStream(p, pos, n, h.Width(i), false)
+		if err != nil {
+			return false, nil // the decoder reports it
+		}
+		if s.Mode == StreamZstd {
+			return true, nil
+		}
+		pos = s.End
+	}
+	return false, nil
 }

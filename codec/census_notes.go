@@ -32,7 +32,11 @@ func (c Census) Notes(name func(string) string, size func(int64) string) []strin
 		for _, n := range slices.Sorted(maps.Keys(c.ZstdTensors)) {
 			parts = append(parts, fmt.Sprintf("%s (%d)", name(n), c.ZstdTensors[n]))
 		}
-		out = append(out, fmt.Sprintf("zstd coded %d float block(s) smaller than the float coder (repeats): %s", c.ZstdFloat, strings.Join(parts, ", ")))
+		how := "repeats"
+		if c.ZstdPlanes > 0 {
+			how = fmt.Sprintf("repeats; %d as byte planes", c.ZstdPlanes)
+		}
+		out = append(out, fmt.Sprintf("zstd coded %d float block(s) smaller than the float coder (%s): %s", c.ZstdFloat, how, strings.Join(parts, ", ")))
 	}
 	return out
 }

@@ -196,6 +196,7 @@ func (r *Reader) newBlockDecoder() *blockDecoder {
 	bd.setup = r.setup
 	bd.methods = refMethodsFor(r.idx.version)
 	bd.sp.on = r.idx.version >= sparseVersion
+	bd.st.lz = r.idx.version >= lzPlanesVersion
 	return bd
 }
 

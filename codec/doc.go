@@ -35,10 +35,12 @@
 //	Header | Payload | Index | Trailer
 //
 // Header, 16 bytes: the magic 89 4E 5A 49 50 0D 0A 1A ("\x89NZIP\r\n\x1a"),
-// u16 version (8 or 7: version 8 is version 7 plus sparse float blocks,
-// see "Sparse blocks", which a version-7 archive must not hold; writers
-// write 8 only when a probe of the input finds exact zeros in its float
-// tensors, so dense models stay readable by version-7 readers; version 7's
+// u16 version (9, 8 or 7: version 8 is version 7 plus sparse float
+// blocks, see "Sparse blocks", which a version-7 archive must not hold;
+// version 9 is version 8 plus zstd streams, mode 8 of "Streams"; writers
+// write 9 only when a probe of the input finds repeated values in its
+// float tensors, else 8 only when it finds exact zeros, so that other
+// models stay readable by version-7 readers; version 7's
 // index records each file's digest kind, see
 // Digests; versions 1 to 6 hold SHA-256s and were written before: 3
 // without a reference, 6 with one, whose difference blocks may use
@@ -145,7 +147,8 @@
 //
 // Form 2 (sparse, version 8): see "Sparse blocks".
 //
-// Form 1 (byte planes, used for F64): one stream (below) of width 8 per byte
+// Form 1 (byte planes, used for F64 and for blocks whose planes zstd codes,
+// version 9): one stream (below) of width 8 per byte
 // of the value, byte 0 (least significant) first; value i byte p is symbol i
 // of stream p.
 //
@@ -225,9 +228,14 @@
 //	5 pair4   pairs, codes in a 4-stream huff0 block
 //	6 shared1 a table of the archive's setup (below), 1 stream
 //	7 shared4 a table of the archive's setup, 4 streams
+//	8 zstd    uvarint L, then L bytes: one zstd frame (RFC 8878) that
+//	          decodes to exactly n bytes, symbol i in byte i (version 9)
 //
 // Modes 4 to 7 occur only in the symbol stream of a fields-form block,
-// never in planes or exception streams.
+// never in planes or exception streams. Mode 8 occurs only in archives of
+// version 9, never in exception streams; writers use it in planes-form
+// blocks (a float block whose values repeat, such as an STFT basis, whose
+// byte planes zstd codes smaller than the float coder codes the block).
 //
 // A huff0 block is the Huffman-coded literals format of zstd (RFC 8878,
 // section 4.2.1 and 4.2.2 on Huffman tree description and streams), as

@@ -61,8 +61,9 @@ type EncodeOptions struct {
 	// tokens, see doc.go): about 2 % smaller conditioned frames, decoded
 	// an order of magnitude slower. It changes nothing without Ref.
 	Best bool
-	// NoSparse writes no sparse blocks (sparse.go): the archive stays
-	// format version 7, readable by builds that predate version 8.
+	// NoSparse writes no sparse blocks (sparse.go) and no zstd-coded
+	// planes (encodeLZPlanes): the archive stays format version 7,
+	// readable by builds that predate versions 8 and 9.
 	NoSparse bool
 }
 
@@ -273,21 +274,22 @@ func Encode(ctx context.Context, w io.Writer, inputs []Input, opt EncodeOptions)
 // encodeRun is the state of one Encode call shared by its planner,
 // hashers, workers and writer.
 type encodeRun struct {
-	inputs     []Input
-	opt        EncodeOptions
-	idx        *indexData
-	tasks      []*encTask
-	total      int64
-	threads    int
-	threshold  float64
-	zenc, zrep *zstd.Encoder
-	zfast      *zstd.Encoder
-	shas       []hash.Hash // SHA-256 digests, one per input (or nil)
-	trees      []treeHash  // BLAKE3 digests, one per input (or nil)
-	ctx        context.Context
-	cancel     context.CancelFunc
-	hwg, wg    sync.WaitGroup // the SHA-256 hasher; the workers
-	sparse     bool           // the probe found zeros: version 8, sparse blocks allowed (sparse.go)
+	inputs    []Input
+	opt       EncodeOptions
+	idx       *indexData
+	tasks     []*encTask
+	total     int64
+	threads   int
+	threshold float64
+	zenc, zlz *zstd.Encoder
+	zfast     *zstd.Encoder
+	shas      []hash.Hash // SHA-256 digests, one per input (or nil)
+	trees     []treeHash  // BLAKE3 digests, one per input (or nil)
+	ctx       context.Context
+	cancel    context.CancelFunc
+	hwg, wg   sync.WaitGroup // the SHA-256 hasher; the workers
+	sparse    bool           // the probe found zeros: version 8, sparse blocks allowed (sparse.go)
+	lzPlanes  bool           // the probe found repeats: version 9, zstd-coded planes allowed (encodeLZPlanes)
 }
 
 // planEncode plans every file first (cheap: segment lists only), groups
@@ -331,8 +333,10 @@ func planEncode(inputs []Input, opt EncodeOptions) (*encodeRun, error) {
 		if err != nil {
 			return nil, fmt.Errorf("codec: input %q: %w", in.Name, err)
 		}
-		if !opt.NoSparse && sparseProbe(in.R, plans) {
-			e.sparse = true
+		if !opt.NoSparse {
+			sparse, repeats := probeBlocks(in.R, plans)
+			e.sparse = e.sparse || sparse
+			e.lzPlanes = e.lzPlanes || repeats
 		}
 		if opt.Ref != nil {
 			if err := opt.Ref.mapPlans(plans, in.Segments, in.Size, in.Name, len(inputs)); err != nil {
@@ -353,12 +357,12 @@ func planEncode(inputs []Input, opt EncodeOptions) (*encodeRun, error) {
 		idx.files = append(idx.files, f)
 		e.total += in.Size
 	}
-	idx.version = sparseVersionFor(e.sparse)
+	idx.version = versionFor(e.sparse, e.lzPlanes)
 	var err error
 	if e.zenc, err = zstdEncoder(level); err != nil {
 		return nil, err
 	}
-	if e.zrep, err = zstdEncoder(zstdRepeatsLevel); err != nil {
+	if e.zlz, err = zstdEncoder(zstdPlanesLevel); err != nil {
 		return nil, err
 	}
 	if e.zfast, err = zstdEncoder(zstdFewMatchesLevel); err != nil {
@@ -437,7 +441,8 @@ func (e *encodeRun) startWorkers() <-chan *encTask {
 		go func() {
 			defer e.wg.Done()
 			be := blockEncoders.Get().(*blockEncoder)
-			be.zstd, be.zstdRep, be.zstdFast = e.zenc, e.zrep, e.zfast
+			be.zstd, be.zstdPlanes, be.zstdFast = e.zenc, e.zlz, e.zfast
+			be.lzPlanes = e.lzPlanes
 			be.setup, be.threshold, be.best = e.opt.Setup, e.threshold, e.opt.Best
 			be.sp.on = e.sparse
 			defer blockEncoders.Put(be)
@@ -642,8 +647,8 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 			}
 			// Never worse than zstd: a block whose words repeat enough
 			// that zstd may code it smaller (lzRepeats) is also coded by
-			// zstd at the archive's level, and by zstd's strongest level
-			// where that may pay (lzTryStrongest), and the smallest kept.
+			// zstd at the archive's level, and as byte planes coded by
+			// zstd where that may pay (lzTryPlanes), and the smallest kept.
 			if dup, k := be.lzProbe(in); lzWorthTrying(len(in), len(out)-mark, dup, k) {
 				coded := len(out) - mark
 				be.lz = be.zstd.EncodeAll(in, be.lz[:0])
@@ -652,11 +657,11 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 					out = append(out[:mark], be.lz...)
 					kind = kindZstd
 				}
-				if lzTryStrongest(fast, coded) {
-					be.lz = be.zstdRep.EncodeAll(in, be.lz[:0])
+				if be.lzPlanes && p.dtype.Size() > 1 && len(in) >= lzPlanesMinBytes && lzTryPlanes(fast, coded) {
+					be.lz = be.encodeLZPlanes(be.lz[:0], in, p.dtype.Size())
 					if len(be.lz) < len(out)-mark {
 						out = append(out[:mark], be.lz...)
-						kind = kindZstd
+						kind = kindFloat
 					}
 				}
 			}

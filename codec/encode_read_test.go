@@ -70,7 +70,7 @@ func (r *countingReader) ReadAt(p []byte, off int64) (int, error) {
 // Reading a file (not memory), every byte is read once at any thread
 // count: the hasher takes the workers' copies (a file larger than memory
 // is not read from disk twice); the archives are the same. The one
-// exception is the sparse probe's few bytes per tensor (sparseProbe).
+// exception is the sparse probe's few bytes per tensor (probeBlocks).
 func TestEncodeReadsOnce(t *testing.T) {
 	data := realisticValues(dtype.BF16, 6<<20, 3)
 	segs := []Segment{{Name: "w", DType: dtype.BF16, Offset: 0, Length: int64(len(data))}}

@@ -45,6 +45,9 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 	// sparse blocks (format version 8): every mask method
 	sp := sparseValues(dtype.BF16, 3000, 85, true, 3)
 	add(sp, []Segment{{Name: "act", DType: dtype.BF16, Shape: []int64{30, 100}, Length: int64(len(sp))}}, 1024)
+	// byte planes through zstd (format version 9): a windowed STFT basis
+	lz, lzSegs := lzPlanesInput()
+	add(lz, lzSegs, 0)
 	add([]byte("plain text, not a checkpoint, plain text"), nil, 0)
 	add(nil, nil, 0)
 	// a SHA-256 digest instead of BLAKE3, in format version 7 and as
@@ -281,8 +284,13 @@ func FuzzBlock(f *testing.F) {
 		v := realisticValues(d, 2500, 2)
 		f.Add(be.encodeFloat(nil, v, d), byte(d), uint16(len(v)))
 	}
+	// a planes-form block with zstd streams (format version 9)
+	be.zstdPlanes, _ = zstdEncoder(zstdPlanesLevel)
+	lz := hannBasis(64)[:4*4000]
+	f.Add(be.encodeLZPlanes(nil, lz, 4), byte(dtype.F32), uint16(4000))
 	f.Fuzz(func(t *testing.T, payload []byte, d byte, n uint16) {
 		bd := &blockDecoder{}
+		bd.st.lz = true
 		dt := dtype.DType(d)
 		if floatType(dt) != dt || dt == dtype.Invalid {
 			return

@@ -12,17 +12,19 @@ import (
 // Container constants (see doc.go).
 const (
 	// Version is the newest archive format version, which this package
-	// reads with every older one. Version 8 adds sparse float blocks
-	// (form 2, sparse.go); the writer writes it only for inputs whose
-	// float tensors show exact zeros to its probe (sparseProbe), and
-	// version 7 otherwise. Version 7 records each file's digest kind (BLAKE3 unless
+	// reads with every older one. Version 9 adds zstd-coded streams
+	// (mode 8, block.go's encodeLZPlanes); the writer writes it only for
+	// inputs whose float tensors show repeated words to its probe
+	// (probeBlocks). Version 8 adds sparse float blocks (form 2,
+	// sparse.go), written for inputs whose float tensors show exact zeros
+	// to the probe; version 7 otherwise. Version 7 records each file's digest kind (BLAKE3 unless
 	// EncodeOptions.Digest asks for SHA-256); versions 1 to 6 hold SHA-256s.
 	// Version 6 added method 4 of difference blocks (method 3 with
 	// compact table descriptions), version 5 method 3 (tokens in value
 	// order), version 4 method 2 (range-coded, with EncodeOptions.Best), so that
 	// readers without those methods refuse an archive by its version
 	// instead of failing at its first such block.
-	Version = 8
+	Version = 9
 
 	headerLen  = 16
 	trailerLen = 32

@@ -49,6 +49,7 @@ const (
 	smPair4   = 5 // the same, codes in a 4X block
 	smShared1 = 6 // a table of the archive's setup (doc.go), 1 stream
 	smShared4 = 7 // the same, 4 streams
+	smZstd    = 8 // uvarint L, L bytes of one zstd frame of the n symbols, a byte each (format version 9)
 )
 
 // maxPairK is the largest alphabet of a pair stream.
@@ -92,12 +93,13 @@ const (
 	StreamPair4   StreamMode = smPair4
 	StreamShared1 StreamMode = smShared1
 	StreamShared4 StreamMode = smShared4
+	StreamZstd    StreamMode = smZstd
 )
 
 // MaxPairK is the largest alphabet of a pair stream.
 const MaxPairK = maxPairK
 
-var streamModeNames = [...]string{"packed", "const", "huff1", "huff4", "pair1", "pair4", "shared1", "shared4"}
+var streamModeNames = [...]string{"packed", "const", "huff1", "huff4", "pair1", "pair4", "shared1", "shared4", "zstd"}
 
 func (m StreamMode) String() string {
 	if int(m) < len(streamModeNames) {
@@ -190,7 +192,7 @@ type Stream struct {
 	// Data to DataEnd: the packed symbols (packed); the huff0 block,
 	// table and data (huff1, huff4); the huff0 block of the floor(n/2)
 	// pair codes (pair1, pair4); the huff0 data without a table (shared1,
-	// shared4)
+	// shared4); the zstd frame (zstd)
 	Data, DataEnd int
 	Symbol        byte // const: every symbol
 	K             int  // pair1, pair4: the alphabet size; its symbols at Top
@@ -236,7 +238,7 @@ func ReadStream(src []byte, pos, n int, w uint, symbols bool) (Stream, error) {
 		}
 		s.End = pos + 1
 		return s, nil
-	case StreamHuff1, StreamHuff4:
+	case StreamHuff1, StreamHuff4, StreamZstd:
 		var err error
 		if s.Data, s.DataEnd, err = lenAt(src, pos); err != nil {
 			return Stream{}, err
@@ -296,6 +298,9 @@ func ReadStream(src []byte, pos, n int, w uint, symbols bool) (Stream, error) {
 	exc, err := ReadStream(src, s.Exc, s.X, w, false)
 	if err != nil {
 		return Stream{}, err
+	}
+	if exc.Mode == StreamZstd {
+		return Stream{}, errf("zstd stream not allowed here")
 	}
 	s.End = exc.End
 	return s, nil

@@ -188,7 +188,9 @@ func TestLayoutErrors(t *testing.T) {
 		{[]byte{smShared1, 0, 0, 0, 0, 0, smPacked}, 4, 8, false, "shared stream not allowed here"},
 		{[]byte{smShared1, 0, 0, 2, 0, 0, smPacked}, 4, 8, true, "bad shared code kind"},
 		{[]byte{smShared1, 0, 0, 0, 0, 1, smPair1}, 4, 8, true, "pair stream not allowed here"},
-		{[]byte{8}, 4, 8, true, "unknown stream mode 8"},
+		{[]byte{smZstd, 5, 1}, 4, 8, false, "length 5 exceeds 2"},
+		{[]byte{smPair1, 1, 0, 0, 1, smZstd, 0}, 4, 8, true, "zstd stream not allowed here"},
+		{[]byte{9}, 4, 8, true, "unknown stream mode 9"},
 	} {
 		_, err := ReadStream(c.src, 0, c.n, c.w, c.symbols)
 		if err == nil || err.Error() != c.want {

@@ -1,8 +1,12 @@
 package codec
 
 import (
+	"bytes"
+	"context"
 	"encoding/binary"
 	"math"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -77,13 +81,13 @@ func TestZstdFallback(t *testing.T) {
 
 // TestZstdFallbackReal: Silero VAD's STFT basis (real) made nzip lose to
 // C zstd -3 (1,037,637 bytes against 1,026,369) without the fallback; with
-// it the basis is coded by zstd at its strongest level (929,133 bytes).
+// it the basis is coded as byte planes through zstd (945,654 bytes).
 func TestZstdFallbackReal(t *testing.T) {
 	src := realFile(t, "models/original/silero_vad_16k.safetensors")
 	segs := safetensorsSegments(src)
 	arc := roundTrip(t, src, segs, EncodeOptions{})
-	if c := censusOf(t, arc); c.ZstdTensors["stft_conv.weight"] == 0 {
-		t.Errorf("the STFT basis is not coded by zstd: %+v", c)
+	if c := censusOf(t, arc); c.ZstdTensors["stft_conv.weight"] == 0 || c.ZstdPlanes == 0 {
+		t.Errorf("the STFT basis is not coded by zstd as planes: %+v", c)
 	}
 	zs := zstd3(t, src)
 	t.Logf("nzip %d bytes, zstd-3 %d", len(arc), len(zs))
@@ -91,10 +95,110 @@ func TestZstdFallbackReal(t *testing.T) {
 		t.Errorf("nzip %d bytes > zstd-3 %d", len(arc), len(zs))
 	}
 	// the basis spans two blocks: zstd at a fast level per block lost the
-	// matches that xz finds in the whole file; at its strongest level per
-	// block it wins
+	// matches that xz finds in the whole file; as byte planes it wins
 	if len(arc) >= sileroXZ6 {
 		t.Errorf("nzip %d bytes >= xz -6's %d", len(arc), sileroXZ6)
+	}
+}
+
+// hannBasis is an STFT basis with a Hann window, as speech models hold it
+// (Silero VAD's stft_conv.weight): the real part, then the imaginary
+// part, of n/2+1 frequencies over n samples, F32.
+func hannBasis(n int) []byte {
+	var out []byte
+	for part := 0; part < 2; part++ {
+		for k := 0; k <= n/2; k++ {
+			for j := 0; j < n; j++ {
+				w := 0.5 - 0.5*math.Cos(2*math.Pi*float64(j)/float64(n))
+				a := 2 * math.Pi * float64(k*j%n) / float64(n) // exact repeats: kj mod n
+				v := math.Cos(a)
+				if part == 1 {
+					v = -math.Sin(a)
+				}
+				out = binary.LittleEndian.AppendUint32(out, math.Float32bits(float32(w*v)))
+			}
+		}
+	}
+	return out
+}
+
+// TestZstdPlanes: a windowed STFT basis, whose words repeat within a block
+// but whose matches zstd misses in the interleaved bytes, is coded as byte
+// planes through zstd (format version 9): bit-exact, the same archive at
+// any thread count, the census names it, and smaller than without planes
+// (-no-sparse: version 7). Trained-like weights beside it keep the float
+// coder, and an archive of such weights alone stays version 7.
+func TestZstdPlanes(t *testing.T) {
+	basis := hannBasis(256)
+	w := realisticValues(dtype.F32, 30000, 9)
+	src, segs := safetensorsFile(`{"source":"codec/lz_test.go"}`, []refT{
+		{"stft.weight", dtype.F32, []int64{int64(len(basis) / 1024), 1, 256}, basis},
+		{"conv.weight", dtype.F32, []int64{30000}, w},
+	})
+	var first []byte
+	for _, threads := range []int{1, 3} {
+		arc := roundTrip(t, src, segs, EncodeOptions{Threads: threads})
+		if v := binary.LittleEndian.Uint16(arc[8:]); v != lzPlanesVersion {
+			t.Fatalf("archive of version %d, want %d", v, lzPlanesVersion)
+		}
+		c := censusOf(t, arc)
+		if c.ZstdPlanes == 0 || c.ZstdTensors["stft.weight"] != c.ZstdFloat || c.ZstdTensors["conv.weight"] != 0 {
+			t.Fatalf("census %+v", c)
+		}
+		if first == nil {
+			first = arc
+		} else if !bytes.Equal(arc, first) {
+			t.Fatalf("%d threads: another archive than one thread's", threads)
+		}
+	}
+	old := roundTrip(t, src, segs, EncodeOptions{NoSparse: true})
+	if v := binary.LittleEndian.Uint16(old[8:]); v != denseVersion {
+		t.Fatalf("-no-sparse: version %d, want %d", v, denseVersion)
+	}
+	if c := censusOf(t, old); c.ZstdPlanes != 0 {
+		t.Fatalf("-no-sparse: census %+v", c)
+	}
+	t.Logf("planes %d bytes, without %d, zstd-3 %d", len(first), len(old), len(zstd3(t, src)))
+	if 10*len(first) > 9*len(old) {
+		t.Errorf("planes %d bytes, without %d: less than 10 %% smaller", len(first), len(old))
+	}
+	ws, wsegs := safetensorsFile(`{}`, []refT{{"w", dtype.BF16, []int64{40000}, realisticValues(dtype.BF16, 40000, 4)}, {"conv.weight", dtype.F32, []int64{30000}, w}})
+	if arc := roundTrip(t, ws, wsegs, EncodeOptions{}); binary.LittleEndian.Uint16(arc[8:]) != denseVersion {
+		t.Errorf("weights alone: version %d, want %d", binary.LittleEndian.Uint16(arc[8:]), denseVersion)
+	}
+}
+
+// TestZstdStreamVersion: a zstd stream in an archive whose header says
+// version 8 (before such streams) is refused with a clear error, and a
+// frame of another length than the stream's is refused.
+func TestZstdStreamVersion(t *testing.T) {
+	basis := hannBasis(256)
+	src, segs := safetensorsFile(`{}`, []refT{{"stft.weight", dtype.F32, []int64{int64(len(basis) / 1024), 1, 256}, basis}})
+	arc := roundTrip(t, src, segs, EncodeOptions{})
+	old := bytes.Clone(arc)
+	binary.LittleEndian.PutUint16(old[8:], sparseVersion)
+	_, err := DecompressBytes(context.Background(), old, DecodeOptions{})
+	if err == nil || !strings.Contains(err.Error(), "zstd stream in an archive of version < 9") {
+		t.Fatalf("version 8 header: %v", err)
+	}
+	var d streamDecoder
+	d.lz = true
+	e, err := zstdEncoder(zstdPlanesLevel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := e.EncodeAll(basis[:1000], nil)
+	stream := binary.AppendUvarint([]byte{smZstd}, uint64(len(frame)))
+	stream = append(stream, frame...)
+	got := make([]byte, 1000)
+	if _, err := d.decodeStream(got, stream, 8); err != nil || !bytes.Equal(got, basis[:1000]) {
+		t.Fatalf("zstd stream: %v", err)
+	}
+	if _, err := d.decodeStream(make([]byte, 999), stream, 8); err == nil {
+		t.Error("a frame of 1000 bytes decoded as 999 symbols")
+	}
+	if _, err := d.decodeStream(got, stream, 7); err == nil || !strings.Contains(err.Error(), "symbol out of range") {
+		t.Errorf("8-bit symbols in a 7-bit stream: %v", err)
 	}
 }
 
@@ -128,5 +232,79 @@ func TestOpaqueFewMatches(t *testing.T) {
 	t.Logf("nzip %d bytes, zstd-3 %d", len(arc), len(zs))
 	if len(arc) >= len(zs) {
 		t.Errorf("nzip %d bytes >= zstd-3's %d", len(arc), len(zs))
+	}
+}
+
+// lzPlanesInput is a file whose float block is coded as byte planes
+// through zstd: the imaginary half of a windowed STFT basis (one block of
+// 129 × 256 values) and a small weight matrix.
+func lzPlanesInput() ([]byte, []Segment) {
+	basis := hannBasis(256)
+	return safetensorsFile(`{"source":"neuralzip codec/lz_test.go"}`, []refT{
+		{"stft.imag", dtype.F32, []int64{129, 1, 256}, basis[len(basis)/2:]},
+		{"proj.weight", dtype.F32, []int64{16, 128}, goldenValues(dtype.F32, 16*128, 7)},
+	})
+}
+
+// TestGoldenLZ pins format version 9's zstd streams as TestGolden pins the
+// rest: the golden archive decodes to the input, holds blocks of byte
+// planes through zstd, and the encoder writes it byte for byte (regenerate
+// with -update after a deliberate change).
+func TestGoldenLZ(t *testing.T) {
+	path := filepath.Join("testdata", "golden-lz-v9.nzip")
+	src, segs := lzPlanesInput()
+	arc := roundTrip(t, src, segs, EncodeOptions{Threads: 2})
+	golden := goldenBytes(t, path, arc)
+	if v := binary.LittleEndian.Uint16(golden[8:]); v != lzPlanesVersion {
+		t.Fatalf("golden archive of version %d, want %d", v, lzPlanesVersion)
+	}
+	out, err := DecompressBytes(context.Background(), golden, DecodeOptions{})
+	if err != nil {
+		t.Fatalf("golden archive does not decode: %v", err)
+	}
+	if !bytes.Equal(out, src) {
+		t.Fatal("golden archive decodes to different bytes")
+	}
+	if c := censusOf(t, golden); c.ZstdPlanes == 0 {
+		t.Fatalf("golden archive holds no zstd planes: %+v", c)
+	}
+	if !bytes.Equal(arc, golden) {
+		t.Fatalf("encoder output changed (%d bytes, golden %d): a format or coding change must be deliberate; bump Version if the format changed and regenerate with -update", len(arc), len(golden))
+	}
+}
+
+// TestProbeRepeats: the plan-time probe (probeBlocks) that decides format
+// version 9 finds the repeats of a windowed STFT basis, and none in
+// trained-like weights, a constant tensor (zstd's block wins there), a
+// small tensor (the probe's reads overlap) or one with many zeros.
+func TestProbeRepeats(t *testing.T) {
+	small := realisticValues(dtype.BF16, 300, 5) // the probe's four reads overlap
+	ones := make([]byte, 4*20000)
+	for i := 0; i < len(ones); i += 4 {
+		binary.LittleEndian.PutUint32(ones[i:], math.Float32bits(1))
+	}
+	sparse := realisticValues(dtype.F32, 20000, 6)
+	for i := 0; i < len(sparse); i += 8 {
+		copy(sparse[i:i+4], []byte{0, 0, 0, 0})
+	}
+	basis := hannBasis(256)
+	for _, c := range []struct {
+		name string
+		d    dtype.DType
+		b    []byte
+		want bool
+	}{
+		{"stft", dtype.F32, basis[len(basis)/2:], true},
+		{"weights.f32", dtype.F32, realisticValues(dtype.F32, 30000, 1), false},
+		{"weights.bf16", dtype.BF16, realisticValues(dtype.BF16, 60000, 2), false},
+		{"weights.f16", dtype.F16, realisticValues(dtype.F16, 60000, 3), false},
+		{"small", dtype.BF16, small, false},
+		{"ones", dtype.F32, ones, false},
+		{"an eighth zeros", dtype.F32, sparse, false},
+	} {
+		plans := []blockPlan{{length: int64(len(c.b)), float: true, dtype: c.d}}
+		if _, got := probeBlocks(bytes.NewReader(c.b), plans); got != c.want {
+			t.Errorf("%s: repeats %v, want %v", c.name, got, c.want)
+		}
 	}
 }

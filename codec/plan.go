@@ -39,7 +39,7 @@ type blockPlan struct {
 	ref         int         // 1 + the reference file to code against, 0 for none (ref.go)
 	refOff      int64       // offset of the block's counterpart in that file
 	row, col    int64       // the tensor's row length (0: none) and the column of the block's first value (sparse.go)
-	sparseTry   bool        // the tensor's probe found zeros: try a sparse coding (sparseProbe)
+	sparseTry   bool        // the tensor's probe found zeros: try a sparse coding (probeBlocks)
 }
 
 // floatType returns the type whose float pipeline codes d, or Invalid.

@@ -21,12 +21,15 @@ import (
 // it on blocks with at least 1/8 zeros and keeps it where it is smaller
 // than the block's other coding.
 
-// Format versions: archives whose float tensors show no zeros to the
-// probe (sparseProbe) stay denseVersion, readable by builds that predate
-// sparse blocks; the others are sparseVersion and may hold them.
+// Format versions: archives whose float tensors show neither zeros nor
+// repeated words to the probe (probeBlocks) stay denseVersion, readable by
+// builds that predate sparse blocks; those with zeros are sparseVersion
+// and may hold sparse blocks; those with repeats are lzPlanesVersion and
+// may hold sparse blocks and zstd-coded streams (block.go, encodeLZPlanes).
 const (
-	denseVersion  = 7
-	sparseVersion = 8
+	denseVersion    = 7
+	sparseVersion   = 8
+	lzPlanesVersion = 9
 )
 
 // sparseForce makes the encoder write one mask method (tests); -1: the
@@ -950,20 +953,26 @@ func scatterNonzero(dst, vals, mask []byte, size int) bool {
 	return or != 0
 }
 
-// sparseProbe reports whether a probe of the float blocks of plans finds
-// enough exact zeros that sparse blocks may pay: from the first block of
-// each tensor (at most sparseProbeBlocks blocks) it reads
-// sparseProbeReads runs of sparseProbeBytes spread over the block; one
-// block where at least 1/4 of those values are zero decides. It also
-// marks the blocks worth trying sparse (blockPlan.sparseTry): those of a
-// tensor whose probe found at least 1/sparseTryZeros zeros, and every
-// block past the probe's limit, so that the other blocks of a dense model
-// that holds one sparse tensor do not pay for counting their zeros. The
-// answer depends on the input's bytes only.
-func sparseProbe(r io.ReaderAt, plans []blockPlan) bool {
+// probeBlocks probes the float blocks of plans for what decides the
+// archive's format version: exact zeros, for which sparse blocks may pay
+// (version 8), and words that repeat, for which zstd-coded planes may pay
+// (version 9, lzPlanesVersion). From the first block of each tensor (at
+// most sparseProbeBlocks blocks) it reads sparseProbeReads runs of
+// sparseProbeBytes spread over the block. One block where at least 1/4 of
+// those values are zero decides sparse. One block of 16- or 32-bit values,
+// at least lzPlanesMinBytes long and with fewer zeros, where at least 1/16
+// of the 4-byte words read without a zero value repeat another
+// (lzWorthTrying's share; probeRepeats) decides repeats. It also marks the
+// blocks worth trying sparse (blockPlan.sparseTry): those of a tensor whose
+// probe found at least 1/sparseTryZeros zeros, and every block past the
+// probe's limit, so that the other blocks of a dense model that holds one
+// sparse tensor do not pay for counting their zeros. The answer depends on
+// the input's bytes only.
+func probeBlocks(r io.ReaderAt, plans []blockPlan) (sparse, repeats bool) {
 	var buf [sparseProbeBytes]byte
+	var words [sparseProbeReads * sparseProbeBytes / 4]uint32
 	probed := 0
-	found, try := false, false
+	try := false
 	for i := range plans {
 		p := &plans[i]
 		if !p.float || !sparseType(p.dtype) {
@@ -980,7 +989,11 @@ func sparseProbe(r io.ReaderAt, plans []blockPlan) bool {
 		size := int64(p.dtype.Size())
 		n := p.length / size
 		per := int64(sparseProbeBytes) / size
-		zeros, vals := 0, 0
+		zeros, vals, nw := 0, 0, 0
+		// repeats matter in blocks that may be tried as planes: of 16- or
+		// 32-bit values (planes of 8-bit ones are the values), at least
+		// lzPlanesMinBytes long
+		lz := !repeats && size > 1 && p.length >= lzPlanesMinBytes
 		for k := int64(0); k < sparseProbeReads; k++ {
 			first := (2*k + 1) * n / (2 * sparseProbeReads)
 			first = min(first, max(n-per, 0))
@@ -989,16 +1002,62 @@ func sparseProbe(r io.ReaderAt, plans []blockPlan) bool {
 				continue
 			}
 			if _, err := r.ReadAt(buf[:l], p.off+first*size); err != nil && err != io.EOF {
-				return found // Encode reports the read error when it codes the block
+				return sparse, repeats // Encode reports the read error when it codes the block
 			}
 			zeros += countZeros(buf[:l], int(size))
 			vals += int(l / size)
+			for j := 0; lz && j+4 <= int(l); j += 4 {
+				if w := binary.LittleEndian.Uint32(buf[j:]); noZeroValue(w, size) {
+					words[nw] = w
+					nw++
+				}
+			}
 		}
 		try = vals > 0 && sparseTryZeros*zeros >= vals
 		p.sparseTry = try
-		found = found || vals > 0 && 4*zeros >= vals
+		zeroed := vals > 0 && 4*zeros >= vals
+		sparse = sparse || zeroed
+		repeats = repeats || lz && !zeroed && probeRepeats(words[:nw])
 	}
-	return found
+	return sparse, repeats
+}
+
+// noZeroValue reports whether the 4-byte word w holds no value ±0 of
+// size bytes (2 or 4): the zeros of sparse tensors repeat, and sparse
+// blocks code them.
+func noZeroValue(w uint32, size int64) bool {
+	if size == 2 {
+		return w&0x7fff != 0 && w&0x7fff0000 != 0
+	}
+	return w&0x7fffffff != 0
+}
+
+// probeRepeats reports whether at least 1/16 but fewer than half of the
+// words w (at least lzMinWords of them) equal an earlier one: where more
+// repeat (a constant tensor, a layer norm's ones), zstd's block of the
+// interleaved bytes wins by far and planes are not tried (lzTryPlanes).
+func probeRepeats(w []uint32) bool {
+	if len(w) < lzMinWords || len(w) > lzProbeWords {
+		return false
+	}
+	// an open-addressing set of the words (word | 1<<32; 0 empty), as
+	// lzRepeats keeps it
+	var set [2 * lzProbeWords]uint64
+	dup := 0
+	for _, x := range w {
+		e := uint64(x) | 1<<32
+		for h := (x * 0x9e3779b1) >> (32 - lzSetBits); ; h = (h + 1) & (2*lzProbeWords - 1) {
+			if set[h] == 0 {
+				set[h] = e
+				break
+			}
+			if set[h] == e {
+				dup++
+				break
+			}
+		}
+	}
+	return dup*16 >= len(w) && dup*2 < len(w)
 }
 
 // sparseTryZeros: the blocks of a tensor whose probe finds at least
@@ -1013,10 +1072,13 @@ const (
 	sparseProbeBytes  = 256
 )
 
-// sparseVersionFor is the format version of an archive: sparseVersion
-// when the probe allows sparse blocks, denseVersion otherwise.
-func sparseVersionFor(sparse bool) int {
-	if sparse {
+// versionFor is the format version of an archive whose probe
+// (probeBlocks) found zeros (sparse) or repeated words (repeats).
+func versionFor(sparse, repeats bool) int {
+	switch {
+	case repeats:
+		return lzPlanesVersion
+	case sparse:
 		return sparseVersion
 	}
 	return denseVersion

@@ -17,6 +17,7 @@ type streamDecoder struct {
 	codes []byte
 	exc   []byte
 	sec   *SetupSection // the setup section of the block's dtype, for modes 6 and 7
+	lz    bool          // zstd streams (mode 8) allowed: an archive of version ≥ lzPlanesVersion
 	// shared-table state cached between blocks (blocks of a tensor mostly
 	// share a table and a shift)
 	rotInv  [256]byte
@@ -102,6 +103,19 @@ func (d *streamDecoder) decode(dst, src []byte, w uint, allowPairs bool) ([]byte
 		err = d.decodePairs(dst, src, s, w)
 	case StreamShared1, StreamShared4:
 		err = d.decodeShared(dst, src, s, w)
+	case StreamZstd:
+		if !d.lz {
+			return nil, errf("zstd stream in an archive of version < %d", lzPlanesVersion)
+		}
+		var out []byte
+		if out, err = zstdDecode(dst[:0:n], src[s.Data:s.DataEnd], n, false); err == nil {
+			if len(out) > 0 && &out[0] != &dst[0] {
+				copy(dst, out)
+			}
+			if w < 8 && !symbolsFit(dst, w) {
+				err = errf("zstd stream: symbol out of range")
+			}
+		}
 	}
 	if err != nil {
 		return nil, err

@@ -517,6 +517,32 @@ func TestSetupArchiveHostFallback(t *testing.T) {
 	}
 }
 
+// TestZstdPlanesHostFallback: float blocks whose byte planes are zstd
+// frames (a windowed STFT basis, format version 9; planes form, which the
+// device leaves to the CPU) are decoded by the CPU, and the file is exact.
+func TestZstdPlanesHostFallback(t *testing.T) {
+	var src []byte
+	const n = 256
+	for part := 0; part < 2; part++ {
+		for k := 0; k <= n/2; k++ {
+			for j := 0; j < n; j++ {
+				w := 0.5 - 0.5*math.Cos(2*math.Pi*float64(j)/n)
+				v := math.Cos(2 * math.Pi * float64(k*j%n) / n)
+				if part == 1 {
+					v = -math.Sin(2 * math.Pi * float64(k*j%n) / n)
+				}
+				src = binary.LittleEndian.AppendUint32(src, math.Float32bits(float32(w*v)))
+			}
+		}
+	}
+	segs := []codec.Segment{{Name: "stft", DType: dtype.F32, Shape: []int64{n + 2, 1, n}, Length: int64(len(src))}}
+	rd, ra := archive(t, src, segs, codec.EncodeOptions{})
+	res := decodeWith(t, CPU(0), rd, ra, src)
+	if res.Unhandled["float form 1"] == 0 {
+		t.Fatalf("no planes-form block went to the CPU: %v", res.UnhandledSummary())
+	}
+}
+
 func TestCorruptArchive(t *testing.T) { damageTrials(t, CPU(1), 7, 200) }
 
 // damageTrials flips one bit in a float block of an archive of the edge

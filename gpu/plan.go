@@ -375,6 +375,8 @@ func (pb *planBuilder) stream(p *Plan, src []byte, pos int, n uint64, width uint
 	case codec.StreamPair1, codec.StreamPair4:
 		src, why, err := pb.pairs(p, src, s, n, width, base, block)
 		return src, s.End, why, err
+	case codec.StreamZstd:
+		return Source{}, 0, "zstd stream", nil
 	}
 	return Source{}, 0, "setup tables", nil // shared modes
 }
