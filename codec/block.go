@@ -127,13 +127,23 @@ func lzRepeats(p []byte) (dup, k int) {
 		return 0, 0
 	}
 	step := max(1, n/lzProbeWords)
+	var words [lzProbeWords]uint32
+	for i := 0; i < n && k < lzProbeWords; i += step {
+		words[k] = binary.LittleEndian.Uint32(p[4*i:])
+		k++
+	}
+	return repeatCount(words[:k]), k
+}
+
+// repeatCount returns how many of the words w (at most lzProbeWords)
+// equal an earlier one.
+func repeatCount(w []uint32) (dup int) {
 	// an open-addressing set of the words seen (word | 1<<32; 0 empty),
 	// twice as many slots as words
 	var set [2 * lzProbeWords]uint64
-	for i := 0; i < n && k < lzProbeWords; i += step {
-		w := binary.LittleEndian.Uint32(p[4*i:])
-		e := uint64(w) | 1<<32
-		for h := (w * 0x9e3779b1) >> (32 - lzSetBits); ; h = (h + 1) & (2*lzProbeWords - 1) {
+	for _, x := range w[:min(len(w), lzProbeWords)] {
+		e := uint64(x) | 1<<32
+		for h := (x * 0x9e3779b1) >> (32 - lzSetBits); ; h = (h + 1) & (2*lzProbeWords - 1) {
 			if set[h] == 0 {
 				set[h] = e
 				break
@@ -143,9 +153,8 @@ func lzRepeats(p []byte) (dup, k int) {
 				break
 			}
 		}
-		k++
 	}
-	return dup, k
+	return dup
 }
 
 // lzWorthTrying reports whether zstd may code a block of n bytes, of which
@@ -209,21 +218,7 @@ const zstdPlanesLevel = 7
 // (mode 8, format version 9): each plane is coded as the float coder codes
 // a plane and by zstd at zstdPlanesLevel, and the smaller kept.
 func (b *blockEncoder) encodeLZPlanes(dst, src []byte, size int) []byte {
-	n := len(src) / size
-	b.buffers(n, size)
-	transposeOut(b.planes[:size], src, n, size)
-	dst = append(dst, formPlanes)
-	for p := 0; p < size; p++ {
-		mark := len(dst)
-		dst = b.appendPlane(dst, b.planes[p], 8)
-		b.lzPlane = b.zstdPlanes.EncodeAll(b.planes[p], b.lzPlane[:0])
-		if l := len(b.lzPlane); 1+uvarintLen(uint64(l))+l < len(dst)-mark {
-			dst = append(dst[:mark], smZstd)
-			dst = binary.AppendUvarint(dst, uint64(l))
-			dst = append(dst, b.lzPlane...)
-		}
-	}
-	return dst
+	return b.appendPlanes(dst, src, size, true)
 }
 
 // transposeOut writes byte p of each of the n values of src (size bytes
@@ -465,12 +460,7 @@ func (b *blockEncoder) encodeFloat(dst, src []byte, d dtype.DType) []byte {
 		f.j, f.tz = chooseJoin(&b.stats, f, n)
 		b.buffers(n, f.planes())
 		if f.size == 2 && f.e == 5 && f.tz == 0 {
-			splitF16(src[:2*n], f.j, b.syms[:n], b.planes[:f.planes()])
-			// the symbol histogram follows from the joint one
-			b.hist = [256]uint32{}
-			for s, c := range b.stats.top {
-				b.hist[s>>(b.stats.jmax-f.j)] += c
-			}
+			b.splitF16Stats(src, n, f)
 		} else {
 			splitGeneric(src, n, f, b.syms, b.planes[:f.planes()], &b.hist)
 		}
@@ -487,14 +477,41 @@ func (b *blockEncoder) encodeFloat(dst, src []byte, d dtype.DType) []byte {
 	return dst
 }
 
+// splitF16Stats splits n F16 values of src with join f.j (no dropped
+// bits) after statsF16 filled b.stats; the symbol histogram follows from
+// the joint one.
+func (b *blockEncoder) splitF16Stats(src []byte, n int, f fieldSpec) {
+	splitF16(src[:2*n], f.j, b.syms[:n], b.planes[:f.planes()])
+	b.hist = [256]uint32{}
+	for s, c := range b.stats.top {
+		b.hist[s>>(b.stats.jmax-f.j)] += c
+	}
+}
+
 // encodePlanes codes each byte of the values as its own stream.
 func (b *blockEncoder) encodePlanes(dst, src []byte, size int) []byte {
+	return b.appendPlanes(dst, src, size, false)
+}
+
+// appendPlanes appends the planes-form block of len(src)/size values;
+// with lz each plane is also coded by zstd (encodeLZPlanes).
+func (b *blockEncoder) appendPlanes(dst, src []byte, size int, lz bool) []byte {
 	n := len(src) / size
 	b.buffers(n, size)
 	transposeOut(b.planes[:size], src, n, size)
 	dst = append(dst, formPlanes)
 	for p := 0; p < size; p++ {
+		mark := len(dst)
 		dst = b.appendPlane(dst, b.planes[p], 8)
+		if !lz {
+			continue
+		}
+		b.lzPlane = b.zstdPlanes.EncodeAll(b.planes[p], b.lzPlane[:0])
+		if l := len(b.lzPlane); 1+uvarintLen(uint64(l))+l < len(dst)-mark {
+			dst = append(dst[:mark], smZstd)
+			dst = binary.AppendUvarint(dst, uint64(l))
+			dst = append(dst, b.lzPlane...)
+		}
 	}
 	return dst
 }

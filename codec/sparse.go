@@ -555,11 +555,7 @@ func (b *blockEncoder) appendSparseValues(dst, vals []byte, m int, f fieldSpec) 
 		f.j, f.tz = chooseJoin(&b.stats, f, m)
 		b.buffers(m, f.planes())
 		if f.tz == 0 {
-			splitF16(vals[:2*m], f.j, b.syms[:m], b.planes[:f.planes()])
-			b.hist = [256]uint32{}
-			for s, c := range b.stats.top {
-				b.hist[s>>(b.stats.jmax-f.j)] += c
-			}
+			b.splitF16Stats(vals, m, f)
 		} else {
 			splitGeneric(vals, m, f, b.syms, b.planes[:f.planes()], &b.hist)
 		}
@@ -1067,23 +1063,7 @@ func probeRepeats(w []uint32) bool {
 	if len(w) < lzMinWords || len(w) > lzProbeWords {
 		return false
 	}
-	// an open-addressing set of the words (word | 1<<32; 0 empty), as
-	// lzRepeats keeps it
-	var set [2 * lzProbeWords]uint64
-	dup := 0
-	for _, x := range w {
-		e := uint64(x) | 1<<32
-		for h := (x * 0x9e3779b1) >> (32 - lzSetBits); ; h = (h + 1) & (2*lzProbeWords - 1) {
-			if set[h] == 0 {
-				set[h] = e
-				break
-			}
-			if set[h] == e {
-				dup++
-				break
-			}
-		}
-	}
+	dup := repeatCount(w)
 	return dup*16 >= len(w) && dup*2 < len(w)
 }
 
