@@ -42,11 +42,10 @@ const sparseMinZeros = 8
 
 // columnsMinZeros8: the column-context mask (maskColumns) is tried only
 // where at least columnsMinZeros8/8 of a block's values are zero (ReLU
-// activations: half or more). It is
-// range-coded bit by bit, ~15 ns a value each way; on weights with fewer
-// zeros it saved ~1.4 % of a block (real-f16-native's mostly-zero
-// tensors, 16-36 % zeros) and halved the file's compression and
-// decompression speed.
+// activations: half or more). It is range-coded bit by bit, ~15 ns a
+// value each way; on weights with fewer zeros it saved ~1.4 % of a block
+// (real-f16-native's mostly-zero tensors, 16-36 % zeros) and halved the
+// file's compression and decompression speed.
 const columnsMinZeros8 = 3
 
 // Column-context model of the zero mask (maskColumns). Each bit has the
