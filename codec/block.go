@@ -193,9 +193,10 @@ func (b *blockEncoder) lzProbe(p []byte) (dup, k int) {
 // not in the interleaved bytes pay: Silero's STFT basis, 121,803 B at
 // level 3 against 108,864 float, is 61,337 as planes. Elsewhere planes
 // gain little for the trial's cost (that one block costs about 6 % of
-// real-f32's encode, one thread): where zstd won (heavy repeats: the basis's second
-// block, 65,037 at level 3 against 109,474) planes saved under 3 %
-// (63,136), and where it lost by more they did not win in the corpora.
+// real-f32's encode, one thread): where zstd won (heavy repeats: the
+// basis's second block, 65,037 at level 3 against 109,474) planes saved
+// under 3 % (63,136), and where it lost by more they did not win in the
+// corpora.
 func lzTryPlanes(fast, coded int) bool {
 	f, c := int64(fast), int64(coded)
 	return f >= c && 8*f < 9*c
@@ -219,16 +220,6 @@ const zstdPlanesLevel = 7
 // a plane and by zstd at zstdPlanesLevel, and the smaller kept.
 func (b *blockEncoder) encodeLZPlanes(dst, src []byte, size int) []byte {
 	return b.appendPlanes(dst, src, size, true)
-}
-
-// transposeOut writes byte p of each of the n values of src (size bytes
-// each) to planes[p].
-func transposeOut(planes [][]byte, src []byte, n, size int) {
-	for i := 0; i < n; i++ {
-		for p := 0; p < size; p++ {
-			planes[p][i] = src[i*size+p]
-		}
-	}
 }
 
 // The LZ probe: words sampled and the smallest block probed (in words).
@@ -452,18 +443,7 @@ func (b *blockEncoder) encodeFloat(dst, src []byte, d dtype.DType) []byte {
 			histOK = true
 		}
 	} else {
-		if f.size == 2 && f.e == 5 {
-			statsF16(src[:2*n], &b.stats)
-		} else {
-			statsGeneric(src, n, f, &b.stats)
-		}
-		f.j, f.tz = chooseJoin(&b.stats, f, n)
-		b.buffers(n, f.planes())
-		if f.size == 2 && f.e == 5 && f.tz == 0 {
-			b.splitF16Stats(src, n, f)
-		} else {
-			splitGeneric(src, n, f, b.syms, b.planes[:f.planes()], &b.hist)
-		}
+		f = b.splitJoined(src, n, f, false)
 	}
 	dst = append(dst, formFields, byte(f.j), byte(f.tz))
 	if histOK {
@@ -477,15 +457,31 @@ func (b *blockEncoder) encodeFloat(dst, src []byte, d dtype.DType) []byte {
 	return dst
 }
 
-// splitF16Stats splits n F16 values of src with join f.j (no dropped
-// bits) after statsF16 filled b.stats; the symbol histogram follows from
-// the joint one.
-func (b *blockEncoder) splitF16Stats(src []byte, n int, f fieldSpec) {
+// splitJoined chooses the join and the dropped bits of the n values of
+// src (fields split f) from their statistics, splits them into b.syms and
+// b.planes with b.hist the symbols' histogram, and returns the split. F16
+// with its sign takes the fast statistics and split unless generic (the
+// sparse coder's twin tests); there the symbol histogram follows from the
+// joint one.
+func (b *blockEncoder) splitJoined(src []byte, n int, f fieldSpec, generic bool) fieldSpec {
+	f16 := !generic && f.size == 2 && f.e == 5 && f.s == 1
+	if f16 {
+		statsF16(src[:2*n], &b.stats)
+	} else {
+		statsGeneric(src, n, f, &b.stats)
+	}
+	f.j, f.tz = chooseJoin(&b.stats, f, n)
+	b.buffers(n, f.planes())
+	if !f16 || f.tz != 0 {
+		splitGeneric(src, n, f, b.syms, b.planes[:f.planes()], &b.hist)
+		return f
+	}
 	splitF16(src[:2*n], f.j, b.syms[:n], b.planes[:f.planes()])
 	b.hist = [256]uint32{}
 	for s, c := range b.stats.top {
 		b.hist[s>>(b.stats.jmax-f.j)] += c
 	}
+	return f
 }
 
 // encodePlanes codes each byte of the values as its own stream.
@@ -498,7 +494,11 @@ func (b *blockEncoder) encodePlanes(dst, src []byte, size int) []byte {
 func (b *blockEncoder) appendPlanes(dst, src []byte, size int, lz bool) []byte {
 	n := len(src) / size
 	b.buffers(n, size)
-	transposeOut(b.planes[:size], src, n, size)
+	for i := 0; i < n; i++ {
+		for p := 0; p < size; p++ {
+			b.planes[p][i] = src[i*size+p]
+		}
+	}
 	dst = append(dst, formPlanes)
 	for p := 0; p < size; p++ {
 		mark := len(dst)
@@ -699,14 +699,7 @@ func (b *blockDecoder) decode(dst, src []byte, kind byte, d dtype.DType) error {
 		copy(dst, src)
 		return nil
 	case kindZstd:
-		out, err := zstdDecode(dst[:0:len(dst)], src, len(dst), false) // cap-limited: DecodeAll may use spare capacity
-		if err != nil {
-			return err
-		}
-		if len(out) > 0 && &out[0] != &dst[0] {
-			copy(dst, out)
-		}
-		return nil
+		return zstdDecodeInto(dst, src)
 	case kindFloat:
 		return b.decodeFloat(dst, src, d)
 	}

@@ -87,5 +87,18 @@ func zstdDecode(dst, src []byte, want int, index bool) ([]byte, error) {
 	return out, nil
 }
 
+// zstdDecodeInto decodes one zstd frame of a block's payload that must
+// decode to exactly len(dst) bytes into dst.
+func zstdDecodeInto(dst, src []byte) error {
+	out, err := zstdDecode(dst[:0:len(dst)], src, len(dst), false) // cap-limited: DecodeAll may use spare capacity
+	if err != nil {
+		return err
+	}
+	if len(out) > 0 && &out[0] != &dst[0] {
+		copy(dst, out)
+	}
+	return nil
+}
+
 var blockEncoders = sync.Pool{New: func() any { return &blockEncoder{} }}
 var blockDecoders = sync.Pool{New: func() any { return &blockDecoder{} }}

@@ -548,22 +548,9 @@ func (b *blockEncoder) appendSparseValues(dst, vals []byte, m int, f fieldSpec) 
 		b.buffers(m, f.planes())
 		splitGeneric(vals, m, f, b.syms, b.planes[:f.planes()], &b.hist)
 		syms = b.syms
-	case !sparseGenericSplit && f.size == 2 && f.e == 5 && f.s == 1:
-		// F16 with its sign: the dense coder's statistics and split
-		statsF16(vals[:2*m], &b.stats)
-		f.j, f.tz = chooseJoin(&b.stats, f, m)
-		b.buffers(m, f.planes())
-		if f.tz == 0 {
-			b.splitF16Stats(vals, m, f)
-		} else {
-			splitGeneric(vals, m, f, b.syms, b.planes[:f.planes()], &b.hist)
-		}
-		syms = b.syms
 	default:
-		statsGeneric(vals, m, f, &b.stats)
-		f.j, f.tz = chooseJoin(&b.stats, f, m)
-		b.buffers(m, f.planes())
-		splitGeneric(vals, m, f, b.syms, b.planes[:f.planes()], &b.hist)
+		// the dense coder's split (F16 with its sign: its fast one)
+		f = b.splitJoined(vals, m, f, sparseGenericSplit)
 		syms = b.syms
 	}
 	dst = append(dst, byte(f.j), byte(f.tz))

@@ -107,14 +107,8 @@ func (d *streamDecoder) decode(dst, src []byte, w uint, allowPairs bool) ([]byte
 		if !d.lz {
 			return nil, errf("zstd stream in an archive of version < %d", lzPlanesVersion)
 		}
-		var out []byte
-		if out, err = zstdDecode(dst[:0:n], src[s.Data:s.DataEnd], n, false); err == nil {
-			if len(out) > 0 && &out[0] != &dst[0] {
-				copy(dst, out)
-			}
-			if w < 8 && !symbolsFit(dst, w) {
-				err = errf("zstd stream: symbol out of range")
-			}
+		if err = zstdDecodeInto(dst, src[s.Data:s.DataEnd]); err == nil && w < 8 && !symbolsFit(dst, w) {
+			err = errf("zstd stream: symbol out of range")
 		}
 	}
 	if err != nil {
