@@ -17,6 +17,7 @@ type blockEncoder struct {
 	zstd       *zstd.Encoder
 	zstdPlanes *zstd.Encoder // planes of float blocks with repeats (zstdPlanesLevel)
 	lzPlanes   bool          // the archive may hold zstd-coded streams (version 9)
+	cm         bool          // the archive may hold cm blocks (version 10; cm.go)
 	zstdFast   *zstd.Encoder // opaque bytes that compress little (zstdFewMatchesLevel), or nil
 	syms       []byte
 	planes     [8][]byte
@@ -702,6 +703,8 @@ func (b *blockDecoder) decode(dst, src []byte, kind byte, d dtype.DType) error {
 		return zstdDecodeInto(dst, src)
 	case kindFloat:
 		return b.decodeFloat(dst, src, d)
+	case kindCM:
+		return decodeCM(dst, src)
 	}
 	return errf("unknown block kind %d", kind)
 }

@@ -34,6 +34,11 @@ type Census struct {
 	FoundFloat int
 	FoundBytes int64
 	FoundTypes []dtype.DType
+	// CM counts the blocks of opaque bytes coded bit by bit with adaptive
+	// models (kind cm, format version 10: quantised weights, packed
+	// integers), CMBytes their original bytes.
+	CM      int
+	CMBytes int64
 }
 
 // Census reads the coding of every block; see the type.
@@ -75,6 +80,10 @@ func (r *Reader) Census() (Census, error) {
 			}
 			if b.kind == kindDup {
 				c.Duplicate++
+			}
+			if b.kind == kindCM {
+				c.CM++
+				c.CMBytes += b.origLen
 			}
 			if b.kind != kindFloat {
 				continue

@@ -26,7 +26,7 @@
 // that is smaller (see References); decoding such an archive needs the same
 // reference (DecodeOptions.Ref or Reader.UseRef), found by its SHA-256.
 //
-// # Format, versions 3 to 8
+// # Format, versions 3 to 10
 //
 // All integers are little-endian; "uvarint" is encoding/binary's unsigned
 // varint, "varint" its zigzag signed one, "string" a uvarint length and that
@@ -35,10 +35,12 @@
 //	Header | Payload | Index | Trailer
 //
 // Header, 16 bytes: the magic 89 4E 5A 49 50 0D 0A 1A ("\x89NZIP\r\n\x1a"),
-// u16 version (9, 8 or 7: version 8 is version 7 plus sparse float
+// u16 version (10, 9, 8 or 7: version 8 is version 7 plus sparse float
 // blocks, see "Sparse blocks", which a version-7 archive must not hold;
-// version 9 is version 8 plus zstd streams, mode 8 of "Streams"; writers
-// write 9 only when a probe of the input finds repeated values in its
+// version 9 is version 8 plus zstd streams, mode 8 of "Streams"; version
+// 10 is version 9 plus cm blocks, kind 5, see "Context-modelled blocks";
+// writers write 10 only when a probe of the input finds opaque bytes that
+// may be coded so, else 9 only when it finds repeated values in its
 // float tensors, else 8 only when it finds exact zeros, so that other
 // models stay readable by version-7 readers; version 7's
 // index records each file's digest kind, see
@@ -89,7 +91,7 @@
 //	  uvarint blocks
 //	  per block:
 //	    u8      kind   0 stored, 1 zstd, 2 float, 3 reference (flag 1 only),
-//	                   4 duplicate (version 3 and later)
+//	                   4 duplicate (version 3 and later), 5 cm (version 10)
 //	    u8      dtype  (kinds 2 and 3) dtype of the values, numbered as in
 //	                   package dtype; for kind 3 also 0 (no type: a copy)
 //	    uvarint length original bytes of the block
@@ -134,6 +136,9 @@
 // repeated headers of multi-file models).
 //
 // Kind 1 (zstd): the payload is one zstd frame that decodes to the block.
+//
+// Kind 5 (cm, version 10): the payload codes the block's bytes one bit at
+// a time with adaptive models (see "Context-modelled blocks").
 //
 // Kind 2 (float): the block is length/size values of the dtype. The payload
 // starts with a form byte.
@@ -485,6 +490,33 @@
 // while R < 2^24: R = R·2^8 and C = C·2^8 + the next byte. After the last
 // value the decoder must have read exactly the L bytes; the encoder (low
 // L, cache byte and pending count as in LZMA) flushes with five shifts.
+//
+// # Context-modelled blocks
+//
+// A block of kind 5 (version 10; writers use it for opaque bytes that zstd
+// shrinks by less than half and that it codes smaller, such as quantised
+// 8-bit weights) is a range-coded stream, with the models, model update
+// and range coder of "Range-coded difference blocks", that must decode to
+// exactly the block's length bytes and end where the payload does. Each
+// byte is 8 decisions, most significant bit first; node starts at 1 and
+// becomes 2·node + bit after each bit. The model of a decision is
+// plain[node], or matched[k][b][node] while a match predicts the byte
+// and its bits so far agree with the predicted byte's (b is the predicted
+// bit; from the first bit that differs on, plain[node]). All models start
+// at probability 1/2 and count 0 at the start of the block.
+//
+// The match model: H is a table of 2^16 positions, all 0 at the start of
+// the block; a match has a length n (0: none) and a position q. Before
+// byte i is decoded (i counted from 0 in the block), a match with n > 0
+// predicts the byte at q, with length class k = 0 for n < 12, 1 for
+// n < 16, 2 for n < 32, 3 otherwise. After byte i (value c): if n > 0
+// and the byte at q was c, n and q grow by 1, otherwise n = 0. If i ≥ 5,
+// let h be the 48-bit number of bytes i-5 … i (byte i lowest) and
+// j = floor((h · 0x9E3779B97F4A7C15 mod 2^64) / 2^48); if n = 0 and
+// H[j] = p > 1, the match candidate is position p-1: l is the number of
+// positions t = 0, 1, … (at most 32) for which the bytes at p-2-t and
+// i-t exist and are equal, and if l ≥ 6 then n = l and q = p-1. Then
+// H[j] = i+2.
 //
 // # Digests
 //

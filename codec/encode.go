@@ -61,9 +61,9 @@ type EncodeOptions struct {
 	// tokens, see doc.go): about 2 % smaller conditioned frames, decoded
 	// an order of magnitude slower. It changes nothing without Ref.
 	Best bool
-	// NoSparse writes no sparse blocks (sparse.go) and no zstd-coded
-	// planes (encodeLZPlanes): the archive stays format version 7,
-	// readable by builds that predate versions 8 and 9.
+	// NoSparse writes no sparse blocks (sparse.go), no zstd-coded planes
+	// (encodeLZPlanes) and no cm blocks (cm.go): the archive stays format
+	// version 7, readable by builds that predate versions 8 to 10.
 	NoSparse bool
 }
 
@@ -290,6 +290,7 @@ type encodeRun struct {
 	hwg, wg   sync.WaitGroup // the SHA-256 hasher; the workers
 	sparse    bool           // the probe found zeros: version 8, sparse blocks allowed (sparse.go)
 	lzPlanes  bool           // the probe found repeats: version 9, zstd-coded planes allowed (encodeLZPlanes)
+	cm        bool           // the probe found opaque bytes for cm blocks: version 10 (probeOpaque)
 }
 
 // planEncode plans every file first (cheap: segment lists only), groups
@@ -337,6 +338,11 @@ func planEncode(inputs []Input, opt EncodeOptions) (*encodeRun, error) {
 			sparse, repeats := probeBlocks(in.R, plans)
 			e.sparse = e.sparse || sparse
 			e.lzPlanes = e.lzPlanes || repeats
+			if !e.cm {
+				if e.cm, err = probeOpaque(in.R, plans); err != nil {
+					return nil, err
+				}
+			}
 		}
 		if opt.Ref != nil {
 			if err := opt.Ref.mapPlans(plans, in.Segments, in.Size, in.Name, len(inputs)); err != nil {
@@ -357,7 +363,7 @@ func planEncode(inputs []Input, opt EncodeOptions) (*encodeRun, error) {
 		idx.files = append(idx.files, f)
 		e.total += in.Size
 	}
-	idx.version = versionFor(e.sparse, e.lzPlanes)
+	idx.version = versionFor(e.sparse, e.lzPlanes, e.cm)
 	var err error
 	if e.zenc, err = zstdEncoder(level); err != nil {
 		return nil, err
@@ -442,7 +448,7 @@ func (e *encodeRun) startWorkers() <-chan *encTask {
 			defer e.wg.Done()
 			be := blockEncoders.Get().(*blockEncoder)
 			be.zstd, be.zstdPlanes, be.zstdFast = e.zenc, e.zlz, e.zfast
-			be.lzPlanes = e.lzPlanes
+			be.lzPlanes, be.cm = e.lzPlanes, e.cm
 			be.setup, be.threshold, be.best = e.opt.Setup, e.threshold, e.opt.Best
 			be.sp.on = e.sparse
 			defer blockEncoders.Put(be)
@@ -687,6 +693,8 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 					}
 					continue
 				}
+			} else {
+				out, kind = be.encodeCM(out, mark, in, kind)
 			}
 		}
 		if cut != nil {

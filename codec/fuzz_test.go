@@ -48,6 +48,9 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 	// byte planes through zstd (format version 9): a windowed STFT basis
 	lz, lzSegs := lzPlanesInput()
 	add(lz, lzSegs, 0)
+	// cm blocks (format version 10): quantised weights
+	cm, cmSegs := cmInput()
+	add(cm, cmSegs, 0)
 	add([]byte("plain text, not a checkpoint, plain text"), nil, 0)
 	add(nil, nil, 0)
 	// a SHA-256 digest instead of BLAKE3, in format version 7 and as

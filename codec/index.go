@@ -12,7 +12,9 @@ import (
 // Container constants (see doc.go).
 const (
 	// Version is the newest archive format version, which this package
-	// reads with every older one. Version 9 adds zstd-coded streams
+	// reads with every older one. Version 10 adds cm blocks (kind 5,
+	// cm.go), written for inputs whose opaque bytes may be coded so to
+	// the writer's probe (probeOpaque). Version 9 adds zstd-coded streams
 	// (mode 8, block.go's encodeLZPlanes); the writer writes it only for
 	// inputs whose float tensors show repeated words to its probe
 	// (probeBlocks). Version 8 adds sparse float blocks (form 2,
@@ -24,7 +26,7 @@ const (
 	// order), version 4 method 2 (range-coded, with EncodeOptions.Best), so that
 	// readers without those methods refuse an archive by its version
 	// instead of failing at its first such block.
-	Version = 9
+	Version = 10
 
 	headerLen  = 16
 	trailerLen = 32
@@ -117,6 +119,8 @@ func kindName(k byte) string {
 		return "ref"
 	case kindDup:
 		return "duplicate"
+	case kindCM:
+		return "cm"
 	}
 	return fmt.Sprintf("kind%d", k)
 }
@@ -439,7 +443,7 @@ func (x *indexData) readBlocks(r *indexReader, f *FileInfo, i, nb uint64, payloa
 	for j := uint64(0); j < nb && r.err == nil; j++ {
 		var k blockInfo
 		k.kind = r.u8("block kind")
-		if k.kind > kindFloat && !(k.kind == kindRef && flags&flagRef != 0) && !(k.kind == kindDup && version >= 3) {
+		if k.kind > kindFloat && !(k.kind == kindRef && flags&flagRef != 0) && !(k.kind == kindDup && version >= 3) && !(k.kind == kindCM && version >= cmVersion) {
 			r.fail("index: file %q block %d: unknown kind %d", f.Name, j, k.kind)
 			break
 		}

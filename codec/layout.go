@@ -23,6 +23,7 @@ const (
 	kindFloat  = 2 // payload is a float block (see doc.go)
 	kindRef    = 3 // a copy of, or difference to, reference bytes (ref.go)
 	kindDup    = 4 // the same bytes as an earlier block of the archive (dedup.go)
+	kindCM     = 5 // bytes coded by package bytecm (format version 10; cm.go)
 )
 
 // Float block forms.
@@ -64,9 +65,11 @@ const (
 	KindFloat     BlockKind = kindFloat  // a float block: a header and streams (ReadFloatHeader)
 	KindRef       BlockKind = kindRef    // a copy of, or difference to, reference bytes
 	KindDuplicate BlockKind = kindDup    // the same bytes as an earlier block of the archive
+	KindCM        BlockKind = kindCM     // bytes coded bit by bit with adaptive models (package bytecm)
 )
 
-// String names the kind: "stored", "zstd", "float", "ref" or "duplicate".
+// String names the kind: "stored", "zstd", "float", "ref", "duplicate" or
+// "cm".
 func (k BlockKind) String() string { return kindName(byte(k)) }
 
 // MarshalText writes the kind's name (JSON shows "float", not 2).

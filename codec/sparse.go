@@ -1065,10 +1065,13 @@ const (
 	sparseProbeBytes  = 256
 )
 
-// versionFor is the format version of an archive whose probe
-// (probeBlocks) found zeros (sparse) or repeated words (repeats).
-func versionFor(sparse, repeats bool) int {
+// versionFor is the format version of an archive whose probes found zeros
+// (sparse) or repeated words (repeats) in float tensors (probeBlocks), or
+// opaque bytes for cm blocks (cm, probeOpaque).
+func versionFor(sparse, repeats, cm bool) int {
 	switch {
+	case cm:
+		return cmVersion
 	case repeats:
 		return lzPlanesVersion
 	case sparse:

@@ -543,6 +543,22 @@ func TestZstdPlanesHostFallback(t *testing.T) {
 	}
 }
 
+// TestCMHostFallback: cm blocks (quantised 8-bit weights, format version
+// 10) are decoded by the CPU, and the file is exact.
+func TestCMHostFallback(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	src := make([]byte, 64<<10)
+	for i := range src {
+		src[i] = byte(math.Round(max(0, min(255, 128+rng.NormFloat64()*(6+float64(i/4096))))))
+	}
+	segs := []codec.Segment{{Name: "conv/kernel", DType: dtype.U8, Shape: []int64{256, 256}, Length: int64(len(src))}}
+	rd, ra := archive(t, src, segs, codec.EncodeOptions{})
+	res := decodeWith(t, CPU(0), rd, ra, src)
+	if res.Unhandled["cm"] == 0 {
+		t.Fatalf("no cm block went to the CPU: %v", res.UnhandledSummary())
+	}
+}
+
 func TestCorruptArchive(t *testing.T) { damageTrials(t, CPU(1), 7, 200) }
 
 // damageTrials flips one bit in a float block of an archive of the edge

@@ -21,7 +21,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	setupThreshold := fs.Float64("setup-threshold", 0, fmt.Sprintf("a block builds its own table when the best shared one costs more than this fraction above it (default %g)", codec.DefaultSetupThreshold))
 	refPath := fs.String("ref", "", "code tensors as differences to this reference model (matched by name, dtype, shape); decompress then needs -ref")
 	best := fs.Bool("best", false, "with -ref: the smallest archive, also trying range-coded difference blocks (about 2 % smaller; they decode about 30× slower)")
-	noSparse := fs.Bool("no-sparse", false, "write no sparse blocks (exact zeros coded as other values) and no zstd-coded byte planes (repeating values): the archive stays format version 7, which nzip builds from before sparse blocks read")
+	noSparse := fs.Bool("no-sparse", false, "write no sparse blocks (exact zeros coded as other values), no zstd-coded byte planes (repeating values) and no cm blocks (quantised weights): the archive stays format version 7, which nzip builds from before sparse blocks read")
 	quiet := fs.Bool("q", false, "print nothing on success")
 	if err := parse(fs, args, 1, 1); err != nil {
 		return err

@@ -185,3 +185,55 @@ func (d *Decoder) Done() bool { return d.over == 0 && d.pos == len(d.src) }
 
 // Pos is the bytes of the stream read so far.
 func (d *Decoder) Pos() int { return d.pos }
+
+// Bytes are coded as 8 binary decisions, most significant bit first, each
+// with the model of the bits already coded (a bit tree: index 1, then
+// 2..3, 4..7, …; LZMA's literals). EncodeByte and DecodeByte may also take
+// a predicted byte: while the bits coded agree with its bits, a decision
+// takes its model from matched, by the predicted bit and the tree index
+// (matched[bit<<8|index]); from the first bit that differs on, from plain.
+
+// EncodeByte codes the byte c with the models plain and, while c agrees
+// with the predicted byte expect (0..255; -1 for none), matched.
+func (e *Encoder) EncodeByte(c byte, plain *[256]Model, matched *[512]Model, expect int) {
+	c0 := 1
+	for b := 7; b >= 0; b-- {
+		bit := uint32(c>>b) & 1
+		m := &plain[c0]
+		if expect >= 0 && (expect|256)>>(b+1) == c0 {
+			m = &matched[(expect>>b)&1<<8|c0]
+		}
+		e.Encode(m, bit)
+		c0 = c0<<1 | int(bit)
+	}
+}
+
+// DecodeByte returns the next byte, coded by EncodeByte with the same
+// models and prediction. It is Decode's arithmetic with the coder's state
+// in registers for the byte's 8 decisions.
+func (d *Decoder) DecodeByte(plain *[256]Model, matched *[512]Model, expect int) byte {
+	rng, code := d.rng, d.code
+	c0 := 1
+	for b := 7; b >= 0; b-- {
+		m := &plain[c0]
+		if expect >= 0 && (expect|256)>>(b+1) == c0 {
+			m = &matched[(expect>>b)&1<<8|c0]
+		}
+		bound := (rng >> 16) * m.prob()
+		var bit uint32
+		if code < bound {
+			bit = 1
+		}
+		mask := -bit
+		code -= bound &^ mask
+		rng = bound&mask | (rng-bound)&^mask
+		m.update(bit)
+		for rng < 1<<24 {
+			rng <<= 8
+			code = code<<8 | uint32(d.next())
+		}
+		c0 = c0<<1 | int(bit)
+	}
+	d.rng, d.code = rng, code
+	return byte(c0)
+}

@@ -62,6 +62,72 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestByteTwin: EncodeByte codes as Encode does bit by bit with the
+// models its prediction selects, and DecodeByte (the coder's state in
+// registers) decodes what Decode decodes: the byte coders are the bit
+// coders' twins, with and without a prediction, where it holds and where
+// a byte leaves it at any bit.
+func TestByteTwin(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const n = 20000
+	src := make([]byte, n)
+	expect := make([]int, n)
+	for i := range src {
+		src[i] = byte(rng.NormFloat64()*20 + 128)
+		switch rng.IntN(3) {
+		case 0:
+			expect[i] = -1
+		case 1:
+			expect[i] = int(src[i]) // holds
+		default:
+			expect[i] = int(src[i] ^ byte(1)<<rng.IntN(8)) // leaves it at one bit
+		}
+	}
+	// the bit-by-bit reference: Encode with the model EncodeByte selects
+	pick := func(plain *[256]Model, matched *[512]Model, expect, c0, b int) *Model {
+		if expect >= 0 && (expect|256)>>(b+1) == c0 {
+			return &matched[(expect>>b)&1<<8|c0]
+		}
+		return &plain[c0]
+	}
+	var p1, p2 [256]Model
+	var m1, m2 [512]Model
+	var e1, e2 Encoder
+	e1.Reset(nil)
+	e2.Reset(nil)
+	for i, c := range src {
+		e1.EncodeByte(c, &p1, &m1, expect[i])
+		c0 := 1
+		for b := 7; b >= 0; b-- {
+			bit := uint32(c>>b) & 1
+			e2.Encode(pick(&p2, &m2, expect[i], c0, b), bit)
+			c0 = c0<<1 | int(bit)
+		}
+	}
+	a, b := e1.Finish(), e2.Finish()
+	if string(a) != string(b) {
+		t.Fatalf("EncodeByte: %d bytes, bit by bit %d, different", len(a), len(b))
+	}
+	var d1, d2 Decoder
+	if d1.Reset(a) != nil || d2.Reset(a) != nil {
+		t.Fatal("bad start")
+	}
+	p1, p2, m1, m2 = [256]Model{}, [256]Model{}, [512]Model{}, [512]Model{}
+	for i, c := range src {
+		got := d1.DecodeByte(&p1, &m1, expect[i])
+		c0 := 1
+		for b := 7; b >= 0; b-- {
+			c0 = c0<<1 | int(d2.Decode(pick(&p2, &m2, expect[i], c0, b)))
+		}
+		if got != c || byte(c0) != c {
+			t.Fatalf("byte %d: DecodeByte %d, Decode %d, want %d", i, got, byte(c0), c)
+		}
+	}
+	if !d1.Done() || !d2.Done() {
+		t.Fatal("streams not read to their end")
+	}
+}
+
 func BenchmarkDecode(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	bits := make([]uint32, 1<<16)

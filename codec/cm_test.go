@@ -1,0 +1,162 @@
+package codec
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"neuralzip/dtype"
+)
+
+// quantisedTensors returns n uint8 tensors of size bytes each, made as
+// TF.js quantises weights (a scale and a minimum per tensor) from
+// trained-like values (realisticValues) whose rows have scales of their
+// own, and a JSON header before them: a weights file of quantised layers,
+// with the segments that describe it (U8 tensors, which the float coder
+// does not take).
+func quantisedTensors(n, size int, seed uint64) ([]byte, []Segment) {
+	src := []byte(`{"format": "layers-model", "weightsManifest": [{"paths": ["group1-shard1of1.bin"]}]}`)
+	segs := []Segment{{Length: int64(len(src))}}
+	r := rand.New(rand.NewPCG(seed, 3))
+	for t := range n {
+		v := realisticValues(dtype.F32, size, seed+uint64(t))
+		w := make([]float64, size)
+		lo, hi := math.Inf(1), math.Inf(-1)
+		scale := 1.0
+		for i := range w {
+			if i%64 == 0 {
+				scale = math.Exp(r.NormFloat64() * 0.4)
+			}
+			w[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(v[4*i:]))) * scale
+			lo, hi = min(lo, w[i]), max(hi, w[i])
+		}
+		segs = append(segs, Segment{Name: "layer" + string(rune('a'+t)) + "/kernel", DType: dtype.U8, Shape: []int64{int64(size / 64), 64}, Offset: int64(len(src)), Length: int64(size)})
+		for _, x := range w {
+			src = append(src, byte(math.Round((x-lo)/(hi-lo)*255)))
+		}
+	}
+	return src, segs
+}
+
+// TestCMBlocks: quantised weights are coded as cm blocks, in an archive
+// of version 10, smaller than zstd's blocks of them, the same at any
+// thread count; -no-sparse keeps version 7 and zstd.
+func TestCMBlocks(t *testing.T) {
+	src, segs := quantisedTensors(3, 300000, 1)
+	arc := roundTrip(t, src, segs, EncodeOptions{Threads: 1})
+	if v := binary.LittleEndian.Uint16(arc[8:]); v != cmVersion {
+		t.Fatalf("version %d, want %d", v, cmVersion)
+	}
+	c := censusOf(t, arc)
+	if c.CM == 0 || c.CMBytes < int64(len(src))/2 {
+		t.Fatalf("census: %d cm blocks of %d bytes, want most of %d", c.CM, c.CMBytes, len(src))
+	}
+	if notes := c.Notes(func(s string) string { return s }, func(n int64) string { return "" }); !strings.Contains(strings.Join(notes, "\n"), "adaptive byte models") {
+		t.Errorf("notes do not tell the cm blocks: %q", notes)
+	}
+	if three := roundTrip(t, src, segs, EncodeOptions{Threads: 3}); !bytes.Equal(three, arc) {
+		t.Fatal("archives differ at 1 and 3 threads")
+	}
+	old := roundTrip(t, src, segs, EncodeOptions{NoSparse: true})
+	if v := binary.LittleEndian.Uint16(old[8:]); v != denseVersion {
+		t.Fatalf("-no-sparse: version %d, want %d", v, denseVersion)
+	}
+	if c := censusOf(t, old); c.CM != 0 {
+		t.Fatalf("-no-sparse: %d cm blocks", c.CM)
+	}
+	if len(arc) >= len(old) {
+		t.Fatalf("cm blocks: %d bytes, zstd's %d", len(arc), len(old))
+	}
+	t.Logf("%d bytes: %d with cm blocks, %d without", len(src), len(arc), len(old))
+}
+
+// TestCMVersion: a cm block in an archive of version 9 is refused by the
+// index reader with a clear error.
+func TestCMVersion(t *testing.T) {
+	src, segs := quantisedTensors(1, 20000, 2)
+	arc := roundTrip(t, src, segs, EncodeOptions{})
+	old := bytes.Clone(arc)
+	binary.LittleEndian.PutUint16(old[8:], lzPlanesVersion)
+	_, err := DecompressBytes(context.Background(), old, DecodeOptions{})
+	if err == nil || !strings.Contains(err.Error(), "unknown kind 5") {
+		t.Fatalf("cm block in a version 9 archive: %v", err)
+	}
+}
+
+// TestProbeOpaque: the plan-time probe that decides format version 10
+// finds quantised weights, and not text, random bytes, floats or a block
+// too small to try.
+func TestProbeOpaque(t *testing.T) {
+	q, _ := quantisedTensors(1, 100000, 3)
+	random := make([]byte, 100000)
+	r := rand.New(rand.NewPCG(4, 5))
+	for i := range random {
+		random[i] = byte(r.Uint32())
+	}
+	text := bytes.Repeat([]byte(`{"name": "conv/kernel", "shape": [3, 3, 8, 16], "dtype": "float32", "offset": 1234}, `), 1200)
+	for _, c := range []struct {
+		name string
+		p    []byte
+		want bool
+	}{
+		{"quantised", q, true},
+		{"small", q[:cmMinBytes-1], false},
+		{"text", text, false},
+		{"random", random, false},
+		{"floats", realisticValues(dtype.F32, 30000, 6), false},
+		{"bf16", realisticValues(dtype.BF16, 60000, 7), false},
+	} {
+		plans, err := planBlocks(nil, int64(len(c.p)), DefaultChunkValues)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := probeOpaque(bytes.NewReader(c.p), plans); err != nil || got != c.want {
+			t.Errorf("%s: probe %v (%v), want %v", c.name, got, err, c.want)
+		}
+	}
+}
+
+// TestCMReal: handtrack's weights file, alone and with its model.json,
+// codes below xz -6 (scripts/bench-general.sh measures it: 2,271,760 and
+// 2,292,092 bytes with xz 5.4.1) through cm blocks.
+func TestCMReal(t *testing.T) {
+	bin := realFile(t, filepath.Join("models", "original", "handtrack", "handtrack.bin"))
+	arc := roundTrip(t, bin, nil, EncodeOptions{})
+	if c := censusOf(t, arc); c.CM == 0 || len(arc) >= 2271760 {
+		t.Fatalf("handtrack.bin: %d bytes in %d cm blocks, xz -6 2271760", len(arc), c.CM)
+	}
+	t.Logf("handtrack.bin: %d bytes", len(arc))
+}
+
+// cmInput is the golden cm archive's input: two small quantised tensors.
+func cmInput() ([]byte, []Segment) { return quantisedTensors(2, 6000, 8) }
+
+// TestGoldenCM: the golden archive of version 10 decodes to its input,
+// holds cm blocks, and the encoder still writes it byte for byte.
+func TestGoldenCM(t *testing.T) {
+	path := filepath.Join("testdata", "golden-cm-v10.nzip")
+	src, segs := cmInput()
+	arc := roundTrip(t, src, segs, EncodeOptions{Threads: 2})
+	golden := goldenBytes(t, path, arc)
+	if v := binary.LittleEndian.Uint16(golden[8:]); v != cmVersion {
+		t.Fatalf("golden archive of version %d, want %d", v, cmVersion)
+	}
+	out, err := DecompressBytes(context.Background(), golden, DecodeOptions{})
+	if err != nil {
+		t.Fatalf("golden archive does not decode: %v", err)
+	}
+	if !bytes.Equal(out, src) {
+		t.Fatal("golden archive decodes to different bytes")
+	}
+	if c := censusOf(t, golden); c.CM == 0 {
+		t.Fatalf("golden archive holds no cm blocks: %+v", c)
+	}
+	if !bytes.Equal(arc, golden) {
+		t.Fatalf("encoder output changed (%d bytes, golden %d): a format or coding change must be deliberate; bump Version if the format changed and regenerate with -update", len(arc), len(golden))
+	}
+}
