@@ -158,3 +158,26 @@ func goldenBytes(t *testing.T, path string, arc []byte) []byte {
 	}
 	return golden
 }
+
+// checkGolden checks the golden archive at path against the archive the
+// encoder wrote now (arc) of src: of the format version, decoding to src,
+// and byte for byte arc (written there first with -update). It returns
+// the golden archive.
+func checkGolden(t *testing.T, path string, arc, src []byte, version int) []byte {
+	t.Helper()
+	golden := goldenBytes(t, path, arc)
+	if v := binary.LittleEndian.Uint16(golden[8:]); int(v) != version {
+		t.Fatalf("golden archive of version %d, want %d", v, version)
+	}
+	out, err := DecompressBytes(context.Background(), golden, DecodeOptions{})
+	if err != nil {
+		t.Fatalf("golden archive does not decode: %v", err)
+	}
+	if !bytes.Equal(out, src) {
+		t.Fatal("golden archive decodes to different bytes")
+	}
+	if !bytes.Equal(arc, golden) {
+		t.Fatalf("encoder output changed (%d bytes, golden %d): a format or coding change must be deliberate; bump Version if the format changed and regenerate with -update", len(arc), len(golden))
+	}
+	return golden
+}
