@@ -23,6 +23,11 @@ import (
 // may be coded so (probeOpaque).
 const cmVersion = 10
 
+// cmMinLevel is the lowest zstd level (EncodeOptions.ZstdLevel) at which
+// cm blocks are tried: a lower level asks for speed, and a cm block codes
+// at a twentieth of zstd's.
+const cmMinLevel = 3
+
 // cmMinBytes is the smallest block tried as a cm block: the models learn
 // from nothing in each block, and a block of a few hundred bytes is over
 // before they have.

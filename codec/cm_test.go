@@ -45,7 +45,8 @@ func quantisedTensors(n, size int, seed uint64) ([]byte, []Segment) {
 
 // TestCMBlocks: quantised weights are coded as cm blocks, in an archive
 // of version 10, smaller than zstd's blocks of them, the same at any
-// thread count; -no-sparse keeps version 7 and zstd.
+// thread count; -no-sparse and a zstd level below cmMinLevel keep version
+// 7 and zstd.
 func TestCMBlocks(t *testing.T) {
 	src, segs := quantisedTensors(3, 300000, 1)
 	arc := roundTrip(t, src, segs, EncodeOptions{Threads: 1})
@@ -68,6 +69,10 @@ func TestCMBlocks(t *testing.T) {
 	}
 	if c := censusOf(t, old); c.CM != 0 {
 		t.Fatalf("-no-sparse: %d cm blocks", c.CM)
+	}
+	fast := roundTrip(t, src, segs, EncodeOptions{ZstdLevel: cmMinLevel - 1})
+	if v, c := binary.LittleEndian.Uint16(fast[8:]), censusOf(t, fast); v != denseVersion || c.CM != 0 {
+		t.Fatalf("zstd level %d: version %d, %d cm blocks; want %d, none", cmMinLevel-1, v, c.CM, denseVersion)
 	}
 	if len(arc) >= len(old) {
 		t.Fatalf("cm blocks: %d bytes, zstd's %d", len(arc), len(old))

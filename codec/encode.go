@@ -32,7 +32,8 @@ type EncodeOptions struct {
 	// DefaultChunkValues; MinChunkValues..MaxChunkValues).
 	ChunkValues int
 	// ZstdLevel is the zstd level (1..22) for opaque bytes and non-float
-	// tensors; 0 means 3.
+	// tensors; 0 means 3. Below cmMinLevel (3) no cm blocks are tried
+	// (cm.go): opaque bytes stay on zstd, many times faster.
 	ZstdLevel int
 	// Progress, when set, is called after each block with the original
 	// bytes done so far and the total. Calls come from one goroutine.
@@ -338,7 +339,7 @@ func planEncode(inputs []Input, opt EncodeOptions) (*encodeRun, error) {
 			sparse, repeats := probeBlocks(in.R, plans)
 			e.sparse = e.sparse || sparse
 			e.lzPlanes = e.lzPlanes || repeats
-			if !e.cm {
+			if !e.cm && level >= cmMinLevel {
 				if e.cm, err = probeOpaque(in.R, plans); err != nil {
 					return nil, err
 				}
