@@ -39,7 +39,7 @@ func (c Census) Notes(name func(string) string, size func(int64) string) []strin
 		out = append(out, fmt.Sprintf("zstd coded %d float block(s) smaller than the float coder (%s): %s", c.ZstdFloat, how, strings.Join(parts, ", ")))
 	}
 	if c.CM > 0 {
-		out = append(out, fmt.Sprintf("%d block(s) of opaque bytes coded with adaptive byte models, smaller than zstd (%s; they decode at about 20 MB/s a core)", c.CM, size(c.CMBytes)))
+		out = append(out, fmt.Sprintf("%d block(s) of opaque bytes coded with adaptive byte models, smaller than zstd (%s; they decode at about 17 MB/s a core)", c.CM, size(c.CMBytes)))
 	}
 	return out
 }

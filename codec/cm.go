@@ -14,7 +14,7 @@ import (
 // them costs a table per block and cannot follow a tensor's statistics as
 // they change; bytecm's adaptive models can, and its match model takes
 // the repeats (handtrack's uint8 tensors: 2,243,964 B against zstd's
-// 2,297,375 and xz -6's 2,271,760). It codes and decodes at about 15–20
+// 2,297,375 and xz -6's 2,271,760). It codes and decodes at about 12–17
 // MB/s a core, against zstd's hundreds, so it is tried only where zstd
 // left bytes on the table (encodeCM).
 
