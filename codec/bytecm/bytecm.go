@@ -12,9 +12,10 @@
 // match predicts (or the byte has already left the prediction) the model
 // is the order-0 one. The models adapt with counts (rangecoder.Model), so
 // they learn a tensor's distribution within a few hundred bytes and then
-// follow it as it drifts. On handtrack's 272 uint8 tensors this codes
-// 1.1 % below xz -6 (whose literals are coded the same way, with LZ
-// matches instead of the match model) and 2 % below zstd.
+// follow it as it drifts. On handtrack's weights file (272 uint8
+// tensors) this codes 1.2 % below xz -6 (whose literals are coded the
+// same way, with LZ matches instead of the match model) and 2.7 % below
+// zstd's level 3.
 //
 // Integer arithmetic only: the model, its updates and the match search
 // are part of the format, so every decoder computes the encoder's
