@@ -114,6 +114,9 @@ func TestProbeOpaque(t *testing.T) {
 		{"text", text, false},
 		{"random", random, false},
 		{"floats", realisticValues(dtype.F32, 30000, 6), false},
+		// reads spread over a length that is not a multiple of 8 must
+		// still line the float lanes up
+		{"floats and 2 bytes", append(realisticValues(dtype.F32, 30000, 6), 1, 2), false},
 		{"bf16", realisticValues(dtype.BF16, 60000, 7), false},
 	} {
 		plans, err := planBlocks(nil, int64(len(c.p)), DefaultChunkValues)
