@@ -143,7 +143,8 @@ func Encode(dst, src []byte) []byte {
 // dst. It fails with ErrCorrupt when src is not such a stream (its
 // start, or its end is not where the last byte ends); a damaged stream
 // that ends right decodes to wrong bytes, which the caller's checksum
-// catches. Time and memory are linear in len(dst) whatever src holds.
+// catches. Time and memory are linear in len(dst) whatever src holds, and
+// a stream too short stops the decoding where it runs out.
 func Decode(dst, src []byte) error {
 	var d rangecoder.Decoder
 	if err := d.Reset(src); err != nil {
@@ -155,6 +156,11 @@ func Decode(dst, src []byte) error {
 	for i := range dst {
 		expect, class := m.next(dst)
 		dst[i] = d.DecodeByte(&s.plain, &s.matched[class], expect)
+		if d.Overrun() {
+			// a stream too short for len(dst): stop here, not after
+			// decoding up to 4 MiB of zeros' worth
+			return ErrCorrupt
+		}
 		m.step(s, dst, i)
 	}
 	if !d.Done() {

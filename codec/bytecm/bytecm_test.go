@@ -176,6 +176,18 @@ func TestCorrupt(t *testing.T) {
 	}
 }
 
+// TestShortStops: a stream far too short for the length asked (5 bytes
+// for 1 MiB) fails where it runs out, without decoding the rest.
+func TestShortStops(t *testing.T) {
+	dst := bytes.Repeat([]byte{0xaa}, 1<<20)
+	if err := Decode(dst, []byte{0, 0, 0, 0, 0}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("5 bytes for 1 MiB: %v, want ErrCorrupt", err)
+	}
+	if n := len(dst) - bytes.Count(dst, []byte{0xaa}); n > 64<<10 || dst[len(dst)-1] != 0xaa {
+		t.Fatalf("decoded %d bytes of a 5-byte stream before failing", n)
+	}
+}
+
 // FuzzDecode: any stream and length decode to an error or to bytes, never
 // a panic, and bytes that decode re-encode to a stream that decodes to
 // them.

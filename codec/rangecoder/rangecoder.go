@@ -183,6 +183,11 @@ func (d *Decoder) next() byte {
 // encoder wrote it.
 func (d *Decoder) Done() bool { return d.over == 0 && d.pos == len(d.src) }
 
+// Overrun reports whether the decoder has read past the stream's end (it
+// reads zeros there): a stream the encoder wrote never makes it, so a
+// caller may stop at once.
+func (d *Decoder) Overrun() bool { return d.over > 0 }
+
 // Pos is the bytes of the stream read so far.
 func (d *Decoder) Pos() int { return d.pos }
 
