@@ -100,7 +100,7 @@ func probeOpaque(r io.ReaderAt, plans []blockPlan) (bool, error) {
 		for k := int64(0); k < cmProbeReads; k++ {
 			// at the same offset mod 4 in every run, so that float
 			// lanes line up in the sample
-			first := min((2*k+1)*p.length/(2*cmProbeReads), p.length-per) &^ 3
+			first := spreadRun(k, cmProbeReads, p.length, per) &^ 3
 			if _, err := r.ReadAt(buf[n:n+int(per)], p.off+first); err != nil && err != io.EOF {
 				return false, nil // Encode reports the read error when it codes the block
 			}

@@ -1004,8 +1004,7 @@ func probeBlocks(r io.ReaderAt, plans []blockPlan) (sparse, repeats bool) {
 		// lzPlanesMinBytes long
 		lz := !repeats && size > 1 && p.length >= lzPlanesMinBytes
 		for k := int64(0); k < sparseProbeReads; k++ {
-			first := (2*k + 1) * n / (2 * sparseProbeReads)
-			first = min(first, max(n-per, 0))
+			first := spreadRun(k, sparseProbeReads, n, per)
 			l := min(per, n-first) * size
 			if l <= 0 {
 				continue
@@ -1029,6 +1028,13 @@ func probeBlocks(r io.ReaderAt, plans []blockPlan) (sparse, repeats bool) {
 		repeats = repeats || lz && !zeroed && probeRepeats(words[:nw])
 	}
 	return sparse, repeats
+}
+
+// spreadRun is where run k of reads runs of per units starts in a span
+// of n units: at the middle of the span's k-th of reads equal parts, kept
+// inside the span where it is long enough (the probes' reads).
+func spreadRun(k, reads, n, per int64) int64 {
+	return min((2*k+1)*n/(2*reads), max(n-per, 0))
 }
 
 // noZeroValue reports whether the 4-byte word w holds no value ±0 of
