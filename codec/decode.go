@@ -673,6 +673,12 @@ func CompressBytes(ctx context.Context, src []byte, segs []Segment, opt EncodeOp
 
 // DecompressBytes is Decode for an in-memory archive of one file.
 func DecompressBytes(ctx context.Context, archive []byte, opt DecodeOptions) ([]byte, error) {
+	return DecompressBytesTo(ctx, nil, archive, opt)
+}
+
+// DecompressBytesTo is DecompressBytes decoding into dst when it has the
+// capacity (as Reader.ReadFileTo).
+func DecompressBytesTo(ctx context.Context, dst, archive []byte, opt DecodeOptions) ([]byte, error) {
 	rd, err := NewReader(memArchive(archive), int64(len(archive)))
 	if err != nil {
 		return nil, err
@@ -689,7 +695,7 @@ func DecompressBytes(ctx context.Context, archive []byte, opt DecodeOptions) ([]
 	if err := rd.UseRef(opt.Ref); err != nil {
 		return nil, err
 	}
-	return rd.ReadFile(ctx, 0, opt)
+	return rd.ReadFileTo(ctx, dst, 0, opt)
 }
 
 // ReadFile decodes file fi into memory, decoding its blocks in parallel

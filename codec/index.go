@@ -560,9 +560,11 @@ func readTensors(r *indexReader, f *FileInfo, nt uint64, namesLeft *int, indexLe
 			break
 		}
 		// Shapes are cut from a shared slab: one allocation per
-		// few hundred tensors instead of one each.
+		// few hundred tensors instead of one each (sized for four
+		// dimensions a tensor left, so that a one-tensor archive
+		// does not allocate 8 KiB for its shape).
 		if slab == nil || uint64(cap(slab)-len(slab)) < nd {
-			slab = make([]int64, 0, max(nd, 1024))
+			slab = make([]int64, 0, max(nd, min(1024, 4*(nt-j))))
 		}
 		t.Shape = slab[len(slab) : len(slab)+int(nd) : len(slab)+int(nd)]
 		slab = slab[:len(slab)+int(nd)]

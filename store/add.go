@@ -441,11 +441,14 @@ func (s *Store) code(c *coded, raw []byte, t dtype.DType) error {
 	if err != nil || !ok {
 		return err
 	}
-	braw, err := s.decode(base, bu, maxDepth)
+	braw, pooled, err := s.decodeCheck(base, bu, maxDepth, true, nil)
 	if err != nil {
 		return fmt.Errorf("base %s: %w", base, err)
 	}
 	delta, err := codeDelta(raw, t, base, braw)
+	if pooled {
+		putBuf(braw)
+	}
 	if err != nil {
 		return err
 	}

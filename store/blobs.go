@@ -33,7 +33,17 @@ type blobs interface {
 type dirBlobs struct {
 	dir string
 	mu  sync.Mutex
-	fds map[Hash]*os.File // open packs, for reads
+	fds map[Hash]*openPack // open packs, for reads
+}
+
+// openPack is an open pack file and its size (packs do not change). An
+// open pack leaves the table (eviction, remove) at any time but is closed
+// only when no read holds it (refs).
+type openPack struct {
+	f       *os.File
+	size    int64
+	refs    int  // reads in progress (dirBlobs.mu)
+	dropped bool // out of the table: close when refs reaches 0
 }
 
 func (d *dirBlobs) path(id Hash) string {
@@ -85,35 +95,68 @@ func syncDir(dir string) error {
 	return nil
 }
 
-func (d *dirBlobs) file(id Hash) (*os.File, error) {
+// open returns pack id, opened if it is not open yet; the caller gives
+// it back with done.
+func (d *dirBlobs) open(id Hash) (*openPack, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if f, ok := d.fds[id]; ok {
-		return f, nil
+	if o, ok := d.fds[id]; ok {
+		o.refs++
+		return o, nil
 	}
 	f, err := os.Open(d.path(id))
 	if err != nil {
 		return nil, err
 	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
 	if d.fds == nil {
-		d.fds = map[Hash]*os.File{}
+		d.fds = map[Hash]*openPack{}
 	}
 	if len(d.fds) >= 64 {
-		for k, g := range d.fds {
-			g.Close()
-			delete(d.fds, k)
+		for k := range d.fds {
+			d.drop(k)
 		}
 	}
-	d.fds[id] = f
-	return f, nil
+	o := &openPack{f: f, size: st.Size(), refs: 1}
+	d.fds[id] = o
+	return o, nil
+}
+
+// done gives back a pack that open returned.
+func (d *dirBlobs) done(o *openPack) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	o.refs--
+	if o.dropped && o.refs == 0 {
+		o.f.Close()
+	}
+}
+
+// drop takes pack id out of the table, closing it unless a read holds it
+// (d.mu held).
+func (d *dirBlobs) drop(id Hash) {
+	o, ok := d.fds[id]
+	if !ok {
+		return
+	}
+	delete(d.fds, id)
+	o.dropped = true
+	if o.refs == 0 {
+		o.f.Close()
+	}
 }
 
 func (d *dirBlobs) readAt(id Hash, p []byte, off int64) error {
-	f, err := d.file(id)
+	o, err := d.open(id)
 	if err != nil {
 		return err
 	}
-	n, err := f.ReadAt(p, off)
+	defer d.done(o)
+	n, err := o.f.ReadAt(p, off)
 	if n == len(p) {
 		return nil
 	}
@@ -125,10 +168,7 @@ func (d *dirBlobs) readAt(id Hash, p []byte, off int64) error {
 
 func (d *dirBlobs) remove(id Hash) error {
 	d.mu.Lock()
-	if f, ok := d.fds[id]; ok {
-		f.Close()
-		delete(d.fds, id)
-	}
+	d.drop(id)
 	d.mu.Unlock()
 	return os.Remove(d.path(id))
 }
@@ -171,9 +211,8 @@ func (d *dirBlobs) clean() (int, error) {
 func (d *dirBlobs) close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for k, f := range d.fds {
-		f.Close()
-		delete(d.fds, k)
+	for k := range d.fds {
+		d.drop(k)
 	}
 }
 
@@ -235,15 +274,12 @@ func (m *memBlobs) list(fn func(id Hash, size int64) error) error {
 func (m *memBlobs) clean() (int, error) { return 0, nil }
 
 func (d *dirBlobs) size(id Hash) (int64, bool) {
-	f, err := d.file(id)
+	o, err := d.open(id)
 	if err != nil {
 		return 0, false
 	}
-	st, err := f.Stat()
-	if err != nil {
-		return 0, false
-	}
-	return st.Size(), true
+	d.done(o)
+	return o.size, true
 }
 
 func (m *memBlobs) size(id Hash) (int64, bool) {

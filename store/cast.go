@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 
 	"neuralzip/dtype"
 )
@@ -29,21 +30,40 @@ func CastF32(dst, src []byte, t dtype.DType) []byte { return castF32(dst, src, t
 func castF32(dst, src []byte, t dtype.DType) []byte {
 	n := len(src) / 4
 	start := len(dst)
-	dst = append(dst, make([]byte, 2*n)...)
+	dst = slices.Grow(dst, 2*n)[:start+2*n]
 	out := dst[start:]
 	src = src[:4*n]
-	// one loop per target type, the words taken in step (no per-value
-	// branch on the type, no bounds checks in the loop)
+	// one loop per target type, two words per step (no per-value branch
+	// on the type, no bounds checks in the loop)
+	to := f32ToF16
 	if t == dtype.BF16 {
-		for i := 0; i+4 <= len(src); i += 4 {
-			x := binary.LittleEndian.Uint32(src[i : i+4 : i+4])
-			binary.LittleEndian.PutUint16(out[i/2:i/2+2:i/2+2], f32ToBF16(x))
-		}
-		return dst
+		to = f32ToBF16
 	}
-	for i := 0; i+4 <= len(src); i += 4 {
-		x := binary.LittleEndian.Uint32(src[i : i+4 : i+4])
-		binary.LittleEndian.PutUint16(out[i/2:i/2+2:i/2+2], f32ToF16(x))
+	i := 0
+	if t == dtype.BF16 {
+		for ; i+8 <= len(src); i += 8 {
+			v := binary.LittleEndian.Uint64(src[i : i+8 : i+8])
+			binary.LittleEndian.PutUint32(out[i/2:i/2+4:i/2+4], uint32(f32ToBF16(uint32(v)))|uint32(f32ToBF16(uint32(v>>32)))<<16)
+		}
+	} else {
+		for ; i+8 <= len(src); i += 8 {
+			v := binary.LittleEndian.Uint64(src[i : i+8 : i+8])
+			// f32ToF16's common case inline, for both words at once
+			y := v & 0x7fffffff7fffffff
+			if uint32(y)-0x38800000 >= 0x47800000-0x38800000 || uint32(y>>32)-0x38800000 >= 0x47800000-0x38800000 {
+				binary.LittleEndian.PutUint32(out[i/2:i/2+4:i/2+4], uint32(f32ToF16(uint32(v)))|uint32(f32ToF16(uint32(v>>32)))<<16)
+				continue
+			}
+			// (each word minus the rebias stays positive and its sum
+			// below 2^28, so nothing borrows or carries across; after
+			// the shift the low word's result is its low 16 bits)
+			r := (y - 0x3800000038000000 + 0x00000fff00000fff + (y>>13)&0x0000000100000001) >> 13
+			h := uint32(v>>16)&0x8000 | uint32(r)&0xffff | (uint32(v>>48)&0x8000|uint32(r>>32))<<16
+			binary.LittleEndian.PutUint32(out[i/2:i/2+4:i/2+4], h)
+		}
+	}
+	if i < len(src) {
+		binary.LittleEndian.PutUint16(out[i/2:], to(binary.LittleEndian.Uint32(src[i:])))
 	}
 	return dst
 }
@@ -59,8 +79,21 @@ func f32ToBF16(x uint32) uint16 {
 }
 
 // f32ToF16 rounds to nearest, ties to even, with subnormals and overflow
-// to infinity; NaNs keep sign and top payload bits, made quiet.
+// to infinity; NaNs keep sign and top payload bits, made quiet. Values
+// whose result is a normal F16 or infinity by overflow (magnitudes from
+// 2^-14 below 2^16) take one rounding addition; the rest f32ToF16Rare.
 func f32ToF16(x uint32) uint16 {
+	if y := x & 0x7fffffff; y-0x38800000 < 0x47800000-0x38800000 {
+		// rebias the exponent (127 → 15) and round the 13 dropped bits
+		// to nearest, ties to even; a carry may reach infinity, as it
+		// should
+		return uint16(x>>16)&0x8000 | uint16((y-0x38000000+0xfff+(y>>13)&1)>>13)
+	}
+	return f32ToF16Rare(x)
+}
+
+// f32ToF16Rare is f32ToF16 for any value, one case at a time.
+func f32ToF16Rare(x uint32) uint16 {
 	sign := uint16(x>>16) & 0x8000
 	exp := int(x>>23) & 0xff
 	mant := x & 0x7fffff

@@ -97,3 +97,45 @@ func TestCastNaNNotRelated(t *testing.T) {
 		restore(t, s, c.name, [][]byte{c.b})
 	}
 }
+
+// TestCastTwins: castF32's two-words-at-a-time loops give what the
+// one-value functions give, and f32ToF16's one-addition rounding what
+// f32ToF16Rare's case-by-case one gives, on a spread of the 2^32 bit
+// patterns (every sign, exponent and rounding case) and odd lengths.
+func TestCastTwins(t *testing.T) {
+	var xs []uint32
+	for x := uint64(0); x < 1<<32; x += 65521 {
+		xs = append(xs, uint32(x), uint32(x)|0x1000, uint32(x)&^0x1fff|0x1000, uint32(x)^0x80000000)
+	}
+	for e := uint32(0); e < 256; e++ {
+		for _, m := range []uint32{0, 1, 0xfff, 0x1000, 0x1001, 0x2000, 0x3000, 0x7fe000, 0x7ff000, 0x7fffff} {
+			xs = append(xs, e<<23|m, 0x80000000|e<<23|m)
+		}
+	}
+	for _, x := range xs {
+		if a, b := f32ToF16(x), f32ToF16Rare(x); a != b {
+			t.Fatalf("f16 of %#08x: %#04x, case by case %#04x", x, a, b)
+		}
+	}
+	for _, n := range []int{len(xs), len(xs) - 1, 1, 0} {
+		src := make([]byte, 4*n+3) // a trailing partial word is ignored
+		for i, x := range xs[:n] {
+			binary.LittleEndian.PutUint32(src[4*i:], x)
+		}
+		for _, ct := range castTypes {
+			to := f32ToF16
+			if ct == dtype.BF16 {
+				to = f32ToBF16
+			}
+			out := castF32([]byte{7}, src, ct)
+			if len(out) != 1+2*n || out[0] != 7 {
+				t.Fatalf("%v: %d bytes for %d values after 1", ct, len(out), n)
+			}
+			for i, x := range xs[:n] {
+				if got, want := binary.LittleEndian.Uint16(out[1+2*i:]), to(x); got != want {
+					t.Fatalf("%v of %#08x (value %d of %d): %#04x, want %#04x", ct, x, i, n, got, want)
+				}
+			}
+		}
+	}
+}

@@ -51,7 +51,51 @@ func (s *Store) unitRec(h Hash) (unit, error) {
 	return u, err
 }
 
-// payload reads and checks unit u's stored bytes.
+// records holds unit records read ahead (WriteFile reads those of a file
+// and their base chains in one transaction); a unit not there is read
+// from the index when needed.
+type records map[Hash]unit
+
+func (r records) get(s *Store, h Hash) (unit, error) {
+	if u, ok := r[h]; ok {
+		return u, nil
+	}
+	return s.unitRec(h)
+}
+
+// readRecords reads the records of units hs and of their bases, as deep
+// as a chain may go, in one transaction. What is missing or damaged is
+// left out: reading it again later gives the error.
+func (s *Store) readRecords(hs []Hash) records {
+	r := make(records, len(hs))
+	s.kv.view(func(t tx) error {
+		for _, h := range hs {
+			for range maxDepth + 2 {
+				if _, ok := r[h]; ok {
+					break
+				}
+				v := t.get(bUnits, h[:])
+				if v == nil {
+					break
+				}
+				u, err := parseUnit(v)
+				if err != nil {
+					break
+				}
+				r[h] = u
+				if u.Kind != KindDelta && u.Kind != KindCast {
+					break
+				}
+				h = u.Base
+			}
+		}
+		return nil
+	})
+	return r
+}
+
+// payload reads and checks unit u's stored bytes, into a buffer of
+// getBuf's.
 func (s *Store) payload(h Hash, u unit) ([]byte, error) {
 	if u.Len > u.RawLen+u.RawLen/8+(1<<20) {
 		return nil, fmt.Errorf("%w: unit %s: payload of %d bytes for %d", ErrIndexDamaged, h, u.Len, u.RawLen)
@@ -59,12 +103,14 @@ func (s *Store) payload(h Hash, u unit) ([]byte, error) {
 	if sz, ok := blobSize(s.bl, u.Pack); ok && (u.Off > sz || u.Len > sz-u.Off) {
 		return nil, fmt.Errorf("%w: unit %s: bytes %d..%d beyond chunk %x (%d bytes)", ErrChunkDamaged, h, u.Off, u.Off+u.Len, u.Pack[:8], sz)
 	}
-	p := make([]byte, u.Len)
+	p := getBuf(int(u.Len))
 	if err := s.bl.readAt(u.Pack, p, u.Off); err != nil {
+		putBuf(p)
 		return nil, fmt.Errorf("%w: unit %s in chunk %x: %v", ErrChunkDamaged, h, u.Pack[:8], err)
 	}
 	s.read.Add(u.Len)
 	if crcOf(p) != u.CRC {
+		putBuf(p)
 		return nil, fmt.Errorf("%w: unit %s in chunk %x: checksum mismatch", ErrChunkDamaged, h, u.Pack[:8])
 	}
 	return p, nil
@@ -81,73 +127,102 @@ func blobSize(b blobs, id Hash) (int64, bool) {
 // decode returns unit h's original bytes (u its record), decoding its base
 // chain (at most depth more units), and checks them against h. The bases
 // are not hashed on the way: a wrong base makes the unit decode to other
-// bytes (or fail), which its own check catches.
+// bytes (or fail), which its own check catches. The caller owns the
+// result.
 func (s *Store) decode(h Hash, u unit, depth int) ([]byte, error) {
-	return s.decodeCheck(h, u, depth, true)
+	b, _, err := s.decodeCheck(h, u, depth, true, nil)
+	return b, err
 }
 
-func (s *Store) decodeCheck(h Hash, u unit, depth int, check bool) ([]byte, error) {
+// decodeCheck is decode, checking the result against h only if check.
+// pooled says that the result is a buffer of getBuf's, which the caller
+// may give back with putBuf once done with it (a unit from the cache is
+// not).
+func (s *Store) decodeCheck(h Hash, u unit, depth int, check bool, recs records) (out []byte, pooled bool, err error) {
 	if b, ok := s.cache.get(h); ok {
-		return b, nil
+		return b, false, nil
 	}
 	if depth < 0 {
-		return nil, fmt.Errorf("%w: unit %s: base chain longer than %d", ErrIndexDamaged, h, maxDepth)
+		return nil, false, fmt.Errorf("%w: unit %s: base chain longer than %d", ErrIndexDamaged, h, maxDepth)
 	}
-	var out []byte
 	switch u.Kind {
 	case KindRaw:
-		p, err := s.payload(h, u)
-		if err != nil {
-			return nil, err
+		if out, err = s.payload(h, u); err != nil {
+			return nil, false, err
 		}
-		out = p
 	case KindNzip:
 		p, err := s.payload(h, u)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		out, err = codec.DecompressBytes(context.Background(), p, codec.DecodeOptions{Threads: 1, SkipHash: true})
+		out, err = codec.DecompressBytesTo(context.Background(), outBuf(u), p, codec.DecodeOptions{Threads: 1, SkipHash: true})
+		putBuf(p)
 		if err != nil {
-			return nil, fmt.Errorf("%w: unit %s: %v", ErrChunkDamaged, h, err)
+			return nil, false, fmt.Errorf("%w: unit %s: %v", ErrChunkDamaged, h, err)
 		}
 	case KindDelta, KindCast:
-		bu, err := s.unitRec(u.Base)
+		bu, err := recs.get(s, u.Base)
 		if err != nil {
-			return nil, fmt.Errorf("base of unit %s: %w", h, err)
+			return nil, false, fmt.Errorf("base of unit %s: %w", h, err)
 		}
-		base, err := s.decodeCheck(u.Base, bu, depth-1, false)
+		base, basePooled, err := s.decodeCheck(u.Base, bu, depth-1, false, recs)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		if u.Kind == KindCast {
-			if bu.DType != dtype.F32 || !castable(u.DType) {
-				return nil, fmt.Errorf("%w: unit %s: cast of %v to %v", ErrIndexDamaged, h, bu.DType, u.DType)
-			}
-			out = castF32(nil, base, u.DType)
-			break
+		out, err = s.fromBase(h, u, bu, base)
+		if basePooled {
+			putBuf(base)
 		}
-		p, err := s.payload(h, u)
 		if err != nil {
-			return nil, err
-		}
-		var segs []codec.Segment
-		if u.DType != dtype.Invalid && u.DType.Size() > 0 {
-			segs = []codec.Segment{{Length: int64(len(base)), Name: "t", DType: u.DType, Shape: []int64{int64(len(base) / u.DType.Size())}}}
-		}
-		ref, err := codec.NewReferenceSums([]codec.Input{{Name: "base", R: bytes.NewReader(base), Size: int64(len(base)), Segments: segs}}, [][32]byte{u.Base})
-		if err != nil {
-			return nil, err
-		}
-		out, err = codec.DecompressBytes(context.Background(), p, codec.DecodeOptions{Threads: 1, SkipHash: true, Ref: ref})
-		if err != nil {
-			return nil, fmt.Errorf("%w: unit %s: %v", ErrChunkDamaged, h, err)
+			return nil, false, err
 		}
 	default:
-		return nil, fmt.Errorf("%w: unit %s: kind %d", ErrIndexDamaged, h, u.Kind)
+		return nil, false, fmt.Errorf("%w: unit %s: kind %d", ErrIndexDamaged, h, u.Kind)
 	}
 	s.decoded.Add(int64(len(out)))
 	if int64(len(out)) != u.RawLen || (check && Hash(sha256.Sum256(out)) != h) {
-		return nil, fmt.Errorf("%w: unit %s decodes to other bytes", ErrChunkDamaged, h)
+		putBuf(out)
+		return nil, false, fmt.Errorf("%w: unit %s decodes to other bytes", ErrChunkDamaged, h)
+	}
+	return out, true, nil
+}
+
+// outBuf is a buffer of getBuf's for the decoded bytes of unit u, or nil
+// (the codec then allocates what its archive makes plausible) when the
+// record's length is beyond the pools or far beyond what its payload
+// could plausibly hold.
+func outBuf(u unit) []byte {
+	if u.RawLen <= 0 || u.RawLen > 1<<maxPoolShift || u.RawLen > 64*u.Len+1<<16 {
+		return nil
+	}
+	return getBuf(int(u.RawLen))[:0]
+}
+
+// fromBase decodes unit h (record u), a cast or a delta, from the bytes
+// of its base (record bu), into a buffer of getBuf's.
+func (s *Store) fromBase(h Hash, u, bu unit, base []byte) ([]byte, error) {
+	if u.Kind == KindCast {
+		if bu.DType != dtype.F32 || !castable(u.DType) {
+			return nil, fmt.Errorf("%w: unit %s: cast of %v to %v", ErrIndexDamaged, h, bu.DType, u.DType)
+		}
+		return castF32(getBuf(len(base) / 2)[:0], base, u.DType), nil
+	}
+	p, err := s.payload(h, u)
+	if err != nil {
+		return nil, err
+	}
+	defer putBuf(p)
+	var segs []codec.Segment
+	if u.DType != dtype.Invalid && u.DType.Size() > 0 {
+		segs = []codec.Segment{{Length: int64(len(base)), Name: "t", DType: u.DType, Shape: []int64{int64(len(base) / u.DType.Size())}}}
+	}
+	ref, err := codec.NewReferenceSums([]codec.Input{{Name: "base", R: bytes.NewReader(base), Size: int64(len(base)), Segments: segs}}, [][32]byte{u.Base})
+	if err != nil {
+		return nil, err
+	}
+	out, err := codec.DecompressBytesTo(context.Background(), outBuf(u), p, codec.DecodeOptions{Threads: 1, SkipHash: true, Ref: ref})
+	if err != nil {
+		return nil, fmt.Errorf("%w: unit %s: %v", ErrChunkDamaged, h, err)
 	}
 	return out, nil
 }
@@ -160,14 +235,21 @@ func (s *Store) WriteFile(m *Manifest, fi int, w io.Writer) error {
 		return fmt.Errorf("store: model %q has no file %d", m.Name, fi)
 	}
 	f := m.Files[fi]
+	pooled := make([]bool, len(f.Units))
+	recs := s.readRecords(f.Units)
 	err := s.ordered(len(f.Units), func(i int) ([]byte, error) {
-		u, err := s.unitRec(f.Units[i])
+		u, err := recs.get(s, f.Units[i])
 		if err != nil {
 			return nil, err
 		}
-		return s.decode(f.Units[i], u, maxDepth)
+		b, p, err := s.decodeCheck(f.Units[i], u, maxDepth, true, recs)
+		pooled[i] = p
+		return b, err
 	}, func(i int, b []byte) error {
 		_, err := w.Write(b)
+		if pooled[i] {
+			putBuf(b)
+		}
 		return err
 	})
 	if err != nil {
