@@ -1,7 +1,10 @@
 package store
 
 import (
+	"bytes"
+	"fmt"
 	"path"
+	"sync"
 	"testing"
 )
 
@@ -30,5 +33,48 @@ func TestHubRoundTrip(t *testing.T) {
 	bad, err := s.Verify()
 	if err != nil || len(bad) > 0 {
 		t.Fatal(err, bad)
+	}
+}
+
+// TestConcurrentGets restores every hub model from one store, six at a
+// time, twice over: restores share the store's buffers and open chunk
+// files, and each must still give its own file's bytes.
+func TestConcurrentGets(t *testing.T) {
+	hub := shared(t, "hub/stories260K")
+	s, _ := tempStore(t)
+	want := addFiles(t, s, hub, hubFiles)
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*len(hubFiles))
+	sem := make(chan struct{}, 6)
+	for range 2 {
+		for _, f := range hubFiles {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				m, err := s.Model(f)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for fi := range m.Files {
+					var buf bytes.Buffer
+					if err := s.WriteFile(m, fi, &buf); err != nil {
+						errs <- err
+						return
+					}
+					if !bytes.Equal(buf.Bytes(), want[f][fi]) {
+						errs <- fmt.Errorf("%s: file %d restores to other bytes", f, fi)
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
