@@ -102,7 +102,7 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		if !*quiet && dest != "-" {
 			el := time.Since(start).Seconds()
-			fmt.Fprintf(stderr, "%s: %s in %.2fs, %.0f MB/s -> %s (SHA-256 verified)\n", in, humanBytes(total), el, float64(total)/el/1e6, dest)
+			fmt.Fprintf(stderr, "%s: %s in %.2fs, %.0f MB/s -> %s (%s verified)\n", in, humanBytes(total), el, float64(total)/el/1e6, dest, digestKind(files))
 			reportBackend(stderr, devRes)
 		}
 		return nil
@@ -121,7 +121,7 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if !*quiet {
 		el := time.Since(start).Seconds()
-		fmt.Fprintf(stderr, "%s: %d files, %s in %.2fs -> %s (SHA-256 verified)\n", in, len(files), humanBytes(total), el, dir)
+		fmt.Fprintf(stderr, "%s: %d files, %s in %.2fs -> %s (%s verified)\n", in, len(files), humanBytes(total), el, dir, digestKind(files))
 		reportBackend(stderr, devRes)
 	}
 	return nil

@@ -46,6 +46,10 @@ func TestDigestShown(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "m.safetensors: SHA-256 "+hex.EncodeToString(sha[:])) {
 		t.Fatalf("verify -sha256: %s", out)
 	}
+	// decompress says which digest it checked
+	if code, _, errs := nzip(t, "decompress", "-o", filepath.Join(dir, "out"), arc); code != 0 || !strings.Contains(errs, "(BLAKE3 verified)") {
+		t.Fatalf("decompress: %d %s", code, errs)
+	}
 
 	// an archive of format version 3 holds a SHA-256
 	old := filepath.Join("..", "..", "codec", "testdata", "golden-v3.nzip")
@@ -64,5 +68,8 @@ func TestDigestShown(t *testing.T) {
 	code, out, _ = nzip(t, "verify", "-sha256", old)
 	if code != 0 || !strings.Contains(out, "file SHA-256 match") || strings.Count(out, hex.EncodeToString(osum[:])) != 1 {
 		t.Fatalf("verify -sha256 of a version 3 archive: %s", out)
+	}
+	if code, _, errs := nzip(t, "decompress", "-o", filepath.Join(dir, "old"), old); code != 0 || !strings.Contains(errs, "(SHA-256 verified)") {
+		t.Fatalf("decompress of a version 3 archive: %d %s", code, errs)
 	}
 }

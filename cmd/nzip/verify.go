@@ -80,16 +80,8 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if refs := rd.RefFiles(); len(refs) > 0 {
 		note += fmt.Sprintf("; reference %s (SHA-256 %x) matches", refs[0].Name, refs[0].SHA256)
 	}
-	kinds := map[codec.Digest]bool{}
-	for _, fi := range rd.Files() {
-		kinds[fi.Digest] = true
-	}
-	kind := "digest"
-	if len(kinds) == 1 {
-		kind = rd.Files()[0].Digest.String()
-	}
 	fmt.Fprintf(stdout, "%s: OK: %d file(s), %s in %d blocks; every block CRC-32C and file %s match (%.2fs)%s\n",
-		in, len(rd.Files()), humanBytes(total), blocks, kind, time.Since(start).Seconds(), note)
+		in, len(rd.Files()), humanBytes(total), blocks, digestKind(rd.Files()), time.Since(start).Seconds(), note)
 	for i, fi := range rd.Files() {
 		fmt.Fprintf(stdout, "  %s: %v %x\n", fi.Name, fi.Digest, fi.Sum)
 		if shas[i] != nil && fi.Digest != codec.DigestSHA256 {
@@ -97,4 +89,18 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	return nil
+}
+
+// digestKind names the digest the files are checked by ("BLAKE3", or
+// "SHA-256" in archives before version 7; "digest" if they differ).
+func digestKind(files []*codec.FileInfo) string {
+	kind := "digest"
+	for i, fi := range files {
+		if i == 0 {
+			kind = fi.Digest.String()
+		} else if fi.Digest != files[0].Digest {
+			return "digest"
+		}
+	}
+	return kind
 }
