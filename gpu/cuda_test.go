@@ -81,8 +81,36 @@ func fakeDriver(t *testing.T) Backend {
 // TestCUDAFakeDriver runs the CUDA backend — purego bindings, kernel
 // arguments, grids, copies, events — against the kernels compiled as C++,
 // and compares every byte and the device histograms with the Go twin.
-func TestCUDAFakeDriver(t *testing.T) {
-	b := fakeDriver(t)
+func TestCUDAFakeDriver(t *testing.T) { checkCUDA(t, fakeDriver(t)) }
+
+// TestCUDARealDevice runs the fake driver's checks, the damaged archives
+// and the real activations on a real CUDA device, where the system has
+// one (and this process has not loaded the fake driver: run it alone,
+// -run TestCUDARealDevice); elsewhere it is skipped.
+func TestCUDARealDevice(t *testing.T) {
+	if os.Getenv("NZIP_LIBCUDA") != "" {
+		t.Skip("NZIP_LIBCUDA is set: not the system's driver")
+	}
+	b, err := Open("cuda", 0)
+	if err != nil {
+		t.Skipf("no CUDA device: %v", err)
+	}
+	defer b.Close()
+	if strings.Contains(b.Device(), "fake CUDA device") {
+		t.Skip("the fake driver is loaded in this process: run -run TestCUDARealDevice alone")
+	}
+	t.Logf("device: %s", b.Device())
+	checkCUDA(t, b)
+	damageTrials(t, b, 13, 200)
+	activationsSparse(t, b)
+}
+
+// checkCUDA compares the CUDA backend b with the Go twin: the edge file
+// (every float dtype and edge value) at two block sizes, bytes and
+// exponent histograms; an archive of the earlier encoder (1-stream
+// Huffman blocks); a decode in small batches; the bench loop; the real
+// corpus where present.
+func checkCUDA(t *testing.T, b Backend) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	src, segs := edgeFile(rng)
 	for _, chunk := range []int{1000, 65536} {
@@ -116,7 +144,7 @@ func TestCUDAFakeDriver(t *testing.T) {
 			src, segs := loadSegments(t, f)
 			rd, ra := archive(t, src, segs, codec.EncodeOptions{})
 			res := decodeWith(t, b, rd, ra, src)
-			t.Logf("%s: %d of %d bytes on the (fake) device, pairs included", filepath.Base(f), res.DevBytes, res.Bytes)
+			t.Logf("%s: %d of %d bytes on %s, pairs included", filepath.Base(f), res.DevBytes, res.Bytes, b.Device())
 		}
 	} else {
 		t.Log("../shared not present or -short: real files skipped")
