@@ -77,3 +77,31 @@ func BenchmarkGetHub(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkVerifyHub verifies a directory store holding the hub's twelve
+// files (every model restored and checked, bases included).
+func BenchmarkVerifyHub(b *testing.B) {
+	hub := shared(b, "hub/stories260K")
+	dir := b.TempDir()
+	Init(dir)
+	s, err := Open(dir, Options{Threads: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var raw int64
+	for _, f := range hubFiles {
+		m, _, err := s.Add(f, inputs(b, path.Join(hub, f)), AddOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		raw += m.Raw
+	}
+	b.SetBytes(raw)
+	for b.Loop() {
+		if bad, err := s.Verify(); err != nil || len(bad) > 0 {
+			b.Fatal(err, bad)
+		}
+	}
+	b.ReportMetric(float64(s.BytesDecoded())/float64(raw)/float64(b.N), "decoded/restored")
+}

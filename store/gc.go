@@ -172,6 +172,8 @@ func (s *Store) GC() (GCStats, error) {
 // damaged model (each naming it) and an error for the index as a whole.
 func (s *Store) Verify() ([]error, error) {
 	s.cache = newRawCache(s.cache.max) // read every chunk again
+	s.verifying.Store(true)
+	defer s.verifying.Store(false)
 	names, err := s.Names()
 	if err != nil {
 		return nil, err

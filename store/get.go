@@ -180,9 +180,15 @@ func (s *Store) decodeCheck(h Hash, u unit, depth int, check bool, recs records)
 		return nil, false, fmt.Errorf("%w: unit %s: kind %d", ErrIndexDamaged, h, u.Kind)
 	}
 	s.decoded.Add(int64(len(out)))
-	if int64(len(out)) != u.RawLen || (check && Hash(sha256.Sum256(out)) != h) {
+	verifying := s.verifying.Load()
+	if int64(len(out)) != u.RawLen || ((check || verifying) && Hash(sha256.Sum256(out)) != h) {
 		putBuf(out)
 		return nil, false, fmt.Errorf("%w: unit %s decodes to other bytes", ErrChunkDamaged, h)
+	}
+	if verifying {
+		// checked: the cache may serve it as a base (it owns it now)
+		s.cache.put(h, out)
+		return out, false, nil
 	}
 	return out, true, nil
 }
