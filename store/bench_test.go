@@ -39,8 +39,9 @@ func BenchmarkAddHub(b *testing.B) {
 	}
 }
 
-// BenchmarkGetHub restores the hub's twelve files from a directory store.
-func BenchmarkGetHub(b *testing.B) {
+// hubStore is a directory store holding the hub's twelve files, opened
+// read-only (two threads), and their bytes in all.
+func hubStore(b *testing.B) (*Store, int64) {
 	hub := shared(b, "hub/stories260K")
 	dir := b.TempDir()
 	Init(dir)
@@ -57,11 +58,16 @@ func BenchmarkGetHub(b *testing.B) {
 		raw += m.Raw
 	}
 	s.Close()
-	s, err = Open(dir, Options{Threads: 2, ReadOnly: true})
-	if err != nil {
+	if s, err = Open(dir, Options{Threads: 2, ReadOnly: true}); err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
+	b.Cleanup(func() { s.Close() })
+	return s, raw
+}
+
+// BenchmarkGetHub restores the hub's twelve files from a directory store.
+func BenchmarkGetHub(b *testing.B) {
+	s, raw := hubStore(b)
 	b.SetBytes(raw)
 	for b.Loop() {
 		for _, f := range hubFiles {
@@ -81,22 +87,7 @@ func BenchmarkGetHub(b *testing.B) {
 // BenchmarkVerifyHub verifies a directory store holding the hub's twelve
 // files (every model restored and checked, bases included).
 func BenchmarkVerifyHub(b *testing.B) {
-	hub := shared(b, "hub/stories260K")
-	dir := b.TempDir()
-	Init(dir)
-	s, err := Open(dir, Options{Threads: 2})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	var raw int64
-	for _, f := range hubFiles {
-		m, _, err := s.Add(f, inputs(b, path.Join(hub, f)), AddOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		raw += m.Raw
-	}
+	s, raw := hubStore(b)
 	b.SetBytes(raw)
 	for b.Loop() {
 		if bad, err := s.Verify(); err != nil || len(bad) > 0 {
