@@ -48,7 +48,7 @@ func decodeIndex(raw []byte) (map[string]map[string][]byte, error) {
 	}
 	p := raw[len(s3IndexMagic):]
 	next := func(what string) ([]byte, error) {
-		n, k := binary.Uvarint(p)
+		n, k := uvarint(p)
 		if k <= 0 || n > uint64(len(p)-k) {
 			return nil, fmt.Errorf("%w: %s: bad length", ErrIndexDamaged, what)
 		}
@@ -58,7 +58,7 @@ func decodeIndex(raw []byte) (map[string]map[string][]byte, error) {
 	}
 	b := make(map[string]map[string][]byte, len(buckets))
 	for _, name := range buckets {
-		n, k := binary.Uvarint(p)
+		n, k := uvarint(p)
 		if k <= 0 || n > uint64(len(p)-k)/2 { // an entry takes at least two bytes
 			return nil, fmt.Errorf("%w: bucket %s: bad entry count", ErrIndexDamaged, name)
 		}
@@ -86,4 +86,14 @@ func decodeIndex(raw []byte) (map[string]map[string][]byte, error) {
 		return nil, fmt.Errorf("%w: %d bytes after the last bucket", ErrIndexDamaged, len(p))
 	}
 	return b, nil
+}
+
+// uvarint is binary.Uvarint accepting only the shortest encoding, the one
+// encodeIndex writes (so that one index has one encoding); k ≤ 0 otherwise.
+func uvarint(p []byte) (n uint64, k int) {
+	n, k = binary.Uvarint(p)
+	if k > 1 && p[k-1] == 0 {
+		return 0, 0 // a last byte of 0 adds nothing: not the shortest
+	}
+	return n, k
 }
