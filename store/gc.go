@@ -172,8 +172,6 @@ func (s *Store) GC() (GCStats, error) {
 // damaged model (each naming it) and an error for the index as a whole.
 func (s *Store) Verify() ([]error, error) {
 	s.cache = newRawCache(s.cache.max) // read every chunk again
-	s.verifying.Store(true)
-	defer s.verifying.Store(false)
 	names, err := s.Names()
 	if err != nil {
 		return nil, err
@@ -195,7 +193,7 @@ func (s *Store) verifyModel(name string) error {
 	for fi, f := range m.Files {
 		h := sha256.New()
 		cw := &countWriter{w: h}
-		if err := s.WriteFile(m, fi, cw); err != nil {
+		if err := s.writeFile(m, fi, cw, true); err != nil {
 			return err
 		}
 		if cw.n != f.Size || Hash(h.Sum(nil)) != f.SHA256 {

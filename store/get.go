@@ -51,14 +51,22 @@ func (s *Store) unitRec(h Hash) (unit, error) {
 	return u, err
 }
 
-// records holds unit records read ahead (WriteFile reads those of a file
-// and their base chains in one transaction); a unit not there is read
-// from the index when needed.
-type records map[Hash]unit
+// restoring is what the units of one restore share: their records and
+// their bases', read ahead in one transaction (a unit not there is read
+// from the index when needed), and whether every unit decoded, bases
+// too, is checked against its SHA-256 and kept in the cache, so that a
+// base shared by many units and models is decoded once (Verify).
+type restoring struct {
+	recs map[Hash]unit
+	keep bool
+}
 
-func (r records) get(s *Store, h Hash) (unit, error) {
-	if u, ok := r[h]; ok {
-		return u, nil
+// rec is unit h's record; r may be nil.
+func (r *restoring) rec(s *Store, h Hash) (unit, error) {
+	if r != nil {
+		if u, ok := r.recs[h]; ok {
+			return u, nil
+		}
 	}
 	return s.unitRec(h)
 }
@@ -66,8 +74,8 @@ func (r records) get(s *Store, h Hash) (unit, error) {
 // readRecords reads the records of units hs and of their bases, as deep
 // as a chain may go, in one transaction. What is missing or damaged is
 // left out: reading it again later gives the error.
-func (s *Store) readRecords(hs []Hash) records {
-	r := make(records, len(hs))
+func (s *Store) readRecords(hs []Hash) map[Hash]unit {
+	r := make(map[Hash]unit, len(hs))
 	s.kv.view(func(t tx) error {
 		for _, h := range hs {
 			for range maxDepth + 2 {
@@ -134,11 +142,11 @@ func (s *Store) decode(h Hash, u unit, depth int) ([]byte, error) {
 	return b, err
 }
 
-// decodeCheck is decode, checking the result against h only if check.
-// pooled says that the result is a buffer of getBuf's, which the caller
-// may give back with putBuf once done with it (a unit from the cache is
-// not).
-func (s *Store) decodeCheck(h Hash, u unit, depth int, check bool, recs records) (out []byte, pooled bool, err error) {
+// decodeCheck is decode, checking the result against h only if check (or
+// r.keep; r may be nil). pooled says that the result is a buffer of
+// getBuf's, which the caller may give back with putBuf once done with it
+// (a unit from the cache is not).
+func (s *Store) decodeCheck(h Hash, u unit, depth int, check bool, r *restoring) (out []byte, pooled bool, err error) {
 	if b, ok := s.cache.get(h); ok {
 		return b, false, nil
 	}
@@ -161,11 +169,11 @@ func (s *Store) decodeCheck(h Hash, u unit, depth int, check bool, recs records)
 			return nil, false, fmt.Errorf("%w: unit %s: %v", ErrChunkDamaged, h, err)
 		}
 	case KindDelta, KindCast:
-		bu, err := recs.get(s, u.Base)
+		bu, err := r.rec(s, u.Base)
 		if err != nil {
 			return nil, false, fmt.Errorf("base of unit %s: %w", h, err)
 		}
-		base, basePooled, err := s.decodeCheck(u.Base, bu, depth-1, false, recs)
+		base, basePooled, err := s.decodeCheck(u.Base, bu, depth-1, false, r)
 		if err != nil {
 			return nil, false, err
 		}
@@ -180,12 +188,12 @@ func (s *Store) decodeCheck(h Hash, u unit, depth int, check bool, recs records)
 		return nil, false, fmt.Errorf("%w: unit %s: kind %d", ErrIndexDamaged, h, u.Kind)
 	}
 	s.decoded.Add(int64(len(out)))
-	verifying := s.verifying.Load()
-	if int64(len(out)) != u.RawLen || ((check || verifying) && Hash(sha256.Sum256(out)) != h) {
+	keep := r != nil && r.keep
+	if int64(len(out)) != u.RawLen || ((check || keep) && Hash(sha256.Sum256(out)) != h) {
 		putBuf(out)
 		return nil, false, fmt.Errorf("%w: unit %s decodes to other bytes", ErrChunkDamaged, h)
 	}
-	if verifying {
+	if keep {
 		// checked: the cache may serve it as a base (it owns it now)
 		s.cache.put(h, out)
 		return out, false, nil
@@ -237,18 +245,24 @@ func (s *Store) fromBase(h Hash, u, bu unit, base []byte) ([]byte, error) {
 // time, in order. Every unit is checked against its SHA-256, so a damaged
 // chunk or index is an error, never other bytes.
 func (s *Store) WriteFile(m *Manifest, fi int, w io.Writer) error {
+	return s.writeFile(m, fi, w, false)
+}
+
+// writeFile is WriteFile; keep: every unit decoded is checked and kept
+// (restoring.keep).
+func (s *Store) writeFile(m *Manifest, fi int, w io.Writer, keep bool) error {
 	if fi < 0 || fi >= len(m.Files) {
 		return fmt.Errorf("store: model %q has no file %d", m.Name, fi)
 	}
 	f := m.Files[fi]
 	pooled := make([]bool, len(f.Units))
-	recs := s.readRecords(f.Units)
+	r := &restoring{recs: s.readRecords(f.Units), keep: keep}
 	err := s.ordered(len(f.Units), func(i int) ([]byte, error) {
-		u, err := recs.get(s, f.Units[i])
+		u, err := r.rec(s, f.Units[i])
 		if err != nil {
 			return nil, err
 		}
-		b, p, err := s.decodeCheck(f.Units[i], u, maxDepth, true, recs)
+		b, p, err := s.decodeCheck(f.Units[i], u, maxDepth, true, r)
 		pooled[i] = p
 		return b, err
 	}, func(i int, b []byte) error {

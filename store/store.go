@@ -62,10 +62,6 @@ type Store struct {
 	read    atomic.Int64 // payload bytes read from chunks
 	decoded atomic.Int64 // unit bytes decoded (bases included)
 	cache   *rawCache
-	// verifying: Verify is running; every unit decoded is checked
-	// against its SHA-256 and kept in the cache, so bases shared by many
-	// units and models are decoded once (decodeCheck)
-	verifying atomic.Bool
 }
 
 // IsS3 reports whether a store location names a store on S3-compatible
