@@ -94,13 +94,13 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // digestKind names the digest the files are checked by ("BLAKE3", or
 // "SHA-256" in archives before version 7; "digest" if they differ).
 func digestKind(files []*codec.FileInfo) string {
-	kind := "digest"
-	for i, fi := range files {
-		if i == 0 {
-			kind = fi.Digest.String()
-		} else if fi.Digest != files[0].Digest {
+	if len(files) == 0 {
+		return "digest"
+	}
+	for _, fi := range files[1:] {
+		if fi.Digest != files[0].Digest {
 			return "digest"
 		}
 	}
-	return kind
+	return files[0].Digest.String()
 }
