@@ -35,12 +35,9 @@ func castF32(dst, src []byte, t dtype.DType) []byte {
 	src = src[:4*n]
 	// one loop per target type, two words per step (no per-value branch
 	// on the type, no bounds checks in the loop)
-	to := f32ToF16
+	i, to := 0, f32ToF16
 	if t == dtype.BF16 {
 		to = f32ToBF16
-	}
-	i := 0
-	if t == dtype.BF16 {
 		for ; i+8 <= len(src); i += 8 {
 			v := binary.LittleEndian.Uint64(src[i : i+8 : i+8])
 			binary.LittleEndian.PutUint32(out[i/2:i/2+4:i/2+4], uint32(f32ToBF16(uint32(v)))|uint32(f32ToBF16(uint32(v>>32)))<<16)
