@@ -9,13 +9,19 @@ import (
 )
 
 // BenchmarkAddHub adds the hub's twelve files to a fresh directory store.
-func BenchmarkAddHub(b *testing.B) {
+func BenchmarkAddHub(b *testing.B) { benchAddHub(b, false) }
+
+// BenchmarkAddHubBatch adds the hub's twelve files in one AddBatch, as
+// nzip store add does.
+func BenchmarkAddHubBatch(b *testing.B) { benchAddHub(b, true) }
+
+func benchAddHub(b *testing.B, batch bool) {
 	hub := shared(b, "hub/stories260K")
-	var ins [][]Input
+	var bms []BatchModel
 	var raw int64
 	for _, f := range hubFiles {
 		in := inputs(b, path.Join(hub, f))
-		ins = append(ins, in)
+		bms = append(bms, BatchModel{Name: f, Files: in})
 		for _, x := range in {
 			raw += x.Size
 		}
@@ -30,9 +36,15 @@ func BenchmarkAddHub(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		for i, f := range hubFiles {
-			if _, _, err := s.Add(f, ins[i], AddOptions{}); err != nil {
+		if batch {
+			if _, _, err := s.AddBatch(bms, AddOptions{}); err != nil {
 				b.Fatal(err)
+			}
+		} else {
+			for _, bm := range bms {
+				if _, _, err := s.Add(bm.Name, bm.Files, AddOptions{}); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
 		s.Close()

@@ -69,7 +69,14 @@ type UnitInfo struct {
 
 // Describe hashes and fingerprints the bytes of a unit of type t.
 func Describe(raw []byte, t dtype.DType) (h Hash, fp []float32, casts []Hash) {
-	h = sha256.Sum256(raw)
+	return describe(raw, t, true)
+}
+
+// describe is Describe; without hash, h is left zero.
+func describe(raw []byte, t dtype.DType, hash bool) (h Hash, fp []float32, casts []Hash) {
+	if hash {
+		h = sha256.Sum256(raw)
+	}
 	if fingerprintable(t) && len(raw)%t.Size() == 0 {
 		fp = fingerprintOf(raw, t)
 	}
@@ -328,6 +335,12 @@ func Code(p Plan, raw, base []byte) (NewUnit, []byte, error) {
 	if Hash(sha256.Sum256(raw)) != u.Hash {
 		return NewUnit{}, nil, fmt.Errorf("store: unit %s: its input changed since it was described", u.Hash)
 	}
+	return codePlan(p, raw, base)
+}
+
+// codePlan is Code for bytes known to be the planned unit's.
+func codePlan(p Plan, raw, base []byte) (NewUnit, []byte, error) {
+	u := p.Unit
 	nu := NewUnit{Unit: u}
 	if p.Kind == KindCast {
 		nu.Kind, nu.Base = KindCast, p.Base
@@ -354,7 +367,13 @@ func Code(p Plan, raw, base []byte) (NewUnit, []byte, error) {
 // as one pack and sets each unit's place in it; the caller stores the pack
 // with PutPack and sets Pack to its address.
 func Pack(units []NewUnit, payloads [][]byte) []byte {
-	var pack []byte
+	n := 0
+	for i := range units {
+		if units[i].Kind != KindCast {
+			n += len(payloads[i])
+		}
+	}
+	pack := make([]byte, 0, n)
 	for i := range units {
 		if units[i].Kind == KindCast {
 			continue
@@ -402,6 +421,7 @@ type ModelCommit struct {
 	Name  string
 	Files []FileEntry // each file's units (hashes, in order), size, SHA-256, format
 	New   []NewUnit   // the units this model stores, packed
+	Alone int64       // Manifest.Alone: its files' own nzip archives (0: not measured)
 }
 
 // CommitModels enters models into the index in the order given, in one
@@ -410,8 +430,15 @@ type ModelCommit struct {
 // try of the same ingest) is left as it is and reported in skipped; one
 // stored with other files is an ErrExists.
 func (s *Store) CommitModels(ms []ModelCommit) (skipped []string, err error) {
+	_, skipped, err = s.commitModels(ms)
+	return skipped, err
+}
+
+// commitModels is CommitModels, also returning the manifest of each model
+// of ms as committed (nil for one skipped).
+func (s *Store) commitModels(ms []ModelCommit) (out []*Manifest, skipped []string, err error) {
 	if s.opt.ReadOnly {
-		return nil, errors.New("store: opened read-only")
+		return nil, nil, errors.New("store: opened read-only")
 	}
 	var sizer func(Hash) (int64, bool)
 	if z, ok := s.bl.(interface{ stat(Hash) (int64, bool) }); ok {
@@ -422,11 +449,11 @@ func (s *Store) CommitModels(ms []ModelCommit) (skipped []string, err error) {
 	ms = slices.Clone(ms)
 	for _, mc := range ms {
 		if err := checkName(mc.Name); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, f := range mc.Files {
 			if err := checkFileName(f.Name); err != nil {
-				return nil, fmt.Errorf("store: model %q: %w", mc.Name, err)
+				return nil, nil, fmt.Errorf("store: model %q: %w", mc.Name, err)
 			}
 		}
 		if sizer == nil {
@@ -440,14 +467,15 @@ func (s *Store) CommitModels(ms []ModelCommit) (skipped []string, err error) {
 		}
 		for id, e := range end {
 			if n, ok := sizer(id); !ok || n < e {
-				return nil, fmt.Errorf("store: model %q: chunk %s is missing or short (a gc removed it while the ingest ran?): ingest again", mc.Name, id)
+				return nil, nil, fmt.Errorf("store: model %q: chunk %s is missing or short (a gc removed it while the ingest ran?): ingest again", mc.Name, id)
 			}
 		}
 	}
 	err = s.kv.update(func(t tx) error {
 		skipped = skipped[:0]
-		for _, mc := range ms {
-			m := &Manifest{Name: mc.Name, Files: mc.Files}
+		out = make([]*Manifest, len(ms))
+		for mi, mc := range ms {
+			m := &Manifest{Name: mc.Name, Files: mc.Files, Alone: mc.Alone}
 			for _, f := range mc.Files {
 				m.Raw += f.Size
 			}
@@ -481,13 +509,14 @@ func (s *Store) CommitModels(ms []ModelCommit) (skipped []string, err error) {
 			if err := commitModel(t, m, news); err != nil {
 				return fmt.Errorf("model %q: %w", mc.Name, err)
 			}
+			out[mi] = m
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: commit: %w", err)
+		return nil, nil, fmt.Errorf("store: commit: %w", err)
 	}
-	return skipped, nil
+	return out, skipped, nil
 }
 
 func sameFiles(a, b []FileEntry) bool {

@@ -11,7 +11,8 @@ import (
 )
 
 // TestKillChild is the child of TestKill: it adds hub models to the store
-// NZ_STORE_CHILD and kills itself (SIGKILL) at phase NZ_STORE_KILL.
+// NZ_STORE_CHILD (one by one, or in one AddBatch when NZ_STORE_BATCH is
+// set) and kills itself (SIGKILL) at phase NZ_STORE_KILL.
 func TestKillChild(t *testing.T) {
 	dir := os.Getenv("NZ_STORE_CHILD")
 	if dir == "" {
@@ -30,9 +31,19 @@ func TestKillChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	hub := shared(t, "hub/stories260K")
-	for _, f := range hubFiles {
-		if _, _, err := s.Add(f, inputs(t, path.Join(hub, f)), AddOptions{}); err != nil {
+	if os.Getenv("NZ_STORE_BATCH") != "" {
+		var bms []BatchModel
+		for _, f := range hubFiles {
+			bms = append(bms, BatchModel{Name: f, Files: inputs(t, path.Join(hub, f))})
+		}
+		if _, _, err := s.AddBatch(bms, AddOptions{}); err != nil {
 			t.Fatal(err)
+		}
+	} else {
+		for _, f := range hubFiles {
+			if _, _, err := s.Add(f, inputs(t, path.Join(hub, f)), AddOptions{}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	s.Close()
@@ -40,7 +51,8 @@ func TestKillChild(t *testing.T) {
 
 // TestKill kills an adding process (kill -9) at each point of an add and
 // at random times, then checks that the store verifies, that gc removes
-// what the dead add left, and that a new add completes the store.
+// what the dead add left, and that a new add completes the store; then
+// the same for a batch (AddBatch: all its models or none).
 func TestKill(t *testing.T) {
 	shared(t, "hub/stories260K")
 	if testing.Short() {
@@ -50,9 +62,10 @@ func TestKill(t *testing.T) {
 	if err := Init(dir); err != nil {
 		t.Fatal(err)
 	}
+	batch := ""
 	run := func(phase string, after time.Duration) {
 		cmd := exec.Command(os.Args[0], "-test.run", "^TestKillChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "NZ_STORE_CHILD="+dir, "NZ_STORE_KILL="+phase)
+		cmd.Env = append(os.Environ(), "NZ_STORE_CHILD="+dir, "NZ_STORE_KILL="+phase, "NZ_STORE_BATCH="+batch)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -116,4 +129,45 @@ func TestKill(t *testing.T) {
 	}
 	run("", 0)
 	check("complete")
+
+	// a batch: killed before its commit, none of its models is there
+	batch = "1"
+	os.RemoveAll(dir)
+	if err := Init(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, phase := range []string{"pack-written", "packed"} {
+		run(phase, 0)
+		if gs := check("batch killed at " + phase); gs.Packs+int64(gs.Temps) == 0 {
+			t.Fatalf("batch killed at %s: gc removed nothing, want the dead batch's chunk files", phase)
+		}
+		s, err := Open(dir, Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		names, _ := s.Names()
+		s.Close()
+		if len(names) != 0 {
+			t.Fatalf("batch killed at %s: %d models present", phase, len(names))
+		}
+	}
+	for _, d := range []time.Duration{40, 120} {
+		run("", d*time.Millisecond)
+		check("batch killed after " + (d * time.Millisecond).String())
+		os.RemoveAll(dir)
+		if err := Init(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("", 0)
+	s, err := Open(dir, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, _ := s.Names()
+	s.Close()
+	if len(names) != len(hubFiles) {
+		t.Fatalf("complete batch: %d models, want %d", len(names), len(hubFiles))
+	}
+	check("batch complete")
 }

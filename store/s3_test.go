@@ -66,18 +66,35 @@ func TestS3Lifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dirStore, _ := tempStore(t)
+	// the same models added as one batch, to a directory store and to a
+	// second S3 store, make the same store
+	var bms []BatchModel
 	for _, f := range files {
-		if _, _, err := dirStore.Add(f, inputs(t, path.Join(hub, f)), AddOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		bms = append(bms, BatchModel{Name: f, Files: inputs(t, path.Join(hub, f))})
 	}
-	dst, err := dirStore.Stats()
+	dirStore, _ := tempStore(t)
+	if err := Init(loc + "-batch"); err != nil {
+		t.Fatal(err)
+	}
+	s3b, err := Open(loc+"-batch", Options{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Stored != dst.Stored || len(st.Units) != len(dst.Units) {
-		t.Fatalf("s3 store %d bytes in %d units, directory store %d in %d", st.Stored, len(st.Units), dst.Stored, len(dst.Units))
+	defer s3b.Close()
+	for _, o := range []*Store{dirStore, s3b} {
+		if _, _, err := o.AddBatch(bms, AddOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ost, err := o.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Stored != ost.Stored || len(st.Units) != len(ost.Units) {
+			t.Fatalf("s3 store %d bytes in %d units, batch into %q %d in %d", st.Stored, len(st.Units), o.Dir(), ost.Stored, len(ost.Units))
+		}
+		for _, f := range files {
+			restore(t, o, f, want[f])
+		}
 	}
 	s2.Close()
 	gs, st := removeAndGC(t, s, files, want)

@@ -99,6 +99,61 @@ func runStoreAdd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer s.Close()
+	// Models are added in batches (store.AddBatch: coded together, one
+	// commit, all of a batch or none of it after a crash) of at most
+	// store.BatchBytes of files and store.BatchModels models; a model
+	// larger than that is added alone (store.Add holds one tensor at a
+	// time).
+	var (
+		batch []store.BatchModel
+		open  [][]inputFile
+		size  int64
+	)
+	report := func(m *store.Manifest, st store.AddStats) {
+		if *quiet {
+			return
+		}
+		fmt.Fprintf(stdout, "%s: %s → %s stored (%d units: %d already stored, %d casts, %d deltas, %d coded)",
+			m.Name, humanBytes(m.Raw), humanBytes(m.Added), st.Units, st.Dedup, st.Casts, st.Deltas, st.Coded)
+		if len(m.Bases) > 0 {
+			fmt.Fprintf(stdout, "; bases: %s", strings.Join(m.Bases, ", "))
+		}
+		fmt.Fprintln(stdout)
+	}
+	unchanged := func(in [][]inputFile) func() error {
+		return func() error {
+			for _, fs := range in {
+				for _, f := range fs {
+					if err := f.unchanged(); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}
+	}
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		ms, sts, err := s.AddBatch(batch, store.AddOptions{Compare: *compare, BeforeCommit: unchanged(open)})
+		for _, in := range open {
+			closeInputs(in)
+		}
+		batch, open, size = batch[:0], open[:0], 0
+		if err != nil {
+			return err
+		}
+		for i, m := range ms {
+			report(m, sts[i])
+		}
+		return nil
+	}
+	defer func() {
+		for _, in := range open {
+			closeInputs(in)
+		}
+	}()
 	for _, p := range files {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -112,31 +167,35 @@ func runStoreAdd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return err
 		}
 		ins := make([]store.Input, len(in))
+		var msize int64
 		for i, f := range in {
 			ins[i] = store.Input{Name: f.name, R: f.f, Size: f.size, Format: f.format, Segments: f.segs}
+			msize += f.size
 		}
-		m, st, err := s.Add(n, ins, store.AddOptions{Compare: *compare, BeforeCommit: func() error {
-			for _, f := range in {
-				if err := f.unchanged(); err != nil {
-					return err
-				}
+		if msize > store.BatchBytes {
+			if err := flush(); err != nil {
+				closeInputs(in)
+				return err
 			}
-			return nil
-		}})
-		closeInputs(in)
-		if err != nil {
-			return err
-		}
-		if !*quiet {
-			fmt.Fprintf(stdout, "%s: %s → %s stored (%d units: %d already stored, %d casts, %d deltas, %d coded)",
-				n, humanBytes(m.Raw), humanBytes(m.Added), st.Units, st.Dedup, st.Casts, st.Deltas, st.Coded)
-			if len(m.Bases) > 0 {
-				fmt.Fprintf(stdout, "; bases: %s", strings.Join(m.Bases, ", "))
+			m, st, err := s.Add(n, ins, store.AddOptions{Compare: *compare, BeforeCommit: unchanged([][]inputFile{in})})
+			closeInputs(in)
+			if err != nil {
+				return err
 			}
-			fmt.Fprintln(stdout)
+			report(m, st)
+			continue
 		}
+		if size+msize > store.BatchBytes || len(batch) == store.BatchModels {
+			if err := flush(); err != nil {
+				closeInputs(in)
+				return err
+			}
+		}
+		batch = append(batch, store.BatchModel{Name: n, Files: ins})
+		open = append(open, in)
+		size += msize
 	}
-	return nil
+	return flush()
 }
 
 func runStoreGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {

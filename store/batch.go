@@ -1,0 +1,366 @@
+package store
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// BatchModel is one model of AddBatch: its name and its files.
+type BatchModel struct {
+	Name  string
+	Files []Input
+}
+
+// AddBatch adds models as Add adds them one after another, in the order
+// given — the same units, kinds, bases, chunk files and manifests
+// (TestAddBatchMatchesAdd; as for the ingest steps, a chain that reaches
+// the depth limit may end one unit earlier) — but as one ingest
+// (ingest.go's steps, run here): the units of every model are read,
+// hashed and coded on the store's threads together; each family of
+// same-size tensors is planned once, its bases read from the inputs
+// rather than decoded from the store; a model's chunk file is written as
+// soon as its units are coded, while later models code; and all the models
+// enter the index in one transaction. After a crash they are all there or
+// all absent (their chunk files orphans that GC removes).
+//
+// Every unit's bytes are held in memory until the commit: the caller
+// bounds a batch (the CLI: BatchBytes of files; a larger model goes
+// through Add, which holds one unit at a time). The results are in the
+// order of models. A name given twice or already stored is an error
+// before anything is read.
+func (s *Store) AddBatch(models []BatchModel, opt AddOptions) ([]*Manifest, []AddStats, error) {
+	if s.opt.ReadOnly {
+		return nil, nil, errors.New("store: opened read-only")
+	}
+	given := map[string]bool{}
+	for _, bm := range models {
+		if err := checkName(bm.Name); err != nil {
+			return nil, nil, err
+		}
+		if len(bm.Files) == 0 {
+			return nil, nil, fmt.Errorf("store: model %q: no files", bm.Name)
+		}
+		for _, in := range bm.Files {
+			if err := checkFileName(in.Name); err != nil {
+				return nil, nil, fmt.Errorf("store: model %q: %w", bm.Name, err)
+			}
+			if in.Size < 0 {
+				return nil, nil, fmt.Errorf("store: model %q: file %q: size %d", bm.Name, in.Name, in.Size)
+			}
+		}
+		if given[bm.Name] {
+			return nil, nil, fmt.Errorf("store: model %q given twice", bm.Name)
+		}
+		given[bm.Name] = true
+	}
+	if err := s.kv.view(func(t tx) error {
+		for _, bm := range models {
+			if t.get(bModels, []byte(bm.Name)) != nil {
+				return fmt.Errorf("%w: %q", ErrExists, bm.Name)
+			}
+		}
+		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
+
+	// every unit of every file, in the ingest order, with its bytes and
+	// hash (fingerprints and cast hashes below, for new units only)
+	type bunit struct {
+		info UnitInfo
+		raw  []byte // a slice of its file's bytes
+	}
+	var us []*bunit
+	type fileRef struct{ mi, fi, lo, hi int } // its units: us[lo:hi]
+	var frs []fileRef
+	for mi, bm := range models {
+		for fi, in := range bm.Files {
+			lo := len(us)
+			for ui, sp := range Spans(in.Size, in.Segments) {
+				us = append(us, &bunit{info: UnitInfo{Model: mi, File: fi, Index: ui, Span: sp}})
+			}
+			frs = append(frs, fileRef{mi, fi, lo, len(us)})
+		}
+	}
+	threads := s.opt.threads()
+	if err := parallel(len(frs), threads, func(k int) error {
+		fr := frs[k]
+		in := models[fr.mi].Files[fr.fi]
+		buf := make([]byte, in.Size)
+		if _, err := in.R.ReadAt(buf, 0); err != nil && !(errors.Is(err, io.EOF) && int64(len(buf)) == in.Size) {
+			return fmt.Errorf("store: model %q: file %q: %w", models[fr.mi].Name, in.Name, err)
+		}
+		for _, u := range us[fr.lo:fr.hi] {
+			u.raw = buf[u.info.Off : u.info.Off+u.info.N]
+		}
+		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
+	// the largest first, so that no thread is left with a large one at
+	// the end
+	bySize := func(v []*bunit) []*bunit {
+		v = slices.Clone(v)
+		sort.SliceStable(v, func(a, b int) bool { return v[a].info.N > v[b].info.N })
+		return v
+	}
+	sized := bySize(us)
+	if err := parallel(len(sized), threads, func(k int) error {
+		u := sized[k]
+		u.info.Hash = sha256.Sum256(u.raw)
+		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
+	ms := make([]ModelCommit, len(models))
+	for mi, bm := range models {
+		ms[mi] = ModelCommit{Name: bm.Name, Files: make([]FileEntry, len(bm.Files))}
+	}
+
+	// the first unit of each hash is new unless the store holds it
+	first := map[Hash]*bunit{}
+	var firsts []*bunit
+	for _, u := range us {
+		if _, ok := first[u.info.Hash]; !ok {
+			first[u.info.Hash] = u
+			firsts = append(firsts, u)
+		}
+	}
+	isNew := map[Hash]bool{}
+	var fresh []*bunit
+	if err := s.kv.view(func(t tx) error {
+		for _, u := range firsts {
+			if t.get(bUnits, u.info.Hash[:]) == nil {
+				isNew[u.info.Hash] = true
+				fresh = append(fresh, u)
+			}
+		}
+		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
+	// the fingerprints and cast hashes of the new units (Describe's)
+	sized = bySize(fresh)
+	if err := parallel(len(sized), threads, func(k int) error {
+		u := sized[k]
+		_, u.info.FP, u.info.Casts = describe(u.raw, u.info.DType, false)
+		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
+
+	// plans: each family of new float units together, the rest alone
+	families := map[string][]UnitInfo{}
+	var fams []string
+	var plans []Plan
+	for _, u := range firsts {
+		if !isNew[u.info.Hash] {
+			continue
+		}
+		if f := u.info.Family(); f != "" {
+			if families[f] == nil {
+				fams = append(fams, f)
+			}
+			families[f] = append(families[f], u.info)
+		} else {
+			plans = append(plans, Plan{Unit: u.info, Kind: KindNzip})
+		}
+	}
+	var pmu sync.Mutex
+	if err := parallel(len(fams), threads, func(k int) error {
+		ps, err := s.PlanFamily(families[fams[k]])
+		if err != nil {
+			return err
+		}
+		pmu.Lock()
+		plans = append(plans, ps...)
+		pmu.Unlock()
+		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
+	sort.Slice(plans, func(i, j int) bool { return plans[i].Unit.Before(plans[j].Unit) })
+
+	// One pool of tasks, model after model: the model's file hashes (and
+	// -compare archives), then its plans, the largest first. When the
+	// last task of a model is done its chunk file is written (a goroutine
+	// of its own: mostly waiting for its fsync) while later models code.
+	type task struct {
+		mi   int
+		file int // frs index, or -1
+		plan int // plans index, or -1
+	}
+	var tasks []task
+	left := make([]atomic.Int32, len(models))
+	byModel := make([][]int, len(models))
+	for i, p := range plans {
+		byModel[p.Unit.Model] = append(byModel[p.Unit.Model], i)
+	}
+	fi := 0
+	for mi := range models {
+		for ; fi < len(frs) && frs[fi].mi == mi; fi++ {
+			tasks = append(tasks, task{mi, fi, -1})
+		}
+		ps := slices.Clone(byModel[mi])
+		sort.SliceStable(ps, func(a, b int) bool { return plans[ps[a]].Unit.N > plans[ps[b]].Unit.N })
+		for _, i := range ps {
+			tasks = append(tasks, task{mi, -1, i})
+		}
+	}
+	for _, t := range tasks {
+		left[t.mi].Add(1)
+	}
+	news := make([]NewUnit, len(plans))
+	payloads := make([][]byte, len(plans))
+	alone := make([]int64, len(frs))
+	var (
+		wg    sync.WaitGroup
+		perr  = make([]error, len(models))
+		slots = make(chan struct{}, packWriters)
+	)
+	writePack := func(mi int) {
+		defer wg.Done()
+		slots <- struct{}{}
+		defer func() { <-slots }()
+		var nus []NewUnit
+		var pls [][]byte
+		for _, i := range byModel[mi] {
+			nus = append(nus, news[i])
+			pls = append(pls, payloads[i])
+		}
+		pack := Pack(nus, pls)
+		if len(pack) > 0 {
+			id, err := s.bl.put(pack)
+			if err != nil {
+				perr[mi] = fmt.Errorf("store: model %q: %w", models[mi].Name, err)
+				return
+			}
+			for i := range nus {
+				if nus[i].Kind != KindCast {
+					nus[i].Pack = id
+				}
+			}
+		}
+		ms[mi].New = nus
+	}
+	err := parallel(len(tasks), threads, func(k int) error {
+		t := tasks[k]
+		if t.file >= 0 {
+			fr := frs[t.file]
+			in := models[fr.mi].Files[fr.fi]
+			fe := FileEntry{Name: in.Name, Size: in.Size, Format: in.Format}
+			fh := sha256.New()
+			for _, u := range us[fr.lo:fr.hi] {
+				fh.Write(u.raw)
+				fe.Units = append(fe.Units, u.info.Hash)
+			}
+			copy(fe.SHA256[:], fh.Sum(nil))
+			ms[fr.mi].Files[fr.fi] = fe
+			if opt.Compare {
+				var err error
+				if alone[t.file], err = archiveSize(in); err != nil {
+					return fmt.Errorf("store: model %q: file %q: %w", models[fr.mi].Name, in.Name, err)
+				}
+			}
+		} else {
+			p := plans[t.plan]
+			var base []byte
+			if p.Kind == KindDelta {
+				if b, ok := first[p.Base]; ok && p.BaseAt != nil {
+					base = b.raw
+				} else {
+					var err error
+					if base, err = s.UnitBytes(p.Base); err != nil {
+						return fmt.Errorf("store: model %q: base %s: %w", models[t.mi].Name, p.Base, err)
+					}
+				}
+			}
+			nu, payload, err := codePlan(p, first[p.Unit.Hash].raw, base)
+			if err != nil {
+				return fmt.Errorf("store: model %q: %w", models[t.mi].Name, err)
+			}
+			news[t.plan], payloads[t.plan] = nu, payload
+		}
+		if left[t.mi].Add(-1) == 0 {
+			wg.Add(1)
+			go writePack(t.mi)
+		}
+		return nil
+	})
+	wg.Wait()
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, err := range perr {
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	for k, fr := range frs {
+		ms[fr.mi].Alone += alone[k]
+	}
+	hook("packed")
+	if opt.BeforeCommit != nil {
+		if err := opt.BeforeCommit(); err != nil {
+			return nil, nil, fmt.Errorf("store: %w", err)
+		}
+	}
+	out, skipped, err := s.commitModels(ms)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(skipped) > 0 {
+		// added meanwhile by another writer with the same files
+		return nil, nil, fmt.Errorf("%w: %q", ErrExists, skipped[0])
+	}
+
+	// what each model's add did, as Add counts it
+	sts := make([]AddStats, len(models))
+	kinds := map[Hash]uint8{}
+	for _, nu := range news {
+		kinds[nu.Unit.Hash] = nu.Kind
+	}
+	counted := map[Hash]bool{}
+	for _, u := range us {
+		st := &sts[u.info.Model]
+		st.Units++
+		st.Raw += u.info.N
+		k, ok := kinds[u.info.Hash]
+		switch {
+		case !ok || counted[u.info.Hash]:
+			st.Dedup++
+			st.Skipped += u.info.N
+		case k == KindCast:
+			st.Casts++
+			st.Skipped += u.info.N
+		case k == KindDelta:
+			st.Deltas++
+		default:
+			st.Coded++
+		}
+		counted[u.info.Hash] = true
+	}
+	for mi := range models {
+		sts[mi].Added = out[mi].Added
+	}
+	return out, sts, nil
+}
+
+// packWriters: chunk files written at once by AddBatch (each waits mostly
+// for its fsync).
+const packWriters = 4
+
+// The batches of nzip store add: at most BatchBytes of files (held in
+// memory while the batch is coded) and BatchModels models (their files
+// open) in one AddBatch; a model larger than BatchBytes is added alone
+// through Add.
+const (
+	BatchBytes  = 256 << 20
+	BatchModels = 64
+)

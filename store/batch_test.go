@@ -1,0 +1,147 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"reflect"
+	"testing"
+)
+
+// hubNames is the hub's models for the batch tests: every dtype of five
+// fine-tunes of one base, an F32 model after its own casts, a log and the
+// tokenizer (opaque files).
+func hubNames() []string {
+	var names []string
+	for _, d := range []string{"base", "ft-continued", "ft-fortunes-full", "ft-fortunes-lora", "ft-frozen-embed"} {
+		for _, f := range []string{"model.f32.safetensors", "model.bf16.safetensors", "model.f16.gguf"} {
+			if d == "ft-fortunes-full" || f != "model.f16.gguf" {
+				names = append(names, d+"/"+f)
+			}
+		}
+	}
+	names = append(names, "ft-continued/log.tsv", "tok512.bin")
+	names[0], names[1] = names[1], names[0]
+	return names
+}
+
+// TestAddBatchMatchesAdd: AddBatch makes the store that Add makes adding
+// the same models one by one — the same index records (units, kinds,
+// bases, depths, owners, chunk files, manifests), the same AddStats and
+// manifests returned — from an empty store and from one that holds some
+// of them already (stored bases, casts and duplicates), with -compare.
+func TestAddBatchMatchesAdd(t *testing.T) {
+	hub := shared(t, "hub/stories260K")
+	names := hubNames()
+	var models []BatchModel
+	for _, n := range names {
+		models = append(models, BatchModel{Name: n, Files: inputs(t, path.Join(hub, n))})
+	}
+	for _, tc := range []struct {
+		pre     int // models added by Add first
+		threads int
+		compare bool
+	}{{0, 2, false}, {3, 1, true}, {7, 4, false}} {
+		t.Run(fmt.Sprintf("pre%d-threads%d", tc.pre, tc.threads), func(t *testing.T) {
+			a, b := NewMem(Options{Threads: 2}), NewMem(Options{Threads: tc.threads})
+			var wantM []*Manifest
+			var wantS []AddStats
+			for i, bm := range models {
+				m, st, err := a.Add(bm.Name, bm.Files, AddOptions{Compare: tc.compare})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i < tc.pre {
+					if _, _, err := b.Add(bm.Name, bm.Files, AddOptions{Compare: tc.compare}); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					wantM, wantS = append(wantM, m), append(wantS, st)
+				}
+			}
+			gotM, gotS, err := b.AddBatch(models[tc.pre:], AddOptions{Compare: tc.compare})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range wantM {
+				if !reflect.DeepEqual(gotM[i], wantM[i]) {
+					t.Errorf("%s: manifest\nAdd   %+v\nbatch %+v", names[tc.pre+i], wantM[i], gotM[i])
+				}
+				if gotS[i] != wantS[i] {
+					t.Errorf("%s: stats\nAdd   %+v\nbatch %+v", names[tc.pre+i], wantS[i], gotS[i])
+				}
+			}
+			da, db := dumpIndex(t, a), dumpIndex(t, b)
+			if len(da) != len(db) {
+				t.Errorf("index records: Add %d, batch %d", len(da), len(db))
+			}
+			for k, v := range da {
+				if db[k] != v {
+					t.Errorf("record %s: Add %s, batch %s", k, v, db[k])
+				}
+			}
+			sa, _ := a.Stats()
+			if sa.Units["delta"] == 0 || sa.Units["cast"] == 0 {
+				t.Fatalf("the hub gave no deltas or casts: %v", sa.Units)
+			}
+			for i, bm := range models {
+				restore(t, b, bm.Name, fileBytes(t, models[i].Files))
+			}
+			if bad, err := b.Verify(); err != nil || len(bad) > 0 {
+				t.Fatalf("verify: %v %v", bad, err)
+			}
+		})
+	}
+}
+
+// TestAddBatchRefuses: a batch with a name given twice, a name already
+// stored or an input that fails before the commit adds nothing.
+func TestAddBatchRefuses(t *testing.T) {
+	hub := shared(t, "hub/stories260K")
+	base := BatchModel{Name: "base", Files: inputs(t, path.Join(hub, "base/model.f32.safetensors"))}
+	ft := BatchModel{Name: "ft", Files: inputs(t, path.Join(hub, "ft-continued/model.f32.safetensors"))}
+	dir := t.TempDir()
+	if err := Init(dir); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	empty := func(what string) {
+		t.Helper()
+		if names, err := s.Names(); err != nil || len(names) != 0 {
+			t.Fatalf("%s: models %v (%v), want none", what, names, err)
+		}
+	}
+	if _, _, err := s.AddBatch([]BatchModel{base, ft, base}, AddOptions{}); err == nil {
+		t.Fatal("a name given twice was accepted")
+	}
+	empty("name twice")
+	failed := errors.New("input changed")
+	if _, _, err := s.AddBatch([]BatchModel{base, ft}, AddOptions{BeforeCommit: func() error { return failed }}); !errors.Is(err, failed) {
+		t.Fatalf("BeforeCommit's error: got %v", err)
+	}
+	empty("BeforeCommit failed")
+	gs, err := s.GC()
+	if err != nil || gs.Packs != 2 {
+		t.Fatalf("gc after the abandoned batch: %+v %v, want its 2 chunk files removed", gs, err)
+	}
+	if _, _, err := s.Add("ft", ft.Files, AddOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.AddBatch([]BatchModel{base, ft}, AddOptions{}); !errors.Is(err, ErrExists) {
+		t.Fatalf("a stored name: got %v, want ErrExists", err)
+	}
+	if names, _ := s.Names(); len(names) != 1 {
+		t.Fatalf("after the refused batch: %v", names)
+	}
+	ms, sts, err := s.AddBatch([]BatchModel{base}, AddOptions{})
+	if err != nil || len(ms) != 1 || sts[0].Units == 0 {
+		t.Fatalf("batch of one: %v %v %v", ms, sts, err)
+	}
+	if bad, err := s.Verify(); err != nil || len(bad) > 0 {
+		t.Fatalf("verify: %v %v", bad, err)
+	}
+}
