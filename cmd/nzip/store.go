@@ -28,8 +28,11 @@ const storeUsage = `usage:
 STORE is a directory made by init, or s3://bucket/prefix on S3-compatible
 storage (endpoint and keys from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
 AWS_SECRET_ACCESS_KEY, AWS_REGION). A model's name is its path as given to
-add (or -name for one model); get restores its files byte for byte. rm
-drops models, gc removes the chunk files nothing uses any more.
+add (or -name for one model). add stores its models in batches of up to
+256 MiB, each committed whole: a batch is all there or none of it (after
+a crash, or when one of its models fails). get restores a model's files
+byte for byte. rm drops models, gc removes the chunk files nothing uses
+any more.
 `
 
 func runStore(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -44,12 +44,19 @@ func TestStoreCLI(t *testing.T) {
 	if code, _, errs := nzip(t, "store", "add", st, "base/model.f32.safetensors"); code != 1 || !strings.Contains(errs, "already stored") {
 		t.Fatalf("second add of a name: exit %d: %s", code, errs)
 	}
+	// one batch: a model that fails (a name given twice) adds none of it
+	if code, out, errs := nzip(t, "store", "add", st, "ft-continued/model.f32.safetensors", "tok512.bin", "tok512.bin"); code != 1 || !strings.Contains(errs, "given twice") || out != "" {
+		t.Fatalf("a name twice in one add: exit %d: %s%s", code, out, errs)
+	}
 	os.Chdir(wd)
 	ls := mustRun("store", "ls", st)
 	for _, n := range []string{"base/model.f32.safetensors", "gguf-f16", "base/model.bf16.safetensors (base/model.f32.safetensors)"} {
 		if !strings.Contains(ls, n) {
 			t.Fatalf("ls lacks %q:\n%s", n, ls)
 		}
+	}
+	if strings.Contains(ls, "ft-continued") || strings.Contains(ls, "tok512") {
+		t.Fatalf("the refused batch left models:\n%s", ls)
 	}
 	var stats struct {
 		Models []struct {
