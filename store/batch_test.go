@@ -100,15 +100,7 @@ func TestAddBatchRefuses(t *testing.T) {
 	hub := shared(t, "hub/stories260K")
 	base := BatchModel{Name: "base", Files: inputs(t, path.Join(hub, "base/model.f32.safetensors"))}
 	ft := BatchModel{Name: "ft", Files: inputs(t, path.Join(hub, "ft-continued/model.f32.safetensors"))}
-	dir := t.TempDir()
-	if err := Init(dir); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := tempStore(t)
 	empty := func(what string) {
 		t.Helper()
 		if names, err := s.Names(); err != nil || len(names) != 0 {
