@@ -143,8 +143,12 @@ func runStoreAdd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		for _, in := range open {
 			closeInputs(in)
 		}
+		n := len(batch)
 		batch, open, size = batch[:0], open[:0], 0
 		if err != nil {
+			if n > 1 {
+				return fmt.Errorf("%w (none of this batch's %d models was added)", err, n)
+			}
 			return err
 		}
 		for i, m := range ms {
