@@ -8,9 +8,10 @@ import (
 	"testing"
 )
 
-// hubNames is the hub's models for the batch tests: every dtype of five
-// fine-tunes of one base, an F32 model after its own casts, a log and the
-// tokenizer (opaque files).
+// hubNames is the hub's models for the ingest and batch tests: every
+// dtype of five fine-tunes of one base (the first F32 model after its own
+// BF16 cast, the others before theirs), a log and the tokenizer (opaque
+// files).
 func hubNames() []string {
 	var names []string
 	for _, d := range []string{"base", "ft-continued", "ft-fortunes-full", "ft-fortunes-lora", "ft-frozen-embed"} {

@@ -148,17 +148,7 @@ func dumpIndex(t *testing.T, s *Store) map[string]string {
 // stored duplicates are met) and committing one model or all at a time.
 func TestIngestMatchesAdd(t *testing.T) {
 	hub := shared(t, "hub/stories260K")
-	var names []string
-	for _, d := range []string{"base", "ft-continued", "ft-fortunes-full", "ft-fortunes-lora", "ft-frozen-embed"} {
-		for _, f := range []string{"model.f32.safetensors", "model.bf16.safetensors", "model.f16.gguf"} {
-			if d == "ft-fortunes-full" || f != "model.f16.gguf" {
-				names = append(names, d+"/"+f)
-			}
-		}
-	}
-	names = append(names, "ft-continued/log.tsv", "tok512.bin")
-	// F32 after its casts in one model, before them in another
-	names[0], names[1] = names[1], names[0]
+	names := hubNames()
 	var models [][]Input
 	for _, n := range names {
 		models = append(models, inputs(t, path.Join(hub, n)))
