@@ -72,15 +72,7 @@ func TestAddBatchMatchesAdd(t *testing.T) {
 					t.Errorf("%s: stats\nAdd   %+v\nbatch %+v", names[tc.pre+i], wantS[i], gotS[i])
 				}
 			}
-			da, db := dumpIndex(t, a), dumpIndex(t, b)
-			if len(da) != len(db) {
-				t.Errorf("index records: Add %d, batch %d", len(da), len(db))
-			}
-			for k, v := range da {
-				if db[k] != v {
-					t.Errorf("record %s: Add %s, batch %s", k, v, db[k])
-				}
-			}
+			sameIndex(t, a, b, "batch")
 			sa, _ := a.Stats()
 			if sa.Units["delta"] == 0 || sa.Units["cast"] == 0 {
 				t.Fatalf("the hub gave no deltas or casts: %v", sa.Units)

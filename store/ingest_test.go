@@ -119,6 +119,21 @@ func ingestSteps(t *testing.T, s *Store, names []string, models [][]Input, batch
 	}
 }
 
+// sameIndex fails t unless stores a (Add) and b (made by how) hold the
+// same index records.
+func sameIndex(t *testing.T, a, b *Store, how string) {
+	t.Helper()
+	da, db := dumpIndex(t, a), dumpIndex(t, b)
+	if len(da) != len(db) {
+		t.Errorf("index records: Add %d, %s %d", len(da), how, len(db))
+	}
+	for k, v := range da {
+		if db[k] != v {
+			t.Errorf("record %s: Add %s, %s %s", k, v, how, db[k])
+		}
+	}
+}
+
 // dumpIndex is every record of the index, for comparing two stores.
 func dumpIndex(t *testing.T, s *Store) map[string]string {
 	t.Helper()
@@ -170,15 +185,7 @@ func TestIngestMatchesAdd(t *testing.T) {
 				}
 			}
 			ingestSteps(t, b, names[tc.pre:], models[tc.pre:], tc.batch)
-			da, db := dumpIndex(t, a), dumpIndex(t, b)
-			if len(da) != len(db) {
-				t.Errorf("index records: Add %d, ingest %d", len(da), len(db))
-			}
-			for k, v := range da {
-				if db[k] != v {
-					t.Errorf("record %s: Add %s, ingest %s", k, v, db[k])
-				}
-			}
+			sameIndex(t, a, b, "ingest")
 			sa, err := a.Stats()
 			if err != nil {
 				t.Fatal(err)
