@@ -138,11 +138,8 @@ type coded struct {
 // there in full or absent (its chunk file then an orphan that GC removes).
 func (s *Store) Add(name string, files []Input, opt AddOptions) (*Manifest, AddStats, error) {
 	var st AddStats
-	if err := checkName(name); err != nil {
+	if err := checkModel(name, files); err != nil {
 		return nil, st, err
-	}
-	if len(files) == 0 {
-		return nil, st, fmt.Errorf("store: model %q: no files", name)
 	}
 	if err := s.kv.view(func(t tx) error {
 		if t.get(bModels, []byte(name)) != nil {
@@ -156,9 +153,6 @@ func (s *Store) Add(name string, files []Input, opt AddOptions) (*Manifest, AddS
 	seen := map[Hash]*coded{}
 	var news []*coded
 	for _, in := range files {
-		if err := checkFileName(in.Name); err != nil {
-			return nil, st, fmt.Errorf("store: model %q: %w", name, err)
-		}
 		fe, err := s.addFile(in, seen, &news, &st)
 		if err != nil {
 			return nil, st, fmt.Errorf("store: model %q: file %q: %w", name, in.Name, err)
@@ -302,6 +296,26 @@ func fpKey(t dtype.DType, numel int64, h Hash) []byte {
 func checkName(name string) error {
 	if name == "" || len(name) > 4096 || !utf8.ValidString(name) || bytes.IndexByte([]byte(name), 0) >= 0 {
 		return fmt.Errorf("store: model name %q: empty, too long or not UTF-8", name)
+	}
+	return nil
+}
+
+// checkModel checks a model to add: its name, that it has files, their
+// names and sizes.
+func checkModel(name string, files []Input) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("store: model %q: no files", name)
+	}
+	for _, in := range files {
+		if err := checkFileName(in.Name); err != nil {
+			return fmt.Errorf("store: model %q: %w", name, err)
+		}
+		if in.Size < 0 {
+			return fmt.Errorf("store: model %q: file %q: size %d", name, in.Name, in.Size)
+		}
 	}
 	return nil
 }

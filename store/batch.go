@@ -40,19 +40,8 @@ func (s *Store) AddBatch(models []BatchModel, opt AddOptions) ([]*Manifest, []Ad
 	}
 	given := map[string]bool{}
 	for _, bm := range models {
-		if err := checkName(bm.Name); err != nil {
+		if err := checkModel(bm.Name, bm.Files); err != nil {
 			return nil, nil, err
-		}
-		if len(bm.Files) == 0 {
-			return nil, nil, fmt.Errorf("store: model %q: no files", bm.Name)
-		}
-		for _, in := range bm.Files {
-			if err := checkFileName(in.Name); err != nil {
-				return nil, nil, fmt.Errorf("store: model %q: %w", bm.Name, err)
-			}
-			if in.Size < 0 {
-				return nil, nil, fmt.Errorf("store: model %q: file %q: size %d", bm.Name, in.Name, in.Size)
-			}
 		}
 		if given[bm.Name] {
 			return nil, nil, fmt.Errorf("store: model %q given twice", bm.Name)
@@ -132,12 +121,10 @@ func (s *Store) AddBatch(models []BatchModel, opt AddOptions) ([]*Manifest, []Ad
 			firsts = append(firsts, u)
 		}
 	}
-	isNew := map[Hash]bool{}
-	var fresh []*bunit
+	var fresh []*bunit // the new ones, in order
 	if err := s.kv.view(func(t tx) error {
 		for _, u := range firsts {
 			if t.get(bUnits, u.info.Hash[:]) == nil {
-				isNew[u.info.Hash] = true
 				fresh = append(fresh, u)
 			}
 		}
@@ -149,7 +136,7 @@ func (s *Store) AddBatch(models []BatchModel, opt AddOptions) ([]*Manifest, []Ad
 	sized = bySize(fresh)
 	if err := parallel(len(sized), threads, func(k int) error {
 		u := sized[k]
-		_, u.info.FP, u.info.Casts = describe(u.raw, u.info.DType, false)
+		u.info.FP, u.info.Casts = describeValues(u.raw, u.info.DType)
 		return nil
 	}); err != nil {
 		return nil, nil, err
@@ -159,10 +146,7 @@ func (s *Store) AddBatch(models []BatchModel, opt AddOptions) ([]*Manifest, []Ad
 	families := map[string][]UnitInfo{}
 	var fams []string
 	var plans []Plan
-	for _, u := range firsts {
-		if !isNew[u.info.Hash] {
-			continue
-		}
+	for _, u := range fresh {
 		if f := u.info.Family(); f != "" {
 			if families[f] == nil {
 				fams = append(fams, f)
@@ -326,14 +310,13 @@ func (s *Store) AddBatch(models []BatchModel, opt AddOptions) ([]*Manifest, []Ad
 	for _, nu := range news {
 		kinds[nu.Unit.Hash] = nu.Kind
 	}
-	counted := map[Hash]bool{}
 	for _, u := range us {
 		st := &sts[u.info.Model]
 		st.Units++
 		st.Raw += u.info.N
 		k, ok := kinds[u.info.Hash]
 		switch {
-		case !ok || counted[u.info.Hash]:
+		case !ok || first[u.info.Hash] != u: // stored, or a repeat
 			st.Dedup++
 			st.Skipped += u.info.N
 		case k == KindCast:
@@ -344,7 +327,6 @@ func (s *Store) AddBatch(models []BatchModel, opt AddOptions) ([]*Manifest, []Ad
 		default:
 			st.Coded++
 		}
-		counted[u.info.Hash] = true
 	}
 	for mi := range models {
 		sts[mi].Added = out[mi].Added
@@ -364,3 +346,14 @@ const (
 	BatchBytes  = 256 << 20
 	BatchModels = 64
 )
+
+// Batching places the next model, of n bytes, when the batch being
+// gathered holds models models of size bytes: alone (through Add, after
+// the batch is added), or into the batch, which is added first when the
+// model does not fit (flush).
+func Batching(models int, size, n int64) (alone, flush bool) {
+	if n > BatchBytes {
+		return true, true
+	}
+	return false, size+n > BatchBytes || models == BatchModels
+}

@@ -130,3 +130,22 @@ func TestAddBatchRefuses(t *testing.T) {
 		t.Fatalf("verify: %v %v", bad, err)
 	}
 }
+
+// TestBatching: where nzip store add puts the next model.
+func TestBatching(t *testing.T) {
+	for _, c := range []struct {
+		models      int
+		size, n     int64
+		alone, full bool
+	}{
+		{0, 0, BatchBytes + 1, true, true},
+		{3, 100, BatchBytes, false, true},
+		{0, 0, BatchBytes, false, false},
+		{BatchModels, 100, 1, false, true},
+		{BatchModels - 1, 100, 1, false, false},
+	} {
+		if alone, full := Batching(c.models, c.size, c.n); alone != c.alone || full != c.full {
+			t.Errorf("Batching(%d, %d, %d) = %v, %v; want %v, %v", c.models, c.size, c.n, alone, full, c.alone, c.full)
+		}
+	}
+}

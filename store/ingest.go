@@ -69,21 +69,20 @@ type UnitInfo struct {
 
 // Describe hashes and fingerprints the bytes of a unit of type t.
 func Describe(raw []byte, t dtype.DType) (h Hash, fp []float32, casts []Hash) {
-	return describe(raw, t, true)
+	fp, casts = describeValues(raw, t)
+	return sha256.Sum256(raw), fp, casts
 }
 
-// describe is Describe; without hash, h is left zero.
-func describe(raw []byte, t dtype.DType, hash bool) (h Hash, fp []float32, casts []Hash) {
-	if hash {
-		h = sha256.Sum256(raw)
-	}
+// describeValues is Describe without the hash: the fingerprint and the
+// F32 cast hashes.
+func describeValues(raw []byte, t dtype.DType) (fp []float32, casts []Hash) {
 	if fingerprintable(t) && len(raw)%t.Size() == 0 {
 		fp = fingerprintOf(raw, t)
 	}
 	if t == dtype.F32 && len(raw)%4 == 0 {
 		casts = castHashes(raw)
 	}
-	return h, fp, casts
+	return fp, casts
 }
 
 // castTypes are the types an F32 unit's casts are recorded for, in the

@@ -179,11 +179,14 @@ func runStoreAdd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			ins[i] = store.Input{Name: f.name, R: f.f, Size: f.size, Format: f.format, Segments: f.segs}
 			msize += f.size
 		}
-		if msize > store.BatchBytes {
+		alone, full := store.Batching(len(batch), size, msize)
+		if full {
 			if err := flush(); err != nil {
 				closeInputs(in)
 				return err
 			}
+		}
+		if alone {
 			m, st, err := s.Add(n, ins, store.AddOptions{Compare: *compare, BeforeCommit: unchanged([][]inputFile{in})})
 			closeInputs(in)
 			if err != nil {
@@ -191,12 +194,6 @@ func runStoreAdd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			}
 			report(m, st)
 			continue
-		}
-		if size+msize > store.BatchBytes || len(batch) == store.BatchModels {
-			if err := flush(); err != nil {
-				closeInputs(in)
-				return err
-			}
 		}
 		batch = append(batch, store.BatchModel{Name: n, Files: ins})
 		open = append(open, in)

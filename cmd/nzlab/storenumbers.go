@@ -101,10 +101,13 @@ func storeRow(files []string, all bool) error {
 		for _, in := range ins {
 			n += in.Size
 		}
-		if n > store.BatchBytes {
+		alone, full := store.Batching(len(batch), size, n)
+		if full {
 			if err := add(); err != nil {
 				return err
 			}
+		}
+		if alone {
 			t0 := time.Now()
 			m, _, err := s.Add(f, ins, store.AddOptions{})
 			addTime += time.Since(t0)
@@ -113,11 +116,6 @@ func storeRow(files []string, all bool) error {
 			}
 			raw += m.Raw
 			continue
-		}
-		if size+n > store.BatchBytes || len(batch) == store.BatchModels {
-			if err := add(); err != nil {
-				return err
-			}
 		}
 		batch = append(batch, store.BatchModel{Name: f, Files: ins})
 		size += n
