@@ -178,25 +178,16 @@ func mergeStack(s [][8]uint32, keep int) [][8]uint32 {
 
 // sum returns the digest of everything added.
 func (t *treeHash) sum() [32]byte {
-	if len(t.stack) == 0 {
-		return blake3.Sum256(t.buf) // a file of at most one group
-	}
 	stack := append([][8]uint32(nil), t.stack...)
 	var n guts.Node
-	if len(t.buf) > 0 {
-		// the last group: its chunks but the last as subtrees, then the
-		// last chunk's node (counted in chunks, the same binary digits)
-		chunk := t.groups * guts.MaxSIMD
-		b := t.buf
-		for len(b) > guts.ChunkSize {
-			cv := guts.ChainingValue(guts.CompressChunk(b[:guts.ChunkSize], &guts.IV, chunk, 0))
-			stack = append(mergeStack(stack, bits.OnesCount64(chunk)), cv)
-			chunk++
-			b = b[guts.ChunkSize:]
-		}
-		// merges before a chunk that follows them are not the root
-		stack = mergeStack(stack, bits.OnesCount64(chunk))
-		n = guts.CompressChunk(b, &guts.IV, chunk, 0)
+	if len(t.buf) > 0 || len(stack) == 0 {
+		// the last group (or the whole file): its chunks in one pass of
+		// the library's SIMD code, their subtree's top node (a group
+		// starts at a multiple of 16 chunks, so its chunks form the same
+		// left-complete tree on their own); what precedes it merged into
+		// the subtrees of its binary digits
+		n = lastGroupNode(&t.buf, t.groups*guts.MaxSIMD)
+		stack = mergeStack(stack, bits.OnesCount64(t.groups))
 	} else {
 		// at least two subtrees: no single one is the whole file
 		n = guts.ParentNode(stack[len(stack)-2], stack[len(stack)-1], &guts.IV, 0)
@@ -208,6 +199,20 @@ func (t *treeHash) sum() [32]byte {
 	n.Flags |= guts.FlagRoot
 	out := guts.WordsToBytes(guts.CompressNode(n))
 	return [32]byte(out[:32])
+}
+
+// lastGroupNode is the top node of the BLAKE3 subtree of the chunks in
+// *b (at most one group, the first chunk numbered chunk), not finalised.
+// guts.CompressBuffer reads a whole group's buffer (only len(*b) bytes
+// count), so *b is given that capacity. blake3.Sum256 would hash each
+// power-of-two run of chunks in a goroutine of its own; chunk by chunk
+// would forgo the SIMD code: both cost small archives most of their
+// encode.
+func lastGroupNode(b *[]byte, chunk uint64) guts.Node {
+	if cap(*b) < treeGroup {
+		*b = append(make([]byte, 0, treeGroup), *b...)
+	}
+	return guts.CompressBuffer((*[treeGroup]byte)((*b)[:treeGroup]), len(*b), &guts.IV, chunk, 0)
 }
 
 // treeSum is the BLAKE3 digest of b by parts of the given sizes, as

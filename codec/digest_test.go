@@ -88,6 +88,18 @@ func TestTreeSum(t *testing.T) {
 	if testing.Short() {
 		sizes = sizes[:16]
 	}
+	// every number of chunks in a last group (hashed in one SIMD pass),
+	// alone and after one, two and three whole groups, its last chunk
+	// whole or not
+	for _, before := range []int{0, G, 2 * G, 3 * G} {
+		for k := 0; k <= 16; k++ {
+			for _, d := range []int{-1, 0, 1} {
+				if n := before + k*1024 + d; n >= 0 {
+					sizes = append(sizes, n)
+				}
+			}
+		}
+	}
 	for _, n := range sizes {
 		b := make([]byte, n)
 		rng.Read(b)
