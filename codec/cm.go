@@ -84,7 +84,7 @@ func decodeCM(dst, src []byte) error {
 // sparseProbeBlocks blocks are read; the answer depends on the input's
 // bytes only.
 func probeOpaque(r io.ReaderAt, plans []blockPlan) (bool, error) {
-	var buf [cmProbeReads * cmProbeBytes]byte
+	var buf []byte // (made once a block is probed: ReadAt makes it escape)
 	var hist [256]uint32
 	var z []byte
 	probed := 0
@@ -94,6 +94,9 @@ func probeOpaque(r io.ReaderAt, plans []blockPlan) (bool, error) {
 		}
 		if probed++; probed > sparseProbeBlocks {
 			return false, nil
+		}
+		if buf == nil {
+			buf = make([]byte, cmProbeReads*cmProbeBytes)
 		}
 		per := min(int64(cmProbeBytes), p.length/cmProbeReads) &^ 3
 		n := 0

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash"
 	"math/bits"
+	"sync"
 
 	"lukechampine.com/blake3"
 	"lukechampine.com/blake3/guts"
@@ -186,7 +187,7 @@ func (t *treeHash) sum() [32]byte {
 		// starts at a multiple of 16 chunks, so its chunks form the same
 		// left-complete tree on their own); what precedes it merged into
 		// the subtrees of its binary digits
-		n = lastGroupNode(&t.buf, t.groups*guts.MaxSIMD)
+		n = lastGroupNode(t.buf, t.groups*guts.MaxSIMD)
 		stack = mergeStack(stack, bits.OnesCount64(t.groups))
 	} else {
 		// at least two subtrees: no single one is the whole file
@@ -202,18 +203,24 @@ func (t *treeHash) sum() [32]byte {
 }
 
 // lastGroupNode is the top node of the BLAKE3 subtree of the chunks in
-// *b (at most one group, the first chunk numbered chunk), not finalised.
-// guts.CompressBuffer reads a whole group's buffer (only len(*b) bytes
-// count), so *b is given that capacity. blake3.Sum256 would hash each
-// power-of-two run of chunks in a goroutine of its own; chunk by chunk
-// would forgo the SIMD code: both cost small archives most of their
-// encode.
-func lastGroupNode(b *[]byte, chunk uint64) guts.Node {
-	if cap(*b) < treeGroup {
-		*b = append(make([]byte, 0, treeGroup), *b...)
+// b (at most one group, the first chunk numbered chunk), not finalised.
+// Chunks after the first go through one guts.CompressBuffer call (which
+// reads a whole group's buffer; only len(b) bytes count): blake3.Sum256
+// would hash each power-of-two run of chunks in a goroutine of its own,
+// and chunk by chunk would forgo the SIMD code — both cost small archives
+// most of their encode.
+func lastGroupNode(b []byte, chunk uint64) guts.Node {
+	if len(b) <= guts.ChunkSize {
+		return guts.CompressChunk(b, &guts.IV, chunk, 0)
 	}
-	return guts.CompressBuffer((*[treeGroup]byte)((*b)[:treeGroup]), len(*b), &guts.IV, chunk, 0)
+	g := groupBufs.Get().(*[treeGroup]byte)
+	copy(g[:], b)
+	n := guts.CompressBuffer(g, len(b), &guts.IV, chunk, 0)
+	groupBufs.Put(g)
+	return n
 }
+
+var groupBufs = sync.Pool{New: func() any { return new([treeGroup]byte) }}
 
 // treeSum is the BLAKE3 digest of b by parts of the given sizes, as
 // workers holding those ranges and the writer compute it (tests).

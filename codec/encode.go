@@ -440,6 +440,9 @@ func (e *encodeRun) startSHA256() {
 // the tasks out in order, at most a window ahead of the writer; it returns
 // the tasks in file order, for the writer.
 func (e *encodeRun) startWorkers() <-chan *encTask {
+	if len(e.tasks) == 1 {
+		return e.runInline()
+	}
 	window := 2*e.threads + 2
 	order := make(chan *encTask, window)
 	work := make(chan *encTask, window)
@@ -447,21 +450,10 @@ func (e *encodeRun) startWorkers() <-chan *encTask {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
-			be := blockEncoders.Get().(*blockEncoder)
-			be.zstd, be.zstdPlanes, be.zstdFast = e.zenc, e.zlz, e.zfast
-			be.lzPlanes, be.cm = e.lzPlanes, e.cm
-			be.setup, be.threshold, be.best = e.opt.Setup, e.threshold, e.opt.Best
-			be.sp.on = e.sparse
+			be := e.blockEncoder()
 			defer blockEncoders.Put(be)
 			for t := range work {
-				if t.err = t.load(e.inputs[t.file].R); t.err == nil {
-					t.err = encodeTask(be, e.opt.Ref, t)
-					if t.err == nil && e.trees != nil {
-						t.part.hash(*t.in, t.plans[0].off, e.inputs[t.file].Size)
-						close(t.hashed)
-					}
-				}
-				close(t.done)
+				e.code(be, t)
 			}
 		}()
 	}
@@ -484,6 +476,45 @@ func (e *encodeRun) startWorkers() <-chan *encTask {
 		}
 	}()
 	return order
+}
+
+// runInline codes the only task of a run on the calling goroutine, as
+// startWorkers' one worker would, and hands it to the writer: a small
+// file (a store's tensor) pays for no goroutines, channels between them
+// or fresh stacks to grow.
+func (e *encodeRun) runInline() <-chan *encTask {
+	t := e.tasks[0]
+	order := make(chan *encTask, 1)
+	close(t.dispatched)
+	be := e.blockEncoder()
+	e.code(be, t)
+	blockEncoders.Put(be)
+	order <- t
+	close(order)
+	return order
+}
+
+// blockEncoder is a pooled block encoder set up for this run.
+func (e *encodeRun) blockEncoder() *blockEncoder {
+	be := blockEncoders.Get().(*blockEncoder)
+	be.zstd, be.zstdPlanes, be.zstdFast = e.zenc, e.zlz, e.zfast
+	be.lzPlanes, be.cm = e.lzPlanes, e.cm
+	be.setup, be.threshold, be.best = e.opt.Setup, e.threshold, e.opt.Best
+	be.sp.on = e.sparse
+	return be
+}
+
+// code loads and codes task t with be (and computes its part of the
+// BLAKE3 tree), then marks it done.
+func (e *encodeRun) code(be *blockEncoder, t *encTask) {
+	if t.err = t.load(e.inputs[t.file].R); t.err == nil {
+		t.err = encodeTask(be, e.opt.Ref, t)
+		if t.err == nil && e.trees != nil {
+			t.part.hash(*t.in, t.plans[0].off, e.inputs[t.file].Size)
+			close(t.hashed)
+		}
+	}
+	close(t.done)
 }
 
 // writeBlocks writes the coded tasks in order (werr: an error already met)

@@ -95,3 +95,27 @@ func TestEncodeReadsOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeCanceled: a context cancelled before Encode starts fails it
+// with the context's error, for a file coded by workers (several tasks)
+// and for one coded on the caller's goroutine (a single task), and a read
+// error of a single-task file is reported as for the others.
+func TestEncodeCanceled(t *testing.T) {
+	for _, n := range []int{4 << 10, 3 << 20} {
+		data := realisticValues(dtype.BF16, n, 8)
+		in := []Input{{Name: "w", R: bytes.NewReader(data), Size: int64(len(data)), Segments: []Segment{{Name: "w", DType: dtype.BF16, Offset: 0, Length: int64(len(data))}}}}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		for _, threads := range []int{1, 2} {
+			if _, err := Encode(ctx, io.Discard, in, EncodeOptions{Threads: threads}); !errors.Is(err, context.Canceled) {
+				t.Fatalf("%d bytes, threads %d: got %v, want context.Canceled", n, threads, err)
+			}
+		}
+	}
+	data := realisticValues(dtype.BF16, 4<<10, 9)
+	r := &failingReader{data: data, failAt: 0}
+	_, err := Encode(context.Background(), io.Discard, []Input{{Name: "w", R: r, Size: int64(len(data)), Segments: []Segment{{Name: "w", DType: dtype.BF16, Offset: 0, Length: int64(len(data))}}}}, EncodeOptions{Threads: 2})
+	if !errors.Is(err, errDisk) {
+		t.Fatalf("single task: want the read error, got %v", err)
+	}
+}
