@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -204,7 +205,7 @@ func runStoreAdd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 func runStoreGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("store get", "[-o OUT] [-f] [-threads N] STORE NAME", stderr)
-	out := fs.String("o", "", "output file (a directory for a model of several files; default: the file's name here)")
+	out := fs.String("o", "", "output file, - for standard output (a directory for a model of several files; default: the file's name here)")
 	force := fs.Bool("f", false, "overwrite existing files")
 	threads := fs.Int("threads", 0, "units decoded in parallel (default: all CPUs)")
 	pos, err := parseMixed(fs, args, 2, 2)
@@ -219,6 +220,21 @@ func runStoreGet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	m, err := s.Model(pos[1])
 	if err != nil {
 		return err
+	}
+	if *out == "-" {
+		// as decompress -o -: the bytes as they are restored (each unit
+		// checked before it is written; a failure mid-way exits 1)
+		if len(m.Files) != 1 {
+			return fmt.Errorf("%s: a model of %d files cannot go to standard output: give -o a directory", pos[1], len(m.Files))
+		}
+		bw := bufio.NewWriterSize(stdout, 1<<20)
+		if err := s.WriteFile(m, 0, bw); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return bw.Flush()
 	}
 	var names []string
 	for _, f := range m.Files {
@@ -257,7 +273,7 @@ func runStoreGet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 				return err
 			}
 		}
-		w, err := createOutput(d, *force, nil, 0)
+		w, err := createOutput(d, *force, nil, 0o644)
 		if err != nil {
 			removeMade(made)
 			return err

@@ -84,6 +84,13 @@ func TestStoreCLI(t *testing.T) {
 		if code, _, _ := nzip(t, "store", "get", st, name, "-o", o); code != 1 {
 			t.Fatalf("get over an existing file without -f: exit %d", code)
 		}
+		// as decompress makes its files; and -o - is standard output
+		if fi, err := os.Stat(o); err != nil || fi.Mode().Perm() != 0o644 {
+			t.Fatalf("get -o %s: %v, mode %v, want 0644", o, err, fi.Mode())
+		}
+		if got := mustRun("store", "get", "-o", "-", st, name); got != string(want) {
+			t.Fatalf("get %s -o -: %d bytes on stdout, want the file's %d", name, len(got), len(want))
+		}
 	}
 	if code, _, errs := nzip(t, "store", "get", st, "nothing", "-o", filepath.Join(dir, "n")); code != 1 || !strings.Contains(errs, "no such model") {
 		t.Fatalf("get of a missing model: exit %d: %s", code, errs)
@@ -165,5 +172,8 @@ func TestStoreCLIMultiFile(t *testing.T) {
 	}
 	if code, _, _ := nzip(t, "store", "get", "-o", out, st, "hand"); code != 1 {
 		t.Fatalf("get over existing files without -f: exit %d", code)
+	}
+	if code, so, errs := nzip(t, "store", "get", "-o", "-", st, "hand"); code != 1 || so != "" || !strings.Contains(errs, "standard output") {
+		t.Fatalf("get -o - of a model of two files: exit %d, %d bytes out: %s", code, len(so), errs)
 	}
 }
