@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"neuralzip/codec"
@@ -294,8 +296,13 @@ func fpKey(t dtype.DType, numel int64, h Hash) []byte {
 }
 
 func checkName(name string) error {
-	if name == "" || len(name) > 4096 || !utf8.ValidString(name) || bytes.IndexByte([]byte(name), 0) >= 0 {
+	if name == "" || len(name) > 4096 || !utf8.ValidString(name) {
 		return fmt.Errorf("store: model name %q: empty, too long or not UTF-8", name)
+	}
+	// a newline would split a line of ls, an escape would reach the
+	// terminal of whoever lists the store
+	if strings.ContainsFunc(name, unicode.IsControl) {
+		return fmt.Errorf("store: model name %q: control characters are not allowed", name)
 	}
 	return nil
 }

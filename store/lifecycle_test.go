@@ -186,3 +186,31 @@ func TestSpans(t *testing.T) {
 }
 
 type segT struct{ off, n int64 }
+
+// TestModelNames: a name that is empty, not UTF-8 or holds a control
+// character (a newline would split ls's lines, an escape reach the
+// terminal of whoever lists the store) is refused, by Add and AddBatch,
+// before anything is stored; a name of any other characters is a name.
+func TestModelNames(t *testing.T) {
+	s := NewMem(Options{})
+	in := func() []Input {
+		b := []byte("not a model, opaque bytes")
+		return []Input{{Name: "f", R: bytes.NewReader(b), Size: int64(len(b))}}
+	}
+	for _, n := range []string{"", "a\nb", "a\tb", "\x1b[2Jx", "a\x00b", "a\x7fb", "a\u0085b", "\xff"} {
+		if _, _, err := s.Add(n, in(), AddOptions{}); err == nil {
+			t.Errorf("Add %q: no error", n)
+		}
+		if _, _, err := s.AddBatch([]BatchModel{{Name: n, Files: in()}}, AddOptions{}); err == nil {
+			t.Errorf("AddBatch %q: no error", n)
+		}
+	}
+	for _, n := range []string{"../x", "/abs/model", "名前 with spaces", "ft/model.safetensors"} {
+		if _, _, err := s.Add(n, in(), AddOptions{}); err != nil {
+			t.Errorf("Add %q: %v", n, err)
+		}
+	}
+	if st, err := s.Stats(); err != nil || len(st.Models) != 4 {
+		t.Fatalf("stats: %v, %d models, want 4", err, len(st.Models))
+	}
+}

@@ -177,7 +177,12 @@ func createOutput(dest string, force bool, inputs []string, mode os.FileMode) (*
 	dir := filepath.Dir(dest)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(dest)+".*.tmp")
 	if err != nil {
-		return nil, err
+		// named by the output the user gave, not the temporary file
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("%s: cannot create: %w", dest, err)
 	}
 	if mode != 0 {
 		f.Chmod(mode)
