@@ -121,8 +121,8 @@ func (o *EncodeOptions) validate() error {
 	if o.Threads < 0 {
 		return fmt.Errorf("codec: negative thread count %d", o.Threads)
 	}
-	if o.SetupThreshold < 0 {
-		return fmt.Errorf("codec: negative setup threshold %v", o.SetupThreshold)
+	if !(o.SetupThreshold >= 0) {
+		return fmt.Errorf("codec: setup threshold %v: not a fraction of 0 or more", o.SetupThreshold)
 	}
 	if o.Digest != 0 && !o.Digest.known() {
 		return fmt.Errorf("codec: unknown digest kind %d", o.Digest)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -117,5 +118,21 @@ func TestEncodeCanceled(t *testing.T) {
 	_, err := Encode(context.Background(), io.Discard, []Input{{Name: "w", R: r, Size: int64(len(data)), Segments: []Segment{{Name: "w", DType: dtype.BF16, Offset: 0, Length: int64(len(data))}}}}, EncodeOptions{Threads: 2})
 	if !errors.Is(err, errDisk) {
 		t.Fatalf("single task: want the read error, got %v", err)
+	}
+}
+
+// TestEncodeOptionsRefused: options out of range are an error before
+// anything is read, a NaN threshold included (it compared false with
+// everything and so meant "never build a table of its own").
+func TestEncodeOptionsRefused(t *testing.T) {
+	data := realisticValues(dtype.BF16, 1024, 3)
+	in := []Input{{Name: "w", R: bytes.NewReader(data), Size: int64(len(data)), Segments: []Segment{{Name: "w", DType: dtype.BF16, Offset: 0, Length: int64(len(data))}}}}
+	for _, o := range []EncodeOptions{{ChunkValues: 7}, {ZstdLevel: 23}, {Threads: -1}, {SetupThreshold: -0.1}, {SetupThreshold: math.NaN()}, {Digest: 77}} {
+		if _, err := Encode(context.Background(), io.Discard, in, o); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+	if _, err := Encode(context.Background(), io.Discard, in, EncodeOptions{SetupThreshold: math.Inf(1)}); err != nil {
+		t.Errorf("an infinite threshold (never a table of its own): %v", err)
 	}
 }

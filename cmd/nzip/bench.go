@@ -45,7 +45,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "nzip bench: -gpu-bytes needs -backend and must not be negative")
 		return errUsage
 	}
-	if *threads < 0 || *runs < 1 || *setupThreshold < 0 || (*chunk != 0 && (*chunk < codec.MinChunkValues || *chunk > codec.MaxChunkValues)) {
+	if *threads < 0 || *runs < 1 || !(*setupThreshold >= 0) || (*chunk != 0 && (*chunk < codec.MinChunkValues || *chunk > codec.MaxChunkValues)) {
 		fmt.Fprintf(stderr, "nzip bench: -threads must be >= 0, -runs >= 1, -setup-threshold >= 0, -chunk %d..%d\n", codec.MinChunkValues, codec.MaxChunkValues)
 		return errUsage
 	}

@@ -28,8 +28,19 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	in := fs.Arg(0)
 	opt := codec.EncodeOptions{Threads: *threads, ChunkValues: *chunk, ZstdLevel: *level, SetupExternal: *setupExternal, SetupThreshold: *setupThreshold}
-	if *threads < 0 || (*chunk != 0 && (*chunk < codec.MinChunkValues || *chunk > codec.MaxChunkValues)) || *level < 0 || *level > 22 || *setupThreshold < 0 {
-		fmt.Fprintln(stderr, "nzip compress: -threads, -chunk, -level or -setup-threshold out of range")
+	var bad string
+	switch {
+	case *threads < 0:
+		bad = fmt.Sprintf("-threads %d: must be 0 (all CPUs) or more", *threads)
+	case *chunk != 0 && (*chunk < codec.MinChunkValues || *chunk > codec.MaxChunkValues):
+		bad = fmt.Sprintf("-chunk %d: must be %d..%d", *chunk, codec.MinChunkValues, codec.MaxChunkValues)
+	case *level < 0 || *level > 22:
+		bad = fmt.Sprintf("-level %d: must be 1..22 (0: the default)", *level)
+	case !(*setupThreshold >= 0): // (NaN too)
+		bad = fmt.Sprintf("-setup-threshold %g: must be a fraction of 0 or more", *setupThreshold)
+	}
+	if bad != "" {
+		fmt.Fprintf(stderr, "nzip compress: %s\n", bad)
 		fs.Usage()
 		return errUsage
 	}

@@ -154,6 +154,21 @@ func TestUsageErrors(t *testing.T) {
 	if code, _, _ := nzip(t, "compress", "/no/such/file"); code != 1 {
 		t.Errorf("missing input: exit %d, want 1", code)
 	}
+	// a flag out of range is named, with its range
+	for _, c := range []struct{ flag, val, says string }{
+		{"-threads", "-2", "-threads -2: must be 0"},
+		{"-chunk", "5", "-chunk 5: must be 256..262143"},
+		{"-level", "23", "-level 23: must be 1..22"},
+		{"-setup-threshold", "NaN", "-setup-threshold NaN: must be a fraction"},
+		{"-setup-threshold", "-0.5", "-setup-threshold -0.5: must be a fraction"},
+	} {
+		if code, _, errs := nzip(t, "compress", c.flag, c.val, "x"); code != 2 || !strings.HasPrefix(errs, "nzip compress: "+c.says) {
+			t.Errorf("compress %s %s: exit %d: %.80q", c.flag, c.val, code, errs)
+		}
+	}
+	if code, _, _ := nzip(t, "bench", "-setup-threshold", "NaN", "x"); code != 2 {
+		t.Errorf("bench -setup-threshold NaN: exit %d, want 2", code)
+	}
 }
 
 func TestOpaqueAndMalformedInputs(t *testing.T) {
