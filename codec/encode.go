@@ -438,7 +438,8 @@ func (e *encodeRun) startSHA256() {
 
 // startWorkers starts the coding workers and the dispatcher, which hands
 // the tasks out in order, at most a window ahead of the writer; it returns
-// the tasks in file order, for the writer.
+// the tasks in file order, for the writer. A run of one task is coded
+// before it returns, on this goroutine (runInline).
 func (e *encodeRun) startWorkers() <-chan *encTask {
 	if len(e.tasks) == 1 {
 		return e.runInline()
