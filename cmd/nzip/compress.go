@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"neuralzip/codec"
+	"neuralzip/trajectory"
 )
 
 func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -90,6 +91,9 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer closeInputs(files)
+	if !*quiet && (isArchive(in) || startsWith(in, trajectory.Magic[:])) {
+		fmt.Fprintf(stderr, "nzip: warning: %s is already an nzip archive: it is compressed as opaque bytes, which gains next to nothing (compress the original instead)\n", in)
+	}
 	if len(files) > 1 {
 		for _, f := range files {
 			if err := safeName(f.name); err != nil {

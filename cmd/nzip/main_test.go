@@ -171,6 +171,24 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// TestCompressArchive: compressing an nzip archive works (opaque bytes)
+// but warns, unless -q.
+func TestCompressArchive(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "m.safetensors")
+	writeSafetensors(t, in, 3000)
+	if code, _, errs := nzip(t, "compress", "-q", in); code != 0 {
+		t.Fatal(errs)
+	}
+	code, _, errs := nzip(t, "compress", in+".nzip")
+	if code != 0 || !strings.Contains(errs, "already an nzip archive") {
+		t.Fatalf("compress of an archive: exit %d: %q", code, errs)
+	}
+	if code, _, errs := nzip(t, "compress", "-q", "-f", in+".nzip"); code != 0 || errs != "" {
+		t.Fatalf("compress -q of an archive: exit %d: %q", code, errs)
+	}
+}
+
 func TestOpaqueAndMalformedInputs(t *testing.T) {
 	dir := t.TempDir()
 	// not a checkpoint

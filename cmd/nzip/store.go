@@ -118,9 +118,9 @@ func runStoreAdd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return
 		}
 		fmt.Fprintf(stdout, "%s: %s → %s stored (%d units: %d already stored, %d casts, %d deltas, %d coded)",
-			m.Name, humanBytes(m.Raw), humanBytes(m.Added), st.Units, st.Dedup, st.Casts, st.Deltas, st.Coded)
+			shown(m.Name), humanBytes(m.Raw), humanBytes(m.Added), st.Units, st.Dedup, st.Casts, st.Deltas, st.Coded)
 		if len(m.Bases) > 0 {
-			fmt.Fprintf(stdout, "; bases: %s", strings.Join(m.Bases, ", "))
+			fmt.Fprintf(stdout, "; bases: %s", shownList(m.Bases))
 		}
 		fmt.Fprintln(stdout)
 	}
@@ -335,11 +335,13 @@ func storeStats(args []string, stdout, stderr io.Writer, cmd string, models bool
 			if m.Alone > 0 {
 				alone = fmt.Sprint(m.Alone)
 			}
+			// (a name from a store written before names were checked,
+			// or by another tool, may hold control characters)
 			b := ""
 			if len(m.Bases) > 0 {
-				b = " (" + strings.Join(m.Bases, ", ") + ")"
+				b = " (" + shownList(m.Bases) + ")"
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%s\t\t%s\n", m.Raw, m.Added, alone, m.Name+b)
+			fmt.Fprintf(tw, "%d\t%d\t%s\t\t%s\n", m.Raw, m.Added, alone, shown(m.Name)+b)
 		}
 		return tw.Flush()
 	}
@@ -423,4 +425,13 @@ func runStoreVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 	names, _ := s.Names()
 	fmt.Fprintf(stdout, "%s: %d models restore byte for byte\n", pos[0], len(names))
 	return nil
+}
+
+// shownList is names as text output shows them (shown), comma-separated.
+func shownList(names []string) string {
+	var s []string
+	for _, n := range names {
+		s = append(s, shown(n))
+	}
+	return strings.Join(s, ", ")
 }

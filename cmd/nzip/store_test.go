@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -48,7 +49,17 @@ func TestStoreCLI(t *testing.T) {
 	if code, out, errs := nzip(t, "store", "add", st, "ft-continued/model.f32.safetensors", "tok512.bin", "tok512.bin"); code != 1 || !strings.Contains(errs, "given twice") || out != "" {
 		t.Fatalf("a name twice in one add: exit %d: %s%s", code, out, errs)
 	}
+	// a name a terminal would act on (a right-to-left override passes
+	// the store's check: it is not a control character) is shown quoted
+	odd := "odd\u202egnp.exe"
+	if out := mustRun("store", "add", "-name", odd, st, "tok512.bin"); !strings.HasPrefix(out, strconv.Quote(odd)+":") {
+		t.Fatalf("add output for %q: %s", odd, out)
+	}
 	os.Chdir(wd)
+	if ls := mustRun("store", "ls", st); !strings.Contains(ls, strconv.Quote(odd)) || strings.Contains(ls, odd) {
+		t.Fatalf("ls shows %q unquoted:\n%s", odd, ls)
+	}
+	mustRun("store", "rm", st, odd)
 	ls := mustRun("store", "ls", st)
 	for _, n := range []string{"base/model.f32.safetensors", "gguf-f16", "base/model.bf16.safetensors (base/model.f32.safetensors)"} {
 		if !strings.Contains(ls, n) {
