@@ -1,11 +1,11 @@
 // Command nzip compresses neural-network checkpoints losslessly.
 //
-//	nzip compress   [-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-q] IN
-//	nzip decompress [-o OUT] [-f] [-threads N] [-tensor NAME] [-setup S.nzsetup] [-q] IN.nzip
+//	nzip compress   [-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF [-best]] [-no-sparse] [-q] IN
+//	nzip decompress [-o OUT] [-f] [-threads N] [-tensor NAME] [-setup S.nzsetup] [-ref REF] [-q] IN.nzip
 //	nzip verify     [-threads N] [-setup S.nzsetup] [-ref REF] IN.nzip
-//	nzip inspect    [-json] [-setup S.nzsetup] FILE
-//	nzip bench      [-json] [-codecs LIST] [-threads N] [-runs N] [-setup S.nzsetup [-setup-external]] FILE...
-//	nzip setup build   -o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-chunk N] [-sample F] [-pair-bias X] [-q] FILE...
+//	nzip inspect    [-json] [-setup S.nzsetup] [-ref REF] FILE
+//	nzip bench      [-json] [-codecs LIST] [-threads N] [-runs N] [-chunk N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] FILE...
+//	nzip setup build   -o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-cluster M] [-chunk N] [-sample F] [-pair-bias X] [-pairs=false] [-plane-min-gain X] [-q] FILE...
 //	nzip setup show    [-json] FILE.nzsetup
 //	nzip setup compare [-json] -setups S1,S2,... [-threads N] [-runs N] [-setup-external] FILE...
 //	nzip trajectory pack    -o RUN.nztraj [-f] [-keyframe K] [-plan=false] [-ref-mode prev|key] [-threads N] [-chunk N] [-best] [-q] STEP...
@@ -15,7 +15,7 @@
 //	nzip trajectory extract -all [-d DIR] [-f] [-threads N] [-q] RUN.nztraj
 //	nzip trajectory verify  [-threads N] [-q] RUN.nztraj
 //	nzip trajectory repack  -o OUT.nztraj [-f] [-keyframe K] [-threads N] [-best] [-q] RUN.nztraj
-//	nzip generate   [-n N] [-temp T] [-topp P] [-seed S] [-tokenizer FILE] [-config FILE] [-prefetch] [-json] MODEL PROMPT
+//	nzip generate   [-n N] [-temp T] [-topp P] [-seed S] [-tokenizer FILE] [-config FILE] [-setup S.nzsetup] [-prefetch] [-json] MODEL PROMPT
 //	nzip store      init|add|get|ls|rm|gc|verify|stats STORE ...
 //
 // compress, decompress and verify take -ref REF: the archive is coded
@@ -40,7 +40,7 @@ const usage = `nzip: lossless compression of neural-network checkpoints
 
 usage:
   nzip compress   [-o OUT] [-f] [-threads N] [-chunk N] [-level N]
-                  [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF [-best]] [-q] IN
+                  [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF [-best]] [-no-sparse] [-q] IN
   nzip decompress [-o OUT] [-f] [-threads N] [-tensor NAME] [-setup S.nzsetup] [-ref REF] [-q] IN.nzip
   nzip verify     [-threads N] [-setup S.nzsetup] [-ref REF] IN.nzip
   nzip inspect    [-json] [-setup S.nzsetup] [-ref REF] FILE
