@@ -347,13 +347,110 @@ const (
 	BatchModels = 64
 )
 
-// Batching places the next model, of n bytes, when the batch being
+// batching places the next model, of n bytes, when the batch being
 // gathered holds models models of size bytes: alone (through Add, after
 // the batch is added), or into the batch, which is added first when the
 // model does not fit (flush).
-func Batching(models int, size, n int64) (alone, flush bool) {
+func batching(models int, size, n int64) (alone, flush bool) {
 	if n > BatchBytes {
 		return true, true
 	}
 	return false, size+n > BatchBytes || models == BatchModels
+}
+
+// Batcher adds models in the order given as nzip store add adds them:
+// gathered into batches (batching) that AddBatch adds, a model too large
+// for one through Add. Opt is the options of every add (its BeforeCommit
+// is replaced by the models' checks); Added, if set, hears of each model
+// once it is added.
+type Batcher struct {
+	Store *Store
+	Opt   AddOptions
+	Added func(m *Manifest, st AddStats)
+
+	batch  []BatchModel
+	checks []func() error
+	dones  []func()
+	size   int64
+}
+
+// Add adds model name of files, now or with its batch. check (may be
+// nil) runs before the model's batch commits and fails it; done (may be
+// nil) runs once the model is added or has failed, or is discarded, and
+// only then (the caller's files stay open until it runs).
+func (b *Batcher) Add(name string, files []Input, check func() error, done func()) error {
+	var n int64
+	for _, in := range files {
+		n += in.Size
+	}
+	alone, full := batching(len(b.batch), b.size, n)
+	if full {
+		if err := b.Flush(); err != nil {
+			if done != nil {
+				done()
+			}
+			return err
+		}
+	}
+	b.batch = append(b.batch, BatchModel{Name: name, Files: files})
+	b.checks = append(b.checks, check)
+	b.dones = append(b.dones, done)
+	b.size += n
+	if alone {
+		return b.Flush()
+	}
+	return nil
+}
+
+// Flush adds the models gathered: one through Add, several through
+// AddBatch (none of which is added when it fails; the error says so).
+func (b *Batcher) Flush() error {
+	if len(b.batch) == 0 {
+		return nil
+	}
+	defer b.Discard()
+	opt := b.Opt
+	checks := b.checks
+	opt.BeforeCommit = func() error {
+		for _, c := range checks {
+			if c != nil {
+				if err := c(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	var ms []*Manifest
+	var sts []AddStats
+	var err error
+	if len(b.batch) == 1 && b.size > BatchBytes {
+		// one tensor in memory at a time
+		m, st, aerr := b.Store.Add(b.batch[0].Name, b.batch[0].Files, opt)
+		ms, sts, err = []*Manifest{m}, []AddStats{st}, aerr
+	} else {
+		ms, sts, err = b.Store.AddBatch(b.batch, opt)
+	}
+	if err != nil {
+		if n := len(b.batch); n > 1 {
+			return fmt.Errorf("%w (none of this batch's %d models was added)", err, n)
+		}
+		return err
+	}
+	if b.Added != nil {
+		for i, m := range ms {
+			b.Added(m, sts[i])
+		}
+	}
+	return nil
+}
+
+// Discard drops the models gathered and not added, running their dones.
+func (b *Batcher) Discard() {
+	for _, d := range b.dones {
+		if d != nil {
+			d()
+		}
+	}
+	b.batch, b.checks, b.dones, b.size = b.batch[:0], b.checks[:0], b.dones[:0], 0
 }

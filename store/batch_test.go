@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -144,8 +145,63 @@ func TestBatching(t *testing.T) {
 		{BatchModels, 100, 1, false, true},
 		{BatchModels - 1, 100, 1, false, false},
 	} {
-		if alone, full := Batching(c.models, c.size, c.n); alone != c.alone || full != c.full {
-			t.Errorf("Batching(%d, %d, %d) = %v, %v; want %v, %v", c.models, c.size, c.n, alone, full, c.alone, c.full)
+		if alone, full := batching(c.models, c.size, c.n); alone != c.alone || full != c.full {
+			t.Errorf("batching(%d, %d, %d) = %v, %v; want %v, %v", c.models, c.size, c.n, alone, full, c.alone, c.full)
+		}
+	}
+}
+
+// TestBatcher: models are added in batches of at most BatchModels, in
+// order; a batch whose check fails adds none of its models and says so;
+// every model's done runs once, whether it was added, failed or was
+// discarded.
+func TestBatcher(t *testing.T) {
+	s := NewMem(Options{})
+	in := func(i int) []Input {
+		b := []byte(fmt.Sprintf("the bytes of model %d", i))
+		return []Input{{Name: "f", R: bytesReader(b), Size: int64(len(b))}}
+	}
+	var added []string
+	done := map[string]int{}
+	b := &Batcher{Store: s, Added: func(m *Manifest, _ AddStats) { added = append(added, m.Name) }}
+	add := func(name string, i int, check func() error) error {
+		return b.Add(name, in(i), check, func() { done[name]++ })
+	}
+	var want []string
+	for i := range BatchModels + 2 {
+		name := fmt.Sprint("m", i)
+		want = append(want, name)
+		if err := add(name, i, nil); err != nil {
+			t.Fatal(err)
+		}
+		if i == BatchModels && len(added) != BatchModels {
+			t.Fatalf("model %d: %d added, want the first batch of %d", i, len(added), BatchModels)
+		}
+	}
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(added, want) {
+		t.Fatalf("added %v, want %v", added, want)
+	}
+	changed := errors.New("a file changed")
+	add("x1", 100, nil)
+	add("x2", 101, func() error { return changed })
+	if err := b.Flush(); !errors.Is(err, changed) || !strings.Contains(err.Error(), "none of this batch's 2 models") {
+		t.Fatalf("a batch whose check fails: %v", err)
+	}
+	add("y", 102, nil)
+	b.Discard()
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	names, err := s.Names()
+	if err != nil || len(names) != len(want) {
+		t.Fatalf("%d models stored (%v), want %d", len(names), err, len(want))
+	}
+	for _, n := range append(want, "x1", "x2", "y") {
+		if done[n] != 1 {
+			t.Fatalf("model %s: done ran %d times", n, done[n])
 		}
 	}
 }

@@ -103,65 +103,23 @@ func runStoreAdd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer s.Close()
-	// Models are added in batches (store.AddBatch: coded together, one
+	// Models are added in batches (store.Batcher: coded together, one
 	// commit, all of a batch or none of it after a crash) of at most
 	// store.BatchBytes of files and store.BatchModels models; a model
 	// larger than that is added alone (store.Add holds one tensor at a
 	// time).
-	var (
-		batch []store.BatchModel
-		open  [][]inputFile
-		size  int64
-	)
-	report := func(m *store.Manifest, st store.AddStats) {
-		if *quiet {
-			return
-		}
-		fmt.Fprintf(stdout, "%s: %s → %s stored (%d units: %d already stored, %d casts, %d deltas, %d coded)",
-			shown(m.Name), humanBytes(m.Raw), humanBytes(m.Added), st.Units, st.Dedup, st.Casts, st.Deltas, st.Coded)
-		if len(m.Bases) > 0 {
-			fmt.Fprintf(stdout, "; bases: %s", shownList(m.Bases))
-		}
-		fmt.Fprintln(stdout)
-	}
-	unchanged := func(in [][]inputFile) func() error {
-		return func() error {
-			for _, fs := range in {
-				for _, f := range fs {
-					if err := f.unchanged(); err != nil {
-						return err
-					}
-				}
+	b := &store.Batcher{Store: s, Opt: store.AddOptions{Compare: *compare}}
+	if !*quiet {
+		b.Added = func(m *store.Manifest, st store.AddStats) {
+			fmt.Fprintf(stdout, "%s: %s → %s stored (%d units: %d already stored, %d casts, %d deltas, %d coded)",
+				shown(m.Name), humanBytes(m.Raw), humanBytes(m.Added), st.Units, st.Dedup, st.Casts, st.Deltas, st.Coded)
+			if len(m.Bases) > 0 {
+				fmt.Fprintf(stdout, "; bases: %s", shownList(m.Bases))
 			}
-			return nil
+			fmt.Fprintln(stdout)
 		}
 	}
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		ms, sts, err := s.AddBatch(batch, store.AddOptions{Compare: *compare, BeforeCommit: unchanged(open)})
-		for _, in := range open {
-			closeInputs(in)
-		}
-		n := len(batch)
-		batch, open, size = batch[:0], open[:0], 0
-		if err != nil {
-			if n > 1 {
-				return fmt.Errorf("%w (none of this batch's %d models was added)", err, n)
-			}
-			return err
-		}
-		for i, m := range ms {
-			report(m, sts[i])
-		}
-		return nil
-	}
-	defer func() {
-		for _, in := range open {
-			closeInputs(in)
-		}
-	}()
+	defer b.Discard()
 	for _, p := range files {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -175,32 +133,22 @@ func runStoreAdd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return err
 		}
 		ins := make([]store.Input, len(in))
-		var msize int64
 		for i, f := range in {
 			ins[i] = store.Input{Name: f.name, R: f.f, Size: f.size, Format: f.format, Segments: f.segs}
-			msize += f.size
 		}
-		alone, full := store.Batching(len(batch), size, msize)
-		if full {
-			if err := flush(); err != nil {
-				closeInputs(in)
-				return err
+		unchanged := func() error {
+			for _, f := range in {
+				if err := f.unchanged(); err != nil {
+					return err
+				}
 			}
+			return nil
 		}
-		if alone {
-			m, st, err := s.Add(n, ins, store.AddOptions{Compare: *compare, BeforeCommit: unchanged([][]inputFile{in})})
-			closeInputs(in)
-			if err != nil {
-				return err
-			}
-			report(m, st)
-			continue
+		if err := b.Add(n, ins, unchanged, func() { closeInputs(in) }); err != nil {
+			return err
 		}
-		batch = append(batch, store.BatchModel{Name: n, Files: ins})
-		open = append(open, in)
-		size += msize
 	}
-	return flush()
+	return b.Flush()
 }
 
 func runStoreGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {

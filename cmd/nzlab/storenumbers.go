@@ -73,23 +73,15 @@ func storeRow(files []string, all bool) error {
 	if err != nil {
 		return err
 	}
-	// added as nzip store add adds them: in batches (store.AddBatch)
+	// added as nzip store add adds them: in batches (store.Batcher)
 	var addTime time.Duration
 	cpu0 := processCPU()
 	var raw int64
-	var batch []store.BatchModel
-	var size int64
-	add := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
+	b := &store.Batcher{Store: s, Added: func(m *store.Manifest, _ store.AddStats) { raw += m.Raw }}
+	timed := func(f func() error) error {
 		t0 := time.Now()
-		ms, _, err := s.AddBatch(batch, store.AddOptions{})
+		err := f()
 		addTime += time.Since(t0)
-		for _, m := range ms {
-			raw += m.Raw
-		}
-		batch, size = batch[:0], 0
 		return err
 	}
 	for _, f := range files {
@@ -97,30 +89,11 @@ func storeRow(files []string, all bool) error {
 		if err != nil {
 			return err
 		}
-		var n int64
-		for _, in := range ins {
-			n += in.Size
+		if err := timed(func() error { return b.Add(f, ins, nil, nil) }); err != nil {
+			return err
 		}
-		alone, full := store.Batching(len(batch), size, n)
-		if full {
-			if err := add(); err != nil {
-				return err
-			}
-		}
-		if alone {
-			t0 := time.Now()
-			m, _, err := s.Add(f, ins, store.AddOptions{})
-			addTime += time.Since(t0)
-			if err != nil {
-				return err
-			}
-			raw += m.Raw
-			continue
-		}
-		batch = append(batch, store.BatchModel{Name: f, Files: ins})
-		size += n
 	}
-	if err := add(); err != nil {
+	if err := timed(b.Flush); err != nil {
 		return err
 	}
 	addCPU := processCPU() - cpu0
