@@ -34,8 +34,9 @@ const cmMinLevel = 3
 const cmMinBytes = 4 << 10
 
 // encodeCM tries the opaque block src, coded into dst[mark:] as kind,
-// as a cm block and keeps the smaller. It tries where zstd's block is
-// over half the bytes (LZ-friendly bytes such as text, which zstd shrinks
+// as a cm block and keeps the smaller. Only archives written by bytes
+// alone (EncodeOptions.Best) may hold cm blocks (Encode: b.cm). It tries
+// where zstd's block is over half the bytes (LZ-friendly bytes such as text, which zstd shrinks
 // far more, are not tried), where the bytes' order-0 entropy is under
 // cmMaxBits bits a byte (random or compressed bytes are not), and where
 // they do not look like floats (whose low mantissa bytes no byte model

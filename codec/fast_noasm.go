@@ -54,3 +54,7 @@ func expandPairsWide(dst, codes []byte, tab *[256]uint32, esc byte, exc []byte, 
 func gatherNonzeroFast(src []byte, size int, vals, mask []byte) (i, m int, or uint64) {
 	return 0, 0, 0
 }
+
+func scatterNonzeroFast(dst, vals, mask []byte, size int) (i, k int, zero bool) {
+	return 0, 0, false
+}

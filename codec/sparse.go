@@ -115,7 +115,9 @@ type sparseEnc struct {
 	hist  [256]uint32
 	model colModel
 	rc    rangecoder.Encoder
-	fast  bool // bitmap and gaps only (TensorCoder without Best)
+	fast  bool     // bitmap and gaps only (TensorCoder without Best)
+	ones  []uint32 // columnBits' counts
+	acc   []uint64 // columnOnes8's sums
 }
 
 // sparseDec is a block decoder's sparse state.
@@ -283,8 +285,12 @@ func (b *blockEncoder) encodeGathered(dst []byte, d dtype.DType, row, col int) [
 	sp.best = append(sp.best[:0], maskBitmap)
 	countHist(&sp.hist, sp.mask)
 	sp.best = b.st.appendStream(sp.best, sp.mask, 8, &sp.hist, false)
-	sp.gaps = appendGaps(sp.gaps[:0], sp.mask, n)
-	if force == maskGaps || force < 0 && len(sp.gaps)+8 < len(sp.best) {
+	// the gap stream has a symbol per nonzero value at least: it is made
+	// only where that many may code smaller than the bitmap (mostly zeros)
+	if force == maskGaps || force < 0 && m+8 < len(sp.best) {
+		sp.gaps = appendGaps(sp.gaps[:0], sp.mask, n)
+	}
+	if force == maskGaps || force < 0 && m+8 < len(sp.best) && len(sp.gaps)+8 < len(sp.best) {
 		sp.cand = append(sp.cand[:0], maskGaps)
 		sp.cand = binary.AppendUvarint(sp.cand, uint64(len(sp.gaps)))
 		countHist(&sp.hist, sp.gaps)
@@ -293,8 +299,8 @@ func (b *blockEncoder) encodeGathered(dst []byte, d dtype.DType, row, col int) [
 			sp.best, sp.cand = sp.cand, sp.best
 		}
 	}
-	if force == maskColumns || force < 0 && !sp.fast && 8*(n-m) >= columnsMinZeros8*n {
-		r := min(max(row, 1), max(n, 1)) // readers refuse a row longer than the block
+	r := min(max(row, 1), max(n, 1)) // readers refuse a row longer than the block
+	if force == maskColumns || force < 0 && !sp.fast && 8*(n-m) >= columnsMinZeros8*n && (b.best || sp.columnsMayPay(len(sp.best), n, r, col%r)) {
 		sp.cand = append(sp.cand[:0], maskColumns)
 		sp.cand = binary.AppendUvarint(sp.cand, uint64(r))
 		sp.cand = binary.AppendUvarint(sp.cand, uint64(col%r))
@@ -307,7 +313,7 @@ func (b *blockEncoder) encodeGathered(dst []byte, d dtype.DType, row, col int) [
 		sp.cand = append(sp.cand, lb[:k]...)
 		copy(sp.cand[mark+k:], sp.cand[mark:mark+l])
 		copy(sp.cand[mark:], lb[:k])
-		if force == maskColumns || len(sp.cand) < len(sp.best) {
+		if saved := len(sp.best) - len(sp.cand); force == maskColumns || saved > 0 && (b.best || slowerPays(saved, n, costColumnsPs)) {
 			sp.best, sp.cand = sp.cand, sp.best
 		}
 	}
@@ -317,6 +323,122 @@ func (b *blockEncoder) encodeGathered(dst []byte, d dtype.DType, row, col int) [
 		return dst
 	}
 	return b.appendSparseValues(dst, vals, m, f)
+}
+
+// columnsMayPay reports whether the column mask of the n gathered values
+// (rows of row, the first value in column col) may save enough over the
+// fast mask of fast bytes to pay for its decoding time (slowerPays). It
+// estimates what the column model can reach, the order-0 cost of each
+// column's bits and of learning it (columnBits, about 1 ns a value), and
+// tries it where that saves at least half of what the rule asks, so that
+// weights whose zeros the column model barely predicts skip the trial
+// (about 12 ns a value).
+func (sp *sparseEnc) columnsMayPay(fast, n, row, col int) bool {
+	est := fast - int(sp.columnBits(n, row, col)>>(log2Frac+3))
+	return est > 0 && slowerPays(2*est, n, costColumnsPs)
+}
+
+// columnBits is Σ over the columns of the order-0 cost of their mask bits
+// and of learning their rates (n values, rows of row, the first in column
+// col), in bits·2^log2Frac.
+func (sp *sparseEnc) columnBits(n, row, col int) uint64 {
+	sp.ones = resize32(sp.ones, row)
+	ones, mask := sp.ones, sp.mask
+	if row%8 == 0 && col%8 == 0 {
+		sp.columnOnes8(n, row, col)
+	} else {
+		columnOnes(ones, mask, n, row, col)
+	}
+	var h uint64
+	for c := range ones {
+		t, o := uint64(colCount(n, row, col, c)), uint64(ones[c])
+		if o == 0 || o == t {
+			continue
+		}
+		z := t - o
+		// plus what an adaptive model pays to learn the column's rate:
+		// about ½·log2(t) bits (Krichevsky–Trofimov)
+		h += t*log2Fixed(t) - o*log2Fixed(o) - z*log2Fixed(z) + log2Fixed(t)/2
+	}
+	return h
+}
+
+// columnOnes adds to ones[c] the set mask bits of column c (n values,
+// rows of row, the first in column col), one bit at a time.
+func columnOnes(ones []uint32, mask []byte, n, row, col int) {
+	for i, c0 := 0, col; i < n; c0 = 0 {
+		end := min(row, c0+n-i)
+		for c := c0; c < end; c++ {
+			ones[c] += uint32(mask[i>>3]>>(i&7)) & 1
+			i++
+		}
+	}
+}
+
+// columnOnes8 is columnOnes where whole mask bytes fall in one row (row
+// and col multiples of 8): each byte's bits are spread into the eight
+// byte lanes of a word (spread8) and the words of a column group summed
+// across rows, at most 255 rows before they are added to sp.ones.
+func (sp *sparseEnc) columnOnes8(n, row, col int) {
+	g := row / 8
+	if cap(sp.acc) < g {
+		sp.acc = make([]uint64, g)
+	}
+	acc := sp.acc[:g]
+	clear(acc)
+	flush := func() {
+		for j, w := range acc {
+			o := sp.ones[8*j : 8*j+8 : 8*j+8]
+			for k := range o {
+				o[k] += uint32(w >> (8 * k) & 0xff)
+			}
+			acc[j] = 0
+		}
+	}
+	sp8 := spread8()
+	rows := 0
+	j := col / 8
+	for _, x := range sp.mask[:(n+7)/8] {
+		acc[j] += sp8[x]
+		if j++; j == g {
+			j = 0
+			if rows++; rows == 255 {
+				flush()
+				rows = 0
+			}
+		}
+	}
+	flush()
+}
+
+// spread8 maps a byte to the word whose byte k is its bit k.
+var spread8 = sync.OnceValue(func() *[256]uint64 {
+	var t [256]uint64
+	for x := range t {
+		for k := range 8 {
+			t[x] |= uint64(x>>k&1) << (8 * k)
+		}
+	}
+	return &t
+})
+
+// colCount is how many of n values, rows of row with the first in column
+// col, lie in column c.
+func colCount(n, row, col, c int) int {
+	d := (c - col + row) % row
+	if d >= n {
+		return 0
+	}
+	return (n-1-d)/row + 1
+}
+
+func resize32(s []uint32, n int) []uint32 {
+	if cap(s) < n {
+		return make([]uint32, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // gatherNonzero sets mask (one bit per value of src, 1 where it is
@@ -547,6 +669,18 @@ func (b *blockEncoder) appendSparseValues(dst, vals []byte, m int, f fieldSpec) 
 		}
 		b.buffers(m, f.planes())
 		splitGeneric(vals, m, f, b.syms, b.planes[:f.planes()], &b.hist)
+		syms = b.syms
+	case !sparseGenericSplit && f.size == 2 && f.e == 8 && f.s == 1:
+		// BF16 with its sign: no join to choose (maxJoin 0); the dense
+		// coder's fast split, then the symbols' histogram
+		b.buffers(m, f.planes())
+		orR := splitBF16(vals[:2*m], b.syms[:m], b.planes[0][:m])
+		if f.tz = chooseTZ(uint64(orR), f); f.tz != 0 {
+			b.buffers(m, f.planes())
+			splitGeneric(vals, m, f, b.syms, b.planes[:f.planes()], &b.hist)
+		} else {
+			countHist(&b.hist, b.syms[:m])
+		}
 		syms = b.syms
 	default:
 		// the dense coder's split (F16 with its sign: its fast one)
@@ -789,32 +923,37 @@ func (sp *sparseDec) decodeColumns(mask, src []byte, n, row, col int) error {
 }
 
 // scatterMerge merges the m nonzero values from their symbols and planes
-// (as mergeGeneric) straight into the positions the mask marks, zeros
-// elsewhere; false when a merged value is zero. Values of 1 and 2 bytes
-// with at most 2 planes take a loop of their own; the others merge into
-// vals first.
+// (as mergeGeneric) into the positions the mask marks, zeros elsewhere;
+// false when a merged value is zero. Where merge has a fast path (BF16,
+// F16, F32), FP8 symbols are the values, or BF16 without a sign is
+// exponent<<m | plane, the values are merged densely into vals first and
+// then expanded into place (scatterNonzero: SIMD where the CPU has it);
+// the other 1- and 2-byte layouts merge value by value into place.
 func scatterMerge(dst, mask []byte, f fieldSpec, syms []byte, planes [][]byte, vals *[]byte) bool {
-	// F16 with its sign merges faster first (merge's F16 path) and is
-	// scattered after, as values of more than 2 bytes are
-	f16 := f.size == 2 && f.e == 5 && f.s == 1 && f.tz == 0
-	if f.size > 2 || len(planes) > 2 || f16 {
-		m := len(syms)
+	m := len(syms)
+	dense := func() []byte {
 		if cap(*vals) < m*f.size {
 			*vals = make([]byte, m*f.size)
 		}
-		v := (*vals)[:m*f.size]
+		return (*vals)[:m*f.size]
+	}
+	f16 := f.size == 2 && f.e == 5 && f.s == 1 && f.tz == 0
+	bf16 := f.size == 2 && f.e == 8 && f.s == 1 && f.j == 0 && f.tz == 0
+	switch {
+	case f.size > 2 || len(planes) > 2 || f16 || bf16:
+		v := dense()
 		merge(v, m, f, syms, planes)
 		return scatterNonzero(dst, v, mask, f.size)
-	}
-	clear(dst)
-	switch {
 	case f.size == 1 && len(planes) == 0 && f.s == 0 && f.j == f.m && f.tz == 0:
 		// FP8 without a sign: the symbol is the value
-		return scatterSym8(dst, mask, syms)
+		return scatterNonzero(dst, syms, mask, 1)
 	case f.size == 2 && len(planes) == 1 && f.s == 0 && f.j == 0 && f.tz == 0 && f.m <= 8:
-		// BF16 without a sign: exponent<<7 | the mantissa plane
-		return scatterSym16(dst, mask, syms, planes[0][:len(syms)], f.m)
+		// BF16 without a sign: exponent<<m | the mantissa plane
+		v := dense()
+		mergeSym16(v, syms, planes[0][:m], f.m)
+		return scatterNonzero(dst, v, mask, 2)
 	}
+	clear(dst)
 	var p0, p1 []byte
 	if len(planes) > 0 {
 		p0 = planes[0][:len(syms)]
@@ -865,45 +1004,23 @@ func scatterMerge(dst, mask []byte, f fieldSpec, syms []byte, planes [][]byte, v
 	return ok
 }
 
-// scatterSym8 is scatterMerge of 1-byte values that are their symbols.
-func scatterSym8(dst, mask, syms []byte) bool {
-	k := 0
-	ok := true
-	for w := 0; w < len(mask); w += 8 {
-		x := maskWord(mask, w)
-		for x != 0 {
-			i := 8*w + bits.TrailingZeros64(x)
-			x &= x - 1
-			v := syms[k]
-			if v == 0 {
-				ok = false
-			}
-			dst[i] = v
-			k++
-		}
+// mergeSym16 writes the 2-byte values s<<m | p of the symbols and the
+// plane, little-endian, to dst.
+func mergeSym16(dst, syms, p []byte, m uint) {
+	n := len(syms)
+	p = p[:n]
+	dst = dst[:2*n]
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		s, q := syms[i:i+4:i+4], p[i:i+4:i+4]
+		binary.LittleEndian.PutUint64(dst[2*i:], uint64(uint16(s[0])<<m|uint16(q[0]))|
+			uint64(uint16(s[1])<<m|uint16(q[1]))<<16|
+			uint64(uint16(s[2])<<m|uint16(q[2]))<<32|
+			uint64(uint16(s[3])<<m|uint16(q[3]))<<48)
 	}
-	return ok
-}
-
-// scatterSym16 is scatterMerge of 2-byte values s<<m | p.
-func scatterSym16(dst, mask, syms, p []byte, m uint) bool {
-	k := 0
-	ok := true
-	p = p[:len(syms)]
-	for w := 0; w < len(mask); w += 8 {
-		x := maskWord(mask, w)
-		for x != 0 {
-			i := 8*w + bits.TrailingZeros64(x)
-			x &= x - 1
-			v := uint16(syms[k])<<m | uint16(p[k])
-			if v == 0 {
-				ok = false
-			}
-			binary.LittleEndian.PutUint16(dst[2*i:], v)
-			k++
-		}
+	for ; i < n; i++ {
+		binary.LittleEndian.PutUint16(dst[2*i:], uint16(syms[i])<<m|uint16(p[i]))
 	}
-	return ok
 }
 
 // maskWord is the 64 mask bits from byte w (fewer at the end).
@@ -919,47 +1036,78 @@ func maskWord(mask []byte, w int) uint64 {
 }
 
 // scatterNonzero writes the values of vals to the positions the mask
-// marks and zeros elsewhere; false when a value of vals is zero.
+// marks and zeros elsewhere; false when a value of vals is zero or vals
+// holds fewer values than the mask marks. With AVX-512 (VBMI2) most of dst
+// is expanded 64 bytes at a time (scatterNonzeroFast); scatterNonzeroGo,
+// its twin, does the rest.
 func scatterNonzero(dst, vals, mask []byte, size int) bool {
-	clear(dst)
-	k := 0
-	var or uint64 = 1
+	m := 0
 	for w := 0; w < len(mask); w += 8 {
-		var x uint64
-		if w+8 <= len(mask) {
-			x = binary.LittleEndian.Uint64(mask[w:])
-		} else {
-			for j := w; j < len(mask); j++ {
-				x |= uint64(mask[j]) << (8 * (j - w))
-			}
+		m += bits.OnesCount64(maskWord(mask, w))
+	}
+	if len(vals) < m*size {
+		return false
+	}
+	i, k, zero := scatterNonzeroFast(dst, vals, mask, size)
+	return scatterNonzeroGo(dst[i*size:], vals[k*size:], mask[i/8:], size) && !zero
+}
+
+// scatterNonzeroGo is scatterNonzero in Go: a mask word of all ones copies
+// its 64 values at once, one of zeros clears them, others place value by
+// value (a loop per value size).
+func scatterNonzeroGo(dst, vals, mask []byte, size int) bool {
+	n := len(dst) / size
+	k := 0
+	ok := true
+	for w := 0; w < len(mask); w += 8 {
+		x := maskWord(mask, w)
+		i0 := 8 * w
+		span := min(64, n-i0)
+		d := dst[i0*size : (i0+span)*size]
+		if x == ^uint64(0) {
+			v := vals[k*size : (k+64)*size]
+			copy(d, v)
+			ok = ok && noZero(v, size)
+			k += 64
+			continue
 		}
-		for x != 0 {
-			i := 8*w + bits.TrailingZeros64(x)
-			x &= x - 1
-			switch size {
-			case 1:
+		clear(d)
+		switch size {
+		case 1:
+			for x != 0 {
+				i := bits.TrailingZeros64(x)
+				x &= x - 1
 				v := vals[k]
-				dst[i] = v
-				if v == 0 {
-					or = 0
-				}
-			case 2:
-				v := binary.LittleEndian.Uint16(vals[2*k:])
-				binary.LittleEndian.PutUint16(dst[2*i:], v)
-				if v == 0 {
-					or = 0
-				}
-			default:
-				v := binary.LittleEndian.Uint32(vals[4*k:])
-				binary.LittleEndian.PutUint32(dst[4*i:], v)
-				if v == 0 {
-					or = 0
-				}
+				d[i] = v
+				ok = ok && v != 0
+				k++
 			}
-			k++
+		case 2:
+			for x != 0 {
+				i := bits.TrailingZeros64(x)
+				x &= x - 1
+				v := binary.LittleEndian.Uint16(vals[2*k:])
+				binary.LittleEndian.PutUint16(d[2*i:], v)
+				ok = ok && v != 0
+				k++
+			}
+		default:
+			for x != 0 {
+				i := bits.TrailingZeros64(x)
+				x &= x - 1
+				v := binary.LittleEndian.Uint32(vals[4*k:])
+				binary.LittleEndian.PutUint32(d[4*i:], v)
+				ok = ok && v != 0
+				k++
+			}
 		}
 	}
-	return or != 0
+	return ok
+}
+
+// noZero reports whether none of the values of size bytes in p is zero.
+func noZero(p []byte, size int) bool {
+	return countZeros(p, size) == 0
 }
 
 // probeBlocks probes the float blocks of plans for what decides the

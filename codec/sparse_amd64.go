@@ -2,7 +2,10 @@
 
 package codec
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"unsafe"
+)
 
 //go:noescape
 func gatherNonzeroAVX512(src *byte, n, size int, vals, mask *byte, or *[64]byte) (bytes int)
@@ -22,4 +25,21 @@ func gatherNonzeroFast(src []byte, size int, vals, mask []byte) (i, m int, or ui
 		or |= binary.LittleEndian.Uint64(o[k:])
 	}
 	return n, b / size, or
+}
+
+//go:noescape
+func scatterNonzeroAVX512(dst *byte, n, size int, vals, mask *byte) (bytes int, zero bool)
+
+// scatterNonzeroFast places the largest multiple of 64 bytes of dst it can
+// (scatterNonzero's first values) with AVX-512 and returns how many values
+// of dst it did, how many of vals it used and whether one of those was
+// zero. vals must hold at least as many values as mask has bits set.
+func scatterNonzeroFast(dst, vals, mask []byte, size int) (i, k int, zero bool) {
+	lanes := 64 / size
+	n := len(dst) / size &^ (lanes - 1)
+	if !use.avx512Gather || n == 0 || len(mask) < n/8 {
+		return 0, 0, false
+	}
+	b, z := scatterNonzeroAVX512(&dst[0], n, size, unsafe.SliceData(vals), &mask[0])
+	return n, b / size, z
 }

@@ -81,3 +81,86 @@ done:
 	MOVQ AX, bytes+48(FP)
 	VZEROUPPER
 	RET
+
+// func scatterNonzeroAVX512(dst *byte, n, size int, vals, mask *byte) (bytes int, zero bool)
+//
+// The expansion of scatterNonzero, 64 bytes of dst at a time: the mask
+// bits of those values (little-endian, one bit per value) select the lanes
+// that take the next values of vals (VPEXPANDB/W/D, VBMI2, zeroing the
+// other lanes); the memory form reads only the values it places, so vals
+// needs no room past its end. n is the number of values, a multiple of
+// 64/size. It returns the bytes of vals used and whether a placed value
+// was zero (a lane the mask marks that VPTESTM finds zero).
+TEXT ·scatterNonzeroAVX512(SB), NOSPLIT, $0-49
+	MOVQ dst+0(FP), DI
+	MOVQ n+8(FP), CX
+	MOVQ size+16(FP), DX
+	MOVQ vals+24(FP), SI
+	MOVQ mask+32(FP), R8
+	XORQ AX, AX
+	XORQ R9, R9
+	TESTQ CX, CX
+	JZ sdone
+	CMPQ DX, $2
+	JEQ swords
+	CMPQ DX, $1
+	JEQ sbytes
+
+sdwords:
+	MOVWLZX (R8), BX
+	KMOVW BX, K1
+	VPEXPANDD.Z (SI)(AX*1), K1, Z0
+	VMOVDQU32 Z0, (DI)
+	VPTESTMD Z0, Z0, K2
+	KMOVW K2, R10
+	XORL BX, R10
+	ORL R10, R9
+	POPCNTL BX, BX
+	SHLQ $2, BX
+	ADDQ BX, AX
+	ADDQ $64, DI
+	ADDQ $2, R8
+	SUBQ $16, CX
+	JNZ sdwords
+	JMP sdone
+
+swords:
+	MOVL (R8), BX
+	KMOVD BX, K1
+	VPEXPANDW.Z (SI)(AX*1), K1, Z0
+	VMOVDQU16 Z0, (DI)
+	VPTESTMW Z0, Z0, K2
+	KMOVD K2, R10
+	XORL BX, R10
+	ORL R10, R9
+	POPCNTL BX, BX
+	SHLQ $1, BX
+	ADDQ BX, AX
+	ADDQ $64, DI
+	ADDQ $4, R8
+	SUBQ $32, CX
+	JNZ swords
+	JMP sdone
+
+sbytes:
+	MOVQ (R8), BX
+	KMOVQ BX, K1
+	VPEXPANDB.Z (SI)(AX*1), K1, Z0
+	VMOVDQU8 Z0, (DI)
+	VPTESTMB Z0, Z0, K2
+	KMOVQ K2, R10
+	XORQ BX, R10
+	ORQ R10, R9
+	POPCNTQ BX, BX
+	ADDQ BX, AX
+	ADDQ $64, DI
+	ADDQ $8, R8
+	SUBQ $64, CX
+	JNZ sbytes
+
+sdone:
+	MOVQ AX, bytes+40(FP)
+	TESTQ R9, R9
+	SETNE zero+48(FP)
+	VZEROUPPER
+	RET

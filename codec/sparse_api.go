@@ -76,7 +76,7 @@ func (c *TensorCoder) Encode(dst, src []byte, d dtype.DType, row int) ([]byte, e
 	dst = binary.AppendUvarint(dst, uint64(n))
 	dst = binary.AppendUvarint(dst, uint64(chunk))
 	e := &c.enc
-	e.sp.on, e.sp.fast = true, !c.Best
+	e.sp.on, e.sp.fast, e.best = true, !c.Best, c.Best
 	for v := 0; v < n; v += chunk {
 		in := src[v*size : min(v+chunk, n)*size]
 		p := blockPlan{dtype: d, float: true, sparseTry: true}

@@ -173,8 +173,70 @@ func TestSparseMethodsMatchDensity(t *testing.T) {
 			binary.LittleEndian.PutUint16(src[2*i:], 0x3f80|uint16(r.IntN(128)))
 		}
 	}
+	// by bytes alone (Best) the column mask wins; on the default path it
+	// is taken only where its saving pays for its decoding time
+	be.best = true
 	if m := mask(src, dtype.BF16, 128); m != MaskColumns {
-		t.Errorf("column-structured mask coded as %v, want columns", m)
+		t.Errorf("column-structured mask coded as %v by bytes alone, want columns", m)
+	}
+	be.best = false
+	cols := len(be.encodeSparse(nil, src, dtype.BF16, 128, 0))
+	be.best = true
+	fast := len((&blockEncoder{sp: sparseEnc{fast: true}}).encodeSparse(nil, src, dtype.BF16, 128, 0))
+	if m, pays := mask(src, dtype.BF16, 128), slowerPays(fast-cols, 65536, costColumnsPs); (m == MaskColumns) != pays {
+		t.Errorf("default path: %v, but the column mask saves %d bytes (pays: %v)", m, fast-cols, pays)
+	}
+}
+
+// TestColumnsRule: on the default path a block takes the column mask only
+// where its saving over the fast masks pays for its decoding time
+// (slowerPays at costColumnsPs), and by bytes alone (Best) wherever it is
+// smaller. The blocks: columns of different zero rates, from barely
+// structured (weights) to strongly (activations).
+func TestColumnsRule(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	took, left := 0, 0
+	for _, spread := range []int{0, 2, 8, 32, 100} {
+		const n, row = 65536, 256
+		rate := make([]int, row)
+		for c := range rate {
+			rate[c] = max(0, min(100, 55+r.IntN(2*spread+1)-spread))
+		}
+		src := make([]byte, 2*n)
+		for i := 0; i < n; i++ {
+			if r.IntN(100) >= rate[i%row] {
+				binary.LittleEndian.PutUint16(src[2*i:], 0x3f80|uint16(r.IntN(128)))
+			}
+		}
+		size := func(be *blockEncoder) (int, MaskMethod) {
+			out := be.encodeSparse(nil, src, dtype.BF16, row, 0)
+			h, err := ReadSparseHeader(out, n, dtype.BF16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(out), h.Mask
+		}
+		fast, fm := size(&blockEncoder{sp: sparseEnc{fast: true}})
+		best, bm := size(&blockEncoder{best: true})
+		def, dm := size(&blockEncoder{})
+		if fm == MaskColumns || (bm == MaskColumns) != (best < fast) {
+			t.Fatalf("spread %d: fast %v, best %v (%d vs %d bytes)", spread, fm, bm, best, fast)
+		}
+		pays := bm == MaskColumns && slowerPays(fast-best, n, costColumnsPs)
+		switch {
+		case pays && (dm != MaskColumns || def != best):
+			t.Errorf("spread %d: the column mask saves %d bytes, which pays, but the default path wrote %v (%d bytes)", spread, fast-best, dm, def)
+		case !pays && (dm == MaskColumns || def != fast):
+			t.Errorf("spread %d: the column mask saves %d bytes, which does not pay, but the default path wrote %v (%d bytes)", spread, fast-best, dm, def)
+		}
+		if pays {
+			took++
+		} else {
+			left++
+		}
+	}
+	if took == 0 || left == 0 {
+		t.Errorf("the blocks should include both sides of the rule: %d took the column mask, %d did not", took, left)
 	}
 }
 
@@ -334,8 +396,8 @@ func TestSparseTwins(t *testing.T) {
 		f      fieldSpec
 		planes [][]byte
 	}{
-		{fieldSpec{size: 1, e: 4, m: 3, j: 3}, nil},                                                          // scatterSym8
-		{fieldSpec{size: 2, e: 8, m: 7}, [][]byte{make([]byte, 8)}},                                          // scatterSym16
+		{fieldSpec{size: 1, e: 4, m: 3, j: 3}, nil},                                                          // FP8 symbols as values
+		{fieldSpec{size: 2, e: 8, m: 7}, [][]byte{make([]byte, 8)}},                                          // BF16 without a sign (mergeSym16)
 		{fieldSpec{size: 2, e: 5, m: 10, s: 1, j: 3}, [][]byte{make([]byte, 8)}},                             // generic 2-byte
 		{fieldSpec{size: 4, e: 8, m: 23, s: 1}, [][]byte{make([]byte, 8), make([]byte, 8), make([]byte, 8)}}, // via mergeGeneric
 	} {

@@ -552,7 +552,8 @@ func TestCMHostFallback(t *testing.T) {
 		src[i] = byte(math.Round(max(0, min(255, 128+rng.NormFloat64()*(6+float64(i/4096))))))
 	}
 	segs := []codec.Segment{{Name: "conv/kernel", DType: dtype.U8, Shape: []int64{256, 256}, Length: int64(len(src))}}
-	rd, ra := archive(t, src, segs, codec.EncodeOptions{})
+	// cm blocks are written by bytes alone (Best) only
+	rd, ra := archive(t, src, segs, codec.EncodeOptions{Best: true})
 	res := decodeWith(t, CPU(0), rd, ra, src)
 	if res.Unhandled["cm"] == 0 {
 		t.Fatalf("no cm block went to the CPU: %v", res.UnhandledSummary())

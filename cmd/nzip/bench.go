@@ -29,7 +29,7 @@ type benchRow struct {
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", "[-json] [-codecs LIST] [-threads N] [-runs N] [-chunk N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] FILE...", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON array")
-	codecs := fs.String("codecs", strings.Join(baseline.Names(), ","), "comma-separated codecs; "+setupCodecName+" (nzip with -setup) joins the default list when -setup is given; "+gaussianCodecName+" is nzip with the built-in Gaussian setup")
+	codecs := fs.String("codecs", strings.Join(baseline.Names(), ","), "comma-separated codecs; "+setupCodecName+" (nzip with -setup) joins the default list when -setup is given; "+gaussianCodecName+" is nzip with the built-in Gaussian setup, "+bestCodecName+" nzip compress -best (codings by bytes alone)")
 	threads := fs.Int("threads", 0, "threads per codec (default: all CPUs; zstd and gzip use one)")
 	runs := fs.Int("runs", 3, "timed runs per codec; the best counts (fewer when a codec is slow)")
 	setupPath := fs.String("setup", "", "setup file for the codec "+setupCodecName)
@@ -56,7 +56,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		names = slices.Insert(names, i, setupCodecName)
 	}
 	for _, n := range names {
-		if n == gaussianCodecName {
+		if n == gaussianCodecName || n == bestCodecName {
 			continue
 		}
 		if n == setupCodecName {
@@ -110,6 +110,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			case name == setupCodecName:
 				c := newSetupCodecOpt(setup, codec.EncodeOptions{Threads: *threads, SetupExternal: *setupExternal, SetupThreshold: *setupThreshold, ChunkValues: *chunk})
 				m = baseline.MeasureCodec(c, setupCodecName, filepath.Base(path), src, segs, mopt)
+			case name == bestCodecName:
+				c := baseline.NewNZip(nil, bestCodecName, codec.EncodeOptions{Threads: *threads, ChunkValues: *chunk, Best: true})
+				m = baseline.MeasureCodec(c, bestCodecName, filepath.Base(path), src, segs, mopt)
 			case name == "nzip" && *chunk != 0:
 				c := baseline.NewNZip(nil, "nzip", codec.EncodeOptions{Threads: *threads, ChunkValues: *chunk})
 				m = baseline.MeasureCodec(c, "nzip", filepath.Base(path), src, segs, mopt)

@@ -11,7 +11,7 @@ import (
 )
 
 func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("compress", "[-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF [-best]] [-no-sparse] [-q] IN", stderr)
+	fs := newFlags("compress", "[-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF] [-best] [-no-sparse] [-q] IN", stderr)
 	out := fs.String("o", "", "output archive (default IN.nzip)")
 	force := fs.Bool("f", false, "overwrite OUT if it exists")
 	threads := fs.Int("threads", 0, "blocks coded in parallel (default: all CPUs); the archive is the same for any value")
@@ -21,7 +21,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	setupExternal := fs.Bool("setup-external", false, "store only the setup's ID, not the setup; decompress then needs -setup")
 	setupThreshold := fs.Float64("setup-threshold", 0, fmt.Sprintf("a block builds its own table when the best shared one costs more than this fraction above it (default %g)", codec.DefaultSetupThreshold))
 	refPath := fs.String("ref", "", "code tensors as differences to this reference model (matched by name, dtype, shape); decompress then needs -ref")
-	best := fs.Bool("best", false, "with -ref: the smallest archive, also trying range-coded difference blocks (about 2 % smaller; they decode about 30× slower)")
+	best := fs.Bool("best", false, "the smallest archive: every block's coding chosen by bytes alone, also the codings the default takes only where their saving pays for their slower decoding (column-context zero masks, context-modelled bytes; with -ref range-coded difference blocks, about 2 % smaller and 30× slower to decode)")
 	noSparse := fs.Bool("no-sparse", false, "write no sparse blocks (exact zeros coded as other values), no zstd-coded byte planes (repeating values) and no cm blocks (quantised weights): the archive stays format version 7, which nzip builds from before sparse blocks read")
 	quiet := fs.Bool("q", false, "print nothing on success")
 	if err := parse(fs, args, 1, 1); err != nil {
@@ -43,10 +43,6 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if bad != "" {
 		fmt.Fprintf(stderr, "nzip compress: %s\n", bad)
 		fs.Usage()
-		return errUsage
-	}
-	if *best && *refPath == "" {
-		fmt.Fprintln(stderr, "nzip compress: -best needs -ref (it changes only the coding of differences)")
 		return errUsage
 	}
 	opt.Best = *best

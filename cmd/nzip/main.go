@@ -1,6 +1,6 @@
 // Command nzip compresses neural-network checkpoints losslessly.
 //
-//	nzip compress   [-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF [-best]] [-no-sparse] [-q] IN
+//	nzip compress   [-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF] [-best] [-no-sparse] [-q] IN
 //	nzip decompress [-o OUT] [-f] [-threads N] [-tensor NAME] [-setup S.nzsetup] [-ref REF] [-q] IN.nzip
 //	nzip verify     [-threads N] [-setup S.nzsetup] [-ref REF] IN.nzip
 //	nzip inspect    [-json] [-setup S.nzsetup] [-ref REF] FILE
@@ -40,7 +40,7 @@ const usage = `nzip: lossless compression of neural-network checkpoints
 
 usage:
   nzip compress   [-o OUT] [-f] [-threads N] [-chunk N] [-level N]
-                  [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF [-best]] [-no-sparse] [-q] IN
+                  [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF] [-best] [-no-sparse] [-q] IN
   nzip decompress [-o OUT] [-f] [-threads N] [-tensor NAME] [-setup S.nzsetup] [-ref REF] [-q] IN.nzip
   nzip verify     [-threads N] [-setup S.nzsetup] [-ref REF] IN.nzip
   nzip inspect    [-json] [-setup S.nzsetup] [-ref REF] FILE

@@ -12,6 +12,10 @@ const setupCodecName = "nzip+setup"
 // needed).
 const gaussianCodecName = "nzip+gaussian"
 
+// bestCodecName is the bench codec of nzip compress -best: every block's
+// coding chosen by bytes alone (codec.EncodeOptions.Best).
+const bestCodecName = "nzip-best"
+
 // newSetupCodec is nzip with a setup behind the baseline interface, so that
 // bench and setup compare measure it with the same harness as the others
 // (baseline.MeasureCodec). It codes with the setup's chunk size, as

@@ -491,17 +491,25 @@ func TestTrajectoryVerifyExtractAll(t *testing.T) {
 	}
 }
 
-// TestBestCLI: -best (range-coded difference blocks) in compress -ref and
-// trajectory pack/append/repack: smaller or equal, bit-exact, and refused
-// without a reference in compress.
+// TestBestCLI: -best (codings chosen by bytes alone; range-coded
+// difference blocks) in compress, with and without -ref, and trajectory
+// pack/append/repack: smaller or equal, bit-exact.
 func TestBestCLI(t *testing.T) {
 	dir := t.TempDir()
 	base := filepath.Join(dir, "base.safetensors")
 	ft := filepath.Join(dir, "ft.safetensors")
 	writeStep(t, base, 30000, 0)
 	want := writeStep(t, ft, 30000, 3)
-	if code, _, errs := nzip(t, "compress", "-q", "-best", ft); code != 2 || !strings.Contains(errs, "-best needs -ref") {
+	// without -ref, -best chooses by bytes alone: never larger
+	plain, plainBest := filepath.Join(dir, "plain.nzip"), filepath.Join(dir, "plain-best.nzip")
+	if code, _, errs := nzip(t, "compress", "-q", "-o", plain, ft); code != 0 {
+		t.Fatalf("compress: %d %s", code, errs)
+	}
+	if code, _, errs := nzip(t, "compress", "-q", "-best", "-o", plainBest, ft); code != 0 {
 		t.Fatalf("compress -best without -ref: %d %q", code, errs)
+	}
+	if a, b := refFileSize(t, plainBest), refFileSize(t, plain); a > b {
+		t.Fatalf("-best archive %d bytes, default %d", a, b)
 	}
 	def, best := filepath.Join(dir, "def.nzip"), filepath.Join(dir, "best.nzip")
 	if code, _, errs := nzip(t, "compress", "-q", "-ref", base, "-o", def, ft); code != 0 {
