@@ -679,8 +679,7 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 			continue
 		}
 		if p.float {
-			out = be.encodeFloat(out, in, p.dtype)
-			out = be.trySparse(out, mark, in, p)
+			out = be.encodeFloatBlock(out, in, p)
 			kind = kindFloat
 			// A float block never stores more than the raw bytes plus a
 			// small header; if it would, store it.

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"neuralzip/dtype"
 )
 
 // TestScatterTwin: scatterNonzero (its AVX-512 expansion where the CPU has
@@ -120,5 +122,57 @@ func TestColumnOnes(t *testing.T) {
 				t.Fatalf("%+v: colCount(%d) = %d, want %d", c, col, got, cnt[col])
 			}
 		}
+	}
+}
+
+// TestSparseFirst: encodeFloatBlock codes a block with zeros sparse first
+// and the dense form only where its estimate (denseMayWin) says it may be
+// smaller; on blocks from barely to wholly zero, with trained-like values
+// and with values whose residuals repeat (planes that entropy-code), it
+// writes the smaller of the two forms or, where it skipped the dense one,
+// a block at most 1/32 larger than that.
+func TestSparseFirst(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	skipped := 0
+	for _, d := range []dtype.DType{dtype.BF16, dtype.F32, dtype.F16, dtype.F8E4M3} {
+		for _, zp := range []int{13, 30, 50, 80, 97, 100} {
+			for _, quantised := range []bool{false, true} {
+				const n = 16384
+				src := realisticValues(d, n, uint64(zp))
+				size := d.Size()
+				for i := 0; i < n; i++ {
+					v := src[i*size : (i+1)*size]
+					if quantised {
+						// few distinct residuals: the planes entropy-code
+						v[0] &= 0xe0
+					}
+					if rng.IntN(100) < zp {
+						clear(v)
+					}
+				}
+				p := blockPlan{dtype: d, float: true, sparseTry: true}
+				be := &blockEncoder{sp: sparseEnc{on: true}}
+				got := be.encodeFloatBlock(nil, src, p)
+				dense := (&blockEncoder{}).encodeFloat(nil, src, d)
+				sparse := (&blockEncoder{}).encodeSparse(nil, src, d, 0, 0)
+				if countZeros(src, size)*sparseMinZeros < n {
+					if !bytes.Equal(got, dense) {
+						t.Errorf("%v %d%% zeros: too few zeros to try sparse, but not the dense form", d, zp)
+					}
+					continue
+				}
+				best := min(len(dense), len(sparse))
+				tried := be.sp.denseMayWin()
+				if tried && len(got) != best || !tried && 32*len(got) > 33*best {
+					t.Errorf("%v %d%% zeros quantised=%v: %d bytes (dense tried: %v), dense %d, sparse %d", d, zp, quantised, len(got), tried, len(dense), len(sparse))
+				}
+				if !tried {
+					skipped++
+				}
+			}
+		}
+	}
+	if skipped == 0 {
+		t.Error("no block skipped its dense form: the estimate saves nothing")
 	}
 }
