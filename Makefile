@@ -13,6 +13,10 @@
 #   make gpu-check  decode the bench corpus on an NVIDIA GPU (CUDA backend), GB/s
 #   make webgpu-test  the WGSL kernels in headless Chromium (SwiftShader), bit-exact
 #   make nzip-beam  build bin/nzip-beam, the Apache Beam ingest (its own module)
+#   make icount-check  the speed guard: instruction counts of compress and
+#                   decompress against scripts/icount-budget.tsv (valgrind)
+#   make icount-budget  write the counts measured into the budget file
+#                   (REASON="why" for the lines that change)
 
 GO        ?= go
 SHARED    ?= ../shared
@@ -30,7 +34,7 @@ GOWASMEXEC = $$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec
 PKGS_ARM64 := ./dtype/... ./codec/... ./checkpoint/... ./trajectory/... ./analysis/... ./assets/... ./infer/... ./store/...
 PKGS_JS   := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./trajectory/... ./app/core/... ./gpu/... ./infer/... ./store/...
 
-.PHONY: beam nzip-beam s3-server ptx ptx-check gpu-deps gpu-check webgpu-test all build run demo workbench fyne-deps screenshots test check-go fmt-check vet arrows unit race noasm arm64-test fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
+.PHONY: icount-check icount-budget valgrind-deps beam nzip-beam s3-server ptx ptx-check gpu-deps gpu-check webgpu-test all build run demo workbench fyne-deps screenshots test check-go fmt-check vet arrows unit race noasm arm64-test fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
 
 all: build
 
@@ -61,7 +65,7 @@ screenshots: check-go
 demo: build
 	./scripts/demo.sh $(BIN) $(SHARED)
 
-test: check-go fyne-deps gpu-deps fmt-check vet arrows ptx-check unit race noasm arm64-test fuzz-short wasm-build purego-build js-test browser-test webgpu-test beam
+test: check-go fyne-deps gpu-deps fmt-check vet arrows ptx-check unit icount-check race noasm arm64-test fuzz-short wasm-build purego-build js-test browser-test webgpu-test beam
 	@echo "make test: all checks passed"
 
 # clang-14 (PTX) and g++ (the kernels as C++ in gpu's tests)
@@ -111,6 +115,18 @@ beam: check-go s3-server
 
 race:
 	$(GO) test -count=1 -race -short ./codec/... ./checkpoint/... ./trajectory/... ./app/core/... ./gpu/... ./infer/... ./store/...
+
+# The speed guard (scripts/icount-check.sh): callgrind instruction counts
+# of compress and decompress of fixed real inputs against the committed
+# budgets; more than 3 % over a budget fails.
+icount-check: check-go valgrind-deps
+	./scripts/icount-check.sh $(SHARED)
+
+icount-budget: check-go valgrind-deps
+	./scripts/icount-check.sh -update $(SHARED)
+
+valgrind-deps:
+	@./scripts/valgrind-deps.sh
 
 # the pure-Go twins of every assembly path
 noasm:

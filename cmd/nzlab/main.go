@@ -2,7 +2,7 @@
 // numbers for docs/ and for A/B comparisons of codec changes, not tests
 // (nothing here can fail a build). Each subcommand says what it measures:
 //
-//	nzlab icount [-chunk N] [-setup FILE|gaussian] [-th X|default] [-ops none|enc|encdec] [-repeat N] FILE
+//	nzlab icount [-chunk N] [-setup FILE|gaussian] [-th X|default] [-ops none|enc|encdec] [-repeat N] FILE...
 //	nzlab setup -o OUT.nzsetup [-chunk N] [-k K] [-pair-bias X] FILE
 //	nzlab setup-sweep [-shared DIR]
 //	nzlab traj-measure [-shared DIR] [-kind bf16,f32,optim]
