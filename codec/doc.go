@@ -493,7 +493,8 @@
 //
 // # Context-modelled blocks
 //
-// A block of kind 5 (version 10; writers use it for opaque bytes that zstd
+// A block of kind 5 (version 10; writers use it, when asked for the
+// smallest archive (EncodeOptions.Best), for opaque bytes that zstd
 // shrinks by less than half and that it codes smaller, such as quantised
 // 8-bit weights) is a range-coded stream, with the models, model update
 // and range coder of "Range-coded difference blocks", that must decode to

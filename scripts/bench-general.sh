@@ -1,7 +1,8 @@
 #!/bin/sh
 # nzip against general compressors on every real file of
 # ../shared/models/original (docs/benchmarks.md, "Against general
-# compressors"): archive sizes of nzip (defaults), C zstd -3 and xz -6. A
+# compressors"): archive sizes of nzip (defaults, and -best: codings by
+# bytes alone), C zstd -3 and xz -6. A
 # model of several files (TF.js: model.json + .bin) is one row, and its
 # weight file alone (a bare blob, no model.json) another.
 #
@@ -19,9 +20,11 @@ row() { # name, bytes, files...
 	shift 2
 	"$NZIP" compress -q -f -o "$T/a.nzip" "$1"
 	n=$(stat -c %s "$T/a.nzip")
+	"$NZIP" compress -q -f -best -o "$T/b.nzip" "$1"
+	b=$(stat -c %s "$T/b.nzip")
 	z=$(cat "$@" | zstd -3 -c -q | wc -c)
 	x=$(cat "$@" | xz -6 -c | wc -c)
-	echo "$name $orig $n $z $x"
+	echo "$name $orig $n $b $z $x"
 }
 {
 	for f in "$O"/*; do
@@ -37,10 +40,10 @@ row() { # name, bytes, files...
 		done
 	done
 } | awk '
-BEGIN { print "| file | bytes | nzip | zstd -3 | xz -6 |"; print "|---|---|---|---|---|" }
-{ name = $1; for (i = 2; i <= NF - 4; i++) name = name " " $i
-  o = $(NF-3); n = $(NF-2); z = $(NF-1); x = $NF
+BEGIN { print "| file | bytes | nzip | nzip -best | zstd -3 | xz -6 |"; print "|---|---|---|---|---|---|" }
+{ name = $1; for (i = 2; i <= NF - 5; i++) name = name " " $i
+  o = $(NF-4); n = $(NF-3); b = $(NF-2); z = $(NF-1); x = $NF
   mark = (n > z) ? " (zstd smaller)" : ((n > x) ? " (xz smaller)" : "")
-  printf "| %s | %d | %.3f%s | %.3f | %.3f |\n", name, o, o/n, mark, o/z, o/x
-  to += o; tn += n; tz += z; tx += x }
-END { printf "| **total** | %d | **%.3f** | %.3f | %.3f |\n", to, to/tn, to/tz, to/tx }'
+  printf "| %s | %d | %.3f%s | %.3f | %.3f | %.3f |\n", name, o, o/n, mark, o/b, o/z, o/x
+  to += o; tn += n; tb += b; tz += z; tx += x }
+END { printf "| **total** | %d | **%.3f** | %.3f | %.3f | %.3f |\n", to, to/tn, to/tb, to/tz, to/tx }'
