@@ -69,13 +69,15 @@ type colModel struct {
 }
 
 func (m *colModel) reset(row int) {
-	m.col = resize16(m.col, 2*row)
-	m.lft = resize16(m.lft, 4*row)
+	m.col = resize(m.col, 2*row)
+	m.lft = resize(m.lft, 4*row)
 }
 
-func resize16(s []uint16, n int) []uint16 {
+// resize returns s with n cleared elements, reusing its array when it
+// is large enough.
+func resize[T uint16 | uint32](s []T, n int) []T {
 	if cap(s) < n {
-		return make([]uint16, n)
+		return make([]T, n)
 	}
 	s = s[:n]
 	clear(s)
@@ -420,7 +422,7 @@ func (sp *sparseEnc) columnsMayPay(fast, n, row, col int) bool {
 // and of learning their rates (n values, rows of row, the first in column
 // col), in bits·2^log2Frac.
 func (sp *sparseEnc) columnBits(n, row, col int) uint64 {
-	sp.ones = resize32(sp.ones, row)
+	sp.ones = resize(sp.ones, row)
 	ones, mask := sp.ones, sp.mask
 	if row%8 == 0 && col%8 == 0 {
 		sp.columnOnes8(n, row, col)
@@ -508,15 +510,6 @@ func colCount(n, row, col, c int) int {
 		return 0
 	}
 	return (n-1-d)/row + 1
-}
-
-func resize32(s []uint32, n int) []uint32 {
-	if cap(s) < n {
-		return make([]uint32, n)
-	}
-	s = s[:n]
-	clear(s)
-	return s
 }
 
 // gatherNonzero sets mask (one bit per value of src, 1 where it is
