@@ -185,14 +185,9 @@ func (wb *workbench) openWith(p string, remember bool, opener func(warn func(str
 func (wb *workbench) setCurrent(m *core.Model) {
 	if wb.current != m {
 		wb.selected = map[int]bool{}
-		wb.focus = -1
-		// the first float tensor is the histogram's default
-		for i := range m.Tensors {
-			if m.Tensors[i].IsFloat() {
-				wb.focus = i
-				break
-			}
-		}
+		// the histogram's default: the largest float tensor (never a
+		// one-value constant where the model has more)
+		wb.focus = largestFloat(m)
 	}
 	wb.current = m
 	wb.setStatus("%s: %d tensors, %s", m.Name, len(m.Tensors), core.HumanBytes(m.Size))
@@ -259,4 +254,16 @@ func (wb *workbench) closeModel(m *core.Model) {
 	}
 	wb.modelChanged()
 	wb.selectionChanged()
+}
+
+// largestFloat is the index of the largest float tensor of m (the first
+// of equal ones), or -1.
+func largestFloat(m *core.Model) int {
+	big := -1
+	for i := range m.Tensors {
+		if m.Tensors[i].IsFloat() && (big < 0 || m.Tensors[i].Bytes > m.Tensors[big].Bytes) {
+			big = i
+		}
+	}
+	return big
 }

@@ -57,14 +57,7 @@ func prepareTour(wb *workbench, first string) error {
 	wb.wait()
 	fyne.DoAndWait(func() {
 		// the histogram shows the largest float tensor; the first layer is selected
-		m := wb.current
-		big := -1
-		for i := range m.Tensors {
-			if m.Tensors[i].IsFloat() && (big < 0 || m.Tensors[i].Bytes > m.Tensors[big].Bytes) {
-				big = i
-			}
-		}
-		wb.focus = big
+		wb.focus = largestFloat(wb.current)
 		wb.selectionChanged()
 		wb.setupsScr.build()
 	})

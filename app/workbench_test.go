@@ -90,17 +90,6 @@ func modelEntropy(t *testing.T, m *core.Model) float64 {
 	return analysis.Entropy(all.Hist)
 }
 
-// largestFloat is the index of the largest float tensor.
-func largestFloat(m *core.Model) int {
-	big := -1
-	for i := range m.Tensors {
-		if m.Tensors[i].IsFloat() && (big < 0 || m.Tensors[i].Bytes > m.Tensors[big].Bytes) {
-			big = i
-		}
-	}
-	return big
-}
-
 func TestOpenScreen(t *testing.T) {
 	wb := newTestBench(t)
 	m := openDemo(t, wb, "silero-vad")
@@ -482,5 +471,31 @@ func TestSetupsAndRun(t *testing.T) {
 	}
 	if !found || r.chart.plot == nil {
 		t.Error("no achieved sizes or no history chart")
+	}
+}
+
+// TestHistogramDefault: a model opens on its largest float tensor, not
+// on its first one (silero-vad's first float tensor is a one-value
+// constant, whose histogram shows nothing).
+func TestHistogramDefault(t *testing.T) {
+	wb := newTestBench(t)
+	m := openDemo(t, wb, "silero-vad")
+	first := -1
+	for i := range m.Tensors {
+		if m.Tensors[i].IsFloat() {
+			first = i
+			break
+		}
+	}
+	if first < 0 || m.Tensors[first].Bytes > 8 {
+		t.Fatalf("the demo's first float tensor is not a constant: %+v", m.Tensors[first])
+	}
+	big := largestFloat(m)
+	if wb.focus != big || m.Tensors[big].Bytes <= m.Tensors[first].Bytes {
+		t.Fatalf("opened on tensor %d (%d bytes), want the largest float tensor %d", wb.focus, m.Tensors[max(wb.focus, 0)].Bytes, big)
+	}
+	wb.selectTab("Histograms")
+	if !strings.Contains(wb.hist.title.Text, m.Tensors[big].Name) {
+		t.Errorf("histogram title %q does not name %s", wb.hist.title.Text, m.Tensors[big].Name)
 	}
 }
