@@ -42,14 +42,17 @@ func newChartView(wb *workbench, name, empty string) *chartView {
 	wb.charts = append(wb.charts, cv)
 	cv.raster = canvas.NewRaster(cv.draw)
 	cv.raster.ScaleMode = hostRasterScale
-	cv.raster.SetMinSize(fyne.NewSize(260, 200))
+	cv.raster.SetMinSize(fyne.NewSize(260, 150))
 	cv.msg = widget.NewLabel(empty)
 	cv.msg.Alignment = fyne.TextAlignCenter
 	png := widget.NewButtonWithIcon("PNG", theme.DownloadIcon(), func() { cv.exportDialog("png") })
 	svg := widget.NewButtonWithIcon("SVG", theme.DownloadIcon(), func() { cv.exportDialog("svg") })
 	png.Importance, svg.Importance = widget.LowImportance, widget.LowImportance
 	bar := container.NewHBox(layoutSpacer(), png, svg)
-	cv.content = container.NewBorder(nil, bar, nil, nil, container.NewStack(cv.raster, container.NewCenter(cv.msg)))
+	// the message wraps in the chart's width (a long one on one line made
+	// the window wider than the screen)
+	cv.msg.Wrapping = fyne.TextWrapWord
+	cv.content = container.NewBorder(nil, bar, nil, nil, container.NewStack(cv.raster, wrapBox(cv.msg, 4)))
 	cv.raster.Hide()
 	return cv
 }
@@ -208,6 +211,21 @@ func (wb *workbench) saveFile(name string, write func(w io.Writer) error) {
 	d.SetFileName(name)
 	d.Resize(fyne.NewSize(900, 600))
 	d.Show()
+}
+
+// wrapBox shows a word-wrapped label in the width it is given, at most
+// lines lines tall (scrolling past them). A wrapped label alone asks for
+// the height of its text at its narrowest (a word a line: thousands of
+// pixels), which made the window grow past the screen.
+func wrapBox(l *widget.Label, lines int) fyne.CanvasObject {
+	sc := container.NewVScroll(l)
+	size := l.SizeName
+	if size == "" {
+		size = theme.SizeNameText
+	}
+	h := fyne.MeasureText("Mg", theme.Size(size), l.TextStyle).Height
+	sc.SetMinSize(fyne.NewSize(0, float32(lines)*h+2*theme.InnerPadding()))
+	return sc
 }
 
 // formRow is a label and a control side by side.

@@ -31,6 +31,7 @@ type runScreen struct {
 	backends []core.BackendInfo // the picker's entries, in its order
 	devInfo  *widget.Label      // the chosen backend's device
 	unavail  *widget.Label      // why the unavailable backends are
+	unavailB fyne.CanvasObject  // unavail in its box (wrapBox)
 	runBtn   *widget.Button
 	archBtn  *widget.Button // downloads the latest run's archive
 	jobs     *jobBar
@@ -72,7 +73,8 @@ func newRunScreen(wb *workbench) *runScreen {
 	s.unavail = widget.NewLabel("")
 	s.unavail.Wrapping = fyne.TextWrapWord
 	s.unavail.SizeName = theme.SizeNameCaptionText
-	s.unavail.Hide()
+	s.unavailB = wrapBox(s.unavail, 3)
+	s.unavailB.Hide()
 	s.setBackends([]core.BackendInfo{core.CodecBackend()}) // until the probe below answers
 	s.runBtn = widget.NewButtonWithIcon("Compress + decompress", theme.MediaPlayIcon(), s.start)
 	s.runBtn.Importance = widget.HighImportance
@@ -128,7 +130,7 @@ func newRunScreen(wb *workbench) *runScreen {
 	)
 	s.archBtn = widget.NewButtonWithIcon("Save archive…", theme.DownloadIcon(), s.saveArchive)
 	s.archBtn.Disable()
-	controls := container.NewVBox(heading("Run the codec on the current model"), form, s.unavail, container.NewHBox(s.runBtn, s.jobs.content), s.phase)
+	controls := container.NewVBox(heading("Run the codec on the current model"), form, s.unavailB, container.NewHBox(s.runBtn, s.jobs.content), s.phase)
 	if hostRunNote != "" {
 		note := widget.NewLabel(hostRunNote)
 		note.Wrapping = fyne.TextWrapWord
@@ -139,7 +141,7 @@ func newRunScreen(wb *workbench) *runScreen {
 		container.New(layoutForm(), widget.NewLabel("SHA-256 original"), s.shaOrig, widget.NewLabel("SHA-256 decoded"), s.shaDec,
 			widget.NewLabel("Decoded by"), s.resDev, widget.NewLabel("On the device"), s.devSpeed,
 			widget.NewLabel("Device memory"), s.devMem, widget.NewLabel("On the CPU"), s.devHost,
-			widget.NewLabel("Coding"), s.coding))
+			widget.NewLabel("Coding"), wrapBox(s.coding, 4)))
 	top := container.NewGridWithColumns(2, container.NewPadded(controls), container.NewPadded(result))
 	hist := container.NewBorder(container.NewHBox(heading("History"), layoutSpacer(), csvB, jsonB), nil, nil, nil, s.history)
 	bottom := container.NewHSplit(hist, s.chart.content)
@@ -181,9 +183,9 @@ func (s *runScreen) setBackends(l []core.BackendInfo) {
 	s.backend.SetSelectedIndex(max(slices.IndexFunc(l, func(b core.BackendInfo) bool { return b.Name == cur }), 0))
 	s.unavail.SetText(strings.Join(why, "\n"))
 	if len(why) == 0 {
-		s.unavail.Hide()
+		s.unavailB.Hide()
 	} else {
-		s.unavail.Show()
+		s.unavailB.Show()
 	}
 }
 

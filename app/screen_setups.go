@@ -108,7 +108,7 @@ func newSetupsScreen(wb *workbench) *setupsScreen {
 	// the model list scrolls: with many open models it must not make the
 	// window taller than the screen
 	models := container.NewVScroll(s.models)
-	models.SetMinSize(fyne.NewSize(0, 130))
+	models.SetMinSize(fyne.NewSize(0, 80))
 	cmp := container.NewVBox(heading("Compare across models"), models,
 		container.NewHBox(widget.NewLabel("Values per block"), s.chunk, s.compare, exportJSON, s.jobs.content), s.status)
 	tableScroll := container.NewScroll(s.table)

@@ -16,7 +16,7 @@ import (
 )
 
 // screens are the tabs in order, as screenshot names.
-var screens = []string{"Open", "Tensors", "Histograms", "Clusters", "Setups", "Run", "Trajectory", "Generate"}
+var screens = []string{"Open", "Tensors", "Histograms", "Clusters", "Setups", "Run", "Trajectory", "Generate", "Hub"}
 
 // trajTourSteps: checkpoints of ../shared's training run the tour opens for
 // the Trajectory screen (when they are there; NZ_TRAJ_DIR overrides the
@@ -97,7 +97,13 @@ func prepareTour(wb *workbench, first string) error {
 			run = append(run, p)
 		}
 	}
+	// the Hub screen: the open models in one store
+	buildHub := func() {
+		fyne.DoAndWait(func() { wb.hub.run() })
+		wb.wait()
+	}
 	if len(run) < 2 {
+		buildHub()
 		return nil
 	}
 	demos := len(wb.models)
@@ -113,6 +119,7 @@ func prepareTour(wb *workbench, first string) error {
 		wb.traj.run(nil)
 	})
 	wb.wait()
+	buildHub()
 	fyne.DoAndWait(func() {
 		for _, m := range wb.models {
 			if m.Path == first {
@@ -146,10 +153,62 @@ func takeScreenshots(wb *workbench, dir, first string) error {
 			wb.wait()
 			time.Sleep(700 * time.Millisecond) // let the charts render
 			path := filepath.Join(dir, fmt.Sprintf("%s-%d-%s.png", variant, i+1, strings.ToLower(name)))
+			var err error
+			fyne.DoAndWait(func() {
+				// without ../shared's training run the Trajectory screen
+				// shows its hints: its charts are not checked
+				err = checkScreen(wb, name, name != "Trajectory" || wb.traj.ratio.plot != nil)
+			})
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
 			if err := capture(wb, path); err != nil {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// checkScreen says why a capture of the current screen would not show
+// what the app draws: a window larger than its default size (content
+// whose minimum size made it grow: the capture is cut at the screen's
+// edge), or (with charts) a chart of the screen that lies partly outside
+// the window or shows no plot.
+func checkScreen(wb *workbench, name string, charts bool) error {
+	c := wb.win.Canvas()
+	if sz := c.Size(); sz.Width > defaultWidth || sz.Height > defaultHeight {
+		return fmt.Errorf("the window is %v, larger than %vx%v: content asks for %v", sz, defaultWidth, defaultHeight, wb.win.Content().MinSize())
+	}
+	if !charts {
+		return nil
+	}
+	d := fyne.CurrentApp().Driver()
+	for _, cv := range wb.screenCharts(name) {
+		if cv.plot == nil || !cv.raster.Visible() {
+			return fmt.Errorf("%s: chart %s is empty (%q)", name, cv.name, cv.msg.Text)
+		}
+		pos, sz := d.AbsolutePositionForObject(cv.raster), cv.raster.Size()
+		if sz.Width < 100 || sz.Height < 80 || pos.X < 0 || pos.Y < 0 || pos.X+sz.Width > c.Size().Width || pos.Y+sz.Height > c.Size().Height {
+			return fmt.Errorf("%s: chart %s at %v, %v is clipped by the window %v", name, cv.name, pos, sz, c.Size())
+		}
+	}
+	return nil
+}
+
+// screenCharts returns the charts of the screen called name.
+func (wb *workbench) screenCharts(name string) []*chartView {
+	switch name {
+	case "Histograms":
+		return []*chartView{wb.hist.hist, wb.hist.bits}
+	case "Clusters":
+		return []*chartView{wb.clusters.scatter, wb.clusters.hists, wb.clusters.elbow}
+	case "Setups":
+		return []*chartView{wb.setupsScr.heat, wb.setupsScr.speed}
+	case "Run":
+		return []*chartView{wb.run.chart}
+	case "Trajectory":
+		return []*chartView{wb.traj.ratio, wb.traj.changed}
 	}
 	return nil
 }

@@ -499,3 +499,41 @@ func TestHistogramDefault(t *testing.T) {
 		t.Errorf("histogram title %q does not name %s", wb.hist.title.Text, m.Tensors[big].Name)
 	}
 }
+
+// TestScreensFitWindow: with models open, a setup built and compared and
+// codecs run, no screen asks for more than the default window (its content
+// made the window grow past the screen, and the screenshots then showed
+// charts cut at the screen's edge: a wrapped label asked for the height of
+// a word a line, a chart's one-line message for its whole width), and
+// checkScreen finds every chart of the screens the tour fills drawn and
+// inside the window.
+func TestScreensFitWindow(t *testing.T) {
+	wb := newTestBench(t)
+	for _, d := range []string{"selfie-segmentation", "blazeface-front", "silero-vad"} {
+		openDemo(t, wb, d)
+	}
+	wb.setupsScr.build()
+	wb.wait()
+	wb.setupsScr.runCompare()
+	wb.wait()
+	for _, c := range []string{"zstd-3", core.CodecNZip} {
+		wb.run.codecSel.SetSelected(c)
+		wb.run.start()
+		wb.wait()
+	}
+	if wb.run.coding.Text == "" {
+		t.Fatal("the run left no coding text: the test would not see its label")
+	}
+	for _, name := range screens {
+		wb.selectTab(name)
+		wb.wait()
+		if ms := wb.win.Content().MinSize(); ms.Width > defaultWidth || ms.Height > defaultHeight {
+			t.Errorf("%s: the window content asks for %v, more than %vx%v", name, ms, defaultWidth, defaultHeight)
+		}
+		// the Trajectory screen's charts need a training run (the
+		// screenshot tour opens ../shared's)
+		if err := checkScreen(wb, name, name != "Trajectory"); err != nil {
+			t.Error(err)
+		}
+	}
+}
