@@ -118,11 +118,9 @@ type sparseEnc struct {
 	model colModel
 	rc    rangecoder.Encoder
 	fast  bool // bitmap and gaps only (TensorCoder without Best)
-	// of the last block coded (denseMayWin): its type, the mask's bytes,
-	// the estimates of the sparse and dense forms
-	dtype   dtype.DType
-	maskLen int
-	est     struct {
+	// the estimates of the last block's sparse and dense forms
+	// (denseMayWin)
+	est struct {
 		ok            bool
 		sparse, dense uint64
 	}
@@ -302,24 +300,6 @@ func (sp *sparseEnc) denseEstimate(f, dense fieldSpec, hist *[256]uint32, planes
 	sp.est.sparse, sp.est.dense = sparse, denseB
 }
 
-// trySparse replaces the block coded at out[mark:] by its sparse coding
-// when the archive allows it and that is smaller.
-func (b *blockEncoder) trySparse(out []byte, mark int, in []byte, p blockPlan) []byte {
-	if !b.sp.on || !p.sparseTry || !sparseType(p.dtype) {
-		return out
-	}
-	size := p.dtype.Size()
-	n := len(in) / size
-	if n == 0 || countZeros(in, size)*sparseMinZeros < n {
-		return out
-	}
-	b.sp.out = b.encodeSparse(b.sp.out[:0], in, p.dtype, int(p.row), int(p.col))
-	if len(b.sp.out) < len(out)-mark {
-		out = append(out[:mark], b.sp.out...)
-	}
-	return out
-}
-
 // encodeSparse appends the sparse coding of the values in src (dtype d,
 // a sparseType) to dst. row is the tensor's row length (0: none) and col
 // the column of the first value.
@@ -396,13 +376,13 @@ func (b *blockEncoder) encodeGathered(dst []byte, d dtype.DType, row, col int) [
 		}
 	}
 	sp.est.ok = false
-	sp.dtype, sp.maskLen = d, len(sp.best)
+	maskLen := len(sp.best)
 	dst = append(dst, formSparse, flags)
 	dst = append(dst, sp.best...)
 	if m == 0 {
 		return dst
 	}
-	return b.appendSparseValues(dst, vals, m, f)
+	return b.appendSparseValues(dst, vals, m, f, d, maskLen)
 }
 
 // columnsMayPay reports whether the column mask of the n gathered values
@@ -709,7 +689,9 @@ func (sp *sparseEnc) encodeColumns(dst []byte, n, row, col int) []byte {
 // appendSparseValues codes the m nonzero values in vals with the fields
 // split f (the sign dropped where f.s is 0): u8 join, u8 zero bits, the
 // symbol stream and the planes, as the fields form does without a setup.
-func (b *blockEncoder) appendSparseValues(dst, vals []byte, m int, f fieldSpec) []byte {
+// d is the block's type and maskLen the bytes of its mask (for
+// denseEstimate, on the default path).
+func (b *blockEncoder) appendSparseValues(dst, vals []byte, m int, f fieldSpec, d dtype.DType, maskLen int) []byte {
 	syms := b.syms
 	switch {
 	case !sparseGenericSplit && f.size == 2 && f.s == 0 && f.maxJoin() == 0 && f.m <= 8:
@@ -761,9 +743,9 @@ func (b *blockEncoder) appendSparseValues(dst, vals []byte, m int, f fieldSpec) 
 	dst = append(dst, byte(f.j), byte(f.tz))
 	if !b.best {
 		// the dense form: the same split with the sign
-		d, _ := specFor(b.sp.dtype)
-		d.j, d.tz = f.j, f.tz
-		b.sp.denseEstimate(f, d, &b.hist, b.planes[:f.planes()], b.sp.n, m, b.sp.maskLen)
+		dense, _ := specFor(d)
+		dense.j, dense.tz = f.j, f.tz
+		b.sp.denseEstimate(f, dense, &b.hist, b.planes[:f.planes()], b.sp.n, m, maskLen)
 	}
 	dst = b.st.appendStream(dst, syms[:m], f.symW(), &b.hist, true)
 	for p := 0; p < f.planes(); p++ {

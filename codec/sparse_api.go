@@ -87,8 +87,7 @@ func (c *TensorCoder) Encode(dst, src []byte, d dtype.DType, row int) ([]byte, e
 		if !c.Best && e.sp.gather(in, d)*sparseMinZeros >= k {
 			c.buf = e.encodeGathered(c.buf[:0], d, int(p.row), int(p.col))
 		} else {
-			c.buf = e.encodeFloat(c.buf[:0], in, d)
-			c.buf = e.trySparse(c.buf, 0, in, p)
+			c.buf = e.encodeFloatBlock(c.buf[:0], in, p)
 		}
 		if len(c.buf) >= len(in) {
 			dst = append(dst, kindStored)
