@@ -128,34 +128,81 @@ func lzRepeats(p []byte) (dup, k int) {
 		return 0, 0
 	}
 	step := max(1, n/lzProbeWords)
+	k = min(lzProbeWords, (n+step-1)/step) // the words at 0, step, 2·step… below n
 	var words [lzProbeWords]uint32
-	for i := 0; i < n && k < lzProbeWords; i += step {
-		words[k] = binary.LittleEndian.Uint32(p[4*i:])
-		k++
+	for i, off := 0, 0; i < k; i, off = i+1, off+4*step {
+		words[i] = binary.LittleEndian.Uint32(p[off : off+4])
 	}
 	return repeatCount(words[:k]), k
 }
 
 // repeatCount returns how many of the words w (at most lzProbeWords)
-// equal an earlier one.
+// equal an earlier one. A bit filter of hashes sees most words as new
+// without a mispredicted branch; a word whose bit is set is looked up
+// among the earlier words, and where those lookups grow long (many
+// repeats, or a filter too full) the words go through a hash set.
 func repeatCount(w []uint32) (dup int) {
-	// an open-addressing set of the words seen (word | 1<<32; 0 empty),
-	// twice as many slots as words
-	var set [2 * lzProbeWords]uint64
-	for _, x := range w[:min(len(w), lzProbeWords)] {
-		e := uint64(x) | 1<<32
-		for h := (x * 0x9e3779b1) >> (32 - lzSetBits); ; h = (h + 1) & (2*lzProbeWords - 1) {
-			if set[h] == 0 {
-				set[h] = e
-				break
-			}
-			if set[h] == e {
-				dup++
-				break
-			}
+	w = w[:min(len(w), lzProbeWords)]
+	var filter [1 << (repeatFilterBits - 6)]uint64
+	budget := repeatScanBudget
+	for i, x := range w {
+		h := (x * 0x9e3779b1) >> (32 - repeatFilterBits)
+		f, m := &filter[h>>6], uint64(1)<<(h&63)
+		if *f&m == 0 {
+			*f |= m
+			continue
+		}
+		j := 0
+		for j < i && w[j] != x {
+			j++
+		}
+		if budget -= j + 1; budget < 0 {
+			return repeatCountSet(w)
+		}
+		if j < i {
+			dup++
 		}
 	}
 	return dup
+}
+
+// repeatFilterBits: log2 of repeatCount's filter bits (2 KiB); of 256
+// words without repeats, about 2 find their bit set.
+const repeatFilterBits = 14
+
+// repeatScanBudget bounds the words that repeatCount's lookups compare.
+const repeatScanBudget = 1024
+
+// repeatCountSet is repeatCount through a hash set.
+func repeatCountSet(w []uint32) (dup int) {
+	var set wordSet
+	for _, x := range w {
+		if set.add(x) {
+			dup++
+		}
+	}
+	return dup
+}
+
+// wordSet is an open-addressing set of at most lzProbeWords 32-bit words
+// (word | 1<<32 in a slot; 0 empty), twice as many slots as words.
+type wordSet [2 * lzProbeWords]uint64
+
+// add puts x in the set and reports whether it was there already.
+func (s *wordSet) add(x uint32) bool {
+	e := uint64(x) | 1<<32
+	h := (x * 0x9e3779b1) >> (32 - lzSetBits)
+	for {
+		h &= 2*lzProbeWords - 1
+		switch s[h] {
+		case 0:
+			s[h] = e
+			return false
+		case e:
+			return true
+		}
+		h++
+	}
 }
 
 // lzWorthTrying reports whether zstd may code a block of n bytes, of which

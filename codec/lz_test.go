@@ -56,6 +56,64 @@ func TestLZRepeats(t *testing.T) {
 	}
 }
 
+// lzRepeatsRef is lzRepeats written plainly: the words at 0, step,
+// 2·step… (at most lzProbeWords), and how many equal an earlier one.
+func lzRepeatsRef(p []byte) (dup, k int) {
+	n := len(p) / 4
+	if n < lzMinWords {
+		return 0, 0
+	}
+	step := max(1, n/lzProbeWords)
+	seen := map[uint32]bool{}
+	for i := 0; i < n && k < lzProbeWords; i += step {
+		w := binary.LittleEndian.Uint32(p[4*i:])
+		if seen[w] {
+			dup++
+		}
+		seen[w] = true
+		k++
+	}
+	return dup, k
+}
+
+// TestLZRepeatsTwin: the probe's set counts what a map counts, at every
+// length around the sampling steps and on words with few and many repeats.
+func TestLZRepeatsTwin(t *testing.T) {
+	src := append(realisticValues(dtype.BF16, 70000, 5), stftBasis(128)...)
+	src = append(src, make([]byte, 3000)...)
+	for _, n := range []int{0, 3, 4*lzMinWords - 1, 4 * lzMinWords, 1021, 1024, 1027, 4 * lzProbeWords, 4*lzProbeWords + 4, 4*2*lzProbeWords - 4, 4*2*lzProbeWords + 3, 65536, 100003, len(src)} {
+		for _, off := range []int{0, 1, len(src) - n} {
+			if off < 0 || off+n > len(src) {
+				continue
+			}
+			p := src[off : off+n]
+			d, k := lzRepeats(p)
+			rd, rk := lzRepeatsRef(p)
+			if d != rd || k != rk {
+				t.Errorf("%d bytes at %d: %d of %d repeat, want %d of %d", n, off, d, k, rd, rk)
+			}
+		}
+	}
+	// every word one of a few values (colliding hash chains wrap the set)
+	w := make([]uint32, lzProbeWords)
+	for i := range w {
+		w[i] = uint32(i%97) << 23
+	}
+	if got := repeatCount(w); got != lzProbeWords-97 {
+		t.Errorf("repeatCount: %d, want %d", got, lzProbeWords-97)
+	}
+	// the filter's lookups and the set count alike, whether or not the
+	// lookups' budget runs out: words of many repeats spread far apart
+	for _, distinct := range []int{1, 2, 40, 120, 200, 256} {
+		for i := range w {
+			w[i] = uint32((i*7919)%distinct) * 0x01000193
+		}
+		if a, b := repeatCount(w), repeatCountSet(w); a != b || b != lzProbeWords-distinct {
+			t.Errorf("%d distinct words: filter %d, set %d, want %d", distinct, a, b, lzProbeWords-distinct)
+		}
+	}
+}
+
 // TestZstdFallback: a float tensor that zstd codes smaller than the float
 // coder is stored as zstd, bit-exactly, the census names it, and the
 // archive is no larger than zstd's of the whole file; ordinary weights in

@@ -1216,13 +1216,17 @@ func probeBlocks(r io.ReaderAt, plans []blockPlan) (sparse, repeats bool) {
 			if l <= 0 {
 				continue
 			}
-			if _, err := r.ReadAt(buf[:l], p.off+first*size); err != nil && err != io.EOF {
-				return sparse, repeats // Encode reports the read error when it codes the block
+			b, ok := inPlace(r, p.off+first*size, l) // an input in memory: no copy
+			if !ok {
+				if _, err := r.ReadAt(buf[:l], p.off+first*size); err != nil && err != io.EOF {
+					return sparse, repeats // Encode reports the read error when it codes the block
+				}
+				b = buf[:l]
 			}
-			zeros += countZeros(buf[:l], int(size))
+			zeros += countZeros(b, int(size))
 			vals += int(l / size)
-			for j := 0; lz && j+4 <= int(l); j += 4 {
-				if w := binary.LittleEndian.Uint32(buf[j:]); noZeroValue(w, size) {
+			for j := 0; lz && j+4 <= len(b); j += 4 {
+				if w := binary.LittleEndian.Uint32(b[j:]); noZeroValue(w, size) {
 					words[nw] = w
 					nw++
 				}
