@@ -23,14 +23,15 @@ import (
 	"neuralzip/analysis/chart"
 )
 
-// chartView shows a gonum plot, redrawn at the widget's pixel size, with
-// buttons to export it as PNG or SVG. The plot is rebuilt from build
-// whenever SetBuilder is called or the theme changes.
+// chartView shows a gonum plot (or a chart.Figure of several), redrawn at
+// the widget's pixel size, with buttons to export it as PNG or SVG. The
+// figure is rebuilt from build whenever SetBuilder or SetFigure is called
+// or the theme changes.
 type chartView struct {
 	wb      *workbench
 	name    string // default export file name, without extension
-	build   func(st chart.Style) (*plot.Plot, error)
-	plot    *plot.Plot
+	build   func(st chart.Style) (chart.Figure, error)
+	plot    chart.Figure // nil: none
 	err     error
 	raster  *canvas.Raster
 	msg     *widget.Label
@@ -73,6 +74,21 @@ func (wb *workbench) chartStyle() chart.Style {
 
 // SetBuilder sets the plot (nil: none, with the empty message msg).
 func (cv *chartView) SetBuilder(build func(st chart.Style) (*plot.Plot, error), msg string) {
+	if build == nil {
+		cv.SetFigure(nil, msg)
+		return
+	}
+	cv.SetFigure(func(st chart.Style) (chart.Figure, error) {
+		p, err := build(st)
+		if p == nil || err != nil {
+			return nil, err // not a Figure holding a nil *plot.Plot
+		}
+		return p, nil
+	}, msg)
+}
+
+// SetFigure sets the figure (nil: none, with the empty message msg).
+func (cv *chartView) SetFigure(build func(st chart.Style) (chart.Figure, error), msg string) {
 	cv.build = build
 	cv.rebuild()
 	if cv.plot == nil {
@@ -95,12 +111,15 @@ func (cv *chartView) rebuild() {
 		return
 	}
 	cv.plot, cv.err = cv.build(cv.wb.chartStyle())
+	if cv.err != nil {
+		cv.plot = nil
+	}
 }
 
 // Restyle rebuilds the plot for the current theme.
 func (cv *chartView) Restyle() {
 	if cv.build != nil {
-		cv.SetBuilder(cv.build, cv.msg.Text)
+		cv.SetFigure(cv.build, cv.msg.Text)
 	}
 }
 
@@ -109,11 +128,16 @@ func (cv *chartView) draw(w, h int) image.Image {
 	if p == nil || w < 8 || h < 8 {
 		return image.NewUniform(color.Transparent)
 	}
+	return chart.Render(p, w, h, cv.dpi())
+}
+
+// dpi is the resolution the chart is drawn at: 96 at the canvas's scale.
+func (cv *chartView) dpi() int {
 	scale := float32(1)
 	if c := fyne.CurrentApp().Driver().CanvasForObject(cv.raster); c != nil {
 		scale = c.Scale()
 	}
-	return chart.Render(p, w, h, int(96*scale))
+	return int(96 * scale)
 }
 
 // export writes the plot to path as PNG (1600×1000 pixels) or SVG, by the

@@ -116,8 +116,9 @@ func newRunScreen(wb *workbench) *runScreen {
 	for c, w := range historyWidths {
 		s.history.SetColumnWidth(c, w)
 	}
-	s.chart = newChartView(wb, "run-history", "")
+	s.chart = newChartView(wb, "run-tradeoff", "")
 	s.chart.SetBuilder(nil, "Runs appear here.")
+	wb.modelListeners = append(wb.modelListeners, s.showChart)
 	csvB := widget.NewButtonWithIcon("Export CSV…", theme.DownloadIcon(), func() { s.exportDialog("csv") })
 	jsonB := widget.NewButtonWithIcon("Export JSON…", theme.DownloadIcon(), func() { s.exportDialog("json") })
 
@@ -470,35 +471,82 @@ func (s *runScreen) historyCell(i, c int) string {
 	return ""
 }
 
-// showChart plots the ratio of the latest run of each codec on the current
-// model.
+// showChart plots every codec's latest run on the current model: ratio
+// against compress and decompress MB/s (runTradeoff).
 func (s *runScreen) showChart() {
 	wb := s.wb
-	var cats []string
-	var ratio []float64
-	pos := map[string]int{}
-	for _, r := range wb.runs {
-		if wb.current == nil || r.Model != wb.current.Name || r.Error != "" {
-			continue
-		}
-		name := r.Codec
-		if r.Setup != "" {
-			name += "/" + r.Setup
-		}
-		if i, ok := pos[name]; ok {
-			ratio[i] = r.Ratio
-			continue
-		}
-		pos[name] = len(cats)
-		cats = append(cats, name)
-		ratio = append(ratio, r.Ratio)
-	}
-	if len(cats) == 0 {
+	if wb.current == nil {
+		s.chart.SetBuilder(nil, "Runs appear here.")
 		return
 	}
-	b := chart.Bars{Title: "Ratio on " + wb.current.Name + " (latest run per codec)", YLabel: "original / compressed", Categories: cats,
-		Series: []chart.Series{{Name: "ratio", Y: ratio}}}
-	s.chart.SetBuilder(func(st chart.Style) (*plot.Plot, error) { return chart.GroupedBars(b, st) }, "")
+	t, ok := runTradeoff(wb.runs, wb.current.Name)
+	if !ok {
+		s.chart.SetBuilder(nil, "Runs on "+wb.current.Name+" appear here.")
+		return
+	}
+	s.chart.SetBuilder(func(st chart.Style) (*plot.Plot, error) { return chart.TradeoffPlot(t, st) }, "")
+}
+
+// runTradeoff is the Run chart of the runs on model: for the latest
+// successful run of each codec (with its setup and backend), a point at
+// its compress MB/s and one at its decompress MB/s, both at its ratio,
+// labelled with the codec (and setup, and backend when not the codec's
+// own decoder); the latest of them ringed, "(this run)" when it is the
+// last run of all. false when model has no successful run.
+func runTradeoff(runs []core.RunResult, model string) (chart.Tradeoff, bool) {
+	var keys []string
+	latest := map[string]core.RunResult{}
+	last := -1
+	for i, r := range runs {
+		if r.Model != model || r.Error != "" {
+			continue
+		}
+		k := runLabel(r)
+		if _, ok := latest[k]; !ok {
+			keys = append(keys, k)
+		}
+		latest[k] = r
+		last = i
+	}
+	if last < 0 {
+		return chart.Tradeoff{}, false
+	}
+	hiKey, hiName := runLabel(runs[last]), "this run"
+	if last != len(runs)-1 {
+		hiName = "latest run"
+	}
+	// the ring needs no legend entry: its label says what it is
+	t := chart.Tradeoff{
+		Title:  "Latest run per codec on " + model,
+		XLabel: "compress / decompress MB/s, one run",
+		YLabel: "ratio (original / compressed)",
+		Series: []string{"compress", "decompress"},
+	}
+	for _, k := range keys {
+		r := latest[k]
+		hi := k == hiKey
+		label := k
+		if hi {
+			label += " (" + hiName + ")"
+		}
+		t.Points = append(t.Points,
+			chart.Point{X: r.CompressMBs, Y: r.Ratio, Label: label, Series: 0, Highlight: hi},
+			chart.Point{X: r.DecompressMBs, Y: r.Ratio, Label: label, Series: 1, Highlight: hi})
+	}
+	return t, true
+}
+
+// runLabel names a run's codec in the Run chart: the codec, its setup,
+// and "@backend" when a device backend decoded it.
+func runLabel(r core.RunResult) string {
+	l := r.Codec
+	if r.Setup != "" {
+		l += " " + r.Setup
+	}
+	if r.Backend != "" && r.Backend != core.BackendCPU {
+		l += " @" + r.Backend
+	}
+	return l
 }
 
 func (s *runScreen) exportDialog(kind string) {

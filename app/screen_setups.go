@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,7 +14,6 @@ import (
 	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
-	"gonum.org/v1/plot"
 
 	"neuralzip/analysis/chart"
 	"neuralzip/app/core"
@@ -23,7 +22,8 @@ import (
 
 // setupsScreen builds setups from the current model or the selection,
 // saves and loads .nzsetup files, and compares setups across the open
-// models: a setup × model ratio heatmap and speed bars.
+// models: per model, ratio against compress speed with the Pareto front,
+// and the table of every measurement.
 type setupsScreen struct {
 	wb       *workbench
 	content  fyne.CanvasObject
@@ -40,8 +40,7 @@ type setupsScreen struct {
 	jobs     *jobBar
 	status   *widget.Label
 	chunk    *widget.Select
-	heat     *chartView
-	speed    *chartView
+	trade    *chartView
 	table    *widget.Label
 	rows     []core.CompareRow
 }
@@ -95,9 +94,8 @@ func newSetupsScreen(wb *workbench) *setupsScreen {
 	exportJSON := widget.NewButtonWithIcon("Export JSON…", theme.DownloadIcon(), s.exportDialog)
 	s.status = widget.NewLabel("")
 	s.status.Truncation = fyne.TextTruncateEllipsis
-	s.heat = newChartView(wb, "setup-ratio-heatmap", "")
-	s.speed = newChartView(wb, "setup-speed", "")
-	s.heat.SetBuilder(nil, "Press Compare to fill the setup × model matrix.")
+	s.trade = newChartView(wb, "setup-tradeoff", "")
+	s.trade.SetBuilder(nil, "Press Compare to measure no setup, the Gaussian setup and every setup here on each checked model.")
 
 	left := container.NewVBox(
 		heading("Build"), formRow("From", s.from), formRow("Tables per dtype (K)", s.k), container.NewHBox(s.buildBtn, load, save),
@@ -113,7 +111,8 @@ func newSetupsScreen(wb *workbench) *setupsScreen {
 		container.NewHBox(widget.NewLabel("Values per block"), s.chunk, s.compare, exportJSON, s.jobs.content), s.status)
 	tableScroll := container.NewScroll(s.table)
 	tableScroll.SetMinSize(fyne.NewSize(0, 120))
-	charts := container.NewGridWithRows(3, s.heat.content, s.speed.content, tableScroll)
+	charts := container.NewVSplit(s.trade.content, tableScroll)
+	charts.Offset = 0.64
 	right := container.NewBorder(cmp, nil, nil, nil, charts)
 	split := container.NewHSplit(container.NewPadded(leftPane), container.NewPadded(right))
 	split.Offset = 0.34
@@ -138,8 +137,7 @@ func (s *setupsScreen) refreshModels() {
 		c.SetChecked(s.modelSel[m])
 		s.models.Add(c)
 	}
-	s.heat.Restyle()
-	s.speed.Restyle()
+	s.trade.Restyle()
 }
 
 func (s *setupsScreen) showDetail() {
@@ -324,56 +322,55 @@ func (s *setupsScreen) runCompare() {
 }
 
 func (s *setupsScreen) showCompare() {
-	var setupNames, modelNames []string
-	idx := func(list *[]string, n string) int {
-		for i, x := range *list {
-			if x == n {
-				return i
-			}
+	panels := setupTradeoffs(s.rows)
+	cols := min(len(panels), 3)
+	s.trade.SetFigure(func(st chart.Style) (chart.Figure, error) {
+		f, err := chart.TradeoffPanels("Ratio vs compress speed of each setup, per model", panels, cols, st)
+		if err != nil {
+			return nil, err
 		}
-		*list = append(*list, n)
-		return len(*list) - 1
-	}
-	for _, r := range s.rows {
-		idx(&setupNames, r.Setup)
-		idx(&modelNames, r.Model)
-	}
-	vals := make([][]float64, len(setupNames))
-	for i := range vals {
-		vals[i] = make([]float64, len(modelNames))
-		for j := range vals[i] {
-			vals[i][j] = math.NaN()
-		}
-	}
-	comp := make([]float64, len(setupNames))
-	dec := make([]float64, len(setupNames))
-	cnt := make([]float64, len(setupNames))
+		return f, nil
+	}, "")
 	failed := 0
 	for _, r := range s.rows {
-		i, j := idx(&setupNames, r.Setup), idx(&modelNames, r.Model)
-		vals[i][j] = r.Ratio
-		comp[i] += r.CompressMBs
-		dec[i] += r.DecompressMBs
-		cnt[i]++
 		if !r.RoundtripOK {
 			failed++
 		}
 	}
-	for i := range comp {
-		comp[i] /= cnt[i]
-		dec[i] /= cnt[i]
-	}
-	m := chart.Matrix{Title: "Compression ratio: setup × model", Rows: setupNames, Cols: modelNames, Values: vals, Format: "%.4f"}
-	s.heat.SetBuilder(func(st chart.Style) (*plot.Plot, error) { return chart.Heatmap(m, st) }, "")
-	b := chart.Bars{Title: "Speed, mean over the models", YLabel: "MB/s", Categories: setupNames,
-		Series: []chart.Series{{Name: "compress", Y: comp}, {Name: "decompress", Y: dec}}}
-	s.speed.SetBuilder(func(st chart.Style) (*plot.Plot, error) { return chart.GroupedBars(b, st) }, "")
 	s.table.SetText(core.CompareTable(s.rows))
 	msg := fmt.Sprintf("%d measurements; every roundtrip bit-exact.", len(s.rows))
 	if failed > 0 {
 		msg = fmt.Sprintf("%d measurements; %d roundtrip(s) FAILED.", len(s.rows), failed)
 	}
 	s.status.SetText(msg)
+}
+
+// setupTradeoffs turns a comparison into one trade-off per model (in the
+// rows' order): a point per setup at its compress MB/s and ratio, labelled
+// with the setup's name, each setup in the same colour on every model, and
+// the Pareto front. Failed measurements are left out.
+func setupTradeoffs(rows []core.CompareRow) []chart.Tradeoff {
+	var models, setups []string
+	for _, r := range rows {
+		if !slices.Contains(models, r.Model) {
+			models = append(models, r.Model)
+		}
+		if !slices.Contains(setups, r.Setup) {
+			setups = append(setups, r.Setup)
+		}
+	}
+	out := make([]chart.Tradeoff, len(models))
+	for i, m := range models {
+		out[i] = chart.Tradeoff{Title: m, XLabel: "compress MB/s", YLabel: "ratio", Front: true}
+	}
+	for _, r := range rows {
+		if r.Error != "" || !r.RoundtripOK {
+			continue
+		}
+		i := slices.Index(models, r.Model)
+		out[i].Points = append(out[i].Points, chart.Point{X: r.CompressMBs, Y: r.Ratio, Label: r.Setup, Series: slices.Index(setups, r.Setup)})
+	}
+	return out
 }
 
 func (s *setupsScreen) exportDialog() {

@@ -12,6 +12,7 @@ import (
 
 	"fyne.io/fyne/v2"
 
+	"neuralzip/analysis/chart"
 	"neuralzip/app/core"
 )
 
@@ -174,7 +175,8 @@ func takeScreenshots(wb *workbench, dir, first string) error {
 // what the app draws: a window larger than its default size (content
 // whose minimum size made it grow: the capture is cut at the screen's
 // edge), or (with charts) a chart of the screen that lies partly outside
-// the window or shows no plot.
+// the window, shows no plot, or has a legend over its data
+// (chart.LegendClear at the chart's size).
 func checkScreen(wb *workbench, name string, charts bool) error {
 	c := wb.win.Canvas()
 	if sz := c.Size(); sz.Width > defaultWidth || sz.Height > defaultHeight {
@@ -192,6 +194,10 @@ func checkScreen(wb *workbench, name string, charts bool) error {
 		if sz.Width < 100 || sz.Height < 80 || pos.X < 0 || pos.Y < 0 || pos.X+sz.Width > c.Size().Width || pos.Y+sz.Height > c.Size().Height {
 			return fmt.Errorf("%s: chart %s at %v, %v is clipped by the window %v", name, cv.name, pos, sz, c.Size())
 		}
+		// drawn at the raster's pixel size, as chartView.draw does
+		if err := chart.LegendClear(cv.plot, int(sz.Width*c.Scale()), int(sz.Height*c.Scale()), cv.dpi()); err != nil {
+			return fmt.Errorf("%s: chart %s: %w", name, cv.name, err)
+		}
 	}
 	return nil
 }
@@ -204,7 +210,7 @@ func (wb *workbench) screenCharts(name string) []*chartView {
 	case "Clusters":
 		return []*chartView{wb.clusters.scatter, wb.clusters.hists, wb.clusters.elbow}
 	case "Setups":
-		return []*chartView{wb.setupsScr.heat, wb.setupsScr.speed}
+		return []*chartView{wb.setupsScr.trade}
 	case "Run":
 		return []*chartView{wb.run.chart}
 	case "Trajectory":

@@ -17,6 +17,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"neuralzip/analysis"
+	"neuralzip/analysis/chart"
 	"neuralzip/app/core"
 )
 
@@ -365,8 +366,12 @@ func TestSetupsAndRun(t *testing.T) {
 	s.chunk.SetSelected("4 Ki")
 	test.Tap(s.compare)
 	wb.wait()
-	if len(s.rows) != 2*4 || !strings.Contains(s.status.Text, "every roundtrip bit-exact") || s.heat.plot == nil || s.speed.plot == nil {
+	if len(s.rows) != 2*4 || !strings.Contains(s.status.Text, "every roundtrip bit-exact") || s.trade.plot == nil {
 		t.Fatalf("compare: %d rows, %q", len(s.rows), s.status.Text)
+	}
+	// a panel per model, titled with its name
+	if f, ok := s.trade.plot.(*chart.Panels); !ok || len(f.Plots) != 2 || f.Plots[0].Title.Text != other.Name || f.Plots[1].Title.Text != m.Name {
+		t.Errorf("trade-off figure %T: %+v", s.trade.plot, s.trade.plot)
 	}
 	for _, want := range []string{"gaussian", "saved", "none", other.Name, "decompress MB/s"} {
 		if !strings.Contains(s.table.Text, want) {

@@ -1,9 +1,11 @@
 // Package chart builds the workbench's plots with gonum/plot: exponent
 // histograms with the Gaussian model's prediction, bit-plane statistics,
-// chunk clusters (projection, histograms, elbow), the setup × model ratio
-// heatmap and speed bars. Builders take plain data (usually from package
-// analysis) and a Style, and return a *plot.Plot; Render, PNG and SVG draw
-// it. Nothing here knows about a UI toolkit, so the desktop workbench, the
+// chunk clusters (projection, histograms, elbow), heatmaps, grouped bars,
+// and ratio against speed with the Pareto front (one plot, or a panel per
+// model). Builders take plain data (usually from package analysis) and a
+// Style, and return a *plot.Plot or Panels of them (a Figure); Render, PNG
+// and SVG draw it, and LegendClear checks that no legend covers data.
+// Nothing here knows about a UI toolkit, so the desktop workbench, the
 // browser build and tests share it.
 package chart
 
@@ -112,9 +114,14 @@ func newPlot(st Style, title, xlabel, ylabel string) *plot.Plot {
 	return p
 }
 
+// Figure is what Render, PNG and SVG draw: a *plot.Plot, or Panels.
+type Figure interface {
+	Draw(c draw.Canvas)
+}
+
 // Render draws p into an image of w×h pixels at dpi dots per inch (96
 // is the usual screen; text scales with it).
-func Render(p *plot.Plot, w, h, dpi int) image.Image {
+func Render(p Figure, w, h, dpi int) image.Image {
 	if w < 1 {
 		w = 1
 	}
@@ -130,7 +137,7 @@ func Render(p *plot.Plot, w, h, dpi int) image.Image {
 }
 
 // PNG encodes p as a PNG of w×h pixels at dpi.
-func PNG(p *plot.Plot, w, h, dpi int) ([]byte, error) {
+func PNG(p Figure, w, h, dpi int) ([]byte, error) {
 	if dpi <= 0 {
 		dpi = 96
 	}
@@ -144,7 +151,7 @@ func PNG(p *plot.Plot, w, h, dpi int) ([]byte, error) {
 }
 
 // SVG encodes p as an SVG of w×h points.
-func SVG(p *plot.Plot, w, h vg.Length) ([]byte, error) {
+func SVG(p Figure, w, h vg.Length) ([]byte, error) {
 	c := vgsvg.New(w, h)
 	p.Draw(draw.New(c))
 	var b bytes.Buffer

@@ -22,7 +22,13 @@ var update = flag.Bool("update", false, "rewrite the golden images in testdata/"
 // anti-aliasing differences between platforms).
 func golden(t *testing.T, name string, p *plot.Plot) {
 	t.Helper()
-	got, err := PNG(p, 480, 320, 96)
+	goldenSize(t, name, p, 480, 320)
+}
+
+// goldenSize is golden for a figure of w×h pixels.
+func goldenSize(t *testing.T, name string, p Figure, w, h int) {
+	t.Helper()
+	got, err := PNG(p, w, h, 96)
 	if err != nil {
 		t.Fatal(err)
 	}

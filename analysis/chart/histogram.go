@@ -164,14 +164,14 @@ func BitPlaneBars(b BitPlanes, st Style) (*plot.Plot, error) {
 		return nil, ErrEmpty
 	}
 	p := newPlot(st, b.Title, "", "fraction / bits")
-	bars, err := plotter.NewBarChart(plotter.Values(b.Ones), vg.Points(12))
+	bc, err := plotter.NewBarChart(plotter.Values(b.Ones), vg.Points(12))
 	if err != nil {
 		return nil, err
 	}
-	bars.Color = st.Accent
-	bars.LineStyle.Width = 0
-	p.Add(bars)
-	p.Legend.Add("P(bit = 1)", bars)
+	bc.Color = st.Accent
+	bc.LineStyle.Width = 0
+	p.Add(bars{bc})
+	p.Legend.Add("P(bit = 1)", bc)
 	if len(b.Entropy) == len(b.Ones) {
 		var pts plotter.XYs
 		for i, e := range b.Entropy {
@@ -223,6 +223,25 @@ func (b *barPlot) Plot(c draw.Canvas, p *plot.Plot) {
 		pts := []vg.Point{{X: trX(r.x0), Y: y0}, {X: trX(r.x1), Y: y0}, {X: trX(r.x1), Y: trY(r.y)}, {X: trX(r.x0), Y: trY(r.y)}}
 		c.FillPolygon(b.color, c.ClipPolygonXY(pts))
 	}
+}
+
+// GlyphBoxes marks each bar's top and barMarks points down its height,
+// with no size, so that LegendClear sees the bars without their padding
+// the plot.
+func (b *barPlot) GlyphBoxes(p *plot.Plot) []plot.GlyphBox {
+	var boxes []plot.GlyphBox
+	for _, r := range b.bars {
+		if r.y <= 0 {
+			continue
+		}
+		x := p.X.Norm((r.x0 + r.x1) / 2)
+		for k := 1; k <= barMarks; k++ {
+			if y := r.y * float64(k) / barMarks; y >= p.Y.Min {
+				boxes = append(boxes, plot.GlyphBox{X: x, Y: p.Y.Norm(y)})
+			}
+		}
+	}
+	return boxes
 }
 
 // Thumbnail draws the legend entry.

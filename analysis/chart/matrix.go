@@ -111,7 +111,7 @@ type Bars struct {
 	Series        []Series // Y per category (X unused)
 }
 
-// GroupedBars plots b.
+// GroupedBars plots b, the legend (series with a name) above the bars.
 func GroupedBars(b Bars, st Style) (*plot.Plot, error) {
 	if len(b.Categories) == 0 || len(b.Series) == 0 {
 		return nil, ErrEmpty
@@ -130,8 +130,10 @@ func GroupedBars(b Bars, st Style) (*plot.Plot, error) {
 		bc.Color = st.Color(i)
 		bc.LineStyle.Width = 0
 		bc.Offset = (vg.Length(i) - vg.Length(n-1)/2) * w
-		p.Add(bc)
-		p.Legend.Add(s.Name, bc)
+		p.Add(bars{bc})
+		if s.Name != "" {
+			p.Legend.Add(s.Name, bc)
+		}
 	}
 	p.NominalX(b.Categories...)
 	var top float64
@@ -141,6 +143,7 @@ func GroupedBars(b Bars, st Style) (*plot.Plot, error) {
 		}
 	}
 	p.X.Min, p.X.Max = -0.6, float64(len(b.Categories))-0.4
-	p.Y.Min, p.Y.Max = 0, 1.25*top+1e-9
+	p.Y.Min, p.Y.Max = 0, 1.08*top+1e-9
+	legendAbove(p)
 	return p, nil
 }
