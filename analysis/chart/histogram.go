@@ -59,7 +59,7 @@ func ExpHistogram(h Histogram, st Style) (*plot.Plot, error) {
 	if h.Log {
 		ylabel += " (log scale)"
 	}
-	p := newPlot(st, h.Title, "exponent − bias  (binade: |x| ∈ [2^e, 2^(e+1)))", ylabel)
+	p := newPlot(st, h.Title, "exponent − bias  (binade: 2^e ≤ |x| < 2^(e+1))", ylabel)
 	var bins []bar
 	minFrac, maxFrac := 1.0, 0.0
 	for i := lo; i <= hi; i++ {
