@@ -217,21 +217,87 @@ func lzWorthTrying(n, coded, dup, k int) bool {
 	return dup > 0 && dup*16 >= k && int64(n)*int64(k-dup) < int64(coded)*int64(k)
 }
 
-// lzProbe is lzRepeats of a float block, which blocks after the first of
-// a run (runMemo) skip when it found fewer repeats than zstd needs
-// (lzWorthTrying's 1/16).
-func (b *blockEncoder) lzProbe(p []byte) (dup, k int) {
-	if b.run.values > 0 && b.run.lz == 1 {
-		return 0, 0
-	}
-	dup, k = lzRepeats(p)
-	if b.run.values > 0 && b.run.lz == 0 {
-		b.run.lz = -1
-		if dup*16 < k || k == 0 {
-			b.run.lz = 1
+// lzWorth reports whether a float block p, coded to coded bytes by the
+// float coder, is worth coding through zstd too:
+// lzWorthTrying(len(p), coded, lzRepeats(p)). Blocks after the first of a
+// run (runMemo) skip the probe where that one found fewer repeats than
+// zstd needs (lzWorthTrying's 1/16); elsewhere the count stops as soon as
+// the answer is known (lzReaches).
+func (b *blockEncoder) lzWorth(p []byte, coded int) bool {
+	if b.run.values > 0 {
+		switch b.run.lz {
+		case 1:
+			return false
+		case 0:
+			dup, k := lzRepeats(p)
+			b.run.lz = -1
+			if dup*16 < k || k == 0 {
+				b.run.lz = 1
+			}
+			return lzWorthTrying(len(p), coded, dup, k)
 		}
 	}
-	return dup, k
+	return lzReaches(p, coded)
+}
+
+// lzNeed is the fewest repeats of k sampled words for which
+// lzWorthTrying(n, coded, dup, k) holds.
+func lzNeed(n, coded, k int) int {
+	need := max(1, (k+15)/16)
+	if n <= 0 && coded <= 0 {
+		return k + 1 // never: 0 < 0
+	}
+	if coded < n {
+		need = max(need, int(int64(n-coded)*int64(k)/int64(n))+1)
+	}
+	return need
+}
+
+// lzReaches is lzWorthTrying(len(p), coded, lzRepeats(p)), counting the
+// repeats of lzRepeats' sample only until they reach lzNeed or can no
+// longer reach it (repeatCount's filter and lookups).
+func lzReaches(p []byte, coded int) bool {
+	n := len(p) / 4
+	if n < lzMinWords {
+		return false
+	}
+	step := max(1, n/lzProbeWords)
+	k := min(lzProbeWords, (n+step-1)/step)
+	need := lzNeed(len(p), coded, k)
+	if need > k {
+		return false
+	}
+	var words [lzProbeWords]uint32
+	var filter [1 << (repeatFilterBits - 6)]uint64
+	budget, dup := repeatScanBudget, 0
+	for i, off := 0, 0; i < k; i, off = i+1, off+4*step {
+		x := binary.LittleEndian.Uint32(p[off : off+4])
+		words[i] = x
+		h := (x * 0x9e3779b1) >> (32 - repeatFilterBits)
+		if f, m := &filter[h>>6], uint64(1)<<(h&63); *f&m == 0 {
+			*f |= m
+		} else {
+			j := 0
+			for j < i && words[j] != x {
+				j++
+			}
+			if budget -= j + 1; budget < 0 {
+				for i, off = i+1, off+4*step; i < k; i, off = i+1, off+4*step {
+					words[i] = binary.LittleEndian.Uint32(p[off : off+4])
+				}
+				return repeatCountSet(words[:k]) >= need
+			}
+			if j < i {
+				if dup++; dup >= need {
+					return true
+				}
+			}
+		}
+		if dup+k-1-i < need {
+			return false
+		}
+	}
+	return false
 }
 
 // lzTryPlanes says whether a float block is also worth coding as byte

@@ -704,7 +704,7 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 			// that zstd may code it smaller (lzRepeats) is also coded by
 			// zstd at the archive's level, and as byte planes coded by
 			// zstd where that may pay (lzTryPlanes), and the smallest kept.
-			if dup, k := be.lzProbe(in); lzWorthTrying(len(in), len(out)-mark, dup, k) {
+			if be.lzWorth(in, len(out)-mark) {
 				coded := len(out) - mark
 				be.lz = be.zstd.EncodeAll(in, be.lz[:0])
 				fast := len(be.lz)

@@ -114,6 +114,44 @@ func TestLZRepeatsTwin(t *testing.T) {
 	}
 }
 
+// TestLZReaches: the early-stopping count answers as lzWorthTrying does on
+// the full count, for blocks of few and many repeats and every coded size
+// around the thresholds; lzNeed is the threshold lzWorthTrying has.
+func TestLZReaches(t *testing.T) {
+	for n := 0; n <= 300; n += 7 {
+		for coded := 0; coded <= n+5; coded += 3 {
+			for k := 1; k <= 256; k += 5 {
+				need := lzNeed(n, coded, k)
+				for dup := 0; dup <= k; dup++ {
+					if (dup >= need) != lzWorthTrying(n, coded, dup, k) {
+						t.Fatalf("lzNeed(%d, %d, %d) = %d, but lzWorthTrying says %v for %d repeats", n, coded, k, need, !(dup >= need), dup)
+					}
+				}
+			}
+		}
+	}
+	var blocks [][]byte
+	src := append(realisticValues(dtype.BF16, 70000, 5), stftBasis(128)...)
+	for _, n := range []int{256, 1024, 4000, 65536, 131072} {
+		blocks = append(blocks, src[:n], src[len(src)-n:])
+	}
+	w := make([]byte, 65536)
+	for _, distinct := range []int{1, 3, 40, 120, 200, 700, 5000} {
+		for i := 0; i < len(w); i += 4 {
+			binary.LittleEndian.PutUint32(w[i:], uint32((i/4*7919)%distinct)*0x01000193)
+		}
+		blocks = append(blocks, bytes.Clone(w))
+	}
+	for bi, p := range blocks {
+		dup, k := lzRepeats(p)
+		for coded := 0; coded <= len(p)+8; coded += max(1, len(p)/97) {
+			if got, want := lzReaches(p, coded), lzWorthTrying(len(p), coded, dup, k); got != want {
+				t.Errorf("block %d (%d bytes, %d of %d repeat), coded %d: lzReaches %v, want %v", bi, len(p), dup, k, coded, got, want)
+			}
+		}
+	}
+}
+
 // TestZstdFallback: a float tensor that zstd codes smaller than the float
 // coder is stored as zstd, bit-exactly, the census names it, and the
 // archive is no larger than zstd's of the whole file; ordinary weights in
