@@ -17,6 +17,7 @@
 //	nzip trajectory repack  -o OUT.nztraj [-f] [-keyframe K] [-threads N] [-best] [-q] RUN.nztraj
 //	nzip generate   [-n N] [-temp T] [-topp P] [-seed S] [-tokenizer FILE] [-config FILE] [-setup S.nzsetup] [-prefetch] [-json] MODEL PROMPT
 //	nzip store      init|add|get|ls|rm|gc|verify|stats STORE ...
+//	nzip serve      [-addr 127.0.0.1:8080] [-token-file F] [-threads N] [-max-decodes N] [-cache-dir D] [ORG/NAME=]SOURCE...
 //
 // compress, decompress and verify take -ref REF: the archive is coded
 // against (and decoded with) the reference model REF.
@@ -60,6 +61,8 @@ usage:
   nzip generate   [-n N] [-temp T] [-topp P] [-seed S] [-tokenizer FILE] [-config FILE] [-setup S.nzsetup]
                   [-prefetch] [-json] MODEL PROMPT
   nzip store      init|add|get|ls|rm|gc|verify|stats STORE ...   (a hub store: "nzip store -h")
+  nzip serve      [-addr 127.0.0.1:8080] [-token-file F] [-threads N] [-max-decodes N] [-cache-dir D]
+                  [ORG/NAME=]SOURCE...   (archives and directories over HTTP, with the Hugging Face download API)
 
 Run "nzip COMMAND -h" (or "nzip setup SUBCOMMAND -h") for the flags of a command.
 `
@@ -81,6 +84,7 @@ var commands = map[string]command{
 	"trajectory": {runTrajectory},
 	"generate":   {runGenerate},
 	"store":      {runStore},
+	"serve":      {runServe},
 }
 
 func main() {
