@@ -25,6 +25,8 @@ type openScreen struct {
 	recent   *fyne.Container
 	opened   *fyne.Container
 	info     *widget.Label
+	url      *widget.Entry // a model on a server (core.OpenURL)
+	urlBtn   *widget.Button
 }
 
 func newOpenScreen(wb *workbench) *openScreen {
@@ -33,6 +35,13 @@ func newOpenScreen(wb *workbench) *openScreen {
 	s.openBtn.Importance = widget.HighImportance
 	hint := widget.NewLabel("…or drop " + hostDropTarget + ". safetensors (also sharded), GGUF, PyTorch, ONNX, TFLite, TF.js, NumPy and rwkv.cpp files are read by their content; anything else opens as opaque bytes.")
 	hint.Wrapping = fyne.TextWrapWord
+
+	s.url = widget.NewEntry()
+	s.url.SetPlaceHolder("http://127.0.0.1:8080/ORG/NAME")
+	s.urlBtn = widget.NewButtonWithIcon("Open URL", theme.DownloadIcon(), s.openURL)
+	s.url.OnSubmitted = func(string) { s.openURL() }
+	urlHint := widget.NewLabel("A model on nzip serve (or another server of the Hugging Face download API): the header is read first, each tensor when a screen needs it.")
+	urlHint.Wrapping = fyne.TextWrapWord
 
 	demos := container.NewVBox()
 	for _, d := range assets.Models() {
@@ -51,6 +60,7 @@ func newOpenScreen(wb *workbench) *openScreen {
 
 	left := container.NewVBox(
 		heading("Open a checkpoint"), container.NewHBox(s.openBtn), hint,
+		container.NewBorder(nil, nil, nil, s.urlBtn, s.url), urlHint,
 		widget.NewSeparator(), heading("Recent files"), s.recent,
 		widget.NewSeparator(), heading("Demo models (embedded)"), demos,
 	)
@@ -61,6 +71,16 @@ func newOpenScreen(wb *workbench) *openScreen {
 	s.refresh()
 	wb.modelListeners = append(wb.modelListeners, s.refresh)
 	return s
+}
+
+// openURL opens the model whose URL the entry holds.
+func (s *openScreen) openURL() {
+	u := strings.TrimSpace(s.url.Text)
+	if !core.IsURL(u) {
+		s.wb.showError(fmt.Errorf("%q is not an http:// or https:// URL of a model (http://HOST/ORG/NAME)", u))
+		return
+	}
+	s.wb.open(u)
 }
 
 func (s *openScreen) openDialog() {

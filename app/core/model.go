@@ -8,6 +8,7 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -171,8 +172,13 @@ func OpenAsset(d assets.Model) (*Model, error) {
 	return m, nil
 }
 
-// Open opens p: a file path, or AssetPrefix+name for a demo model.
+// Open opens p: a file path, AssetPrefix+name for a demo model, or the
+// http(s) URL of a model on a server of the Hugging Face download API
+// (OpenURL).
 func Open(p string, warn func(string)) (*Model, error) {
+	if IsURL(p) {
+		return OpenURL(context.Background(), p, warn)
+	}
 	if name, ok := strings.CutPrefix(p, AssetPrefix); ok {
 		d, ok := Demo(name)
 		if !ok {
