@@ -18,6 +18,7 @@
 //	nzip generate   [-n N] [-temp T] [-topp P] [-seed S] [-tokenizer FILE] [-config FILE] [-setup S.nzsetup] [-prefetch] [-json] MODEL PROMPT
 //	nzip store      init|add|get|ls|rm|gc|verify|stats STORE ...
 //	nzip serve      [-addr 127.0.0.1:8080] [-token-file F] [-threads N] [-max-decodes N] [-cache-dir D] [ORG/NAME=]SOURCE...
+//	nzip rd         [-json] [-methods LIST] [-bits LIST] [-per-tensor] [-tokens N] [-config FILE] [-tokenizer FILE] MODEL
 //
 // compress, decompress and verify take -ref REF: the archive is coded
 // against (and decoded with) the reference model REF.
@@ -63,6 +64,8 @@ usage:
   nzip store      init|add|get|ls|rm|gc|verify|stats STORE ...   (a hub store: "nzip store -h")
   nzip serve      [-addr 127.0.0.1:8080] [-token-file F] [-threads N] [-max-decodes N] [-cache-dir D]
                   [ORG/NAME=]SOURCE...   (archives and directories over HTTP, with the Hugging Face download API)
+  nzip rd         [-json] [-methods LIST] [-bits LIST] [-per-tensor] [-tokens N] MODEL
+                  (the lossy lab: bits per parameter and error of NF4, int8/int4, FP8, low rank; never in archives)
 
 Run "nzip COMMAND -h" (or "nzip setup SUBCOMMAND -h") for the flags of a command.
 `
@@ -85,6 +88,7 @@ var commands = map[string]command{
 	"generate":   {runGenerate},
 	"store":      {runStore},
 	"serve":      {runServe},
+	"rd":         {runRD},
 }
 
 func main() {

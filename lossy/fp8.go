@@ -1,0 +1,281 @@
+package lossy
+
+import (
+	"math"
+	"sort"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// e4m3Values are the non-negative values of FP8 E4M3 (OCP, "FN": no
+// infinities, 0x7f is NaN), indexed by code 0..126; they increase.
+var e4m3Values = func() [127]float32 {
+	var t [127]float32
+	for c := range t {
+		e, m := c>>3, c&7
+		if e == 0 {
+			t[c] = float32(m) / 8 * float32(math.Ldexp(1, -6))
+		} else {
+			t[c] = (1 + float32(m)/8) * float32(math.Ldexp(1, e-7))
+		}
+	}
+	return t
+}()
+
+// e4m3Max is the largest finite E4M3 value.
+const e4m3Max = 448
+
+// toE4M3 rounds x to the nearest E4M3 value (ties to the even code),
+// saturating at ±448.
+func toE4M3(x float32) byte {
+	s := byte(0)
+	if x < 0 || x == 0 && math.Signbit(float64(x)) {
+		s, x = 0x80, -x
+	}
+	if x >= e4m3Max {
+		return s | 126
+	}
+	i := sort.Search(127, func(i int) bool { return e4m3Values[i] >= x })
+	if i == 0 {
+		return s
+	}
+	lo, hi := e4m3Values[i-1], e4m3Values[i]
+	switch {
+	case hi-x < x-lo:
+		return s | byte(i)
+	case x-lo < hi-x:
+		return s | byte(i-1)
+	case i%2 == 0:
+		return s | byte(i)
+	}
+	return s | byte(i-1)
+}
+
+// fromE4M3 is the value of an E4M3 code (not 0x7f or 0xff, NaN).
+func fromE4M3(c byte) float32 {
+	v := e4m3Values[c&127]
+	if c&0x80 != 0 {
+		return -v
+	}
+	return v
+}
+
+// fp8Scaled codes vals as E4M3 of vals/scale into codes and recon.
+func fp8Scaled(vals []float32, scale float32, codes []byte, recon []float32) {
+	for i, x := range vals {
+		c := byte(0)
+		if scale > 0 {
+			c = toE4M3(x / scale)
+		}
+		codes[i] = c
+		recon[i] = fromE4M3(c) * scale
+	}
+}
+
+func absMax(v []float32) float32 {
+	var m float32
+	for _, x := range v {
+		m = max(m, float32(math.Abs(float64(x))))
+	}
+	return m
+}
+
+// fp8Tensor is FP8 E4M3 with one scale per tensor (absmax / 448, kept as
+// float32).
+type fp8Tensor struct{}
+
+func (fp8Tensor) Name() string { return "fp8" }
+func (fp8Tensor) Rated() bool  { return false }
+
+func (fp8Tensor) Code(v []float32, rows, cols int, _ float64) ([]byte, []float32, error) {
+	if err := check(v, rows, cols); err != nil {
+		return nil, nil, err
+	}
+	scale := absMax(v) / e4m3Max
+	codes := make([]byte, len(v))
+	recon := make([]float32, len(v))
+	fp8Scaled(v, scale, codes, recon)
+	return append(appendF32(nil, scale), codes...), recon, nil
+}
+
+// fp8Row is FP8 E4M3 with one scale per row.
+type fp8Row struct{}
+
+func (fp8Row) Name() string { return "fp8row" }
+func (fp8Row) Rated() bool  { return false }
+
+func (fp8Row) Code(v []float32, rows, cols int, _ float64) ([]byte, []float32, error) {
+	if err := check(v, rows, cols); err != nil {
+		return nil, nil, err
+	}
+	coded := make([]byte, 0, 4*rows+len(v))
+	codes := make([]byte, len(v))
+	recon := make([]float32, len(v))
+	for r := 0; r < rows; r++ {
+		row := v[r*cols : (r+1)*cols]
+		scale := absMax(row) / e4m3Max
+		coded = appendF32(coded, scale)
+		fp8Scaled(row, scale, codes[r*cols:(r+1)*cols], recon[r*cols:(r+1)*cols])
+	}
+	return append(coded, codes...), recon, nil
+}
+
+// fp8Hadamard is FP8 after a rotation, in the manner of TACO: each row is
+// split into blocks of h values (the largest power of two up to 256 that
+// divides the row; rows of odd length are not rotated) and each block
+// multiplied by the orthonormal Walsh–Hadamard matrix, which spreads
+// outliers over the block; each rotated row is then coded as E4M3 with
+// the scale (absmax/448 × 1, 15/16, …, 10/16: clipping the largest values
+// when that lowers the row's squared error) chosen per row. Decoding
+// rotates back.
+type fp8Hadamard struct{}
+
+func (fp8Hadamard) Name() string { return "fp8h" }
+func (fp8Hadamard) Rated() bool  { return false }
+
+func (fp8Hadamard) Code(v []float32, rows, cols int, _ float64) ([]byte, []float32, error) {
+	if err := check(v, rows, cols); err != nil {
+		return nil, nil, err
+	}
+	h := hadamardBlock(cols)
+	coded := make([]byte, 0, 4*rows+len(v))
+	codes := make([]byte, len(v))
+	recon := make([]float32, len(v))
+	rot := make([]float32, cols)
+	try := make([]float32, cols)
+	tryCodes := make([]byte, cols)
+	for r := 0; r < rows; r++ {
+		copy(rot, v[r*cols:(r+1)*cols])
+		for b := 0; b < cols; b += h {
+			fwht(rot[b : b+h])
+		}
+		am := absMax(rot) / e4m3Max
+		best, bestErr := am, math.Inf(1)
+		for k := 16; k >= 10; k-- {
+			s := am * float32(k) / 16
+			fp8Scaled(rot, s, tryCodes, try)
+			if e, _ := sqErrors(rot, try); e < bestErr {
+				best, bestErr = s, e
+			}
+		}
+		coded = appendF32(coded, best)
+		out := recon[r*cols : (r+1)*cols]
+		fp8Scaled(rot, best, codes[r*cols:(r+1)*cols], out)
+		for b := 0; b < cols; b += h {
+			fwht(out[b : b+h])
+		}
+	}
+	return append(coded, codes...), recon, nil
+}
+
+// hadamardBlock is the largest power of two up to 256 that divides n.
+func hadamardBlock(n int) int {
+	h := 1
+	for h < 256 && n%(2*h) == 0 {
+		h *= 2
+	}
+	return h
+}
+
+// fwht applies the orthonormal Walsh–Hadamard transform to x (a power of
+// two long) in place; it is its own inverse.
+func fwht(x []float32) {
+	n := len(x)
+	for h := 1; h < n; h *= 2 {
+		for i := 0; i < n; i += 2 * h {
+			for j := i; j < i+h; j++ {
+				a, b := x[j], x[j+h]
+				x[j], x[j+h] = a+b, a-b
+			}
+		}
+	}
+	s := float32(1 / math.Sqrt(float64(n)))
+	for i := range x {
+		x[i] *= s
+	}
+}
+
+// lowRank approximates a matrix by its best rank-k factors (truncated SVD),
+// U·Σ (rows × k) and Vᵀ (k × cols) kept as BF16, k the largest rank whose
+// factors fit the target rate (at least 1; MixT's mixtures of tensor
+// operators start from such factorisations).
+type lowRank struct{}
+
+func (lowRank) Name() string { return "lowrank" }
+func (lowRank) Rated() bool  { return true }
+
+func (lowRank) Code(v []float32, rows, cols int, bits float64) ([]byte, []float32, error) {
+	if err := check(v, rows, cols); err != nil {
+		return nil, nil, err
+	}
+	if rows == 0 || cols == 0 {
+		return []byte{0, 0, 0, 0}, []float32{}, nil
+	}
+	k := int(bits * float64(rows) * float64(cols) / (16 * float64(rows+cols)))
+	k = max(1, min(k, rows, cols))
+	a := mat.NewDense(rows, cols, nil)
+	for i, x := range v {
+		a.Set(i/cols, i%cols, float64(x))
+	}
+	var svd mat.SVD
+	if !svd.Factorize(a, mat.SVDThin) {
+		return nil, nil, errorsSVD
+	}
+	var u, vt mat.Dense
+	svd.UTo(&u)
+	svd.VTo(&vt)
+	sv := svd.Values(nil)
+	coded := []byte{byte(k), byte(k >> 8), byte(k >> 16), byte(k >> 24)}
+	us := make([]float32, rows*k)
+	vs := make([]float32, k*cols)
+	for i := 0; i < rows; i++ {
+		for j := 0; j < k; j++ {
+			us[i*k+j] = roundBF16(float32(u.At(i, j) * sv[j]))
+			coded = appendBF16(coded, us[i*k+j])
+		}
+	}
+	for j := 0; j < k; j++ {
+		for c := 0; c < cols; c++ {
+			vs[j*cols+c] = roundBF16(float32(vt.At(c, j)))
+			coded = appendBF16(coded, vs[j*cols+c])
+		}
+	}
+	recon := make([]float32, rows*cols)
+	for i := 0; i < rows; i++ {
+		for j := 0; j < k; j++ {
+			f := us[i*k+j]
+			if f == 0 {
+				continue
+			}
+			row := recon[i*cols : (i+1)*cols]
+			for c, x := range vs[j*cols : (j+1)*cols] {
+				row[c] += f * x
+			}
+		}
+	}
+	return coded, recon, nil
+}
+
+var errorsSVD = errorString("lossy: the SVD did not converge")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// roundBF16 rounds x to BF16 (nearest even), as a float32.
+func roundBF16(x float32) float32 {
+	return math.Float32frombits(uint32(bf16Bits(x)) << 16)
+}
+
+func bf16Bits(x float32) uint16 {
+	b := math.Float32bits(x)
+	if b&0x7fffffff > 0x7f800000 {
+		return uint16(b>>16) | 0x40
+	}
+	return uint16((b + 0x7fff + (b>>16)&1) >> 16)
+}
+
+func appendBF16(dst []byte, x float32) []byte {
+	b := bf16Bits(x)
+	return append(dst, byte(b), byte(b>>8))
+}

@@ -1,0 +1,237 @@
+package lossy
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"neuralzip/checkpoint"
+	"neuralzip/dtype"
+)
+
+func TestE4M3(t *testing.T) {
+	// every code decodes to a value that codes back to it (±0 both)
+	for c := 0; c < 256; c++ {
+		if c&127 == 127 {
+			continue // NaN
+		}
+		v := fromE4M3(byte(c))
+		if got := toE4M3(v); got != byte(c) {
+			t.Errorf("code %#x = %g codes to %#x", c, v, got)
+		}
+	}
+	for _, tc := range []struct {
+		x    float32
+		want byte
+	}{
+		{448, 0x7e}, {1e9, 0x7e}, {-500, 0xfe}, {1, 0x38}, {0.001953125, 0x01}, // 2^-9, the smallest subnormal
+		{0.0009765625, 0x00}, // half of it: ties to the even code 0
+		{0.0029296875, 0x02}, // 1.5 × 2^-9: ties to the even code 2
+		{1.0625, 0x38},       // between 1 and 1.125: ties to even (1)
+		{1.1875, 0x3a},       // between 1.125 and 1.25: ties to even (1.25)
+	} {
+		if got := toE4M3(tc.x); got != tc.want {
+			t.Errorf("toE4M3(%g) = %#x, want %#x", tc.x, got, tc.want)
+		}
+	}
+}
+
+func TestFWHT(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	x := make([]float32, 64)
+	var n0 float64
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+		n0 += float64(x[i]) * float64(x[i])
+	}
+	y := append([]float32(nil), x...)
+	fwht(y)
+	var n1 float64
+	for _, v := range y {
+		n1 += float64(v) * float64(v)
+	}
+	if math.Abs(n1-n0) > 1e-3*n0 {
+		t.Errorf("the transform is not orthonormal: ‖x‖² %g, ‖Hx‖² %g", n0, n1)
+	}
+	fwht(y)
+	for i := range x {
+		if math.Abs(float64(y[i]-x[i])) > 1e-5 {
+			t.Fatalf("H·H·x ≠ x at %d: %g, %g", i, y[i], x[i])
+		}
+	}
+	for _, c := range []struct{ n, h int }{{768, 256}, {96, 32}, {7, 1}, {4096, 256}} {
+		if got := hadamardBlock(c.n); got != c.h {
+			t.Errorf("hadamardBlock(%d) = %d, want %d", c.n, got, c.h)
+		}
+	}
+}
+
+func TestNF4Levels(t *testing.T) {
+	for i, l := range nf4Levels {
+		if got := nearestLevel(l); got != byte(i) {
+			t.Errorf("level %d (%g) is nearest %d", i, l, got)
+		}
+	}
+	if nearestLevel(-2) != 0 || nearestLevel(2) != 15 || nearestLevel(0.03) != 7 || nearestLevel(0.05) != 8 {
+		t.Error("nearestLevel outside the levels or between them")
+	}
+}
+
+// realMatrix is the largest BF16 matrix of a real model in ../shared.
+func realMatrix(t *testing.T) ([]float32, int, int) {
+	p := filepath.Join("..", "..", "shared", "models", "bench", "real-bf16.safetensors")
+	src, err := os.ReadFile(p)
+	if err != nil {
+		t.Skipf("%s not present (../shared): %v", p, err)
+	}
+	l, err := checkpoint.Open(bytes.NewReader(src), int64(len(src)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var best Tensor
+	for _, s := range l.Segments {
+		tn := Tensor{Name: s.Name, DType: s.DType, Shape: s.Shape, Data: src[s.Offset : s.Offset+s.Length]}
+		if s.Kind == checkpoint.Tensor && tn.Coded() && tn.rows() >= 64 && tn.cols() >= 64 && s.Length > int64(len(best.Data)) {
+			best = tn
+		}
+	}
+	if best.Data == nil {
+		t.Fatal("no matrix")
+	}
+	return Values(best.DType, best.Data), int(best.rows()), int(best.cols())
+}
+
+// TestMethodsOnRealWeights: each method's measured rate and error on a real
+// matrix, and the orderings that must hold: more bits, less error; NF4's
+// blocks of normal levels beat int4 per row; a scale per row beats one per
+// tensor; rates as the formats define.
+func TestMethodsOnRealWeights(t *testing.T) {
+	v, rows, cols := realMatrix(t)
+	res := map[string][2]float64{}
+	for _, m := range Methods() {
+		rates := []float64{0}
+		if m.Rated() {
+			rates = []float64{1, 4}
+		}
+		for _, b := range rates {
+			coded, recon, err := m.Code(v, rows, cols, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recon) != len(v) {
+				t.Fatalf("%s: %d values back of %d", m.Name(), len(recon), len(v))
+			}
+			e, n := sqErrors(v, recon)
+			bits := float64(len(coded)) * 8 / float64(len(v))
+			name := m.Name()
+			if m.Rated() {
+				name += "@" + string(rune('0'+int(b)))
+				if bits > b*1.01 || bits < b*0.5 {
+					t.Errorf("%s: %.3f bits per parameter for a target of %g", name, bits, b)
+				}
+			}
+			res[name] = [2]float64{bits, math.Sqrt(e / n)}
+		}
+	}
+	want := map[string][2]float64{ // bits per parameter, the most relative L2 error
+		"nf4": {4 + 32.0/64, 0.12}, "int8": {8 + 32/float64(cols), 0.03}, "int4": {4 + 32/float64(cols), 0.3},
+		"fp8": {8 + 32/float64(rows*cols), 0.05}, "fp8row": {8 + 32/float64(cols), 0.05}, "fp8h": {8 + 32/float64(cols), 0.05},
+	}
+	for name, w := range want {
+		got := res[name]
+		if math.Abs(got[0]-w[0]) > 0.01 || got[1] > w[1] || got[1] <= 0 {
+			t.Errorf("%s: %.4f bits, rel L2 %.4f; want %.4f bits, rel L2 in (0, %g]", name, got[0], got[1], w[0], w[1])
+		}
+	}
+	if !(res["int8"][1] < res["int4"][1] && res["nf4"][1] < res["int4"][1] && res["fp8row"][1] <= res["fp8"][1] && res["lowrank@4"][1] < res["lowrank@1"][1]) {
+		t.Errorf("orderings: %v", res)
+	}
+}
+
+// TestStoreRoundtrip: values stored in each type read back as that type's
+// rounding of them.
+func TestStoreRoundtrip(t *testing.T) {
+	vals := []float32{0, -0, 1, -2.5, 3.14159, 65504, 1e-8, 6e-5, -1e-30, 70000}
+	for _, d := range []dtype.DType{dtype.F32, dtype.BF16, dtype.F16} {
+		b := make([]byte, len(vals)*d.Size())
+		Store(d, b, vals)
+		got := Values(d, b)
+		for i, x := range vals {
+			tol := 1e-2 * math.Abs(float64(x))
+			if d == dtype.F32 {
+				tol = 0
+			}
+			if d == dtype.F16 && (math.Abs(float64(x)) < 6e-5 || math.Abs(float64(x)) > 65504) {
+				continue // F16's subnormals and overflow: checked below
+			}
+			if math.Abs(float64(got[i]-x)) > tol {
+				t.Errorf("%v: %g stored as %g", d, x, got[i])
+			}
+		}
+	}
+	b := make([]byte, 2)
+	for _, c := range []struct {
+		x    float32
+		want uint16
+	}{{65520, 0x7c00}, {1e-8, 0}, {6.0e-8, 0x0001}, {-70000, 0xfc00}, {float32(math.Ldexp(1, -24)) * 1.5, 0x0002}} {
+		Store(dtype.F16, b, []float32{c.x})
+		if got := uint16(b[0]) | uint16(b[1])<<8; got != c.want {
+			t.Errorf("F16 of %g: %#04x, want %#04x", c.x, got, c.want)
+		}
+	}
+}
+
+// TestEvalStories: the next-token comparison on stories260K: the original
+// against itself agrees exactly; int8 stays close; int4 drifts more.
+func TestEvalStories(t *testing.T) {
+	p := filepath.Join("..", "..", "shared", "models", "original", "stories260K.bf16.safetensors")
+	src, err := os.ReadFile(p)
+	if err != nil {
+		t.Skipf("%s not present (../shared): %v", p, err)
+	}
+	l, err := checkpoint.Open(bytes.NewReader(src), int64(len(src)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tensors []Tensor
+	for _, s := range l.Segments {
+		if s.Kind == checkpoint.Tensor {
+			tensors = append(tensors, Tensor{Name: s.Name, DType: s.DType, Shape: s.Shape, Offset: s.Offset, Data: src[s.Offset : s.Offset+s.Length]})
+		}
+	}
+	lm, err := NewLM(src, nil, 24)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, err := lm.Compare(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if same.KL != 0 || same.Top1 != 1 || same.Tokens != 4*24 {
+		t.Errorf("the original against itself: KL %g, top-1 %g over %d tokens", same.KL, same.Top1, same.Tokens)
+	}
+	var kl [2]float64
+	for i, m := range []Method{intRow{bits: 8}, intRow{bits: 4}} {
+		rows, out, err := Run(src, tensors, m, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if whole := rows[len(rows)-1]; whole.Tensor != "" || whole.Params == 0 || whole.RelL2 <= 0 {
+			t.Fatalf("%s: the whole-model row %+v", m.Name(), whole)
+		}
+		ev, err := lm.Compare(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kl[i] = ev.KL
+		if ev.KL <= 0 || ev.Top1 < 0.5 {
+			t.Errorf("%s: KL %g, top-1 %g", m.Name(), ev.KL, ev.Top1)
+		}
+	}
+	if !(kl[0] < 0.01 && kl[0] < kl[1]) {
+		t.Errorf("int8 KL %g, int4 KL %g", kl[0], kl[1])
+	}
+}
