@@ -4,6 +4,8 @@ import (
 	"math"
 	"sort"
 
+	"neuralzip/dtype"
+
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -264,18 +266,10 @@ func (e errorString) Error() string { return string(e) }
 
 // roundBF16 rounds x to BF16 (nearest even), as a float32.
 func roundBF16(x float32) float32 {
-	return math.Float32frombits(uint32(bf16Bits(x)) << 16)
-}
-
-func bf16Bits(x float32) uint16 {
-	b := math.Float32bits(x)
-	if b&0x7fffffff > 0x7f800000 {
-		return uint16(b>>16) | 0x40
-	}
-	return uint16((b + 0x7fff + (b>>16)&1) >> 16)
+	return math.Float32frombits(uint32(dtype.F32ToBF16(x)) << 16)
 }
 
 func appendBF16(dst []byte, x float32) []byte {
-	b := bf16Bits(x)
+	b := dtype.F32ToBF16(x)
 	return append(dst, byte(b), byte(b>>8))
 }

@@ -80,9 +80,10 @@ func TestNF4Levels(t *testing.T) {
 	}
 }
 
-// realMatrix is the largest BF16 matrix of a real model in ../shared.
-func realMatrix(t *testing.T) ([]float32, int, int) {
-	p := filepath.Join("..", "..", "shared", "models", "bench", "real-bf16.safetensors")
+// sharedModel reads a model of ../shared and its tensors, skipping the test
+// without it.
+func sharedModel(t *testing.T, rel ...string) ([]byte, []Tensor) {
+	p := filepath.Join(append([]string{"..", "..", "shared"}, rel...)...)
 	src, err := os.ReadFile(p)
 	if err != nil {
 		t.Skipf("%s not present (../shared): %v", p, err)
@@ -91,10 +92,21 @@ func realMatrix(t *testing.T) ([]float32, int, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var best Tensor
+	var tensors []Tensor
 	for _, s := range l.Segments {
-		tn := Tensor{Name: s.Name, DType: s.DType, Shape: s.Shape, Data: src[s.Offset : s.Offset+s.Length]}
-		if s.Kind == checkpoint.Tensor && tn.Coded() && tn.rows() >= 64 && tn.cols() >= 64 && s.Length > int64(len(best.Data)) {
+		if s.Kind == checkpoint.Tensor {
+			tensors = append(tensors, Tensor{Name: s.Name, DType: s.DType, Shape: s.Shape, Offset: s.Offset, Data: src[s.Offset : s.Offset+s.Length]})
+		}
+	}
+	return src, tensors
+}
+
+// realMatrix is the largest matrix of real-bf16 at least 64 by 64.
+func realMatrix(t *testing.T) ([]float32, int, int) {
+	_, tensors := sharedModel(t, "models", "bench", "real-bf16.safetensors")
+	var best Tensor
+	for _, tn := range tensors {
+		if tn.Coded() && tn.rows() >= 64 && tn.cols() >= 64 && len(tn.Data) > len(best.Data) {
 			best = tn
 		}
 	}
@@ -187,21 +199,7 @@ func TestStoreRoundtrip(t *testing.T) {
 // TestEvalStories: the next-token comparison on stories260K: the original
 // against itself agrees exactly; int8 stays close; int4 drifts more.
 func TestEvalStories(t *testing.T) {
-	p := filepath.Join("..", "..", "shared", "models", "original", "stories260K.bf16.safetensors")
-	src, err := os.ReadFile(p)
-	if err != nil {
-		t.Skipf("%s not present (../shared): %v", p, err)
-	}
-	l, err := checkpoint.Open(bytes.NewReader(src), int64(len(src)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tensors []Tensor
-	for _, s := range l.Segments {
-		if s.Kind == checkpoint.Tensor {
-			tensors = append(tensors, Tensor{Name: s.Name, DType: s.DType, Shape: s.Shape, Offset: s.Offset, Data: src[s.Offset : s.Offset+s.Length]})
-		}
-	}
+	src, tensors := sharedModel(t, "models", "original", "stories260K.bf16.safetensors")
 	lm, err := NewLM(src, nil, 24)
 	if err != nil {
 		t.Fatal(err)

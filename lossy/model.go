@@ -69,7 +69,7 @@ func Values(d dtype.DType, b []byte) []float32 {
 	case dtype.F16:
 		v := make([]float32, len(b)/2)
 		for i := range v {
-			v[i] = f16to32(binary.LittleEndian.Uint16(b[2*i:]))
+			v[i] = dtype.F16ToF32(binary.LittleEndian.Uint16(b[2*i:]))
 		}
 		return v
 	}
@@ -83,9 +83,9 @@ func Store(d dtype.DType, b []byte, v []float32) {
 		case dtype.F32:
 			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
 		case dtype.BF16:
-			binary.LittleEndian.PutUint16(b[2*i:], bf16Bits(x))
+			binary.LittleEndian.PutUint16(b[2*i:], dtype.F32ToBF16(x))
 		case dtype.F16:
-			binary.LittleEndian.PutUint16(b[2*i:], f32to16(x))
+			binary.LittleEndian.PutUint16(b[2*i:], dtype.F32ToF16(x))
 		}
 	}
 }
@@ -155,47 +155,4 @@ func relL2(sqErr, sqNorm float64) float64 {
 		return 0
 	}
 	return math.Sqrt(sqErr / sqNorm)
-}
-
-// f16to32 widens an F16 value exactly.
-func f16to32(h uint16) float32 {
-	s := uint32(h>>15) << 31
-	e := uint32(h>>10) & 0x1f
-	m := uint32(h) & 0x3ff
-	switch {
-	case e == 0 && m == 0:
-		return math.Float32frombits(s)
-	case e == 0:
-		return float32(math.Copysign(float64(m)*math.Ldexp(1, -24), float64(math.Float32frombits(s|0x3f800000))))
-	case e == 31:
-		return math.Float32frombits(s | 0x7f800000 | m<<13)
-	}
-	return math.Float32frombits(s | (e+112)<<23 | m<<13)
-}
-
-// f32to16 rounds x to F16 (nearest even, overflow to infinity).
-func f32to16(x float32) uint16 {
-	b := math.Float32bits(x)
-	s := uint16(b>>16) & 0x8000
-	a := b & 0x7fffffff
-	switch {
-	case a > 0x7f800000:
-		return s | 0x7e00
-	case a >= 0x477ff000: // rounds to 65520 or more
-		return s | 0x7c00
-	case a < 0x33000001: // below half the smallest subnormal
-		return s
-	case a < 0x38800000: // subnormal
-		m := a&0x7fffff | 0x800000
-		shift := 126 - a>>23
-		h := m >> shift
-		rem := m & (1<<shift - 1)
-		half := uint32(1) << (shift - 1)
-		if rem > half || rem == half && h&1 != 0 {
-			h++
-		}
-		return s | uint16(h)
-	}
-	r := a + 0xfff + (a>>13)&1
-	return s | uint16((r-0x38000000)>>13)
 }

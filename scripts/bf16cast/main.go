@@ -20,37 +20,6 @@ import (
 	"neuralzip/dtype"
 )
 
-// bf16 rounds f to BF16, nearest even; NaNs stay NaNs (quiet).
-func bf16(f float32) uint16 {
-	b := math.Float32bits(f)
-	if b&0x7fffffff > 0x7f800000 {
-		return uint16(b>>16) | 0x40
-	}
-	r := b + 0x7fff + (b>>16)&1
-	return uint16(r >> 16)
-}
-
-// f16to32 widens an F16 value exactly.
-func f16to32(h uint16) float32 {
-	s := uint32(h>>15) << 31
-	e := uint32(h>>10) & 0x1f
-	m := uint32(h) & 0x3ff
-	switch {
-	case e == 0 && m == 0:
-		return math.Float32frombits(s)
-	case e == 0:
-		for m&0x400 == 0 {
-			m <<= 1
-			e--
-		}
-		e++
-		m &= 0x3ff
-	case e == 31:
-		return math.Float32frombits(s | 0x7f800000 | m<<13)
-	}
-	return math.Float32frombits(s | (e+112)<<23 | m<<13)
-}
-
 type ent struct {
 	name  string
 	shape []int64
@@ -90,12 +59,12 @@ func run(out string, models []string) error {
 				case dtype.F32:
 					d = make([]byte, len(b)/2)
 					for i := 0; i < len(b)/4; i++ {
-						binary.LittleEndian.PutUint16(d[2*i:], bf16(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))))
+						binary.LittleEndian.PutUint16(d[2*i:], dtype.F32ToBF16(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))))
 					}
 				case dtype.F16:
 					d = make([]byte, len(b))
 					for i := 0; i < len(b)/2; i++ {
-						binary.LittleEndian.PutUint16(d[2*i:], bf16(f16to32(binary.LittleEndian.Uint16(b[2*i:]))))
+						binary.LittleEndian.PutUint16(d[2*i:], dtype.F32ToBF16(dtype.F16ToF32(binary.LittleEndian.Uint16(b[2*i:]))))
 					}
 				default:
 					continue
