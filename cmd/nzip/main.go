@@ -65,7 +65,7 @@ usage:
   nzip serve      [-addr 127.0.0.1:8080] [-token-file F] [-threads N] [-max-decodes N] [-cache-dir D]
                   [ORG/NAME=]SOURCE...   (archives and directories over HTTP, with the Hugging Face download API)
   nzip rd         [-json] [-methods LIST] [-bits LIST] [-per-tensor] [-tokens N] MODEL
-                  (the lossy lab: bits per parameter and error of NF4, int8/int4, FP8, low rank; never in archives)
+                  (the lossy lab: bits per parameter and error of NF4, int8/int4, FP8, E8 lattice, low rank; never in archives)
 
 Run "nzip COMMAND -h" (or "nzip setup SUBCOMMAND -h") for the flags of a command.
 `

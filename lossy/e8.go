@@ -1,0 +1,397 @@
+package lossy
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+
+	"neuralzip/codec/rangecoder"
+)
+
+// e8 is lattice coding in the manner of EntroPack: each row is scaled to
+// unit RMS (the scale kept as float32; a tensor of rows shorter than
+// e8MinRowScale has one scale), its values are taken eight at a
+// time and rounded to the nearest point of the lattice step·E8, and the
+// points' coordinates are entropy coded — a binary range coder with
+// adaptive models conditioned on the coordinate's position in its vector
+// and on the magnitude of the coordinate before it — in tiles of
+// e8TileRows rows, each decodable alone. The step for a target rate is
+// chosen from a sample of the vectors (the empirical entropy of their
+// coordinates, searched by bisection), so the stream is coded once. The
+// decoder (e8Decode) reads the bytes back; the reconstruction is what it
+// returns.
+type e8 struct{}
+
+func (e8) Name() string { return "e8" }
+func (e8) Rated() bool  { return true }
+
+// e8TileRows is the rows of a tile; e8Sample the vectors the rate
+// estimate reads.
+const (
+	e8TileRows = 64
+	e8Sample   = 4096
+	e8MaxMag   = 1 << 20 // |2·coordinate| coded at most (larger saturates)
+	// e8MinRowScale: rows shorter than this share one scale
+	e8MinRowScale = 64
+)
+
+func (e8) Code(v []float32, rows, cols int, bits float64) ([]byte, []float32, error) {
+	if err := check(v, rows, cols); err != nil {
+		return nil, nil, err
+	}
+	if rows == 0 || cols == 0 {
+		return e8Header(nil, rows, cols, 0), []float32{}, nil
+	}
+	if cols < e8MinRowScale {
+		// short rows: one scale for the tensor (a row's scale would cost
+		// more than half a bit a value)
+		rows, cols = 1, rows*cols
+	}
+	per := (cols + 7) / 8 * 8 // a row padded with zeros to whole vectors
+	norm := make([]float64, rows*per)
+	scales := make([]float32, rows)
+	for r := 0; r < rows; r++ {
+		row := v[r*cols : (r+1)*cols]
+		var ss float64
+		for _, x := range row {
+			ss += float64(x) * float64(x)
+		}
+		s := float32(math.Sqrt(ss / float64(cols)))
+		scales[r] = s
+		for i, x := range row {
+			if s > 0 {
+				norm[r*per+i] = float64(x) / float64(s)
+			}
+		}
+	}
+	step := e8Step(norm, max(bits-32/float64(cols), bits/2)) // the row scales take 32 bits a row
+	coded := e8Header(nil, rows, cols, step)
+	for _, s := range scales {
+		coded = appendF32(coded, s)
+	}
+	pts := e8Points(norm, step)
+	var enc rangecoder.Encoder
+	for t := 0; t < rows; t += e8TileRows {
+		enc.Reset(nil)
+		var m e8Models
+		end := min(rows, t+e8TileRows)
+		for i := t * per; i < end*per; i += 8 {
+			m.encodeVector(&enc, pts[i:i+8])
+		}
+		tile := enc.Finish()
+		coded = binary.AppendUvarint(coded, uint64(len(tile)))
+		coded = append(coded, tile...)
+	}
+	recon, err := e8Decode(coded)
+	if err != nil {
+		return nil, nil, err
+	}
+	return coded, recon, nil
+}
+
+// e8Header is rows, cols and the step.
+func e8Header(dst []byte, rows, cols int, step float64) []byte {
+	dst = binary.AppendUvarint(dst, uint64(rows))
+	dst = binary.AppendUvarint(dst, uint64(cols))
+	return binary.LittleEndian.AppendUint64(dst, math.Float64bits(step))
+}
+
+// e8Points rounds the normalised values (rows padded to whole vectors),
+// eight at a time, to step·E8 and returns the points as twice their
+// coordinates over step (integers, all even or all odd in a vector).
+func e8Points(norm []float64, step float64) []int32 {
+	pts := make([]int32, len(norm))
+	var x [8]float64
+	var p [8]int32
+	for i := 0; i+8 <= len(norm); i += 8 {
+		for j := range x {
+			x[j] = norm[i+j] / step
+		}
+		nearestE8(&x, &p)
+		copy(pts[i:i+8], p[:])
+	}
+	return pts
+}
+
+// nearestE8 writes to p twice the coordinates of the point of E8 nearest
+// x (Conway and Sloane: the nearer of the nearest points of D8 and of
+// D8 + ½).
+func nearestE8(x *[8]float64, p *[8]int32) {
+	var a, b [8]float64
+	nearestD8(x, &a, 0)
+	nearestD8(x, &b, 0.5)
+	var da, db float64
+	for i := range x {
+		da += (x[i] - a[i]) * (x[i] - a[i])
+		db += (x[i] - b[i]) * (x[i] - b[i])
+	}
+	src := &a
+	if db < da {
+		src = &b
+	}
+	for i := range p {
+		p[i] = int32(math.Round(2 * src[i]))
+	}
+}
+
+// nearestD8 writes to y the point of D8 + off nearest x (D8: integer
+// vectors of even sum): round every coordinate; if the sum is odd, round
+// the one farthest from its integer the other way.
+func nearestD8(x, y *[8]float64, off float64) {
+	var sum int64
+	worst, worstDist := 0, -1.0
+	for i, v := range x {
+		r := math.RoundToEven(v - off)
+		y[i] = r
+		sum += int64(r)
+		if d := math.Abs(v - off - r); d > worstDist {
+			worst, worstDist = i, d
+		}
+	}
+	if sum%2 != 0 {
+		v := x[worst] - off
+		if v > y[worst] {
+			y[worst]++
+		} else {
+			y[worst]--
+		}
+	}
+	for i := range y {
+		y[i] += off
+	}
+}
+
+// e8Step picks the step whose coded rate, estimated from the empirical
+// entropy of the coordinates of a sample of vectors (as the adaptive coder
+// reaches it within a few percent), is nearest bits per value.
+func e8Step(norm []float64, bits float64) float64 {
+	n := len(norm) / 8
+	stride := max(1, n/e8Sample)
+	var sample []float64
+	for i := 0; i < n; i += stride {
+		sample = append(sample, norm[8*i:8*i+8]...)
+	}
+	rate := func(step float64) float64 {
+		counts := map[[2]int32]int{}
+		pts := e8Points(sample, step)
+		var sym [9]int32
+		for i := 0; i+8 <= len(pts); i += 8 {
+			e8Symbols(pts[i:i+8], &sym)
+			for j, c := range sym {
+				counts[[2]int32{int32(j), c}]++
+			}
+		}
+		vecs := float64(len(pts) / 8)
+		var h float64
+		for _, c := range counts {
+			h -= float64(c) * math.Log2(float64(c)/vecs)
+		}
+		return h / float64(len(pts))
+	}
+	lo, hi := 1e-4, 64.0 // rate falls as the step grows
+	for range 40 {
+		mid := math.Sqrt(lo * hi)
+		if rate(mid) > bits {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi
+}
+
+// e8Symbols is what codes a point of E8 (p: twice its coordinates over
+// the step): sym[8] is the coset (0: D8, 1: D8 + ½), sym[0..6] the
+// integers k_i = (p_i − coset)/2 of the first seven coordinates, and
+// sym[7] the last one's k_7 halved, its parity being that which makes
+// Σk_i even (D8).
+func e8Symbols(p []int32, sym *[9]int32) {
+	h := p[0] & 1
+	var sum int32
+	for i := 0; i < 7; i++ {
+		sym[i] = (p[i] - h) >> 1
+		sum += sym[i]
+	}
+	k7 := (p[7] - h) >> 1
+	sym[7] = (k7 - sum&1) >> 1
+	sym[8] = h
+}
+
+// e8Point is e8Symbols' inverse.
+func e8Point(sym *[9]int32, p []int32) {
+	h := sym[8]
+	var sum int32
+	for i := 0; i < 7; i++ {
+		p[i] = 2*sym[i] + h
+		sum += sym[i]
+	}
+	p[7] = 2*(2*sym[7]+sum&1) + h
+}
+
+// e8Models are the adaptive models of one tile: the coset bit, and per
+// position in the vector and magnitude class of the integer before it, a
+// zero flag, a sign, and the magnitude's bits (Elias-gamma: unary length,
+// then the bits).
+type e8Models struct {
+	coset rangecoder.Model
+	zero  [8][4]rangecoder.Model
+	sign  [8]rangecoder.Model
+	unar  [8][4][24]rangecoder.Model
+	rest  [24]rangecoder.Model
+}
+
+func magClass(c int32) int {
+	switch a := abs32(c); {
+	case a == 0:
+		return 0
+	case a <= 1:
+		return 1
+	case a <= 3:
+		return 2
+	}
+	return 3
+}
+
+func abs32(c int32) int32 {
+	if c < 0 {
+		return -c
+	}
+	return c
+}
+
+func (m *e8Models) encodeVector(e *rangecoder.Encoder, p []int32) {
+	var sym [9]int32
+	e8Symbols(p, &sym)
+	e.Encode(&m.coset, uint32(sym[8]))
+	prev := int32(0)
+	for i := 0; i < 8; i++ {
+		m.encode(e, i, magClass(prev), sym[i])
+		prev = sym[i]
+	}
+}
+
+func (m *e8Models) decodeVector(d *rangecoder.Decoder, p []int32) {
+	var sym [9]int32
+	sym[8] = int32(d.Decode(&m.coset))
+	prev := int32(0)
+	for i := 0; i < 8; i++ {
+		sym[i] = m.decode(d, i, magClass(prev))
+		prev = sym[i]
+	}
+	e8Point(&sym, p)
+}
+
+func (m *e8Models) encode(e *rangecoder.Encoder, pos, k int, c int32) {
+	if c == 0 {
+		e.Encode(&m.zero[pos][k], 1)
+		return
+	}
+	e.Encode(&m.zero[pos][k], 0)
+	s := uint32(0)
+	if c < 0 {
+		s = 1
+	}
+	e.Encode(&m.sign[pos], s)
+	a := uint32(min(abs32(c), e8MaxMag)) // ≥ 1
+	nb := 31 - leadingZeros(a)           // a has nb+1 bits
+	for i := 0; i < nb; i++ {
+		e.Encode(&m.unar[pos][k][i], 1)
+	}
+	if nb < 23 {
+		e.Encode(&m.unar[pos][k][nb], 0)
+	}
+	for i := nb - 1; i >= 0; i-- {
+		e.Encode(&m.rest[i], a>>uint(i)&1)
+	}
+}
+
+func (m *e8Models) decode(d *rangecoder.Decoder, pos, k int) int32 {
+	if d.Decode(&m.zero[pos][k]) == 1 {
+		return 0
+	}
+	neg := d.Decode(&m.sign[pos]) == 1
+	nb := 0
+	for nb < 23 && d.Decode(&m.unar[pos][k][nb]) == 1 {
+		nb++
+	}
+	a := uint32(1)
+	for i := nb - 1; i >= 0; i-- {
+		a = a<<1 | d.Decode(&m.rest[i])
+	}
+	c := int32(a)
+	if neg {
+		c = -c
+	}
+	return c
+}
+
+func leadingZeros(x uint32) int {
+	n := 0
+	for x&0x80000000 == 0 {
+		x <<= 1
+		n++
+	}
+	return n
+}
+
+// e8Decode decodes an e8 stream to the values it codes.
+func e8Decode(b []byte) ([]float32, error) {
+	rows64, k := binary.Uvarint(b)
+	if k <= 0 {
+		return nil, errE8
+	}
+	b = b[k:]
+	cols64, k := binary.Uvarint(b)
+	if k <= 0 || len(b[k:]) < 8 || rows64 > 1<<31 || cols64 > 1<<31 || rows64*cols64 > 1<<31 {
+		return nil, errE8
+	}
+	b = b[k:]
+	rows, cols := int(rows64), int(cols64)
+	step := math.Float64frombits(binary.LittleEndian.Uint64(b))
+	b = b[8:]
+	if rows == 0 || cols == 0 {
+		return []float32{}, nil
+	}
+	// the adaptive coder spends at least about 1/2000 bit a zero: a stream
+	// claiming more values than 16 Ki a byte is damaged
+	if len(b) < 4*rows || !(step > 0) || int64(rows)*int64(cols) > int64(len(b))<<14 {
+		return nil, errE8
+	}
+	scales := make([]float32, rows)
+	for r := range scales {
+		scales[r] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*r:]))
+	}
+	b = b[4*rows:]
+	per := (cols + 7) / 8 * 8
+	out := make([]float32, rows*cols)
+	var d rangecoder.Decoder
+	for t := 0; t < rows; t += e8TileRows {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return nil, errE8
+		}
+		if err := d.Reset(b[k : k+int(n)]); err != nil {
+			return nil, err
+		}
+		b = b[k+int(n):]
+		var m e8Models
+		var p [8]int32
+		end := min(rows, t+e8TileRows)
+		for r := t; r < end; r++ {
+			for j := 0; j < per; j += 8 {
+				m.decodeVector(&d, p[:])
+				for i, c := range p {
+					if j+i < cols {
+						out[r*cols+j+i] = float32(float64(c) / 2 * step * float64(scales[r]))
+					}
+				}
+			}
+		}
+		if d.Overrun() {
+			return nil, errE8
+		}
+	}
+	return out, nil
+}
+
+var errE8 = errors.New("lossy: a damaged e8 stream")
