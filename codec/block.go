@@ -30,6 +30,7 @@ type blockEncoder struct {
 	found      []byte      // opaque bytes coded as floats (encodeFound)
 	found2     []byte      // the smallest of them
 	run        runMemo     // decisions a run of blocks shares (setup)
+	lzFew      bool        // the first block of this tensor found too few repeats for zstd (lzWorth)
 	parts      []blockPart // encodeFoundLead's
 	lead       []byte      // encodeFoundLead's blocks
 	sp         sparseEnc   // sparse blocks (sparse.go)
@@ -219,11 +220,13 @@ func lzWorthTrying(n, coded, dup, k int) bool {
 
 // lzWorth reports whether a float block p, coded to coded bytes by the
 // float coder, is worth coding through zstd too:
-// lzWorthTrying(len(p), coded, lzRepeats(p)). Blocks after the first of a
-// run (runMemo) skip the probe where that one found fewer repeats than
-// zstd needs (lzWorthTrying's 1/16); elsewhere the count stops as soon as
-// the answer is known (lzReaches).
-func (b *blockEncoder) lzWorth(p []byte, coded int) bool {
+// lzWorthTrying(len(p), coded, lzRepeats(p)). The repeat probe is decided
+// once per tensor where the tensor has several blocks: the blocks after
+// the first (cont) skip it where the first found fewer repeats than zstd
+// needs (lzWorthTrying's 1/16), as the blocks after the first of a run do
+// under a setup (runMemo). Elsewhere the count stops as soon as the answer
+// is known (lzReaches). more says a block of the same tensor follows.
+func (b *blockEncoder) lzWorth(p []byte, coded int, cont, more bool) bool {
 	if b.run.values > 0 {
 		switch b.run.lz {
 		case 1:
@@ -236,6 +239,19 @@ func (b *blockEncoder) lzWorth(p []byte, coded int) bool {
 			}
 			return lzWorthTrying(len(p), coded, dup, k)
 		}
+		return lzReaches(p, coded)
+	}
+	if cont {
+		if b.lzFew {
+			return false
+		}
+		return lzReaches(p, coded)
+	}
+	b.lzFew = false
+	if more {
+		dup, k := lzRepeats(p)
+		b.lzFew = dup*16 < k || k == 0
+		return lzWorthTrying(len(p), coded, dup, k)
 	}
 	return lzReaches(p, coded)
 }

@@ -669,6 +669,7 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 	out := (*t.out)[:0]
 	t.info = t.info[:0]
 	be.run = runMemo{}
+	be.lzFew = false
 	var cut []blockPlan // t.plans with opaque blocks cut where floats start (encodeFoundLead)
 	for i, p := range t.plans {
 		in := (*t.in)[p.off-first.off : p.off-first.off+p.length]
@@ -704,7 +705,7 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 			// that zstd may code it smaller (lzRepeats) is also coded by
 			// zstd at the archive's level, and as byte planes coded by
 			// zstd where that may pay (lzTryPlanes), and the smallest kept.
-			if be.lzWorth(in, len(out)-mark) {
+			if be.lzWorth(in, len(out)-mark, p.cont, i+1 < len(t.plans) && t.plans[i+1].cont) {
 				coded := len(out) - mark
 				be.lz = be.zstd.EncodeAll(in, be.lz[:0])
 				fast := len(be.lz)

@@ -152,6 +152,40 @@ func TestLZReaches(t *testing.T) {
 	}
 }
 
+// TestLZPerTensor: the repeat probe is decided once per tensor of several
+// blocks: where the first block finds too few repeats, the blocks after it
+// are not probed, even one whose words repeat; where it finds enough, they
+// are probed each.
+func TestLZPerTensor(t *testing.T) {
+	plain := realisticValues(dtype.BF16, 4096, 11)
+	rep := make([]byte, len(plain)) // one word over and over
+	for i := 0; i < len(rep); i += 4 {
+		binary.LittleEndian.PutUint32(rep[i:], 0x3c003c00)
+	}
+	coded := len(rep) // what the float coder's size would need to be beaten
+	if !lzReaches(rep, coded) || lzReaches(plain, coded*2/3) {
+		t.Fatal("the blocks do not probe as the test needs")
+	}
+	var be blockEncoder
+	if be.lzWorth(plain, coded*2/3, false, true) || !be.lzFew {
+		t.Fatal("a first block without repeats")
+	}
+	if be.lzWorth(rep, coded, true, true) {
+		t.Error("a later block of a tensor whose first block has no repeats was probed")
+	}
+	if !be.lzWorth(rep, coded, false, true) || be.lzFew {
+		t.Fatal("a first block of repeats")
+	}
+	if !be.lzWorth(rep, coded, true, false) || be.lzWorth(plain, coded*2/3, true, false) {
+		t.Error("later blocks of a tensor whose first block repeats are probed each")
+	}
+	// a single-block tensor is probed on its own, whatever came before
+	be.lzFew = true
+	if !be.lzWorth(rep, coded, false, false) {
+		t.Error("a one-block tensor was not probed")
+	}
+}
+
 // TestZstdFallback: a float tensor that zstd codes smaller than the float
 // coder is stored as zstd, bit-exactly, the census names it, and the
 // archive is no larger than zstd's of the whole file; ordinary weights in
