@@ -34,7 +34,7 @@ GOWASMEXEC = $$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec
 PKGS_ARM64 := ./dtype/... ./codec/... ./checkpoint/... ./trajectory/... ./analysis/... ./assets/... ./infer/... ./store/...
 PKGS_JS   := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./trajectory/... ./app/core/... ./gpu/... ./infer/... ./store/...
 
-.PHONY: serve-deps bench-serve icount-check icount-budget valgrind-deps beam nzip-beam s3-server ptx ptx-check gpu-deps gpu-check webgpu-test all build run demo workbench fyne-deps screenshots test check-go fmt-check vet arrows unit race noasm arm64-test fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
+.PHONY: serve-deps bench-serve bench-mount icount-check icount-budget valgrind-deps beam nzip-beam s3-server ptx ptx-check gpu-deps gpu-check webgpu-test all build run demo workbench fyne-deps screenshots test check-go fmt-check vet arrows unit race noasm arm64-test fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
 
 all: build
 
@@ -68,13 +68,17 @@ demo: build
 test: check-go fyne-deps gpu-deps serve-deps fmt-check vet arrows ptx-check unit icount-check race noasm arm64-test fuzz-short wasm-build purego-build js-test browser-test webgpu-test beam
 	@echo "make test: all checks passed"
 
-# serve's client tests: curl, aria2c and the npm package @huggingface/hub
+# serve's client tests: curl, aria2c and the npm package @huggingface/hub; fuse3 for mount's
 serve-deps:
 	@./scripts/serve-deps.sh
 
 # nzip serve: a whole-file download through HTTP against decompress into a pipe
 bench-serve: build
 	./scripts/bench-serve.sh $(BIN) $(SHARED)
+
+# nzip mount: a sequential read of a mounted archive against decompress into a pipe (FUSE)
+bench-mount: build
+	./scripts/bench-mount.sh $(BIN) $(SHARED)
 
 # clang-14 (PTX) and g++ (the kernels as C++ in gpu's tests)
 gpu-deps:

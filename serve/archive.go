@@ -9,6 +9,7 @@ import (
 	"path"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"neuralzip/codec"
 )
@@ -60,7 +61,11 @@ func (s *Server) openArchive(id, p string) (*repo, error) {
 		files = append(files, &file{name: name, size: fi.Size, c: &archiveFile{a: a, fi: i, info: fi, blocks: fi.Blocks()}})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].name < files[j].name })
-	return newRepo(id, p, "archive", files, st.ModTime(), func() error { r.Close(); return f.Close() }), nil
+	return newRepo(id, p, "archive", files, st.ModTime(), func() error {
+		s.cache.forget(a)
+		r.Close()
+		return f.Close()
+	}), nil
 }
 
 // validName reports whether an archive's (or a directory's) relative file
@@ -95,6 +100,7 @@ type archiveFile struct {
 	fi     int
 	info   *codec.FileInfo
 	blocks []codec.BlockInfo
+	last   atomic.Int64 // the block after the last read's (readAt), to spot sequential reads
 }
 
 func (f *archiveFile) check() error {
@@ -139,16 +145,77 @@ func (f *archiveFile) write(ctx context.Context, w io.Writer, off, n int64, whol
 	return f.writeRange(ctx, w, off, n)
 }
 
-// blockBufs holds block buffers for ranges.
-var blockBufs sync.Pool
+// block returns block bi of the file, decoded and checked against its CRC,
+// from the server's block cache.
+func (f *archiveFile) block(bi int) ([]byte, error) {
+	return f.a.srv.cache.get(blockKey{f.a, f.fi, bi}, f.blocks[bi].Length, f.decoder(bi))
+}
 
-func getBlockBuf(n int64) *[]byte {
-	if b, ok := blockBufs.Get().(*[]byte); ok && int64(cap(*b)) >= n {
-		*b = (*b)[:n]
-		return b
+func (f *archiveFile) decoder(bi int) func([]byte) error {
+	return func(dst []byte) error { return f.a.r.DecodeBlock(f.fi, bi, dst) }
+}
+
+// span returns the blocks [first, last) that cover [off, end).
+func (f *archiveFile) span(off, end int64) (first, last int) {
+	bl := f.blocks
+	first = sort.Search(len(bl), func(i int) bool { return bl[i].Offset+bl[i].Length > off })
+	last = sort.Search(len(bl), func(i int) bool { return bl[i].Offset >= end })
+	return first, last
+}
+
+// readAt reads bytes of the file at off, decoding only the blocks that
+// cover them (through the block cache). A read that starts where the
+// previous one ended, or in the block after it, also starts decoding the
+// blocks that follow in the background, up to the server's thread count at
+// once, so that sequential readers (a FUSE mount's 128 KiB requests, the
+// kernel's read-ahead) find them decoded.
+func (f *archiveFile) readAt(ctx context.Context, p []byte, off int64) (int, error) {
+	size := f.info.Size
+	if off < 0 {
+		return 0, fmt.Errorf("serve: negative offset %d", off)
 	}
-	b := make([]byte, n)
-	return &b
+	if off >= size {
+		return 0, io.EOF
+	}
+	end := min(off+int64(len(p)), size)
+	first, last := f.span(off, end)
+	prev := f.last.Swap(int64(last))
+	if s := f.a.srv; s.cache.max > 0 {
+		// the read's own blocks after the first, in parallel, and when
+		// the read is sequential those ahead of it
+		// (no further than a quarter of the cache, which must still hold
+		// the blocks being read)
+		stop := last
+		if int64(first) == prev || int64(first) == prev-1 {
+			stop = last + 4*cap(s.ahead)
+		}
+		budget := s.cache.max / 4
+		for bi := first + 1; bi < min(stop, len(f.blocks)); bi++ {
+			if bi >= last {
+				if budget -= f.blocks[bi].Length; budget < 0 {
+					break
+				}
+			}
+			s.cache.prefetch(blockKey{f.a, f.fi, bi}, f.blocks[bi].Length, f.decoder(bi), s.ahead)
+		}
+	}
+	n := 0
+	for bi := first; bi < last; bi++ {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		data, err := f.block(bi)
+		if err != nil {
+			return n, err
+		}
+		b := f.blocks[bi]
+		lo, hi := max(off, b.Offset)-b.Offset, min(end, b.Offset+b.Length)-b.Offset
+		n += copy(p[n:], data[lo:hi])
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
 }
 
 // writeRange decodes the blocks that cover [off, off+n) — several at a
@@ -159,12 +226,11 @@ func (f *archiveFile) writeRange(ctx context.Context, w io.Writer, off, n int64)
 	}
 	end := off + n
 	bl := f.blocks
-	first := sort.Search(len(bl), func(i int) bool { return bl[i].Offset+bl[i].Length > off })
-	last := sort.Search(len(bl), func(i int) bool { return bl[i].Offset >= end })
+	first, last := f.span(off, end)
 	threads := min(f.a.srv.threads(), last-first)
 	type job struct {
 		bi   int
-		buf  *[]byte
+		buf  []byte
 		err  error
 		done chan struct{}
 	}
@@ -178,9 +244,7 @@ func (f *archiveFile) writeRange(ctx context.Context, w io.Writer, off, n int64)
 		go func() {
 			defer wg.Done()
 			for j := range work {
-				b := bl[j.bi]
-				j.buf = getBlockBuf(b.Length)
-				j.err = f.a.r.DecodeBlock(f.fi, j.bi, *j.buf)
+				j.buf, j.err = f.block(j.bi)
 				close(j.done)
 			}
 		}()
@@ -215,15 +279,12 @@ func (f *archiveFile) writeRange(ctx context.Context, w io.Writer, off, n int64)
 		if werr == nil {
 			b := bl[j.bi]
 			lo, hi := max(off, b.Offset)-b.Offset, min(end, b.Offset+b.Length)-b.Offset
-			if _, err := w.Write((*j.buf)[lo:hi]); err != nil {
+			if _, err := w.Write(j.buf[lo:hi]); err != nil {
 				werr = err
 			}
 		}
 		if werr != nil {
 			cancel()
-		}
-		if j.buf != nil {
-			blockBufs.Put(j.buf)
 		}
 	}
 	wg.Wait()

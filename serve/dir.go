@@ -147,3 +147,28 @@ func (f *dirFile) write(ctx context.Context, w io.Writer, off, n int64, whole bo
 	}
 	return f.same(st)
 }
+
+// readAt reads from the file, checking before and after that it is the one
+// added.
+func (f *dirFile) readAt(ctx context.Context, p []byte, off int64) (int, error) {
+	h, err := f.open()
+	if err != nil {
+		return 0, err
+	}
+	defer h.Close()
+	n, err := h.ReadAt(p, off)
+	if err != nil && err != io.EOF {
+		return n, err
+	}
+	if off+int64(n) < f.st.Size() && n < len(p) {
+		return n, fmt.Errorf("%w: %s/%s is shorter", ErrChanged, f.dir, f.name)
+	}
+	st, serr := h.Stat()
+	if serr == nil {
+		serr = f.same(st)
+	}
+	if serr != nil {
+		return n, serr
+	}
+	return n, err
+}

@@ -11,4 +11,9 @@
 // decoder with its digest checked, and its last bytes are held back until
 // the check passes: a damaged archive never yields a complete-looking
 // wrong file (the connection is closed instead).
+//
+// Open reads a source by ranges outside HTTP (nzip mount, package
+// serve/mount), with the same CRC checks and the same block cache: decoded
+// blocks, bounded in bytes (Config.CacheBytes), each decoded once however
+// many readers ask for it.
 package serve

@@ -32,6 +32,10 @@ type Config struct {
 	// BLAKE3 digest, named by that digest and the size, so that a restart
 	// does not decode them again. "" keeps nothing.
 	CacheDir string
+	// CacheBytes bounds the decoded archive blocks kept for ranges (one
+	// cache for all sources, least recently used dropped first); 0 means
+	// DefaultCacheBytes, a negative value keeps none.
+	CacheBytes int64
 	// Log receives errors and progress; nil means log.Default().
 	Log *log.Logger
 	// PageSize is the number of entries of a tree listing page; 0 means 1000.
@@ -49,6 +53,8 @@ type Server struct {
 	order []*repo
 	sem   chan struct{}
 	start sync.Once
+	cache *blockCache
+	ahead chan struct{} // bounds the blocks decoded ahead of sequential reads
 }
 
 // New returns a server without repositories.
@@ -65,7 +71,16 @@ func New(cfg Config) *Server {
 	if cfg.Log == nil {
 		cfg.Log = log.Default()
 	}
-	return &Server{cfg: cfg, repos: map[string]*repo{}, sem: make(chan struct{}, cfg.MaxDecodes)}
+	switch {
+	case cfg.CacheBytes == 0:
+		cfg.CacheBytes = DefaultCacheBytes
+	case cfg.CacheBytes < 0:
+		cfg.CacheBytes = 0
+	}
+	s := &Server{cfg: cfg, repos: map[string]*repo{}, sem: make(chan struct{}, cfg.MaxDecodes),
+		cache: newBlockCache(cfg.CacheBytes)}
+	s.ahead = make(chan struct{}, s.threads())
+	return s
 }
 
 func (s *Server) threads() int {

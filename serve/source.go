@@ -18,6 +18,9 @@ type content interface {
 	// says the range is the whole file: the source checks the file's
 	// digest where it has one, before write returns.
 	write(ctx context.Context, w io.Writer, off, n int64, whole bool) error
+	// readAt reads len(p) bytes at off as io.ReaderAt does (io.EOF when
+	// the file ends first), decoding only what covers them.
+	readAt(ctx context.Context, p []byte, off int64) (int, error)
 	// sha256 returns the file's SHA-256, decoding or reading it if the
 	// source does not store it.
 	sha256(ctx context.Context) ([32]byte, error)

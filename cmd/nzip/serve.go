@@ -18,16 +18,17 @@ import (
 
 // runServe serves archives and directories over HTTP (package serve).
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", "[-addr 127.0.0.1:8080] [-token-file F] [-threads N] [-max-decodes N] [ORG/NAME=]SOURCE...", stderr)
+	fs := newFlags("serve", "[-addr 127.0.0.1:8080] [-token-file F] [-threads N] [-max-decodes N] [-cache-bytes N] [-cache-dir D] [ORG/NAME=]SOURCE...", stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (loopback unless you name another)")
 	tokenFile := fs.String("token-file", "", "file holding a bearer token every request must carry (Authorization: Bearer ...)")
 	threads := fs.Int("threads", 0, "blocks one response decodes at once (0: all cores)")
 	maxDecodes := fs.Int("max-decodes", 0, "responses that decode at once, others wait (0: twice the cores)")
+	cacheBytes := fs.Int64("cache-bytes", serve.DefaultCacheBytes, "bytes of decoded blocks kept in memory for ranges (0: none)")
 	cacheDir := fs.String("cache-dir", defaultServeCache(), "where the SHA-256 of archived files is kept between runs (\"\": nowhere)")
 	if err := parse(fs, args, 1, -1); err != nil {
 		return err
 	}
-	cfg := serve.Config{Threads: *threads, MaxDecodes: *maxDecodes, CacheDir: *cacheDir,
+	cfg := serve.Config{Threads: *threads, MaxDecodes: *maxDecodes, CacheDir: *cacheDir, CacheBytes: cacheFlag(*cacheBytes),
 		Log: log.New(stderr, "", log.LstdFlags)}
 	if *tokenFile != "" {
 		b, err := os.ReadFile(*tokenFile)
@@ -115,4 +116,13 @@ func defaultServeCache() string {
 		return ""
 	}
 	return filepath.Join(d, "nzip", "serve-sha256")
+}
+
+// cacheFlag turns -cache-bytes (0: none) into serve.Config.CacheBytes
+// (0: the default, negative: none).
+func cacheFlag(n int64) int64 {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
