@@ -22,6 +22,11 @@ type Config struct {
 	// Token, when set, is the bearer token every request must carry
 	// (Authorization: Bearer TOKEN); others get 401.
 	Token string
+	// CORSOrigins are the web origins (scheme://host:port, or "*" for any)
+	// whose pages may read the server from a browser, as the workbench's
+	// Open URL does (Access-Control-Allow-Origin); none by default, so a
+	// page the user visits cannot read a server on their machine.
+	CORSOrigins []string
 	// MaxDecodes bounds the responses that read or decode at once; more
 	// wait (until their client gives up). 0 means 2 × GOMAXPROCS.
 	MaxDecodes int
@@ -302,6 +307,9 @@ func NewHTTPServer(addr string, h http.Handler) *http.Server {
 // ServeHTTP routes a request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	s.Start(context.Background())
+	if s.cors(w, req) {
+		return // a preflight, answered
+	}
 	if s.cfg.Token != "" && !s.authorized(req) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="nzip serve"`)
 		apiError(w, http.StatusUnauthorized, "", "Invalid credentials in Authorization header")
@@ -352,6 +360,45 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 // authorized checks the bearer token in constant time.
+// corsExpose are the response headers a page may read: what the hub's
+// clients and the workbench's Open URL use.
+const corsExpose = "Accept-Ranges, Content-Length, Content-Range, ETag, Link, X-Repo-Commit, X-Linked-Etag, X-Linked-Size, X-Error-Code, X-Error-Message"
+
+// cors adds the CORS headers for a request from an allowed origin and
+// answers a preflight (OPTIONS with Access-Control-Request-Method), which
+// it reports; requests from other origins get no CORS headers, so the
+// browser keeps their answers from the page.
+func (s *Server) cors(w http.ResponseWriter, req *http.Request) bool {
+	origin := req.Header.Get("Origin")
+	if origin == "" || len(s.cfg.CORSOrigins) == 0 {
+		return false
+	}
+	allow := ""
+	for _, o := range s.cfg.CORSOrigins {
+		if o == "*" || o == origin {
+			allow = o
+			break
+		}
+	}
+	if allow == "" {
+		return false
+	}
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", allow)
+	if allow != "*" {
+		h.Add("Vary", "Origin")
+	}
+	h.Set("Access-Control-Expose-Headers", corsExpose)
+	if req.Method != http.MethodOptions || req.Header.Get("Access-Control-Request-Method") == "" {
+		return false
+	}
+	h.Set("Access-Control-Allow-Methods", "GET, HEAD, POST")
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, If-None-Match, If-Range, Range")
+	h.Set("Access-Control-Max-Age", "86400")
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}
+
 func (s *Server) authorized(req *http.Request) bool {
 	h := req.Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(h, "Bearer ")

@@ -18,9 +18,10 @@ import (
 
 // runServe serves archives and directories over HTTP (package serve).
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", "[-addr 127.0.0.1:8080] [-token-file F] [-threads N] [-max-decodes N] [-cache-bytes N] [-cache-dir D] [ORG/NAME=]SOURCE...", stderr)
+	fs := newFlags("serve", "[-addr 127.0.0.1:8080] [-token-file F] [-cors ORIGINS] [-threads N] [-max-decodes N] [-cache-bytes N] [-cache-dir D] [ORG/NAME=]SOURCE...", stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (loopback unless you name another)")
 	tokenFile := fs.String("token-file", "", "file holding a bearer token every request must carry (Authorization: Bearer ...)")
+	corsList := fs.String("cors", "", "comma-separated web origins whose pages may read the server (\"*\": any), e.g. the browser workbench's http://127.0.0.1:8000 for Open URL")
 	threads := fs.Int("threads", 0, "blocks one response decodes at once (0: all cores)")
 	maxDecodes := fs.Int("max-decodes", 0, "responses that decode at once, others wait (0: twice the cores)")
 	cacheBytes := fs.Int64("cache-bytes", serve.DefaultCacheBytes, "bytes of decoded blocks kept in memory for ranges (0: none)")
@@ -30,6 +31,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg := serve.Config{Threads: *threads, MaxDecodes: *maxDecodes, CacheDir: *cacheDir, CacheBytes: cacheFlag(*cacheBytes),
 		Log: log.New(stderr, "", log.LstdFlags)}
+	for _, o := range strings.Split(*corsList, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			cfg.CORSOrigins = append(cfg.CORSOrigins, o)
+		}
+	}
 	if *tokenFile != "" {
 		b, err := os.ReadFile(*tokenFile)
 		if err != nil {
