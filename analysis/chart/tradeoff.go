@@ -383,7 +383,7 @@ func placeLabels(area vg.Rectangle, marks []labelMark, avoid []vg.Rectangle) []v
 		var r vg.Rectangle
 		rc := vg.Length(math.Inf(1))
 		for _, b := range marks[i].candidates() {
-			if c := cost(i, b); c < rc {
+			if c := cost(i, b); c < rc-costTie {
 				r, rc = b, c
 			}
 		}
@@ -412,7 +412,7 @@ func placeLabels(area vg.Rectangle, marks []labelMark, avoid []vg.Rectangle) []v
 	for range 4 {
 		moved := false
 		for _, i := range order {
-			if b, c := best(i); c < cost(i, out[i]) {
+			if b, c := best(i); c < cost(i, out[i])-costTie {
 				out[i], moved = b, true
 			}
 		}
@@ -422,6 +422,11 @@ func placeLabels(area vg.Rectangle, marks []labelMark, avoid []vg.Rectangle) []v
 	}
 	return out
 }
+
+// costTie is the difference of label costs (pt²) under which two
+// placements tie (the earlier candidate stays): the costs' last bits
+// differ between platforms (fused multiply-adds), the placement must not.
+const costTie = 1e-6
 
 // ring is draw.RingGlyph drawn with a visible line.
 type ring struct{}
