@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"sort"
-	"sync"
 	"sync/atomic"
 
 	"neuralzip/codec"
@@ -145,148 +144,24 @@ func (f *archiveFile) write(ctx context.Context, w io.Writer, off, n int64, whol
 	return f.writeRange(ctx, w, off, n)
 }
 
-// block returns block bi of the file, decoded and checked against its CRC,
-// from the server's block cache.
-func (f *archiveFile) block(bi int) ([]byte, error) {
-	return f.a.srv.cache.get(blockKey{f.a, f.fi, bi}, f.blocks[bi].Length, f.decoder(bi))
+// The file as blocks (blocked): the archive's blocks, each decoded and
+// checked against its CRC.
+func (f *archiveFile) numBlocks() int { return len(f.blocks) }
+func (f *archiveFile) blockSpan(bi int) (off, n int64) {
+	return f.blocks[bi].Offset, f.blocks[bi].Length
 }
+func (f *archiveFile) blockKey(bi int) blockKey { return blockKey{src: f.a, fi: f.fi, bi: bi} }
+func (f *archiveFile) srv() *Server             { return f.a.srv }
+func (f *archiveFile) lastRead() *atomic.Int64  { return &f.last }
 
 func (f *archiveFile) decoder(bi int) func([]byte) error {
 	return func(dst []byte) error { return f.a.r.DecodeBlock(f.fi, bi, dst) }
 }
 
-// span returns the blocks [first, last) that cover [off, end).
-func (f *archiveFile) span(off, end int64) (first, last int) {
-	bl := f.blocks
-	first = sort.Search(len(bl), func(i int) bool { return bl[i].Offset+bl[i].Length > off })
-	last = sort.Search(len(bl), func(i int) bool { return bl[i].Offset >= end })
-	return first, last
-}
-
-// readAt reads bytes of the file at off, decoding only the blocks that
-// cover them (through the block cache). A read that starts where the
-// previous one ended, or in the block after it, also starts decoding the
-// blocks that follow in the background, up to the server's thread count at
-// once, so that sequential readers (a FUSE mount's 128 KiB requests, the
-// kernel's read-ahead) find them decoded.
 func (f *archiveFile) readAt(ctx context.Context, p []byte, off int64) (int, error) {
-	size := f.info.Size
-	if off < 0 {
-		return 0, fmt.Errorf("serve: negative offset %d", off)
-	}
-	if off >= size {
-		return 0, io.EOF
-	}
-	end := min(off+int64(len(p)), size)
-	first, last := f.span(off, end)
-	prev := f.last.Swap(int64(last))
-	if s := f.a.srv; s.cache.max > 0 {
-		// the read's own blocks after the first, in parallel, and when
-		// the read is sequential those ahead of it
-		// (no further than a quarter of the cache, which must still hold
-		// the blocks being read)
-		stop := last
-		if int64(first) == prev || int64(first) == prev-1 {
-			stop = last + 4*cap(s.ahead)
-		}
-		budget := s.cache.max / 4
-		for bi := first + 1; bi < min(stop, len(f.blocks)); bi++ {
-			if bi >= last {
-				if budget -= f.blocks[bi].Length; budget < 0 {
-					break
-				}
-			}
-			s.cache.prefetch(blockKey{f.a, f.fi, bi}, f.blocks[bi].Length, f.decoder(bi), s.ahead)
-		}
-	}
-	n := 0
-	for bi := first; bi < last; bi++ {
-		if err := ctx.Err(); err != nil {
-			return n, err
-		}
-		data, err := f.block(bi)
-		if err != nil {
-			return n, err
-		}
-		b := f.blocks[bi]
-		lo, hi := max(off, b.Offset)-b.Offset, min(end, b.Offset+b.Length)-b.Offset
-		n += copy(p[n:], data[lo:hi])
-	}
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
+	return readBlocks(ctx, f, f.info.Size, p, off)
 }
 
-// writeRange decodes the blocks that cover [off, off+n) — several at a
-// time, each checked against its CRC — and writes the range in order.
 func (f *archiveFile) writeRange(ctx context.Context, w io.Writer, off, n int64) error {
-	if n == 0 {
-		return nil
-	}
-	end := off + n
-	bl := f.blocks
-	first, last := f.span(off, end)
-	threads := min(f.a.srv.threads(), last-first)
-	type job struct {
-		bi   int
-		buf  []byte
-		err  error
-		done chan struct{}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	work := make(chan *job)
-	order := make(chan *job, 2*threads)
-	var wg sync.WaitGroup
-	for range threads {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range work {
-				j.buf, j.err = f.block(j.bi)
-				close(j.done)
-			}
-		}()
-	}
-	go func() {
-		defer close(work)
-		defer close(order)
-		for bi := first; bi < last; bi++ {
-			j := &job{bi: bi, done: make(chan struct{})}
-			select {
-			case order <- j:
-			case <-ctx.Done():
-				return
-			}
-			select {
-			case work <- j:
-			case <-ctx.Done():
-				close(j.done)
-				return
-			}
-		}
-	}()
-	var werr error
-	for j := range order {
-		<-j.done
-		if werr == nil && j.err != nil {
-			werr = j.err
-		}
-		if werr == nil {
-			werr = ctx.Err()
-		}
-		if werr == nil {
-			b := bl[j.bi]
-			lo, hi := max(off, b.Offset)-b.Offset, min(end, b.Offset+b.Length)-b.Offset
-			if _, err := w.Write(j.buf[lo:hi]); err != nil {
-				werr = err
-			}
-		}
-		if werr != nil {
-			cancel()
-		}
-	}
-	wg.Wait()
-	return werr
+	return writeBlocks(ctx, f, w, off, n)
 }

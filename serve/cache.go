@@ -10,10 +10,12 @@ import (
 // is 0.
 const DefaultCacheBytes = 256 << 20
 
-// blockKey names one block of one archive file.
+// blockKey names one decoded block: block bi of file fi of an archive, or
+// the unit with address h of a store (src is the *archive or *storeSrc).
 type blockKey struct {
-	a      *archive
+	src    any
 	fi, bi int
+	h      [32]byte
 }
 
 // cacheEntry is a decoded block, or one being decoded (done not closed).
@@ -132,12 +134,12 @@ func (c *blockCache) fill(e *cacheEntry, size int64, fill func([]byte) error) {
 	}
 }
 
-// forget drops every block of archive a (when it is closed).
-func (c *blockCache) forget(a *archive) {
+// forget drops every block of source src (when it is closed).
+func (c *blockCache) forget(src any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, e := range c.m {
-		if k.a != a || e.elem == nil {
+		if k.src != src || e.elem == nil {
 			continue
 		}
 		c.lru.Remove(e.elem)

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -279,9 +280,9 @@ func TestCorruptArchive(t *testing.T) {
 // compared.
 func TestLoad(t *testing.T) {
 	f := newFixture(t, Config{})
-	clients, dur := 32, 1500*time.Millisecond
+	clients, dur := 64, 1500*time.Millisecond
 	if testing.Short() {
-		clients, dur = 16, 500*time.Millisecond
+		dur = 500 * time.Millisecond
 	}
 	var keys []string
 	for k, d := range f.files {
@@ -317,23 +318,69 @@ func TestLoad(t *testing.T) {
 					errs <- err
 					return
 				}
-				body, err := io.ReadAll(resp.Body)
+				got, err := sameBytes(resp.Body, data[lo:hi])
 				resp.Body.Close()
-				if err != nil || !bytes.Equal(body, data[lo:hi]) {
-					errs <- fmt.Errorf("%s %d-%d: %v, %d bytes", k, lo, hi, err, len(body))
+				if err != nil {
+					errs <- fmt.Errorf("%s %d-%d: %v", k, lo, hi, err)
 					return
 				}
 				n.Add(1)
-				bytesN.Add(int64(len(body)))
+				bytesN.Add(got)
 			}
 		}()
 	}
+	// the heap stays bounded while they run: the block cache, the
+	// responses being decoded (at most MaxDecodes at once) and the
+	// clients' buffers, not a file per request
+	var peak atomic.Uint64
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var ms runtime.MemStats
+		for time.Now().Before(stop) {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapAlloc > peak.Load() {
+				peak.Store(ms.HeapAlloc)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
 	wg.Wait()
+	<-sampled
 	close(errs)
 	for err := range errs {
 		t.Error(err)
 	}
-	t.Logf("%d clients: %d requests, %d MB in %v", clients, n.Load(), bytesN.Load()>>20, dur)
+	const bound = 256 << 20
+	if peak.Load() > bound {
+		t.Errorf("heap reached %d MiB under load, above %d MiB", peak.Load()>>20, bound>>20)
+	}
+	t.Logf("%d clients: %d requests, %d MB in %v, peak heap %d MiB", clients, n.Load(), bytesN.Load()>>20, dur, peak.Load()>>20)
+}
+
+// sameBytes reads r to its end, comparing it with want as it arrives.
+func sameBytes(r io.Reader, want []byte) (int64, error) {
+	buf := make([]byte, 32<<10)
+	var n int64
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			if n+int64(k) > int64(len(want)) || !bytes.Equal(buf[:k], want[n:n+int64(k)]) {
+				return n, fmt.Errorf("wrong bytes at %d", n)
+			}
+			n += int64(k)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	if n != int64(len(want)) {
+		return n, fmt.Errorf("%d bytes, want %d", n, len(want))
+	}
+	return n, nil
 }
 
 // TestHubAPI checks the JSON routes against what the hub sends.

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"neuralzip/store"
 )
 
 // Source is one source opened for reading by ranges outside HTTP (nzip
@@ -25,15 +27,24 @@ type File struct {
 	f    *file
 }
 
-// Open opens a source: a directory is read as plain files, anything else
-// must be an .nzip archive. cfg's Threads, CacheBytes and Log apply.
+// Open opens a source: a store (a directory holding one, or s3://) shows
+// each model's files under the model's name (a directory per model), any
+// other directory is read as plain files, anything else must be an .nzip
+// archive. cfg's Threads, CacheBytes and Log apply.
 func Open(source string, cfg Config) (*Source, error) {
 	s := New(cfg)
+	var r *repo
+	if store.IsStore(source) {
+		var err error
+		if r, err = s.openStoreAll(source); err != nil {
+			return nil, err
+		}
+		return newSource(s, r), nil
+	}
 	st, err := os.Stat(source)
 	if err != nil {
 		return nil, err
 	}
-	var r *repo
 	if st.IsDir() {
 		r, err = s.openDir("", source)
 	} else {
@@ -42,17 +53,21 @@ func Open(source string, cfg Config) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newSource(s, r), nil
+}
+
+func newSource(s *Server, r *repo) *Source {
 	src := &Source{srv: s, r: r}
 	for _, f := range r.files {
 		src.files = append(src.files, &File{Name: f.name, Size: f.size, f: f})
 	}
-	return src, nil
+	return src
 }
 
 // Files lists the source's files, sorted by name.
 func (s *Source) Files() []*File { return s.files }
 
-// Kind is "archive" or "directory".
+// Kind is "archive", "directory" or "store".
 func (s *Source) Kind() string { return s.r.kind }
 
 // ModTime is the source's modification time (a directory's newest file's).

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"neuralzip/store"
 )
 
 // Config configures a Server; its zero value works.
@@ -121,7 +123,17 @@ func DefaultName(source string) string {
 
 // Add adds a source as repository id ("" means DefaultName): a directory
 // is served as plain files, anything else must be an .nzip archive.
+//
+// A store (a directory holding one, or s3://bucket/prefix) adds a
+// repository per model name (StoreRepo); its id, if any, is the
+// organisation of its one-part model names instead.
 func (s *Server) Add(id, source string) error {
+	if store.IsStore(source) {
+		if strings.Contains(id, "/") {
+			return fmt.Errorf("serve: %s is a store: its models name their repositories (give ORG= to set the organisation of one-part names)", source)
+		}
+		return s.addStore(id, source)
+	}
 	if id == "" {
 		id = DefaultName(source)
 	}
@@ -157,7 +169,7 @@ func (s *Server) Add(id, source string) error {
 type Repo struct {
 	ID     string
 	Source string
-	Kind   string // "archive" or "directory"
+	Kind   string // "archive", "directory" or "store"
 	Files  int
 	Bytes  int64
 }

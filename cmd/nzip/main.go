@@ -17,7 +17,7 @@
 //	nzip trajectory repack  -o OUT.nztraj [-f] [-keyframe K] [-threads N] [-best] [-q] RUN.nztraj
 //	nzip generate   [-n N] [-temp T] [-topp P] [-seed S] [-tokenizer FILE] [-config FILE] [-setup S.nzsetup] [-prefetch] [-json] MODEL PROMPT
 //	nzip store      init|add|get|ls|rm|gc|verify|stats STORE ...
-//	nzip serve      [-addr 127.0.0.1:8080] [-token-file F] [-threads N] [-max-decodes N] [-cache-bytes N] [-cache-dir D] [ORG/NAME=]SOURCE...
+//	nzip serve      [-addr 127.0.0.1:8080] [-token-file F] [-threads N] [-max-decodes N] [-cache-bytes N] [-cache-dir D] [ORG/NAME=]SOURCE... [ORG=]STORE...
 //	nzip mount      [-allow-other] [-cache-bytes N] [-threads N] SOURCE MOUNTPOINT   (Linux, FUSE)
 //	nzip rd         [-json] [-methods LIST] [-bits LIST] [-per-tensor] [-tokens N] [-config FILE] [-tokenizer FILE] MODEL
 //
@@ -64,9 +64,9 @@ usage:
                   [-prefetch] [-json] MODEL PROMPT
   nzip store      init|add|get|ls|rm|gc|verify|stats STORE ...   (a hub store: "nzip store -h")
   nzip serve      [-addr 127.0.0.1:8080] [-token-file F] [-threads N] [-max-decodes N] [-cache-bytes N] [-cache-dir D]
-                  [ORG/NAME=]SOURCE...   (archives and directories over HTTP, with the Hugging Face download API)
+                  [ORG/NAME=]SOURCE... [ORG=]STORE... (archives, stores, directories over HTTP, with the Hugging Face download API)
   nzip mount      [-allow-other] [-cache-bytes N] [-threads N] SOURCE MOUNTPOINT
-                  (an archive or a directory as a read-only file system; Linux, FUSE; Ctrl-C unmounts)
+                  (an archive, a store or a directory as a read-only file system; Linux, FUSE; Ctrl-C unmounts)
   nzip rd         [-json] [-methods LIST] [-bits LIST] [-per-tensor] [-tokens N] MODEL
                   (the lossy lab: bits per parameter and error of NF4, int8/int4, FP8, E8 lattice, low rank; never in archives)
 

@@ -14,11 +14,12 @@ import (
 	"time"
 
 	"neuralzip/serve"
+	"neuralzip/store"
 )
 
 // runServe serves archives and directories over HTTP (package serve).
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", "[-addr 127.0.0.1:8080] [-token-file F] [-cors ORIGINS] [-threads N] [-max-decodes N] [-cache-bytes N] [-cache-dir D] [ORG/NAME=]SOURCE...", stderr)
+	fs := newFlags("serve", "[-addr 127.0.0.1:8080] [-token-file F] [-cors ORIGINS] [-threads N] [-max-decodes N] [-cache-bytes N] [-cache-dir D] [ORG/NAME=]SOURCE... [ORG=]STORE...", stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (loopback unless you name another)")
 	tokenFile := fs.String("token-file", "", "file holding a bearer token every request must carry (Authorization: Bearer ...)")
 	corsList := fs.String("cors", "", "comma-separated web origins whose pages may read the server (\"*\": any), e.g. the browser workbench's http://127.0.0.1:8000 for Open URL")
@@ -95,12 +96,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// splitSource splits "ORG/NAME=SOURCE"; an argument whose part before the
+// splitSource splits "ORG/NAME=SOURCE" (or "ORG=STORE"); an argument whose part before the
 // first '=' is not a repository name is a source alone.
 func splitSource(a string) (id, src string) {
 	left, right, ok := strings.Cut(a, "=")
 	if !ok {
 		return "", a
+	}
+	if serve.ValidRepoPart(left) && store.IsStore(right) {
+		return left, right // ORG=STORE: the organisation of one-part model names
 	}
 	org, name, ok := strings.Cut(left, "/")
 	if !ok || !serve.ValidRepoPart(org) || !serve.ValidRepoPart(name) {

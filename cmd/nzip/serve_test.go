@@ -101,3 +101,53 @@ func TestServeUsage(t *testing.T) {
 		t.Errorf("missing source: exit %d, want 1", code)
 	}
 }
+
+// TestServeStore serves a store made with nzip store: a one-part model name
+// under the organisation given as ORG=STORE, an ORG/NAME model as itself.
+func TestServeStore(t *testing.T) {
+	orig := sharedFile(t, "models/original/stories260K.bf16.safetensors")
+	want, _ := os.ReadFile(orig)
+	st := filepath.Join(t.TempDir(), "st")
+	for _, args := range [][]string{{"store", "init", st}, {"store", "add", "-q", "-name", "tiny", st, orig},
+		{"store", "add", "-q", "-name", "org/stories", st, orig}} {
+		if code, _, errs := nzip(t, args...); code != 0 {
+			t.Fatalf("%v: %s", args, errs)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb lockedBuf
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0", "-cache-dir", "", "hub=" + st}, &out, &errb)
+	}()
+	re := regexp.MustCompile(`listening on (http://\S+)`)
+	var base string
+	for deadline := time.Now().Add(10 * time.Second); base == ""; {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			base = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no address: %s %s", out.String(), errb.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	name := filepath.Base(orig)
+	for _, repo := range []string{"hub/tiny", "org/stories"} {
+		resp, err := http.Get(base + "/" + repo + "/resolve/main/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !bytes.Equal(got, want) {
+			t.Errorf("%s: %d, %d bytes", repo, resp.StatusCode, len(got))
+		}
+	}
+	if !strings.Contains(out.String(), "hub/tiny: store") {
+		t.Errorf("the listing does not name hub/tiny as a store's: %s", out.String())
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d: %s", code, errb.String())
+	}
+}

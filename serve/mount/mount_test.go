@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"log"
@@ -19,8 +20,11 @@ import (
 	"testing"
 	"time"
 
+	"neuralzip/checkpoint"
+	"neuralzip/checkpoint/codecseg"
 	"neuralzip/codec"
 	"neuralzip/serve"
+	"neuralzip/store"
 )
 
 // needFUSE skips a test, saying why, where FUSE cannot be used.
@@ -282,3 +286,71 @@ func (l *lockedBuf) Write(p []byte) (int, error) {
 }
 
 func (l *lockedBuf) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+// TestMountStore mounts a store of the shared hub's models: a directory per
+// model (nested by the model name's parts), each file's SHA-256 equal to the
+// original's and to the one the store recorded.
+func TestMountStore(t *testing.T) {
+	needFUSE(t)
+	hub := filepath.Join("..", "..", "..", "shared", "hub", "stories260K")
+	if _, err := os.Stat(filepath.Join(hub, "base")); err != nil {
+		t.Skip("no ../shared/hub/stories260K: skipping")
+	}
+	dir := filepath.Join(t.TempDir(), "store")
+	if err := store.Init(dir); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{}
+	for model, sub := range map[string]string{"base": "base", "stories/ft-continued": "ft-continued"} {
+		var ins []store.Input
+		for _, name := range []string{"model.f32.safetensors", "model.bf16.safetensors"} {
+			p := filepath.Join(hub, sub, name)
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cm, err := checkpoint.OpenPath(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ins = append(ins, store.Input{Name: name, R: bytes.NewReader(data), Size: int64(len(data)),
+				Format: cm.Files[0].Layout.Format, Segments: codecseg.Of(cm.Files[0].Layout.Segments)})
+			want[model+"/"+name] = data
+		}
+		if _, _, err := st.Add(model, ins, store.AddOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	mnt := mountSource(t, dir, log.New(io.Discard, "", 0))
+	n := 0
+	err = filepath.WalkDir(mnt, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(mnt, p)
+		data, ok := want[filepath.ToSlash(rel)]
+		if !ok {
+			return fmt.Errorf("unexpected file %s", rel)
+		}
+		got, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if sha256.Sum256(got) != sha256.Sum256(data) {
+			return fmt.Errorf("%s: differs from the original", rel)
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(want) {
+		t.Errorf("%d files read, want %d", n, len(want))
+	}
+}

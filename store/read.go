@@ -1,0 +1,52 @@
+package store
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// IsStore reports whether loc names a store: s3://bucket/prefix, or a
+// directory holding a store's index. It does not open it.
+func IsStore(loc string) bool {
+	if IsS3(loc) {
+		return true
+	}
+	st, err := os.Stat(filepath.Join(loc, indexName))
+	return err == nil && st.Mode().IsRegular()
+}
+
+// UnitLens returns the original length of each unit, read from the index
+// (for readers that address a file's bytes by unit, as nzip serve does).
+func (s *Store) UnitLens(hs []Hash) ([]int64, error) {
+	out := make([]int64, len(hs))
+	err := s.kv.view(func(t tx) error {
+		for i, h := range hs {
+			v := t.get(bUnits, h[:])
+			if v == nil {
+				return fmt.Errorf("%w: unit %s: not in the index", ErrIndexDamaged, h)
+			}
+			u, err := parseUnit(v)
+			if err != nil {
+				return fmt.Errorf("%w: unit %s: %v", ErrIndexDamaged, h, err)
+			}
+			out[i] = u.RawLen
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ModTime is the time a directory store's index last changed; ok is false
+// for s3:// (whose index has no cheap modification time) and on errors.
+func ModTime(loc string) (t time.Time, ok bool) {
+	if IsS3(loc) {
+		return time.Time{}, false
+	}
+	st, err := os.Stat(filepath.Join(loc, indexName))
+	if err != nil {
+		return time.Time{}, false
+	}
+	return st.ModTime(), true
+}
