@@ -34,7 +34,7 @@ GOWASMEXEC = $$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec
 PKGS_ARM64 := ./dtype/... ./codec/... ./checkpoint/... ./trajectory/... ./analysis/... ./assets/... ./infer/... ./store/...
 PKGS_JS   := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./trajectory/... ./app/core/... ./gpu/... ./infer/... ./store/...
 
-.PHONY: serve-deps bench-serve bench-mount icount-check icount-budget valgrind-deps beam nzip-beam s3-server ptx ptx-check gpu-deps gpu-check webgpu-test all build run demo workbench fyne-deps screenshots test check-go fmt-check vet arrows unit race noasm arm64-test fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
+.PHONY: serve-deps bench-serve bench-serve-store load-serve bench-mount icount-check icount-budget valgrind-deps beam nzip-beam s3-server ptx ptx-check gpu-deps gpu-check webgpu-test all build run demo workbench fyne-deps screenshots test check-go fmt-check vet arrows unit race noasm arm64-test fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
 
 all: build
 
@@ -75,6 +75,14 @@ serve-deps:
 # nzip serve: a whole-file download through HTTP against decompress into a pipe
 bench-serve: build
 	./scripts/bench-serve.sh $(BIN) $(SHARED)
+
+# nzip serve of a store: curl against nzip store get
+bench-serve-store: build
+	./scripts/bench-serve-store.sh $(BIN) $(SHARED)
+
+# the long load test of nzip serve: 64 clients for 60 s, every byte compared, memory bounded
+load-serve: build
+	./scripts/load-serve.sh $(BIN) $(SHARED)
 
 # nzip mount: a sequential read of a mounted archive against decompress into a pipe (FUSE)
 bench-mount: build
@@ -185,9 +193,9 @@ browser-deps:
 	@./wasm/test/deps.sh
 
 browser-test: browser-deps web
-	$(GO) build -o bin/serve ./wasm/cmd/serve
+	$(GO) build -o bin/serve ./wasm/cmd/serve && $(GO) build -o bin/nzip ./cmd/nzip
 	cd wasm/test && npm ci --no-audit --no-fund --loglevel=error
-	NZ_SERVE=$(CURDIR)/bin/serve node wasm/test/workbench.test.mjs
+	NZ_SERVE=$(CURDIR)/bin/serve NZ_NZIP=$(CURDIR)/bin/nzip NZ_SHARED=$(SHARED) node wasm/test/workbench.test.mjs
 
 # the WebGPU kernels (decode.wgsl) in Chromium's SwiftShader adapter,
 # bit-exact against the files and the Go twin on the demo models and, when

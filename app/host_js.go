@@ -261,6 +261,10 @@ func widgetPos(wb *workbench, key string) any {
 		obj = wb.run.runBtn
 	case key == "generate":
 		obj = wb.generate.runBtn
+	case key == "url":
+		obj = wb.open_.url
+	case key == "url-open":
+		obj = wb.open_.urlBtn
 	case key == "archive":
 		obj = wb.run.archBtn
 	case key == "setup-build":

@@ -5,9 +5,12 @@ import (
 	"context"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"fyne.io/fyne/v2/test"
@@ -43,7 +46,14 @@ func TestOpenURLScreen(t *testing.T) {
 	if err := s.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(s)
+	var sent atomic.Int64 // file bytes the server sent (resolve responses)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cw := &countingWriter{ResponseWriter: w}
+		s.ServeHTTP(cw, r)
+		if strings.Contains(r.URL.Path, "/resolve/") {
+			sent.Add(cw.n)
+		}
+	}))
 	defer ts.Close()
 
 	wb := newTestBench(t)
@@ -54,14 +64,42 @@ func TestOpenURLScreen(t *testing.T) {
 	if wb.current == nil || wb.current.Path != u || wb.current.Name != "stories260K.bf16.safetensors" || len(wb.current.Tensors) == 0 {
 		t.Fatalf("the URL did not open the model: %+v", wb.current)
 	}
+	wb.wait()
 	wb.selectTab("Histograms")
 	wb.wait()
 	if wb.hist.hist.plot == nil {
 		t.Error("no histogram of the model opened from a URL")
+	}
+	// a model on a server is read as the screens need it: its header and
+	// the histogram's tensor, not the whole file
+	if got := sent.Load(); got <= 0 || got > int64(len(b))/2 {
+		t.Errorf("opening and the histogram read %d of %d bytes from the server", got, len(b))
+	}
+	if ls := wb.lazy[wb.current]; ls == nil || len(ls.have) != 1 || !ls.have[wb.focus] {
+		t.Errorf("lazy statistics: %+v, want the focused tensor %d only", ls, wb.focus)
+	}
+	// the whole model, when asked for, reads every tensor
+	wb.hist.scope.SetSelected(scopeModel)
+	wb.wait()
+	wb.wait()
+	if ls := wb.lazy[wb.current]; len(ls.have) != wb.current.FloatCount() || wb.hist.hist.plot == nil {
+		t.Errorf("whole model: statistics of %d of %d float tensors, plot %v", len(ls.have), wb.current.FloatCount(), wb.hist.hist.plot != nil)
 	}
 	wb.open_.url.SetText("not a url")
 	test.Tap(wb.open_.urlBtn)
 	if len(wb.models) != 1 {
 		t.Errorf("%d models after a text that is no URL", len(wb.models))
 	}
+}
+
+// countingWriter counts the body bytes written through it.
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(p)
+	c.n += int64(n)
+	return n, err
 }

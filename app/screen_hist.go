@@ -115,6 +115,18 @@ func (s *histScreen) refresh() {
 		s.bits.SetBuilder(nil, "")
 		return
 	}
+	if miss := wb.missingStats(wb.current, idx); len(miss) > 0 {
+		var n int64
+		for _, i := range miss {
+			n += wb.current.Tensors[i].Bytes
+		}
+		s.info.SetText("")
+		s.planes.SetText("")
+		s.hist.SetBuilder(nil, fmt.Sprintf("Reading %d tensor(s), %s, from the server…", len(miss), core.HumanBytes(n)))
+		s.bits.SetBuilder(nil, "")
+		wb.needStats(wb.current, idx)
+		return
+	}
 	a, ok := st.Aggregate(idx)
 	if !ok {
 		s.info.SetText("")

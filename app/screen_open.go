@@ -143,6 +143,10 @@ func (wb *workbench) modelSummary() string {
 		m.Path, m.Format, core.HumanBytes(m.Size), len(m.Files), len(m.Tensors), m.FloatCount(), wb.openTime.Round(time.Microsecond))
 	if st := wb.currentStats(); st != nil {
 		all := wb.all()
+		if ls := wb.lazy[m]; ls != nil {
+			all = ls.computed(all)
+			fmt.Fprintf(&b, "a model on a server: statistics of the tensors the screens have read (%d of %d float tensors)\n", len(all), m.FloatCount())
+		}
 		if a, ok := st.Aggregate(all); ok {
 			fmt.Fprintf(&b, "exponent entropy %.3f bits (%s, %d tensors)\norder-0 bound ratio %.4f\n", a.Float.ExpEntropy, a.DType, a.Tensors, st.FileBound(m))
 		} else {
@@ -212,7 +216,18 @@ func (wb *workbench) setCurrent(m *core.Model) {
 	wb.current = m
 	wb.setStatus("%s: %d tensors, %s", m.Name, len(m.Tensors), core.HumanBytes(m.Size))
 	if _, ok := wb.stats[m]; !ok {
-		wb.computeStats(m)
+		if core.IsURL(m.Path) {
+			// a model on a server: statistics of the tensors the screens
+			// show, read when they need them (the histogram's default
+			// first), not the whole model
+			wb.stats[m] = make(core.Stats, len(m.Tensors))
+			wb.lazy[m] = &lazyStats{have: map[int]bool{}}
+			if wb.focus >= 0 {
+				wb.needStats(m, []int{wb.focus})
+			}
+		} else {
+			wb.computeStats(m)
+		}
 	}
 	wb.modelChanged()
 	wb.selectionChanged()
@@ -260,6 +275,7 @@ func (wb *workbench) closeModel(m *core.Model) {
 		}
 	}
 	delete(wb.stats, m)
+	delete(wb.lazy, m)
 	delete(wb.achieved, m)
 	m.Close()
 	if wb.current == m {

@@ -267,7 +267,9 @@ func (s *tensorsScreen) refreshSelection() {
 		selBytes += wb.current.Tensors[i].Bytes
 	}
 	stats := "statistics: computing…"
-	if wb.currentStats() != nil {
+	if ls := wb.lazy[wb.current]; ls != nil {
+		stats = fmt.Sprintf("statistics of %d of %d float tensors (a model on a server: each is read when a screen needs it)", len(ls.have), wb.current.FloatCount())
+	} else if wb.currentStats() != nil {
 		stats = "statistics ready"
 	}
 	s.summary.SetText(fmt.Sprintf("%s — %d of %d tensors shown, %d selected (%s); %s. Tap a tensor to (un)select it, a layer to select its tensors.",

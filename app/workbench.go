@@ -28,8 +28,11 @@ type workbench struct {
 	app fyne.App
 	win fyne.Window
 
-	models  []*core.Model
-	stats   map[*core.Model]core.Stats
+	models []*core.Model
+	stats  map[*core.Model]core.Stats
+	// lazy statistics of models read from a server (core.IsURL): the
+	// tensors computed so far, and those the running job computes
+	lazy    map[*core.Model]*lazyStats
 	current *core.Model
 	// selection of the current model's tensors, and the tensor last
 	// tapped (the histogram's "tensor" scope); -1: none
@@ -72,7 +75,7 @@ type workbench struct {
 }
 
 func newWorkbench(a fyne.App, w fyne.Window) *workbench {
-	wb := &workbench{app: a, win: w, stats: map[*core.Model]core.Stats{}, selected: map[int]bool{}, focus: -1,
+	wb := &workbench{app: a, win: w, stats: map[*core.Model]core.Stats{}, lazy: map[*core.Model]*lazyStats{}, selected: map[int]bool{}, focus: -1,
 		achieved: map[*core.Model][]float64{}}
 	wb.dark = a.Settings().ThemeVariant() == theme.VariantDark
 	wb.status = widget.NewLabel("No model open: pick a demo model or open a checkpoint.")

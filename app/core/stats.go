@@ -39,12 +39,26 @@ const readPiece = 1 << 20
 // called with the bytes done and the total, from the workers but never
 // concurrently, with done increasing. Cancelling ctx stops the work and returns ctx's error.
 func ComputeStats(ctx context.Context, m *Model, threads int, progress func(done, total int64)) (Stats, error) {
+	return ComputeStatsOf(ctx, m, nil, threads, progress)
+}
+
+// ComputeStatsOf is ComputeStats of the tensors idx only (nil: all): the
+// other entries of the result are zero (OK false). A model read from a
+// server computes only what a screen shows (the workbench's lazy
+// statistics).
+func ComputeStatsOf(ctx context.Context, m *Model, idx []int, threads int, progress func(done, total int64)) (Stats, error) {
 	if threads <= 0 {
 		threads = 2
 	}
 	st := make(Stats, len(m.Tensors))
+	if idx == nil {
+		idx = make([]int, len(m.Tensors))
+		for i := range idx {
+			idx[i] = i
+		}
+	}
 	var total int64
-	for i := range m.Tensors {
+	for _, i := range idx {
 		if m.Tensors[i].IsFloat() {
 			total += m.Tensors[i].Bytes
 		}
@@ -60,14 +74,15 @@ func ComputeStats(ctx context.Context, m *Model, threads int, progress func(done
 			defer wg.Done()
 			buf := make([]byte, readPiece)
 			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(m.Tensors) {
+				k := int(next.Add(1) - 1)
+				if k >= len(idx) {
 					return
 				}
 				if err := ctx.Err(); err != nil {
 					errs[w] = err
 					return
 				}
+				i := idx[k]
 				t := &m.Tensors[i]
 				if !t.IsFloat() {
 					continue

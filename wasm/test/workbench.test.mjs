@@ -5,7 +5,8 @@
 // TFLite file through the Open button's file chooser), shows the histogram
 // and cluster screens, runs the codec bit-exact (also with the WebGPU
 // backend), downloads the archive and generates text from the embedded
-// demo language model with its weights kept compressed.
+// demo language model with its weights kept compressed, and opens a model
+// from nzip serve by URL (Open URL, ranges).
 //
 // Fyne draws everything into one <canvas>, so results are read from the
 // workbench's test hook (window.nz.state, see app/host_js.go); buttons are
@@ -16,10 +17,15 @@
 //   node wasm/test/workbench.test.mjs      (make browser-test)
 //
 // Environment: CHROMIUM (default /usr/bin/chromium), NZ_SERVE (a built
-// wasm/cmd/serve binary; default: go run), NZ_WWW (default wasm/www).
+// wasm/cmd/serve binary; default: go run), NZ_NZIP (a built nzip, for Open
+// URL's server; default: go run), NZ_SHARED (the shared data, default
+// ../shared: Open URL reads its real-bf16 model when present), NZ_WWW
+// (default wasm/www).
 
 import { chromium } from 'playwright-core';
-import { chromiumArgs, startServer } from './harness.mjs';
+import { chromiumArgs, startNzipServe, startServer } from './harness.mjs';
+import { execFileSync } from 'node:child_process';
+import os from 'node:os';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -290,7 +296,50 @@ async function main() {
     s = await state(page);
     check(!s.error, `no error reported (${s.error || 'none'})`);
 
-    // 8. a second page: ?demo=NAME and ?model=URL (a TF.js model.json: its
+    // 8. Open URL: a model on `nzip serve` (its archive, served with
+    // -cors for this page's origin) read by ranges: the header first, the
+    // tensors when a screen needs them
+    {
+      const shared = path.resolve(root, process.env.NZ_SHARED || '../shared', 'models/bench/real-bf16.safetensors');
+      const model = fs.existsSync(shared) ? shared : path.join(assets, 'silero_vad_legacy.onnx');
+      const name = path.basename(model);
+      const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nz-openurl-'));
+      const arch = path.join(tmp, name + '.nzip');
+      const nzip = process.env.NZ_NZIP ? [process.env.NZ_NZIP] : ['go', 'run', './cmd/nzip'];
+      execFileSync(nzip[0], [...nzip.slice(1), 'compress', '-q', '-o', arch, model], { cwd: root });
+      const origin = new URL(url).origin;
+      const { proc: nzs, url: hub } = await startNzipServe(root, ['-cors', origin, 'test/remote=' + arch]);
+      try {
+        let fetched = 0;
+        const onResp = async (r) => {
+          if (!r.url().startsWith(hub + '/test/remote/resolve/')) return;
+          const n = +(r.headers()['content-length'] || 0);
+          fetched += n;
+        };
+        page.on('response', onResp);
+        await selectTab(page, 'Open');
+        await click(page, 'url');
+        await page.keyboard.type(hub + '/test/remote');
+        await click(page, 'url-open');
+        s = await waitState(page, 'Open URL', (s) => s.opened === name || s.error, T_STEP);
+        check(!s.error && s.opened === name, `Open URL opened ${name} from nzip serve (${s.error || 'no error'})`);
+        const size = fs.statSync(model).size;
+        const atOpen = fetched;
+        check(atOpen > 0 && atOpen < size / 2, `Open URL read ${atOpen} of ${size} bytes to open the model (the header)`);
+        metrics.open_url_fetched_at_open = atOpen;
+        metrics.open_url_bytes = size;
+        s = await waitState(page, 'Open URL histogram', (s) => s.hist === name);
+        metrics.open_url_fetched_at_hist = fetched;
+        check(fetched < size / 2, `Open URL: ${fetched} of ${size} bytes fetched once the histogram of its largest tensor showed`);
+        await shot(page, 'open-url');
+        page.off('response', onResp);
+      } finally {
+        nzs.kill();
+        fs.rmSync(tmp, { recursive: true, force: true });
+      }
+    }
+
+    // 9. a second page: ?demo=NAME and ?model=URL (a TF.js model.json: its
     // weight file is fetched next to it), then a file dropped on the page
     const page2 = await context.newPage();
     page2.on('pageerror', (e) => problems.push('page 2 error: ' + e.message));
