@@ -19,6 +19,7 @@ import (
 
 	"neuralzip/checkpoint"
 	"neuralzip/checkpoint/codecseg"
+	"neuralzip/internal/weedtest"
 	"neuralzip/store"
 )
 
@@ -27,6 +28,12 @@ import (
 // form StoreRepo reads, and returns its directory and the original bytes by
 // served "ORG/NAME/PATH".
 func hubStore(t *testing.T) (string, map[string][]byte) {
+	t.Helper()
+	return hubStoreAt(t, "")
+}
+
+// hubStoreAt is hubStore at loc (an s3:// location; "": a new directory).
+func hubStoreAt(t *testing.T, loc string) (string, map[string][]byte) {
 	t.Helper()
 	var hub string
 	for _, d := range []string{"../../shared/hub/stories260K", "../shared/hub/stories260K"} {
@@ -38,7 +45,10 @@ func hubStore(t *testing.T) (string, map[string][]byte) {
 	if hub == "" {
 		t.Skip("no ../shared/hub/stories260K: store source tests skipped")
 	}
-	dir := filepath.Join(t.TempDir(), "hub")
+	dir := loc
+	if dir == "" {
+		dir = filepath.Join(t.TempDir(), "hub")
+	}
 	if err := store.Init(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -138,6 +148,32 @@ func TestStoreSource(t *testing.T) {
 	}
 	if got := strings.Join(paths, " "); got != "directory:full file:full/model.bf16.safetensors file:full/model.f32.safetensors directory:lora file:lora/model.bf16.safetensors file:lora/model.f32.safetensors" {
 		t.Errorf("tree of stories/fortunes: %s", got)
+	}
+}
+
+// TestStoreSourceS3 serves a store on a real S3 server (SeaweedFS, as the
+// store's own s3:// tests): every file whole and a range of each.
+func TestStoreSourceS3(t *testing.T) {
+	loc := "s3://" + weedtest.Bucket(t) + "/hub"
+	_, want := hubStoreAt(t, loc)
+	srv := New(Config{Log: discard()})
+	if err := srv.Add("", loc); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer func() { ts.Close(); srv.Close() }()
+	if err := srv.WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for key, data := range want {
+		u := resolveURL(ts.URL, key)
+		if resp, body := get(t, "GET", u); resp.StatusCode != 200 || !bytes.Equal(body, data) {
+			t.Fatalf("%s: %d, %d bytes", key, resp.StatusCode, len(body))
+		}
+		lo, hi := len(data)/3, len(data)/3+200_000
+		if resp, body := get(t, "GET", u, "Range", fmt.Sprintf("bytes=%d-%d", lo, hi-1)); resp.StatusCode != 206 || !bytes.Equal(body, data[lo:hi]) {
+			t.Fatalf("%s %d-%d: %d, %d bytes", key, lo, hi, resp.StatusCode, len(body))
+		}
 	}
 }
 
@@ -297,4 +333,10 @@ func TestStoreRepo(t *testing.T) {
 			t.Errorf("StoreRepo(%q, %q) = %q, %q, %v; want %q, %q, %v", c.model, c.files, id, dir, ok, c.id, c.dir, c.ok)
 		}
 	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	weedtest.Stop() // the S3 server TestStoreSourceS3 may have started
+	os.Exit(code)
 }
