@@ -5,7 +5,9 @@ package main
 import (
 	"time"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/dialog"
 
 	"neuralzip/app/core"
 )
@@ -34,6 +36,19 @@ func hostStart(*workbench) {}
 
 // hostPickFiles lets the user choose a checkpoint to open.
 func hostPickFiles(s *openScreen) { s.openDialog() }
+
+// pickFolder asks for a folder (the folder dialog) and calls fn with its
+// path.
+func pickFolder(wb *workbench, fn func(dir string)) {
+	d := dialog.NewFolderOpen(func(u fyne.ListableURI, err error) {
+		if err != nil || u == nil {
+			return
+		}
+		fn(u.Path())
+	}, wb.win)
+	d.Resize(fyne.NewSize(900, 600))
+	d.Show()
+}
 
 // hostDownload saves b as name; only the browser build calls it.
 func hostDownload(name string, b []byte) error { return nil }

@@ -178,6 +178,12 @@ func hostStart(wb *workbench) {
 	}()
 }
 
+// pickFolder: the browser has no folders to write into (a store's model is
+// opened in the workbench instead).
+func pickFolder(wb *workbench, _ func(string)) {
+	wb.showError(errors.New("restoring a model to files needs the desktop workbench (nzip store get); here, open it in the workbench"))
+}
+
 func hostPickFiles(*openScreen) {
 	if !jsInput.IsUndefined() {
 		jsInput.Call("click")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"image/png"
@@ -12,6 +13,9 @@ import (
 
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
+
+	"neuralzip/app/core"
+	"neuralzip/store"
 )
 
 // writeHubModel writes a two-tensor safetensors model whose values come
@@ -109,5 +113,109 @@ func TestHubScreen(t *testing.T) {
 		if err := png.Encode(f, wb.win.Canvas().Capture()); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// The Hub screen opens a store made with nzip store: its models, families
+// as trees of bases with chain depths, the matrix; a model restored to
+// files and opened in the other screens, read from the store.
+func TestHubOpenStore(t *testing.T) {
+	dir := t.TempDir()
+	base := func(i int) float32 { return float32(math.Sin(float64(i)*0.37)) * 0.05 }
+	tuned := func(i int) float32 { return base(i) + float32(math.Sin(float64(i)*2.1))*0.0005 }
+	loc := filepath.Join(dir, "store")
+	if err := store.Init(loc); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(loc, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, m := range []struct {
+		name string
+		bf16 bool
+		f    func(int) float32
+	}{{"org/base", false, base}, {"org/base-bf16", true, base}, {"org/tuned", false, tuned}} {
+		p := writeHubModel(t, dir, m.name, m.bf16, m.f)
+		cm, err := core.OpenPath(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ins []store.Input
+		for _, f := range cm.Files {
+			ins = append(ins, store.Input{Name: f.Name, R: f.R, Size: f.Size, Format: f.Format, Segments: f.Segments})
+		}
+		if _, _, err := st.Add(m.name, ins, store.AddOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		cm.Close()
+		files[m.name] = p
+	}
+	st.Close()
+
+	wb := newTestBench(t)
+	wb.selectTab("Hub")
+	wb.hub.loc.SetText(filepath.Join(dir, "none"))
+	test.Tap(wb.hub.openBtn)
+	wb.wait()
+	if !strings.Contains(wb.hub.status.Text, "not a store") {
+		t.Errorf("a missing store: status %q", wb.hub.status.Text)
+	}
+	wb.hub.loc.SetText(loc)
+	test.Tap(wb.hub.openBtn)
+	wb.wait()
+	h := wb.hub.hub
+	if h == nil || len(h.Models) != 3 || h.Source != loc || !strings.HasPrefix(wb.hub.status.Text, "Store "+loc) {
+		t.Fatalf("store not shown: %+v, status %q", h, wb.hub.status.Text)
+	}
+	if len(h.Families) != 1 {
+		t.Errorf("families %v, want one (the cast and the fine-tune coded against the base)", h.Families)
+	}
+	var lines []string
+	for _, o := range wb.hub.families.Objects {
+		lines = append(lines, o.(*widget.Label).Text)
+	}
+	tree := strings.Join(lines, "\n")
+	if !strings.Contains(tree, "1. org/base  (depth 0)") || !strings.Contains(tree, "└─ ") || !strings.Contains(tree, "org/base-bf16  (depth 1)") {
+		t.Errorf("family tree:\n%s", tree)
+	}
+	cell := widget.NewLabel("")
+	wb.hub.modelCell(widget.TableCellID{Row: 1, Col: 6}, cell)
+	if cell.Text != "1" {
+		t.Errorf("the cast's chain depth %q, want 1", cell.Text)
+	}
+	// all of the cast's tensors are near the base (its header, a unit of
+	// its own, is the rest)
+	if f := h.NearFrac(1, 0); f < 0.98 || h.SharedFrac(1, 0) != 0 {
+		t.Errorf("cast vs base: near %.3f shared %.3f, want all near", f, h.SharedFrac(1, 0))
+	}
+	if !wb.hub.useBtn.Disabled() {
+		t.Error("Open in workbench enabled with no model selected")
+	}
+	// restore the fine-tune, then open it in the other screens
+	wb.hub.models.Select(widget.TableCellID{Row: 2, Col: 0})
+	if wb.hub.useBtn.Disabled() || wb.hub.getBtn.Disabled() {
+		t.Fatal("a selected model cannot be opened or got")
+	}
+	out := t.TempDir()
+	if err := wb.hub.store.Get("org/tuned", out, false); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(filepath.Join(out, "model.safetensors"))
+	want, _ := os.ReadFile(files["org/tuned"])
+	if !bytes.Equal(got, want) {
+		t.Errorf("restored model: %d bytes, differs from the original's %d", len(got), len(want))
+	}
+	test.Tap(wb.hub.useBtn)
+	wb.wait()
+	wb.wait()
+	if wb.current == nil || !strings.HasPrefix(wb.current.Path, "store:") || wb.current.Name != "org/tuned" || len(wb.current.Tensors) != 2 {
+		t.Fatalf("the stored model is not the current one: %+v", wb.current)
+	}
+	wb.selectTab("Histograms")
+	wb.wait()
+	if wb.hist.hist.plot == nil {
+		t.Error("no histogram of the model opened from the store")
 	}
 }

@@ -37,7 +37,11 @@ func main() {
 	}
 	if *shots != "" {
 		go func() {
-			if err := takeScreenshots(wb, *shots, *open); err != nil {
+			err := takeScreenshots(wb, *shots, *open)
+			for _, d := range tourTemp {
+				os.RemoveAll(d)
+			}
+			if err != nil {
 				fmt.Fprintln(os.Stderr, "workbench:", err)
 				os.Exit(1)
 			}

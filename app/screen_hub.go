@@ -12,29 +12,47 @@ import (
 	"neuralzip/app/core"
 )
 
-// hubScreen adds the open models (in the browser: the models dropped on
-// the page) to an in-memory store, as `nzip store add` would, and shows
-// what each costs on its own and in the store, a models × models matrix of
-// shared and near-identical tensor bytes, and the families the store found.
+// hubScreen shows a store: one made with `nzip store` (a directory or
+// s3://, opened read-only), or the open models (in the browser: the models
+// dropped on the page) added to an in-memory store as `nzip store add`
+// would. It lists what each model costs on its own and in the store, its
+// bases and chain depth, a models × models matrix of shared and
+// near-identical tensor bytes, and the families as trees of bases; a model
+// of an opened store can be restored to files or opened in the other
+// screens.
 type hubScreen struct {
 	wb       *workbench
 	content  fyne.CanvasObject
 	build    *widget.Button
+	loc      *widget.Entry
+	openBtn  *widget.Button
+	getBtn   *widget.Button
+	useBtn   *widget.Button
 	jobs     *jobBar
 	status   *widget.Label
 	models   *widget.Table
 	matrix   *widget.Table
 	families *fyne.Container
 	hub      *core.Hub
+	store    *core.HubStore // the opened store (nil: none, or the in-memory hub)
+	sel      int            // the selected model row (-1: none)
 }
 
-var hubCols = []string{"Model", "Raw", "Own nzip archive", "Adds in the store", "Base(s) (by number)", "Family"}
+var hubCols = []string{"Model", "Raw", "Own nzip archive", "Adds in the store", "Base(s) (by number)", "Family", "Chain"}
 
 func newHubScreen(wb *workbench) *hubScreen {
-	s := &hubScreen{wb: wb, jobs: newJobBar()}
+	s := &hubScreen{wb: wb, jobs: newJobBar(), sel: -1}
 	s.build = widget.NewButtonWithIcon("Build hub", theme.MediaPlayIcon(), s.run)
 	s.build.Importance = widget.HighImportance
-	s.status = widget.NewLabel("Open two or more models (fine-tunes, casts, re-exports of one base, and others), then Build hub: they are added, in the order opened, to an in-memory store.")
+	s.loc = widget.NewEntry()
+	s.loc.SetPlaceHolder("a store: /path/to/store or s3://bucket/prefix")
+	s.loc.OnSubmitted = func(string) { s.openStore() }
+	s.openBtn = widget.NewButtonWithIcon("Open store", theme.FolderOpenIcon(), s.openStore)
+	s.getBtn = widget.NewButtonWithIcon("Get…", theme.DownloadIcon(), s.getModel)
+	s.useBtn = widget.NewButtonWithIcon("Open", theme.DocumentIcon(), s.useModel)
+	s.getBtn.Disable()
+	s.useBtn.Disable()
+	s.status = widget.NewLabel("Open a store made with nzip store, or open two or more models (fine-tunes, casts, re-exports of one base, and others) and build a hub of them: they are added, in the order opened, to an in-memory store.")
 	s.status.Wrapping = fyne.TextWrapWord
 
 	s.models = widget.NewTableWithHeaders(
@@ -56,8 +74,12 @@ func newHubScreen(wb *workbench) *hubScreen {
 			o.(*widget.Label).SetText(hubCols[id.Col])
 		}
 	}
-	for c, w := range []float32{420, 90, 130, 150, 150, 70} {
+	for c, w := range []float32{380, 90, 130, 150, 150, 70, 60} {
 		s.models.SetColumnWidth(c, w)
+	}
+	s.models.OnSelected = func(id widget.TableCellID) {
+		s.sel = id.Row
+		s.updateButtons()
 	}
 
 	s.matrix = widget.NewTableWithHeaders(
@@ -83,9 +105,11 @@ func newHubScreen(wb *workbench) *hubScreen {
 	s.matrix.SetColumnWidth(-1, 40)
 	s.families = container.NewVBox()
 
-	top := container.NewVBox(heading("Hub: the open models in one store"), container.NewHBox(s.build, s.jobs.content), s.status)
+	storeRow := container.NewBorder(nil, nil, nil, s.openBtn, s.loc)
+	top := container.NewVBox(heading("Hub: models in one store"), storeRow,
+		container.NewHBox(s.build, s.getBtn, s.useBtn, s.jobs.content), s.status)
 	matrix := container.NewBorder(widget.NewLabel("Row model's tensor bytes shared with (s, bit-identical) and near (n, cast or coded against) the column model"), nil, nil, nil, s.matrix)
-	fams := container.NewBorder(heading("Families (from the store's bases)"), nil, nil, nil, container.NewVScroll(s.families))
+	fams := container.NewBorder(heading("Families: trees of bases (depth: the longest chain a get decodes)"), nil, nil, nil, container.NewVScroll(s.families))
 	lower := container.NewHSplit(matrix, fams)
 	lower.Offset = 0.65
 	split := container.NewVSplit(s.models, lower)
@@ -118,6 +142,8 @@ func (s *hubScreen) modelCell(id widget.TableCellID, o fyne.CanvasObject) {
 		t = s.baseNumbers(m)
 	case 5:
 		t = fmt.Sprint(m.Family + 1)
+	case 6:
+		t = fmt.Sprint(m.Depth)
 	}
 	l.SetText(t)
 }
@@ -129,7 +155,7 @@ func (s *hubScreen) matrixCell(id widget.TableCellID, o fyne.CanvasObject) {
 		l.SetText("")
 		return
 	}
-	if id.Row == id.Col {
+	if id.Row == id.Col || h.Shared == nil {
 		l.SetText("-")
 		return
 	}
@@ -173,8 +199,101 @@ func (s *hubScreen) run() {
 				s.status.SetText("Hub stopped: " + err.Error())
 				return
 			}
+			s.setStore(nil)
 			s.show(h)
 		}
+	})
+}
+
+// openStore opens the store the entry names, in the background.
+func (s *hubScreen) openStore() {
+	loc := strings.TrimSpace(s.loc.Text)
+	if loc == "" {
+		s.status.SetText("Type a store's location: a directory made by nzip store init, or s3://bucket/prefix.")
+		return
+	}
+	ctx, gen := s.jobs.start()
+	s.jobs.progress(gen)(-1)
+	s.status.SetText("Reading the store " + loc + "…")
+	s.wb.go_(func() func() {
+		h, hs, err := core.OpenHubStore(ctx, loc)
+		return func() {
+			if !s.jobs.done(gen) {
+				if hs != nil {
+					hs.Close()
+				}
+				return
+			}
+			if err != nil {
+				s.status.SetText("Store not opened: " + err.Error())
+				return
+			}
+			s.setStore(hs)
+			s.show(h)
+		}
+	})
+}
+
+// setStore replaces the opened store (closing the previous one).
+func (s *hubScreen) setStore(hs *core.HubStore) {
+	if s.store != nil {
+		s.store.Close()
+	}
+	s.store = hs
+	s.sel = -1
+	s.models.UnselectAll()
+	s.updateButtons()
+}
+
+func (s *hubScreen) updateButtons() {
+	if s.store != nil && s.hub != nil && s.sel >= 0 && s.sel < len(s.hub.Models) {
+		s.getBtn.Enable()
+		s.useBtn.Enable()
+	} else {
+		s.getBtn.Disable()
+		s.useBtn.Disable()
+	}
+}
+
+// selectedModel is the name of the selected model of the opened store.
+func (s *hubScreen) selectedModel() (string, bool) {
+	if s.store == nil || s.hub == nil || s.sel < 0 || s.sel >= len(s.hub.Models) {
+		return "", false
+	}
+	return s.hub.Models[s.sel].Name, true
+}
+
+// useModel opens the selected stored model in the other screens: its
+// files are read by ranges from the store, as the screens need them.
+func (s *hubScreen) useModel() {
+	name, ok := s.selectedModel()
+	if !ok {
+		return
+	}
+	hs := s.store
+	s.wb.openWith("store:"+hs.Loc+"#"+name, false, func(warn func(string)) (*core.Model, error) { return hs.Open(name, warn) })
+}
+
+// getModel restores the selected stored model's files into a folder the
+// user picks (desktop) .
+func (s *hubScreen) getModel() {
+	name, ok := s.selectedModel()
+	if !ok {
+		return
+	}
+	hs := s.store
+	pickFolder(s.wb, func(dir string) {
+		s.status.SetText(fmt.Sprintf("Restoring %s into %s…", name, dir))
+		s.wb.go_(func() func() {
+			err := hs.Get(name, dir, false)
+			return func() {
+				if err != nil {
+					s.status.SetText("Get failed: " + err.Error())
+					return
+				}
+				s.status.SetText(fmt.Sprintf("%s restored into %s (every unit checked against its SHA-256).", name, dir))
+			}
+		})
 	})
 }
 
@@ -185,6 +304,12 @@ func (s *hubScreen) show(h *core.Hub) {
 	if h.Alone > 0 {
 		msg += fmt.Sprintf(" (%.3f× of the archives)", float64(h.Stored)/float64(h.Alone))
 	}
+	if h.Source != "" {
+		msg = "Store " + h.Source + ": " + msg
+	}
+	if h.Shared == nil {
+		msg += fmt.Sprintf(". The shared-bytes matrix is shown for stores of up to %d models", core.HubMatrixMax)
+	}
 	s.status.SetText(msg + ".")
 	s.families.RemoveAll()
 	for f, members := range h.Families {
@@ -193,20 +318,91 @@ func (s *hubScreen) show(h *core.Hub) {
 			what = fmt.Sprintf("%d models", len(members))
 		}
 		s.families.Add(widget.NewLabelWithStyle(fmt.Sprintf("Family %d (%s)", f+1, what), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
-		for _, i := range members {
-			m := h.Models[i]
-			t := fmt.Sprintf("   %d. %s", i+1, m.Name)
-			if len(m.Bases) > 0 {
-				t += " <- " + s.baseNumbers(m)
-			}
-			l := widget.NewLabel(t)
+		for _, line := range familyTree(h, members) {
+			l := widget.NewLabel(line)
 			l.Truncation = fyne.TextTruncateEllipsis // long paths must not widen the window
 			s.families.Add(l)
 		}
 	}
-	for c := range h.Models {
-		s.matrix.SetColumnWidth(c, 120)
+	if h.Shared != nil {
+		for c := range h.Models {
+			s.matrix.SetColumnWidth(c, 120)
+		}
 	}
+	s.updateButtons()
 	s.models.Refresh()
 	s.matrix.Refresh()
+}
+
+// familyTree draws a family as a tree of bases: each model under its first
+// base in the family (the one its deltas and casts were coded against), in
+// add order, with its chain depth; other bases are named after an arrow.
+func familyTree(h *core.Hub, members []int) []string {
+	in := map[int]bool{}
+	byName := map[string]int{}
+	for _, i := range members {
+		in[i] = true
+		byName[h.Models[i].Name] = i
+	}
+	parent := map[int]int{}
+	kids := map[int][]int{}
+	var roots []int
+	for _, i := range members {
+		p := -1
+		for _, b := range h.Models[i].Bases {
+			if j, ok := byName[b]; ok && in[j] && j != i {
+				p = j
+				break
+			}
+		}
+		parent[i] = p
+		if p < 0 {
+			roots = append(roots, i)
+		} else {
+			kids[p] = append(kids[p], i)
+		}
+	}
+	var lines []string
+	seen := map[int]bool{}
+	var walk func(i int, prefix string, last, top bool)
+	walk = func(i int, prefix string, last, top bool) {
+		if seen[i] {
+			return
+		}
+		seen[i] = true
+		m := h.Models[i]
+		branch, next := "", prefix
+		if !top {
+			if last {
+				branch, next = prefix+"└─ ", prefix+"    "
+			} else {
+				branch, next = prefix+"├─ ", prefix+"│   "
+			}
+		}
+		line := fmt.Sprintf("%s%d. %s  (depth %d)", branch, i+1, m.Name, m.Depth)
+		if len(m.Bases) > 1 {
+			var more []string
+			for _, b := range m.Bases {
+				if j, ok := byName[b]; ok && j != parent[i] {
+					more = append(more, fmt.Sprint(j+1))
+				}
+			}
+			if len(more) > 0 {
+				line += "  also ← " + strings.Join(more, ", ")
+			}
+		}
+		lines = append(lines, line)
+		for k, c := range kids[i] {
+			walk(c, next, k == len(kids[i])-1, false)
+		}
+	}
+	for _, r := range roots {
+		walk(r, "", true, true)
+	}
+	for _, i := range members { // a cycle of bases (never made by a store): listed flat
+		if !seen[i] {
+			walk(i, "", true, true)
+		}
+	}
+	return lines
 }

@@ -14,6 +14,7 @@ import (
 
 	"neuralzip/analysis/chart"
 	"neuralzip/app/core"
+	"neuralzip/store"
 )
 
 // screens are the tabs in order, as screenshot names.
@@ -98,8 +99,19 @@ func prepareTour(wb *workbench, first string) error {
 			run = append(run, p)
 		}
 	}
-	// the Hub screen: the open models in one store
+	// the Hub screen: a store of ../shared's hub of fine-tunes (NZ_HUB_DIR)
+	// when it is there, else the open models in an in-memory store
 	buildHub := func() {
+		if loc, err := tourStore(); err == nil {
+			fyne.DoAndWait(func() {
+				wb.hub.loc.SetText(loc)
+				wb.hub.openStore()
+			})
+			wb.wait()
+			if wb.hub.hub != nil && wb.hub.hub.Source == loc {
+				return
+			}
+		}
 		fyne.DoAndWait(func() { wb.hub.run() })
 		wb.wait()
 	}
@@ -130,6 +142,60 @@ func prepareTour(wb *workbench, first string) error {
 	})
 	wb.wait()
 	return nil
+}
+
+// tourTemp are the temporary directories the tour made (removed when the
+// screenshots are taken).
+var tourTemp []string
+
+// tourStore makes a store, in a temporary directory, of the shared hub's
+// stories260K models (base and fine-tunes, F32 and BF16, F32 first as
+// nzip store add would take them) for the Hub screen.
+func tourStore() (string, error) {
+	dir := os.Getenv("NZ_HUB_DIR")
+	if dir == "" {
+		dir = "../shared/hub/stories260K"
+	}
+	vs := []string{"base", "ft-continued", "ft-fortunes-full", "ft-fortunes-lora", "ft-frozen-embed"}
+	if !fileExists(filepath.Join(dir, vs[0], "model.f32.safetensors")) {
+		return "", fmt.Errorf("%s: no hub", dir)
+	}
+	tmp, err := os.MkdirTemp("", "nz-tour-store-")
+	if err != nil {
+		return "", err
+	}
+	tourTemp = append(tourTemp, tmp)
+	loc := filepath.Join(tmp, "hub")
+	if err := store.Init(loc); err != nil {
+		return "", err
+	}
+	st, err := store.Open(loc, store.Options{})
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	for _, v := range vs {
+		for _, f := range []string{"model.f32.safetensors", "model.bf16.safetensors"} {
+			p := filepath.Join(dir, v, f)
+			if !fileExists(p) {
+				continue
+			}
+			m, err := core.OpenPath(p, nil)
+			if err != nil {
+				return "", err
+			}
+			var ins []store.Input
+			for _, mf := range m.Files {
+				ins = append(ins, store.Input{Name: mf.Name, R: mf.R, Size: mf.Size, Format: mf.Format, Segments: mf.Segments})
+			}
+			_, _, err = st.Add("stories260K/"+v+"/"+f, ins, store.AddOptions{Compare: true})
+			m.Close()
+			if err != nil {
+				return "", err
+			}
+		}
+	}
+	return loc, nil
 }
 
 func fileExists(p string) bool {

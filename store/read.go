@@ -50,3 +50,33 @@ func ModTime(loc string) (t time.Time, ok bool) {
 	}
 	return st.ModTime(), true
 }
+
+// UnitMeta is what the index records of a unit, for readers that show a
+// store (the workbench's Hub screen).
+type UnitMeta struct {
+	Kind   uint8 // KindRaw, KindNzip, KindDelta or KindCast
+	Depth  int   // length of its base chain (0: decodes alone)
+	Base   Hash  // delta and cast: the unit it is coded against
+	RawLen int64 // original bytes
+	Len    int64 // payload bytes (0 for a cast)
+}
+
+// UnitMetas returns the index records of units hs, in order.
+func (s *Store) UnitMetas(hs []Hash) ([]UnitMeta, error) {
+	out := make([]UnitMeta, len(hs))
+	err := s.kv.view(func(t tx) error {
+		for i, h := range hs {
+			v := t.get(bUnits, h[:])
+			if v == nil {
+				return fmt.Errorf("%w: unit %s: not in the index", ErrIndexDamaged, h)
+			}
+			u, err := parseUnit(v)
+			if err != nil {
+				return fmt.Errorf("%w: unit %s: %v", ErrIndexDamaged, h, err)
+			}
+			out[i] = UnitMeta{Kind: u.Kind, Depth: int(u.Depth), Base: u.Base, RawLen: u.RawLen, Len: u.Len}
+		}
+		return nil
+	})
+	return out, err
+}

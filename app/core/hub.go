@@ -15,11 +15,12 @@ import (
 type HubModel struct {
 	Name        string   // as shown: the model's path without the prefix common to all
 	Raw         int64    // bytes of its files
-	TensorBytes int64    // bytes of its tensors
+	TensorBytes int64    // bytes of its tensors (read from a store: of its distinct units)
 	Alone       int64    // its files' own nzip archives
 	Added       int64    // payload its add stored in the hub's store
 	Bases       []string // the models the store coded its deltas and casts against
 	Family      int      // index into Hub.Families
+	Depth       int      // its deepest unit's base chain (0: every unit decodes alone)
 }
 
 // Hub is what the Hub screen shows for a set of models added, in order, to
@@ -41,14 +42,29 @@ type Hub struct {
 	Raw      int64 // Σ model bytes
 	Alone    int64 // Σ own nzip archives
 	Stored   int64 // the store's payload bytes
+	// Source is the store's location when the hub was read from one
+	// (OpenHubStore; "" for the open models in an in-memory store).
+	// Shared and Near are nil when it holds more than HubMatrixMax models.
+	Source string
 }
 
 // SharedFrac and NearFrac are Shared[i][j] and Near[i][j] as fractions of
 // model i's tensor bytes.
-func (h *Hub) SharedFrac(i, j int) float64 { return hubFrac(h.Shared[i][j], h.Models[i].TensorBytes) }
+// (0 where the matrix was not computed).
+func (h *Hub) SharedFrac(i, j int) float64 {
+	if h.Shared == nil {
+		return 0
+	}
+	return hubFrac(h.Shared[i][j], h.Models[i].TensorBytes)
+}
 
 // NearFrac: see SharedFrac.
-func (h *Hub) NearFrac(i, j int) float64 { return hubFrac(h.Near[i][j], h.Models[i].TensorBytes) }
+func (h *Hub) NearFrac(i, j int) float64 {
+	if h.Near == nil {
+		return 0
+	}
+	return hubFrac(h.Near[i][j], h.Models[i].TensorBytes)
+}
 
 func hubFrac(a, b int64) float64 {
 	if b <= 0 {
