@@ -249,6 +249,11 @@ func commitModel(t tx, m *Manifest, news []*coded) error {
 				return err
 			}
 		}
+		if c.u.DType == dtype.F32 && len(c.casts) > 0 {
+			if _, err := recastStored(t, c.h, c.u, c.casts, c.castTs, m.Name); err != nil {
+				return fmt.Errorf("recast against unit %s: %w", c.h, err)
+			}
+		}
 		for i, ch := range c.casts {
 			if t.get(bCasts, ch[:]) == nil {
 				if err := t.put(bCasts, ch[:], castRec{From: c.h, DType: c.castTs[i]}.encode()); err != nil {
@@ -458,10 +463,11 @@ func (s *Store) code(c *coded, raw []byte, t dtype.DType) error {
 	}
 	c.fp = fingerprintOf(raw, t)
 	s.cache.put(c.h, raw)
-	base, bu, ok, err := s.nearest(c.fp, t, int64(len(raw)/t.Size()))
+	bc, ok, err := s.nearest(c.fp, t, int64(len(raw)/t.Size()))
 	if err != nil || !ok {
 		return err
 	}
+	base, bu := bc.h, bc.u
 	braw, pooled, err := s.decodeCheck(base, bu, maxDepth, true, nil)
 	if err != nil {
 		return fmt.Errorf("base %s: %w", base, err)
@@ -507,10 +513,11 @@ func codeDelta(raw []byte, t dtype.DType, base Hash, braw []byte) ([]byte, error
 	return codec.CompressBytes(context.Background(), raw, segs, codec.EncodeOptions{Threads: 1, Ref: ref})
 }
 
-// nearest finds the stored unit of type t and numel values whose
-// fingerprint is nearest fp, within nearThreshold, with room in its chain
-// (nearestOf: the same choice as an ingest's plan).
-func (s *Store) nearest(fp fingerprint, t dtype.DType, numel int64) (Hash, unit, bool, error) {
+// nearest finds the stored unit of type t and numel values to code a unit
+// with fingerprint fp against: the nearest within nearThreshold, or its
+// chain's root when the chain is too deep (nearestOf: the same choice as
+// an ingest's plan).
+func (s *Store) nearest(fp fingerprint, t dtype.DType, numel int64) (candidate, bool, error) {
 	var cs []candidate
 	err := s.kv.view(func(tx tx) error {
 		var err error
@@ -518,10 +525,10 @@ func (s *Store) nearest(fp fingerprint, t dtype.DType, numel int64) (Hash, unit,
 		return err
 	})
 	if err != nil {
-		return Hash{}, unit{}, false, err
+		return candidate{}, false, err
 	}
 	c, ok := nearestOf(cs, fp)
-	return c.h, c.u, ok, nil
+	return c, ok, nil
 }
 
 // archiveSize is the size of the file's own nzip archive.

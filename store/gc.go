@@ -76,13 +76,16 @@ type GCStats struct {
 	Casts            int   // cast hints of removed units dropped
 	LiveBytes        int64 // payload bytes of units in the index
 	DeadBytes        int64 // bytes of kept chunk files no unit uses
+	Repacked         int   // chunk files rewritten with their live payloads only (repack.go)
+	RepackedBytes    int64 // bytes that saved
 	Young            int   // s3://: unused chunk files kept because they are younger than the grace period (an add in flight may not have committed its index yet)
 }
 
 // GC removes chunk files that no unit in the index uses (left by Remove or
 // by an add that died before its commit), temporary files, and index hints
 // about removed units. A chunk file that any unit still uses is kept
-// whole. The caller must hold the store for writing (Open without
+// whole, or rewritten when at least half of it is unused (repack.go). The
+// caller must hold the store for writing (Open without
 // ReadOnly), so no add runs meanwhile; an s3:// store has no lock, so
 // there unused chunk files younger than a grace period (10 minutes) are
 // kept for a later gc: an add in flight writes its pack before its index.
@@ -97,6 +100,7 @@ func (s *Store) GC() (GCStats, error) {
 	}
 	st.Temps = n
 	live := map[Hash]int64{}
+	uses := map[Hash][]packUse{}
 	var stale [][]byte
 	err = s.kv.view(func(t tx) error {
 		if err := t.scan(bUnits, nil, func(k, v []byte) error {
@@ -107,6 +111,7 @@ func (s *Store) GC() (GCStats, error) {
 			if u.Kind != KindCast {
 				live[u.Pack] += u.Len
 				st.LiveBytes += u.Len
+				uses[u.Pack] = append(uses[u.Pack], packUse{h: Hash(k), off: u.Off, n: u.Len, crc: u.CRC})
 			}
 			return nil
 		}); err != nil {
@@ -142,9 +147,18 @@ func (s *Store) GC() (GCStats, error) {
 	}
 	var drop []Hash
 	young, _ := s.bl.(interface{ young(Hash) bool })
+	type sized struct {
+		id   Hash
+		size int64
+	}
+	var rewrite []sized
 	err = s.bl.list(func(id Hash, size int64) error {
 		if l, ok := live[id]; ok {
-			st.DeadBytes += size - l
+			if young == nil && repackable(l, size) {
+				rewrite = append(rewrite, sized{id, size})
+			} else {
+				st.DeadBytes += size - l
+			}
 			return nil
 		}
 		if young != nil && young.young(id) {
@@ -163,6 +177,18 @@ func (s *Store) GC() (GCStats, error) {
 			return st, err
 		}
 		st.Packs++
+	}
+	for _, r := range rewrite {
+		saved, err := s.repack(r.id, r.size, uses[r.id])
+		if err != nil {
+			return st, err
+		}
+		if saved == 0 {
+			st.DeadBytes += r.size - live[r.id]
+			continue
+		}
+		st.Repacked++
+		st.RepackedBytes += saved
 	}
 	return st, nil
 }

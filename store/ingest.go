@@ -147,14 +147,64 @@ type candidate struct {
 	h     Hash
 	fp    fingerprint
 	depth int
-	at    *UnitInfo // nil: stored
-	u     unit      // stored: its record
+	at    *UnitInfo  // nil: stored
+	u     unit       // stored: its record
+	root  *candidate // a delta: the first unit of its chain that is not a delta (nil: itself)
+}
+
+// rootOf is the unit a new delta is coded against instead of c when c's
+// chain is too deep: c's chain's root.
+func (c candidate) rootOf() candidate {
+	if c.root != nil {
+		return *c.root
+	}
+	return c
+}
+
+// storedRoot is the root of stored delta u's chain: the first unit down
+// its bases that is not a delta (of u's type: a delta's base has its
+// type). roots remembers the ones found.
+func storedRoot(t tx, u unit, roots map[Hash]*candidate) *candidate {
+	var path []Hash
+	var r *candidate
+	for range maxDepth + 1 {
+		if u.Kind != KindDelta {
+			break
+		}
+		h := u.Base
+		if c, ok := roots[h]; ok {
+			r = c
+			break
+		}
+		path = append(path, h)
+		v := t.get(bUnits, h[:])
+		if v == nil {
+			return nil
+		}
+		bu, err := parseUnit(v)
+		if err != nil || bu.DType != u.DType {
+			return nil // a damaged chain: no root to offer
+		}
+		if bu.Kind != KindDelta {
+			r = &candidate{h: h, depth: int(bu.Depth), u: bu}
+			break
+		}
+		u = bu
+	}
+	if r == nil {
+		return nil
+	}
+	for _, h := range path {
+		roots[h] = r
+	}
+	return r
 }
 
 // storedCandidates lists the stored units of type ty and numel values that
 // have a fingerprint, in hash order (the index's), as bases to choose from.
 func storedCandidates(t tx, ty dtype.DType, numel int64) ([]candidate, error) {
 	var out []candidate
+	roots := map[Hash]*candidate{}
 	prefix := fpKey(ty, numel, Hash{})
 	err := t.scan(bFP, prefix, func(k, v []byte) error {
 		if len(k) != len(prefix)+32 {
@@ -174,7 +224,13 @@ func storedCandidates(t tx, ty dtype.DType, numel int64) ([]candidate, error) {
 		if err != nil || u.DType != ty {
 			return nil
 		}
-		out = append(out, candidate{h: h, fp: f, depth: int(u.Depth), u: u})
+		c := candidate{h: h, fp: f, depth: int(u.Depth), u: u}
+		if u.Kind == KindDelta {
+			if c.root = storedRoot(t, u, roots); c.root == nil {
+				return nil // a damaged chain: not a base
+			}
+		}
+		out = append(out, c)
 		return nil
 	})
 	return out, err
@@ -253,6 +309,7 @@ func (s *Store) PlanFamily(units []UnitInfo) ([]Plan, error) {
 		// depth[k-i] is the planned length of unit k's base chain
 		start := len(plans)
 		depth := make([]int, j-i)
+		roots := make([]*candidate, j-i) // a planned delta: its chain's root
 		for k := i; k < j; k++ {
 			u := units[k]
 			p := Plan{Unit: u, Kind: KindNzip}
@@ -263,13 +320,15 @@ func (s *Store) PlanFamily(units []UnitInfo) ([]Plan, error) {
 				p.Kind, p.Base, p.BaseAt, d = KindCast, nc.c.h, nc.c.at, nc.c.depth+1
 			} else if c, ok := nearestOf(cands[u.DType], u.FP); ok {
 				p.Kind, p.Base, p.BaseAt, d = KindDelta, c.h, c.at, c.depth+1
+				r := c.rootOf()
+				roots[k-i] = &r
 			}
 			plans = append(plans, p)
 			depth[k-i] = d
 		}
 		for k := start; k < len(plans); k++ {
 			at := &plans[k].Unit
-			c := candidate{h: at.Hash, fp: at.FP, depth: depth[k-start], at: at}
+			c := candidate{h: at.Hash, fp: at.FP, depth: depth[k-start], at: at, root: roots[k-start]}
 			l := cands[at.DType]
 			n, _ := slices.BinarySearchFunc(l, c.h, func(a candidate, h Hash) int { return compareHash(a.h, h) })
 			cands[at.DType] = slices.Insert(l, n, c)
@@ -297,19 +356,27 @@ func compareHash(a, b Hash) int {
 }
 
 // nearestOf is Add's choice of base: the candidate nearest fp within
-// nearThreshold with room in its chain, the first in hash order on a tie.
+// nearThreshold, the first in hash order on a tie; when a delta against
+// it would be deeper than maxChain, its chain's root, if that leaves
+// room (else none: the unit is coded alone).
 func nearestOf(cs []candidate, fp fingerprint) (candidate, bool) {
 	var best candidate
 	bestD := nearThreshold
 	found := false
 	for _, c := range cs {
 		d := distance(c.fp, fp)
-		if !(d < bestD) || c.depth+1 >= maxDepth {
+		if !(d < bestD) {
 			continue
 		}
 		best, bestD, found = c, d, true
 	}
-	return best, found
+	if !found || best.depth < maxChain {
+		return best, found
+	}
+	if r := best.rootOf(); r.depth < maxChain {
+		return r, true
+	}
+	return candidate{}, false
 }
 
 // NewUnit is a coded unit on its way into the store: where its payload
