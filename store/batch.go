@@ -18,9 +18,10 @@ type BatchModel struct {
 }
 
 // AddBatch adds models as Add adds them one after another, in the order
-// given — the same units, kinds, bases, chunk files and manifests
-// (TestAddBatchMatchesAdd; as for the ingest steps, a chain that reaches
-// the depth limit may end one unit earlier) — but as one ingest
+// given — the same units, kinds, bases, depths, chunk files and
+// manifests, recasts included (TestAddBatchMatchesAdd; the ingest's
+// planner, PlanFamily, plans each model on the index as the earlier ones
+// leave it; plan.go says where it can still differ) — but as one ingest
 // (ingest.go's steps, run here): the units of every model are read,
 // hashed and coded on the store's threads together; each family of
 // same-size tensors is planned once, its bases read from the inputs

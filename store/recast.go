@@ -23,6 +23,10 @@ import (
 // by one prefix scan of its family's fingerprints, the candidates' scan)
 // move with it. A recast that would make one of them deeper than
 // maxChain (or than it was) is not made.
+//
+// The ingest planner (PlanFamily) runs this code too, on an overlay of the
+// index (plan.go), so that an ingest's later models are planned on the
+// recasts its earlier ones make, as Add plans them.
 
 // recastStored makes the stored 16-bit units whose bytes are the casts of
 // new F32 unit x (record xu, hashes of its casts to types ts) casts of x.
