@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"slices"
 
 	"neuralzip/dtype"
@@ -57,7 +58,7 @@ func recastStored(t tx, x Hash, xu unit, casts []Hash, ts []dtype.DType, model s
 			return n, err
 		}
 		if y.Kind == KindDelta {
-			if err := decRef(t, y.Base, maxDepth); err != nil {
+			if err := releaseRef(t, y.Base); err != nil {
 				return n, err
 			}
 		}
@@ -77,6 +78,28 @@ func recastStored(t tx, x Hash, xu unit, casts []Hash, ts []dtype.DType, model s
 		n++
 	}
 	return n, nil
+}
+
+// releaseRef drops the reference a recast unit held on its old base h.
+// Unlike decRef it leaves a unit no longer referenced in the index (GC
+// removes it, sweepReleased): an ingest decided before its commit which of
+// its units the store holds, and a unit a recast frees may be one of them
+// (a later model of the same batch references it), or a base the planner
+// chose; a commit therefore never removes a unit.
+func releaseRef(t tx, h Hash) error {
+	v := t.get(bUnits, h[:])
+	if v == nil {
+		return fmt.Errorf("%w: unit %s missing", ErrIndexDamaged, h)
+	}
+	u, err := parseUnit(v)
+	if err != nil {
+		return fmt.Errorf("%w: unit %s: %v", ErrIndexDamaged, h, err)
+	}
+	if u.Refs <= 0 {
+		return fmt.Errorf("%w: unit %s: reference count below zero", ErrIndexDamaged, h)
+	}
+	u.Refs--
+	return t.put(bUnits, h[:], u.encode())
 }
 
 // dependents finds the units whose chains pass through stored unit y

@@ -204,3 +204,95 @@ func TestRepackCrash(t *testing.T) {
 		verifyStore(t, s)
 	}
 }
+
+// TestRecastReleasesBase: a recast drops the reference its unit held on
+// its old base. When nothing else holds that base (its model removed),
+// the base stays in the index without references until gc — so a model
+// that uses the base's bytes again, in the same add or later in the
+// same batch (which found it stored before the commit), still finds it
+// (it used to be removed by the recast, and the add failed with "not in
+// the index") — and AddBatch makes the store that Add makes. gc then
+// removes what nothing uses; every model restores and verifies.
+func TestRecastReleasesBase(t *testing.T) {
+	hub := shared(t, "hub/stories260K")
+	in := func(files ...string) []Input {
+		var ins []Input
+		for _, f := range files {
+			x := inputs(t, path.Join(hub, f))
+			x[0].Name = f
+			ins = append(ins, x...)
+		}
+		return ins
+	}
+	const baseBF16, ftBF16, ftF32 = "base/model.bf16.safetensors", "ft-continued/model.bf16.safetensors", "ft-continued/model.f32.safetensors"
+	// A: the base's BF16; C: a fine-tune's BF16, deltas of A's units; A removed
+	prepare := func() *Store {
+		s := NewMem(Options{Threads: 2})
+		for _, m := range []BatchModel{{"A", in(baseBF16)}, {"C", in(ftBF16)}} {
+			if _, _, err := s.Add(m.Name, m.Files, AddOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Remove("A"); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// E recasts C's deltas (releasing A's units), D uses A's bytes again
+	batch := []BatchModel{
+		{"E", in(ftF32)},
+		{"D", in(baseBF16)},
+		{"F", in("ft-fortunes-full/model.bf16.safetensors")},
+	}
+	a, b := prepare(), prepare()
+	for _, m := range batch {
+		if _, _, err := a.Add(m.Name, m.Files, AddOptions{}); err != nil {
+			t.Fatalf("Add %s: %v", m.Name, err)
+		}
+		checkDepths(t, a)
+	}
+	if _, _, err := b.AddBatch(batch, AddOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sameIndex(t, a, b, "batch")
+	// the same in one add: the model that recasts also uses the base's bytes
+	c := prepare()
+	if _, _, err := c.Add("ED", in(ftF32, baseBF16), AddOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// and without a model that uses them again: gc removes them
+	d := prepare()
+	if _, _, err := d.Add("E", batch[0].Files, AddOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	released := 0
+	d.kv.view(func(tx tx) error {
+		return tx.scan(bUnits, nil, func(_, v []byte) error {
+			if u, err := parseUnit(v); err == nil && u.Refs == 0 {
+				released++
+			}
+			return nil
+		})
+	})
+	if released == 0 {
+		t.Fatal("the recasts released no base: the test no longer covers releaseRef")
+	}
+	verifyStore(t, d)
+	gs, err := d.GC()
+	if err != nil || gs.Released != released {
+		t.Fatalf("gc: %+v %v, want %d units released", gs, err, released)
+	}
+	for _, s := range []*Store{a, b, c, d} {
+		verifyStore(t, s)
+		checkDepths(t, s)
+		names, _ := s.Names()
+		for _, n := range names {
+			m, _ := s.Model(n)
+			var files []Input
+			for _, f := range m.Files {
+				files = append(files, in(f.Name)...)
+			}
+			restore(t, s, n, fileBytes(t, files))
+		}
+	}
+}

@@ -344,6 +344,9 @@ func runStoreGC(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "removed %d chunk files (%d bytes), %d temporary files; %d bytes in use, %d unused bytes in chunk files still in use\n",
 		st.Packs, st.PackBytes, st.Temps, st.LiveBytes, st.DeadBytes)
+	if st.Released > 0 {
+		fmt.Fprintf(stdout, "removed %d units no model uses any more (old bases of units that became casts)\n", st.Released)
+	}
 	if st.Repacked > 0 {
 		fmt.Fprintf(stdout, "rewrote %d chunk files holding mostly unused bytes, saving %d bytes\n", st.Repacked, st.RepackedBytes)
 	}
