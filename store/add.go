@@ -249,6 +249,11 @@ func commitModel(t tx, m *Manifest, news []*coded) error {
 				return err
 			}
 		}
+		if c.u.DType == dtype.F32 && len(c.casts) > 0 {
+			if _, err := recastStored(t, c.h, c.u, c.casts, c.castTs, m.Name); err != nil {
+				return fmt.Errorf("recast against unit %s: %w", c.h, err)
+			}
+		}
 		for i, ch := range c.casts {
 			if t.get(bCasts, ch[:]) == nil {
 				if err := t.put(bCasts, ch[:], castRec{From: c.h, DType: c.castTs[i]}.encode()); err != nil {
@@ -415,68 +420,57 @@ func (s *Store) addFile(in Input, seen map[Hash]*coded, news *[]*coded, st *AddS
 	return fe, nil
 }
 
-// code decides how a new unit is stored.
+// code decides how a new unit is stored (planUnit, on the store's index)
+// and codes it.
 func (s *Store) code(c *coded, raw []byte, t dtype.DType) error {
-	c.u = unit{DType: t, RawLen: int64(len(raw)), Kind: KindRaw}
-	// the cast of a stored F32 unit?
-	if castable(t) {
-		var cr castRec
-		found := false
-		if err := s.kv.view(func(tx tx) error {
-			v := tx.get(bCasts, c.h[:])
-			if v == nil {
-				return nil
-			}
-			r, err := parseCast(v)
-			if err != nil {
-				return nil // a damaged hint is only a missed chance
-			}
-			if bu := tx.get(bUnits, r.From[:]); bu != nil && r.DType == t {
-				if u, err := parseUnit(bu); err == nil && u.Depth < maxDepth {
-					cr, found = r, true
-					c.u.Depth = u.Depth + 1
-				}
-			}
-			return nil
-		}); err != nil {
+	info := UnitInfo{Span: Span{N: int64(len(raw)), DType: t}, Hash: c.h}
+	info.FP, info.Casts = describeValues(raw, t)
+	var p Plan
+	var bu unit // a delta's base
+	if err := s.kv.view(func(tx tx) error {
+		var err error
+		p, err = planUnit(tx, info, func(ty dtype.DType, numel int64) ([]candidate, error) {
+			return storedCandidates(tx, ty, numel)
+		})
+		if err != nil || p.Kind != KindDelta {
 			return err
 		}
-		if found {
-			// a cast is a base for later deltas like any other unit
-			c.u.Kind, c.u.Base = KindCast, cr.From
-			c.fp = fingerprintOf(raw, t)
-			s.cache.put(c.h, raw)
-			return nil
+		v := tx.get(bUnits, p.Base[:])
+		if v == nil {
+			return fmt.Errorf("base %s: not in the index", p.Base)
 		}
-	}
-	if t == dtype.F32 {
-		c.casts, c.castTs = castHashes(raw), castTypes
-	}
-	c.payload, c.u.Kind = codeAlone(raw, t)
-	if !fingerprintable(t) {
+		if bu, err = parseUnit(v); err != nil {
+			return fmt.Errorf("%w: base %s: %v", ErrIndexDamaged, p.Base, err)
+		}
 		return nil
-	}
-	c.fp = fingerprintOf(raw, t)
-	s.cache.put(c.h, raw)
-	base, bu, ok, err := s.nearest(c.fp, t, int64(len(raw)/t.Size()))
-	if err != nil || !ok {
+	}); err != nil {
 		return err
 	}
-	braw, pooled, err := s.decodeCheck(base, bu, maxDepth, true, nil)
-	if err != nil {
-		return fmt.Errorf("base %s: %w", base, err)
+	if info.FP != nil {
+		// a base for later deltas, a cast included
+		c.fp = info.FP
+		s.cache.put(c.h, raw)
 	}
-	delta, err := codeDelta(raw, t, base, braw)
+	if t == dtype.F32 && len(info.Casts) == len(castTypes) {
+		c.casts, c.castTs = info.Casts, castTypes
+	}
+	var braw []byte
+	pooled := false
+	if p.Kind == KindDelta {
+		var err error
+		if braw, pooled, err = s.decodeCheck(p.Base, bu, maxDepth, true, nil); err != nil {
+			return fmt.Errorf("base %s: %w", p.Base, err)
+		}
+	}
+	nu, payload, err := codePlan(p, raw, braw)
 	if pooled {
 		putBuf(braw)
 	}
 	if err != nil {
 		return err
 	}
-	if len(delta) < len(c.payload) {
-		c.payload = delta
-		c.u.Kind, c.u.Base, c.u.Depth = KindDelta, base, bu.Depth+1
-	}
+	c.u = unit{DType: t, RawLen: int64(len(raw)), Kind: nu.Kind, Base: nu.Base}
+	c.payload = payload
 	return nil
 }
 
@@ -505,23 +499,6 @@ func codeDelta(raw []byte, t dtype.DType, base Hash, braw []byte) ([]byte, error
 		return nil, err
 	}
 	return codec.CompressBytes(context.Background(), raw, segs, codec.EncodeOptions{Threads: 1, Ref: ref})
-}
-
-// nearest finds the stored unit of type t and numel values whose
-// fingerprint is nearest fp, within nearThreshold, with room in its chain
-// (nearestOf: the same choice as an ingest's plan).
-func (s *Store) nearest(fp fingerprint, t dtype.DType, numel int64) (Hash, unit, bool, error) {
-	var cs []candidate
-	err := s.kv.view(func(tx tx) error {
-		var err error
-		cs, err = storedCandidates(tx, t, numel)
-		return err
-	})
-	if err != nil {
-		return Hash{}, unit{}, false, err
-	}
-	c, ok := nearestOf(cs, fp)
-	return c.h, c.u, ok, nil
 }
 
 // archiveSize is the size of the file's own nzip archive.

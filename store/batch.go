@@ -18,9 +18,10 @@ type BatchModel struct {
 }
 
 // AddBatch adds models as Add adds them one after another, in the order
-// given — the same units, kinds, bases, chunk files and manifests
-// (TestAddBatchMatchesAdd; as for the ingest steps, a chain that reaches
-// the depth limit may end one unit earlier) — but as one ingest
+// given — the same units, kinds, bases, depths, chunk files and
+// manifests, recasts included (TestAddBatchMatchesAdd; the ingest's
+// planner, PlanFamily, plans each model on the index as the earlier ones
+// leave it; plan.go says where it can still differ) — but as one ingest
 // (ingest.go's steps, run here): the units of every model are read,
 // hashed and coded on the store's threads together; each family of
 // same-size tensors is planned once, its bases read from the inputs
@@ -35,164 +36,224 @@ type BatchModel struct {
 // order of models. A name given twice or already stored is an error
 // before anything is read.
 func (s *Store) AddBatch(models []BatchModel, opt AddOptions) ([]*Manifest, []AddStats, error) {
+	if err := s.checkBatch(models); err != nil {
+		return nil, nil, err
+	}
+	b := &batch{s: s, models: models, opt: opt, threads: s.opt.threads()}
+	if err := b.read(); err != nil {
+		return nil, nil, err
+	}
+	if err := b.sortNew(); err != nil {
+		return nil, nil, err
+	}
+	if err := b.plan(); err != nil {
+		return nil, nil, err
+	}
+	if err := b.code(); err != nil {
+		return nil, nil, err
+	}
+	hook("packed")
+	if opt.BeforeCommit != nil {
+		if err := opt.BeforeCommit(); err != nil {
+			return nil, nil, fmt.Errorf("store: %w", err)
+		}
+	}
+	out, skipped, err := s.commitModels(b.ms)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(skipped) > 0 {
+		// added meanwhile by another writer with the same files
+		return nil, nil, fmt.Errorf("%w: %q", ErrExists, skipped[0])
+	}
+	return out, b.stats(out), nil
+}
+
+// checkBatch refuses a batch before anything is read: a read-only store,
+// a bad name, a name given twice or already stored.
+func (s *Store) checkBatch(models []BatchModel) error {
 	if s.opt.ReadOnly {
-		return nil, nil, errors.New("store: opened read-only")
+		return errors.New("store: opened read-only")
 	}
 	given := map[string]bool{}
 	for _, bm := range models {
 		if err := checkModel(bm.Name, bm.Files); err != nil {
-			return nil, nil, err
+			return err
 		}
 		if given[bm.Name] {
-			return nil, nil, fmt.Errorf("store: model %q given twice", bm.Name)
+			return fmt.Errorf("store: model %q given twice", bm.Name)
 		}
 		given[bm.Name] = true
 	}
-	if err := s.kv.view(func(t tx) error {
+	return s.kv.view(func(t tx) error {
 		for _, bm := range models {
 			if t.get(bModels, []byte(bm.Name)) != nil {
 				return fmt.Errorf("%w: %q", ErrExists, bm.Name)
 			}
 		}
 		return nil
-	}); err != nil {
-		return nil, nil, err
-	}
+	})
+}
 
-	// every unit of every file, in the ingest order, with its bytes and
-	// hash (fingerprints and cast hashes below, for new units only)
-	type bunit struct {
-		info UnitInfo
-		raw  []byte // a slice of its file's bytes
-	}
-	var us []*bunit
-	type fileRef struct{ mi, fi, lo, hi int } // its units: us[lo:hi]
-	var frs []fileRef
-	for mi, bm := range models {
+// batch is the state of one AddBatch, step by step.
+type batch struct {
+	s       *Store
+	models  []BatchModel
+	opt     AddOptions
+	threads int
+
+	us    []*bunit        // every unit of every file, in the ingest order (read)
+	frs   []fileRef       // every file (read)
+	first map[Hash]*bunit // the first unit of each hash (sortNew)
+	fresh []*bunit        // the first units the store does not hold, in order (sortNew)
+	plans []Plan          // the fresh units' plans, in the ingest order (plan)
+	news  []NewUnit       // plans[i] coded (code)
+	ms    []ModelCommit   // what enters the index (code)
+}
+
+// bunit is one unit of a batch: its description and its bytes.
+type bunit struct {
+	info UnitInfo
+	raw  []byte // a slice of its file's bytes
+}
+
+// fileRef is one file of a batch: its units are us[lo:hi].
+type fileRef struct{ mi, fi, lo, hi int }
+
+// bySize orders units the largest first, so that no thread is left with a
+// large one at the end.
+func bySize(v []*bunit) []*bunit {
+	v = slices.Clone(v)
+	sort.SliceStable(v, func(a, b int) bool { return v[a].info.N > v[b].info.N })
+	return v
+}
+
+// read cuts every file into its units, reads the files (one buffer each,
+// the units slices of it) and hashes every unit.
+func (b *batch) read() error {
+	for mi, bm := range b.models {
 		for fi, in := range bm.Files {
-			lo := len(us)
+			lo := len(b.us)
 			for ui, sp := range Spans(in.Size, in.Segments) {
-				us = append(us, &bunit{info: UnitInfo{Model: mi, File: fi, Index: ui, Span: sp}})
+				b.us = append(b.us, &bunit{info: UnitInfo{Model: mi, File: fi, Index: ui, Span: sp}})
 			}
-			frs = append(frs, fileRef{mi, fi, lo, len(us)})
+			b.frs = append(b.frs, fileRef{mi, fi, lo, len(b.us)})
 		}
 	}
-	threads := s.opt.threads()
-	if err := parallel(len(frs), threads, func(k int) error {
-		fr := frs[k]
-		in := models[fr.mi].Files[fr.fi]
+	if err := parallel(len(b.frs), b.threads, func(k int) error {
+		fr := b.frs[k]
+		in := b.models[fr.mi].Files[fr.fi]
 		buf := make([]byte, in.Size)
 		if _, err := in.R.ReadAt(buf, 0); err != nil && !(errors.Is(err, io.EOF) && int64(len(buf)) == in.Size) {
-			return fmt.Errorf("store: model %q: file %q: %w", models[fr.mi].Name, in.Name, err)
+			return fmt.Errorf("store: model %q: file %q: %w", b.models[fr.mi].Name, in.Name, err)
 		}
-		for _, u := range us[fr.lo:fr.hi] {
+		for _, u := range b.us[fr.lo:fr.hi] {
 			u.raw = buf[u.info.Off : u.info.Off+u.info.N]
 		}
 		return nil
 	}); err != nil {
-		return nil, nil, err
+		return err
 	}
-	// the largest first, so that no thread is left with a large one at
-	// the end
-	bySize := func(v []*bunit) []*bunit {
-		v = slices.Clone(v)
-		sort.SliceStable(v, func(a, b int) bool { return v[a].info.N > v[b].info.N })
-		return v
-	}
-	sized := bySize(us)
-	if err := parallel(len(sized), threads, func(k int) error {
+	sized := bySize(b.us)
+	return parallel(len(sized), b.threads, func(k int) error {
 		u := sized[k]
 		u.info.Hash = sha256.Sum256(u.raw)
 		return nil
-	}); err != nil {
-		return nil, nil, err
-	}
-	ms := make([]ModelCommit, len(models))
-	for mi, bm := range models {
-		ms[mi] = ModelCommit{Name: bm.Name, Files: make([]FileEntry, len(bm.Files))}
-	}
+	})
+}
 
-	// the first unit of each hash is new unless the store holds it
-	first := map[Hash]*bunit{}
+// sortNew finds the new units — the first of each hash, unless the store
+// holds it — and describes them (fingerprints and cast hashes,
+// Describe's).
+func (b *batch) sortNew() error {
+	b.first = map[Hash]*bunit{}
 	var firsts []*bunit
-	for _, u := range us {
-		if _, ok := first[u.info.Hash]; !ok {
-			first[u.info.Hash] = u
+	for _, u := range b.us {
+		if _, ok := b.first[u.info.Hash]; !ok {
+			b.first[u.info.Hash] = u
 			firsts = append(firsts, u)
 		}
 	}
-	var fresh []*bunit // the new ones, in order
-	if err := s.kv.view(func(t tx) error {
+	if err := b.s.kv.view(func(t tx) error {
 		for _, u := range firsts {
 			if t.get(bUnits, u.info.Hash[:]) == nil {
-				fresh = append(fresh, u)
+				b.fresh = append(b.fresh, u)
 			}
 		}
 		return nil
 	}); err != nil {
-		return nil, nil, err
+		return err
 	}
-	// the fingerprints and cast hashes of the new units (Describe's)
-	sized = bySize(fresh)
-	if err := parallel(len(sized), threads, func(k int) error {
+	sized := bySize(b.fresh)
+	return parallel(len(sized), b.threads, func(k int) error {
 		u := sized[k]
 		u.info.FP, u.info.Casts = describeValues(u.raw, u.info.DType)
 		return nil
-	}); err != nil {
-		return nil, nil, err
-	}
+	})
+}
 
-	// plans: each family of new float units together, the rest alone
+// plan plans each family of new float units together (PlanFamily), the
+// rest alone.
+func (b *batch) plan() error {
 	families := map[string][]UnitInfo{}
 	var fams []string
-	var plans []Plan
-	for _, u := range fresh {
+	for _, u := range b.fresh {
 		if f := u.info.Family(); f != "" {
 			if families[f] == nil {
 				fams = append(fams, f)
 			}
 			families[f] = append(families[f], u.info)
 		} else {
-			plans = append(plans, Plan{Unit: u.info, Kind: KindNzip})
+			b.plans = append(b.plans, Plan{Unit: u.info, Kind: KindNzip})
 		}
 	}
 	var pmu sync.Mutex
-	if err := parallel(len(fams), threads, func(k int) error {
-		ps, err := s.PlanFamily(families[fams[k]])
+	if err := parallel(len(fams), b.threads, func(k int) error {
+		ps, err := b.s.PlanFamily(families[fams[k]])
 		if err != nil {
 			return err
 		}
 		pmu.Lock()
-		plans = append(plans, ps...)
+		b.plans = append(b.plans, ps...)
 		pmu.Unlock()
 		return nil
 	}); err != nil {
-		return nil, nil, err
+		return err
 	}
-	sort.Slice(plans, func(i, j int) bool { return plans[i].Unit.Before(plans[j].Unit) })
+	sort.Slice(b.plans, func(i, j int) bool { return b.plans[i].Unit.Before(b.plans[j].Unit) })
+	return nil
+}
 
-	// One pool of tasks, model after model: the model's file hashes (and
-	// -compare archives), then its plans, the largest first. When the
-	// last task of a model is done its chunk file is written (a goroutine
-	// of its own: mostly waiting for its fsync) while later models code.
-	type task struct {
-		mi   int
-		file int // frs index, or -1
-		plan int // plans index, or -1
+// task is one piece of coding work: a file's hash (and -compare archive)
+// or a plan.
+type task struct {
+	mi   int
+	file int // frs index, or -1
+	plan int // plans index, or -1
+}
+
+// code runs one pool of tasks, model after model: the model's file
+// hashes (and -compare archives), then its plans, the largest first. When
+// the last task of a model is done its chunk file is written (a goroutine
+// of its own: mostly waiting for its fsync) while later models code.
+func (b *batch) code() error {
+	b.ms = make([]ModelCommit, len(b.models))
+	for mi, bm := range b.models {
+		b.ms[mi] = ModelCommit{Name: bm.Name, Files: make([]FileEntry, len(bm.Files))}
 	}
 	var tasks []task
-	left := make([]atomic.Int32, len(models))
-	byModel := make([][]int, len(models))
-	for i, p := range plans {
+	left := make([]atomic.Int32, len(b.models))
+	byModel := make([][]int, len(b.models))
+	for i, p := range b.plans {
 		byModel[p.Unit.Model] = append(byModel[p.Unit.Model], i)
 	}
 	fi := 0
-	for mi := range models {
-		for ; fi < len(frs) && frs[fi].mi == mi; fi++ {
+	for mi := range b.models {
+		for ; fi < len(b.frs) && b.frs[fi].mi == mi; fi++ {
 			tasks = append(tasks, task{mi, fi, -1})
 		}
 		ps := slices.Clone(byModel[mi])
-		sort.SliceStable(ps, func(a, b int) bool { return plans[ps[a]].Unit.N > plans[ps[b]].Unit.N })
+		sort.SliceStable(ps, func(x, y int) bool { return b.plans[ps[x]].Unit.N > b.plans[ps[y]].Unit.N })
 		for _, i := range ps {
 			tasks = append(tasks, task{mi, -1, i})
 		}
@@ -200,76 +261,30 @@ func (s *Store) AddBatch(models []BatchModel, opt AddOptions) ([]*Manifest, []Ad
 	for _, t := range tasks {
 		left[t.mi].Add(1)
 	}
-	news := make([]NewUnit, len(plans))
-	payloads := make([][]byte, len(plans))
-	alone := make([]int64, len(frs))
+	b.news = make([]NewUnit, len(b.plans))
+	payloads := make([][]byte, len(b.plans))
+	alone := make([]int64, len(b.frs))
 	var (
 		wg    sync.WaitGroup
-		perr  = make([]error, len(models))
+		perr  = make([]error, len(b.models))
 		slots = make(chan struct{}, packWriters)
 	)
 	writePack := func(mi int) {
 		defer wg.Done()
 		slots <- struct{}{}
 		defer func() { <-slots }()
-		var nus []NewUnit
-		var pls [][]byte
-		for _, i := range byModel[mi] {
-			nus = append(nus, news[i])
-			pls = append(pls, payloads[i])
-		}
-		pack := Pack(nus, pls)
-		if len(pack) > 0 {
-			id, err := s.bl.put(pack)
-			if err != nil {
-				perr[mi] = fmt.Errorf("store: model %q: %w", models[mi].Name, err)
-				return
-			}
-			for i := range nus {
-				if nus[i].Kind != KindCast {
-					nus[i].Pack = id
-				}
-			}
-		}
-		ms[mi].New = nus
+		perr[mi] = b.writePack(mi, byModel[mi], payloads)
 	}
-	err := parallel(len(tasks), threads, func(k int) error {
+	err := parallel(len(tasks), b.threads, func(k int) error {
 		t := tasks[k]
+		var err error
 		if t.file >= 0 {
-			fr := frs[t.file]
-			in := models[fr.mi].Files[fr.fi]
-			fe := FileEntry{Name: in.Name, Size: in.Size, Format: in.Format}
-			fh := sha256.New()
-			for _, u := range us[fr.lo:fr.hi] {
-				fh.Write(u.raw)
-				fe.Units = append(fe.Units, u.info.Hash)
-			}
-			copy(fe.SHA256[:], fh.Sum(nil))
-			ms[fr.mi].Files[fr.fi] = fe
-			if opt.Compare {
-				var err error
-				if alone[t.file], err = archiveSize(in); err != nil {
-					return fmt.Errorf("store: model %q: file %q: %w", models[fr.mi].Name, in.Name, err)
-				}
-			}
+			alone[t.file], err = b.hashFile(t.file)
 		} else {
-			p := plans[t.plan]
-			var base []byte
-			if p.Kind == KindDelta {
-				if b, ok := first[p.Base]; ok && p.BaseAt != nil {
-					base = b.raw
-				} else {
-					var err error
-					if base, err = s.UnitBytes(p.Base); err != nil {
-						return fmt.Errorf("store: model %q: base %s: %w", models[t.mi].Name, p.Base, err)
-					}
-				}
-			}
-			nu, payload, err := codePlan(p, first[p.Unit.Hash].raw, base)
-			if err != nil {
-				return fmt.Errorf("store: model %q: %w", models[t.mi].Name, err)
-			}
-			news[t.plan], payloads[t.plan] = nu, payload
+			err = b.codeUnit(t.plan, payloads)
+		}
+		if err != nil {
+			return err
 		}
 		if left[t.mi].Add(-1) == 0 {
 			wg.Add(1)
@@ -279,44 +294,105 @@ func (s *Store) AddBatch(models []BatchModel, opt AddOptions) ([]*Manifest, []Ad
 	})
 	wg.Wait()
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	for _, err := range perr {
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 	}
-	for k, fr := range frs {
-		ms[fr.mi].Alone += alone[k]
+	for k, fr := range b.frs {
+		b.ms[fr.mi].Alone += alone[k]
 	}
-	hook("packed")
-	if opt.BeforeCommit != nil {
-		if err := opt.BeforeCommit(); err != nil {
-			return nil, nil, fmt.Errorf("store: %w", err)
-		}
-	}
-	out, skipped, err := s.commitModels(ms)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(skipped) > 0 {
-		// added meanwhile by another writer with the same files
-		return nil, nil, fmt.Errorf("%w: %q", ErrExists, skipped[0])
-	}
+	return nil
+}
 
-	// what each model's add did, as Add counts it
-	sts := make([]AddStats, len(models))
+// hashFile makes file k's entry (its units and SHA-256) and, with
+// -compare, returns the size of its own archive.
+func (b *batch) hashFile(k int) (int64, error) {
+	fr := b.frs[k]
+	in := b.models[fr.mi].Files[fr.fi]
+	fe := FileEntry{Name: in.Name, Size: in.Size, Format: in.Format}
+	fh := sha256.New()
+	for _, u := range b.us[fr.lo:fr.hi] {
+		fh.Write(u.raw)
+		fe.Units = append(fe.Units, u.info.Hash)
+	}
+	copy(fe.SHA256[:], fh.Sum(nil))
+	b.ms[fr.mi].Files[fr.fi] = fe
+	if !b.opt.Compare {
+		return 0, nil
+	}
+	alone, err := archiveSize(in)
+	if err != nil {
+		return 0, fmt.Errorf("store: model %q: file %q: %w", b.models[fr.mi].Name, in.Name, err)
+	}
+	return alone, nil
+}
+
+// codeUnit codes plan i, its base read from the batch's inputs or
+// decoded from the store.
+func (b *batch) codeUnit(i int, payloads [][]byte) error {
+	p := b.plans[i]
+	name := b.models[p.Unit.Model].Name
+	var base []byte
+	if p.Kind == KindDelta {
+		if bu, ok := b.first[p.Base]; ok && p.BaseAt != nil {
+			base = bu.raw
+		} else {
+			var err error
+			if base, err = b.s.UnitBytes(p.Base); err != nil {
+				return fmt.Errorf("store: model %q: base %s: %w", name, p.Base, err)
+			}
+		}
+	}
+	nu, payload, err := codePlan(p, b.first[p.Unit.Hash].raw, base)
+	if err != nil {
+		return fmt.Errorf("store: model %q: %w", name, err)
+	}
+	b.news[i], payloads[i] = nu, payload
+	return nil
+}
+
+// writePack writes model mi's chunk file (its plans are plans[idx]) and
+// sets its new units' places in it.
+func (b *batch) writePack(mi int, idx []int, payloads [][]byte) error {
+	var nus []NewUnit
+	var pls [][]byte
+	for _, i := range idx {
+		nus = append(nus, b.news[i])
+		pls = append(pls, payloads[i])
+	}
+	pack := Pack(nus, pls)
+	if len(pack) > 0 {
+		id, err := b.s.bl.put(pack)
+		if err != nil {
+			return fmt.Errorf("store: model %q: %w", b.models[mi].Name, err)
+		}
+		for i := range nus {
+			if nus[i].Kind != KindCast {
+				nus[i].Pack = id
+			}
+		}
+	}
+	b.ms[mi].New = nus
+	return nil
+}
+
+// stats counts what each model's add did, as Add counts it.
+func (b *batch) stats(out []*Manifest) []AddStats {
+	sts := make([]AddStats, len(b.models))
 	kinds := map[Hash]uint8{}
-	for _, nu := range news {
+	for _, nu := range b.news {
 		kinds[nu.Unit.Hash] = nu.Kind
 	}
-	for _, u := range us {
+	for _, u := range b.us {
 		st := &sts[u.info.Model]
 		st.Units++
 		st.Raw += u.info.N
 		k, ok := kinds[u.info.Hash]
 		switch {
-		case !ok || first[u.info.Hash] != u: // stored, or a repeat
+		case !ok || b.first[u.info.Hash] != u: // stored, or a repeat
 			st.Dedup++
 			st.Skipped += u.info.N
 		case k == KindCast:
@@ -328,10 +404,10 @@ func (s *Store) AddBatch(models []BatchModel, opt AddOptions) ([]*Manifest, []Ad
 			st.Coded++
 		}
 	}
-	for mi := range models {
+	for mi := range b.models {
 		sts[mi].Added = out[mi].Added
 	}
-	return out, sts, nil
+	return sts
 }
 
 // packWriters: chunk files written at once by AddBatch (each waits mostly

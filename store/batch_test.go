@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -27,24 +28,47 @@ func hubNames() []string {
 	return names
 }
 
+// hubOrders is hubNames in the orders the batch and ingest tests add them
+// in: "hub" (hubNames), "sorted" (as a hub lists them: each model's 16-bit
+// exports before its F32 original, so every F32 add recasts stored units)
+// and "16-bit-first" (every BF16 and F16 file, then the F32 files: the
+// fine-tunes' BF16 files are deltas of the base's BF16 until the F32
+// files arrive and recast them, moving their dependants' depths).
+func hubOrders() map[string][]string {
+	sorted := slices.Sorted(slices.Values(hubNames()))
+	var first, last []string
+	for _, n := range sorted {
+		if strings.Contains(n, ".f32.") {
+			last = append(last, n)
+		} else {
+			first = append(first, n)
+		}
+	}
+	return map[string][]string{"hub": hubNames(), "sorted": sorted, "16-bit-first": append(first, last...)}
+}
+
 // TestAddBatchMatchesAdd: AddBatch makes the store that Add makes adding
 // the same models one by one — the same index records (units, kinds,
 // bases, depths, owners, chunk files, manifests), the same AddStats and
 // manifests returned — from an empty store and from one that holds some
-// of them already (stored bases, casts and duplicates), with -compare.
+// of them already (stored bases, casts and duplicates), with -compare; in
+// the hub's order and with 16-bit files first (recasts of units stored
+// before the batch and of units the batch itself adds).
 func TestAddBatchMatchesAdd(t *testing.T) {
 	hub := shared(t, "hub/stories260K")
-	names := hubNames()
-	var models []BatchModel
-	for _, n := range names {
-		models = append(models, BatchModel{Name: n, Files: inputs(t, path.Join(hub, n))})
-	}
+	orders := hubOrders()
 	for _, tc := range []struct {
+		order   string
 		pre     int // models added by Add first
 		threads int
 		compare bool
-	}{{0, 2, false}, {3, 1, true}, {7, 4, false}} {
-		t.Run(fmt.Sprintf("pre%d-threads%d", tc.pre, tc.threads), func(t *testing.T) {
+	}{{"hub", 0, 2, false}, {"hub", 3, 1, true}, {"hub", 7, 4, false}, {"sorted", 0, 2, false}, {"sorted", 5, 4, false}, {"16-bit-first", 0, 2, false}} {
+		names := orders[tc.order]
+		var models []BatchModel
+		for _, n := range names {
+			models = append(models, BatchModel{Name: n, Files: inputs(t, path.Join(hub, n))})
+		}
+		t.Run(fmt.Sprintf("%s-pre%d-threads%d", tc.order, tc.pre, tc.threads), func(t *testing.T) {
 			a, b := NewMem(Options{Threads: 2}), NewMem(Options{Threads: tc.threads})
 			var wantM []*Manifest
 			var wantS []AddStats

@@ -14,9 +14,10 @@ import (
 // TestChainDepthLimit: a lineage of 20 fine-tunes of the hub's base (each
 // the previous one with its F32 weights nudged by 0.1 % noise, so each
 // finds its parent nearest) makes deltas of deltas until a chain holds
-// maxDepth-1 deltas; the next generation's tensors pass over the chain's
-// end and take a shallower base. Add and the ingest steps agree on it, and
-// every model restores.
+// maxChain deltas; the next generation's tensors, whose nearest base ends
+// such a chain, are coded against the chain's root (at depth 1 again), so
+// no delta is deeper than maxChain. Add and the ingest steps agree on it,
+// and every model restores.
 func TestChainDepthLimit(t *testing.T) {
 	hub := shared(t, "hub/stories260K")
 	base := inputs(t, path.Join(hub, "base/model.f32.safetensors"))[0]
@@ -51,6 +52,7 @@ func TestChainDepthLimit(t *testing.T) {
 	ingestSteps(t, b, names, models, 4)
 	for _, s := range []*Store{a, b} {
 		deepest, deltas := 0, 0
+		rooted := 0 // deltas of a generation past the limit against gen00
 		if err := s.kv.view(func(tx tx) error {
 			return tx.scan(bUnits, nil, func(k, v []byte) error {
 				u, err := parseUnit(v)
@@ -60,15 +62,22 @@ func TestChainDepthLimit(t *testing.T) {
 				if u.Kind == KindDelta {
 					deltas++
 					deepest = max(deepest, int(u.Depth))
+					if b, err := parseUnit(tx.get(bUnits, u.Base[:])); err == nil && u.Owner == names[maxChain+1] && b.Owner == names[0] {
+						rooted++
+					}
 				}
 				return nil
 			})
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if deepest != maxDepth-1 {
-			t.Fatalf("deepest delta chain %d (%d deltas), want %d: the limit was not reached or not kept", deepest, deltas, maxDepth-1)
+		if deepest != maxChain {
+			t.Fatalf("deepest delta chain %d (%d deltas), want %d: the limit was not reached or not kept", deepest, deltas, maxChain)
 		}
+		if rooted == 0 {
+			t.Fatalf("no delta of %s is coded against the root of its chain (%s)", names[maxChain+1], names[0])
+		}
+		checkDepths(t, s)
 		for i, n := range names {
 			restore(t, s, n, fileBytes(t, models[i]))
 		}

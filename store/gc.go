@@ -76,13 +76,18 @@ type GCStats struct {
 	Casts            int   // cast hints of removed units dropped
 	LiveBytes        int64 // payload bytes of units in the index
 	DeadBytes        int64 // bytes of kept chunk files no unit uses
+	Repacked         int   // chunk files rewritten with their live payloads only (repack.go)
+	RepackedBytes    int64 // bytes that saved
+	Released         int   // units no model or unit used any more (a recast's old bases), removed from the index
 	Young            int   // s3://: unused chunk files kept because they are younger than the grace period (an add in flight may not have committed its index yet)
 }
 
-// GC removes chunk files that no unit in the index uses (left by Remove or
-// by an add that died before its commit), temporary files, and index hints
-// about removed units. A chunk file that any unit still uses is kept
-// whole. The caller must hold the store for writing (Open without
+// GC removes units without references (old bases of recast units,
+// releaseRef), chunk files that no unit in the index uses (left by Remove
+// or by an add that died before its commit), temporary files, and index
+// hints about removed units. A chunk file that any unit still uses is kept
+// whole, or rewritten when at least half of it is unused (repack.go). The
+// caller must hold the store for writing (Open without
 // ReadOnly), so no add runs meanwhile; an s3:// store has no lock, so
 // there unused chunk files younger than a grace period (10 minutes) are
 // kept for a later gc: an add in flight writes its pack before its index.
@@ -96,7 +101,11 @@ func (s *Store) GC() (GCStats, error) {
 		return st, err
 	}
 	st.Temps = n
+	if st.Released, err = s.sweepReleased(); err != nil {
+		return st, err
+	}
 	live := map[Hash]int64{}
+	uses := map[Hash][]packUse{}
 	var stale [][]byte
 	err = s.kv.view(func(t tx) error {
 		if err := t.scan(bUnits, nil, func(k, v []byte) error {
@@ -107,6 +116,7 @@ func (s *Store) GC() (GCStats, error) {
 			if u.Kind != KindCast {
 				live[u.Pack] += u.Len
 				st.LiveBytes += u.Len
+				uses[u.Pack] = append(uses[u.Pack], packUse{h: Hash(k), off: u.Off, n: u.Len, crc: u.CRC})
 			}
 			return nil
 		}); err != nil {
@@ -142,9 +152,18 @@ func (s *Store) GC() (GCStats, error) {
 	}
 	var drop []Hash
 	young, _ := s.bl.(interface{ young(Hash) bool })
+	type sized struct {
+		id   Hash
+		size int64
+	}
+	var rewrite []sized
 	err = s.bl.list(func(id Hash, size int64) error {
 		if l, ok := live[id]; ok {
-			st.DeadBytes += size - l
+			if young == nil && repackable(l, size) {
+				rewrite = append(rewrite, sized{id, size})
+			} else {
+				st.DeadBytes += size - l
+			}
 			return nil
 		}
 		if young != nil && young.young(id) {
@@ -163,6 +182,18 @@ func (s *Store) GC() (GCStats, error) {
 			return st, err
 		}
 		st.Packs++
+	}
+	for _, r := range rewrite {
+		saved, err := s.repack(r.id, r.size, uses[r.id])
+		if err != nil {
+			return st, err
+		}
+		if saved == 0 {
+			st.DeadBytes += r.size - live[r.id]
+			continue
+		}
+		st.Repacked++
+		st.RepackedBytes += saved
 	}
 	return st, nil
 }
@@ -215,6 +246,47 @@ func (c *countWriter) Write(p []byte) (int, error) {
 
 var _ io.Writer = (*countWriter)(nil)
 
+// sweepReleased removes the units that nothing references (releaseRef
+// leaves them), in one transaction; their bases lose a reference each
+// (decRef: those left without one go too). It returns the units removed.
+func (s *Store) sweepReleased() (int, error) {
+	var zero []Hash
+	if err := s.kv.view(func(t tx) error {
+		return t.scan(bUnits, nil, func(k, v []byte) error {
+			if u, err := parseUnit(v); err == nil && u.Refs == 0 && len(k) == 32 {
+				zero = append(zero, Hash(k))
+			}
+			return nil // a damaged record is verify's to report
+		})
+	}); err != nil || len(zero) == 0 {
+		return 0, err
+	}
+	n := 0
+	err := s.kv.update(func(t tx) error {
+		n = 0
+		for _, h := range zero {
+			v := t.get(bUnits, h[:])
+			if v == nil {
+				continue
+			}
+			u, err := parseUnit(v)
+			if err != nil || u.Refs != 0 {
+				continue // referenced again meanwhile (an s3:// add)
+			}
+			u.Refs = 1
+			if err := t.put(bUnits, h[:], u.encode()); err != nil {
+				return err
+			}
+			if err := decRef(t, h, maxDepth); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
 // checkRefs recomputes every unit's reference count from the manifests
 // and bases and compares.
 func (s *Store) checkRefs() error {
@@ -254,7 +326,8 @@ func (s *Store) checkRefs() error {
 			}
 		}
 		for h, n := range have {
-			if want[h] == 0 {
+			// a unit without references (a recast's old base) is gc's
+			if want[h] == 0 && n != 0 {
 				return fmt.Errorf("%w: unit %s (%d references) used by nothing", ErrIndexDamaged, h, n)
 			}
 		}

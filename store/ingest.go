@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 
 	"neuralzip/codec"
 	"neuralzip/dtype"
@@ -29,11 +28,10 @@ import (
 //     index in full or not at all.
 //
 // The store this makes is the one Add makes adding the same models one by
-// one in the same order: the same units, kinds, bases, packs and
-// manifests. One difference is possible near the base chain limit: the
-// planner counts a chain as if every planned delta is kept (a delta not
-// smaller than the unit coded alone is dropped when it is coded), so a
-// chain that reaches the limit may end one unit earlier than Add's.
+// one in the same order: the same units, kinds, bases, depths, packs and
+// manifests, recasts of 16-bit units stored or added before their F32
+// originals included: Add and the planner decide through one routine
+// (plan.go, which also says where a planned ingest can still differ).
 
 // Span is one unit of a file: a byte range and its element type
 // (dtype.Invalid for opaque bytes).
@@ -127,189 +125,6 @@ func (s *Store) Has(h Hash) (bool, error) {
 		return nil
 	})
 	return found, err
-}
-
-// Plan says how a new unit is to be stored.
-type Plan struct {
-	Unit UnitInfo
-	// Kind is KindCast (the bytes are the cast of Base), KindDelta (coded
-	// against Base, or alone when that is smaller) or KindNzip (coded
-	// alone; raw when nzip does not shrink it).
-	Kind uint8
-	Base Hash
-	// BaseAt is the base when it is a unit of this ingest (read from its
-	// input); nil when the store holds it.
-	BaseAt *UnitInfo
-}
-
-// candidate is a possible base in a family: a stored unit or a planned one.
-type candidate struct {
-	h     Hash
-	fp    fingerprint
-	depth int
-	at    *UnitInfo // nil: stored
-	u     unit      // stored: its record
-}
-
-// storedCandidates lists the stored units of type ty and numel values that
-// have a fingerprint, in hash order (the index's), as bases to choose from.
-func storedCandidates(t tx, ty dtype.DType, numel int64) ([]candidate, error) {
-	var out []candidate
-	prefix := fpKey(ty, numel, Hash{})
-	err := t.scan(bFP, prefix, func(k, v []byte) error {
-		if len(k) != len(prefix)+32 {
-			return nil
-		}
-		f, err := parseFingerprint(v)
-		if err != nil {
-			return nil // a damaged hint is only a missed chance
-		}
-		var h Hash
-		copy(h[:], k[len(prefix):])
-		ub := t.get(bUnits, h[:])
-		if ub == nil {
-			return nil
-		}
-		u, err := parseUnit(ub)
-		if err != nil || u.DType != ty {
-			return nil
-		}
-		out = append(out, candidate{h: h, fp: f, depth: int(u.Depth), u: u})
-		return nil
-	})
-	return out, err
-}
-
-// PlanFamily plans the new units of one family (their Family key equal,
-// none stored, each hash once), as Add would meet them one model after
-// another: a castable unit whose bytes are the cast of an F32 unit stored
-// or added by an earlier model is a cast; a float unit is tried against
-// the nearest unit of its type stored or added by an earlier model; the
-// rest are coded alone. The plans come in the ingest order.
-func (s *Store) PlanFamily(units []UnitInfo) ([]Plan, error) {
-	units = slices.Clone(units)
-	sort.Slice(units, func(i, j int) bool { return units[i].Before(units[j]) })
-	cands := map[dtype.DType][]candidate{} // by type, in hash order (Add's scan order)
-	storedCast := map[Hash]*candidate{}    // cast hints the store holds: the cast's hash → its F32 unit
-	hinted := map[Hash]bool{}              // cast hashes with a hint in the store (valid or not)
-	newCast := map[Hash]struct {
-		c  candidate
-		to dtype.DType
-	}{}
-	err := s.kv.view(func(t tx) error {
-		types := map[dtype.DType]int64{}
-		for _, u := range units {
-			if u.Family() == "" {
-				return fmt.Errorf("store: plan: unit %s of type %s has no family", u.Hash, u.DType)
-			}
-			numel := u.N / int64(u.DType.Size())
-			if u.Family() != units[0].Family() {
-				return fmt.Errorf("store: plan: units of families %s and %s planned together", units[0].Family(), u.Family())
-			}
-			types[u.DType] = numel
-			if castable(u.DType) {
-				v := t.get(bCasts, u.Hash[:])
-				if v == nil {
-					continue
-				}
-				hinted[u.Hash] = true
-				r, err := parseCast(v)
-				if err != nil || r.DType != u.DType {
-					continue
-				}
-				if bu := t.get(bUnits, r.From[:]); bu != nil {
-					if b, err := parseUnit(bu); err == nil && b.Depth < maxDepth {
-						storedCast[u.Hash] = &candidate{h: r.From, depth: int(b.Depth)}
-					}
-				}
-			}
-		}
-		for _, u := range units { // the casts' hints that F32 units would meet
-			for _, ch := range u.Casts {
-				if t.get(bCasts, ch[:]) != nil {
-					hinted[ch] = true
-				}
-			}
-		}
-		for ty, numel := range types {
-			cs, err := storedCandidates(t, ty, numel)
-			if err != nil {
-				return err
-			}
-			cands[ty] = cs
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	plans := make([]Plan, 0, len(units))
-	for i := 0; i < len(units); {
-		j := i
-		for j < len(units) && units[j].Model == units[i].Model {
-			j++
-		}
-		// one model: its units see the store and earlier models only;
-		// depth[k-i] is the planned length of unit k's base chain
-		start := len(plans)
-		depth := make([]int, j-i)
-		for k := i; k < j; k++ {
-			u := units[k]
-			p := Plan{Unit: u, Kind: KindNzip}
-			d := 0
-			if c, ok := storedCast[u.Hash]; ok {
-				p.Kind, p.Base, d = KindCast, c.h, c.depth+1
-			} else if nc, ok := newCast[u.Hash]; ok && !hinted[u.Hash] && nc.to == u.DType && nc.c.depth < maxDepth {
-				p.Kind, p.Base, p.BaseAt, d = KindCast, nc.c.h, nc.c.at, nc.c.depth+1
-			} else if c, ok := nearestOf(cands[u.DType], u.FP); ok {
-				p.Kind, p.Base, p.BaseAt, d = KindDelta, c.h, c.at, c.depth+1
-			}
-			plans = append(plans, p)
-			depth[k-i] = d
-		}
-		for k := start; k < len(plans); k++ {
-			at := &plans[k].Unit
-			c := candidate{h: at.Hash, fp: at.FP, depth: depth[k-start], at: at}
-			l := cands[at.DType]
-			n, _ := slices.BinarySearchFunc(l, c.h, func(a candidate, h Hash) int { return compareHash(a.h, h) })
-			cands[at.DType] = slices.Insert(l, n, c)
-			for ci, ch := range at.Casts {
-				if _, ok := newCast[ch]; !ok && !hinted[ch] {
-					newCast[ch] = struct {
-						c  candidate
-						to dtype.DType
-					}{c, castTypes[ci]}
-				}
-			}
-		}
-		i = j
-	}
-	return plans, nil
-}
-
-func compareHash(a, b Hash) int {
-	for i := range a {
-		if a[i] != b[i] {
-			return int(a[i]) - int(b[i])
-		}
-	}
-	return 0
-}
-
-// nearestOf is Add's choice of base: the candidate nearest fp within
-// nearThreshold with room in its chain, the first in hash order on a tie.
-func nearestOf(cs []candidate, fp fingerprint) (candidate, bool) {
-	var best candidate
-	bestD := nearThreshold
-	found := false
-	for _, c := range cs {
-		d := distance(c.fp, fp)
-		if !(d < bestD) || c.depth+1 >= maxDepth {
-			continue
-		}
-		best, bestD, found = c, d, true
-	}
-	return best, found
 }
 
 // NewUnit is a coded unit on its way into the store: where its payload
@@ -488,22 +303,10 @@ func (s *Store) commitModels(ms []ModelCommit) (out []*Manifest, skipped []strin
 			}
 			news := make([]*coded, len(mc.New))
 			for i, nu := range mc.New {
-				u := nu.Unit
-				c := &coded{h: u.Hash, fp: u.FP, casts: u.Casts, u: unit{Kind: nu.Kind, DType: u.DType, Pack: nu.Pack, Off: nu.Off, Len: nu.Len, CRC: nu.CRC, RawLen: u.N, Base: nu.Base}}
-				if c.u.Kind == KindCast {
-					c.u.Pack = Hash{}
-				} else {
+				news[i] = newCoded(nu)
+				if nu.Kind != KindCast {
 					m.Added += nu.Len
 				}
-				if !fingerprintable(u.DType) {
-					c.fp = nil
-				}
-				if u.DType == dtype.F32 && len(u.Casts) == len(castTypes) {
-					c.castTs = castTypes
-				} else {
-					c.casts = nil
-				}
-				news[i] = c
 			}
 			if err := commitModel(t, m, news); err != nil {
 				return fmt.Errorf("model %q: %w", mc.Name, err)
@@ -516,6 +319,24 @@ func (s *Store) commitModels(ms []ModelCommit) (out []*Manifest, skipped []strin
 		return nil, nil, fmt.Errorf("store: commit: %w", err)
 	}
 	return out, skipped, nil
+}
+
+// newCoded is new unit nu as commitModel enters it.
+func newCoded(nu NewUnit) *coded {
+	u := nu.Unit
+	c := &coded{h: u.Hash, fp: u.FP, casts: u.Casts, u: unit{Kind: nu.Kind, DType: u.DType, Pack: nu.Pack, Off: nu.Off, Len: nu.Len, CRC: nu.CRC, RawLen: u.N, Base: nu.Base}}
+	if c.u.Kind == KindCast {
+		c.u.Pack = Hash{}
+	}
+	if !fingerprintable(u.DType) {
+		c.fp = nil
+	}
+	if u.DType == dtype.F32 && len(u.Casts) == len(castTypes) {
+		c.castTs = castTypes
+	} else {
+		c.casts = nil
+	}
+	return c
 }
 
 func sameFiles(a, b []FileEntry) bool {

@@ -160,19 +160,23 @@ func dumpIndex(t *testing.T, s *Store) map[string]string {
 // adding them one by one: the same index records (units, kinds, bases,
 // depths, owners, packs, manifests), the same chunk files; starting from a
 // store that holds some of them already (so stored bases, stored casts and
-// stored duplicates are met) and committing one model or all at a time.
+// stored duplicates are met) and committing one model or all at a time;
+// in the hub's order and with 16-bit files first (hubOrders: every cast is
+// then a recast, made by a later model of the ingest).
 func TestIngestMatchesAdd(t *testing.T) {
 	hub := shared(t, "hub/stories260K")
-	names := hubNames()
-	var models [][]Input
-	for _, n := range names {
-		models = append(models, inputs(t, path.Join(hub, n)))
-	}
+	orders := hubOrders()
 	for _, tc := range []struct {
+		order string
 		pre   int // models added by Add first
 		batch int
-	}{{0, 1}, {2, len(names)}, {5, 3}} {
-		t.Run(fmt.Sprintf("pre%d-batch%d", tc.pre, tc.batch), func(t *testing.T) {
+	}{{"hub", 0, 1}, {"hub", 2, 100}, {"hub", 5, 3}, {"sorted", 0, 100}, {"sorted", 3, 1}, {"16-bit-first", 2, 4}} {
+		names := orders[tc.order]
+		var models [][]Input
+		for _, n := range names {
+			models = append(models, inputs(t, path.Join(hub, n)))
+		}
+		t.Run(fmt.Sprintf("%s-pre%d-batch%d", tc.order, tc.pre, tc.batch), func(t *testing.T) {
 			a, b := NewMem(Options{Threads: 2}), NewMem(Options{Threads: 2})
 			for i, n := range names {
 				if _, _, err := a.Add(n, models[i], AddOptions{}); err != nil {

@@ -6,13 +6,16 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"slices"
 	"testing"
 	"time"
 )
 
 // TestKillChild is the child of TestKill: it adds hub models to the store
 // NZ_STORE_CHILD (one by one, or in one AddBatch when NZ_STORE_BATCH is
-// set) and kills itself (SIGKILL) at phase NZ_STORE_KILL.
+// "batch"; one by one in sorted order, each BF16 export before its F32
+// original, so that the F32 adds recast stored units, when it is
+// "sorted") and kills itself (SIGKILL) at phase NZ_STORE_KILL.
 func TestKillChild(t *testing.T) {
 	dir := os.Getenv("NZ_STORE_CHILD")
 	if dir == "" {
@@ -31,7 +34,11 @@ func TestKillChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	hub := shared(t, "hub/stories260K")
-	if os.Getenv("NZ_STORE_BATCH") != "" {
+	files := hubFiles
+	if os.Getenv("NZ_STORE_BATCH") == "sorted" {
+		files = slices.Sorted(slices.Values(hubFiles))
+	}
+	if os.Getenv("NZ_STORE_BATCH") == "batch" {
 		var bms []BatchModel
 		for _, f := range hubFiles {
 			bms = append(bms, BatchModel{Name: f, Files: inputs(t, path.Join(hub, f))})
@@ -40,7 +47,7 @@ func TestKillChild(t *testing.T) {
 			t.Fatal(err)
 		}
 	} else {
-		for _, f := range hubFiles {
+		for _, f := range files {
 			if _, _, err := s.Add(f, inputs(t, path.Join(hub, f)), AddOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -52,7 +59,8 @@ func TestKillChild(t *testing.T) {
 // TestKill kills an adding process (kill -9) at each point of an add and
 // at random times, then checks that the store verifies, that gc removes
 // what the dead add left, and that a new add completes the store; then
-// the same for a batch (AddBatch: all its models or none).
+// the same for a batch (AddBatch: all its models or none) and for single
+// adds in sorted order (whose F32 adds recast stored BF16 units).
 func TestKill(t *testing.T) {
 	shared(t, "hub/stories260K")
 	if testing.Short() {
@@ -114,10 +122,10 @@ func TestKill(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, batch = range []string{"", "batch"} {
+	for _, batch = range []string{"", "batch", "sorted"} {
 		lbl := "add"
 		if batch != "" {
-			lbl = "batch"
+			lbl = batch
 		}
 		fresh()
 		for _, phase := range []string{"pack-written", "packed"} {
@@ -125,7 +133,7 @@ func TestKill(t *testing.T) {
 			gs := check(lbl + " killed at " + phase)
 			// one add leaves its one chunk (or temporary) file; a batch
 			// leaves those written when it died
-			if n := gs.Packs + int64(gs.Temps); n == 0 || (batch == "" && n != 1) {
+			if n := gs.Packs + int64(gs.Temps); n == 0 || (batch != "batch" && n != 1) {
 				t.Fatalf("%s killed at %s: gc removed %d chunk and %d temporary files, want the dead add's", lbl, phase, gs.Packs, gs.Temps)
 			}
 			// the first model (a batch: every model) never lands

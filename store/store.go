@@ -25,9 +25,16 @@ var (
 	ErrNotStore = errors.New("store: not a store (run nzip store init)")
 )
 
-// maxDepth bounds base chains (a delta of a delta of ...): decoding a unit
-// decodes at most this many others.
+// maxDepth bounds the base chains the index may hold (a delta of a delta
+// of ...): decoding a unit decodes at most this many others. Stores made
+// before chains were bounded hold chains up to this long.
 const maxDepth = 16
+
+// maxChain bounds the chains an add makes: a new delta's base chain is at
+// most this deep; a unit whose nearest base would make it deeper is coded
+// against that chain's root (or alone, whichever is smaller). A cast adds
+// one more step (no payload: decoding it decodes its F32 base).
+const maxChain = 3
 
 // indexName is the index file in a directory store.
 const indexName = "index.db"

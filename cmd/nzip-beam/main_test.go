@@ -148,6 +148,10 @@ func TestIngestMatchesAdd(t *testing.T) {
 	}{
 		// F32 before its casts, so casts are met
 		{"hub-f32-first", []string{filepath.Join(hub, "base/model.f32.safetensors"), hub}},
+		// in sorted order, each model's 16-bit exports before its F32
+		// original: every cast is a recast at the F32's commit, and
+		// later models are planned on the recast units
+		{"hub-sorted", []string{hub}},
 		{"original", []string{shared(t, "models/original")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,6 +177,9 @@ func TestIngestMatchesAdd(t *testing.T) {
 			}
 			if tc.name == "hub-f32-first" && (c["units_cast"] == 0 || c["units_delta"] == 0 || c["units_deduplicated"] == 0) {
 				t.Fatalf("the hub gave no casts, deltas or duplicates: %v", c)
+			}
+			if tc.name == "hub-sorted" && !strings.Contains(statsJSON(t, dir), `"cast": `) {
+				t.Fatalf("the sorted hub made no recasts")
 			}
 			var out bytes.Buffer
 			sum.print(&out)

@@ -33,7 +33,9 @@ add (or -name for one model). add stores its models in batches of up to
 256 MiB, each committed whole: a batch is all there or none of it (after
 a crash, or when one of its models fails). get restores a model's files
 byte for byte. rm drops models, gc removes the chunk files nothing uses
-any more.
+any more and rewrites those that are mostly unused. Order does not
+matter: a BF16/F16 export added before its F32 original becomes its cast
+when the F32 file is added.
 `
 
 func runStore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -342,6 +344,12 @@ func runStoreGC(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "removed %d chunk files (%d bytes), %d temporary files; %d bytes in use, %d unused bytes in chunk files still in use\n",
 		st.Packs, st.PackBytes, st.Temps, st.LiveBytes, st.DeadBytes)
+	if st.Released > 0 {
+		fmt.Fprintf(stdout, "removed %d units no model uses any more (old bases of units that became casts)\n", st.Released)
+	}
+	if st.Repacked > 0 {
+		fmt.Fprintf(stdout, "rewrote %d chunk files holding mostly unused bytes, saving %d bytes\n", st.Repacked, st.RepackedBytes)
+	}
 	if st.Young > 0 {
 		fmt.Fprintf(stdout, "kept %d unused chunk files written in the last minutes (an add may be committing them); a later gc removes them\n", st.Young)
 	}

@@ -10,7 +10,7 @@
 //	nzlab traj-floor [-shared DIR]
 //	nzlab sparse FILE...
 //	nzlab infer-speed [-shared DIR] [-runs N]
-//	nzlab store-numbers [-shared DIR]
+//	nzlab store-numbers [-shared DIR] [-order]
 //
 // scripts/icount.sh runs icount under callgrind; docs/setups.md,
 // docs/trajectories.md, docs/inference.md and docs/store.md name the

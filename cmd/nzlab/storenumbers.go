@@ -45,7 +45,11 @@ var hubFiles = []string{
 func runStoreNumbers(args []string) error {
 	fs := flag.NewFlagSet("store-numbers", flag.ExitOnError)
 	shared := fs.String("shared", "../shared", "the corpus directory (hub/, models/, trajectories/)")
+	order := fs.Bool("order", false, "print the upload-order table instead: the hub's files in sorted order (16-bit exports first) and F32 first")
 	fs.Parse(args)
+	if *order {
+		return storeOrder(*shared)
+	}
 	fmt.Println("| set | files | raw bytes | nzip alone | store bytes | store / nzip alone | add MB/s | get MB/s | read / chain | decoded / restored |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for _, all := range []bool{false, true} {
@@ -258,4 +262,101 @@ func sameFiles(path string, got [][]byte) error {
 		}
 	}
 	return nil
+}
+
+// orderModels are the upload-order check's models: a base and three
+// fine-tunes of the hub, F32 and BF16 of each.
+var orderModels = []string{"base", "ft-fortunes-full", "ft-fortunes-lora", "ft-frozen-embed"}
+
+// storeOrder prints the upload-order table of docs/store.md: the store's
+// payload against the files' own nzip archives when the files come in
+// sorted order (each BF16 export before its F32 original, as a hub
+// receives them) and F32 first; and the payload of the base with its BF16
+// export added first against after its F32. Added in batches, as nzip
+// store add adds them, to an in-memory store on two threads.
+func storeOrder(shared string) error {
+	hub := filepath.Join(shared, "hub/stories260K")
+	var sorted, f32First []string
+	for _, m := range orderModels {
+		for _, d := range []string{"f32", "bf16"} {
+			sorted = append(sorted, filepath.Join(hub, m, "model."+d+".safetensors"))
+		}
+	}
+	slices.Sort(sorted)
+	f32First = slices.Clone(sorted)
+	slices.SortStableFunc(f32First, func(a, b string) int { return widthRank(a) - widthRank(b) })
+	fmt.Println("| files | order | own archives | store payload | store / own archives |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, row := range []struct {
+		label string
+		files []string
+	}{{"sorted (16-bit first)", sorted}, {"F32 first", f32First}} {
+		stored, alone, err := orderPayload(row.files)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("| base + 3 fine-tunes, F32 and BF16 | %s | %d | %d | %.3f |\n", row.label, alone, stored, float64(stored)/float64(alone))
+	}
+	base := []string{filepath.Join(hub, "base/model.bf16.safetensors"), filepath.Join(hub, "base/model.f32.safetensors")}
+	first, _, err := orderPayload(base)
+	if err != nil {
+		return err
+	}
+	after, alone, err := orderPayload([]string{base[1], base[0]})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("| base, F32 and BF16 | BF16 first | %d | %d | %.3f |\n", alone, first, float64(first)/float64(alone))
+	fmt.Printf("| base, F32 and BF16 | F32 first | %d | %d | %.3f |\n", alone, after, float64(after)/float64(alone))
+	fmt.Printf("\nBF16 first costs %+.2f %% against F32 first\n", 100*(float64(first)/float64(after)-1))
+	return nil
+}
+
+// orderPayload adds files in the order given to a new in-memory store and
+// returns its payload bytes and the files' own nzip archives' bytes.
+func orderPayload(files []string) (stored, alone int64, err error) {
+	s := store.NewMem(store.Options{Threads: 2})
+	defer s.Close()
+	b := &store.Batcher{Store: s}
+	for _, f := range files {
+		ins, err := storeInputs(f)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, in := range ins {
+			res, err := codec.Encode(context.Background(), io.Discard, []codec.Input{{Name: in.Name, R: in.R, Size: in.Size, Format: in.Format, Segments: in.Segments}}, codec.EncodeOptions{})
+			if err != nil {
+				return 0, 0, err
+			}
+			alone += res.Compressed
+		}
+		if err := b.Add(f, ins, nil, nil); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := b.Flush(); err != nil {
+		return 0, 0, err
+	}
+	for _, f := range files {
+		m, err := s.Model(f)
+		if err != nil {
+			return 0, 0, err
+		}
+		var got [][]byte
+		for fi := range m.Files {
+			var buf bytes.Buffer
+			if err := s.WriteFile(m, fi, &buf); err != nil {
+				return 0, 0, err
+			}
+			got = append(got, buf.Bytes())
+		}
+		if err := sameFiles(f, got); err != nil {
+			return 0, 0, err
+		}
+	}
+	st, err := s.Stats()
+	if err != nil {
+		return 0, 0, err
+	}
+	return st.Stored, alone, nil
 }

@@ -1,0 +1,96 @@
+package store
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+)
+
+// overlay is a transaction whose writes stay in memory, over a read
+// transaction of the index: the planner (PlanFamily) commits each planned
+// model into one with commitModel, the code the real commit runs, so that
+// the next model is planned on the index as the commit will leave it —
+// recasts, the depths they move and cast hints included. Nothing written
+// to an overlay reaches the index.
+type overlay struct {
+	base tx
+	w    map[string]map[string]*[]byte // bucket → key → value; a nil value: deleted
+}
+
+func newOverlay(base tx) *overlay {
+	return &overlay{base: base, w: map[string]map[string]*[]byte{}}
+}
+
+func (o *overlay) get(bucket string, key []byte) []byte {
+	if v, ok := o.w[bucket][string(key)]; ok {
+		if v == nil {
+			return nil
+		}
+		return *v
+	}
+	return o.base.get(bucket, key)
+}
+
+func (o *overlay) set(bucket string, key []byte, v *[]byte) {
+	bk := o.w[bucket]
+	if bk == nil {
+		bk = map[string]*[]byte{}
+		o.w[bucket] = bk
+	}
+	bk[string(key)] = v
+}
+
+func (o *overlay) put(bucket string, key, val []byte) error {
+	v := bytes.Clone(val)
+	if v == nil {
+		v = []byte{}
+	}
+	o.set(bucket, key, &v)
+	return nil
+}
+
+func (o *overlay) del(bucket string, key []byte) error {
+	o.set(bucket, key, nil)
+	return nil
+}
+
+// scan merges the base's keys with the overlay's, in key order; an
+// overlay value replaces the base's, a deletion hides it.
+func (o *overlay) scan(bucket string, prefix []byte, fn func(k, v []byte) error) error {
+	var mine []string
+	for k := range o.w[bucket] {
+		if strings.HasPrefix(k, string(prefix)) {
+			mine = append(mine, k)
+		}
+	}
+	slices.Sort(mine)
+	next := 0
+	emit := func(k string) error {
+		if v := o.w[bucket][k]; v != nil {
+			return fn([]byte(k), *v)
+		}
+		return nil
+	}
+	err := o.base.scan(bucket, prefix, func(k, v []byte) error {
+		for next < len(mine) && mine[next] < string(k) {
+			if err := emit(mine[next]); err != nil {
+				return err
+			}
+			next++
+		}
+		if next < len(mine) && mine[next] == string(k) {
+			next++
+			return emit(string(k))
+		}
+		return fn(k, v)
+	})
+	if err != nil {
+		return err
+	}
+	for ; next < len(mine); next++ {
+		if err := emit(mine[next]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
