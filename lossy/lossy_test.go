@@ -158,7 +158,7 @@ func TestMethodsOnRealWeights(t *testing.T) {
 			t.Errorf("%s: %.4f bits, rel L2 %.4f; want %.4f bits, rel L2 in (0, %g]", name, got[0], got[1], w[0], w[1])
 		}
 	}
-	if !(res["int8"][1] < res["int4"][1] && res["nf4"][1] < res["int4"][1] && res["fp8row"][1] <= res["fp8"][1] && res["lowrank@4"][1] < res["lowrank@1"][1]) {
+	if !(res["int8"][1] < res["int4"][1] && res["nf4"][1] < res["int4"][1] && res["fp8row"][1] <= res["fp8"][1] && res["lowrank@4"][1] < res["lowrank@1"][1] && res["kron@4"][1] < res["kron@1"][1]) {
 		t.Errorf("orderings: %v", res)
 	}
 }

@@ -68,7 +68,7 @@ usage:
   nzip mount      [-allow-other] [-cache-bytes N] [-threads N] SOURCE MOUNTPOINT
                   (an archive or a directory as a read-only file system; Linux, FUSE; Ctrl-C unmounts)
   nzip rd         [-json] [-methods LIST] [-bits LIST] [-per-tensor] [-tokens N] MODEL
-                  (the lossy lab: bits per parameter and error of NF4, int8/int4, FP8, E8 lattice, low rank; never in archives)
+                  (the lossy lab: bits per parameter and error of NF4, int8/int4, FP8, E8 lattice, low rank, Kronecker sums; never in archives)
 
 Run "nzip COMMAND -h" (or "nzip setup SUBCOMMAND -h") for the flags of a command.
 `
