@@ -210,7 +210,7 @@ func (q intRow) Code(v []float32, rows, cols int, _ float64) ([]byte, []float32,
 				k = max(-qmax, min(qmax, k))
 			}
 			codes[r*cols+i] = byte(int8(k))
-			recon[r*cols+i] = k * scale
+			recon[r*cols+i] = float32(int8(k)) * scale // −0 rounds to the code 0, which decodes to +0
 		}
 	}
 	if q.bits == 4 {
