@@ -58,6 +58,9 @@ func newReader(r io.ReaderAt, size, base int64) (*Reader, error) {
 	if err := readFullAt(r, hdr[:], 0, base); err != nil {
 		return nil, err
 	}
+	if bytes.Equal(hdr[:8], LossyMagic[:]) {
+		return nil, fmt.Errorf("%w (%w)", ErrLossy, ErrNotArchive)
+	}
 	if !bytes.Equal(hdr[:8], Magic[:]) {
 		return nil, ErrNotArchive
 	}

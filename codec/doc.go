@@ -34,6 +34,11 @@
 //
 //	Header | Payload | Index | Trailer
 //
+// A file that starts with 89 4E 5A 4C 4F 53 53 59 ("\x89NZLOSSY",
+// LossyMagic) is a lossy archive of nzip quantize (package lossy, which
+// specifies it), never an archive of this format: readers refuse it with
+// ErrLossy.
+//
 // Header, 16 bytes: the magic 89 4E 5A 49 50 0D 0A 1A ("\x89NZIP\r\n\x1a"),
 // u16 version (10, 9, 8 or 7: version 8 is version 7 plus sparse float
 // blocks, see "Sparse blocks", which a version-7 archive must not hold;

@@ -11,6 +11,11 @@ var (
 	// ErrNotArchive means the input does not start with the .nzip magic.
 	ErrNotArchive = errors.New("codec: not an nzip archive")
 
+	// ErrLossy means the input is a lossy archive (nzip quantize): its
+	// weights are approximations, not the original bytes, and this
+	// package does not read it. Errors wrapping it wrap ErrNotArchive too.
+	ErrLossy = errors.New("codec: a lossy archive (nzip quantize), not a lossless .nzip archive: its weights are approximations, not the original bytes")
+
 	// ErrVersion means the archive was written by a newer, incompatible format version.
 	ErrVersion = errors.New("codec: unsupported archive version")
 

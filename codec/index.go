@@ -49,10 +49,14 @@ func maxIndexRawFor(archiveSize int64) int64 {
 // size (a variable for tests).
 var indexRawFloor int64 = 4 << 20
 
-// Magic starts every archive; TrailerMagic ends it.
+// Magic starts every archive; TrailerMagic ends it. LossyMagic starts
+// the lossy archives of nzip quantize (package lossy), which this package
+// never reads or writes: it is here so that a reader can name such a file
+// (ErrLossy) instead of calling it damaged.
 var (
 	Magic        = [8]byte{0x89, 'N', 'Z', 'I', 'P', '\r', '\n', 0x1a}
 	TrailerMagic = [8]byte{'N', 'Z', 'I', 'P', 'E', 'N', 'D', 0}
+	LossyMagic   = [8]byte{0x89, 'N', 'Z', 'L', 'O', 'S', 'S', 'Y'}
 )
 
 // FileInfo describes one original file stored in an archive.

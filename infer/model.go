@@ -29,6 +29,12 @@ type Options struct {
 	// starts on a tensor's rows as its blocks are decoded, so archives
 	// of several blocks per tensor (a small -chunk) overlap the most.
 	Prefetch bool
+	// ReadEach reads each tensor of an original file from the reader when
+	// the forward pass asks for it, into one buffer the size of the
+	// largest, instead of all of them at Open. It is for readers that
+	// decode on demand, such as the dequantized file of a lossy archive
+	// (lossy.Archive): the weights then stay coded in memory.
+	ReadEach bool
 }
 
 // ArchiveOptions are the compress options of an archive made for running
@@ -85,6 +91,9 @@ func Open(r io.ReaderAt, size int64, opt Options) (*Model, error) {
 			return nil, fmt.Errorf("infer: %w", err)
 		}
 	}
+	if magic == codec.LossyMagic {
+		return nil, fmt.Errorf("%w: %w: open it with lossy.OpenArchive and run its dequantized file (nzip generate does)", ErrInput, codec.ErrLossy)
+	}
 	if magic == codec.Magic {
 		buf := make([]byte, size)
 		if _, err := r.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
@@ -99,6 +108,15 @@ func Open(r io.ReaderAt, size int64, opt Options) (*Model, error) {
 	m, err := build(l, opt)
 	if err != nil {
 		return nil, err
+	}
+	if opt.ReadEach {
+		m.st = newReadStore(m.sched, func(t *tensor, b []byte) error {
+			if _, err := r.ReadAt(b, t.offset); err != nil && !errors.Is(err, io.EOF) {
+				return fmt.Errorf("infer: reading %s: %w", t.name, err)
+			}
+			return nil
+		})
+		return m, nil
 	}
 	fs, err := newFileStore(m.sched, func(t *tensor) ([]byte, error) {
 		b := make([]byte, t.length)

@@ -89,6 +89,51 @@ func (s *fileStore) ready(int64) error               { return nil }
 func (s *fileStore) memory() Memory                  { return s.mem }
 func (s *fileStore) close()                          {}
 
+// readStore reads each tensor when it is asked for (Options.ReadEach)
+// into one buffer; asking for the tensor read last reads nothing.
+type readStore struct {
+	sched []*tensor
+	read  func(t *tensor, b []byte) error
+	buf   []byte
+	last  *tensor
+	mem   Memory
+}
+
+func newReadStore(sched []*tensor, read func(t *tensor, b []byte) error) *readStore {
+	s := &readStore{sched: sched, read: read}
+	seen := map[*tensor]bool{}
+	var largest int64
+	for _, t := range sched {
+		largest = max(largest, t.length)
+		if !seen[t] {
+			seen[t] = true
+			s.mem.Weights += t.length
+		}
+	}
+	s.buf = make([]byte, largest)
+	s.mem.Buffers, s.mem.Peak = largest, largest
+	return s
+}
+
+func (s *readStore) get(step int) ([]byte, error) {
+	t := s.sched[step]
+	b := s.buf[:t.length]
+	if t != s.last {
+		s.last = nil
+		if err := s.read(t, b); err != nil {
+			return nil, err
+		}
+		s.last = t
+		s.mem.Decoded += t.length
+	}
+	return b, nil
+}
+
+func (s *readStore) stream(step int) ([]byte, error) { return s.get(step) }
+func (s *readStore) ready(int64) error               { return nil }
+func (s *readStore) memory() Memory                  { return s.mem }
+func (s *readStore) close()                          {}
+
 // unit is the run of consecutive archive blocks that covers a tensor: its
 // own blocks for a large tensor, the one shared block for small tensors
 // that the encoder merged. A unit decodes as a whole.

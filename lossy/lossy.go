@@ -1,7 +1,7 @@
 // Package lossy is the lossy lab: quantizers and approximations that
 // users weigh against lossless storage (NF4, int8 and int4 per row, FP8
 // per tensor and per row, FP8 after a Hadamard rotation, E8 lattice
-// coding, low-rank factors), each measured by the bytes it writes (codes, scales and
+// coding, low-rank factors, sums of Kronecker products), each measured by the bytes it writes (codes, scales and
 // tables included) and the error it leaves. Nothing here is reachable
 // from nzip compress: archives stay lossless.
 //
@@ -33,7 +33,7 @@ type Method interface {
 
 // Methods returns every method, in the order nzip rd lists them.
 func Methods() []Method {
-	return []Method{nf4{}, intRow{bits: 8}, intRow{bits: 4}, fp8Tensor{}, fp8Row{}, fp8Hadamard{}, e8{}, lowRank{}}
+	return []Method{nf4{}, intRow{bits: 8}, intRow{bits: 4}, fp8Tensor{}, fp8Row{}, fp8Hadamard{}, e8{}, lowRank{}, kron{}}
 }
 
 // ByName returns the methods of a comma-separated list of names ("" or
@@ -210,7 +210,7 @@ func (q intRow) Code(v []float32, rows, cols int, _ float64) ([]byte, []float32,
 				k = max(-qmax, min(qmax, k))
 			}
 			codes[r*cols+i] = byte(int8(k))
-			recon[r*cols+i] = k * scale
+			recon[r*cols+i] = float32(int8(k)) * scale // −0 rounds to the code 0, which decodes to +0
 		}
 	}
 	if q.bits == 4 {

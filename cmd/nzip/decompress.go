@@ -14,7 +14,7 @@ import (
 )
 
 func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("decompress", "[-o OUT] [-f] [-threads N] [-tensor NAME] [-setup S.nzsetup] [-ref REF] [-q] IN.nzip", stderr)
+	fs := newFlags("decompress", "[-o OUT] [-f] [-threads N] [-tensor NAME] [-setup S.nzsetup] [-ref REF] [-lossy] [-q] IN.nzip", stderr)
 	out := fs.String("o", "", "output file, - for stdout (default IN without .nzip); a directory for multi-file archives (default beside IN)")
 	force := fs.Bool("f", false, "overwrite existing output files")
 	threads := fs.Int("threads", 0, "blocks decoded in parallel (default: all CPUs)")
@@ -23,8 +23,16 @@ func runDecompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 	refPath := fs.String("ref", "", "the reference model the archive was coded against (compress -ref)")
 	quiet := fs.Bool("q", false, "print nothing on success")
 	backend := fs.String("backend", "", "decode the float blocks on this gpu backend (cuda, cpu: its Go twin, auto) and the rest on the CPU")
+	allowLossy := fs.Bool("lossy", false, "a lossy archive (nzip quantize): write its dequantized model to -o (with a warning); without it such an archive is refused")
 	if err := parse(fs, args, 1, 1); err != nil {
 		return err
+	}
+	if in := fs.Arg(0); isLossy(in) {
+		if *tensor != "" || *backend != "" || *setupPath != "" || *refPath != "" {
+			fmt.Fprintln(stderr, "nzip decompress: a lossy archive takes -lossy, -o, -f and -q only")
+			return errUsage
+		}
+		return decompressLossy(in, *out, *allowLossy, *force, stdout, stderr)
 	}
 	if *threads < 0 {
 		fmt.Fprintln(stderr, "nzip decompress: -threads must not be negative")

@@ -404,7 +404,7 @@ func openArchive(path string) (*codec.Reader, *os.File, error) {
 	if errors.Is(err, codec.ErrNotArchive) && startsWith(path, trajectory.Magic[:]) {
 		err = fmt.Errorf("%w: it is a trajectory archive (.nztraj); read it with nzip trajectory ls, extract or verify", err)
 	}
-	return rd, f, err
+	return rd, f, lossyHint(err)
 }
 
 // startsWith reports whether the file at path starts with magic.

@@ -58,14 +58,31 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		opt.Config = b
 	}
-	f, st, err := openRegular(path, os.O_RDONLY)
-	if err != nil {
-		return err
-	}
-	m, err := infer.Open(f, st.Size(), opt)
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	var m *infer.Model
+	var lossyNote string
+	if isLossy(path) {
+		// weights kept coded; each tensor dequantized when the forward
+		// pass asks for it
+		a, err := openLossy(path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "nzip: warning: %s is %s; its output is not the original model's\n", path, lossySummary(a))
+		opt.ReadEach = true
+		if m, err = infer.Open(a, a.Size(), opt); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		lossyNote = "LOSSY archive (" + methodRate(a.Header.Method, a.Header.BitsTarget) + ")"
+	} else {
+		f, st, err := openRegular(path, os.O_RDONLY)
+		if err != nil {
+			return err
+		}
+		m, err = infer.Open(f, st.Size(), opt)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
 	}
 	defer m.Close()
 	cfg := m.Config()
@@ -131,6 +148,9 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	src := "original file"
 	if m.FromArchive() {
 		src = "archive"
+	}
+	if lossyNote != "" {
+		src = lossyNote
 	}
 	fmt.Fprintf(stderr, "%s, %s: %d positions, %.1f tokens/s; weights %d bytes, resident peak %d bytes (%.1f %%); seed %d; logits sha256 %s\n",
 		cfg.Arch, src, res.Positions, res.TokensPerS, res.WeightsBytes, res.ResidentPeakBytes,

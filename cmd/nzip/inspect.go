@@ -94,6 +94,9 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	path := fs.Arg(0)
+	if isLossy(path) {
+		return inspectLossy(path, *asJSON, stdout)
+	}
 	rep, err := inspectPath(ctx, path, *setupPath, *refPath, stderr)
 	if err != nil {
 		return err

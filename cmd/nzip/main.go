@@ -1,7 +1,7 @@
 // Command nzip compresses neural-network checkpoints losslessly.
 //
 //	nzip compress   [-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF] [-best] [-no-sparse] [-q] IN
-//	nzip decompress [-o OUT] [-f] [-threads N] [-tensor NAME] [-setup S.nzsetup] [-ref REF] [-q] IN.nzip
+//	nzip decompress [-o OUT] [-f] [-threads N] [-tensor NAME] [-setup S.nzsetup] [-ref REF] [-lossy] [-q] IN.nzip
 //	nzip verify     [-threads N] [-setup S.nzsetup] [-ref REF] IN.nzip
 //	nzip inspect    [-json] [-setup S.nzsetup] [-ref REF] FILE
 //	nzip bench      [-json] [-codecs LIST] [-threads N] [-runs N] [-chunk N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] FILE...
@@ -20,6 +20,12 @@
 //	nzip serve      [-addr 127.0.0.1:8080] [-token-file F] [-threads N] [-max-decodes N] [-cache-bytes N] [-cache-dir D] [ORG/NAME=]SOURCE... [ORG=]STORE...
 //	nzip mount      [-allow-other] [-cache-bytes N] [-threads N] SOURCE MOUNTPOINT   (Linux, FUSE)
 //	nzip rd         [-json] [-methods LIST] [-bits LIST] [-per-tensor] [-tokens N] [-config FILE] [-tokenizer FILE] MODEL
+//	nzip quantize   -method M [-bits B] -o OUT [-f] [-q] MODEL
+//
+// quantize writes a LOSSY archive (package lossy; its own magic and a
+// header that says so): generate runs it, inspect shows its measured
+// error, verify fails on it (not bit-exact), and decompress writes its
+// dequantized model only with -lossy. Nothing else writes anything lossy.
 //
 // compress, decompress and verify take -ref REF: the archive is coded
 // against (and decoded with) the reference model REF.
@@ -44,7 +50,7 @@ const usage = `nzip: lossless compression of neural-network checkpoints
 usage:
   nzip compress   [-o OUT] [-f] [-threads N] [-chunk N] [-level N]
                   [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF] [-best] [-no-sparse] [-q] IN
-  nzip decompress [-o OUT] [-f] [-threads N] [-tensor NAME] [-setup S.nzsetup] [-ref REF] [-q] IN.nzip
+  nzip decompress [-o OUT] [-f] [-threads N] [-tensor NAME] [-setup S.nzsetup] [-ref REF] [-lossy] [-q] IN.nzip
   nzip verify     [-threads N] [-setup S.nzsetup] [-ref REF] IN.nzip
   nzip inspect    [-json] [-setup S.nzsetup] [-ref REF] FILE
   nzip bench      [-json] [-codecs LIST] [-threads N] [-runs N] [-chunk N]
@@ -68,7 +74,10 @@ usage:
   nzip mount      [-allow-other] [-cache-bytes N] [-threads N] SOURCE MOUNTPOINT
                   (an archive, a store or a directory as a read-only file system; Linux, FUSE; Ctrl-C unmounts)
   nzip rd         [-json] [-methods LIST] [-bits LIST] [-per-tensor] [-tokens N] MODEL
-                  (the lossy lab: bits per parameter and error of NF4, int8/int4, FP8, E8 lattice, low rank; never in archives)
+                  (the lossy lab: bits per parameter and error of NF4, int8/int4, FP8, E8 lattice, low rank, Kronecker sums; never in archives)
+  nzip quantize   -method M [-bits B] -o OUT [-f] [-q] MODEL
+                  (writes a LOSSY archive, never an .nzip: nf4, int8, int4, fp8, fp8row, fp8h, e8; generate runs it,
+                  decompress -lossy writes its dequantized model)
 
 Run "nzip COMMAND -h" (or "nzip setup SUBCOMMAND -h") for the flags of a command.
 `
@@ -92,6 +101,7 @@ var commands = map[string]command{
 	"store":      {runStore},
 	"serve":      {runServe},
 	"rd":         {runRD},
+	"quantize":   {runQuantize},
 }
 
 func main() {

@@ -17,7 +17,7 @@ func TestRD(t *testing.T) {
 	model := sharedFile(t, "models/original/stories260K.bf16.safetensors")
 	tok := sharedFile(t, "models/tokenizer/tok512.bin")
 	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"rd", "-json", "-methods", "int8,nf4,lowrank", "-bits", "2,4", "-tokens", "16", model}, &out, &errb); code != 0 {
+	if code := run(context.Background(), []string{"rd", "-json", "-methods", "int8,nf4,lowrank,kron", "-bits", "2,4", "-tokens", "16", model}, &out, &errb); code != 0 {
 		t.Fatalf("rd: %d: %s", code, errb.String())
 	}
 	var rows []struct {
@@ -48,7 +48,7 @@ func TestRD(t *testing.T) {
 			}
 		}
 	}
-	if whole["int8"] != 1 || whole["nf4"] != 1 || whole["lowrank"] != 2 || len(rows) <= 4 {
+	if whole["int8"] != 1 || whole["nf4"] != 1 || whole["lowrank"] != 2 || whole["kron"] != 2 || len(rows) <= 4 {
 		t.Errorf("whole-model rows %v of %d rows", whole, len(rows))
 	}
 	out.Reset()

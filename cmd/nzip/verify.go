@@ -22,6 +22,9 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parse(fs, args, 1, 1); err != nil {
 		return err
 	}
+	if isLossy(fs.Arg(0)) {
+		return verifyLossy(fs.Arg(0), stdout)
+	}
 	var dev gpu.Backend
 	if *backend != "" {
 		var err error
