@@ -214,3 +214,16 @@ func BenchmarkRecordsFile(b *testing.B) {
 		}
 	})
 }
+
+// TestRecordsRepeats: a tensor of repeated records (which zstd's matches
+// take and field streams do not) is coded by the opaque path.
+func TestRecordsRepeats(t *testing.T) {
+	q8 := prog.ByName("Q8_0")
+	rec := quantRecords(q8, 3, 9)
+	src := bytes.Repeat(rec, 2000)
+	segs := []Segment{{Name: "rep", Type: "Q8_0", Length: int64(len(src))}}
+	arc := roundTrip(t, src, segs, EncodeOptions{})
+	if c := censusOf(t, arc); c.Records != 0 || len(arc) > len(src)/20 {
+		t.Fatalf("repeated records: %d records blocks, %d bytes of %d", c.Records, len(arc), len(src))
+	}
+}
