@@ -161,11 +161,40 @@ func TestRecordsReal(t *testing.T) {
 			segs[i] = Segment{Offset: g.Offset, Length: g.Length, Name: g.Name, DType: g.DType, Type: g.Type, Shape: g.Shape}
 		}
 		arc := roundTrip(t, src, segs, EncodeOptions{})
-		if c := censusOf(t, arc); c.Records == 0 {
+		c := censusOf(t, arc)
+		if c.Records == 0 {
 			t.Errorf("%s: no records blocks", name)
 		}
+		// the records blocks against the order-0 bound of their tensors'
+		// fields (prog.Bound, per tensor)
+		var coded int64
+		var bound float64
+		rd, err := NewMemReader(arc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var qb int64
+		blocks := rd.Files()[0].Blocks()
+		for _, g := range segs {
+			s := recordSchema(g)
+			if s == nil {
+				continue
+			}
+			bound += prog.Bound(src[g.Offset:g.Offset+g.Length], s) / 8
+			qb += g.Length
+			// the blocks of a records tensor hold it alone (or with
+			// the small tensors of its type after it)
+			for _, b := range blocks {
+				if b.Offset == g.Offset {
+					coded += b.Compressed
+				}
+			}
+		}
 		r := float64(len(src)) / float64(len(arc))
-		t.Logf("%s: %d → %d bytes, %.4f (xz -9 %.3f)", name, len(src), len(arc), r, xz)
+		t.Logf("%s: %d → %d bytes, %.4f (xz -9 %.3f); quantised tensors: %d bytes (%d in records blocks) → %d, order-0 field bound %.0f (%+.2f %%)", name, len(src), len(arc), r, xz, qb, c.RecordsBytes, coded, bound, 100*(float64(coded)/bound-1))
+		if float64(coded) > 1.02*bound {
+			t.Errorf("%s: quantised tensors coded to %d bytes, more than 2 %% over their fields' bound %.0f", name, coded, bound)
+		}
 		if r <= xz {
 			t.Errorf("%s: ratio %.4f, xz -9 %.3f", name, r, xz)
 		}
