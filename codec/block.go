@@ -6,6 +6,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"neuralzip/codec/prog"
 	"neuralzip/dtype"
 )
 
@@ -23,17 +24,19 @@ type blockEncoder struct {
 	planes     [8][]byte
 	hist       [256]uint32
 	stats      fieldStats
-	ref        *refEncoder // reference-conditioned blocks (ref_block.go)
-	best       bool        // EncodeOptions.Best: also try the slow codings
-	lz         []byte      // a float block through zstd (lzRepeats)
-	lzPlane    []byte      // one plane through zstd (encodeLZPlanes)
-	found      []byte      // opaque bytes coded as floats (encodeFound)
-	found2     []byte      // the smallest of them
-	run        runMemo     // decisions a run of blocks shares (setup)
-	lzFew      bool        // the first block of this tensor found too few repeats for zstd (lzWorth)
-	parts      []blockPart // encodeFoundLead's
-	lead       []byte      // encodeFoundLead's blocks
-	sp         sparseEnc   // sparse blocks (sparse.go)
+	ref        *refEncoder  // reference-conditioned blocks (ref_block.go)
+	best       bool         // EncodeOptions.Best: also try the slow codings
+	lz         []byte       // a float block through zstd (lzRepeats)
+	lzPlane    []byte       // one plane through zstd (encodeLZPlanes)
+	found      []byte       // opaque bytes coded as floats (encodeFound)
+	found2     []byte       // the smallest of them
+	run        runMemo      // decisions a run of blocks shares (setup)
+	lzFew      bool         // the first block of this tensor found too few repeats for zstd (lzWorth)
+	parts      []blockPart  // encodeFoundLead's
+	lead       []byte       // encodeFoundLead's blocks
+	sp         sparseEnc    // sparse blocks (sparse.go)
+	rec        prog.Encoder // records blocks (records.go)
+	recAlt     []byte       // a records block through the opaque path
 }
 
 // runMemo holds, under a setup, what the first block of a run decided for
@@ -802,7 +805,8 @@ type blockDecoder struct {
 	// methods is the newest difference-block method the archive's format
 	// version may hold (refMethodsFor; 0: any)
 	methods byte
-	sp      sparseDec // sparse blocks (sparse.go)
+	sp      sparseDec    // sparse blocks (sparse.go)
+	rec     prog.Decoder // records blocks (records.go)
 }
 
 func (b *blockDecoder) buffers(n, np int) {
@@ -834,6 +838,8 @@ func (b *blockDecoder) decode(dst, src []byte, kind byte, d dtype.DType) error {
 		return b.decodeFloat(dst, src, d)
 	case kindCM:
 		return decodeCM(dst, src)
+	case kindRecords:
+		return b.decodeRecords(dst, src)
 	}
 	return errf("unknown block kind %d", kind)
 }

@@ -39,6 +39,11 @@ type Census struct {
 	// integers), CMBytes their original bytes.
 	CM      int
 	CMBytes int64
+	// Records counts the blocks of quantised records coded as field
+	// streams (ggml blocks of GGUF files; package prog), RecordsBytes
+	// their original bytes.
+	Records      int
+	RecordsBytes int64
 }
 
 // Census reads the coding of every block; see the type.
@@ -84,6 +89,10 @@ func (r *Reader) Census() (Census, error) {
 			if b.kind == kindCM {
 				c.CM++
 				c.CMBytes += b.origLen
+			}
+			if b.kind == kindRecords {
+				c.Records++
+				c.RecordsBytes += b.origLen
 			}
 			if b.kind != kindFloat {
 				continue

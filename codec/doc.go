@@ -26,7 +26,7 @@
 // that is smaller (see References); decoding such an archive needs the same
 // reference (DecodeOptions.Ref or Reader.UseRef), found by its SHA-256.
 //
-// # Format, versions 3 to 10
+// # Format, versions 3 to 11
 //
 // All integers are little-endian; "uvarint" is encoding/binary's unsigned
 // varint, "varint" its zigzag signed one, "string" a uvarint length and that
@@ -40,12 +40,14 @@
 // ErrLossy.
 //
 // Header, 16 bytes: the magic 89 4E 5A 49 50 0D 0A 1A ("\x89NZIP\r\n\x1a"),
-// u16 version (10, 9, 8 or 7: version 8 is version 7 plus sparse float
+// u16 version (11, 10, 9, 8 or 7: version 8 is version 7 plus sparse float
 // blocks, see "Sparse blocks", which a version-7 archive must not hold;
 // version 9 is version 8 plus zstd streams, mode 8 of "Streams"; version
 // 10 is version 9 plus cm blocks, kind 5, see "Context-modelled blocks";
-// writers write 10 only when a probe of the input finds opaque bytes that
-// may be coded so, else 9 only when it finds repeated values in its
+// version 11 is version 10 plus records blocks, kind 6, see "Records
+// blocks"; writers write 11 only when the input has tensors they code so
+// (quantised tensors of ggml's block types), else 10 only when a probe of
+// the input finds opaque bytes that may be coded so, else 9 only when it finds repeated values in its
 // float tensors, else 8 only when it finds exact zeros, so that other
 // models stay readable by version-7 readers; version 7's
 // index records each file's digest kind, see
@@ -96,7 +98,8 @@
 //	  uvarint blocks
 //	  per block:
 //	    u8      kind   0 stored, 1 zstd, 2 float, 3 reference (flag 1 only),
-//	                   4 duplicate (version 3 and later), 5 cm (version 10)
+//	                   4 duplicate (version 3 and later), 5 cm (version 10),
+//	                   6 records (version 11)
 //	    u8      dtype  (kinds 2 and 3) dtype of the values, numbered as in
 //	                   package dtype; for kind 3 also 0 (no type: a copy)
 //	    uvarint length original bytes of the block
@@ -144,6 +147,10 @@
 //
 // Kind 5 (cm, version 10): the payload codes the block's bytes one bit at
 // a time with adaptive models (see "Context-modelled blocks").
+//
+// Kind 6 (records, version 11): the block is a run of fixed-size records
+// of one of ggml's quantised block types, coded as one stream per field
+// (see "Records blocks").
 //
 // Kind 2 (float): the block is length/size values of the dtype. The payload
 // starts with a form byte.
@@ -523,6 +530,69 @@
 // positions t = 0, 1, … (at most 32) for which the bytes at p-2-t and
 // i-t exist and are equal, and if l ≥ 6 then n = l and q = p-1. Then
 // H[j] = i+2.
+//
+// # Records blocks
+//
+// A block of kind 6 (version 11; writers use it for the quantised tensors
+// of GGUF files, a tensor segment whose type is one of the ggml names
+// below and whose length is a whole number of its records) holds n =
+// length/B records of B bytes of one layout. Each record splits into
+// fields; a field has a width w (1..8) and P symbols per record. The
+// payload is
+//
+//	u8 type      the layout, by ggml_type number (below); length must be
+//	             a multiple of its B
+//	streams      one per field, in the layout's order, each a stream (see
+//	             Streams; modes 0 to 3 only) of n·P symbols of width w:
+//	             the field's symbols of record 0, then record 1, ...
+//
+// and no bytes may follow the last stream. Fields are read from a record
+// as follows (byte offsets into the record; "f16 at o" is two fields of
+// P = 1 and w = 8, its high byte o+1 (.hi) then its low byte o (.lo);
+// "bytes o..o+k" is one field of P = k, w = 8, the bytes as they are):
+//
+//	type name    B    fields
+//	2    Q4_0    18   f16 at 0 (d); bytes 2..18
+//	3    Q4_1    20   f16 at 0 (d); f16 at 2 (m); bytes 4..20
+//	6    Q5_0    22   f16 at 0 (d); q5 with qh at 2, qs at 6
+//	7    Q5_1    24   f16 at 0 (d); f16 at 2 (m); q5 with qh at 4, qs at 8
+//	8    Q8_0    34   f16 at 0 (d); bytes 2..34
+//	10   Q2_K    84   bytes 0..16; bytes 16..80; f16 at 80 (d); f16 at 82 (dmin)
+//	11   Q3_K    110  q3 with hmask at 0, qs at 32; s3 at 96; f16 at 108 (d)
+//	12   Q4_K    144  f16 at 0 (d); f16 at 2 (dmin); sm at 4; bytes 16..144
+//	13   Q5_K    176  f16 at 0 (d); f16 at 2 (dmin); sm at 4; q5k with qh at 16, qs at 48
+//	14   Q6_K    210  q6 with ql at 0, qh at 128; bytes 192..208; f16 at 208 (d)
+//	20   IQ4_NL  18   f16 at 0 (d); bytes 2..18
+//
+// with, for a field symbol q_i (i counted from 0 within the record) and
+// bit b of byte x written x_b:
+//
+//   - q5 (P = 32, w = 5): h = the u32 at qh; for j < 16, q_j = qs[j] & 15
+//     | h_j·16 and q_(j+16) = qs[j] >> 4 | h_(j+16)·16.
+//   - q5k (P = 256, w = 5): for c < 4 and l < 32, q_(64c+l) =
+//     qs[32c+l] & 15 | qh[l]_(2c)·16 and q_(64c+32+l) = qs[32c+l] >> 4 |
+//     qh[l]_(2c+1)·16.
+//   - q6 (P = 256, w = 6): for h < 2 and l < 32, with a = ql[64h+l], b =
+//     ql[64h+32+l], c = qh[32h+l]: q_(128h+l) = a & 15 | (c & 3)·16,
+//     q_(128h+32+l) = b & 15 | (c >> 2 & 3)·16, q_(128h+64+l) = a >> 4 |
+//     (c >> 4 & 3)·16, q_(128h+96+l) = b >> 4 | (c >> 6)·16.
+//   - q3 (P = 128, w = 6): the 3-bit values v_(128h+32j+l) = (qs[32h+l] >>
+//     2j & 3) | hmask[l]_(4h+j)·4 (h < 2, j < 4, l < 32), two to a
+//     symbol: q_i = v_(2i) | v_(2i+1)·8.
+//   - s3 (P = 16, w = 6), from 12 bytes s: for i < 8, q_i = s[i] & 15 |
+//     (s[8+i%4] >> 2(i/4) & 3)·16 and q_(i+8) = s[i] >> 4 | (s[8+i%4] >>
+//     2(i/4+2) & 3)·16.
+//   - sm (two fields of P = 8, w = 6: scales, then mins), from 12 bytes s:
+//     for j < 4, scale_j = s[j] & 63, min_j = s[j+4] & 63, scale_(j+4) =
+//     s[j+8] & 15 | (s[j] >> 6)·16, min_(j+4) = s[j+8] >> 4 | (s[j+4] >>
+//     6)·16.
+//
+// Every bit of a record lies in exactly one field symbol, so these maps
+// are bijections: the decoder writes each record's bytes back from its
+// symbols (the inverse maps) and any bytes round-trip. The layouts follow
+// ggml's block_* structs (ggml-common.h) and dequantisation (which bits
+// form one quant or one sub-block scale); other ggml types (Q8_1, IQ2_*,
+// …) are not records blocks.
 //
 // # Digests
 //

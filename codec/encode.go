@@ -295,6 +295,7 @@ type encodeRun struct {
 	sparse       bool           // the probe found zeros: version 8, sparse blocks allowed (sparse.go)
 	lzPlanes     bool           // the probe found repeats: version 9, zstd-coded planes allowed (encodeLZPlanes)
 	cm           bool           // the probe found opaque bytes for cm blocks: version 10 (probeOpaque)
+	records      bool           // the plan has records blocks: version 11 (records.go)
 }
 
 // planEncode plans every file first (cheap: segment lists only), groups
@@ -352,6 +353,9 @@ func planEncode(inputs []Input, opt EncodeOptions) (*encodeRun, error) {
 				}
 			}
 		}
+		for _, p := range plans {
+			e.records = e.records || p.rec != nil
+		}
 		if opt.Ref != nil {
 			if err := opt.Ref.mapPlans(plans, in.Segments, in.Size, in.Name, len(inputs)); err != nil {
 				return nil, fmt.Errorf("codec: input %q: %w", in.Name, err)
@@ -371,7 +375,7 @@ func planEncode(inputs []Input, opt EncodeOptions) (*encodeRun, error) {
 		idx.files = append(idx.files, f)
 		e.total += in.Size
 	}
-	idx.version = versionFor(e.sparse, e.lzPlanes, e.cm)
+	idx.version = versionFor(e.sparse, e.lzPlanes, e.cm, e.records)
 	var err error
 	if e.zenc, err = zstdEncoder(level); err != nil {
 		return nil, err
@@ -721,6 +725,8 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 					}
 				}
 			}
+		} else if p.rec != nil {
+			out, kind = be.encodeRecords(out, in, p.rec)
 		} else {
 			out, kind = be.encodeGeneric(out, in)
 			// floats in opaque bytes, kept where they code smaller

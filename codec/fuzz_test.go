@@ -51,6 +51,9 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 	// cm blocks (format version 10): quantised weights
 	cm, cmSegs := cmInput()
 	add(cm, cmSegs, 0)
+	// records blocks (format version 11): quantised GGUF-like tensors
+	rec, recSegs := recordsInput()
+	add(rec, recSegs, 0)
 	add([]byte("plain text, not a checkpoint, plain text"), nil, 0)
 	add(nil, nil, 0)
 	// a SHA-256 digest instead of BLAKE3, in format version 7 and as

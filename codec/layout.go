@@ -18,12 +18,13 @@ import (
 
 // Block kinds as stored in the index.
 const (
-	kindStored = 0 // payload is the original bytes
-	kindZstd   = 1 // payload is one zstd frame
-	kindFloat  = 2 // payload is a float block (see doc.go)
-	kindRef    = 3 // a copy of, or difference to, reference bytes (ref.go)
-	kindDup    = 4 // the same bytes as an earlier block of the archive (dedup.go)
-	kindCM     = 5 // bytes coded by package bytecm (format version 10; cm.go)
+	kindStored  = 0 // payload is the original bytes
+	kindZstd    = 1 // payload is one zstd frame
+	kindFloat   = 2 // payload is a float block (see doc.go)
+	kindRef     = 3 // a copy of, or difference to, reference bytes (ref.go)
+	kindDup     = 4 // the same bytes as an earlier block of the archive (dedup.go)
+	kindCM      = 5 // bytes coded by package bytecm (format version 10; cm.go)
+	kindRecords = 6 // quantised records as field streams, package prog (format version 11; records.go)
 )
 
 // Float block forms.
@@ -60,16 +61,17 @@ const maxPairK = 15
 type BlockKind byte
 
 const (
-	KindStored    BlockKind = kindStored // the original bytes
-	KindZstd      BlockKind = kindZstd   // one zstd frame
-	KindFloat     BlockKind = kindFloat  // a float block: a header and streams (ReadFloatHeader)
-	KindRef       BlockKind = kindRef    // a copy of, or difference to, reference bytes
-	KindDuplicate BlockKind = kindDup    // the same bytes as an earlier block of the archive
-	KindCM        BlockKind = kindCM     // bytes coded bit by bit with adaptive models (package bytecm)
+	KindStored    BlockKind = kindStored  // the original bytes
+	KindZstd      BlockKind = kindZstd    // one zstd frame
+	KindFloat     BlockKind = kindFloat   // a float block: a header and streams (ReadFloatHeader)
+	KindRef       BlockKind = kindRef     // a copy of, or difference to, reference bytes
+	KindDuplicate BlockKind = kindDup     // the same bytes as an earlier block of the archive
+	KindCM        BlockKind = kindCM      // bytes coded bit by bit with adaptive models (package bytecm)
+	KindRecords   BlockKind = kindRecords // quantised records (ggml blocks) as field streams (package prog)
 )
 
-// String names the kind: "stored", "zstd", "float", "ref", "duplicate" or
-// "cm".
+// String names the kind: "stored", "zstd", "float", "ref", "duplicate",
+// "cm" or "records".
 func (k BlockKind) String() string { return kindName(byte(k)) }
 
 // MarshalText writes the kind's name (JSON shows "float", not 2).

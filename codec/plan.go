@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"neuralzip/codec/prog"
 	"neuralzip/dtype"
 )
 
@@ -33,13 +34,14 @@ const (
 type blockPlan struct {
 	off, length int64
 	float       bool
-	dtype       dtype.DType // float pipeline type (C64 is coded as F32)
-	merged      bool        // a block of small tensors that more may join
-	cont        bool        // continues the tensor of the block before it
-	ref         int         // 1 + the reference file to code against, 0 for none (ref.go)
-	refOff      int64       // offset of the block's counterpart in that file
-	row, col    int64       // the tensor's row length (0: none) and the column of the block's first value (sparse.go)
-	sparseTry   bool        // the tensor's probe found zeros: try a sparse coding (probeBlocks)
+	dtype       dtype.DType  // float pipeline type (C64 is coded as F32)
+	merged      bool         // a block of whole small tensors that more may join (float blocks; records blocks: planRecords)
+	cont        bool         // continues the tensor of the block before it
+	ref         int          // 1 + the reference file to code against, 0 for none (ref.go)
+	refOff      int64        // offset of the block's counterpart in that file
+	row, col    int64        // the tensor's row length (0: none) and the column of the block's first value (sparse.go)
+	sparseTry   bool         // the tensor's probe found zeros: try a sparse coding (probeBlocks)
+	rec         *prog.Schema // a records block of this layout (records.go), or nil
 }
 
 // floatType returns the type whose float pipeline codes d, or Invalid.
@@ -88,6 +90,16 @@ func planBlocks(segs []Segment, size int64, chunk int) ([]blockPlan, error) {
 	}
 	pos := int64(0)
 	for _, g := range segs {
+		if s := recordSchema(g); s != nil {
+			if g.Offset > pos {
+				runEnd = g.Offset
+			}
+			flush()
+			out = planRecords(out, g, s)
+			pos = g.Offset + g.Length
+			runStart, runEnd = pos, pos
+			continue
+		}
 		ft := floatType(g.DType)
 		size := int64(ft.Size())
 		if ft == dtype.Invalid || g.Length%size != 0 || g.Length == 0 {

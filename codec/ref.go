@@ -296,7 +296,11 @@ func (b *blockEncoder) encodeWithRef(out, in []byte, ref *Reference, p blockPlan
 	mark := len(out)
 	if !p.float {
 		var kind byte
-		out, kind = b.encodeGeneric(out, in)
+		if p.rec != nil {
+			out, kind = b.encodeRecords(out, in, p.rec)
+		} else {
+			out, kind = b.encodeGeneric(out, in)
+		}
 		info.kind, info.compLen = kind, int64(len(out)-mark)
 		return out, info, nil
 	}

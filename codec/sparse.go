@@ -1284,9 +1284,12 @@ const (
 
 // versionFor is the format version of an archive whose probes found zeros
 // (sparse) or repeated words (repeats) in float tensors (probeBlocks), or
-// opaque bytes for cm blocks (cm, probeOpaque).
-func versionFor(sparse, repeats, cm bool) int {
+// opaque bytes for cm blocks (cm, probeOpaque), or planned records blocks
+// (records, planRecords).
+func versionFor(sparse, repeats, cm, records bool) int {
 	switch {
+	case records:
+		return recordsVersion
 	case cm:
 		return cmVersion
 	case repeats:

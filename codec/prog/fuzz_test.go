@@ -1,0 +1,76 @@
+package prog
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var updateSeeds = flag.Bool("update", false, "rewrite testdata/fuzz/FuzzRecords from the real files")
+
+// fuzzBudget bounds the bytes one input may decode to (as in package
+// codec: 64 KiB + 8 per input byte), so that a short payload naming many
+// records does not hold the fuzzer.
+func fuzzBudget(in int) int { return 64<<10 + 8*in }
+
+// FuzzRecords: any payload and record count decode to an error or to
+// records, never a panic; records that decode code again to a payload
+// that decodes to them. The committed seeds (testdata/fuzz/FuzzRecords)
+// are a few records of every type in the real GGUF files
+// (TestFuzzSeeds -update writes them).
+func FuzzRecords(f *testing.F) {
+	for _, s := range Schemas() {
+		var e Encoder
+		f.Add(e.Append(nil, quantLike(s, 6, 1), s), uint16(6))
+	}
+	f.Fuzz(func(t *testing.T, c []byte, n uint16) {
+		s := Type(c)
+		if s == nil || int(n)*s.Bytes > fuzzBudget(len(c)) {
+			return
+		}
+		var d Decoder
+		dst := make([]byte, int(n)*s.Bytes)
+		if d.Decode(dst, c) != nil {
+			return
+		}
+		var e Encoder
+		back := make([]byte, len(dst))
+		if err := d.Decode(back, e.Append(nil, dst, s)); err != nil || !bytes.Equal(back, dst) {
+			t.Fatalf("decoded records do not round-trip: %v", err)
+		}
+	})
+}
+
+// TestFuzzSeeds writes FuzzRecords' committed seeds with -update: the
+// payload of the first 8 records of the first tensor of each type found
+// in the real files.
+func TestFuzzSeeds(t *testing.T) {
+	if !*updateSeeds {
+		t.Skip("writes seeds only with -update")
+	}
+	dir := filepath.Join("testdata", "fuzz", "FuzzRecords")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	done := map[*Schema]bool{}
+	for _, name := range []string{"real-f32.mixed.gguf", "stories260K-base.Q4_0.gguf", "stories260K-base.Q4_1.gguf", "stories260K-base.Q5_1.gguf", "stories260K-base.IQ4_NL.gguf"} {
+		data, segs := realTensors(t, name)
+		for _, g := range segs {
+			s := ByName(g.Type)
+			if done[s] {
+				continue
+			}
+			done[s] = true
+			n := min(8, int(g.Length)/s.Bytes)
+			var e Encoder
+			c := e.Append(nil, data[g.Offset:g.Offset+int64(n*s.Bytes)], s)
+			body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\nuint16(%d)\n", c, n)
+			if err := os.WriteFile(filepath.Join(dir, "real-"+s.Name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
