@@ -184,7 +184,7 @@ func (s *Store) GC() (GCStats, error) {
 		st.Packs++
 	}
 	for _, r := range rewrite {
-		saved, err := s.repack(r.id, r.size, uses[r.id])
+		saved, err := s.rewritePack(r.id, r.size, uses[r.id])
 		if err != nil {
 			return st, err
 		}

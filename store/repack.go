@@ -28,10 +28,10 @@ type packUse struct {
 // which live are used: at least half of it unused, some of it used.
 func repackable(live, size int64) bool { return live > 0 && 2*(size-live) >= size }
 
-// repack rewrites chunk file id (its live payloads uses) as a new one and
+// rewritePack rewrites chunk file id (its live payloads uses) as a new one and
 // switches their records to it. It returns the bytes saved (0: nothing
 // done, e.g. a payload that no longer matches its CRC, left to verify).
-func (s *Store) repack(id Hash, size int64, uses []packUse) (int64, error) {
+func (s *Store) rewritePack(id Hash, size int64, uses []packUse) (int64, error) {
 	slices.SortFunc(uses, func(a, b packUse) int { return cmp.Compare(a.off, b.off) })
 	var data []byte
 	newOff := make([]int64, len(uses))

@@ -22,18 +22,25 @@ type Stats struct {
 	UnitBytes  map[string]int64 `json:"unit_raw_bytes"`   // their original bytes by kind
 	ChunkBytes int64            `json:"chunk_file_bytes"` // bytes of the chunk files (incl. unused until gc)
 	Chunks     int              `json:"chunk_files"`
+	// Decoded is the bytes a get of every model decodes: each unit of
+	// each file and its base chain (casts and deltas decode their bases
+	// first); Decoded/Raw is the store's bytes decoded per byte restored.
+	Decoded int64 `json:"decoded_bytes"`
 }
 
 // Stats reads the index and lists the chunk files.
 func (s *Store) Stats() (*Stats, error) {
 	st := &Stats{Units: map[string]int{}, UnitBytes: map[string]int64{}}
 	allAlone := true
+	recs := map[Hash]unit{}
+	var ms []*Manifest
 	err := s.kv.view(func(t tx) error {
 		if err := t.scan(bModels, nil, func(k, v []byte) error {
 			m, err := parseManifest(v)
 			if err != nil {
 				return fmt.Errorf("%w: model %q: manifest: %v", ErrIndexDamaged, k, err)
 			}
+			ms = append(ms, m)
 			st.Models = append(st.Models, ModelStats{Name: m.Name, Files: len(m.Files), Raw: m.Raw, Added: m.Added, Alone: m.Alone, Bases: m.Bases})
 			st.Raw += m.Raw
 			st.Alone += m.Alone
@@ -50,12 +57,16 @@ func (s *Store) Stats() (*Stats, error) {
 			st.Units[KindName(u.Kind)]++
 			st.UnitBytes[KindName(u.Kind)] += u.RawLen
 			st.Stored += u.Len
+			if len(k) == 32 {
+				recs[Hash(k)] = u
+			}
 			return nil
 		})
 	})
 	if err != nil {
 		return nil, err
 	}
+	st.Decoded = decodedBytes(ms, recs)
 	if !allAlone {
 		st.Alone = 0
 	}
@@ -65,6 +76,38 @@ func (s *Store) Stats() (*Stats, error) {
 		return nil
 	})
 	return st, err
+}
+
+// decodedBytes is the bytes a get of every model of ms decodes (records
+// recs): each unit of each file with its base chain, as many times as
+// the files list it (a get decodes each unit of a file in turn).
+func decodedBytes(ms []*Manifest, recs map[Hash]unit) int64 {
+	chain := map[Hash]int64{}
+	var of func(h Hash, depth int) int64
+	of = func(h Hash, depth int) int64 {
+		if n, ok := chain[h]; ok {
+			return n
+		}
+		u, ok := recs[h]
+		if !ok || depth < 0 {
+			return 0 // missing or too deep: the get fails, verify reports it
+		}
+		n := u.RawLen
+		if hasBase(u.Kind) {
+			n += of(u.Base, depth-1)
+		}
+		chain[h] = n
+		return n
+	}
+	var n int64
+	for _, m := range ms {
+		for _, f := range m.Files {
+			for _, h := range f.Units {
+				n += of(h, maxDepth)
+			}
+		}
+	}
+	return n
 }
 
 // ChainBytes is the payload bytes of the units model name needs: its own

@@ -23,6 +23,7 @@ const storeUsage = `usage:
   nzip store ls     [-json] STORE
   nzip store rm     STORE NAME...
   nzip store gc     STORE
+  nzip store repack [-threads N] STORE
   nzip store verify [-threads N] STORE
   nzip store stats  [-json] STORE
 
@@ -35,13 +36,16 @@ a crash, or when one of its models fails). get restores a model's files
 byte for byte. rm drops models, gc removes the chunk files nothing uses
 any more and rewrites those that are mostly unused. Order does not
 matter: a BF16/F16 export added before its F32 original becomes its cast
-when the F32 file is added.
+when the F32 file is added. repack re-plans a directory store in place
+(crash-safe): every 16-bit unit that is the cast of a stored F32 unit
+becomes that cast, deltas move to nearer bases where that is smaller,
+then gc runs.
 `
 
 func runStore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return runSubcommand(ctx, "store", storeUsage, map[string]func(context.Context, []string, io.Writer, io.Writer) error{
 		"init": runStoreInit, "add": runStoreAdd, "get": runStoreGet, "ls": runStoreLs,
-		"rm": runStoreRm, "gc": runStoreGC, "verify": runStoreVerify, "stats": runStoreStats,
+		"rm": runStoreRm, "gc": runStoreGC, "repack": runStoreRepack, "verify": runStoreVerify, "stats": runStoreStats,
 	}, args, stdout, stderr)
 }
 
@@ -353,6 +357,45 @@ func runStoreGC(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if st.Young > 0 {
 		fmt.Fprintf(stdout, "kept %d unused chunk files written in the last minutes (an add may be committing them); a later gc removes them\n", st.Young)
 	}
+	return nil
+}
+
+func runStoreRepack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("store repack", "[-threads N] STORE", stderr)
+	threads := fs.Int("threads", 0, "units coded in parallel (default: all CPUs)")
+	pos, err := parseMixed(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if store.IsS3(pos[0]) {
+		return errors.New("store repack: s3:// stores are not repacked (no lock: a reader holding the old index would read payloads that are gone); repack a directory store")
+	}
+	s, err := store.Open(pos[0], store.Options{Threads: *threads})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	st, err := s.Repack()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "recast %d units as casts of stored F32 units", st.Recast)
+	if st.Declined > 0 {
+		fmt.Fprintf(stdout, " (%d left: coding their dependants again would cost more)", st.Declined)
+	}
+	fmt.Fprintf(stdout, "; coded %d dependants again to keep chains within 3 deltas, %d units against nearer bases; %d records switched\n", st.Moved, st.Nearer, st.Changed)
+	pct := 0.0
+	if st.Before > 0 {
+		pct = 100 * float64(st.After-st.Before) / float64(st.Before)
+	}
+	fmt.Fprintf(stdout, "payload %d -> %d bytes (%+.2f %%)\n", st.Before, st.After, pct)
+	if st.Restored > 0 {
+		fmt.Fprintf(stdout, "bytes decoded per byte restored (a get of every model): %.2f -> %.2f\n",
+			float64(st.DecodedBefore)/float64(st.Restored), float64(st.DecodedAfter)/float64(st.Restored))
+	}
+	g := st.GC
+	fmt.Fprintf(stdout, "gc: removed %d units no model uses, %d chunk files (%d bytes); rewrote %d chunk files, saving %d bytes; %d unused bytes in chunk files still in use\n",
+		g.Released, g.Packs, g.PackBytes, g.Repacked, g.RepackedBytes, g.DeadBytes)
 	return nil
 }
 

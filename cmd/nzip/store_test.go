@@ -188,3 +188,69 @@ func TestStoreCLIMultiFile(t *testing.T) {
 		t.Fatalf("get -o - of a model of two files: exit %d, %d bytes out: %s", code, len(so), errs)
 	}
 }
+
+// TestStoreCLIRepack: a store whose BF16 exports came before their F32
+// originals, all of them (each fine-tune's BF16 a delta of the base's
+// until the F32 files arrive; some are not recast then), repacks to the payload of the F32-first
+// store; every model restores byte for byte and verifies; an s3:// store
+// is refused with exit 1.
+func TestStoreCLIRepack(t *testing.T) {
+	hub := sharedFile(t, "hub/stories260K")
+	dir := t.TempDir()
+	mustRun := func(args ...string) string {
+		t.Helper()
+		code, out, errs := nzip(t, args...)
+		if code != 0 {
+			t.Fatalf("nzip %v: exit %d: %s", args, code, errs)
+		}
+		return out
+	}
+	models := []string{"base", "ft-continued", "ft-fortunes-full", "ft-fortunes-lora", "ft-frozen-embed"}
+	var first, f32 []string
+	for _, m := range models {
+		first = append(first, m+"/model.bf16.safetensors")
+		f32 = append(f32, m+"/model.f32.safetensors")
+	}
+	wd, _ := os.Getwd()
+	defer os.Chdir(wd)
+	if err := os.Chdir(hub); err != nil {
+		t.Fatal(err)
+	}
+	payload := func(st string) int64 {
+		var s struct {
+			Stored int64 `json:"stored_bytes"`
+		}
+		if err := json.Unmarshal([]byte(mustRun("store", "stats", "-json", st)), &s); err != nil {
+			t.Fatal(err)
+		}
+		return s.Stored
+	}
+	ref, st := filepath.Join(dir, "F32first"), filepath.Join(dir, "S")
+	mustRun("store", "init", ref)
+	mustRun(append([]string{"store", "add", "-q", ref}, append(f32, first...)...)...)
+	mustRun("store", "init", st)
+	mustRun(append([]string{"store", "add", "-q", st}, append(first, f32...)...)...)
+	before := payload(st)
+	out := mustRun("store", "repack", st)
+	after := payload(st)
+	t.Logf("repack: %d -> %d bytes (F32 first: %d)\n%s", before, after, payload(ref), out)
+	if !strings.Contains(out, "recast ") || strings.Contains(out, "recast 0 ") || !strings.Contains(out, "decoded per byte restored") || after > before || 100*after > 102*payload(ref) {
+		t.Fatalf("repack: %d -> %d bytes, F32 first %d:\n%s", before, after, payload(ref), out)
+	}
+	for _, n := range append(first, f32...) {
+		got := mustRun("store", "get", "-o", "-", st, n)
+		want, _ := os.ReadFile(n)
+		if got != string(want) {
+			t.Fatalf("get %s after repack: other bytes", n)
+		}
+	}
+	if v := mustRun("store", "verify", st); !strings.Contains(v, "10 models") {
+		t.Fatalf("verify: %s", v)
+	}
+	if code, _, errs := nzip(t, "store", "repack", "s3://bucket/prefix"); code != 1 || !strings.Contains(errs, "s3://") {
+		t.Fatalf("repack of an s3:// store: exit %d: %s", code, errs)
+	}
+	if code, _, _ := nzip(t, "store", "repack"); code != 2 {
+		t.Fatalf("repack without a store: exit %d, want 2", code)
+	}
+}
