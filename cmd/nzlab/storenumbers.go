@@ -46,9 +46,13 @@ func runStoreNumbers(args []string) error {
 	fs := flag.NewFlagSet("store-numbers", flag.ExitOnError)
 	shared := fs.String("shared", "../shared", "the corpus directory (hub/, models/, trajectories/)")
 	order := fs.Bool("order", false, "print the upload-order table instead: the hub's files in sorted order (16-bit exports first) and F32 first")
+	repack := fs.Bool("repack", false, "print the repack table instead: the hub's files added in three orders, then nzip store repack")
 	fs.Parse(args)
 	if *order {
 		return storeOrder(*shared)
+	}
+	if *repack {
+		return storeRepack(*shared)
 	}
 	fmt.Println("| set | files | raw bytes | nzip alone | store bytes | store / nzip alone | add MB/s | get MB/s | read / chain | decoded / restored |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
@@ -359,4 +363,143 @@ func orderPayload(files []string) (stored, alone int64, err error) {
 		return 0, 0, err
 	}
 	return st.Stored, alone, nil
+}
+
+// storeRepack prints the repack table of docs/store.md: the hub's files
+// added in batches to a fresh directory store in three orders (F32 first,
+// sorted: each model's 16-bit exports before its F32 file, 16-bit first:
+// every 16-bit file before every F32 file), then repacked (store.Repack);
+// payload before and after against the F32-first store's, and bytes
+// decoded per byte restored, measured by a get of every model on a fresh
+// read-only open (and checked against Stats.Decoded, from the index).
+func storeRepack(shared string) error {
+	hub := filepath.Join(shared, "hub/stories260K")
+	var f32First []string
+	for _, f := range hubFiles {
+		f32First = append(f32First, filepath.Join(hub, f))
+	}
+	sorted := slices.Sorted(slices.Values(f32First))
+	var first, last []string
+	for _, f := range sorted {
+		if widthRank(f) == 0 {
+			last = append(last, f)
+		} else {
+			first = append(first, f)
+		}
+	}
+	fmt.Println("| order | payload | after repack | against F32 first, before / after repack | decoded / restored before | after | units recast, re-coded, nearer | repack s |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
+	var refBefore, refAfter int64
+	for _, row := range []struct {
+		label string
+		files []string
+	}{{"F32 first", f32First}, {"sorted (each model's 16-bit exports first)", sorted}, {"16-bit first (every 16-bit file, then every F32 file)", append(first, last...)}} {
+		r, err := repackRow(row.files)
+		if err != nil {
+			return fmt.Errorf("%s: %w", row.label, err)
+		}
+		if refAfter == 0 {
+			refBefore, refAfter = r.Before, r.After
+		}
+		fmt.Printf("| %s | %d | %d | %+.2f %% / %+.2f %% | %.2f | %.2f | %d, %d, %d | %.2f |\n", row.label, r.Before, r.After,
+			100*(float64(r.Before)/float64(refBefore)-1), 100*(float64(r.After)/float64(refAfter)-1),
+			float64(r.DecodedBefore)/float64(r.Restored), float64(r.DecodedAfter)/float64(r.Restored),
+			r.Recast, r.Moved, r.Nearer, r.secs)
+	}
+	return nil
+}
+
+type repackResult struct {
+	store.RepackStats
+	secs float64
+}
+
+// repackRow adds files to a fresh directory store, measures the bytes a
+// get of every model decodes, repacks, and measures again.
+func repackRow(files []string) (repackResult, error) {
+	var r repackResult
+	dir, err := os.MkdirTemp("", "nzlab-repack-")
+	if err != nil {
+		return r, err
+	}
+	defer os.RemoveAll(dir)
+	if err := store.Init(dir); err != nil {
+		return r, err
+	}
+	s, err := store.Open(dir, store.Options{Threads: 2})
+	if err != nil {
+		return r, err
+	}
+	b := &store.Batcher{Store: s}
+	for _, f := range files {
+		ins, err := storeInputs(f)
+		if err != nil {
+			s.Close()
+			return r, err
+		}
+		if err := b.Add(f, ins, nil, nil); err != nil {
+			s.Close()
+			return r, err
+		}
+	}
+	if err := b.Flush(); err != nil {
+		s.Close()
+		return r, err
+	}
+	s.Close()
+	before, err := decodedByGets(dir, files)
+	if err != nil {
+		return r, err
+	}
+	if s, err = store.Open(dir, store.Options{Threads: 2}); err != nil {
+		return r, err
+	}
+	t0 := time.Now()
+	rs, err := s.Repack()
+	r.secs = time.Since(t0).Seconds()
+	s.Close()
+	if err != nil {
+		return r, err
+	}
+	r.RepackStats = rs
+	after, err := decodedByGets(dir, files)
+	if err != nil {
+		return r, err
+	}
+	if before != rs.DecodedBefore || after != rs.DecodedAfter {
+		return r, fmt.Errorf("gets decoded %d and %d bytes, the index says %d and %d", before, after, rs.DecodedBefore, rs.DecodedAfter)
+	}
+	return r, nil
+}
+
+// decodedByGets gets every model of the store at dir (fresh read-only
+// open), checks them against files, and returns the bytes decoded.
+func decodedByGets(dir string, files []string) (int64, error) {
+	s, err := store.Open(dir, store.Options{Threads: 2, ReadOnly: true})
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	for _, f := range files {
+		m, err := s.Model(f)
+		if err != nil {
+			return 0, err
+		}
+		var got [][]byte
+		for fi := range m.Files {
+			var buf bytes.Buffer
+			if err := s.WriteFile(m, fi, &buf); err != nil {
+				return 0, err
+			}
+			got = append(got, buf.Bytes())
+		}
+		if err := sameFiles(f, got); err != nil {
+			return 0, err
+		}
+	}
+	n := s.BytesDecoded()
+	if bad, err := s.Verify(); err != nil || len(bad) > 0 {
+		return 0, fmt.Errorf("verify: %v %v", err, bad)
+	}
+	return n, nil
 }
