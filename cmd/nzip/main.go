@@ -16,7 +16,7 @@
 //	nzip trajectory verify  [-threads N] [-q] RUN.nztraj
 //	nzip trajectory repack  -o OUT.nztraj [-f] [-keyframe K] [-threads N] [-best] [-q] RUN.nztraj
 //	nzip generate   [-n N] [-temp T] [-topp P] [-seed S] [-tokenizer FILE] [-config FILE] [-setup S.nzsetup] [-prefetch] [-json] MODEL PROMPT
-//	nzip store      init|add|get|ls|rm|gc|verify|stats STORE ...
+//	nzip store      init|add|get|ls|rm|gc|repack|verify|stats STORE ...
 //	nzip serve      [-addr 127.0.0.1:8080] [-token-file F] [-threads N] [-max-decodes N] [-cache-bytes N] [-cache-dir D] [ORG/NAME=]SOURCE... [ORG=]STORE...
 //	nzip mount      [-allow-other] [-cache-bytes N] [-threads N] SOURCE MOUNTPOINT   (Linux, FUSE)
 //	nzip rd         [-json] [-methods LIST] [-bits LIST] [-per-tensor] [-tokens N] [-config FILE] [-tokenizer FILE] MODEL
@@ -68,7 +68,7 @@ usage:
   nzip trajectory repack  -o OUT.nztraj [-f] [-keyframe K] [-threads N] [-best] [-q] RUN.nztraj
   nzip generate   [-n N] [-temp T] [-topp P] [-seed S] [-tokenizer FILE] [-config FILE] [-setup S.nzsetup]
                   [-prefetch] [-json] MODEL PROMPT
-  nzip store      init|add|get|ls|rm|gc|verify|stats STORE ...   (a hub store: "nzip store -h")
+  nzip store      init|add|get|ls|rm|gc|repack|verify|stats STORE ...   (a hub store: "nzip store -h")
   nzip serve      [-addr 127.0.0.1:8080] [-token-file F] [-threads N] [-max-decodes N] [-cache-bytes N] [-cache-dir D]
                   [ORG/NAME=]SOURCE... [ORG=]STORE... (archives, stores, directories over HTTP, with the Hugging Face download API)
   nzip mount      [-allow-other] [-cache-bytes N] [-threads N] SOURCE MOUNTPOINT
