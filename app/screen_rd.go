@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -262,7 +263,11 @@ func (s *rdScreen) start() {
 				return
 			}
 			s.rds[m] = rd
-			s.phase.SetText(fmt.Sprintf("%d of %d tensors coded (the rest kept as stored); e8, lowrank, kron at %s bits.", rd.Coded(), len(rd.Tensors), rdRatesText()))
+			msg := fmt.Sprintf("%d of %d tensors coded (the rest kept as stored); e8, lowrank, kron at %s bits.", rd.Coded(), len(rd.Tensors), rdRatesText())
+			if len(rd.Skipped) > 0 {
+				msg += " Not in this build: " + strings.Join(rd.Skipped, ", ") + " (no SVD)."
+			}
+			s.phase.SetText(msg)
 			s.refresh()
 			s.measureRate()
 		}

@@ -2,9 +2,11 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,6 +47,9 @@ type RD struct {
 	// came from.
 	Lossless     []float64
 	LosslessFrom string
+	// Skipped are the methods this build cannot run (lowrank and kron in
+	// the browser: lossy.ErrNoSVD).
+	Skipped []string
 
 	src     []byte
 	tensors []lossy.Tensor // as Model.Tensors, offsets in src
@@ -106,11 +111,14 @@ type rdJob struct {
 	bits float64
 }
 
+// rdMethods are the methods measured (tests add one a build lacks).
+var rdMethods = lossy.Methods
+
 // jobs are every method at its rates: the unrated once, the rated at
 // RDRates.
 func rdJobs() []rdJob {
 	var out []rdJob
-	for _, m := range lossy.Methods() {
+	for _, m := range rdMethods() {
 		if !m.Rated() {
 			out = append(out, rdJob{m, 0})
 			continue
@@ -129,18 +137,26 @@ func rdJobs() []rdJob {
 func (rd *RD) Compute(ctx context.Context, progress func(float64)) error {
 	jobs := rdJobs()
 	var runs []RDRun
+	var skipped []string
 	for k, j := range jobs {
+		if slices.Contains(skipped, j.m.Name()) {
+			continue
+		}
 		run, err := rd.Measure(ctx, j.m, j.bits, func(f float64) {
 			if progress != nil {
 				progress((float64(k) + f) / float64(len(jobs)))
 			}
 		})
+		if errors.Is(err, lossy.ErrNoSVD) {
+			skipped = append(skipped, j.m.Name())
+			continue
+		}
 		if err != nil {
 			return err
 		}
 		runs = append(runs, run)
 	}
-	rd.Runs = runs
+	rd.Runs, rd.Skipped = runs, skipped
 	return nil
 }
 
