@@ -120,8 +120,10 @@ func newRDScreen(wb *workbench) *rdScreen {
 	}
 	s.origText, s.lossyText = text(), text()
 
+	// the job bar last: nothing moves when it hides (the browser did not
+	// lay the row out again, and the button stood where the bar had been)
 	controls := container.NewHBox(widget.NewLabel("Show"), s.scope, container.NewGridWrap(fyne.NewSize(300, s.pick.MinSize().Height), s.pick),
-		layoutSpacer(), s.compute, s.jobs.content)
+		s.compute, s.jobs.content)
 	top := container.NewPadded(container.NewVBox(controls, container.NewBorder(nil, nil, nil, nil, s.title)))
 	slider := container.NewVBox(heading("Bitrate (e8)"),
 		container.NewBorder(nil, nil, nil, s.rateL, s.rate),
@@ -256,16 +258,24 @@ func (s *rdScreen) start() {
 		return func() {
 			s.compute.Enable()
 			if !s.jobs.done(gen) {
+				if s.jobs.cancel == nil { // cancelled, not replaced
+					s.phase.SetText(m.Name + ": cancelled.")
+					s.refresh()
+				}
 				return
 			}
 			if err != nil {
 				s.phase.SetText(fmt.Sprintf("%s: %v", m.Name, err))
+				hostReport("rd_error", err.Error())
 				return
 			}
 			s.rds[m] = rd
+			hostReport("rd_methods", strconv.Itoa(len(rd.Curves(wb.all()))))
+			hostReport("rd_skipped", strings.Join(rd.Skipped, ","))
+			hostReport("rd_model", m.Name)
 			msg := fmt.Sprintf("%d of %d tensors coded (the rest kept as stored); e8, lowrank, kron at %s bits.", rd.Coded(), len(rd.Tensors), rdRatesText())
 			if len(rd.Skipped) > 0 {
-				msg += " Not in this build: " + strings.Join(rd.Skipped, ", ") + " (no SVD)."
+				msg = fmt.Sprintf("%d of %d tensors coded (the rest kept as stored). Not in this build: %s.", rd.Coded(), len(rd.Tensors), strings.Join(rd.Skipped, ", "))
 			}
 			s.phase.SetText(msg)
 			s.refresh()
@@ -301,6 +311,7 @@ func (s *rdScreen) refresh() {
 	if s.chart == nil || s.lossless == nil || s.pick == nil {
 		return // still being built
 	}
+	s.prune()
 	m := wb.current
 	if m == nil {
 		s.title.SetText("No model open.")
@@ -330,6 +341,24 @@ func (s *rdScreen) refresh() {
 	}
 	s.showRate()
 	s.showGen()
+}
+
+// prune forgets the measurements of closed models (they hold the
+// models' bytes).
+func (s *rdScreen) prune() {
+	for m := range s.rds {
+		if !slices.Contains(s.wb.models, m) {
+			delete(s.rds, m)
+			delete(s.slide, m)
+			delete(s.predTensors, m)
+		}
+	}
+	for m := range s.noGen {
+		if !slices.Contains(s.wb.models, m) {
+			delete(s.noGen, m)
+			delete(s.gens, m)
+		}
+	}
 }
 
 // rdChart is the chart of the scope: a series per method, nzip's rate,
@@ -513,9 +542,12 @@ func (s *rdScreen) generate() {
 			}
 			if err != nil {
 				s.genStats.SetText(err.Error())
+				hostReport("rd_gen_error", err.Error())
 				return
 			}
 			s.showResult(g, res)
+			hostReport("rd_gen_top1", fmt.Sprintf("%.3f", res.Top1))
+			hostReport("rd_gen_text", res.Lossy)
 		}
 	})
 }
