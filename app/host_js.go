@@ -267,6 +267,8 @@ func widgetPos(wb *workbench, key string) any {
 		obj = wb.run.runBtn
 	case key == "generate":
 		obj = wb.generate.runBtn
+	case key == "rd-generate":
+		obj = wb.rd.genBtn
 	case key == "url":
 		obj = wb.open_.url
 	case key == "url-open":

@@ -18,7 +18,7 @@ import (
 )
 
 // screens are the tabs in order, as screenshot names.
-var screens = []string{"Open", "Tensors", "Histograms", "Clusters", "Setups", "Run", "Trajectory", "Generate", "Hub"}
+var screens = []string{"Open", "Tensors", "Histograms", "Clusters", "Setups", "Run", "Trajectory", "Generate", "Hub", rdTab}
 
 // trajTourSteps: checkpoints of ../shared's training run the tour opens for
 // the Trajectory screen (when they are there; NZ_TRAJ_DIR overrides the
@@ -87,6 +87,15 @@ func prepareTour(wb *workbench, first string) error {
 	wb.wait()
 	// a story for the Generate screen
 	fyne.DoAndWait(func() { wb.generate.start() })
+	wb.wait()
+	// the rate-distortion curves of the model shown, e8 at the slider's
+	// rate, and a side-by-side generation (stories260K: the demos do not
+	// generate text)
+	fyne.DoAndWait(func() { wb.rd.start() })
+	wb.wait()
+	fyne.DoAndWait(func() { wb.rd.measureRate() })
+	wb.wait()
+	fyne.DoAndWait(func() { wb.rd.generate() })
 	wb.wait()
 	// a training run for the Trajectory screen, analysed without the demos
 	dir := os.Getenv("NZ_TRAJ_DIR")
@@ -198,6 +207,12 @@ func tourStore() (string, error) {
 	return loc, nil
 }
 
+// shotName is a screen's name in its screenshot's file name: lower case,
+// ASCII.
+func shotName(name string) string {
+	return strings.ReplaceAll(strings.ToLower(name), "–", "-")
+}
+
 func fileExists(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && !st.IsDir()
@@ -219,7 +234,7 @@ func takeScreenshots(wb *workbench, dir, first string) error {
 			fyne.DoAndWait(func() { wb.selectTab(name) })
 			wb.wait()
 			time.Sleep(700 * time.Millisecond) // let the charts render
-			path := filepath.Join(dir, fmt.Sprintf("%s-%d-%s.png", variant, i+1, strings.ToLower(name)))
+			path := filepath.Join(dir, fmt.Sprintf("%s-%d-%s.png", variant, i+1, shotName(name)))
 			var err error
 			fyne.DoAndWait(func() {
 				// without ../shared's training run the Trajectory screen
@@ -281,6 +296,8 @@ func (wb *workbench) screenCharts(name string) []*chartView {
 		return []*chartView{wb.run.chart}
 	case "Trajectory":
 		return []*chartView{wb.traj.ratio, wb.traj.changed}
+	case rdTab:
+		return []*chartView{wb.rd.chart}
 	}
 	return nil
 }

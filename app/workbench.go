@@ -68,6 +68,7 @@ type workbench struct {
 	traj      *trajScreen
 	generate  *generateScreen
 	hub       *hubScreen
+	rd        *rdScreen
 
 	charts         []*chartView
 	modelListeners []func() // called when the current model or its stats change
@@ -86,7 +87,11 @@ func newWorkbench(a fyne.App, w fyne.Window) *workbench {
 	wb.open_ = newOpenScreen(wb)
 	items := []*container.TabItem{container.NewTabItemWithIcon("Open", theme.FolderOpenIcon(), wb.open_.content)}
 	for _, t := range laterTabs {
-		items = append(items, container.NewTabItemWithIcon(t.name, t.icon(), container.NewStack()))
+		var icon fyne.Resource
+		if t.icon != nil {
+			icon = t.icon()
+		}
+		items = append(items, container.NewTabItemWithIcon(t.name, icon, container.NewStack()))
 	}
 	wb.tabs = container.NewAppTabs(items...)
 	if !hostLazyScreens {
@@ -96,8 +101,11 @@ func newWorkbench(a fyne.App, w fyne.Window) *workbench {
 	wb.tabs.OnSelected = func(t *container.TabItem) {
 		wb.buildScreens()
 		hostReport("tab", t.Text)
-		if t.Text == "Clusters" {
+		switch t.Text {
+		case "Clusters":
 			wb.clusters.refreshIfStale()
+		case rdTab:
+			wb.rd.refreshIfStale()
 		}
 	}
 	themeBtn := widget.NewButtonWithIcon("", theme.ColorPaletteIcon(), func() { wb.setDark(!wb.dark) })
@@ -125,6 +133,9 @@ var laterTabs = []struct {
 	{"Tensors", theme.ListIcon}, {"Histograms", theme.InfoIcon}, {"Clusters", theme.GridIcon},
 	{"Setups", theme.SettingsIcon}, {"Run", theme.MediaPlayIcon}, {"Trajectory", theme.HistoryIcon},
 	{"Generate", theme.DocumentCreateIcon}, {"Hub", theme.StorageIcon},
+	// the tenth tab has no icon: nine with icons fill the window's height
+	// (a tenth with one went into the tab bar's overflow menu)
+	{rdTab, nil},
 }
 
 // buildScreens builds the screens after Open, once. The desktop builds
@@ -144,7 +155,8 @@ func (wb *workbench) buildScreens() {
 	wb.traj = newTrajScreen(wb)
 	wb.generate = newGenerateScreen(wb)
 	wb.hub = newHubScreen(wb)
-	for i, c := range []fyne.CanvasObject{wb.tensors.content, wb.hist.content, wb.clusters.content, wb.setupsScr.content, wb.run.content, wb.traj.content, wb.generate.content, wb.hub.content} {
+	wb.rd = newRDScreen(wb)
+	for i, c := range []fyne.CanvasObject{wb.tensors.content, wb.hist.content, wb.clusters.content, wb.setupsScr.content, wb.run.content, wb.traj.content, wb.generate.content, wb.hub.content, wb.rd.content} {
 		wb.tabs.Items[i+1].Content = c
 	}
 	if hostLazyScreens {

@@ -42,29 +42,8 @@ func (e8) Code(v []float32, rows, cols int, bits float64) ([]byte, []float32, er
 	if rows == 0 || cols == 0 {
 		return e8Header(nil, rows, cols, 0), []float32{}, nil
 	}
-	if cols < e8MinRowScale {
-		// short rows: one scale for the tensor (a row's scale would cost
-		// more than half a bit a value)
-		rows, cols = 1, rows*cols
-	}
-	per := (cols + 7) / 8 * 8 // a row padded with zeros to whole vectors
-	norm := make([]float64, rows*per)
-	scales := make([]float32, rows)
-	for r := 0; r < rows; r++ {
-		row := v[r*cols : (r+1)*cols]
-		var ss float64
-		for _, x := range row {
-			ss += float64(x) * float64(x)
-		}
-		s := float32(math.Sqrt(ss / float64(cols)))
-		scales[r] = s
-		for i, x := range row {
-			if s > 0 {
-				norm[r*per+i] = float64(x) / float64(s)
-			}
-		}
-	}
-	step := e8Step(norm, max(bits-32/float64(cols), bits/2)) // the row scales take 32 bits a row
+	norm, scales, rows, cols, per := e8Normalize(v, rows, cols)
+	step, _ := e8Step(norm, e8ValueBits(bits, cols))
 	coded := e8Header(nil, rows, cols, step)
 	for _, s := range scales {
 		coded = appendF32(coded, s)
@@ -161,10 +140,64 @@ func nearestD8(x, y *[8]float64, off float64) {
 	}
 }
 
+// e8Normalize scales each row of v to unit RMS (rows shorter than
+// e8MinRowScale: the tensor as one row), padded with zeros to whole
+// vectors; it returns the values, the scales and the shape it coded.
+func e8Normalize(v []float32, rows, cols int) ([]float64, []float32, int, int, int) {
+	if cols < e8MinRowScale {
+		// short rows: one scale for the tensor (a row's scale would cost
+		// more than half a bit a value)
+		rows, cols = 1, rows*cols
+	}
+	per := (cols + 7) / 8 * 8 // a row padded with zeros to whole vectors
+	norm := make([]float64, rows*per)
+	scales := make([]float32, rows)
+	for r := 0; r < rows; r++ {
+		row := v[r*cols : (r+1)*cols]
+		var ss float64
+		for _, x := range row {
+			ss += float64(x) * float64(x)
+		}
+		s := float32(math.Sqrt(ss / float64(cols)))
+		scales[r] = s
+		for i, x := range row {
+			if s > 0 {
+				norm[r*per+i] = float64(x) / float64(s)
+			}
+		}
+	}
+	return norm, scales, rows, cols, per
+}
+
+// e8ValueBits is the rate the coordinates get of a target rate bits per
+// parameter: the row scales take 32 bits a row (of cols values).
+func e8ValueBits(bits float64, cols int) float64 {
+	return max(bits-32/float64(cols), bits/2)
+}
+
+// E8Predict is the E8 coder's sampled storage estimate of coding v (rows ×
+// cols, row-major) at bits per parameter, in bytes: the header and the
+// scales as written, the coordinates at the rate the sample predicts for
+// the step the coder would choose (the coded stream is not made). It is
+// what picks the step, so it differs from the coded size by the adaptive
+// coder's distance from the sample's entropy and the tiles' lengths.
+func E8Predict(v []float32, rows, cols int, bits float64) (float64, error) {
+	if err := check(v, rows, cols); err != nil {
+		return 0, err
+	}
+	if rows == 0 || cols == 0 {
+		return float64(len(e8Header(nil, rows, cols, 0))), nil
+	}
+	norm, _, rows, cols, _ := e8Normalize(v, rows, cols)
+	_, rate := e8Step(norm, e8ValueBits(bits, cols))
+	return float64(len(e8Header(nil, rows, cols, 0))+4*rows) + rate*float64(len(norm))/8, nil
+}
+
 // e8Step picks the step whose coded rate, estimated from the empirical
 // entropy of the coordinates of a sample of vectors (as the adaptive coder
-// reaches it within a few percent), is nearest bits per value.
-func e8Step(norm []float64, bits float64) float64 {
+// reaches it within a few percent), is nearest bits per value; it returns
+// the step and that estimate (bits per value).
+func e8Step(norm []float64, bits float64) (float64, float64) {
 	n := len(norm) / 8
 	stride := max(1, n/e8Sample)
 	var sample []float64
@@ -197,7 +230,7 @@ func e8Step(norm []float64, bits float64) float64 {
 			hi = mid
 		}
 	}
-	return hi
+	return hi, rate(hi)
 }
 
 // e8Symbols is what codes a point of E8 (p: twice its coordinates over

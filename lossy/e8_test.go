@@ -167,3 +167,36 @@ func FuzzE8Decode(f *testing.F) {
 		}
 	})
 }
+
+// TestE8Predict: the sampled estimate is near the coded size (the coder
+// reaches the sample's entropy within a few percent) and moves with the
+// target rate.
+func TestE8Predict(t *testing.T) {
+	rows, cols := 96, 256
+	v := make([]float32, rows*cols)
+	rng := rand.New(rand.NewPCG(7, 8))
+	for i := range v {
+		v[i] = float32(rng.NormFloat64()) * 0.02
+	}
+	prev := 0.0
+	for _, bits := range []float64{2, 4, 6} {
+		p, err := E8Predict(v, rows, cols, bits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		coded, _, err := e8{}.Code(v, rows, cols, bits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := p / float64(len(coded)); r < 0.9 || r > 1.1 {
+			t.Errorf("%g bits: predicted %.0f bytes, coded %d", bits, p, len(coded))
+		}
+		if p <= prev {
+			t.Errorf("%g bits: predicted %.0f bytes, not more than %.0f at fewer bits", bits, p, prev)
+		}
+		prev = p
+	}
+	if _, err := E8Predict(v, rows+1, cols, 4); err == nil {
+		t.Error("a wrong shape predicted")
+	}
+}

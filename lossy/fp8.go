@@ -5,8 +5,6 @@ import (
 	"sort"
 
 	"neuralzip/dtype"
-
-	"gonum.org/v1/gonum/mat"
 )
 
 // e4m3Values are the non-negative values of FP8 E4M3 (OCP, "FN": no
@@ -215,30 +213,26 @@ func (lowRank) Code(v []float32, rows, cols int, bits float64) ([]byte, []float3
 	}
 	k := int(bits * float64(rows) * float64(cols) / (16 * float64(rows+cols)))
 	k = max(1, min(k, rows, cols))
-	a := mat.NewDense(rows, cols, nil)
+	a := make([]float64, len(v))
 	for i, x := range v {
-		a.Set(i/cols, i%cols, float64(x))
+		a[i] = float64(x)
 	}
-	var svd mat.SVD
-	if !svd.Factorize(a, mat.SVDThin) {
-		return nil, nil, errorsSVD
+	u, vt, sv, r, err := thinSVD(a, rows, cols)
+	if err != nil {
+		return nil, nil, err
 	}
-	var u, vt mat.Dense
-	svd.UTo(&u)
-	svd.VTo(&vt)
-	sv := svd.Values(nil)
 	coded := []byte{byte(k), byte(k >> 8), byte(k >> 16), byte(k >> 24)}
 	us := make([]float32, rows*k)
 	vs := make([]float32, k*cols)
 	for i := 0; i < rows; i++ {
 		for j := 0; j < k; j++ {
-			us[i*k+j] = roundBF16(float32(u.At(i, j) * sv[j]))
+			us[i*k+j] = roundBF16(float32(u[i*r+j] * sv[j]))
 			coded = appendBF16(coded, us[i*k+j])
 		}
 	}
 	for j := 0; j < k; j++ {
 		for c := 0; c < cols; c++ {
-			vs[j*cols+c] = roundBF16(float32(vt.At(c, j)))
+			vs[j*cols+c] = roundBF16(float32(vt[c*r+j]))
 			coded = appendBF16(coded, vs[j*cols+c])
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-
-	"gonum.org/v1/gonum/mat"
 )
 
 // kron approximates a matrix by a sum of Kronecker products, in the manner
@@ -110,10 +108,11 @@ func (kron) Code(v []float32, rows, cols int, bits float64) ([]byte, []float32, 
 	s := kronShapeFor(rows, cols)
 	k := kronTerms(s, bits)
 	// R(W): (m1·n1) × (m2·n2)
-	r := mat.NewDense(s.m1*s.n1, s.m2*s.n2, nil)
+	rc := s.m2 * s.n2
+	a := make([]float64, s.m1*s.n1*rc)
 	for i1 := 0; i1 < s.m1; i1++ {
 		for j1 := 0; j1 < s.n1; j1++ {
-			row := r.RawRowView(i1*s.n1 + j1)
+			row := a[(i1*s.n1+j1)*rc : (i1*s.n1+j1+1)*rc]
 			for i2 := 0; i2 < s.m2; i2++ {
 				src := v[(i1*s.m2+i2)*cols+j1*s.n2:]
 				for j2 := 0; j2 < s.n2; j2++ {
@@ -122,23 +121,19 @@ func (kron) Code(v []float32, rows, cols int, bits float64) ([]byte, []float32, 
 			}
 		}
 	}
-	var svd mat.SVD
-	if !svd.Factorize(r, mat.SVDThin) {
-		return nil, nil, errorsSVD
+	u, vt, sv, r, err := thinSVD(a, s.m1*s.n1, rc)
+	if err != nil {
+		return nil, nil, err
 	}
-	var u, vt mat.Dense
-	svd.UTo(&u)
-	svd.VTo(&vt)
-	sv := svd.Values(nil)
 	coded := kronHeader(nil, s, k)
 	for t := 0; t < k; t++ {
 		for i := 0; i < s.m1*s.n1; i++ {
-			coded = appendBF16(coded, float32(u.At(i, t)*sv[t]))
+			coded = appendBF16(coded, float32(u[i*r+t]*sv[t]))
 		}
 	}
 	for t := 0; t < k; t++ {
 		for i := 0; i < s.m2*s.n2; i++ {
-			coded = appendBF16(coded, float32(vt.At(i, t)))
+			coded = appendBF16(coded, float32(vt[i*r+t]))
 		}
 	}
 	recon, err := kronDecode(coded, rows, cols)

@@ -64,8 +64,14 @@ func ByName(list string) ([]Method, error) {
 	return out, nil
 }
 
-// ErrShape is returned for a matrix whose size does not match its values.
-var ErrShape = errors.New("lossy: rows × cols does not match the values")
+// Errors of the methods.
+var (
+	// ErrShape is returned for a matrix whose size does not match its values.
+	ErrShape = errors.New("lossy: rows × cols does not match the values")
+	// ErrNoSVD is returned by lowrank and kron in the browser build
+	// (GOOS=js), which leaves gonum's SVD out.
+	ErrNoSVD = errors.New("lossy: low rank and Kronecker sums need an SVD, left out of the browser build")
+)
 
 // Result is one method's measurement on one tensor.
 type Result struct {

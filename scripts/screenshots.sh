@@ -1,9 +1,9 @@
 #!/bin/sh
 # make screenshots: builds the workbench and runs it under Xvfb with
 # -screenshots, which opens the demo models, builds and compares a setup,
-# runs three codecs, then visits every screen in the light and the dark
+# runs three codecs, measures the lossy methods, then visits every screen in the light and the dark
 # theme and captures the X screen with ImageMagick's import:
-#   OUT/light-1-open.png ... OUT/dark-9-hub.png (the Trajectory screen
+#   OUT/light-1-open.png ... OUT/dark-10-lossy.png (the Trajectory screen
 # shows ../shared's training run when it is there)
 #   scripts/screenshots.sh [OUT] [MODEL]   (default docs/screenshots, demo:silero-vad)
 set -eu
@@ -18,5 +18,5 @@ $GO build -o bin/workbench ./app
 LANG=${SCREENSHOT_LANG:-en_US.UTF-8} xvfb-run -a -s "-screen 0 1320x860x24" \
   bin/workbench -screenshots "$OUT" -open "$MODEL" 2>&1 | grep -v 'locale\|Cause: language\|At: .*lang/locale.go' || true
 n=$(ls "$OUT"/light-*.png "$OUT"/dark-*.png 2>/dev/null | wc -l)
-[ "$n" -eq 18 ] || { echo "screenshots: expected 18 PNGs in $OUT, found $n"; exit 1; }
+[ "$n" -eq 20 ] || { echo "screenshots: expected 20 PNGs in $OUT, found $n"; exit 1; }
 echo "screenshots: $n PNGs in $OUT"

@@ -11,7 +11,8 @@ import (
 
 // Panels is a figure of small plots in a grid (Cols a row), their data
 // areas aligned, under one title and one legend (right-aligned in a band
-// below the title, above every panel).
+// below the title, above every panel; with LegendRight, in a column right
+// of them).
 type Panels struct {
 	Title      string
 	Plots      []*plot.Plot
@@ -20,6 +21,9 @@ type Panels struct {
 	TitleStyle text.Style
 	Background color.Color
 	Pad        vg.Length // between panels, and around the title and legend
+	// LegendRight puts the legend at the top of a column right of the
+	// panels (a long legend above them would take their height)
+	LegendRight bool
 }
 
 // newPanels returns an empty figure in the style.
@@ -46,7 +50,11 @@ func (f *Panels) layout(c draw.Canvas) (vg.Rectangle, []draw.Canvas) {
 	var legend vg.Rectangle
 	if sz := f.Legend.Rectangle(c).Size(); sz.Y > 0 {
 		legend = vg.Rectangle{Min: vg.Point{X: c.Max.X - sz.X, Y: c.Max.Y - sz.Y}, Max: c.Max}
-		c.Max.Y -= sz.Y + f.Pad/2
+		if f.LegendRight {
+			c.Max.X -= sz.X + f.Pad
+		} else {
+			c.Max.Y -= sz.Y + f.Pad/2
+		}
 	}
 	rows, cols := f.grid()
 	grid := make([][]*plot.Plot, rows)

@@ -293,6 +293,19 @@ async function main() {
     metrics.generate_resident_fraction = +s.gen_resident_bytes / +s.gen_weights_bytes;
     await shot(page, 'generate');
 
+    // 7b. the Lossy tab: the rate-distortion curves of the current model
+    // (lowrank and kron are not in the browser build) and a side-by-side
+    // generation of stories260K with e8 at the slider's 4 bits
+    await selectTab(page, 'Lossy');
+    s = await waitState(page, 'rate-distortion', (s) => s.rd_model || s.rd_error, T_RUN);
+    check(!s.rd_error && s.rd_methods === '7' && s.rd_skipped === 'lowrank,kron',
+      `Lossy: ${s.rd_methods} methods measured on ${s.rd_model}, not in this build: ${s.rd_skipped} (${s.rd_error || 'no error'})`);
+    await click(page, 'rd-generate');
+    s = await waitState(page, 'side-by-side generation', (s) => s.rd_gen_top1 || s.rd_gen_error, T_RUN);
+    check(!s.rd_gen_error && +s.rd_gen_top1 > 0.5,
+      `e8 at 4 bits: top-1 agreement ${s.rd_gen_top1}, "${(s.rd_gen_text || '').slice(0, 40)}…" (${s.rd_gen_error || 'no error'})`);
+    await shot(page, 'lossy');
+
     s = await state(page);
     check(!s.error, `no error reported (${s.error || 'none'})`);
 
