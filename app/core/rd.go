@@ -156,6 +156,9 @@ func (rd *RD) Compute(ctx context.Context, progress func(float64)) error {
 		}
 		runs = append(runs, run)
 	}
+	if progress != nil {
+		progress(1) // also when the last methods were skipped
+	}
 	rd.Runs, rd.Skipped = runs, skipped
 	return nil
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"math"
 	"runtime"
 	"slices"
@@ -59,7 +60,11 @@ func TestRDCurves(t *testing.T) {
 			t.Errorf("%s: %d points", c.Method, len(c.Points))
 		}
 	}
-	if !slices.Equal(names, []string{"nf4", "int8", "int4", "fp8", "fp8row", "fp8h", "e8", "lowrank", "kron"}) {
+	want := []string{"nf4", "int8", "int4", "fp8", "fp8row", "fp8h", "e8", "lowrank", "kron"}
+	if runtime.GOOS == "js" {
+		want = want[:7] // the browser build has no SVD: no lowrank, no kron
+	}
+	if !slices.Equal(names, want) {
 		t.Fatalf("methods %v", names)
 	}
 	src, _, starts, err := m.ReadAll()
@@ -143,6 +148,9 @@ func TestRDDeterministic(t *testing.T) {
 		for _, name := range []string{"e8", "kron"} {
 			ms, _ := lossy.ByName(name)
 			r, err := rd.Measure(context.Background(), ms[0], 3, nil)
+			if errors.Is(err, lossy.ErrNoSVD) {
+				continue // the browser build: no kron
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
