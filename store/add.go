@@ -245,7 +245,7 @@ func commitModel(t tx, m *Manifest, news []*coded) error {
 			return err
 		}
 		if c.fp != nil {
-			if err := t.put(bFP, fpKey(c.u.DType, c.u.RawLen/int64(c.u.DType.Size()), c.h), c.fp.encode()); err != nil {
+			if err := putFP(t, c.u.DType, c.u.RawLen/int64(c.u.DType.Size()), c.h, c.fp); err != nil {
 				return err
 			}
 		}
@@ -429,9 +429,7 @@ func (s *Store) code(c *coded, raw []byte, t dtype.DType) error {
 	var bu unit // a delta's base
 	if err := s.kv.view(func(tx tx) error {
 		var err error
-		p, err = planUnit(tx, info, func(ty dtype.DType, numel int64) ([]candidate, error) {
-			return storedCandidates(tx, ty, numel)
-		})
+		p, err = planUnit(tx, info, s.candidates(tx))
 		if err != nil || p.Kind != KindDelta {
 			return err
 		}

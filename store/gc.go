@@ -56,7 +56,7 @@ func decRef(t tx, h Hash, depth int) error {
 		return err
 	}
 	if fingerprintable(u.DType) {
-		if err := t.del(bFP, fpKey(u.DType, u.RawLen/int64(u.DType.Size()), h)); err != nil {
+		if err := delFP(t, u.DType, u.RawLen/int64(u.DType.Size()), h); err != nil {
 			return err
 		}
 	}

@@ -15,7 +15,7 @@ import (
 const (
 	bUnits  = "units"  // Hash → unit record
 	bModels = "models" // model name → manifest
-	bFP     = "fp"     // dtype name · 0 · numel (8 bytes BE) · Hash → fingerprint
+	bFP     = "fp"     // dtype name · 0 · numel (8 bytes BE) · Hash → fingerprint; 0 · …: the fingerprints' index (lsh.go)
 	bCasts  = "casts"  // SHA-256 of a cast's bytes → castRec
 )
 
@@ -36,6 +36,10 @@ type tx interface {
 	del(bucket string, key []byte) error
 	// scan calls fn for each key with the prefix, in key order.
 	scan(bucket string, prefix []byte, fn func(k, v []byte) error) error
+	// walk calls fn for each key with the prefix, in key order from the
+	// first key ≥ from (back: in reverse order from the last key < from),
+	// while fn returns true.
+	walk(bucket string, prefix, from []byte, back bool, fn func(k, v []byte) (bool, error)) error
 }
 
 // memKV is an in-memory kv: updates work on a copy, swapped in on success.
@@ -137,6 +141,32 @@ func (t *memTx) scan(bucket string, prefix []byte, fn func(k, v []byte) error) e
 	slices.Sort(keys)
 	for _, k := range keys {
 		if err := fn([]byte(k), bk[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *memTx) walk(bucket string, prefix, from []byte, back bool, fn func(k, v []byte) (bool, error)) error {
+	bk, err := t.bucket(bucket)
+	if err != nil {
+		return err
+	}
+	var keys []string
+	for k := range bk {
+		if bytes.HasPrefix([]byte(k), prefix) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	i, _ := slices.BinarySearch(keys, string(from))
+	step := 1
+	if back {
+		i, step = i-1, -1
+	}
+	for ; i >= 0 && i < len(keys); i += step {
+		more, err := fn([]byte(keys[i]), bk[keys[i]])
+		if err != nil || !more {
 			return err
 		}
 	}

@@ -135,6 +135,31 @@ func (b boltTx) scan(bucket string, prefix []byte, fn func(k, v []byte) error) e
 	return nil
 }
 
+func (b boltTx) walk(bucket string, prefix, from []byte, back bool, fn func(k, v []byte) (bool, error)) error {
+	bk, err := b.bucket(bucket)
+	if err != nil {
+		return err
+	}
+	c := bk.Cursor()
+	k, v := c.Seek(from)
+	next := c.Next
+	if back {
+		if k == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
+		}
+		next = c.Prev
+	}
+	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = next() {
+		more, err := fn(k, v)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
 func openKV(path string, opt Options) (kv, error) {
 	if opt.ReadOnly {
 		k, err := openBoltRO(path, opt.LockWait)

@@ -94,3 +94,54 @@ func (o *overlay) scan(bucket string, prefix []byte, fn func(k, v []byte) error)
 	}
 	return nil
 }
+
+// walk merges the base's keys with the overlay's as scan does, from key
+// from onwards (back: before it, in reverse order).
+func (o *overlay) walk(bucket string, prefix, from []byte, back bool, fn func(k, v []byte) (bool, error)) error {
+	var mine []string
+	for k := range o.w[bucket] {
+		if strings.HasPrefix(k, string(prefix)) && (k >= string(from)) != back {
+			mine = append(mine, k)
+		}
+	}
+	slices.Sort(mine)
+	before := func(a, b string) bool { return a < b } // a comes before b in the walk
+	if back {
+		slices.Reverse(mine)
+		before = func(a, b string) bool { return a > b }
+	}
+	next, stop := 0, false
+	emit := func(k string) error {
+		if v := o.w[bucket][k]; v != nil {
+			more, err := fn([]byte(k), *v)
+			stop = !more
+			return err
+		}
+		return nil
+	}
+	err := o.base.walk(bucket, prefix, from, back, func(k, v []byte) (bool, error) {
+		for next < len(mine) && before(mine[next], string(k)) {
+			if err := emit(mine[next]); err != nil || stop {
+				return false, err
+			}
+			next++
+		}
+		if next < len(mine) && mine[next] == string(k) {
+			next++
+			err := emit(string(k))
+			return !stop, err
+		}
+		more, err := fn(k, v)
+		stop = !more
+		return more, err
+	})
+	if err != nil || stop {
+		return err
+	}
+	for ; next < len(mine); next++ {
+		if err := emit(mine[next]); err != nil || stop {
+			return err
+		}
+	}
+	return nil
+}

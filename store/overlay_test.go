@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// TestOverlay: an overlay over a read transaction answers gets and scans
-// (every prefix, in key order) as a write transaction that made the same
+// TestOverlay: an overlay over a read transaction answers gets, scans
+// (every prefix, in key order) and walks (from every key, both ways, up to
+// a limit) as a write transaction that made the same
 // puts and deletes does, and leaves the index it reads unchanged.
 func TestOverlay(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -46,7 +47,7 @@ func TestOverlay(t *testing.T) {
 				})
 				out += fmt.Sprintf("| %x ", t.get(bFP, []byte(p)))
 			}
-			return out
+			return out + walks(t)
 		}
 		var want, got string
 		base.view(func(bt tx) error {
@@ -83,4 +84,29 @@ func TestOverlay(t *testing.T) {
 			t.Fatalf("round %d: the overlay wrote to the index it reads", round)
 		}
 	}
+}
+
+// walks lists what walks of bucket bFP meet: every prefix, from every key,
+// both ways, stopping after 1, 3 and all keys.
+func walks(t tx) string {
+	out := ""
+	for _, p := range []string{"", "a", "c"} {
+		for _, from := range []string{"", "a", "ab", "b", "bz", "c", "cc", "d", "dd", "e"} {
+			if len(from) < len(p) || from[:len(p)] != p {
+				continue
+			}
+			for _, back := range []bool{false, true} {
+				for _, lim := range []int{1, 3, 100} {
+					n := 0
+					t.walk(bFP, []byte(p), []byte(from), back, func(k, v []byte) (bool, error) {
+						out += fmt.Sprintf("%s>%s %v %d:%s=%x ", p, from, back, lim, k, v)
+						n++
+						return n < lim, nil
+					})
+					out += "|"
+				}
+			}
+		}
+	}
+	return out
 }

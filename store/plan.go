@@ -96,7 +96,8 @@ func storedRoot(t tx, u unit, roots map[Hash]*candidate) *candidate {
 }
 
 // storedCandidates lists the stored units of type ty and numel values that
-// have a fingerprint, in hash order (the index's), as bases to choose from.
+// have a fingerprint, in hash order (the index's), as bases to choose from:
+// the exhaustive search, linear in the family's units.
 func storedCandidates(t tx, ty dtype.DType, numel int64) ([]candidate, error) {
 	var out []candidate
 	roots := map[Hash]*candidate{}
@@ -109,26 +110,32 @@ func storedCandidates(t tx, ty dtype.DType, numel int64) ([]candidate, error) {
 		if err != nil {
 			return nil // a damaged hint is only a missed chance
 		}
-		var h Hash
-		copy(h[:], k[len(prefix):])
-		ub := t.get(bUnits, h[:])
-		if ub == nil {
-			return nil
+		if c, ok := candidateOf(t, Hash(k[len(prefix):]), f, ty, roots); ok {
+			out = append(out, c)
 		}
-		u, err := parseUnit(ub)
-		if err != nil || u.DType != ty {
-			return nil
-		}
-		c := candidate{h: h, fp: f, depth: int(u.Depth), u: u}
-		if u.Kind == KindDelta {
-			if c.root = storedRoot(t, u, roots); c.root == nil {
-				return nil // a damaged chain: not a base
-			}
-		}
-		out = append(out, c)
 		return nil
 	})
 	return out, err
+}
+
+// candidateOf is stored unit h (fingerprint f) as a base for a unit of
+// type ty; false when it is not in the index, damaged, or of another type.
+func candidateOf(t tx, h Hash, f fingerprint, ty dtype.DType, roots map[Hash]*candidate) (candidate, bool) {
+	ub := t.get(bUnits, h[:])
+	if ub == nil {
+		return candidate{}, false
+	}
+	u, err := parseUnit(ub)
+	if err != nil || u.DType != ty {
+		return candidate{}, false
+	}
+	c := candidate{h: h, fp: f, depth: int(u.Depth), u: u}
+	if u.Kind == KindDelta {
+		if c.root = storedRoot(t, u, roots); c.root == nil {
+			return candidate{}, false // a damaged chain: not a base
+		}
+	}
+	return c, true
 }
 
 // castOf is the F32 unit whose cast new unit h of type ty is, from the
@@ -153,9 +160,32 @@ func castOf(t tx, h Hash, ty dtype.DType) (Hash, bool) {
 	return r.From, true
 }
 
-// candidates lists the possible bases of a type and element count
-// (storedCandidates, read once per model by the planner).
-type candidates func(ty dtype.DType, numel int64) ([]candidate, error)
+// candidates lists the possible bases of a new unit of a type and element
+// count with fingerprint fp (Store.candidates).
+type candidates func(ty dtype.DType, numel int64, fp fingerprint) ([]candidate, error)
+
+// candidates is how the planner finds bases on index t: the fingerprint
+// index's near units (indexedCandidates) where the index holds it, else
+// (a store made before it, opened to read; Options.Exhaustive) every
+// unit of the family (storedCandidates, read once per family).
+func (s *Store) candidates(t tx) candidates {
+	roots := map[Hash]*candidate{}
+	if !s.opt.Exhaustive && hasLSH(t) {
+		return func(ty dtype.DType, numel int64, fp fingerprint) ([]candidate, error) {
+			return indexedCandidates(t, ty, numel, fp, roots)
+		}
+	}
+	cache := map[string][]candidate{}
+	return func(ty dtype.DType, numel int64, _ fingerprint) ([]candidate, error) {
+		fam := string(fpKey(ty, numel, Hash{}))
+		if cs, ok := cache[fam]; ok {
+			return cs, nil
+		}
+		cs, err := storedCandidates(t, ty, numel)
+		cache[fam] = cs
+		return cs, err
+	}
+}
 
 // planUnit plans new unit u (not in the index t reads): the cast of an
 // F32 unit when a cast hint names one (castOf), else a delta tried
@@ -171,7 +201,7 @@ func planUnit(t tx, u UnitInfo, cands candidates) (Plan, error) {
 	if !fingerprintable(u.DType) || u.FP == nil {
 		return p, nil
 	}
-	cs, err := cands(u.DType, u.N/int64(u.DType.Size()))
+	cs, err := cands(u.DType, u.N/int64(u.DType.Size()), u.FP)
 	if err != nil {
 		return p, err
 	}
@@ -208,7 +238,7 @@ func (s *Store) PlanFamily(units []UnitInfo) ([]Plan, error) {
 			for j < len(units) && units[j].Model == units[i].Model {
 				j++
 			}
-			ps, err := planModel(o, units[i:j], at)
+			ps, err := planModel(o, units[i:j], at, s.candidates(o))
 			if err != nil {
 				return err
 			}
@@ -230,18 +260,9 @@ func (s *Store) PlanFamily(units []UnitInfo) ([]Plan, error) {
 }
 
 // planModel plans the units of one model on index t (they see the index
-// only, not each other, as in Add); at holds the units of earlier models
+// only, not each other, as in Add), finding bases with cands (on t); at holds the units of earlier models
 // of the ingest, whose bytes a plan reads from their inputs (BaseAt).
-func planModel(t tx, us []UnitInfo, at map[Hash]*UnitInfo) ([]Plan, error) {
-	cache := map[dtype.DType][]candidate{}
-	cands := func(ty dtype.DType, numel int64) ([]candidate, error) {
-		if cs, ok := cache[ty]; ok {
-			return cs, nil
-		}
-		cs, err := storedCandidates(t, ty, numel)
-		cache[ty] = cs
-		return cs, err
-	}
+func planModel(t tx, us []UnitInfo, at map[Hash]*UnitInfo, cands candidates) ([]Plan, error) {
 	ps := make([]Plan, len(us))
 	for k, u := range us {
 		p, err := planUnit(t, u, cands)

@@ -139,7 +139,11 @@ func initS3(loc string) error {
 	} else if !ok {
 		return fmt.Errorf("store: %s: no bucket %q", loc, l.bucket)
 	}
-	raw := encodeIndex(newMemKV().b)
+	m := newMemKV()
+	if err := m.update(buildLSH); err != nil {
+		return err
+	}
+	raw := encodeIndex(m.b)
 	var opt minio.PutObjectOptions
 	opt.SetMatchETagExcept("*")
 	if _, err := l.putRetry(ctx, l.index(), raw, opt); err != nil {
@@ -164,7 +168,13 @@ func openS3(loc string, opt Options) (*Store, error) {
 		}
 		return nil, err
 	}
-	return &Store{dir: loc, kv: k, bl: &s3Blobs{l: l}, opt: opt, cache: newRawCache(256 << 20)}, nil
+	s := &Store{dir: loc, kv: k, bl: &s3Blobs{l: l}, opt: opt, cache: newRawCache(256 << 20)}
+	if !opt.ReadOnly {
+		if err := s.ensureLSH(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // s3KV is the index held in memory and written back whole by each update.

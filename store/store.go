@@ -49,6 +49,11 @@ type Options struct {
 	// LockWait bounds how long Open waits for another process holding the
 	// store; 0 waits as long as it takes.
 	LockWait time.Duration
+	// Exhaustive finds a new delta's base among every stored unit of its
+	// type and size, as stores did before the fingerprints' index
+	// (lsh.go), instead of among the few the index puts near it: for
+	// measuring the index.
+	Exhaustive bool
 }
 
 func (o Options) threads() int {
@@ -94,7 +99,11 @@ func Init(dir string) error {
 	if err != nil {
 		return err
 	}
-	return k.close()
+	err = k.update(buildLSH)
+	if cerr := k.close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Open opens the store at dir: a directory or s3://bucket/prefix.
@@ -110,12 +119,21 @@ func Open(dir string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{dir: dir, kv: k, bl: &dirBlobs{dir: dir}, opt: opt, cache: newRawCache(256 << 20)}, nil
+	s := &Store{dir: dir, kv: k, bl: &dirBlobs{dir: dir}, opt: opt, cache: newRawCache(256 << 20)}
+	if !opt.ReadOnly {
+		if err := s.ensureLSH(); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // NewMem returns an empty in-memory store (the browser's, tests').
 func NewMem(opt Options) *Store {
-	return &Store{kv: newMemKV(), bl: &memBlobs{}, opt: opt, cache: newRawCache(256 << 20)}
+	k := newMemKV()
+	k.update(buildLSH) // cannot fail in memory
+	return &Store{kv: k, bl: &memBlobs{}, opt: opt, cache: newRawCache(256 << 20)}
 }
 
 // Close releases the store (and its lock).

@@ -11,6 +11,7 @@
 //	nzlab sparse FILE...
 //	nzlab infer-speed [-shared DIR] [-runs N]
 //	nzlab store-numbers [-shared DIR] [-order]
+//	nzlab store-scale [-shared DIR] [-models N] [-exhaustive=false]
 //
 // scripts/icount.sh runs icount under callgrind; docs/setups.md,
 // docs/trajectories.md, docs/inference.md and docs/store.md name the
@@ -33,9 +34,10 @@ func main() {
 		"sparse":        runSparse,
 		"infer-speed":   runInferSpeed,
 		"store-numbers": runStoreNumbers,
+		"store-scale":   runStoreScale,
 	}
 	if len(os.Args) < 2 || cmds[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: nzlab icount|setup|setup-sweep|traj-measure|traj-ratio|traj-floor|sparse|infer-speed|store-numbers [flags] (nzlab CMD -h for each)")
+		fmt.Fprintln(os.Stderr, "usage: nzlab icount|setup|setup-sweep|traj-measure|traj-ratio|traj-floor|sparse|infer-speed|store-numbers|store-scale [flags] (nzlab CMD -h for each)")
 		os.Exit(2)
 	}
 	if err := cmds[os.Args[1]](os.Args[2:]); err != nil {

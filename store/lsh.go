@@ -1,0 +1,251 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"slices"
+
+	"neuralzip/dtype"
+)
+
+// The fingerprints' index: a new delta's base is searched among a bounded
+// number of stored units of its family (type and size), not among all of
+// them, so that an add costs the same at 10 and at 1,000 models of one
+// family (the exhaustive search, which Options.Exhaustive still runs, is
+// linear in them).
+//
+// It is an LSH forest (Bawa et al., "LSH Forest", WWW 2005) kept in the
+// index's key order. A fingerprint, scaled to unit L2 norm, is projected
+// on lshTrees×lshDims fixed ±1 vectors (deterministic seed); each tree's
+// lshDims projections, in fixed point, are interleaved bit by bit (a
+// Z-order code: the sign bits first, then finer and finer cells), and the
+// unit is entered under
+//
+//	0 · family (fpKey's prefix) · tree · Z-order code (8 bytes BE) · Hash → (empty)
+//
+// in the fingerprint bucket (the 0 sorts before every type name, so a
+// family's prefix scan never meets them). Units whose fingerprints are
+// near share long prefixes of their codes in some tree; a query takes the
+// lshWindow keys on each side of its own code in every tree, reads their
+// fingerprints and records, and chooses among those with the exhaustive
+// search's rule (nearestOf, on the candidates in hash order). The entries
+// are written and deleted with the fingerprints (putFP, delFP), in the
+// transactions that add and remove units, so a planner's overlay sees
+// them as the commit leaves them. A store made before the index has none
+// (no lshMeta key): it is built when the store is opened for writing, and
+// a reader of such a store searches exhaustively. Entries are hints: a
+// stale one (its unit or fingerprint gone) is skipped.
+const (
+	lshTrees  = 8
+	lshDims   = 4  // projections per tree, 16 bits each in the code
+	lshWindow = 4  // keys taken on each side of the query's code in each tree
+	lshScale  = 12 // fixed point: 2^-12 of the unit-norm projection
+)
+
+// lshVersion names the projections and the key layout; a store whose
+// lshMeta holds another is rebuilt when opened for writing.
+const lshVersion = 1
+
+// lshMeta is the key that says the index is there (value: lshVersion).
+var lshMeta = []byte("\x00\x00lsh")
+
+// lshVecs are the ±1 projection vectors: bit i of word i/64 set is +1.
+var lshVecs = func() (v [lshTrees * lshDims][fpSamples / 64]uint64) {
+	x := uint64(0x6e7a6970_6c736831) // a fixed seed ("nzip" "lsh1"); splitmix64 below
+	for i := range v {
+		for j := range v[i] {
+			x += 0x9e3779b97f4a7c15
+			z := x
+			z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+			z = (z ^ z>>27) * 0x94d049bb133111eb
+			v[i][j] = z ^ z>>31
+		}
+	}
+	return v
+}()
+
+// lshCodes are fingerprint fp's Z-order codes, one per tree.
+func lshCodes(fp fingerprint) [lshTrees]uint64 {
+	var norm float64
+	for _, x := range fp {
+		norm += float64(float64(x) * float64(x)) // the conversion forbids a fused multiply-add: the same bits everywhere
+	}
+	norm = math.Sqrt(norm)
+	var out [lshTrees]uint64
+	for t := range out {
+		var q [lshDims]uint64
+		for d := range q {
+			w := &lshVecs[t*lshDims+d]
+			var p float64
+			for i, x := range fp {
+				if w[i>>6]>>(i&63)&1 != 0 {
+					p += float64(x)
+				} else {
+					p -= float64(x)
+				}
+			}
+			if norm > 0 {
+				p /= norm
+			}
+			// p is about N(0, 1): [-8, 8) in 16 bits
+			f := math.Floor((p + 8) * (1 << lshScale))
+			q[d] = uint64(min(max(f, 0), 1<<16-1))
+		}
+		var z uint64
+		for b := 15; b >= 0; b-- {
+			for d := range q {
+				z = z<<1 | q[d]>>b&1
+			}
+		}
+		out[t] = z
+	}
+	return out
+}
+
+// lshPrefix is the start of the index keys of family fam (fpKey's
+// prefix) in tree t.
+func lshPrefix(fam []byte, t int) []byte {
+	k := append([]byte{0}, fam...)
+	return append(k, byte(t))
+}
+
+func lshKey(fam []byte, t int, code uint64, h Hash) []byte {
+	k := binary.BigEndian.AppendUint64(lshPrefix(fam, t), code)
+	return append(k, h[:]...)
+}
+
+// putFP stores unit h's fingerprint and its index entries.
+func putFP(t tx, ty dtype.DType, numel int64, h Hash, fp fingerprint) error {
+	if err := t.put(bFP, fpKey(ty, numel, h), fp.encode()); err != nil {
+		return err
+	}
+	return putLSH(t, fpKey(ty, numel, Hash{}), h, fp)
+}
+
+func putLSH(t tx, fam []byte, h Hash, fp fingerprint) error {
+	for i, c := range lshCodes(fp) {
+		if err := t.put(bFP, lshKey(fam, i, c, h), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// delFP removes unit h's fingerprint and its index entries (those of a
+// damaged fingerprint cannot be found: stale, skipped by queries).
+func delFP(t tx, ty dtype.DType, numel int64, h Hash) error {
+	k := fpKey(ty, numel, h)
+	if fp, err := parseFingerprint(t.get(bFP, k)); err == nil {
+		fam := fpKey(ty, numel, Hash{})
+		for i, c := range lshCodes(fp) {
+			if err := t.del(bFP, lshKey(fam, i, c, h)); err != nil {
+				return err
+			}
+		}
+	}
+	return t.del(bFP, k)
+}
+
+// hasLSH reports whether index t holds the current fingerprint index.
+func hasLSH(t tx) bool {
+	v := t.get(bFP, lshMeta)
+	return len(v) == 1 && v[0] == lshVersion
+}
+
+// buildLSH (re)builds the fingerprint index from the fingerprints.
+func buildLSH(t tx) error {
+	var old [][]byte
+	if err := t.scan(bFP, []byte{0}, func(k, _ []byte) error {
+		old = append(old, bytes.Clone(k))
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, k := range old {
+		if err := t.del(bFP, k); err != nil {
+			return err
+		}
+	}
+	type entry struct {
+		fam []byte
+		h   Hash
+		fp  fingerprint
+	}
+	var es []entry
+	if err := t.scan(bFP, nil, func(k, v []byte) error {
+		if len(k) <= 32 || k[0] == 0 {
+			return nil
+		}
+		fp, err := parseFingerprint(v)
+		if err != nil {
+			return nil // a damaged fingerprint is only a missed chance
+		}
+		es = append(es, entry{bytes.Clone(k[:len(k)-32]), Hash(k[len(k)-32:]), fp})
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, e := range es {
+		if err := putLSH(t, e.fam, e.h, e.fp); err != nil {
+			return err
+		}
+	}
+	return t.put(bFP, lshMeta, []byte{lshVersion})
+}
+
+// ensureLSH builds the fingerprint index of a store that lacks it (made
+// before it), in one update.
+func (s *Store) ensureLSH() error {
+	need := false
+	if err := s.kv.view(func(t tx) error {
+		need = !hasLSH(t)
+		return nil
+	}); err != nil || !need {
+		return err
+	}
+	return s.kv.update(func(t tx) error {
+		if hasLSH(t) {
+			return nil
+		}
+		return buildLSH(t)
+	})
+}
+
+// indexedCandidates lists the stored units of type ty and numel values
+// that the index puts near fingerprint fp (at most 2·lshWindow per tree),
+// in hash order, as bases to choose from.
+func indexedCandidates(t tx, ty dtype.DType, numel int64, fp fingerprint, roots map[Hash]*candidate) ([]candidate, error) {
+	fam := fpKey(ty, numel, Hash{})
+	var hs []Hash
+	for i, c := range lshCodes(fp) {
+		p := lshPrefix(fam, i)
+		from := binary.BigEndian.AppendUint64(slices.Clone(p), c)
+		for _, back := range []bool{false, true} {
+			n := 0
+			err := t.walk(bFP, p, from, back, func(k, _ []byte) (bool, error) {
+				if len(k) == len(p)+8+32 {
+					hs = append(hs, Hash(k[len(k)-32:]))
+				}
+				n++
+				return n < lshWindow, nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	slices.SortFunc(hs, func(a, b Hash) int { return bytes.Compare(a[:], b[:]) })
+	hs = slices.Compact(hs)
+	out := make([]candidate, 0, len(hs))
+	for _, h := range hs {
+		f, err := parseFingerprint(t.get(bFP, fpKey(ty, numel, h)))
+		if err != nil {
+			continue // stale or damaged: only a missed chance
+		}
+		if c, ok := candidateOf(t, h, f, ty, roots); ok {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
