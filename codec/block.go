@@ -32,6 +32,7 @@ type blockEncoder struct {
 	found2     []byte        // the smallest of them
 	run        runMemo       // decisions a run of blocks shares (setup)
 	lzFew      bool          // the first block of this tensor found too few repeats for zstd (lzWorth)
+	lzTryLost  bool          // the first block of this lzTry tensor was smaller without zstd (encodeFloatPlan)
 	parts      []blockPart   // encodeFoundLead's
 	lead       []byte        // encodeFoundLead's blocks
 	sp         sparseEnc     // sparse blocks (sparse.go)

@@ -684,7 +684,7 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 	out := (*t.out)[:0]
 	t.info = t.info[:0]
 	be.run = runMemo{}
-	be.lzFew = false
+	be.lzFew, be.lzTryLost = false, false
 	var cut []blockPlan // t.plans with opaque blocks cut where floats start (encodeFoundLead)
 	for i, p := range t.plans {
 		in := (*t.in)[p.off-first.off : p.off-first.off+p.length]
@@ -781,11 +781,13 @@ func (be *blockEncoder) encodeFloatPlan(out, in []byte, p blockPlan, more bool) 
 		kind = kindStored
 	}
 	// Never worse than zstd: a block whose words repeat enough that zstd
-	// may code it smaller (lzRepeats; every block of a tensor whose probe
-	// found repeated words, lzTry) is also coded by zstd at the archive's
-	// level, and as byte planes coded by zstd where that may pay
-	// (lzTryPlanes), and the smallest kept.
-	if p.lzTry || be.lzWorth(in, len(out)-mark, p.cont, more) {
+	// may code it smaller (lzRepeats; the blocks of a tensor whose probe
+	// found repeated words, lzTry, too large for one block: all where its
+	// first block (in the task) found zstd smaller, lzTryLost) is also
+	// coded by zstd at the archive's level, and as byte planes coded by
+	// zstd where that may pay (lzTryPlanes), and the smallest kept.
+	force := p.lzTry && (!p.cont || !be.lzTryLost)
+	if force || be.lzWorth(in, len(out)-mark, p.cont, more) {
 		coded := len(out) - mark
 		be.lz = be.zstd.EncodeAll(in, be.lz[:0])
 		fast := len(be.lz)
@@ -799,6 +801,9 @@ func (be *blockEncoder) encodeFloatPlan(out, in []byte, p blockPlan, more bool) 
 				out = append(out[:mark], be.lz...)
 				kind = kindFloat
 			}
+		}
+		if p.lzTry && !p.cont {
+			be.lzTryLost = len(out)-mark == coded
 		}
 	}
 	return out, kind
