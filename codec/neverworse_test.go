@@ -141,7 +141,8 @@ const neverWorseSlack = 0
 
 // TestNeverWorseThanZstd: no block of the archive of the structured tables
 // (each alone and all in one file) and of the real small models in assets/
-// and ../shared/models/original (skipped when absent, and in -short) codes
+// and ../shared/models/original and quantized/ (records blocks; skipped
+// when absent, and in -short) codes
 // larger than zstd at level 3 (the codec's, klauspost's) codes its bytes,
 // plus neverWorseSlack; every archive round-trips bit-exact, and the
 // tables' archive is the same at 1 and 3 threads. A block the encoder
@@ -168,6 +169,10 @@ func TestNeverWorseThanZstd(t *testing.T) {
 		if d := sharedDir(); d != "" {
 			for _, f := range []string{"silero_vad.onnx", "silero_vad_16k.safetensors", "handtrack/handtrack.json", "model_1.onnx", "pose_landmark_lite.tflite"} {
 				real = append(real, filepath.Join(d, "models", "original", f))
+			}
+			// records blocks (quantised GGUF)
+			for _, f := range []string{"stories260K-base.mixed.gguf", "stories260K-base.Q4_K.gguf", "stories260K-base.Q8_0.gguf"} {
+				real = append(real, filepath.Join(d, "models", "quantized", f))
 			}
 		}
 	}
