@@ -1182,8 +1182,12 @@ func noZero(p []byte, size int) bool {
 // blocks worth trying sparse (blockPlan.sparseTry): those of a tensor whose
 // probe found at least 1/sparseTryZeros zeros, and every block past the
 // probe's limit, so that the other blocks of a dense model that holds one
-// sparse tensor do not pay for counting their zeros. The answer depends on
-// the input's bytes only.
+// sparse tensor do not pay for counting their zeros. It marks the blocks
+// of tensors of at least lzTryMinBytes whose probed nonzero words repeat
+// (at least 1/lzTryShare), or, where the tensor has zeros, whose
+// contiguous run repeats (lzSelfRepeats), to try zstd on equal terms
+// (blockPlan.lzTry, mergeLZTensors). The answer depends on the input's
+// bytes only.
 func probeBlocks(r io.ReaderAt, plans []blockPlan) (sparse, repeats bool) {
 	var buf [sparseProbeBytes]byte
 	var words [sparseProbeReads * sparseProbeBytes / 4]uint32
