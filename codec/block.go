@@ -24,19 +24,24 @@ type blockEncoder struct {
 	planes     [8][]byte
 	hist       [256]uint32
 	stats      fieldStats
-	ref        *refEncoder  // reference-conditioned blocks (ref_block.go)
-	best       bool         // EncodeOptions.Best: also try the slow codings
-	lz         []byte       // a float block through zstd (lzRepeats)
-	lzPlane    []byte       // one plane through zstd (encodeLZPlanes)
-	found      []byte       // opaque bytes coded as floats (encodeFound)
-	found2     []byte       // the smallest of them
-	run        runMemo      // decisions a run of blocks shares (setup)
-	lzFew      bool         // the first block of this tensor found too few repeats for zstd (lzWorth)
-	parts      []blockPart  // encodeFoundLead's
-	lead       []byte       // encodeFoundLead's blocks
-	sp         sparseEnc    // sparse blocks (sparse.go)
-	rec        prog.Encoder // records blocks (records.go)
-	recAlt     []byte       // a records block through the opaque path
+	ref        *refEncoder   // reference-conditioned blocks (ref_block.go)
+	best       bool          // EncodeOptions.Best: also try the slow codings
+	lz         []byte        // a float block through zstd (lzRepeats)
+	lzPlane    []byte        // one plane through zstd (encodeLZPlanes)
+	found      []byte        // opaque bytes coded as floats (encodeFound)
+	found2     []byte        // the smallest of them
+	run        runMemo       // decisions a run of blocks shares (setup)
+	lzFew      bool          // the first block of this tensor found too few repeats for zstd (lzWorth)
+	lzTryLost  bool          // the first block of this lzTry tensor was smaller without zstd (encodeFloatPlan)
+	parts      []blockPart   // encodeFoundLead's
+	lead       []byte        // encodeFoundLead's blocks
+	sp         sparseEnc     // sparse blocks (sparse.go)
+	rec        prog.Encoder  // records blocks (records.go)
+	recAlt     []byte        // a records block through the opaque path
+	zstdWhole  *zstd.Encoder // whole tensors whose words repeat (zstdWholeLevel), or nil
+	whole      []blockPlan   // encodeLZWhole's blocks
+	wholeInfo  []blockInfo   // and their infos
+	lzAlt      []byte        // a whole tensor through zstdWhole
 }
 
 // runMemo holds, under a setup, what the first block of a run decided for

@@ -144,6 +144,10 @@
 // repeated headers of multi-file models).
 //
 // Kind 1 (zstd): the payload is one zstd frame that decodes to the block.
+// Writers also use it for float tensors whose values repeat (an STFT
+// basis, a filterbank): a block of the whole tensor, of at most 2^22 bytes
+// (the longest block readers accept), where it codes smaller than the
+// tensor's float blocks.
 //
 // Kind 5 (cm, version 10): the payload codes the block's bytes one bit at
 // a time with adaptive models (see "Context-modelled blocks").

@@ -1182,24 +1182,30 @@ func noZero(p []byte, size int) bool {
 // blocks worth trying sparse (blockPlan.sparseTry): those of a tensor whose
 // probe found at least 1/sparseTryZeros zeros, and every block past the
 // probe's limit, so that the other blocks of a dense model that holds one
-// sparse tensor do not pay for counting their zeros. The answer depends on
-// the input's bytes only.
+// sparse tensor do not pay for counting their zeros. It marks the blocks
+// of tensors of at least lzTryMinBytes whose probed nonzero words repeat
+// (at least 1/lzTryShare), or, where the tensor has zeros, whose
+// contiguous run repeats (lzSelfRepeats), to try zstd on equal terms
+// (blockPlan.lzTry, mergeLZTensors). The answer depends on the input's
+// bytes only.
 func probeBlocks(r io.ReaderAt, plans []blockPlan) (sparse, repeats bool) {
 	var buf [sparseProbeBytes]byte
 	var words [sparseProbeReads * sparseProbeBytes / 4]uint32
 	probed := 0
-	try := false
+	try, lzTry := false, false
+	var set []uint64
+	var err error
 	for i := range plans {
 		p := &plans[i]
 		if !p.float || !sparseType(p.dtype) {
 			continue
 		}
 		if p.cont {
-			p.sparseTry = try
+			p.sparseTry, p.lzTry = try, lzTry
 			continue
 		}
 		if probed++; probed > sparseProbeBlocks {
-			p.sparseTry, try = true, true
+			p.sparseTry, try, lzTry = true, true, false
 			continue
 		}
 		size := int64(p.dtype.Size())
@@ -1210,6 +1216,11 @@ func probeBlocks(r io.ReaderAt, plans []blockPlan) (sparse, repeats bool) {
 		// 32-bit values (planes of 8-bit ones are the values), at least
 		// lzPlanesMinBytes long
 		lz := !repeats && size > 1 && p.length >= lzPlanesMinBytes
+		// the same words decide lzTry, in tensors of at least
+		// lzTryMinBytes (smaller blocks: lzWorth probes them as they are
+		// coded; here the reads would overlap)
+		probeLZ := size > 1 && p.length >= lzTryMinBytes
+		lzTry = false
 		for k := int64(0); k < sparseProbeReads; k++ {
 			first := spreadRun(k, sparseProbeReads, n, per)
 			l := min(per, n-first) * size
@@ -1225,7 +1236,7 @@ func probeBlocks(r io.ReaderAt, plans []blockPlan) (sparse, repeats bool) {
 			}
 			zeros += countZeros(b, int(size))
 			vals += int(l / size)
-			for j := 0; lz && j+4 <= len(b); j += 4 {
+			for j := 0; (lz || probeLZ) && j+4 <= len(b); j += 4 {
 				if w := binary.LittleEndian.Uint32(b[j:]); noZeroValue(w, size) {
 					words[nw] = w
 					nw++
@@ -1236,10 +1247,99 @@ func probeBlocks(r io.ReaderAt, plans []blockPlan) (sparse, repeats bool) {
 		p.sparseTry = try
 		zeroed := vals > 0 && 4*zeros >= vals
 		sparse = sparse || zeroed
-		repeats = repeats || lz && !zeroed && probeRepeats(words[:nw])
+		dup := -1
+		if nw >= lzMinWords && nw <= lzProbeWords {
+			dup = repeatCount(words[:nw])
+		}
+		repeats = repeats || lz && !zeroed && probeRepeats(nw, dup)
+		// never worse than zstd: tensors whose nonzero words repeat try
+		// LZ on equal terms (lzTry; mergeLZTensors)
+		lzTry = probeLZ && dup >= 0 && dup*lzTryShare >= nw
+		if !lzTry && probeLZ && try {
+			if lzTry, err = lzSelfRepeats(r, p, &set); err != nil {
+				return sparse, repeats
+			}
+		}
+		p.lzTry = lzTry
 	}
 	return sparse, repeats
 }
+
+// lzTryMinBytes: smaller tensors are not probed for lzTry.
+const lzTryMinBytes = 4 << 10
+
+// lzTryShare: a tensor whose probed nonzero words repeat at least one in
+// lzTryShare times tries LZ coding beside the float coder's (lzTry).
+const lzTryShare = 16
+
+// lzSelfBytes is what lzSelfRepeats reads: 16 KiB, 4096 words.
+const lzSelfBytes = 16 << 10
+
+// lzSelfRepeats reads lzSelfBytes from the middle of block p (a tensor's
+// first block, with zeros) and reports whether at least 1/lzTryShare of
+// its units without a zero value equal an earlier one there: 4-byte
+// words of F32, 8 bytes (four values) of 16-bit types, whose value pairs
+// repeat by chance where the values come from a small set (quantised
+// weights, 18 % of a hand-landmark model's F16 conv pairs, 0.5 % of its
+// 4-value units). Tables made from formulas (an STFT basis under a
+// window shorter than the transform, filterbanks) repeat each value a
+// few times across the block, which the probe's sparse sample of a few
+// hundred words does not show; a contiguous run of a few rows does (45 %
+// of the nonzero words of a windowed 512-point DFT basis, none of relu
+// activations). set is scratch for the count.
+func lzSelfRepeats(r io.ReaderAt, p *blockPlan, set *[]uint64) (bool, error) {
+	l := min(p.length, lzSelfBytes) &^ 7
+	off := p.off + (p.length-l)/2
+	off -= (off - p.off) % 8
+	b, ok := inPlace(r, off, l)
+	if !ok {
+		b = make([]byte, l)
+		if _, err := r.ReadAt(b, off); err != nil && err != io.EOF {
+			return false, err
+		}
+	}
+	if *set == nil {
+		*set = make([]uint64, 1<<lzSelfSetBits)
+	}
+	s := *set
+	clear(s)
+	size := int64(p.dtype.Size())
+	unit := 4
+	if size == 2 {
+		unit = 8
+	}
+	nz, dup := 0, 0
+	for j := 0; j+unit <= len(b); j += unit {
+		w := binary.LittleEndian.Uint32(b[j:])
+		if !noZeroValue(w, size) {
+			continue
+		}
+		if unit == 8 {
+			w2 := binary.LittleEndian.Uint32(b[j+4:])
+			if !noZeroValue(w2, size) {
+				continue
+			}
+			// the 8 bytes as one 32-bit key (a product's high half)
+			w = uint32((uint64(w2)<<32 | uint64(w)) * 0x9e3779b97f4a7c15 >> 32)
+		}
+		nz++
+		e := uint64(w) | 1<<32
+		for h := (w * 0x9e3779b1) >> (32 - lzSelfSetBits); ; h = (h + 1) & (1<<lzSelfSetBits - 1) {
+			if s[h] == 0 {
+				s[h] = e
+				break
+			}
+			if s[h] == e {
+				dup++
+				break
+			}
+		}
+	}
+	return nz >= lzMinWords && dup*lzTryShare >= nz, nil
+}
+
+// lzSelfSetBits: log2 of lzSelfRepeats' set slots (twice its words).
+const lzSelfSetBits = 13
 
 // spreadRun is where run k of reads runs of per units starts in a span
 // of n units: at the middle of the span's k-th of reads equal parts, kept
@@ -1258,16 +1358,16 @@ func noZeroValue(w uint32, size int64) bool {
 	return w&0x7fffffff != 0
 }
 
-// probeRepeats reports whether at least 1/16 but fewer than half of the
-// words w (at least lzMinWords of them) equal an earlier one: where more
+// probeRepeats reports whether at least 1/16 but fewer than half of nw
+// probed words equal an earlier one (dup of them; dup < 0: fewer than
+// lzMinWords or more than lzProbeWords words, not counted): where more
 // repeat (a constant tensor, a layer norm's ones), zstd's block of the
 // interleaved bytes wins by far and planes are not tried (lzTryPlanes).
-func probeRepeats(w []uint32) bool {
-	if len(w) < lzMinWords || len(w) > lzProbeWords {
+func probeRepeats(nw, dup int) bool {
+	if dup < 0 {
 		return false
 	}
-	dup := repeatCount(w)
-	return dup*16 >= len(w) && dup*2 < len(w)
+	return dup*16 >= nw && dup*2 < nw
 }
 
 // sparseTryZeros: the blocks of a tensor whose probe finds at least

@@ -520,10 +520,13 @@ func TestSetupArchiveHostFallback(t *testing.T) {
 // TestZstdPlanesHostFallback: float blocks whose byte planes are zstd
 // frames (a windowed STFT basis, format version 9; planes form, which the
 // device leaves to the CPU) are decoded by the CPU, and the file is exact.
+// Only the imaginary part (one block, as codec's golden-lz-v9.nzip):
+// the whole basis, two blocks, is one zstd block (the codec's
+// mergeLZTensors), smaller than its planes.
 func TestZstdPlanesHostFallback(t *testing.T) {
 	var src []byte
 	const n = 256
-	for part := 0; part < 2; part++ {
+	for part := 1; part < 2; part++ {
 		for k := 0; k <= n/2; k++ {
 			for j := 0; j < n; j++ {
 				w := 0.5 - 0.5*math.Cos(2*math.Pi*float64(j)/n)
@@ -535,7 +538,7 @@ func TestZstdPlanesHostFallback(t *testing.T) {
 			}
 		}
 	}
-	segs := []codec.Segment{{Name: "stft", DType: dtype.F32, Shape: []int64{n + 2, 1, n}, Length: int64(len(src))}}
+	segs := []codec.Segment{{Name: "stft", DType: dtype.F32, Shape: []int64{n/2 + 1, 1, n}, Length: int64(len(src))}}
 	rd, ra := archive(t, src, segs, codec.EncodeOptions{})
 	res := decodeWith(t, CPU(0), rd, ra, src)
 	if res.Unhandled["float form 1"] == 0 {
