@@ -284,7 +284,9 @@ func tensorBlockBytes(f *FileInfo, tn TensorInfo) int64 {
 }
 
 // FuzzBlock decodes arbitrary payloads as every block kind and dtype,
-// bypassing the index and its checksum.
+// bypassing the index and its checksum, and reads their programs
+// (BlockProgram: no panic; a payload that decodes has one whose parts
+// add up).
 func FuzzBlock(f *testing.F) {
 	be := &blockEncoder{}
 	for _, d := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32, dtype.F8E5M2} {
@@ -303,7 +305,8 @@ func FuzzBlock(f *testing.F) {
 			return
 		}
 		dst := make([]byte, int(n)*dt.Size())
-		_ = bd.decode(dst, payload, kindFloat, dt)
+		err := bd.decode(dst, payload, kindFloat, dt)
+		fuzzProgram(t, payload, KindFloat, dt, len(dst), err == nil)
 	})
 }
 

@@ -60,8 +60,8 @@ func TestSparseCorpus(t *testing.T) {
 	}
 }
 
-// FuzzSparse decodes arbitrary sparse block payloads: no panic, and what
-// decodes codes again (encodeSparse, each mask method) to a block that
+// FuzzSparse decodes arbitrary sparse block payloads and reads their
+// programs (fuzzProgram): no panic, and what decodes codes again (encodeSparse, each mask method) to a block that
 // decodes to the same values.
 func FuzzSparse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, payload []byte, d byte, n uint16) {
@@ -71,7 +71,9 @@ func FuzzSparse(f *testing.F) {
 		}
 		bd := sparseDecoder()
 		dst := make([]byte, int(n)*dt.Size())
-		if bd.decode(dst, payload, kindFloat, dt) != nil {
+		err := bd.decode(dst, payload, kindFloat, dt)
+		fuzzProgram(t, payload, KindFloat, dt, len(dst), err == nil)
+		if err != nil {
 			return
 		}
 		defer func(f int) { sparseForce = f }(sparseForce)

@@ -33,8 +33,12 @@ type tensorReport struct {
 	// their order-0 entropy (analysis.SparseStats.OptimumColumns)
 	Sparsity float64 `json:"sparsity"`
 	Optimum  float64 `json:"optimum_bytes,omitempty"`
-	float    bool
-	sparse   bool
+	// Program (archives, -programs): how the tensor's blocks are coded
+	// (programs.go); nil for a tensor coded in a block that starts in an
+	// earlier one
+	Program *programNode `json:"program,omitempty"`
+	float   bool
+	sparse  bool
 }
 
 type fileReport struct {
@@ -48,12 +52,13 @@ type fileReport struct {
 	Tensors      []tensorReport `json:"tensors"`
 	FloatValues  int64          `json:"float_values"`
 	FloatBytes   int64          `json:"float_bytes"`
-	ExpEntropy   float64        `json:"exp_entropy_bits"` // value-weighted mean over float tensors
-	Bound        float64        `json:"bound_bytes"`      // float tensors at their order-0 bound, all other bytes raw
-	BoundRatio   float64        `json:"bound_ratio"`      // size / bound
-	Optimum      float64        `json:"optimum_bytes"`    // tensors at their sparse optimum (Optimum), all other bytes raw
-	OptimumRatio float64        `json:"optimum_ratio"`    // size / optimum
-	Ratio        float64        `json:"ratio,omitempty"`  // size / compressed (archives)
+	ExpEntropy   float64        `json:"exp_entropy_bits"`        // value-weighted mean over float tensors
+	Bound        float64        `json:"bound_bytes"`             // float tensors at their order-0 bound, all other bytes raw
+	BoundRatio   float64        `json:"bound_ratio"`             // size / bound
+	Optimum      float64        `json:"optimum_bytes"`           // tensors at their sparse optimum (Optimum), all other bytes raw
+	OptimumRatio float64        `json:"optimum_ratio"`           // size / optimum
+	Ratio        float64        `json:"ratio,omitempty"`         // size / compressed (archives)
+	OtherProgram *programNode   `json:"other_program,omitempty"` // -programs: the blocks that start outside every tensor
 	noStats      bool           // not decoded (external setup not given)
 }
 
@@ -86,8 +91,9 @@ type archiveRef struct {
 }
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("inspect", "[-json] [-setup S.nzsetup] [-ref REF] FILE", stderr)
+	fs := newFlags("inspect", "[-json] [-programs] [-setup S.nzsetup] [-ref REF] FILE", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	programs := fs.Bool("programs", false, "archives: print each tensor's program, how its bytes are coded, with the bytes and bits per value of every node (docs/programs.md)")
 	setupPath := fs.String("setup", "", "archives: the setup the archive references (without it, such an archive is listed but not decoded)")
 	refPath := fs.String("ref", "", "archives: the reference the archive was coded against (without it, such an archive is listed but not decoded)")
 	if err := parse(fs, args, 1, 1); err != nil {
@@ -97,7 +103,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if isLossy(path) {
 		return inspectLossy(path, *asJSON, stdout)
 	}
-	rep, err := inspectPath(ctx, path, *setupPath, *refPath, stderr)
+	rep, err := inspectPath(ctx, path, *setupPath, *refPath, *programs, stderr)
 	if err != nil {
 		return err
 	}
@@ -106,15 +112,18 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		enc.SetIndent("", " ")
 		return enc.Encode(rep)
 	}
-	printInspect(stdout, rep)
+	printInspect(stdout, rep, *programs)
 	return nil
 }
 
 func isArchive(path string) bool { return startsWith(path, codec.Magic[:]) }
 
-func inspectPath(ctx context.Context, path, setupPath, refPath string, stderr io.Writer) (*inspectReport, error) {
+func inspectPath(ctx context.Context, path, setupPath, refPath string, programs bool, stderr io.Writer) (*inspectReport, error) {
 	if isArchive(path) {
-		return inspectArchive(ctx, path, setupPath, refPath, stderr)
+		return inspectArchive(ctx, path, setupPath, refPath, programs, stderr)
+	}
+	if programs {
+		return nil, fmt.Errorf("%s is not an archive: -programs shows how an archive codes its tensors (compress it first: nzip compress)", path)
 	}
 	if startsWith(path, trajectory.Magic[:]) {
 		return nil, fmt.Errorf("%s is a trajectory archive (.nztraj): list its steps with nzip trajectory ls", path)
@@ -261,7 +270,7 @@ func (t *tensorTee) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func inspectArchive(ctx context.Context, path, setupPath, refPath string, stderr io.Writer) (*inspectReport, error) {
+func inspectArchive(ctx context.Context, path, setupPath, refPath string, programs bool, stderr io.Writer) (*inspectReport, error) {
 	rd, f, err := openArchive(path)
 	if err != nil {
 		return nil, err
@@ -325,6 +334,12 @@ func inspectArchive(ctx context.Context, path, setupPath, refPath string, stderr
 			}
 		}
 		blocks := fi.Blocks()
+		var progs []*programNode
+		if programs {
+			if progs, fr.OtherProgram, err = filePrograms(rd, i); err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+		}
 		for j, tn := range fi.Tensors {
 			tr := newTensorReport(tn.Name, tn.DType, tn.Type, tn.Shape, tn.Offset, tn.Length)
 			if tee.accs[j] != nil {
@@ -334,6 +349,9 @@ func inspectArchive(ctx context.Context, path, setupPath, refPath string, stderr
 				tr.setSparse(tee.saccs[j].Stats())
 			}
 			tr.Compressed = compressedShare(blocks, tn.Offset, tn.Length)
+			if progs != nil {
+				tr.Program = progs[j]
+			}
 			fr.Tensors = append(fr.Tensors, tr)
 		}
 		fr.finish()
@@ -357,7 +375,7 @@ func compressedShare(blocks []codec.BlockInfo, off, n int64) float64 {
 	return s
 }
 
-func printInspect(w io.Writer, rep *inspectReport) {
+func printInspect(w io.Writer, rep *inspectReport, programs bool) {
 	for _, fr := range rep.Files {
 		fmt.Fprintf(w, "%s  (%s, %s, %d tensors)\n", shown(fr.Name), shown(fr.Format), humanBytes(fr.Size), len(fr.Tensors))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -392,6 +410,11 @@ func printInspect(w io.Writer, rep *inspectReport) {
 			fmt.Fprintln(tw, line)
 		}
 		tw.Flush()
+		if programs && rep.Kind == "archive" {
+			fmt.Fprintln(w)
+			printPrograms(w, fr)
+			fmt.Fprintln(w)
+		}
 		if !fr.noStats {
 			fmt.Fprintf(w, "float tensors: %d values, %s, mean exponent entropy %.3f bits\n", fr.FloatValues, humanBytes(fr.FloatBytes), fr.ExpEntropy)
 			fmt.Fprintf(w, "order-0 bound (exponents at their per-tensor entropy, other bits raw): %s, ratio %.4f\n", humanBytes(int64(fr.Bound)), fr.BoundRatio)

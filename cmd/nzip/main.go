@@ -3,7 +3,7 @@
 //	nzip compress   [-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF] [-best] [-no-sparse] [-q] IN
 //	nzip decompress [-o OUT] [-f] [-threads N] [-tensor NAME] [-setup S.nzsetup] [-ref REF] [-lossy] [-q] IN.nzip
 //	nzip verify     [-threads N] [-setup S.nzsetup] [-ref REF] IN.nzip
-//	nzip inspect    [-json] [-setup S.nzsetup] [-ref REF] FILE
+//	nzip inspect    [-json] [-programs] [-setup S.nzsetup] [-ref REF] FILE
 //	nzip bench      [-json] [-codecs LIST] [-threads N] [-runs N] [-chunk N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] FILE...
 //	nzip setup build   -o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-cluster M] [-chunk N] [-sample F] [-pair-bias X] [-pairs=false] [-plane-min-gain X] [-q] FILE...
 //	nzip setup show    [-json] FILE.nzsetup
@@ -52,7 +52,7 @@ usage:
                   [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF] [-best] [-no-sparse] [-q] IN
   nzip decompress [-o OUT] [-f] [-threads N] [-tensor NAME] [-setup S.nzsetup] [-ref REF] [-lossy] [-q] IN.nzip
   nzip verify     [-threads N] [-setup S.nzsetup] [-ref REF] IN.nzip
-  nzip inspect    [-json] [-setup S.nzsetup] [-ref REF] FILE
+  nzip inspect    [-json] [-programs] [-setup S.nzsetup] [-ref REF] FILE
   nzip bench      [-json] [-codecs LIST] [-threads N] [-runs N] [-chunk N]
                   [-setup S.nzsetup [-setup-external] [-setup-threshold X]] FILE...
   nzip setup build   -o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-cluster M] [-chunk N] [-sample F]

@@ -17,8 +17,9 @@ var updateSeeds = flag.Bool("update", false, "rewrite testdata/fuzz/FuzzRecords 
 func fuzzBudget(in int) int { return 64<<10 + 8*in }
 
 // FuzzRecords: any payload and record count decode to an error or to
-// records, never a panic; records that decode code again to a payload
-// that decodes to them. The committed seeds (testdata/fuzz/FuzzRecords)
+// records, never a panic; Layout reads any payload without a panic, and
+// every payload that decodes, with its streams end to end; records that
+// decode code again to a payload that decodes to them. The committed seeds (testdata/fuzz/FuzzRecords)
 // are a few records of every type in the real GGUF files
 // (TestFuzzSeeds -update writes them).
 func FuzzRecords(f *testing.F) {
@@ -33,8 +34,23 @@ func FuzzRecords(f *testing.F) {
 		}
 		var d Decoder
 		dst := make([]byte, int(n)*s.Bytes)
-		if d.Decode(dst, c) != nil {
+		_, ls, lerr := Layout(c, len(dst))
+		if err := d.Decode(dst, c); err != nil {
 			return
+		}
+		// what decodes, Layout reads, its streams tiling the payload
+		if lerr != nil {
+			t.Fatalf("decodes, but Layout: %v", lerr)
+		}
+		pos := 1
+		for _, l := range ls {
+			if l.Start != pos || l.End <= l.Start {
+				t.Fatalf("stream %s at %d..%d, want from %d", l.Field.Name, l.Start, l.End, pos)
+			}
+			pos = l.End
+		}
+		if pos != len(c) {
+			t.Fatalf("streams end at %d of %d", pos, len(c))
 		}
 		var e Encoder
 		back := make([]byte, len(dst))
