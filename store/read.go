@@ -20,22 +20,15 @@ func IsStore(loc string) bool {
 // UnitLens returns the original length of each unit, read from the index
 // (for readers that address a file's bytes by unit, as nzip serve does).
 func (s *Store) UnitLens(hs []Hash) ([]int64, error) {
-	out := make([]int64, len(hs))
-	err := s.kv.view(func(t tx) error {
-		for i, h := range hs {
-			v := t.get(bUnits, h[:])
-			if v == nil {
-				return fmt.Errorf("%w: unit %s: not in the index", ErrIndexDamaged, h)
-			}
-			u, err := parseUnit(v)
-			if err != nil {
-				return fmt.Errorf("%w: unit %s: %v", ErrIndexDamaged, h, err)
-			}
-			out[i] = u.RawLen
-		}
-		return nil
-	})
-	return out, err
+	metas, err := s.UnitMetas(hs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(metas))
+	for i, m := range metas {
+		out[i] = m.RawLen
+	}
+	return out, nil
 }
 
 // ModTime is the time a directory store's index last changed; ok is false

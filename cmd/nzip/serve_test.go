@@ -51,16 +51,7 @@ func TestServe(t *testing.T) {
 		done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0", "-cache-dir", "", "-token-file", tok,
 			filepath.Join(dir, "m.nzip"), "org/cfg=" + plain}, &out, &errb)
 	}()
-	re := regexp.MustCompile(`listening on (http://\S+)`)
-	var base string
-	for deadline := time.Now().Add(10 * time.Second); base == ""; {
-		if m := re.FindStringSubmatch(out.String()); m != nil {
-			base = m[1]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("no address: %s %s", out.String(), errb.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	base := serveAddress(t, &out, &errb)
 	for url, want := range map[string][]byte{base + "/local/m/resolve/main/m.bin": model, base + "/org/cfg/resolve/main/config.json": []byte("{}")} {
 		req, _ := http.NewRequest("GET", url, nil)
 		req.Header.Set("Authorization", "Bearer t0ken")
@@ -121,16 +112,7 @@ func TestServeStore(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0", "-cache-dir", "", "hub=" + st}, &out, &errb)
 	}()
-	re := regexp.MustCompile(`listening on (http://\S+)`)
-	var base string
-	for deadline := time.Now().Add(10 * time.Second); base == ""; {
-		if m := re.FindStringSubmatch(out.String()); m != nil {
-			base = m[1]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("no address: %s %s", out.String(), errb.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	base := serveAddress(t, &out, &errb)
 	name := filepath.Base(orig)
 	for _, repo := range []string{"hub/tiny", "org/stories"} {
 		resp, err := http.Get(base + "/" + repo + "/resolve/main/" + name)
@@ -149,5 +131,21 @@ func TestServeStore(t *testing.T) {
 	cancel()
 	if code := <-done; code != 0 {
 		t.Errorf("exit %d: %s", code, errb.String())
+	}
+}
+
+// serveAddress waits for nzip serve's "listening on" line and returns the
+// server's URL.
+func serveAddress(t *testing.T, out, errb *lockedBuf) string {
+	t.Helper()
+	re := regexp.MustCompile(`listening on (http://\S+)`)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			return m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no address: %s %s", out.String(), errb.String())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
