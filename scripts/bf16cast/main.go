@@ -3,8 +3,11 @@
 // (as torch's .to(torch.bfloat16)), named "<model file>/<tensor>". It makes
 // the unseen-models corpus of docs/setups.md (scripts/bench-setup.sh):
 // BF16 weights of architectures that the bench corpus does not hold.
+// With -f32 it keeps the F32 tensors as they are (F16 ones widened): the
+// same tensors as one large F32 file (the large-model rows of
+// docs/store.md).
 //
-//	go run ./scripts/bf16cast OUT.safetensors MODEL...
+//	go run ./scripts/bf16cast [-f32] OUT.safetensors MODEL...
 package main
 
 import (
@@ -27,15 +30,22 @@ type ent struct {
 }
 
 func main() {
-	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: bf16cast OUT.safetensors MODEL...")
+	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "-f32" {
+		keepF32, args = true, args[1:]
+	}
+	if len(args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: bf16cast [-f32] OUT.safetensors MODEL...")
 		os.Exit(2)
 	}
-	if err := run(os.Args[1], os.Args[2:]); err != nil {
+	if err := run(args[0], args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "bf16cast:", err)
 		os.Exit(1)
 	}
 }
+
+// keepF32: write F32 tensors as they are and widen F16 ones (-f32).
+var keepF32 bool
 
 func run(out string, models []string) error {
 	var ents []ent
@@ -55,13 +65,20 @@ func run(out string, models []string) error {
 				}
 				b := raw[s.Offset:s.End()]
 				var d []byte
-				switch s.DType {
-				case dtype.F32:
+				switch {
+				case keepF32 && s.DType == dtype.F32:
+					d = append([]byte(nil), b...)
+				case keepF32 && s.DType == dtype.F16:
+					d = make([]byte, 2*len(b))
+					for i := 0; i < len(b)/2; i++ {
+						binary.LittleEndian.PutUint32(d[4*i:], math.Float32bits(dtype.F16ToF32(binary.LittleEndian.Uint16(b[2*i:]))))
+					}
+				case s.DType == dtype.F32:
 					d = make([]byte, len(b)/2)
 					for i := 0; i < len(b)/4; i++ {
 						binary.LittleEndian.PutUint16(d[2*i:], dtype.F32ToBF16(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))))
 					}
-				case dtype.F16:
+				case s.DType == dtype.F16:
 					d = make([]byte, len(b))
 					for i := 0; i < len(b)/2; i++ {
 						binary.LittleEndian.PutUint16(d[2*i:], dtype.F32ToBF16(dtype.F16ToF32(binary.LittleEndian.Uint16(b[2*i:]))))
@@ -74,7 +91,11 @@ func run(out string, models []string) error {
 		}
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].name < ents[j].name })
-	hdr := map[string]any{"__metadata__": map[string]string{"note": "BF16 casts (RNE) of models not in real-bf16"}}
+	note := "BF16 casts (RNE) of models not in real-bf16"
+	if keepF32 {
+		note = "F32 tensors of models not in the bench corpus"
+	}
+	hdr := map[string]any{"__metadata__": map[string]string{"note": note}}
 	var off int64
 	seen := map[string]bool{}
 	for i := range ents {
@@ -87,7 +108,11 @@ func run(out string, models []string) error {
 		if shape == nil {
 			shape = []int64{}
 		}
-		hdr[e.name] = map[string]any{"dtype": "BF16", "shape": shape, "data_offsets": []int64{off, off + int64(len(e.data))}}
+		dt := "BF16"
+		if keepF32 {
+			dt = "F32"
+		}
+		hdr[e.name] = map[string]any{"dtype": dt, "shape": shape, "data_offsets": []int64{off, off + int64(len(e.data))}}
 		off += int64(len(e.data))
 	}
 	j, err := json.Marshal(hdr)
