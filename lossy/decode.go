@@ -46,12 +46,17 @@ func decodeCoded(method string, b []byte, rows, cols int) ([]float32, error) {
 			}
 		}
 		return out, nil
-	case "fp8", "fp8row", "fp8h":
+	case "fp8", "fp8row", "fp8h", "fp8hd":
 		nScales := rows
 		if method == "fp8" {
 			nScales = 1
 		}
-		codes := b[4*nScales:]
+		groups := 0 // fp8hd: second scales per row
+		if method == "fp8hd" {
+			groups = (cols + dualGroup - 1) / dualGroup
+		}
+		exps := b[4*nScales:]
+		codes := exps[(rows*groups+1)/2:]
 		out := make([]float32, n)
 		for i, c := range codes {
 			if c&127 == 127 {
@@ -61,9 +66,12 @@ func decodeCoded(method string, b []byte, rows, cols int) ([]float32, error) {
 			if method != "fp8" {
 				scale = f32At(b, 4*(i/cols))
 			}
+			if groups > 0 {
+				scale = groupScale(scale, int(nibble(exps, i/cols*groups+i%cols/dualGroup)))
+			}
 			out[i] = fromE4M3(c) * scale
 		}
-		if method == "fp8h" && cols > 0 {
+		if (method == "fp8h" || method == "fp8hd") && cols > 0 {
 			h := hadamardBlock(cols)
 			for r := 0; r < rows; r++ {
 				row := out[r*cols : (r+1)*cols]

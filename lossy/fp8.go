@@ -128,22 +128,44 @@ func (fp8Row) Code(v []float32, rows, cols int, _ float64) ([]byte, []float32, e
 // the scale (absmax/448 × 1, 15/16, …, 10/16: clipping the largest values
 // when that lowers the row's squared error) chosen per row. Decoding
 // rotates back.
-type fp8Hadamard struct{}
+//
+// With dual set (fp8hd) each row also has a second, finer scale per
+// group of dualGroup values, as TACO's dual-scale quantization keeps
+// near-zero values apart from the row's largest: a power of two 2^-k
+// (k = 0..15, four bits a group) by which the group's values are
+// enlarged before rounding, the largest k that keeps the group's absolute
+// maximum within the row's range, so that a group far below the row's
+// largest values is not rounded into E4M3's subnormals or to zero.
+type fp8Hadamard struct{ dual bool }
 
-func (fp8Hadamard) Name() string { return "fp8h" }
-func (fp8Hadamard) Rated() bool  { return false }
+// dualGroup is the values per second scale of fp8hd.
+const dualGroup = 32
 
-func (fp8Hadamard) Code(v []float32, rows, cols int, _ float64) ([]byte, []float32, error) {
+func (m fp8Hadamard) Name() string {
+	if m.dual {
+		return "fp8hd"
+	}
+	return "fp8h"
+}
+func (fp8Hadamard) Rated() bool { return false }
+
+func (m fp8Hadamard) Code(v []float32, rows, cols int, _ float64) ([]byte, []float32, error) {
 	if err := check(v, rows, cols); err != nil {
 		return nil, nil, err
 	}
 	h := hadamardBlock(cols)
-	coded := make([]byte, 0, 4*rows+len(v))
+	groups := 0 // second scales per row
+	if m.dual {
+		groups = (cols + dualGroup - 1) / dualGroup
+	}
 	codes := make([]byte, len(v))
 	recon := make([]float32, len(v))
+	exps := make([]byte, rows*groups) // one k a byte here, nibbles in the stream
+	scales := make([]byte, 0, 4*rows)
 	rot := make([]float32, cols)
 	try := make([]float32, cols)
 	tryCodes := make([]byte, cols)
+	tryExps := make([]byte, groups)
 	for r := 0; r < rows; r++ {
 		copy(rot, v[r*cols:(r+1)*cols])
 		for b := 0; b < cols; b += h {
@@ -153,19 +175,53 @@ func (fp8Hadamard) Code(v []float32, rows, cols int, _ float64) ([]byte, []float
 		best, bestErr := am, math.Inf(1)
 		for k := 16; k >= 10; k-- {
 			s := am * float32(k) / 16
-			fp8Scaled(rot, s, tryCodes, try)
+			fp8Grouped(rot, s, tryExps, tryCodes, try)
 			if e, _ := sqErrors(rot, try); e < bestErr {
 				best, bestErr = s, e
 			}
 		}
-		coded = appendF32(coded, best)
+		scales = appendF32(scales, best)
 		out := recon[r*cols : (r+1)*cols]
-		fp8Scaled(rot, best, codes[r*cols:(r+1)*cols], out)
+		fp8Grouped(rot, best, exps[r*groups:(r+1)*groups], codes[r*cols:(r+1)*cols], out)
 		for b := 0; b < cols; b += h {
 			fwht(out[b : b+h])
 		}
 	}
+	coded := append(scales, packNibbles(exps)...)
 	return append(coded, codes...), recon, nil
+}
+
+// fp8Grouped codes a row as E4M3 with the row's scale and, when exps is
+// not empty, one second scale 2^-exps[g] per group of dualGroup values
+// (fp8Hadamard).
+func fp8Grouped(row []float32, scale float32, exps []byte, codes []byte, recon []float32) {
+	if len(exps) == 0 {
+		fp8Scaled(row, scale, codes, recon)
+		return
+	}
+	for g := range exps {
+		lo, hi := g*dualGroup, min((g+1)*dualGroup, len(row))
+		m := absMax(row[lo:hi])
+		k := 0
+		for k < 15 && m > 0 && float64(m)*math.Ldexp(1, k+1) <= float64(scale)*e4m3Max {
+			k++
+		}
+		exps[g] = byte(k)
+		fp8Scaled(row[lo:hi], groupScale(scale, k), codes[lo:hi], recon[lo:hi])
+	}
+}
+
+// groupScale is a row's scale times 2^-k (the decoder's too).
+func groupScale(scale float32, k int) float32 { return scale * float32(math.Ldexp(1, -k)) }
+
+// packNibbles packs values below 16 two a byte, the first in the low
+// nibble (as nibble reads them).
+func packNibbles(v []byte) []byte {
+	out := make([]byte, (len(v)+1)/2)
+	for i, x := range v {
+		out[i/2] |= x << (4 * uint(i&1))
+	}
+	return out
 }
 
 // hadamardBlock is the largest power of two up to 256 that divides n.

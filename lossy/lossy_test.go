@@ -151,6 +151,7 @@ func TestMethodsOnRealWeights(t *testing.T) {
 	want := map[string][2]float64{ // bits per parameter, the most relative L2 error
 		"nf4": {4 + 32.0/64, 0.12}, "int8": {8 + 32/float64(cols), 0.03}, "int4": {4 + 32/float64(cols), 0.3},
 		"fp8": {8 + 32/float64(rows*cols), 0.05}, "fp8row": {8 + 32/float64(cols), 0.05}, "fp8h": {8 + 32/float64(cols), 0.05},
+		"fp8hd": {8 + 32/float64(cols) + 4.0/dualGroup, 0.05},
 	}
 	for name, w := range want {
 		got := res[name]
@@ -160,6 +161,38 @@ func TestMethodsOnRealWeights(t *testing.T) {
 	}
 	if !(res["int8"][1] < res["int4"][1] && res["nf4"][1] < res["int4"][1] && res["fp8row"][1] <= res["fp8"][1] && res["lowrank@4"][1] < res["lowrank@1"][1] && res["kron@4"][1] < res["kron@1"][1]) {
 		t.Errorf("orderings: %v", res)
+	}
+}
+
+// TestDualScales: a row whose values span far more than E4M3's range
+// (groups of 32 at 1, 1e-3 and 1e-6 of the largest, after the rotation,
+// as dense near-zero activations are) keeps its small groups with fp8hd's
+// second scales, and loses them to zero with one scale a row; on a row of
+// one magnitude the second scales change nothing.
+func TestDualScales(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	const cols = 96 // not rotated as a whole: blocks of 32
+	v := make([]float32, cols)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64() * math.Pow(1e-3, float64(i/32)))
+	}
+	relErr := func(m Method, lo, hi int) float64 {
+		_, recon, err := m.Code(v, 1, cols, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, n := sqErrors(v[lo:hi], recon[lo:hi])
+		return math.Sqrt(e / n)
+	}
+	single, dual := relErr(fp8Hadamard{}, 64, 96), relErr(fp8Hadamard{dual: true}, 64, 96)
+	if !(dual < 0.1 && single > 0.5) {
+		t.Errorf("the group at 1e-6: rel L2 %.3g with one scale, %.3g with dual scales", single, dual)
+	}
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	if s, d := relErr(fp8Hadamard{}, 0, cols), relErr(fp8Hadamard{dual: true}, 0, cols); s != d {
+		t.Errorf("one magnitude: rel L2 %g with one scale, %g with dual scales", s, d)
 	}
 }
 
