@@ -298,7 +298,7 @@ async function main() {
     // generation of stories260K with e8 at the slider's 4 bits
     await selectTab(page, 'Lossy');
     s = await waitState(page, 'rate-distortion', (s) => s.rd_model || s.rd_error, T_RUN);
-    check(!s.rd_error && s.rd_methods === '7' && s.rd_skipped === 'lowrank,kron',
+    check(!s.rd_error && s.rd_methods === '8' && s.rd_skipped === 'lowrank,kron',
       `Lossy: ${s.rd_methods} methods measured on ${s.rd_model}, not in this build: ${s.rd_skipped} (${s.rd_error || 'no error'})`);
     await click(page, 'rd-generate');
     s = await waitState(page, 'side-by-side generation', (s) => s.rd_gen_top1 || s.rd_gen_error, T_RUN);
