@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,16 +44,16 @@ func quantisedTensors(n, size int, seed uint64) ([]byte, []Segment) {
 	return src, segs
 }
 
-// TestCMBlocks: by bytes alone (Best) quantised weights are coded as cm
-// blocks, in an archive of version 10, smaller than zstd's blocks of
-// them, the same at any thread count; the default path, -no-sparse and a
-// zstd level below cmMinLevel (with Best) write no cm blocks and keep
-// version 7.
+// TestCMBlocks: by bytes alone (Best) quantised weights (uint8 tensors,
+// planned as one-byte records: version 12) are coded as cm blocks,
+// smaller than the records' streams and zstd's blocks of them, the same
+// at any thread count; the default path (records blocks), -no-sparse and
+// a zstd level below cmMinLevel (with Best) write no cm blocks.
 func TestCMBlocks(t *testing.T) {
 	src, segs := quantisedTensors(3, 300000, 1)
 	arc := roundTrip(t, src, segs, EncodeOptions{Threads: 1, Best: true})
-	if v := binary.LittleEndian.Uint16(arc[8:]); v != cmVersion {
-		t.Fatalf("version %d, want %d", v, cmVersion)
+	if v := binary.LittleEndian.Uint16(arc[8:]); v != byteRecordsVersion {
+		t.Fatalf("version %d, want %d", v, byteRecordsVersion)
 	}
 	c := censusOf(t, arc)
 	if c.CM == 0 || c.CMBytes < int64(len(src))/2 {
@@ -66,18 +67,15 @@ func TestCMBlocks(t *testing.T) {
 	}
 	old := roundTrip(t, src, segs, EncodeOptions{NoSparse: true})
 	def := roundTrip(t, src, segs, EncodeOptions{})
-	if v, c := binary.LittleEndian.Uint16(def[8:]), censusOf(t, def); v != denseVersion || c.CM != 0 {
-		t.Fatalf("default path: version %d, %d cm blocks; want %d, none", v, c.CM, denseVersion)
-	}
-	if v := binary.LittleEndian.Uint16(old[8:]); v != denseVersion {
-		t.Fatalf("-no-sparse: version %d, want %d", v, denseVersion)
+	if v, c := binary.LittleEndian.Uint16(def[8:]), censusOf(t, def); v != byteRecordsVersion || c.CM != 0 {
+		t.Fatalf("default path: version %d, %d cm blocks; want %d, none", v, c.CM, byteRecordsVersion)
 	}
 	if c := censusOf(t, old); c.CM != 0 {
 		t.Fatalf("-no-sparse: %d cm blocks", c.CM)
 	}
 	fast := roundTrip(t, src, segs, EncodeOptions{ZstdLevel: cmMinLevel - 1, Best: true})
-	if v, c := binary.LittleEndian.Uint16(fast[8:]), censusOf(t, fast); v != denseVersion || c.CM != 0 {
-		t.Fatalf("zstd level %d: version %d, %d cm blocks; want %d, none", cmMinLevel-1, v, c.CM, denseVersion)
+	if c := censusOf(t, fast); c.CM != 0 {
+		t.Fatalf("zstd level %d: %d cm blocks; want none", cmMinLevel-1, c.CM)
 	}
 	if len(arc) >= len(old) {
 		t.Fatalf("cm blocks: %d bytes, zstd's %d", len(arc), len(old))
@@ -155,15 +153,32 @@ func TestCMReal(t *testing.T) {
 // cmInput is the golden cm archive's input: two small quantised tensors.
 func cmInput() ([]byte, []Segment) { return quantisedTensors(2, 6000, 8) }
 
-// TestGoldenCM: the golden archive of version 10 decodes to its input,
-// holds cm blocks, and the encoder (by bytes alone, Best: the default
-// path writes no cm blocks) still writes it byte for byte.
+// TestGoldenCM: the golden archive of the cm input decodes to it, holds
+// cm blocks, and the encoder (by bytes alone, Best: the default path
+// writes no cm blocks) still writes it byte for byte; its uint8 tensors
+// are planned as one-byte records, so it is of version 12.
+// golden-cm-v10.nzip, written before that (opaque runs, version 10),
+// still decodes to the same bytes.
 func TestGoldenCM(t *testing.T) {
-	path := filepath.Join("testdata", "golden-cm-v10.nzip")
+	path := filepath.Join("testdata", "golden-cm-v12.nzip")
 	src, segs := cmInput()
 	arc := roundTrip(t, src, segs, EncodeOptions{Threads: 2, Best: true})
-	golden := checkGolden(t, path, arc, src, cmVersion)
+	golden := checkGolden(t, path, arc, src, byteRecordsVersion)
 	if c := censusOf(t, golden); c.CM == 0 {
 		t.Fatalf("golden archive holds no cm blocks: %+v", c)
+	}
+	old, err := os.ReadFile(filepath.Join("testdata", "golden-cm-v10.nzip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := binary.LittleEndian.Uint16(old[8:]); v != cmVersion {
+		t.Fatalf("golden-cm-v10.nzip is of version %d", v)
+	}
+	out, err := DecompressBytes(context.Background(), old, DecodeOptions{})
+	if err != nil || !bytes.Equal(out, src) {
+		t.Fatalf("golden-cm-v10.nzip does not decode to its input (%v)", err)
+	}
+	if c := censusOf(t, old); c.CM == 0 {
+		t.Fatalf("golden-cm-v10.nzip holds no cm blocks: %+v", c)
 	}
 }

@@ -40,12 +40,14 @@
 // ErrLossy.
 //
 // Header, 16 bytes: the magic 89 4E 5A 49 50 0D 0A 1A ("\x89NZIP\r\n\x1a"),
-// u16 version (11, 10, 9, 8 or 7: version 8 is version 7 plus sparse float
+// u16 version (12, 11, 10, 9, 8 or 7: version 8 is version 7 plus sparse float
 // blocks, see "Sparse blocks", which a version-7 archive must not hold;
 // version 9 is version 8 plus zstd streams, mode 8 of "Streams"; version
 // 10 is version 9 plus cm blocks, kind 5, see "Context-modelled blocks";
 // version 11 is version 10 plus records blocks, kind 6, see "Records
-// blocks"; writers write 11 only when the input has tensors they code so
+// blocks"; version 12 is version 11 plus their one-byte layout (type 24);
+// writers write 12 only when the input has 8-bit integer tensors they code
+// so, else 11 only when it has tensors they code as records
 // (quantised tensors of ggml's block types), else 10 only when a probe of
 // the input finds opaque bytes that may be coded so, else 9 only when it finds repeated values in its
 // float tensors, else 8 only when it finds exact zeros, so that other
@@ -152,9 +154,10 @@
 // Kind 5 (cm, version 10): the payload codes the block's bytes one bit at
 // a time with adaptive models (see "Context-modelled blocks").
 //
-// Kind 6 (records, version 11): the block is a run of fixed-size records
-// of one of ggml's quantised block types, coded as one stream per field
-// (see "Records blocks").
+// Kind 6 (records, version 11; the one-byte layout of 8-bit integer
+// tensors, version 12): the block is a run of fixed-size records of one
+// of ggml's block types, coded as one stream per field (see "Records
+// blocks").
 //
 // Kind 2 (float): the block is length/size values of the dtype. The payload
 // starts with a form byte.
@@ -539,7 +542,10 @@
 //
 // A block of kind 6 (version 11; writers use it for the quantised tensors
 // of GGUF files, a tensor segment whose type is one of the ggml names
-// below and whose length is a whole number of its records) holds n =
+// below and whose length is a whole number of its records; version 12
+// adds type 24, which writers use for tensors of 8-bit integer dtypes, U8
+// and I8, of at least 4096 bytes: TF.js uint8 weights, ONNX and TFLite
+// int8) holds n =
 // length/B records of B bytes of one layout. Each record splits into
 // fields; a field has a width w (1..8) and P symbols per record. The
 // payload is
@@ -567,6 +573,7 @@
 //	13   Q5_K    176  f16 at 0 (d); f16 at 2 (dmin); sm at 4; q5k with qh at 16, qs at 48
 //	14   Q6_K    210  q6 with ql at 0, qh at 128; bytes 192..208; f16 at 208 (d)
 //	20   IQ4_NL  18   f16 at 0 (d); bytes 2..18
+//	24   I8      1    bytes 0..1
 //
 // with, for a field symbol q_i (i counted from 0 within the record) and
 // bit b of byte x written x_b:

@@ -297,6 +297,7 @@ type encodeRun struct {
 	lzPlanes     bool           // the probe found repeats: version 9, zstd-coded planes allowed (encodeLZPlanes)
 	cm           bool           // the probe found opaque bytes for cm blocks: version 10 (probeOpaque)
 	records      bool           // the plan has records blocks: version 11 (records.go)
+	byteRecords  bool           // records blocks of 8-bit integer tensors: version 12
 	whole        bool           // the plan has whole-tensor blocks (mergeLZTensors)
 }
 
@@ -360,6 +361,7 @@ func planEncode(inputs []Input, opt EncodeOptions) (*encodeRun, error) {
 		}
 		for _, p := range plans {
 			e.records = e.records || p.rec != nil
+			e.byteRecords = e.byteRecords || p.rec == byteRecords && p.rec != nil
 			e.whole = e.whole || p.parts > 0
 		}
 		if opt.Ref != nil {
@@ -382,6 +384,9 @@ func planEncode(inputs []Input, opt EncodeOptions) (*encodeRun, error) {
 		e.total += in.Size
 	}
 	idx.version = versionFor(e.sparse, e.lzPlanes, e.cm, e.records)
+	if e.byteRecords {
+		idx.version = byteRecordsVersion
+	}
 	var err error
 	if e.zenc, err = zstdEncoder(level); err != nil {
 		return nil, err

@@ -12,7 +12,9 @@ import (
 // Container constants (see doc.go).
 const (
 	// Version is the newest archive format version, which this package
-	// reads with every older one. Version 10 adds cm blocks (kind 5,
+	// reads with every older one. Version 12 adds the one-byte records
+	// layout of 8-bit integer tensors (records.go, byteRecords). Version
+	// 11 adds records blocks (kind 6). Version 10 adds cm blocks (kind 5,
 	// cm.go), written for inputs whose opaque bytes may be coded so to
 	// the writer's probe (probeOpaque). Version 9 adds zstd-coded streams
 	// (mode 8, block.go's encodeLZPlanes); the writer writes it only for
@@ -26,7 +28,7 @@ const (
 	// order), version 4 method 2 (range-coded, with EncodeOptions.Best), so that
 	// readers without those methods refuse an archive by its version
 	// instead of failing at its first such block.
-	Version = 11
+	Version = 12
 
 	headerLen  = 16
 	trailerLen = 32

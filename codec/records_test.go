@@ -256,3 +256,50 @@ func TestRecordsRepeats(t *testing.T) {
 		t.Fatalf("repeated records: %d records blocks, %d bytes of %d", c.Records, len(arc), len(src))
 	}
 }
+
+// TestByteRecordsReal: the uint8 tensors of a real TF.js model (its
+// loader's layout) become one-byte records blocks where those are
+// smaller than zstd's, in an archive of version 12 that is smaller than
+// zstd -3 of the weights file; the same bytes without a layout (opaque)
+// hold no records block.
+func TestByteRecordsReal(t *testing.T) {
+	dir := filepath.Join(needShared(t), "models", "original", "handtrack")
+	bin := realFile(t, filepath.Join("models", "original", "handtrack", "handtrack.bin"))
+	m, err := checkpoint.OpenPath(filepath.Join(dir, "handtrack.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var segs []Segment
+	u8 := 0
+	for _, mf := range m.Files {
+		if filepath.Base(mf.Path) != "handtrack.bin" {
+			continue
+		}
+		for _, g := range mf.Layout.Segments {
+			if g.DType == dtype.U8 && g.Length >= byteRecordsMinBytes {
+				u8++
+			}
+			segs = append(segs, Segment{Offset: g.Offset, Length: g.Length, Name: g.Name, DType: g.DType, Type: g.Type, Shape: g.Shape})
+		}
+	}
+	if u8 == 0 {
+		t.Fatal("handtrack.bin: the loader names no uint8 tensor")
+	}
+	arc := roundTrip(t, bin, segs, EncodeOptions{Threads: 2})
+	if v := binary.LittleEndian.Uint16(arc[8:]); v != byteRecordsVersion {
+		t.Errorf("version %d, want %d", v, byteRecordsVersion)
+	}
+	c := censusOf(t, arc)
+	z, err := zstdEncoder(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zs := len(z.EncodeAll(bin, nil))
+	if c.Records == 0 || len(arc) >= zs {
+		t.Errorf("%d bytes: %d records blocks of %d uint8 tensors, archive %d, zstd -3 %d", len(bin), c.Records, u8, len(arc), zs)
+	}
+	if c := censusOf(t, roundTrip(t, bin, nil, EncodeOptions{Threads: 2})); c.Records != 0 {
+		t.Errorf("opaque: %d records blocks", c.Records)
+	}
+	t.Logf("handtrack.bin %d bytes: %d with %d records blocks (%d uint8 tensors of >= %d bytes), zstd -3 %d", len(bin), len(arc), c.Records, u8, byteRecordsMinBytes, zs)
+}

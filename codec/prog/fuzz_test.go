@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"neuralzip/checkpoint"
+	"neuralzip/dtype"
 )
 
 var updateSeeds = flag.Bool("update", false, "rewrite testdata/fuzz/FuzzRecords from the real files")
@@ -20,7 +23,8 @@ func fuzzBudget(in int) int { return 64<<10 + 8*in }
 // records, never a panic; Layout reads any payload without a panic, and
 // every payload that decodes, with its streams end to end; records that
 // decode code again to a payload that decodes to them. The committed seeds (testdata/fuzz/FuzzRecords)
-// are a few records of every type in the real GGUF files
+// are a few records of every type in the real GGUF files and 64 bytes
+// of a real TF.js uint8 tensor
 // (TestFuzzSeeds -update writes them).
 func FuzzRecords(f *testing.F) {
 	for _, s := range Schemas() {
@@ -89,4 +93,29 @@ func TestFuzzSeeds(t *testing.T) {
 			}
 		}
 	}
+	// I8: 64 bytes of the first uint8 tensor of a real TF.js model (as the
+	// codec plans tensors of at least 4 KiB, but any length decodes)
+	m, err := checkpoint.OpenPath(filepath.Join(shared, "..", "original", "handtrack", "handtrack.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range m.Files {
+		for _, g := range mf.Layout.Segments {
+			if g.DType != dtype.U8 || g.Length < 64 {
+				continue
+			}
+			data, err := os.ReadFile(mf.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var e Encoder
+			c := e.Append(nil, data[g.Offset:g.Offset+64], ByName("I8"))
+			body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\nuint16(%d)\n", c, 64)
+			if err := os.WriteFile(filepath.Join(dir, "real-I8"), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatal("handtrack: no uint8 tensor")
 }

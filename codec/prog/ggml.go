@@ -31,6 +31,10 @@ func init() {
 		newSchema(14, "Q6_K", 210, 256, q6K{0, 128}, raw{192, 16, "scales", 8}, half{208, "d"}),
 		// IQ4_NL: f16 d, 16 bytes of nibbles (indices into a fixed table)
 		newSchema(20, "IQ4_NL", 18, 32, half{0, "d"}, raw{2, 16, "qs", 4}),
+		// I8: one 8-bit integer a record; also the tensors of other
+		// formats' 8-bit integer types (TF.js uint8 weights, ONNX and
+		// TFLite int8): one stream of bytes with its own table
+		newSchema(24, "I8", 1, 1, raw{0, 1, "q", 8}),
 	)
 }
 
@@ -77,6 +81,10 @@ func (p raw) fields() []Field {
 
 func (p raw) split(src []byte, stride, n int, out [][]byte) {
 	o := out[0][:n*p.n]
+	if stride == p.n {
+		copy(o, src[:n*p.n]) // the record is the field (I8)
+		return
+	}
 	for r := 0; r < n; r++ {
 		copy(o[r*p.n:(r+1)*p.n], src[r*stride+p.off:])
 	}
@@ -84,6 +92,10 @@ func (p raw) split(src []byte, stride, n int, out [][]byte) {
 
 func (p raw) merge(dst []byte, stride, n int, in [][]byte) {
 	s := in[0][:n*p.n]
+	if stride == p.n {
+		copy(dst[:n*p.n], s)
+		return
+	}
 	for r := 0; r < n; r++ {
 		copy(dst[r*stride+p.off:r*stride+p.off+p.n], s[r*p.n:])
 	}
