@@ -338,6 +338,12 @@ func checkTensorPart(method string, p Part) error {
 	if want := codedSize(method, rows, cols); want >= 0 && p.Stored != want {
 		return fmt.Errorf("%d coded bytes, %s of %d × %d writes %d", p.Stored, method, rows, cols, want)
 	}
+	// e8: what its decoder refuses anyway, refused before the tiles are
+	// listed: more than 16 Ki values a byte, or tiles of fewer than 6
+	// bytes (a length and a range coder's start)
+	if method == "e8" && (rows*cols > p.Stored<<14 || int64(tileCount(method, int(rows), int(cols)))*6 > p.Stored) {
+		return fmt.Errorf("%d coded bytes cannot hold e8's %d × %d", p.Stored, rows, cols)
+	}
 	return nil
 }
 
