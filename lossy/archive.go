@@ -39,7 +39,9 @@ import (
 // All integers are little-endian. The file ends right after the end mark
 // (a truncated or extended archive is refused). Decoding a part checks its
 // CRC-32C; the original's SHA-256 is a record of what was quantized, not a
-// check: the decoded file differs from it by design.
+// check: the decoded file differs from it by design. A coded tensor decodes
+// in tiles of TileRows rows without the rows before them (decode.go; e8's
+// stream holds its tiles' lengths), so a reader decodes only what it reads.
 
 // ArchiveVersion is the version of the lossy archives this build writes
 // and reads.
