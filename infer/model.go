@@ -33,8 +33,31 @@ type Options struct {
 	// the forward pass asks for it, into one buffer the size of the
 	// largest, instead of all of them at Open. It is for readers that
 	// decode on demand, such as the dequantized file of a lossy archive
-	// (lossy.Archive): the weights then stay coded in memory.
+	// (lossy.Archive): the weights then stay coded in memory. A reader
+	// that is Tiled is read tile by tile, as an archive is block by
+	// block: only the tiles of the tensor in use are decoded, into
+	// buffers as an archive's, and with Prefetch a worker decodes them
+	// ahead while a matmul starts on the rows that have arrived.
 	ReadEach bool
+}
+
+// Tiled is a file whose bytes decode in tiles, runs of bytes each decoded
+// alone (lossy.Archive: a coded tensor's rows, a run of bytes kept as
+// stored). With Options.ReadEach, Open runs a model from it as from an
+// archive: the file stays coded, and each tensor's tiles are decoded when
+// the forward pass reaches it.
+type Tiled interface {
+	io.ReaderAt
+	// TileEnds is where each tile ends, in order: tile i is the bytes
+	// [TileEnds()[i-1], TileEnds()[i]) (the first from 0), the last
+	// ending at the file's size. Open reads it once.
+	TileEnds() []int64
+	// DecodeTile writes tile i into dst, as long as the tile. It must be
+	// safe for concurrent use (a prefetch worker decodes beside the
+	// forward pass).
+	DecodeTile(i int, dst []byte) error
+	// HeldBytes is the memory the coded file takes (Memory.Compressed).
+	HeldBytes() int64
 }
 
 // ArchiveOptions are the compress options of an archive made for running
@@ -109,6 +132,12 @@ func Open(r io.ReaderAt, size int64, opt Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	if tf, ok := r.(Tiled); ok && opt.ReadEach {
+		if err := m.openTiled(tf, size, opt); err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
 	if opt.ReadEach {
 		m.st = newReadStore(m.sched, func(t *tensor, b []byte) error {
 			if _, err := r.ReadAt(b, t.offset); err != nil && !errors.Is(err, io.EOF) {
@@ -169,20 +198,48 @@ func OpenArchive(archive []byte, opt Options) (*Model, error) {
 		rd.Close()
 		return nil, fmt.Errorf("%w: an archive of %d bytes claims a file of %d bytes", codec.ErrTooLarge, len(archive), f.Size)
 	}
-	as, err := newArchiveStore(rd, 0, m.sched, int64(len(archive)))
+	as, err := newArchiveStore(archiveBlocks{rd, 0}, m.sched, int64(len(archive)))
 	if err != nil {
 		rd.Close()
 		return nil, err
 	}
 	m.st = as
-	// With one processor (or WebAssembly's one thread) a worker could only
-	// run between the forward pass's own steps: prefetching is off.
-	if opt.Prefetch && runtime.GOMAXPROCS(0) >= 2 && runtime.GOOS != "js" && runtime.GOOS != "wasip1" {
+	if prefetching(opt) {
 		m.st = newPipeStore(as, true)
 	}
 	m.archive = true
 	_, m.setupHow = rd.SetupID()
 	return m, nil
+}
+
+// prefetching reports whether opt's Prefetch takes effect: with one
+// processor (or WebAssembly's one thread) a worker could only run between
+// the forward pass's own steps, so prefetching is off.
+func prefetching(opt Options) bool {
+	return opt.Prefetch && runtime.GOMAXPROCS(0) >= 2 && runtime.GOOS != "js" && runtime.GOOS != "wasip1"
+}
+
+// openTiled gives m a store that decodes the tiles of f (size bytes) as an
+// archive's blocks.
+func (m *Model) openTiled(f Tiled, size int64, opt Options) error {
+	ends := f.TileEnds()
+	if len(ends) == 0 || ends[len(ends)-1] != size {
+		return fmt.Errorf("%w: tiles of a file of %d bytes end at %v", ErrInput, size, ends[max(0, len(ends)-1):])
+	}
+	for i, e := range ends {
+		if i > 0 && e <= ends[i-1] || e <= 0 {
+			return fmt.Errorf("%w: tile %d ends at %d, before it starts", ErrInput, i, e)
+		}
+	}
+	as, err := newArchiveStore(tiledBlocks{f}, m.sched, f.HeldBytes())
+	if err != nil {
+		return err
+	}
+	m.st = as
+	if prefetching(opt) {
+		m.st = newPipeStore(as, true)
+	}
+	return nil
 }
 
 // fileAt reads the original file of an archive (its header, for the

@@ -417,5 +417,5 @@ func (p *pipeStore) close() {
 	p.mu.Unlock()
 	p.bump()
 	<-p.exited
-	_ = p.rd.rd.Close()
+	p.rd.src.close()
 }

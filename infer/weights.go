@@ -134,11 +134,59 @@ func (s *readStore) ready(int64) error               { return nil }
 func (s *readStore) memory() Memory                  { return s.mem }
 func (s *readStore) close()                          {}
 
-// unit is the run of consecutive archive blocks that covers a tensor: its
-// own blocks for a large tensor, the one shared block for small tensors
-// that the encoder merged. A unit decodes as a whole.
+// blocks is what an archiveStore decodes: the blocks of an archive's file
+// (codec.Reader), or the tiles of a Tiled file (a lossy archive's).
+type blocks interface {
+	// spans is each block's offset and length in the file, in order.
+	spans() []span
+	// decode writes block b into dst (its length); safe for concurrent use.
+	decode(b int, dst []byte) error
+	close()
+}
+
+// span is a block's place in the file.
+type span struct{ off, length int64 }
+
+// archiveBlocks are the blocks of file fi of an archive.
+type archiveBlocks struct {
+	rd *codec.Reader
+	fi int
+}
+
+func (a archiveBlocks) spans() []span {
+	bs := a.rd.Files()[a.fi].Blocks()
+	out := make([]span, len(bs))
+	for i, b := range bs {
+		out[i] = span{b.Offset, b.Length}
+	}
+	return out
+}
+
+func (a archiveBlocks) decode(b int, dst []byte) error { return a.rd.DecodeBlock(a.fi, b, dst) }
+func (a archiveBlocks) close()                         { _ = a.rd.Close() }
+
+// tiledBlocks are the tiles of a Tiled file.
+type tiledBlocks struct{ f Tiled }
+
+func (t tiledBlocks) spans() []span {
+	ends := t.f.TileEnds()
+	out := make([]span, len(ends))
+	var off int64
+	for i, e := range ends {
+		out[i] = span{off, e - off}
+		off = e
+	}
+	return out
+}
+
+func (t tiledBlocks) decode(b int, dst []byte) error { return t.f.DecodeTile(b, dst) }
+func (t tiledBlocks) close()                         {}
+
+// unit is the run of consecutive blocks that covers a tensor: its own
+// blocks for a large tensor, the one shared block for small tensors that
+// the encoder merged (or a lossy archive's run of raw bytes). A unit
+// decodes as a whole, block after block.
 type unit struct {
-	fi     int
 	b0, b1 int   // blocks [b0, b1)
 	off    int64 // original offset of block b0
 	length int64
@@ -157,7 +205,7 @@ type unit struct {
 // exactly. With prefetching a pipeStore takes its units and decodes them
 // in a ring instead.
 type archiveStore struct {
-	rd      *codec.Reader
+	src     blocks
 	sched   []*tensor
 	units   []*unit // per step
 	arena   []byte
@@ -178,10 +226,9 @@ func (r resident) hi() int64 { return r.lo + r.u.length }
 
 // newArchiveStore plans the units of every step. compressed is the
 // archive's size in memory.
-func newArchiveStore(rd *codec.Reader, fi int, sched []*tensor, compressed int64) (*archiveStore, error) {
-	f := rd.Files()[fi]
-	blocks := f.Blocks()
-	s := &archiveStore{rd: rd, sched: sched}
+func newArchiveStore(src blocks, sched []*tensor, compressed int64) (*archiveStore, error) {
+	blocks := src.spans()
+	s := &archiveStore{src: src, sched: sched}
 	s.mem.Compressed = compressed
 	byRange := map[[2]int]*unit{}
 	seen := map[*tensor]bool{}
@@ -192,21 +239,21 @@ func newArchiveStore(rd *codec.Reader, fi int, sched []*tensor, compressed int64
 			s.mem.Weights += t.length
 		}
 		// first block ending after t.offset
-		b0 := sort.Search(len(blocks), func(i int) bool { return blocks[i].Offset+blocks[i].Length > t.offset })
+		b0 := sort.Search(len(blocks), func(i int) bool { return blocks[i].off+blocks[i].length > t.offset })
 		b1 := b0
-		for b1 < len(blocks) && blocks[b1].Offset < t.offset+t.length {
+		for b1 < len(blocks) && blocks[b1].off < t.offset+t.length {
 			b1++
 		}
-		if b0 >= len(blocks) || blocks[b0].Offset > t.offset || b1 == b0 || blocks[b1-1].Offset+blocks[b1-1].Length < t.offset+t.length {
+		if b0 >= len(blocks) || blocks[b0].off > t.offset || b1 == b0 || blocks[b1-1].off+blocks[b1-1].length < t.offset+t.length {
 			return nil, fmt.Errorf("%w: tensor %q [%d,+%d) is not covered by the archive's blocks", ErrArchitecture, t.name, t.offset, t.length)
 		}
 		key := [2]int{b0, b1}
 		u := byRange[key]
 		if u == nil {
-			u = &unit{fi: fi, b0: b0, b1: b1, off: blocks[b0].Offset}
+			u = &unit{b0: b0, b1: b1, off: blocks[b0].off}
 			for b := b0; b < b1; b++ {
-				u.lens = append(u.lens, blocks[b].Length)
-				u.length += blocks[b].Length
+				u.lens = append(u.lens, blocks[b].length)
+				u.length += blocks[b].length
 			}
 			byRange[key] = u
 		}
@@ -229,7 +276,7 @@ func (s *archiveStore) decodeInto(arena []byte, r resident, pr progresser) error
 	dst := arena[r.lo:r.hi()]
 	pos := int64(0)
 	for k, l := range r.u.lens {
-		if err := s.rd.DecodeBlock(r.u.fi, r.u.b0+k, dst[pos:pos+l]); err != nil {
+		if err := s.src.decode(r.u.b0+k, dst[pos:pos+l]); err != nil {
 			return err
 		}
 		pos += l
@@ -336,4 +383,4 @@ func (s *archiveStore) memory() Memory {
 	return m
 }
 
-func (s *archiveStore) close() { _ = s.rd.Close() }
+func (s *archiveStore) close() { s.src.close() }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"neuralzip/checkpoint"
 	"neuralzip/codec"
@@ -38,7 +39,9 @@ import (
 // All integers are little-endian. The file ends right after the end mark
 // (a truncated or extended archive is refused). Decoding a part checks its
 // CRC-32C; the original's SHA-256 is a record of what was quantized, not a
-// check: the decoded file differs from it by design.
+// check: the decoded file differs from it by design. A coded tensor decodes
+// in tiles of TileRows rows without the rows before them (decode.go; e8's
+// stream holds its tiles' lengths), so a reader decodes only what it reads.
 
 // ArchiveVersion is the version of the lossy archives this build writes
 // and reads.
@@ -220,18 +223,37 @@ func Quantize(src []byte, l *checkpoint.Layout, method string, bits float64) ([]
 }
 
 // Archive is a lossy archive opened for reading, held in memory. It reads
-// as the dequantized model file (ReadAt, WriteTo): raw parts as stored,
-// each tensor decoded when a read reaches it (the last one decoded is
-// kept). It is safe for concurrent use.
+// as the dequantized model file (ReadAt, WriteTo, DecodeTile): raw parts
+// as stored, each coded tensor decoded tile by tile (TileEnds) — only the
+// tiles a read covers, straight into the caller's buffer: nothing decoded
+// is kept. A part's CRC-32C is checked (and an e8 tensor's tile index
+// parsed) once, when it is first read. It is safe for concurrent use.
 type Archive struct {
 	Header ArchiveHeader
 	data   []byte
 	starts []int64 // each part's stored bytes start in data
 
-	mu      sync.Mutex
-	last    int    // the part decoded last (-1: none)
-	lastOut []byte // its bytes, as the original's type
-	decoded int64  // bytes decoded so far
+	tiles   []tileRef // the dequantized file's tiles, in order
+	ends    []int64   // each tile's end in the file
+	codes   []partCode
+	decoded atomic.Int64 // bytes of tensors decoded so far
+}
+
+// rawTile is the most bytes of a tile of a raw part.
+const rawTile = 16 << 10
+
+// tileRef is a tile of the dequantized file: tile t of part p (of a raw
+// part: its t-th run of rawTile bytes).
+type tileRef struct {
+	part, t  int
+	off, len int64 // in the file
+}
+
+// partCode is a tensor part checked for decoding, once.
+type partCode struct {
+	once sync.Once
+	c    *tensorCode
+	err  error
 }
 
 // OpenArchive reads a lossy archive's header and checks its structure
@@ -258,7 +280,7 @@ func OpenArchive(b []byte) (*Archive, error) {
 	if crc32c.Checksum(hdr) != binary.LittleEndian.Uint32(b[14+n:]) {
 		return nil, fmt.Errorf("%w: the header's CRC-32C does not match", ErrArchive)
 	}
-	a := &Archive{data: b, last: -1}
+	a := &Archive{data: b}
 	if err := json.Unmarshal(hdr, &a.Header); err != nil {
 		return nil, fmt.Errorf("%w: header: %v", ErrArchive, err)
 	}
@@ -287,9 +309,11 @@ func OpenArchive(b []byte) (*Archive, error) {
 			return nil, fmt.Errorf("%w: raw part %d: %d bytes stored for %d", ErrArchive, i, p.Stored, p.Length)
 		}
 		a.starts = append(a.starts, pos)
+		a.addTiles(i)
 		pos += p.Stored
 		off += p.Length
 	}
+	a.codes = make([]partCode, len(h.Parts))
 	if off != h.Original.Size {
 		return nil, fmt.Errorf("%w: the parts cover %d bytes of a file of %d", ErrArchive, off, h.Original.Size)
 	}
@@ -315,6 +339,12 @@ func checkTensorPart(method string, p Part) error {
 	}
 	if want := codedSize(method, rows, cols); want >= 0 && p.Stored != want {
 		return fmt.Errorf("%d coded bytes, %s of %d × %d writes %d", p.Stored, method, rows, cols, want)
+	}
+	// e8: what its decoder refuses anyway, refused before the tiles are
+	// listed: more than 16 Ki values a byte, or tiles of fewer than 6
+	// bytes (a length and a range coder's start)
+	if method == "e8" && (rows*cols > p.Stored<<14 || int64(tileCount(method, int(rows), int(cols)))*6 > p.Stored) {
+		return fmt.Errorf("%d coded bytes cannot hold e8's %d × %d", p.Stored, rows, cols)
 	}
 	return nil
 }
@@ -356,49 +386,155 @@ func codedSize(method string, rows, cols int64) int64 {
 // Size is the size of the dequantized file (the original's).
 func (a *Archive) Size() int64 { return a.Header.Original.Size }
 
-// Decoded is the bytes of tensors decoded so far.
-func (a *Archive) Decoded() int64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.decoded
+// addTiles appends part i's tiles (checked by OpenArchive).
+func (a *Archive) addTiles(i int) {
+	p := a.Header.Parts[i]
+	add := func(t int, off, n int64) {
+		a.tiles = append(a.tiles, tileRef{part: i, t: t, off: off, len: n})
+		a.ends = append(a.ends, off+n)
+	}
+	if !p.IsTensor() {
+		for t, o := 0, int64(0); o < p.Length; t, o = t+1, o+rawTile {
+			add(t, p.Offset+o, min(rawTile, p.Length-o))
+		}
+		return
+	}
+	d, _ := dtype.Parse(p.DType)
+	rows, cols, _ := partMatrix(p.Shape)
+	sz := int64(d.Size())
+	for t := range tileCount(a.Header.Method, int(rows), int(cols)) {
+		v0, v1 := tileValues(a.Header.Method, int(rows), int(cols), t)
+		add(t, p.Offset+int64(v0)*sz, int64(v1-v0)*sz)
+	}
 }
+
+// Decoded is the bytes of tensors decoded so far.
+func (a *Archive) Decoded() int64 { return a.decoded.Load() }
+
+// HeldBytes is the archive's bytes held in memory.
+func (a *Archive) HeldBytes() int64 { return int64(len(a.data)) }
 
 // stored is part i's bytes in the archive.
 func (a *Archive) stored(i int) []byte {
 	return a.data[a.starts[i] : a.starts[i]+a.Header.Parts[i].Stored]
 }
 
-// part returns part i as it reads in the dequantized file (for a tensor:
-// valid until the next call; a.mu held).
-func (a *Archive) part(i int) ([]byte, error) {
-	p := a.Header.Parts[i]
-	b := a.stored(i)
-	if !p.IsTensor() {
-		return b, nil
-	}
-	if a.last == i {
-		return a.lastOut, nil
-	}
-	if crc32c.Checksum(b) != p.CRC {
-		return nil, fmt.Errorf("%w: tensor %q: CRC-32C mismatch", ErrArchive, p.Name)
-	}
-	d, _ := dtype.Parse(p.DType)
-	rows, cols, _ := partMatrix(p.Shape)
-	v, err := decodeCoded(a.Header.Method, b, int(rows), int(cols))
-	if err != nil {
-		return nil, fmt.Errorf("%w: tensor %q: %v", ErrArchive, p.Name, err)
-	}
-	if cap(a.lastOut) < int(p.Length) {
-		a.lastOut = make([]byte, p.Length)
-	}
-	a.lastOut = a.lastOut[:p.Length]
-	Store(d, a.lastOut, v)
-	a.last = i
-	a.decoded += p.Length
-	return a.lastOut, nil
+// code returns tensor part i ready to decode: its CRC-32C checked and (e8)
+// its tiles indexed, the first time it is asked for.
+func (a *Archive) code(i int) (*tensorCode, error) {
+	pc := &a.codes[i]
+	pc.once.Do(func() {
+		p := a.Header.Parts[i]
+		b := a.stored(i)
+		if crc32c.Checksum(b) != p.CRC {
+			pc.err = fmt.Errorf("%w: tensor %q: CRC-32C mismatch", ErrArchive, p.Name)
+			return
+		}
+		rows, cols, _ := partMatrix(p.Shape)
+		if pc.c, pc.err = newTensorCode(a.Header.Method, b, int(rows), int(cols)); pc.err != nil {
+			pc.err = fmt.Errorf("%w: tensor %q: %v", ErrArchive, p.Name, pc.err)
+		}
+	})
+	return pc.c, pc.err
 }
 
-// ReadAt reads the dequantized file.
+// decodeValues writes values [lo, hi) of tensor part i, as its type, to
+// dst, tile by tile.
+func (a *Archive) decodeValues(i, lo, hi int, dst []byte) error {
+	c, err := a.code(i)
+	if err != nil {
+		return err
+	}
+	p := a.Header.Parts[i]
+	d, _ := dtype.Parse(p.DType)
+	sz := d.Size()
+	method := a.Header.Method
+	n := tileCount(method, c.rows, c.cols)
+	if lo < 0 || hi > c.rows*c.cols || lo > hi {
+		return fmt.Errorf("lossy: values [%d, %d) of tensor %q", lo, hi, p.Name)
+	}
+	t := 0 // the tile of value lo
+	if n > 1 {
+		t = lo / (TileRows * c.cols)
+	}
+	for ; t < n && lo < hi; t++ {
+		v0, v1 := tileValues(method, c.rows, c.cols, t)
+		e := min(hi, v1)
+		if err := c.decode(lo, e, &valueSink{lo: lo, hi: e, b: dst, dt: d}); err != nil {
+			r1 := v1 / c.cols
+			if method == "e8" && c.cols < e8MinRowScale {
+				r1 = c.rows
+			}
+			return fmt.Errorf("%w: tensor %q, tile %d of %d (rows %d to %d): %v", ErrArchive, p.Name, t, n, v0/max(c.cols, 1), r1-1, err)
+		}
+		dst = dst[(e-lo)*sz:]
+		a.decoded.Add(int64(e-lo) * int64(sz))
+		lo = e
+	}
+	return nil
+}
+
+// TileEnds returns where each tile of the dequantized file ends, in order:
+// tile i is the bytes [TileEnds()[i-1], TileEnds()[i]) (the first from
+// 0), a coded tensor's rows TileRows at a time (an e8 tensor of rows
+// shorter than 64 values: whole), or a run of at most 16 KiB of a part
+// kept as stored. Each decodes alone (DecodeTile). The slice is the
+// archive's: do not change it.
+func (a *Archive) TileEnds() []int64 { return a.ends }
+
+// DecodeTile writes tile i of the dequantized file into dst, which must be
+// as long as the tile. A damaged tile is an error that names its tensor
+// (ErrArchive).
+func (a *Archive) DecodeTile(i int, dst []byte) error {
+	if i < 0 || i >= len(a.tiles) {
+		return fmt.Errorf("lossy: tile %d of %d", i, len(a.tiles))
+	}
+	tr := a.tiles[i]
+	if int64(len(dst)) != tr.len {
+		return fmt.Errorf("lossy: tile %d is %d bytes, not %d", i, tr.len, len(dst))
+	}
+	p := a.Header.Parts[tr.part]
+	if !p.IsTensor() {
+		copy(dst, a.stored(tr.part)[tr.off-p.Offset:])
+		return nil
+	}
+	rows, cols, _ := partMatrix(p.Shape)
+	v0, v1 := tileValues(a.Header.Method, int(rows), int(cols), tr.t)
+	return a.decodeValues(tr.part, v0, v1, dst)
+}
+
+// readTensor reads buf from tensor part i at off (within it), decoding the
+// values it covers (an element cut by either end of buf into a scratch).
+func (a *Archive) readTensor(i int, buf []byte, off int64) error {
+	d, _ := dtype.Parse(a.Header.Parts[i].DType)
+	sz := int64(d.Size())
+	var one [4]byte
+	v, pos := int(off/sz), 0
+	if k := off % sz; k != 0 { // the head: part of an element
+		if err := a.decodeValues(i, v, v+1, one[:sz]); err != nil {
+			return err
+		}
+		pos += copy(buf, one[k:sz])
+		v++
+	}
+	if end := int((off + int64(len(buf))) / sz); end > v {
+		if err := a.decodeValues(i, v, end, buf[pos:pos+(end-v)*int(sz)]); err != nil {
+			return err
+		}
+		pos += (end - v) * int(sz)
+		v = end
+	}
+	if pos < len(buf) { // the tail: part of an element
+		if err := a.decodeValues(i, v, v+1, one[:sz]); err != nil {
+			return err
+		}
+		copy(buf[pos:], one[:sz])
+	}
+	return nil
+}
+
+// ReadAt reads the dequantized file, decoding only the tiles (of the
+// methods other than e8: the values) that buf covers.
 func (a *Archive) ReadAt(buf []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, errors.New("lossy: negative offset")
@@ -406,8 +542,6 @@ func (a *Archive) ReadAt(buf []byte, off int64) (int, error) {
 	if off >= a.Size() {
 		return 0, io.EOF
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	parts := a.Header.Parts
 	// the first part that ends after off
 	lo, hi := 0, len(parts)
@@ -422,14 +556,17 @@ func (a *Archive) ReadAt(buf []byte, off int64) (int, error) {
 	n := 0
 	for i := lo; i < len(parts) && n < len(buf); i++ {
 		p := parts[i]
-		if p.Length == 0 {
+		at := off + int64(n) - p.Offset
+		k := int(min(int64(len(buf)-n), p.Length-at))
+		if k <= 0 {
 			continue
 		}
-		b, err := a.part(i)
-		if err != nil {
+		if !p.IsTensor() {
+			copy(buf[n:n+k], a.stored(i)[at:])
+		} else if err := a.readTensor(i, buf[n:n+k], at); err != nil {
 			return n, err
 		}
-		n += copy(buf[n:], b[off+int64(n)-p.Offset:])
+		n += k
 	}
 	if n < len(buf) {
 		return n, io.EOF
@@ -437,15 +574,26 @@ func (a *Archive) ReadAt(buf []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// WriteTo writes the dequantized file.
+// WriteTo writes the dequantized file, a tile at a time.
 func (a *Archive) WriteTo(w io.Writer) (int64, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	var n int64
-	for i := range a.Header.Parts {
-		b, err := a.part(i)
-		if err != nil {
-			return n, err
+	var buf []byte
+	for i := 0; i < len(a.tiles); i++ {
+		tr := a.tiles[i]
+		var b []byte
+		if p := a.Header.Parts[tr.part]; !p.IsTensor() {
+			b = a.stored(tr.part) // the whole raw part at once
+			for i+1 < len(a.tiles) && a.tiles[i+1].part == tr.part {
+				i++
+			}
+		} else {
+			if int64(cap(buf)) < tr.len {
+				buf = make([]byte, tr.len)
+			}
+			b = buf[:tr.len]
+			if err := a.DecodeTile(i, b); err != nil {
+				return n, err
+			}
 		}
 		k, err := w.Write(b)
 		n += int64(k)
@@ -456,19 +604,15 @@ func (a *Archive) WriteTo(w io.Writer) (int64, error) {
 	return n, nil
 }
 
-// Verify decodes every tensor, checking every part's CRC-32C.
+// Verify checks every part's CRC-32C and decodes every tile.
 func (a *Archive) Verify() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	for i, p := range a.Header.Parts {
 		if !p.IsTensor() && crc32c.Checksum(a.stored(i)) != p.CRC {
 			return fmt.Errorf("%w: raw part %d (at %d of the file): CRC-32C mismatch", ErrArchive, i, p.Offset)
 		}
-		if _, err := a.part(i); err != nil {
-			return err
-		}
 	}
-	return nil
+	_, err := a.WriteTo(io.Discard)
+	return err
 }
 
 // Tensors is the number of coded tensors.

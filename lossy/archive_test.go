@@ -259,11 +259,25 @@ func fuzzBudget(in int) int64 { return 64<<10 + 8*int64(in) }
 
 // FuzzLossyArchive: damaged lossy archives give an error, never a panic
 // or an output larger than they can describe; what opens reads the same
-// through ReadAt as through WriteTo.
+// tile by tile (DecodeTile: e8's tile index), through ReadAt and through
+// WriteTo.
 func FuzzLossyArchive(f *testing.F) {
 	for _, name := range ArchiveMethods {
 		bits := max(FixedBits(name), 3)
 		ar, _, err := Quantize(tinyModel(), layoutOf(f, tinyModel()), name, bits)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(ar)
+	}
+	// tensors of several tiles (e8: a tile index of three entries)
+	rng := rand.New(rand.NewPCG(11, 12))
+	multi := miniSafetensors([]stEntry{
+		{"w", dtype.BF16, []int{130, 64}, typed(dtype.BF16, randMatrix(rng, 130*64))},
+		{"s", dtype.BF16, []int{80, 8}, typed(dtype.BF16, randMatrix(rng, 80*8))},
+	})
+	for _, name := range []string{"e8", "nf4", "fp8hd"} {
+		ar, _, err := Quantize(multi, layoutOf(f, multi), name, max(FixedBits(name), 3))
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -294,12 +308,37 @@ func FuzzLossyArchive(f *testing.F) {
 				}
 			}
 		}
+		// tile by tile (the tile index of e8 parts), each tile alone
+		tiles := make([]byte, a.Size())
+		tilesOK := true
+		lo := int64(0)
+		for i, e := range a.TileEnds() {
+			if e <= lo || e > a.Size() {
+				t.Fatalf("tile %d ends at %d, after %d, of %d", i, e, lo, a.Size())
+			}
+			if err := a.DecodeTile(i, tiles[lo:e]); err != nil {
+				if !errors.Is(err, ErrArchive) {
+					t.Fatalf("tile %d: %v, not ErrArchive", i, err)
+				}
+				tilesOK = false
+			}
+			lo = e
+		}
+		if lo != a.Size() {
+			t.Fatalf("the tiles end at %d of %d", lo, a.Size())
+		}
 		var out bytes.Buffer
 		if _, err := a.WriteTo(&out); err != nil {
+			if tilesOK {
+				t.Fatalf("every tile decodes, WriteTo fails: %v", err)
+			}
 			return
 		}
 		if int64(out.Len()) != a.Size() {
 			t.Fatalf("%d bytes written of %d", out.Len(), a.Size())
+		}
+		if !tilesOK || !bytes.Equal(tiles, out.Bytes()) {
+			t.Fatalf("the tiles (all decoded: %v) are not the file WriteTo writes", tilesOK)
 		}
 		n := int(a.Size())
 		buf := make([]byte, n/2)

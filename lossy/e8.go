@@ -369,62 +369,106 @@ func leadingZeros(x uint32) int {
 
 // e8Decode decodes an e8 stream to the values it codes.
 func e8Decode(b []byte) ([]float32, error) {
-	rows64, k := binary.Uvarint(b)
-	if k <= 0 {
-		return nil, errE8
+	var x e8Index
+	if err := x.parse(b); err != nil {
+		return nil, err
 	}
-	b = b[k:]
-	cols64, k := binary.Uvarint(b)
-	if k <= 0 || len(b[k:]) < 8 || rows64 > 1<<31 || cols64 > 1<<31 || rows64*cols64 > 1<<31 {
-		return nil, errE8
-	}
-	b = b[k:]
-	rows, cols := int(rows64), int(cols64)
-	step := math.Float64frombits(binary.LittleEndian.Uint64(b))
-	b = b[8:]
-	if rows == 0 || cols == 0 {
-		return []float32{}, nil
-	}
-	// the adaptive coder spends at least about 1/2000 bit a zero: a stream
-	// claiming more values than 16 Ki a byte is damaged
-	if len(b) < 4*rows || !(step > 0) || int64(rows)*int64(cols) > int64(len(b))<<14 {
-		return nil, errE8
-	}
-	scales := make([]float32, rows)
-	for r := range scales {
-		scales[r] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*r:]))
-	}
-	b = b[4*rows:]
-	per := (cols + 7) / 8 * 8
-	out := make([]float32, rows*cols)
-	var d rangecoder.Decoder
-	for t := 0; t < rows; t += e8TileRows {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || n > uint64(len(b)-k) {
-			return nil, errE8
-		}
-		if err := d.Reset(b[k : k+int(n)]); err != nil {
+	n := x.rows * x.cols
+	out := make([]float32, n)
+	s := &valueSink{hi: n, f32: out}
+	for t := range x.tiles {
+		if err := x.decodeTile(b, t, s); err != nil {
 			return nil, err
-		}
-		b = b[k+int(n):]
-		var m e8Models
-		var p [8]int32
-		end := min(rows, t+e8TileRows)
-		for r := t; r < end; r++ {
-			for j := 0; j < per; j += 8 {
-				m.decodeVector(&d, p[:])
-				for i, c := range p {
-					if j+i < cols {
-						out[r*cols+j+i] = float32(float64(c) / 2 * step * float64(scales[r]))
-					}
-				}
-			}
-		}
-		if d.Overrun() {
-			return nil, errE8
 		}
 	}
 	return out, nil
+}
+
+// e8Index is an e8 stream's header and tile index: where each tile's
+// range-coded bytes lie, found from their uvarint lengths without
+// decoding them.
+type e8Index struct {
+	rows, cols int // as coded (rows shorter than e8MinRowScale: 1 × all)
+	step       float64
+	scales     int      // offset of the rows' float32 scales in the stream
+	tiles      [][2]int // each tile's coded bytes [lo, hi) in the stream
+}
+
+// parse reads the header of the e8 stream b and indexes its tiles; it
+// refuses what e8Decode refused before tiles were decoded alone.
+func (x *e8Index) parse(b []byte) error {
+	*x = e8Index{}
+	rows64, k := binary.Uvarint(b)
+	if k <= 0 {
+		return errE8
+	}
+	pos := k
+	cols64, k := binary.Uvarint(b[pos:])
+	if k <= 0 || len(b[pos+k:]) < 8 || rows64 > 1<<31 || cols64 > 1<<31 || rows64*cols64 > 1<<31 {
+		return errE8
+	}
+	pos += k
+	rows, cols := int(rows64), int(cols64)
+	step := math.Float64frombits(binary.LittleEndian.Uint64(b[pos:]))
+	pos += 8
+	x.rows, x.cols, x.step = rows, cols, step
+	if rows == 0 || cols == 0 {
+		return nil
+	}
+	// the adaptive coder spends at least about 1/2000 bit a zero: a stream
+	// claiming more values than 16 Ki a byte is damaged
+	rest := int64(len(b) - pos)
+	if rest < 4*int64(rows) || !(step > 0) || int64(rows)*int64(cols) > rest<<14 {
+		return errE8
+	}
+	x.scales = pos
+	pos += 4 * rows
+	x.tiles = make([][2]int, 0, (rows+e8TileRows-1)/e8TileRows)
+	for t := 0; t < rows; t += e8TileRows {
+		n, k := binary.Uvarint(b[pos:])
+		if k <= 0 || n > uint64(len(b)-pos-k) {
+			return errE8
+		}
+		x.tiles = append(x.tiles, [2]int{pos + k, pos + k + int(n)})
+		pos += k + int(n)
+	}
+	return nil
+}
+
+// tileValues is the values of a full tile.
+func (x *e8Index) tileValues() int { return e8TileRows * x.cols }
+
+// decodeTile decodes tile t of the stream b (indexed by x) into s, whole:
+// a stream that ends before its values do is an error.
+func (x *e8Index) decodeTile(b []byte, t int, s *valueSink) error {
+	if t < 0 || t >= len(x.tiles) {
+		return errE8
+	}
+	var d rangecoder.Decoder
+	if err := d.Reset(b[x.tiles[t][0]:x.tiles[t][1]]); err != nil {
+		return err
+	}
+	var m e8Models
+	var p [8]int32
+	var v [8]float32
+	cols, step := x.cols, x.step
+	per := (cols + 7) / 8 * 8
+	end := min(x.rows, (t+1)*e8TileRows)
+	for r := t * e8TileRows; r < end; r++ {
+		scale := float64(math.Float32frombits(binary.LittleEndian.Uint32(b[x.scales+4*r:])))
+		for j := 0; j < per; j += 8 {
+			m.decodeVector(&d, p[:])
+			k := min(8, cols-j)
+			for i, c := range p[:k] {
+				v[i] = float32(float64(c) / 2 * step * scale)
+			}
+			s.put(r*cols+j, v[:k])
+		}
+	}
+	if d.Overrun() {
+		return errE8
+	}
+	return nil
 }
 
 var errE8 = errors.New("lossy: a damaged e8 stream")

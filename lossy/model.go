@@ -78,13 +78,17 @@ func Values(d dtype.DType, b []byte) []float32 {
 
 // Store writes v into b as d (rounded to nearest even).
 func Store(d dtype.DType, b []byte, v []float32) {
-	for i, x := range v {
-		switch d {
-		case dtype.F32:
+	switch d {
+	case dtype.F32:
+		for i, x := range v {
 			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-		case dtype.BF16:
+		}
+	case dtype.BF16:
+		for i, x := range v {
 			binary.LittleEndian.PutUint16(b[2*i:], dtype.F32ToBF16(x))
-		case dtype.F16:
+		}
+	case dtype.F16:
+		for i, x := range v {
 			binary.LittleEndian.PutUint16(b[2*i:], dtype.F32ToF16(x))
 		}
 	}

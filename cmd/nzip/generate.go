@@ -61,8 +61,9 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	var m *infer.Model
 	var lossyNote string
 	if isLossy(path) {
-		// weights kept coded; each tensor dequantized when the forward
-		// pass asks for it
+		// weights kept coded; each tensor decoded tile by tile when the
+		// forward pass reaches it (lossy.Archive is an infer.Tiled reader;
+		// with -prefetch a worker decodes the tiles ahead)
 		a, err := openLossy(path)
 		if err != nil {
 			return err

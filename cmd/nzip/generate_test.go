@@ -1,13 +1,17 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"neuralzip/lossy"
 )
 
 // sharedFile returns the path of a corpus file, skipping without it.
@@ -185,5 +189,88 @@ func TestGenerateErrors(t *testing.T) {
 	g := generateJSON(t, "-temp", "0", "-n", "16", gpt, "A fool and his money")
 	if g.Text != " the with the wa" { // the reference's first 16 bytes
 		t.Errorf("GPT text %q", g.Text)
+	}
+}
+
+// TestGenerateLossyTiles: nzip generate runs a lossy archive tile by tile
+// (nf4 and e8 at 4 bits; stories260K and the GPT), with and without
+// -prefetch: the logits and text of its dequantized model (decompress
+// -lossy), the coded archive counted in the resident peak, which stays
+// under the dequantized weights'; a damaged tensor is an error naming it.
+func TestGenerateLossyTiles(t *testing.T) {
+	tok := sharedFile(t, "models/tokenizer/tok512.bin")
+	conf := sharedFile(t, "trajectories/tinygpt-fortunes/config.json")
+	models := []struct {
+		file string
+		args []string
+	}{
+		{sharedFile(t, "models/original/stories260K.bf16.safetensors"), []string{"-tokenizer", tok, "-n", "24"}},
+		{sharedFile(t, "trajectories/tinygpt-fortunes/step_001000.bf16.safetensors"), []string{"-config", conf, "-n", "24"}},
+	}
+	dir := t.TempDir()
+	for mi, m := range models {
+		methods := []string{"nf4", "e8"}
+		if testing.Short() && mi == 1 {
+			methods = methods[1:]
+		}
+		for _, method := range methods {
+			ar := filepath.Join(dir, method+strconv.Itoa(mi)+".nzq")
+			deq := ar + ".safetensors"
+			if code, _, errs := nzip(t, "quantize", "-q", "-method", method, "-bits", "4", "-o", ar, m.file); code != 0 {
+				t.Fatal(errs)
+			}
+			if code, _, errs := nzip(t, "decompress", "-lossy", "-o", deq, ar); code != 0 {
+				t.Fatal(errs)
+			}
+			st, err := os.Stat(ar)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := append([]string{"-temp", "0"}, m.args...)
+			d := generateJSON(t, append(args, deq, "Once upon a time")...)
+			for _, pf := range []bool{false, true} {
+				a := args
+				if pf {
+					a = append([]string{"-prefetch"}, a...)
+				}
+				g := generateJSON(t, append(a, ar, "Once upon a time")...)
+				if g.LogitsSHA256 != d.LogitsSHA256 || g.Text != d.Text {
+					t.Errorf("%s %s, prefetch %v: logits %s %q; the dequantized model's %s %q", filepath.Base(m.file), method, pf, g.LogitsSHA256, g.Text, d.LogitsSHA256, d.Text)
+				}
+				if g.WeightsBytes != d.WeightsBytes || g.ResidentPeakBytes <= st.Size() || g.ResidentPeakBytes >= d.ResidentPeakBytes {
+					t.Errorf("%s %s, prefetch %v: resident peak %d (archive %d bytes) of %d; the dequantized model %d", filepath.Base(m.file), method, pf, g.ResidentPeakBytes, st.Size(), g.WeightsBytes, d.ResidentPeakBytes)
+				}
+			}
+		}
+	}
+	// a flipped byte in a coded tensor: generate fails naming it
+	ar := filepath.Join(dir, "e80.nzq")
+	b, err := os.ReadFile(ar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := lossy.OpenArchive(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := int64(8+2+4+4) + int64(binary.LittleEndian.Uint32(b[10:]))
+	name := ""
+	for _, p := range a.Header.Parts {
+		if p.IsTensor() && strings.Contains(p.Name, "layers.1.") {
+			b[pos+p.Stored/2] ^= 0x08
+			name = p.Name
+			break
+		}
+		pos += p.Stored
+	}
+	bad := filepath.Join(dir, "bad.nzq")
+	if err := os.WriteFile(bad, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, pf := range []string{"-prefetch=false", "-prefetch"} {
+		code, _, errs := nzip(t, "generate", pf, "-temp", "0", "-n", "4", "-tokenizer", tok, bad, "Once")
+		if code != 1 || !strings.Contains(errs, strconv.Quote(name)) || !strings.Contains(errs, "CRC") {
+			t.Errorf("generate %s of a damaged archive: exit %d, %q (want the tensor %q named)", pf, code, errs, name)
+		}
 	}
 }
