@@ -111,6 +111,12 @@ type setupReport struct {
 	ChunkValues int             `json:"chunk_values"`
 	Sources     []sourceReport  `json:"sources"`
 	Sections    []sectionReport `json:"sections"`
+	Programs    []programReport `json:"programs,omitempty"` // tensors whose program the setup chooses
+}
+
+type programReport struct {
+	Tensor  string `json:"tensor"`
+	Program string `json:"program"`
 }
 
 type sourceReport struct {
@@ -172,6 +178,9 @@ func newSetupReport(path string, s *codec.Setup) *setupReport {
 		}
 		rep.Sections = append(rep.Sections, sr)
 	}
+	for _, p := range s.Programs {
+		rep.Programs = append(rep.Programs, programReport{Tensor: p.Tensor, Program: p.Program.String()})
+	}
 	return rep
 }
 
@@ -230,6 +239,15 @@ func printSetup(w io.Writer, rep *setupReport) {
 				pairs = fmt.Sprint(t.Pairs)
 			}
 			fmt.Fprintf(tw, "  %d\t%d\t%d\t%s\t%.3f\t%d\t\n", t.Index, t.Chunks, t.Alphabet, pairs, t.ExpectedBits, t.DescriptionBytes)
+		}
+		tw.Flush()
+	}
+	if len(rep.Programs) > 0 {
+		fmt.Fprintf(w, "\nprograms: %d tensors coded with a chosen program\n", len(rep.Programs))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  TENSOR\tPROGRAM\t")
+		for _, p := range rep.Programs {
+			fmt.Fprintf(tw, "  %s\t%s\t\n", shown(p.Tensor), p.Program)
 		}
 		tw.Flush()
 	}
