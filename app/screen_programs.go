@@ -48,8 +48,8 @@ type programsPanel struct {
 const noSetup = "(none)"
 
 // altCols are the alternatives table's columns.
-var altCols = []string{"", "Program", "Bytes", "Bits/value", "Compress MB/s", "Decompress MB/s", "Round trip"}
-var altWidths = []float32{34, 110, 90, 90, 120, 130, 90}
+var altCols = []string{"", "Program", "Bytes", "Bits/value", "Comp. MB/s", "Decomp. MB/s", "Round trip"}
+var altWidths = []float32{34, 100, 80, 85, 95, 105, 100}
 
 func newProgramsPanel(wb *workbench) *programsPanel {
 	p := &programsPanel{wb: wb, tensor: -1, pick: -1, chosen: map[string]codec.Program{}, jobs: newJobBar()}
