@@ -145,6 +145,22 @@ func TestProgramsRules(t *testing.T) {
 	if _, err := CompressBytes(nil, src, segs, EncodeOptions{NoSparse: true, Programs: map[string]Program{"w": ProgramPlanes}}); err != nil {
 		t.Fatal(err)
 	}
+	// against a reference: chosen programs win over difference blocks
+	ref := append([]byte(nil), src...)
+	ref[len(ref)-1] ^= 1
+	r, err := NewReference([]Input{{Name: "model.bin", R: bytes.NewReader(ref), Size: int64(len(ref)), Segments: segs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err = CompressBytes(nil, src, segs, EncodeOptions{Ref: r, Programs: map[string]Program{"w": ProgramSparse, "q": ProgramZstd}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, err := DecompressBytes(nil, a, DecodeOptions{Ref: r}); err != nil || !bytes.Equal(back, src) {
+		t.Fatalf("round trip with a reference: %v", err)
+	}
+	tensorBlocks(t, a, segs[0], ProgramSparse)
+	tensorBlocks(t, a, segs[3], ProgramZstd)
 	for p := ProgramAuto; p < numPrograms; p++ {
 		if q, err := ParseProgram(p.String()); err != nil || q != p || p.Describe() == "" {
 			t.Errorf("%v: parsed as %v, %v", p, q, err)
