@@ -83,6 +83,20 @@ func TestProgramsPanel(t *testing.T) {
 			}
 		}
 	}
+	// a chunk size: the tensor's blocks follow it, and a setup of
+	// programs only takes it
+	p.chunk.SetSelected(core.ChunkLabel(4096))
+	wb.wait()
+	n := 0
+	for _, b := range p.root.Nodes {
+		n += b.Blocks
+	}
+	if int64(n) != (m.Tensors[big].Bytes/4+4095)/4096 {
+		t.Errorf("at 4 Ki values per block: %d blocks of %d bytes of F32", n, m.Tensors[big].Bytes)
+	}
+	if ns, err := p.programSetup(); err != nil || ns.Setup.ChunkValues != 4096 {
+		t.Errorf("setup at 4 Ki: %v", err)
+	}
 	test.Tap(p.clearB)
 	wb.wait()
 	if len(p.chosen) != 0 || !p.list[0].Chosen {

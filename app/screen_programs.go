@@ -26,6 +26,7 @@ type programsPanel struct {
 	content fyne.CanvasObject
 	title   *widget.Label
 	setup   *widget.Select
+	chunk   *widget.Select
 	tree    *widget.Tree
 	alts    *widget.Table
 	useOne  *widget.Button
@@ -44,8 +45,24 @@ type programsPanel struct {
 	setupOf string                   // the setup the alternatives were measured under
 }
 
-// noSetup is the setup picker's entry for coding without one.
-const noSetup = "(none)"
+// noSetup is the setup picker's entry for coding without one;
+// defaultChunk the chunk picker's for the setup's chunk size, or the
+// codec's default.
+const (
+	noSetup      = "(none)"
+	defaultChunk = "default"
+)
+
+// chunkValues is the chunk size picked (0: the setup's, or the codec's
+// default).
+func (p *programsPanel) chunkValues() int {
+	for _, c := range core.ChunkChoices {
+		if core.ChunkLabel(c) == p.chunk.Selected {
+			return c
+		}
+	}
+	return 0
+}
 
 // altCols are the alternatives table's columns.
 var altCols = []string{"", "Program", "Bytes", "Bits/value", "Comp. MB/s", "Decomp. MB/s", "Round trip"}
@@ -58,6 +75,12 @@ func newProgramsPanel(wb *workbench) *programsPanel {
 	p.title.TextStyle = fyne.TextStyle{Bold: true}
 	p.setup = widget.NewSelect([]string{noSetup}, nil)
 	p.setup.SetSelected(noSetup)
+	chunks := []string{defaultChunk}
+	for _, c := range core.ChunkChoices {
+		chunks = append(chunks, core.ChunkLabel(c))
+	}
+	p.chunk = widget.NewSelect(chunks, nil)
+	p.chunk.SetSelected(defaultChunk)
 	p.tree = widget.NewTree(p.childIDs, p.isBranch,
 		func(bool) fyne.CanvasObject {
 			l := widget.NewLabel("")
@@ -102,13 +125,14 @@ func newProgramsPanel(wb *workbench) *programsPanel {
 	})
 	p.status = widget.NewLabel("")
 	p.status.Truncation = fyne.TextTruncateEllipsis
-	top := container.NewBorder(nil, nil, nil, container.NewHBox(widget.NewLabel("Setup"), p.setup, p.jobs.content), p.title)
+	top := container.NewBorder(nil, nil, nil, container.NewHBox(widget.NewLabel("Setup"), p.setup, widget.NewLabel("Values per block"), p.chunk, p.jobs.content), p.title)
 	actions := container.NewHBox(p.useOne, p.useAll, p.saveB, p.clearB)
 	right := container.NewBorder(nil, container.NewVBox(actions, p.status), nil, nil, p.alts)
 	split := container.NewHSplit(p.tree, right)
 	split.Offset = 0.45
 	p.content = container.NewBorder(container.NewVBox(widget.NewSeparator(), top), nil, nil, nil, split)
 	p.setup.OnChanged = func(string) { p.compute() }
+	p.chunk.OnChanged = func(string) { p.compute() }
 	wb.selListeners = append(wb.selListeners, p.focusChanged)
 	wb.modelListeners = append(wb.modelListeners, p.focusChanged)
 	p.refreshButtons()
@@ -160,7 +184,7 @@ func (p *programsPanel) compute() {
 	}
 	t := &m.Tensors[i]
 	p.title.SetText(fmt.Sprintf("Program of %s (%s %s, %s)", t.Name, t.DTypeName(), t.ShapeString(), core.HumanBytes(t.Bytes)))
-	settings := core.ProgramSettings{Setup: p.base(), Programs: p.chosenCopy()}
+	settings := core.ProgramSettings{Setup: p.base(), Chunk: p.chunkValues(), Programs: p.chosenCopy()}
 	p.setupOf = p.setup.Selected
 	p.status.SetText("Coding the tensor with each program…")
 	p.refresh()
@@ -289,7 +313,7 @@ func (p *programsPanel) use(cluster bool) {
 // (none: a setup of programs only) with the chosen programs. It is added
 // to the workbench's setups (for the Run screen) as "programs".
 func (p *programsPanel) programSetup() (core.NamedSetup, error) {
-	s, err := core.ProgramSetup(p.base(), 0, p.chosen)
+	s, err := core.ProgramSetup(p.base(), p.chunkValues(), p.chosen)
 	if err != nil {
 		return core.NamedSetup{}, err
 	}

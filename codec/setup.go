@@ -78,8 +78,8 @@ func (s *Setup) ProgramFor(name string) Program {
 }
 
 // WithPrograms returns a setup with the tables of s (none when s is nil:
-// a setup of programs only, chunk values per block chunk, 0 meaning
-// DefaultChunkValues) whose Programs are s's with the given ones set (a
+// a setup of programs only) and chunk values per block (0: s's, or
+// DefaultChunkValues without s), whose Programs are s's with the given ones set (a
 // tensor named again takes its new program; ProgramAuto removes it),
 // sorted by tensor name. The result has its own ID.
 func (s *Setup) WithPrograms(chunk int, set []SetupProgram) (*Setup, error) {
@@ -92,6 +92,9 @@ func (s *Setup) WithPrograms(chunk int, set []SetupProgram) (*Setup, error) {
 		n.ChunkValues, n.Builder, n.Sources, n.Sections = s.ChunkValues, s.Builder, s.Sources, s.Sections
 		for _, p := range s.Programs {
 			byName[p.Tensor] = p.Program
+		}
+		if chunk != 0 {
+			n.ChunkValues = chunk
 		}
 	}
 	for _, p := range set {
