@@ -10,7 +10,8 @@ import (
 // TestScreenGoldens renders key screens with the silero-vad demo open and
 // compares them with testdata/*.xml (markup: every widget, its text and
 // geometry) and testdata/histograms.png (pixels, charts included). The
-// open time, the only value that depends on the machine, is fixed first.
+// open time and the program panel's speeds, the only values that depend
+// on the machine, are fixed first.
 // Failed renderings go to testdata/failed/; copy them over the masters
 // after checking them to accept a change.
 func TestScreenGoldens(t *testing.T) {
@@ -20,6 +21,7 @@ func TestScreenGoldens(t *testing.T) {
 	wb.openTime = 1500 * time.Microsecond
 	wb.modelChanged()
 	wb.selectionChanged()
+	fixProgramTimes(wb)
 	wb.setStatus("status")
 	c := wb.win.Canvas()
 	for _, name := range []string{"Open", "Tensors", "Histograms"} {

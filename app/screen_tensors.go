@@ -57,6 +57,7 @@ type tensorsScreen struct {
 	clearB  *widget.Button
 	rows    []tensorRow
 	sortCol int
+	prog    *programsPanel // the focused tensor's program (screen_programs.go)
 }
 
 func newTensorsScreen(wb *workbench) *tensorsScreen {
@@ -120,7 +121,10 @@ func newTensorsScreen(wb *workbench) *tensorsScreen {
 	}
 	controls := container.NewBorder(nil, nil, nil,
 		container.NewHBox(widget.NewLabel("Sort"), s.sortSel, s.desc, s.group, selShown, s.clearB), s.filter)
-	s.content = container.NewBorder(container.NewPadded(controls), container.NewPadded(s.summary), nil, nil, s.table)
+	s.prog = newProgramsPanel(wb)
+	split := container.NewVSplit(container.NewBorder(container.NewPadded(controls), container.NewPadded(s.summary), nil, nil, s.table), s.prog.content)
+	split.Offset = 0.55
+	s.content = split
 	wb.modelListeners = append(wb.modelListeners, s.rebuild)
 	wb.selListeners = append(wb.selListeners, s.refreshSelection)
 	s.rebuild()

@@ -122,7 +122,7 @@ func TestProbeOpaque(t *testing.T) {
 		{"floats and 2 bytes", append(realisticValues(dtype.F32, 30000, 6), 1, 2), false},
 		{"bf16", realisticValues(dtype.BF16, 60000, 7), false},
 	} {
-		plans, err := planBlocks(nil, int64(len(c.p)), DefaultChunkValues)
+		plans, err := planBlocks(nil, int64(len(c.p)), DefaultChunkValues, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -310,7 +310,8 @@
 // A setup file (.nzsetup) holds the shared tables:
 //
 //	[8]byte magic 89 4E 5A 53 45 54 0D 0A ("\x89NZSET\r\n")
-//	u16 version (2; 1 is read too), u16 flags (0), u32 payload length
+//	u16 version (2, or 3 where the setup chooses programs; 1 is read
+//	  too), u16 flags (0), u32 payload length
 //	payload:
 //	  uvarint chunk, string builder
 //	  uvarint sources; per source: string name, uvarint size, [32]byte
@@ -324,7 +325,16 @@
 //	        code lengths (0 = no code; the escape's last)
 //	      uvarint sample chunks, uvarint c, c × (u8 symbol, uvarint count):
 //	        the cluster's aligned histogram (informative)
+//	  (version 3 only:) uvarint programs; per program: string tensor name,
+//	    u8 program (1 fields, 2 fields-own, 3 sparse, 4 planes, 5 zstd-planes,
+//	    6 zstd, 7 raw, 8 cm, 9 records; codec.Program); names are distinct
 //	u32 CRC-32C of everything before it
+//
+// A setup's programs guide the encoder only: each names a tensor whose
+// blocks are coded with that program (every one a coding the format
+// already has) instead of the encoder's choice; a program that does not
+// apply to the tensor is ignored. Decoding does not use them. A setup of
+// programs only may have no sections.
 //
 // Plane cut p (when not 0) guides the encoder for residual plane p of the
 // section's blocks: the plane is stored packed (mode 0) without trying an

@@ -65,7 +65,13 @@ type EncodeOptions struct {
 	// NoSparse writes no sparse blocks (sparse.go), no zstd-coded planes
 	// (encodeLZPlanes) and no cm blocks (cm.go): the archive stays format
 	// version 7, readable by builds that predate versions 8 to 10.
+	// Programs that need those versions are then an error.
 	NoSparse bool
+	// Programs, when set, chooses the program of the tensors it names
+	// (tensor name → program, in every input; choice.go) over the
+	// setup's Programs and the encoder's own choice. A program that does
+	// not apply to the tensor (Program.Applies) is ignored.
+	Programs map[string]Program
 }
 
 // DecodeOptions configures decoding: Decode, DecompressBytes and the
@@ -334,13 +340,27 @@ func planEncode(inputs []Input, opt EncodeOptions) (*encodeRun, error) {
 		idx.flags |= flagRef
 		idx.refs = opt.Ref.Files()
 	}
+	forced := 0 // the format version the chosen programs need
 	for i, in := range inputs {
 		if in.Size < 0 {
 			return nil, fmt.Errorf("codec: input %q: negative size", in.Name)
 		}
-		plans, err := planBlocks(in.Segments, in.Size, chunk)
+		var programs func(Segment) Program
+		if opt.Programs != nil || len(opt.Setup.programs()) > 0 {
+			programs = func(g Segment) Program {
+				p := programOf(g, &opt)
+				if v := p.version(); v > forced {
+					forced = v
+				}
+				return p
+			}
+		}
+		plans, err := planBlocks(in.Segments, in.Size, chunk, programs)
 		if err != nil {
 			return nil, fmt.Errorf("codec: input %q: %w", in.Name, err)
+		}
+		if opt.NoSparse && forced > denseVersion {
+			return nil, fmt.Errorf("codec: input %q: a chosen program needs format version %d, NoSparse keeps %d", in.Name, forced, denseVersion)
 		}
 		if !opt.NoSparse {
 			sparse, repeats := probeBlocks(in.R, plans)
@@ -368,6 +388,11 @@ func planEncode(inputs []Input, opt EncodeOptions) (*encodeRun, error) {
 			if err := opt.Ref.mapPlans(plans, in.Segments, in.Size, in.Name, len(inputs)); err != nil {
 				return nil, fmt.Errorf("codec: input %q: %w", in.Name, err)
 			}
+			for k := range plans {
+				if plans[k].force != ProgramAuto {
+					plans[k].ref = 0 // a chosen program over the reference
+				}
+			}
 		}
 		for j := 0; j < len(plans); {
 			k := taskEnd(len(plans), j, func(b int) int64 { return plans[b].length })
@@ -383,9 +408,9 @@ func planEncode(inputs []Input, opt EncodeOptions) (*encodeRun, error) {
 		idx.files = append(idx.files, f)
 		e.total += in.Size
 	}
-	idx.version = versionFor(e.sparse, e.lzPlanes, e.cm, e.records)
+	idx.version = max(versionFor(e.sparse, e.lzPlanes, e.cm, e.records), forced)
 	if e.byteRecords {
-		idx.version = byteRecordsVersion
+		idx.version = max(idx.version, byteRecordsVersion)
 	}
 	var err error
 	if e.zenc, err = zstdEncoder(level); err != nil {
@@ -699,6 +724,19 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 			be.startRun(p, int(p.length)/p.dtype.Size())
 		} else {
 			be.run = runMemo{}
+		}
+		if p.force != ProgramAuto {
+			// the tensor's chosen program (choice.go)
+			out, kind = be.encodeProgram(out, in, p)
+			if cut != nil {
+				cut = append(cut, p)
+			}
+			d := p.dtype
+			if kind != kindFloat {
+				d = 0
+			}
+			t.info = append(t.info, blockInfo{kind: kind, dtype: d, origLen: p.length, compLen: int64(len(out) - mark), crc: crc32c(in)})
+			continue
 		}
 		if p.ref != 0 {
 			var info blockInfo

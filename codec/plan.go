@@ -44,6 +44,7 @@ type blockPlan struct {
 	lzTry       bool         // the tensor's probe found repeated words: try zstd too (probeBlocks)
 	parts       int          // > 0: the whole tensor of parts float blocks, coded as one zstd block where that is smaller (mergeLZTensors)
 	rec         *prog.Schema // a records block of this layout (records.go), or nil
+	force       Program      // not ProgramAuto: the tensor's chosen program (choice.go)
 }
 
 // floatType returns the type whose float pipeline codes d, or Invalid.
@@ -75,8 +76,10 @@ func normalizeSegments(segs []Segment, size int64) ([]Segment, error) {
 	return s, nil
 }
 
-// planBlocks cuts a file of the given size into blocks.
-func planBlocks(segs []Segment, size int64, chunk int) ([]blockPlan, error) {
+// planBlocks cuts a file of the given size into blocks. programs, when
+// not nil, gives each tensor's chosen program (programOf): a tensor with
+// one is planned by planProgram.
+func planBlocks(segs []Segment, size int64, chunk int, programs func(Segment) Program) ([]blockPlan, error) {
 	segs, err := normalizeSegments(segs, size)
 	if err != nil {
 		return nil, err
@@ -92,6 +95,18 @@ func planBlocks(segs []Segment, size int64, chunk int) ([]blockPlan, error) {
 	}
 	pos := int64(0)
 	for _, g := range segs {
+		if pr := ProgramAuto; programs != nil {
+			if pr = programs(g); pr != ProgramAuto {
+				if g.Offset > pos {
+					runEnd = g.Offset
+				}
+				flush()
+				out = planProgram(out, g, pr, chunk)
+				pos = g.Offset + g.Length
+				runStart, runEnd = pos, pos
+				continue
+			}
+		}
 		if s := recordSchema(g); s != nil {
 			if g.Offset > pos {
 				runEnd = g.Offset
@@ -170,7 +185,7 @@ func mergeLZTensors(plans []blockPlan) []blockPlan {
 		for j < len(plans) && plans[j].cont {
 			j++
 		}
-		if !p.float || !p.lzTry || p.cont || p.ref != 0 {
+		if !p.float || !p.lzTry || p.cont || p.ref != 0 || p.force != ProgramAuto {
 			out = append(out, p)
 			i++
 			continue

@@ -109,7 +109,7 @@ func TestRecordsPlan(t *testing.T) {
 		{Name: "d", Type: "Q6_K", Offset: big + 4200, Length: 2101},
 		{Name: "e", Type: "Q9_9", Offset: big + 6301, Length: 2100},
 	}
-	plans, err := planBlocks(segs, big+8401, DefaultChunkValues)
+	plans, err := planBlocks(segs, big+8401, DefaultChunkValues, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

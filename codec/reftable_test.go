@@ -13,7 +13,7 @@ import (
 func realTables(tb testing.TB) (compact, huff0 [][]byte) {
 	dir := trajDir(tb)
 	prev, cur := readStep(tb, dir, 500, "bf16"), readStep(tb, dir, 550, "bf16")
-	plans, _ := planBlocks(safetensorsSegments(cur), int64(len(cur)), DefaultChunkValues)
+	plans, _ := planBlocks(safetensorsSegments(cur), int64(len(cur)), DefaultChunkValues, nil)
 	be := &blockEncoder{}
 	var ht huff.Table
 	for _, pl := range plans {

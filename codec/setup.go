@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"sync"
 
 	"github.com/klauspost/compress/huff0"
@@ -35,9 +36,80 @@ type Setup struct {
 	Builder     string        // program that built it
 	Sources     []SetupSource // the files it was built from
 	Sections    []*SetupSection
+	// Programs chooses the program of the tensors it names (choice.go):
+	// the encoder codes them so under this setup, unless
+	// EncodeOptions.Programs says otherwise. Setup files of versions 1
+	// and 2 have none; a setup with programs is written as version 3.
+	Programs []SetupProgram
 
-	id  [16]byte
-	raw []byte // the encoded file
+	progs map[string]Program // Programs by tensor (parseSetup)
+	id    [16]byte
+	raw   []byte // the encoded file
+}
+
+// SetupProgram is one tensor's chosen program in a setup.
+type SetupProgram struct {
+	Tensor  string // the tensor's name, as the checkpoint's layout gives it
+	Program Program
+}
+
+// programs is s.Programs (nil for a nil setup).
+func (s *Setup) programs() []SetupProgram {
+	if s == nil {
+		return nil
+	}
+	return s.Programs
+}
+
+// ProgramFor is the program the setup chooses for the tensor called name,
+// ProgramAuto where it names none.
+func (s *Setup) ProgramFor(name string) Program {
+	if s == nil {
+		return ProgramAuto
+	}
+	if s.progs == nil {
+		for _, p := range s.Programs { // a setup not made by parseSetup
+			if p.Tensor == name {
+				return p.Program
+			}
+		}
+	}
+	return s.progs[name]
+}
+
+// WithPrograms returns a setup with the tables of s (none when s is nil:
+// a setup of programs only) and chunk values per block (0: s's, or
+// DefaultChunkValues without s), whose Programs are s's with the given ones set (a
+// tensor named again takes its new program; ProgramAuto removes it),
+// sorted by tensor name. The result has its own ID.
+func (s *Setup) WithPrograms(chunk int, set []SetupProgram) (*Setup, error) {
+	n := &Setup{ChunkValues: chunk, Builder: "neuralzip programs"}
+	if n.ChunkValues == 0 {
+		n.ChunkValues = DefaultChunkValues
+	}
+	byName := map[string]Program{}
+	if s != nil {
+		n.ChunkValues, n.Builder, n.Sources, n.Sections = s.ChunkValues, s.Builder, s.Sources, s.Sections
+		for _, p := range s.Programs {
+			byName[p.Tensor] = p.Program
+		}
+		if chunk != 0 {
+			n.ChunkValues = chunk
+		}
+	}
+	for _, p := range set {
+		if p.Program >= numPrograms {
+			return nil, fmt.Errorf("%w: program %d for %q", ErrSetup, p.Program, p.Tensor)
+		}
+		byName[p.Tensor] = p.Program
+	}
+	for name, p := range byName {
+		if p != ProgramAuto {
+			n.Programs = append(n.Programs, SetupProgram{Tensor: name, Program: p})
+		}
+	}
+	sort.Slice(n.Programs, func(i, j int) bool { return n.Programs[i].Tensor < n.Programs[j].Tensor })
+	return parseSetup(n.marshal())
 }
 
 // SetupSource records one file a setup was built from.
@@ -197,7 +269,7 @@ func (t *SetupTable) HasPairs() bool { return len(t.PairTop) > 0 }
 var setupMagic = [8]byte{0x89, 'N', 'Z', 'S', 'E', 'T', '\r', '\n'}
 
 const (
-	setupVersion   = 2 // 1 is read too (no PlaneCuts)
+	setupVersion   = 3 // 1 (no PlaneCuts) and 2 (no Programs) are read too; 2 is written where there are no Programs
 	maxSetupTables = 256
 )
 
@@ -568,9 +640,18 @@ func (s *Setup) marshal() []byte {
 			}
 		}
 	}
+	version := uint16(2)
+	if len(s.Programs) > 0 {
+		version = setupVersion
+		p = binary.AppendUvarint(p, uint64(len(s.Programs)))
+		for _, pr := range s.Programs {
+			p = appendString(p, pr.Tensor)
+			p = append(p, byte(pr.Program))
+		}
+	}
 	out := make([]byte, 0, len(p)+20)
 	out = append(out, setupMagic[:]...)
-	out = binary.LittleEndian.AppendUint16(out, setupVersion)
+	out = binary.LittleEndian.AppendUint16(out, version)
 	out = binary.LittleEndian.AppendUint16(out, 0)
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(p)))
 	out = append(out, p...)
@@ -720,6 +801,27 @@ func parseSetup(b []byte) (*Setup, error) {
 			sec.Tables = append(sec.Tables, t)
 		}
 		s.Sections = append(s.Sections, sec)
+	}
+	if version >= 3 && r.err == nil {
+		np := r.uvarint(uint64(len(r.b)/2), "program count")
+		for i := uint64(0); i < np && r.err == nil; i++ {
+			name := r.str("program's tensor")
+			p := Program(r.u8("program"))
+			if r.err != nil {
+				break
+			}
+			if p == ProgramAuto || p >= numPrograms {
+				return nil, bad("program %d for %q", p, name)
+			}
+			if _, ok := s.progs[name]; ok {
+				return nil, bad("two programs for %q", name)
+			}
+			if s.progs == nil {
+				s.progs = map[string]Program{}
+			}
+			s.progs[name] = p
+			s.Programs = append(s.Programs, SetupProgram{Tensor: name, Program: p})
+		}
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.fail("%d trailing bytes", len(r.b))

@@ -133,7 +133,7 @@ func BuildSetup(ctx context.Context, inputs []Input, opt SetupOptions) (*Setup, 
 	byType := map[dtype.DType][]block{}
 	s := &Setup{ChunkValues: opt.ChunkValues, Builder: opt.Builder}
 	for i, in := range inputs {
-		plans, err := planBlocks(in.Segments, in.Size, opt.ChunkValues)
+		plans, err := planBlocks(in.Segments, in.Size, opt.ChunkValues, nil)
 		if err != nil {
 			return nil, fmt.Errorf("codec: input %q: %w", in.Name, err)
 		}

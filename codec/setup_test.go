@@ -140,6 +140,12 @@ func FuzzSetup(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(s.Bytes())
+	// with chosen programs (setup version 3)
+	p, err := s.WithPrograms(0, []SetupProgram{{"a", ProgramSparse}, {"b", ProgramZstd}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(p.Bytes())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := ParseSetup(b)
 		if err != nil {

@@ -17,7 +17,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	threads := fs.Int("threads", 0, "blocks coded in parallel (default: all CPUs); the archive is the same for any value")
 	chunk := fs.Int("chunk", 0, fmt.Sprintf("float values per block, %d..%d (default %d)", codec.MinChunkValues, codec.MaxChunkValues, codec.DefaultChunkValues))
 	level := fs.Int("level", 0, "zstd level for non-float bytes, 1..22 (default 3); below 3 quantised bytes stay on zstd (no cm blocks: faster, a few % larger)")
-	setupPath := fs.String("setup", "", "code float blocks with the shared tables of this setup (-chunk defaults to the setup's)")
+	setupPath := fs.String("setup", "", "code float blocks with the shared tables of this setup, and tensors with the programs it chooses (-chunk defaults to the setup's)")
 	setupExternal := fs.Bool("setup-external", false, "store only the setup's ID, not the setup; decompress then needs -setup")
 	setupThreshold := fs.Float64("setup-threshold", 0, fmt.Sprintf("a block builds its own table when the best shared one costs more than this fraction above it (default %g)", codec.DefaultSetupThreshold))
 	refPath := fs.String("ref", "", "code tensors as differences to this reference model (matched by name, dtype, shape); decompress then needs -ref")

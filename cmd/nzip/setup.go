@@ -19,16 +19,19 @@ const setupUsage = `usage:
   nzip setup build   -o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-cluster M] [-chunk N] [-sample F] [-pair-bias X] [-pairs=false] [-plane-min-gain X] [-q] FILE...
   nzip setup show    [-json] FILE.nzsetup
   nzip setup compare [-json] -setups S1,S2,... [-threads N] [-runs N] [-setup-external] FILE...
+  nzip setup program -o OUT.nzsetup [-f] [-setup BASE] [-chunk N] TENSOR=PROGRAM...
 
 A setup holds shared Huffman tables for the exponents of float tensors,
 built once from sample checkpoints; "nzip compress -setup S.nzsetup" then
 codes every block with the cheapest shared table instead of building its own.
+It may also choose the program of named tensors (setup program; programs:
+auto, fields, fields-own, sparse, planes, zstd-planes, zstd, raw, cm, records).
 `
 
 // runSetup dispatches the setup subcommands.
 func runSetup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return runSubcommand(ctx, "setup", setupUsage, map[string]func(context.Context, []string, io.Writer, io.Writer) error{
-		"build": runSetupBuild, "show": runSetupShow, "compare": runSetupCompare,
+		"build": runSetupBuild, "show": runSetupShow, "compare": runSetupCompare, "program": runSetupProgram,
 	}, args, stdout, stderr)
 }
 
@@ -111,6 +114,12 @@ type setupReport struct {
 	ChunkValues int             `json:"chunk_values"`
 	Sources     []sourceReport  `json:"sources"`
 	Sections    []sectionReport `json:"sections"`
+	Programs    []programReport `json:"programs,omitempty"` // tensors whose program the setup chooses
+}
+
+type programReport struct {
+	Tensor  string `json:"tensor"`
+	Program string `json:"program"`
 }
 
 type sourceReport struct {
@@ -172,6 +181,9 @@ func newSetupReport(path string, s *codec.Setup) *setupReport {
 		}
 		rep.Sections = append(rep.Sections, sr)
 	}
+	for _, p := range s.Programs {
+		rep.Programs = append(rep.Programs, programReport{Tensor: p.Tensor, Program: p.Program.String()})
+	}
 	return rep
 }
 
@@ -230,6 +242,15 @@ func printSetup(w io.Writer, rep *setupReport) {
 				pairs = fmt.Sprint(t.Pairs)
 			}
 			fmt.Fprintf(tw, "  %d\t%d\t%d\t%s\t%.3f\t%d\t\n", t.Index, t.Chunks, t.Alphabet, pairs, t.ExpectedBits, t.DescriptionBytes)
+		}
+		tw.Flush()
+	}
+	if len(rep.Programs) > 0 {
+		fmt.Fprintf(w, "\nprograms: %d tensors coded with a chosen program\n", len(rep.Programs))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  TENSOR\tPROGRAM\t")
+		for _, p := range rep.Programs {
+			fmt.Fprintf(tw, "  %s\t%s\t\n", shown(p.Tensor), p.Program)
 		}
 		tw.Flush()
 	}
@@ -323,5 +344,64 @@ func runSetupBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 			fmt.Fprintf(stderr, "  %s: %d tables (%d with code pairs), %.3f bits/exponent expected\n", sec.DType, len(sec.Tables), sec.PairTables, sec.ExpectedBits)
 		}
 	}
+	return nil
+}
+
+// runSetupProgram writes a setup that chooses the program of the named
+// tensors: BASE's tables and programs (none without -setup) with
+// TENSOR=PROGRAM set (auto removes a tensor's).
+func runSetupProgram(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("setup program", "-o OUT.nzsetup [-f] [-setup BASE] [-chunk N] TENSOR=PROGRAM...", stderr)
+	out := fs.String("o", "", "output setup file (required)")
+	force := fs.Bool("f", false, "overwrite OUT if it exists")
+	base := fs.String("setup", "", "start from this setup's tables and programs (a file, or gaussian)")
+	chunk := fs.Int("chunk", 0, fmt.Sprintf("values per block of a setup without -setup (default %d)", codec.DefaultChunkValues))
+	if err := parse(fs, args, 1, -1); err != nil {
+		return err
+	}
+	if *out == "" || *chunk != 0 && (*chunk < codec.MinChunkValues || *chunk > codec.MaxChunkValues) {
+		fmt.Fprintf(stderr, "nzip setup program: -o is required; -chunk must be %d..%d\n", codec.MinChunkValues, codec.MaxChunkValues)
+		return errUsage
+	}
+	var set []codec.SetupProgram
+	for _, a := range fs.Args() {
+		name, prog, ok := strings.Cut(a, "=")
+		if i := strings.LastIndexByte(a, '='); i >= 0 {
+			name, prog = a[:i], a[i+1:] // names may hold '='; programs do not
+		}
+		p, err := codec.ParseProgram(prog)
+		if !ok || name == "" || err != nil {
+			fmt.Fprintf(stderr, "nzip setup program: %q: want TENSOR=PROGRAM (%v)\n", a, err)
+			return errUsage
+		}
+		set = append(set, codec.SetupProgram{Tensor: name, Program: p})
+	}
+	var b *codec.Setup
+	var inputs []string
+	if *base != "" {
+		var err error
+		if b, err = loadSetup(*base); err != nil {
+			return err
+		}
+		if *base != codec.GaussianSetupName {
+			inputs = append(inputs, *base)
+		}
+	}
+	s, err := b.WithPrograms(*chunk, set)
+	if err != nil {
+		return fmt.Errorf("setup program: %w", err)
+	}
+	w, err := createOutput(*out, *force, inputs, 0o644)
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	if _, err := w.Write(s.Bytes()); err != nil {
+		return err
+	}
+	if err := w.Commit(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "%s: setup %s, %d bytes, %d chosen program(s)\n", *out, s.IDString(), len(s.Bytes()), len(s.Programs))
 	return nil
 }

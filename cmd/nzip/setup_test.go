@@ -451,3 +451,62 @@ func TestBenchMultiFileModel(t *testing.T) {
 		}
 	}
 }
+
+// nzip setup program writes a setup whose programs compress honours
+// (each chosen tensor's blocks are of its program), show lists them, and
+// the archive decompresses to the original.
+func TestSetupProgram(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "m.safetensors")
+	orig := writeSafetensors(t, in, 20000)
+	sp := filepath.Join(dir, "p.nzsetup")
+	if code, _, errs := nzip(t, "setup", "program", "-o", sp, "-setup", "gaussian", "a.weight=planes", "b.weight=zstd"); code != 0 || !strings.Contains(errs, "2 chosen program(s)") {
+		t.Fatalf("setup program: %d %q", code, errs)
+	}
+	for _, bad := range [][]string{{"a.weight"}, {"a.weight=lzma"}, {"=zstd"}} {
+		if code, _, _ := nzip(t, append([]string{"setup", "program", "-f", "-o", sp + ".x"}, bad...)...); code != 2 {
+			t.Errorf("setup program %v: exit %d, want 2", bad, code)
+		}
+	}
+	code, out, errs := nzip(t, "setup", "show", sp)
+	if code != 0 || !strings.Contains(out, "programs: 2 tensors") || !strings.Contains(out, "a.weight  planes") {
+		t.Fatalf("show: %d %q\n%s", code, errs, out)
+	}
+	arc := filepath.Join(dir, "m.nzip")
+	if code, _, errs := nzip(t, "compress", "-q", "-setup", sp, "-o", arc, in); code != 0 {
+		t.Fatalf("compress: %d %s", code, errs)
+	}
+	f, err := os.Open(arc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	rd, err := codec.NewReader(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi := rd.Files()[0]
+	want := map[string]string{"a.weight": "float byte planes", "b.weight": "zstd"}
+	for _, tn := range fi.Tensors {
+		for bi, b := range fi.Blocks() {
+			if b.Offset < tn.Offset || b.Offset >= tn.Offset+tn.Length {
+				continue
+			}
+			n, err := rd.BlockProgram(0, bi)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(n.Op, want[tn.Name]) {
+				t.Errorf("%s: block %d is %q, want %s", tn.Name, bi, n.Op, want[tn.Name])
+			}
+		}
+	}
+	back := filepath.Join(dir, "back.safetensors")
+	if code, _, errs := nzip(t, "decompress", "-q", "-o", back, arc); code != 0 {
+		t.Fatalf("decompress: %d %s", code, errs)
+	}
+	if b, _ := os.ReadFile(back); !bytes.Equal(b, orig) {
+		t.Fatal("decompressed bytes differ")
+	}
+}
