@@ -52,6 +52,11 @@ const hostDefaultOpen = ""
 
 const hostDropTarget = "files anywhere on the page (several at once: a TF.js model.json with its weight files, a sharded index with its shards)"
 
+// hubStorePlaceholder is what the Hub screen's store entry takes: the
+// page cannot read a directory, but can read a server that lets it
+// (nzip serve -cors ORIGIN STORE).
+const hubStorePlaceholder = "a store served by nzip serve -cors ORIGIN STORE: http://HOST:PORT"
+
 const hostRunNote = "In the browser the codec runs on a single thread (WebAssembly without threads): expect lower speeds than nzip on the desktop."
 
 // jsInitMs is when package main's variables were initialised (every

@@ -13,7 +13,8 @@ import (
 )
 
 // hubScreen shows a store: one made with `nzip store` (a directory or
-// s3://, opened read-only), or the open models (in the browser: the models
+// s3://, opened read-only, or the URL of an nzip serve of one, listed page
+// by page as the server sends it), or the open models (in the browser: the models
 // dropped on the page) added to an in-memory store as `nzip store add`
 // would. It lists what each model costs on its own and in the store, its
 // bases and chain depth, a models × models matrix of shared and
@@ -45,14 +46,14 @@ func newHubScreen(wb *workbench) *hubScreen {
 	s.build = widget.NewButtonWithIcon("Build hub", theme.MediaPlayIcon(), s.run)
 	s.build.Importance = widget.HighImportance
 	s.loc = widget.NewEntry()
-	s.loc.SetPlaceHolder("a store: /path/to/store or s3://bucket/prefix")
+	s.loc.SetPlaceHolder(hubStorePlaceholder)
 	s.loc.OnSubmitted = func(string) { s.openStore() }
 	s.openBtn = widget.NewButtonWithIcon("Open store", theme.FolderOpenIcon(), s.openStore)
 	s.getBtn = widget.NewButtonWithIcon("Get…", theme.DownloadIcon(), s.getModel)
 	s.useBtn = widget.NewButtonWithIcon("Open", theme.DocumentIcon(), s.useModel)
 	s.getBtn.Disable()
 	s.useBtn.Disable()
-	s.status = widget.NewLabel("Open a store made with nzip store, or open two or more models (fine-tunes, casts, re-exports of one base, and others) and build a hub of them: they are added, in the order opened, to an in-memory store.")
+	s.status = widget.NewLabel("Open a store made with nzip store (or served by nzip serve STORE), or open two or more models (fine-tunes, casts, re-exports of one base, and others) and build a hub of them: they are added, in the order opened, to an in-memory store.")
 	s.status.Wrapping = fyne.TextWrapWord
 
 	s.models = widget.NewTableWithHeaders(
@@ -209,14 +210,31 @@ func (s *hubScreen) run() {
 func (s *hubScreen) openStore() {
 	loc := strings.TrimSpace(s.loc.Text)
 	if loc == "" {
-		s.status.SetText("Type a store's location: a directory made by nzip store init, or s3://bucket/prefix.")
+		s.status.SetText("Type a store's location: " + hubStorePlaceholder + ".")
 		return
 	}
 	ctx, gen := s.jobs.start()
-	s.jobs.progress(gen)(-1)
+	progress := s.jobs.progress(gen)
+	progress(-1)
 	s.status.SetText("Reading the store " + loc + "…")
+	// a served store arrives page by page: each is listed as it comes
+	first := true
+	page := func(h *core.Hub, total int) {
+		progress(float64(len(h.Models)) / float64(total))
+		fyne.Do(func() {
+			if s.jobs.gen != gen {
+				return
+			}
+			if first {
+				s.setStore(nil)
+				first = false
+			}
+			s.show(h)
+			s.status.SetText(fmt.Sprintf("Reading the store %s: %d of %d models listed…", loc, len(h.Models), total))
+		})
+	}
 	s.wb.go_(func() func() {
-		h, hs, err := core.OpenHubStore(ctx, loc)
+		h, hs, err := core.OpenHubStorePages(ctx, loc, page)
 		return func() {
 			if !s.jobs.done(gen) {
 				if hs != nil {
