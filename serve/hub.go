@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 
@@ -353,7 +354,11 @@ func (s *Server) serveHub(w http.ResponseWriter, req *http.Request) {
 			}
 		}
 	}
-	pg := HubPage{Format: HubFormat, Store: k, Stores: len(stores), Name: path.Base(src.loc), Total: total,
+	name := path.Base(src.loc) // s3://bucket/prefix: the prefix
+	if !store.IsS3(src.loc) {
+		name = filepath.Base(src.loc)
+	}
+	pg := HubPage{Format: HubFormat, Store: k, Stores: len(stores), Name: name, Total: total,
 		Raw: r.stats.Raw, Alone: r.stats.Alone, Stored: r.stats.Stored, Matrix: r.full != nil,
 		From: from, Models: models}
 	if pg.Models == nil {
