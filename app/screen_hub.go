@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -133,7 +134,10 @@ func (s *hubScreen) modelCell(id widget.TableCellID, o fyne.CanvasObject) {
 	case 1:
 		t = core.HumanBytes(m.Raw)
 	case 2:
-		t = core.HumanBytes(m.Alone)
+		t = "-" // not measured (nzip store add without -compare)
+		if m.Alone > 0 {
+			t = core.HumanBytes(m.Alone)
+		}
 	case 3:
 		t = core.HumanBytes(m.Added)
 		if m.Alone > 0 {
@@ -218,6 +222,7 @@ func (s *hubScreen) openStore() {
 	progress(-1)
 	s.status.SetText("Reading the store " + loc + "…")
 	// a served store arrives page by page: each is listed as it comes
+	t0 := time.Now()
 	first := true
 	page := func(h *core.Hub, total int) {
 		progress(float64(len(h.Models)) / float64(total))
@@ -228,6 +233,8 @@ func (s *hubScreen) openStore() {
 			if first {
 				s.setStore(nil)
 				first = false
+				hostReport("hub_first_ms", ms(time.Since(t0)))
+				hostReport("hub_first_models", fmt.Sprint(len(h.Models)))
 			}
 			s.show(h)
 			s.status.SetText(fmt.Sprintf("Reading the store %s: %d of %d models listed…", loc, len(h.Models), total))
@@ -244,10 +251,15 @@ func (s *hubScreen) openStore() {
 			}
 			if err != nil {
 				s.status.SetText("Store not opened: " + err.Error())
+				hostReport("hub_error", err.Error())
 				return
 			}
 			s.setStore(hs)
 			s.show(h)
+			hostReport("hub_ms", ms(time.Since(t0)))
+			hostReport("hub_families", fmt.Sprint(len(h.Families)))
+			hostReport("hub_matrix", fmt.Sprint(h.Shared != nil))
+			hostReport("hub_models", fmt.Sprint(len(h.Models)))
 		}
 	})
 }
@@ -321,6 +333,8 @@ func (s *hubScreen) show(h *core.Hub) {
 	msg := fmt.Sprintf("%d models, %s: their own nzip archives take %s, the store %s", len(h.Models), core.HumanBytes(h.Raw), core.HumanBytes(h.Alone), core.HumanBytes(h.Stored))
 	if h.Alone > 0 {
 		msg += fmt.Sprintf(" (%.3f× of the archives)", float64(h.Stored)/float64(h.Alone))
+	} else { // a store whose models were not all added with -compare
+		msg = fmt.Sprintf("%d models, %s: the store %s (own archives not measured: nzip store add -compare)", len(h.Models), core.HumanBytes(h.Raw), core.HumanBytes(h.Stored))
 	}
 	if h.Source != "" {
 		msg = "Store " + h.Source + ": " + msg
@@ -337,7 +351,7 @@ func (s *hubScreen) show(h *core.Hub) {
 		}
 		s.families.Add(widget.NewLabelWithStyle(fmt.Sprintf("Family %d (%s)", f+1, what), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
 		for _, line := range familyTree(h, members) {
-			l := widget.NewLabel(line)
+			l := widget.NewLabel(glyphs(line))
 			l.Truncation = fyne.TextTruncateEllipsis // long paths must not widen the window
 			s.families.Add(l)
 		}
