@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -222,6 +223,40 @@ func (hs *servedStore) download(repo string, f serve.HubFile, w io.Writer) error
 	}
 	if got := hex.EncodeToString(sum.Sum(nil)); got != f.SHA256 {
 		return fmt.Errorf("%s: SHA-256 %s, the store recorded %s", f.Name, got, f.SHA256)
+	}
+	return nil
+}
+
+// HubMemMax bounds a file that HubStore.ReadFiles holds in memory.
+const HubMemMax = 1 << 30
+
+// ReadFiles reads the files of model name of a served store into memory
+// through the server's download API, each checked against its size and
+// SHA-256, and calls fn with each file's name in the model and its bytes
+// (the browser's get: it saves them as downloads). A file larger than
+// HubMemMax is an error, as is a store that is not served.
+func (hs *HubStore) ReadFiles(name string, fn func(file string, data []byte) error) error {
+	if hs.web == nil {
+		return fmt.Errorf("%s: not a served store", hs.Loc)
+	}
+	m, err := hs.web.served(name)
+	if err != nil {
+		return err
+	}
+	for _, f := range m.Files {
+		if f.Size > HubMemMax {
+			return fmt.Errorf("model %q: %s holds %s, more than the %s a page keeps in memory: get it with nzip store get or a hub client", name, f.Name, HumanBytes(f.Size), HumanBytes(HubMemMax))
+		}
+	}
+	for _, f := range m.Files {
+		var buf bytes.Buffer
+		buf.Grow(int(f.Size))
+		if err := hs.web.download(m.Repo, f, &buf); err != nil {
+			return fmt.Errorf("model %q: %w", name, err)
+		}
+		if err := fn(f.Name, buf.Bytes()); err != nil {
+			return err
+		}
 	}
 	return nil
 }

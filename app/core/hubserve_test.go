@@ -95,6 +95,16 @@ func TestOpenHubStoreURL(t *testing.T) {
 	if err := hs.Get("no/such", dir, false); err == nil {
 		t.Error("get of a model not in the store: no error")
 	}
+	var read []string
+	if err := hs.ReadFiles(name, func(f string, data []byte) error {
+		read = append(read, f)
+		if f == "model.bf16.safetensors" && !bytes.Equal(data, orig) {
+			t.Errorf("ReadFiles: %d bytes, differ from the original's %d", len(data), len(orig))
+		}
+		return nil
+	}); err != nil || len(read) != 1 {
+		t.Errorf("ReadFiles: %v, files %v", err, read)
+	}
 
 	m, err := hs.Open(name, nil)
 	if err != nil {
