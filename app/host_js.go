@@ -17,7 +17,7 @@ package main
 // clicks, with key "open", "run", "archive", "setup-build", "setup-save"
 // or "demo:NAME"; window.nz.selectTab(name) shows a screen;
 // window.nz.hubSelect(row) selects a model of the Hub screen's table
-// (keys "hub-loc", "hub-open", "hub-use": its store entry and buttons);
+// (keys "hub-loc", "hub-open", "hub-get", "hub-use": its store entry and buttons);
 // window.nz.selectBackend(name) chooses the Run screen's backend ("CPU",
 // "cpu", "webgpu"; "backends" reports which are available, "run_backend",
 // "run_device*" what a run used); window.nz.bench(n) times the codec alone. wasm/test/workbench.test.mjs
@@ -298,6 +298,8 @@ func widgetPos(wb *workbench, key string) any {
 		obj = wb.hub.openBtn
 	case key == "hub-use":
 		obj = wb.hub.useBtn
+	case key == "hub-get":
+		obj = wb.hub.getBtn
 	case key == "archive":
 		obj = wb.run.archBtn
 	case key == "setup-build":

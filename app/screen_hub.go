@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path"
 	"strings"
 	"time"
 
@@ -312,6 +313,10 @@ func (s *hubScreen) getModel() {
 		return
 	}
 	hs := s.store
+	if hostBrowser && hs.Served() {
+		s.downloadModel(hs, name)
+		return
+	}
 	pickFolder(s.wb, func(dir string) {
 		s.status.SetText(fmt.Sprintf("Restoring %s into %s…", name, dir))
 		s.wb.go_(func() func() {
@@ -324,6 +329,35 @@ func (s *hubScreen) getModel() {
 				s.status.SetText(fmt.Sprintf("%s restored into %s (every unit checked against its SHA-256).", name, dir))
 			}
 		})
+	})
+}
+
+// downloadModel saves a served model's files as the browser's downloads:
+// each read from the server and checked against its SHA-256 first.
+func (s *hubScreen) downloadModel(hs *core.HubStore, name string) {
+	s.status.SetText(fmt.Sprintf("Downloading %s…", name))
+	s.wb.go_(func() func() {
+		type file struct {
+			name string
+			data []byte
+		}
+		var files []file
+		err := hs.ReadFiles(name, func(f string, data []byte) error {
+			files = append(files, file{path.Base(f), data})
+			return nil
+		})
+		return func() {
+			for _, f := range files {
+				if err == nil {
+					err = hostDownload(f.name, f.data)
+				}
+			}
+			if err != nil {
+				s.status.SetText("Get failed: " + err.Error())
+				return
+			}
+			s.status.SetText(fmt.Sprintf("%s: %d file(s) downloaded (each checked against its SHA-256).", name, len(files)))
+		}
 	})
 }
 
