@@ -356,8 +356,9 @@ async function main() {
     // 8b. the Hub screen opens a store from `nzip serve -cors` by URL (a
     // page cannot read a store's directory): the shared hub's stories260K
     // base and a fine-tune, F32 and BF16 (casts and deltas: one family),
-    // or two demo models without ../shared; then a model of it opens in
-    // the other screens, read by ranges through the server
+    // or two demo models without ../shared; then a model of it downloads
+    // (Get) and opens in the other screens, read by ranges through the
+    // server
     {
       const hubDir = path.resolve(root, process.env.NZ_SHARED || '../shared', 'hub/stories260K');
       const files = fs.existsSync(path.join(hubDir, 'base'))
@@ -383,6 +384,14 @@ async function main() {
         const before = s.models;
         await page.evaluate(() => window.nz.hubSelect(1));
         await page.waitForTimeout(300);
+        // Get: the model's file read from the server, checked, downloaded
+        const hubDlP = page.waitForEvent('download', { timeout: T_STEP });
+        await click(page, 'hub-get');
+        const hubDl = await hubDlP;
+        const hubDlPath = path.join(tmp, 'got-' + hubDl.suggestedFilename());
+        await hubDl.saveAs(hubDlPath);
+        check(hubDl.suggestedFilename() === path.basename(files[1]) && fs.readFileSync(hubDlPath).equals(fs.readFileSync(files[1])),
+          `Hub: a served model downloaded through Get, byte for byte the original (${hubDl.suggestedFilename()}, ${fs.statSync(hubDlPath).size} bytes)`);
         await click(page, 'hub-use');
         s = await waitState(page, 'Hub open', (s) => s.models !== before || s.error, T_STEP);
         check(!s.error && s.opened === `hub/m1/${path.basename(files[1])}`, `Hub: a served model opened in the workbench (${s.opened}, ${s.error || 'no error'})`);
