@@ -28,6 +28,9 @@ const hostDefaultOpen = core.AssetPrefix + "silero-vad"
 // hostDropTarget completes the Open screen's hint "…or drop ___".
 const hostDropTarget = "a file onto this window"
 
+// hubStorePlaceholder is what the Hub screen's store entry takes.
+const hubStorePlaceholder = "a store: /path/to/store, s3://bucket/prefix, or http://HOST:PORT of nzip serve STORE"
+
 // hostRunNote is shown under the run screen's controls (none here).
 const hostRunNote = ""
 

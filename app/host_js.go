@@ -16,6 +16,8 @@ package main
 // the centre of a widget in page pixels ({x, y, visible}) for real mouse
 // clicks, with key "open", "run", "archive", "setup-build", "setup-save"
 // or "demo:NAME"; window.nz.selectTab(name) shows a screen;
+// window.nz.hubSelect(row) selects a model of the Hub screen's table
+// (keys "hub-loc", "hub-open", "hub-get", "hub-use": its store entry and buttons);
 // window.nz.selectBackend(name) chooses the Run screen's backend ("CPU",
 // "cpu", "webgpu"; "backends" reports which are available, "run_backend",
 // "run_device*" what a run used); window.nz.bench(n) times the codec alone. wasm/test/workbench.test.mjs
@@ -34,6 +36,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/widget"
 
 	"neuralzip/app/core"
 	"neuralzip/checkpoint"
@@ -51,6 +54,11 @@ const hostLazyScreens = true
 const hostDefaultOpen = ""
 
 const hostDropTarget = "files anywhere on the page (several at once: a TF.js model.json with its weight files, a sharded index with its shards)"
+
+// hubStorePlaceholder is what the Hub screen's store entry takes: the
+// page cannot read a directory, but can read a server that lets it
+// (nzip serve -cors ORIGIN STORE).
+const hubStorePlaceholder = "a store served by nzip serve -cors ORIGIN STORE: http://HOST:PORT"
 
 const hostRunNote = "In the browser the codec runs on a single thread (WebAssembly without threads): expect lower speeds than nzip on the desktop."
 
@@ -157,6 +165,17 @@ func hostStart(wb *workbench) {
 			if !wb.run.selectBackend(name) {
 				hostReport("error", "no backend "+name)
 			}
+		})
+		return nil
+	}))
+	nz.Set("hubSelect", js.FuncOf(func(_ js.Value, a []js.Value) any {
+		if len(a) < 1 {
+			return nil
+		}
+		row := a[0].Int()
+		fyne.Do(func() {
+			wb.buildScreens()
+			wb.hub.models.Select(widget.TableCellID{Row: row, Col: 0})
 		})
 		return nil
 	}))
@@ -273,6 +292,14 @@ func widgetPos(wb *workbench, key string) any {
 		obj = wb.open_.url
 	case key == "url-open":
 		obj = wb.open_.urlBtn
+	case key == "hub-loc":
+		obj = wb.hub.loc
+	case key == "hub-open":
+		obj = wb.hub.openBtn
+	case key == "hub-use":
+		obj = wb.hub.useBtn
+	case key == "hub-get":
+		obj = wb.hub.getBtn
 	case key == "archive":
 		obj = wb.run.archBtn
 	case key == "setup-build":
@@ -480,7 +507,8 @@ func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
 
 // glyphSubst replaces the symbols that Fyne's bundled font lacks (a
 // browser offers Fyne no system fonts to fall back on).
-var glyphSubst = strings.NewReplacer("✓", "OK:", "✗", "FAILED:", "→", "->", "▲", "^", "▼", "v", "▾", "v", "●", "[x]", "○", "[ ]")
+var glyphSubst = strings.NewReplacer("✓", "OK:", "✗", "FAILED:", "→", "->", "▲", "^", "▼", "v", "▾", "v", "●", "[x]", "○", "[ ]",
+	"├─", "+-", "└─", "`-", "│", "|", "←", "<-")
 
 func glyphs(s string) string { return glyphSubst.Replace(s) }
 

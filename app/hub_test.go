@@ -116,11 +116,11 @@ func TestHubScreen(t *testing.T) {
 	}
 }
 
-// The Hub screen opens a store made with nzip store: its models, families
-// as trees of bases with chain depths, the matrix; a model restored to
-// files and opened in the other screens, read from the store.
-func TestHubOpenStore(t *testing.T) {
-	dir := t.TempDir()
+// hubScreenStore makes a store in dir of a model, its BF16 cast and a
+// fine-tune (org/base, org/base-bf16, org/tuned) and returns its location
+// and the models' files.
+func hubScreenStore(t *testing.T, dir string) (string, map[string]string) {
+	t.Helper()
 	base := func(i int) float32 { return float32(math.Sin(float64(i)*0.37)) * 0.05 }
 	tuned := func(i int) float32 { return base(i) + float32(math.Sin(float64(i)*2.1))*0.0005 }
 	loc := filepath.Join(dir, "store")
@@ -153,6 +153,15 @@ func TestHubOpenStore(t *testing.T) {
 		files[m.name] = p
 	}
 	st.Close()
+	return loc, files
+}
+
+// The Hub screen opens a store made with nzip store: its models, families
+// as trees of bases with chain depths, the matrix; a model restored to
+// files and opened in the other screens, read from the store.
+func TestHubOpenStore(t *testing.T) {
+	dir := t.TempDir()
+	loc, files := hubScreenStore(t, dir)
 
 	wb := newTestBench(t)
 	wb.selectTab("Hub")

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"path"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -13,7 +15,8 @@ import (
 )
 
 // hubScreen shows a store: one made with `nzip store` (a directory or
-// s3://, opened read-only), or the open models (in the browser: the models
+// s3://, opened read-only, or the URL of an nzip serve of one, listed page
+// by page as the server sends it), or the open models (in the browser: the models
 // dropped on the page) added to an in-memory store as `nzip store add`
 // would. It lists what each model costs on its own and in the store, its
 // bases and chain depth, a models × models matrix of shared and
@@ -45,14 +48,14 @@ func newHubScreen(wb *workbench) *hubScreen {
 	s.build = widget.NewButtonWithIcon("Build hub", theme.MediaPlayIcon(), s.run)
 	s.build.Importance = widget.HighImportance
 	s.loc = widget.NewEntry()
-	s.loc.SetPlaceHolder("a store: /path/to/store or s3://bucket/prefix")
+	s.loc.SetPlaceHolder(hubStorePlaceholder)
 	s.loc.OnSubmitted = func(string) { s.openStore() }
 	s.openBtn = widget.NewButtonWithIcon("Open store", theme.FolderOpenIcon(), s.openStore)
 	s.getBtn = widget.NewButtonWithIcon("Get…", theme.DownloadIcon(), s.getModel)
 	s.useBtn = widget.NewButtonWithIcon("Open", theme.DocumentIcon(), s.useModel)
 	s.getBtn.Disable()
 	s.useBtn.Disable()
-	s.status = widget.NewLabel("Open a store made with nzip store, or open two or more models (fine-tunes, casts, re-exports of one base, and others) and build a hub of them: they are added, in the order opened, to an in-memory store.")
+	s.status = widget.NewLabel("Open a store made with nzip store (or served by nzip serve STORE), or open two or more models (fine-tunes, casts, re-exports of one base, and others) and build a hub of them: they are added, in the order opened, to an in-memory store.")
 	s.status.Wrapping = fyne.TextWrapWord
 
 	s.models = widget.NewTableWithHeaders(
@@ -132,7 +135,10 @@ func (s *hubScreen) modelCell(id widget.TableCellID, o fyne.CanvasObject) {
 	case 1:
 		t = core.HumanBytes(m.Raw)
 	case 2:
-		t = core.HumanBytes(m.Alone)
+		t = "-" // not measured (nzip store add without -compare)
+		if m.Alone > 0 {
+			t = core.HumanBytes(m.Alone)
+		}
 	case 3:
 		t = core.HumanBytes(m.Added)
 		if m.Alone > 0 {
@@ -209,14 +215,34 @@ func (s *hubScreen) run() {
 func (s *hubScreen) openStore() {
 	loc := strings.TrimSpace(s.loc.Text)
 	if loc == "" {
-		s.status.SetText("Type a store's location: a directory made by nzip store init, or s3://bucket/prefix.")
+		s.status.SetText("Type a store's location: " + hubStorePlaceholder + ".")
 		return
 	}
 	ctx, gen := s.jobs.start()
-	s.jobs.progress(gen)(-1)
+	progress := s.jobs.progress(gen)
+	progress(-1)
 	s.status.SetText("Reading the store " + loc + "…")
+	// a served store arrives page by page: each is listed as it comes
+	t0 := time.Now()
+	first := true
+	page := func(h *core.Hub, total int) {
+		progress(float64(len(h.Models)) / float64(total))
+		fyne.Do(func() {
+			if s.jobs.gen != gen {
+				return
+			}
+			if first {
+				s.setStore(nil)
+				first = false
+				hostReport("hub_first_ms", ms(time.Since(t0)))
+				hostReport("hub_first_models", fmt.Sprint(len(h.Models)))
+			}
+			s.show(h)
+			s.status.SetText(fmt.Sprintf("Reading the store %s: %d of %d models listed…", loc, len(h.Models), total))
+		})
+	}
 	s.wb.go_(func() func() {
-		h, hs, err := core.OpenHubStore(ctx, loc)
+		h, hs, err := core.OpenHubStorePages(ctx, loc, page)
 		return func() {
 			if !s.jobs.done(gen) {
 				if hs != nil {
@@ -226,10 +252,15 @@ func (s *hubScreen) openStore() {
 			}
 			if err != nil {
 				s.status.SetText("Store not opened: " + err.Error())
+				hostReport("hub_error", err.Error())
 				return
 			}
 			s.setStore(hs)
 			s.show(h)
+			hostReport("hub_ms", ms(time.Since(t0)))
+			hostReport("hub_families", fmt.Sprint(len(h.Families)))
+			hostReport("hub_matrix", fmt.Sprint(h.Shared != nil))
+			hostReport("hub_models", fmt.Sprint(len(h.Models)))
 		}
 	})
 }
@@ -282,6 +313,10 @@ func (s *hubScreen) getModel() {
 		return
 	}
 	hs := s.store
+	if hostBrowser && hs.Served() {
+		s.downloadModel(hs, name)
+		return
+	}
 	pickFolder(s.wb, func(dir string) {
 		s.status.SetText(fmt.Sprintf("Restoring %s into %s…", name, dir))
 		s.wb.go_(func() func() {
@@ -297,12 +332,43 @@ func (s *hubScreen) getModel() {
 	})
 }
 
+// downloadModel saves a served model's files as the browser's downloads:
+// each read from the server and checked against its SHA-256 first.
+func (s *hubScreen) downloadModel(hs *core.HubStore, name string) {
+	s.status.SetText(fmt.Sprintf("Downloading %s…", name))
+	s.wb.go_(func() func() {
+		type file struct {
+			name string
+			data []byte
+		}
+		var files []file
+		err := hs.ReadFiles(name, func(f string, data []byte) error {
+			files = append(files, file{path.Base(f), data})
+			return nil
+		})
+		return func() {
+			for _, f := range files {
+				if err == nil {
+					err = hostDownload(f.name, f.data)
+				}
+			}
+			if err != nil {
+				s.status.SetText("Get failed: " + err.Error())
+				return
+			}
+			s.status.SetText(fmt.Sprintf("%s: %d file(s) downloaded (each checked against its SHA-256).", name, len(files)))
+		}
+	})
+}
+
 // show fills the tables and the families of a built hub.
 func (s *hubScreen) show(h *core.Hub) {
 	s.hub = h
 	msg := fmt.Sprintf("%d models, %s: their own nzip archives take %s, the store %s", len(h.Models), core.HumanBytes(h.Raw), core.HumanBytes(h.Alone), core.HumanBytes(h.Stored))
 	if h.Alone > 0 {
 		msg += fmt.Sprintf(" (%.3f× of the archives)", float64(h.Stored)/float64(h.Alone))
+	} else { // a store whose models were not all added with -compare
+		msg = fmt.Sprintf("%d models, %s: the store %s (own archives not measured: nzip store add -compare)", len(h.Models), core.HumanBytes(h.Raw), core.HumanBytes(h.Stored))
 	}
 	if h.Source != "" {
 		msg = "Store " + h.Source + ": " + msg
@@ -319,7 +385,7 @@ func (s *hubScreen) show(h *core.Hub) {
 		}
 		s.families.Add(widget.NewLabelWithStyle(fmt.Sprintf("Family %d (%s)", f+1, what), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
 		for _, line := range familyTree(h, members) {
-			l := widget.NewLabel(line)
+			l := widget.NewLabel(glyphs(line))
 			l.Truncation = fyne.TextTruncateEllipsis // long paths must not widen the window
 			s.families.Add(l)
 		}

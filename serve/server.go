@@ -58,10 +58,12 @@ type Server struct {
 	mu    sync.Mutex
 	repos map[string]*repo
 	order []*repo
-	sem   chan struct{}
-	start sync.Once
-	cache *blockCache
-	ahead chan struct{} // bounds the blocks decoded ahead of sequential reads
+	// stores are the stores served, in the order added (HubPath)
+	stores []*storeSrc
+	sem    chan struct{}
+	start  sync.Once
+	cache  *blockCache
+	ahead  chan struct{} // bounds the blocks decoded ahead of sequential reads
 }
 
 // New returns a server without repositories.
@@ -325,6 +327,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if s.cfg.Token != "" && !s.authorized(req) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="nzip serve"`)
 		apiError(w, http.StatusUnauthorized, "", "Invalid credentials in Authorization header")
+		return
+	}
+	if req.URL.Path == HubPath {
+		if req.Method != http.MethodGet && req.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			apiError(w, http.StatusMethodNotAllowed, "", "the server is read-only: GET, HEAD only")
+			return
+		}
+		s.serveHub(w, req)
 		return
 	}
 	rt, err := parsePath(req.URL.EscapedPath())

@@ -25,6 +25,10 @@ type storeSrc struct {
 	s     *store.Store
 	srv   *Server
 	close func() error // closes the store once, however many repositories share it
+
+	places map[string]hubPlace // where each served model's files are (HubPath)
+	hubMu  sync.Mutex
+	hubR   *hubReader // made on the first HubPath request
 }
 
 // openStore opens a store read-only (shared: other readers run beside the
@@ -34,7 +38,7 @@ func (s *Server) openStore(loc string) (*storeSrc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %s: %w", loc, err)
 	}
-	src := &storeSrc{loc: loc, s: st, srv: s}
+	src := &storeSrc{loc: loc, s: st, srv: s, places: map[string]hubPlace{}}
 	var once sync.Once
 	var cerr error
 	src.close = func() error {
@@ -138,6 +142,7 @@ func (s *Server) addStore(org, loc string) error {
 			s.logf("serve: %s: skipping model %q: a name that cannot be served as ORG/NAME[/DIR]", loc, name)
 			continue
 		}
+		src.places[name] = hubPlace{id: id, dir: dir}
 		fs, err := src.modelFiles(m, dir)
 		if err != nil {
 			src.close()
@@ -177,6 +182,7 @@ func (s *Server) addStore(org, loc string) error {
 		s.repos[r.id] = r
 		s.order = append(s.order, r)
 	}
+	s.stores = append(s.stores, src)
 	return nil
 }
 

@@ -13,133 +13,105 @@ import (
 	"sync"
 	"time"
 
+	"neuralzip/serve"
 	"neuralzip/store"
 )
 
 // HubMatrixMax is the most models whose shared-bytes matrix OpenHubStore
 // computes (a store of more shows its models, families and chains without
 // it: the matrix is models², the rest linear).
-const HubMatrixMax = 300
+const HubMatrixMax = serve.HubMatrixMax
 
 // HubStore is a store opened by the Hub screen: its models can be restored
-// to files or opened as models.
+// to files or opened as models. A store read from an nzip serve URL
+// (Served) reads them through the server's download API.
 type HubStore struct {
 	Loc string
 	s   *store.Store
+	web *servedStore // a store of an nzip serve URL (s is nil)
 }
 
+// Served reports whether the store is read from an nzip serve URL.
+func (hs *HubStore) Served() bool { return hs.web != nil }
+
 // OpenHubStore opens the store at loc (a directory made by nzip store init,
-// or s3://bucket/prefix) read-only and reads what the Hub screen shows:
-// every model's raw, own-archive and added bytes and bases (one index scan),
-// the families the bases join, each model's deepest delta/cast chain, and,
-// for stores of up to HubMatrixMax models, the shared and near bytes of
-// every pair (from the units' records; no payload is read). ctx cancels
-// between models.
+// s3://bucket/prefix, or the http(s) URL of an nzip serve of a store)
+// read-only and reads what the Hub screen shows: every model's raw,
+// own-archive and added bytes and bases (one index scan), the families the
+// bases join, each model's deepest delta/cast chain, and, for stores of up
+// to HubMatrixMax models, the shared and near bytes of every pair (from the
+// units' records; no payload is read). ctx cancels between models.
 func OpenHubStore(ctx context.Context, loc string) (*Hub, *HubStore, error) {
+	return OpenHubStorePages(ctx, loc, nil)
+}
+
+// OpenHubStorePages is OpenHubStore that, for a URL, calls page after each
+// page of models the server sends, with the models read so far (no
+// matrix, no families yet) and the store's count of them, so that a
+// screen lists a large store while the rest arrives.
+func OpenHubStorePages(ctx context.Context, loc string, page func(h *Hub, total int)) (*Hub, *HubStore, error) {
+	if IsURL(loc) {
+		return openServedStore(ctx, loc, page)
+	}
 	if !store.IsStore(loc) {
-		return nil, nil, fmt.Errorf("%s is not a store (a directory made by nzip store init, or s3://bucket/prefix)", loc)
+		return nil, nil, fmt.Errorf("%s is not a store (a directory made by nzip store init, s3://bucket/prefix, or http://HOST:PORT of nzip serve STORE)", loc)
 	}
 	s, err := store.Open(loc, store.Options{ReadOnly: true, LockWait: 2 * time.Second})
 	if err != nil {
 		return nil, nil, err
 	}
 	hs := &HubStore{Loc: loc, s: s}
-	h, err := hs.read(ctx)
+	ix, err := serve.ReadHub(ctx, s)
 	if err != nil {
 		s.Close()
 		return nil, nil, err
 	}
+	h := hubFromIndex(ix.Models, ix.Raw, ix.Alone, ix.Stored, ix.Matrix)
+	h.Source = loc
 	return h, hs, nil
 }
 
 // Close closes the store.
-func (hs *HubStore) Close() error { return hs.s.Close() }
-
-// hubUnit is one distinct unit of a model, as the matrix counts it.
-type hubUnit struct {
-	h    store.Hash
-	meta store.UnitMeta
+func (hs *HubStore) Close() error {
+	if hs.s == nil {
+		return nil
+	}
+	return hs.s.Close()
 }
 
-func (hs *HubStore) read(ctx context.Context) (*Hub, error) {
-	st, err := hs.s.Stats()
-	if err != nil {
-		return nil, err
-	}
-	h := &Hub{Raw: st.Raw, Alone: st.Alone, Stored: st.Stored, Source: hs.Loc}
-	idx := map[string]int{}
-	n := len(st.Models)
-	units := make([][]hubUnit, n)
-	for i, ms := range st.Models {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		m, err := hs.s.Model(ms.Name)
-		if err != nil {
-			return nil, err
-		}
-		seen := map[store.Hash]bool{}
-		var hashes []store.Hash
-		for _, f := range m.Files {
-			for _, u := range f.Units {
-				if !seen[u] {
-					seen[u] = true
-					hashes = append(hashes, u)
-				}
-			}
-		}
-		metas, err := hs.s.UnitMetas(hashes)
-		if err != nil {
-			return nil, fmt.Errorf("model %q: %w", ms.Name, err)
-		}
-		hm := HubModel{Name: ms.Name, Raw: ms.Raw, Alone: ms.Alone, Added: ms.Added, Bases: ms.Bases}
-		for k, u := range hashes {
-			hm.TensorBytes += metas[k].RawLen
-			hm.Depth = max(hm.Depth, metas[k].Depth)
-			if n <= HubMatrixMax {
-				units[i] = append(units[i], hubUnit{u, metas[k]})
-			}
-		}
-		idx[ms.Name] = i
-		h.Models = append(h.Models, hm)
-	}
-	if n <= HubMatrixMax {
+// hubFromIndex makes the Hub of a store's models (in store order): the
+// matrix from their sparse rows when matrix, the families from their bases.
+func hubFromIndex(models []serve.HubModel, raw, alone, stored int64, matrix bool) *Hub {
+	h := &Hub{Raw: raw, Alone: alone, Stored: stored}
+	n := len(models)
+	idx := make(map[string]int, n)
+	if matrix {
 		h.Shared, h.Near = square(n), square(n)
-		owners := map[store.Hash][]int{}
-		for i, us := range units {
-			for _, u := range us {
-				owners[u.h] = append(owners[u.h], i)
+	}
+	for i, m := range models {
+		h.Models = append(h.Models, HubModel{Name: m.Name, Raw: m.Raw, TensorBytes: m.TensorBytes,
+			Alone: m.Alone, Added: m.Added, Bases: m.Bases, Depth: m.Depth})
+		idx[m.Name] = i
+		if matrix {
+			for _, e := range m.Shared {
+				h.Shared[i][e[0]] = e[1]
 			}
-		}
-		for i, us := range units {
-			for _, u := range us {
-				shared := map[int]bool{}
-				for _, j := range owners[u.h] {
-					if j != i {
-						h.Shared[i][j] += u.meta.RawLen
-						shared[j] = true
-					}
-				}
-				if u.meta.Kind != store.KindDelta && u.meta.Kind != store.KindCast {
-					continue
-				}
-				for _, j := range owners[u.meta.Base] {
-					if j != i && !shared[j] {
-						h.Near[i][j] += u.meta.RawLen
-						shared[j] = true // once per pair
-					}
-				}
+			for _, e := range m.Near {
+				h.Near[i][e[0]] = e[1]
 			}
 		}
 	}
 	h.Families = families(h.Models, idx)
-	return h, nil
+	return h
 }
 
 // Get restores model name's files into dir (made if missing), each written
 // to a temporary file renamed into place once complete and checked; an
 // existing file is an error unless force.
 func (hs *HubStore) Get(name, dir string, force bool) error {
+	if hs.web != nil {
+		return hs.web.get(name, dir, force)
+	}
 	m, err := hs.s.Model(name)
 	if err != nil {
 		return err
@@ -178,13 +150,20 @@ func (hs *HubStore) Get(name, dir string, force bool) error {
 // read by ranges, each range decoding the units that cover it (checked
 // against their addresses), so the screens read what they show.
 func (hs *HubStore) Open(name string, warn func(string)) (*Model, error) {
+	if hs.web != nil {
+		mod, err := hs.web.open(name, warn)
+		if err != nil {
+			return nil, err
+		}
+		mod.Path = "store:" + hs.Loc + "#" + name
+		return mod, nil
+	}
 	m, err := hs.s.Model(name)
 	if err != nil {
 		return nil, err
 	}
 	fsys := &storeFS{files: map[string]*storeFileInfo{}}
-	var first string
-	var weights []string
+	var names, formats []string
 	for _, f := range m.Files {
 		lens, err := hs.s.UnitLens(f.Units)
 		if err != nil {
@@ -198,21 +177,11 @@ func (hs *HubStore) Open(name string, warn func(string)) (*Model, error) {
 			return nil, fmt.Errorf("model %q: file %q: units hold %d bytes, the manifest says %d", name, f.Name, fi.offs[len(lens)], f.Size)
 		}
 		fsys.files[f.Name] = fi
-		if first == "" {
-			first = f.Name
-		}
-		if strings.HasSuffix(f.Name, ".index.json") {
-			weights = append([]string{f.Name}, weights...)
-		} else if f.Format != "" && f.Format != "unknown" {
-			weights = append(weights, f.Name)
-		}
+		names, formats = append(names, f.Name), append(formats, f.Format)
 	}
-	if first == "" {
+	open := storedWeights(names, formats)
+	if open == "" {
 		return nil, fmt.Errorf("model %q holds no file", name)
-	}
-	open := first
-	if len(weights) > 0 {
-		open = weights[0]
 	}
 	mod, err := OpenFS(fsys, open, warn)
 	if err != nil {
@@ -220,6 +189,25 @@ func (hs *HubStore) Open(name string, warn func(string)) (*Model, error) {
 	}
 	mod.Name, mod.Path = name, "store:"+hs.Loc+"#"+name
 	return mod, nil
+}
+
+// storedWeights is the file a stored model opens from: a sharded
+// safetensors index, else its first file of a known format, else its first
+// file ("" when it has none).
+func storedWeights(names, formats []string) string {
+	open := ""
+	for i, n := range names {
+		switch {
+		case strings.HasSuffix(n, ".index.json"):
+			return n
+		case open == "" && formats[i] != "" && formats[i] != "unknown":
+			open = n
+		}
+	}
+	if open == "" && len(names) > 0 {
+		open = names[0]
+	}
+	return open
 }
 
 // storeFS is the files of one stored model as an fs.FS (flat names with

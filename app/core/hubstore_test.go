@@ -13,17 +13,16 @@ import (
 	"neuralzip/store"
 )
 
-// TestOpenHubStore reads a store of ../shared/hub's stories260K models
-// (added with their layouts, F32 first: BF16 exports become casts, the
-// fine-tunes deltas of the base) as the Hub screen shows it, opens a stored
-// model in the workbench (every tensor equal to the original's) and
-// restores one to files.
-func TestOpenHubStore(t *testing.T) {
-	root := filepath.Join("..", "..", "..", "shared", "hub", "stories260K")
+// hubTestStore makes a store of ../shared/hub's stories260K models (F32
+// first: BF16 exports become casts, the fine-tunes deltas of the base) and
+// returns its directory, the models' directory and the stored names.
+func hubTestStore(t *testing.T) (loc, root string, names []string) {
+	t.Helper()
+	root = filepath.Join("..", "..", "..", "shared", "hub", "stories260K")
 	if _, err := os.Stat(filepath.Join(root, "base")); err != nil {
 		t.Skip("../shared/hub/stories260K not present: skipping")
 	}
-	loc := filepath.Join(t.TempDir(), "st")
+	loc = filepath.Join(t.TempDir(), "st")
 	if err := store.Init(loc); err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +30,7 @@ func TestOpenHubStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	defer s.Close()
 	for _, v := range []string{"base", "ft-continued", "ft-fortunes-full"} {
 		for _, f := range []string{"model.f32.safetensors", "model.bf16.safetensors"} {
 			m, err := OpenPath(filepath.Join(root, v, f), nil)
@@ -50,7 +49,16 @@ func TestOpenHubStore(t *testing.T) {
 			m.Close()
 		}
 	}
-	s.Close()
+	return loc, root, names
+}
+
+// TestOpenHubStore reads a store of ../shared/hub's stories260K models
+// (added with their layouts, F32 first: BF16 exports become casts, the
+// fine-tunes deltas of the base) as the Hub screen shows it, opens a stored
+// model in the workbench (every tensor equal to the original's) and
+// restores one to files.
+func TestOpenHubStore(t *testing.T) {
+	loc, root, names := hubTestStore(t)
 
 	if _, _, err := OpenHubStore(context.Background(), t.TempDir()); err == nil || !strings.Contains(err.Error(), "not a store") {
 		t.Errorf("an empty directory: %v, want an error saying it is not a store", err)

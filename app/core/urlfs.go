@@ -93,8 +93,7 @@ func openHub(ctx context.Context, u string) (*HubFS, string, error) {
 	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
 		return nil, "", fmt.Errorf("%s: the URL names no repository (http://HOST/ORG/NAME)", u)
 	}
-	h := &HubFS{base: pu.Scheme + "://" + pu.Host, repo: parts[0] + "/" + parts[1], rev: "main", ctx: ctx,
-		client: &http.Client{Timeout: 5 * time.Minute}, cache: map[blockKey][]byte{}}
+	h := newHubFS(ctx, pu.Scheme+"://"+pu.Host, parts[0]+"/"+parts[1], "main", nil)
 	want := ""
 	if len(parts) > 2 {
 		if len(parts) < 5 || parts[2] != "resolve" {
@@ -116,6 +115,14 @@ func openHub(ctx context.Context, u string) (*HubFS, string, error) {
 		return nil, "", fmt.Errorf("%s: %s holds no file", u, h.repo)
 	}
 	return h, name, nil
+}
+
+// newHubFS returns the file system of repository repo at revision rev of
+// the server at base (scheme://host): files, when known, are its files by
+// path and size, else list reads them.
+func newHubFS(ctx context.Context, base, repo, rev string, files map[string]int64) *HubFS {
+	return &HubFS{base: base, repo: repo, rev: rev, ctx: ctx, files: files,
+		client: &http.Client{Timeout: 5 * time.Minute}, cache: map[blockKey][]byte{}}
 }
 
 // chooseWeights picks the file a repository's model opens from: a

@@ -75,6 +75,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "%s: %s %s, %d files, %d bytes\n", r.ID, r.Kind, r.Source, r.Files, r.Bytes)
 	}
 	fmt.Fprintf(stdout, "nzip serve: listening on http://%s (HF_ENDPOINT=http://%s)\n", host, host)
+	for _, r := range srv.Repos() {
+		if r.Kind == "store" {
+			fmt.Fprintf(stdout, "nzip serve: the workbench's Hub screen opens the store at http://%s (GET %s; ?store=K: the K-th store named, from 0)\n", host, serve.HubPath)
+			break
+		}
+	}
 	srv.Start(ctx)
 	hs := serve.NewHTTPServer(*addr, srv)
 	hs.ErrorLog = cfg.Log

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"neuralzip/serve"
 )
 
 // lockedBuf is a bytes.Buffer safe for a command's goroutine and the test.
@@ -127,6 +129,16 @@ func TestServeStore(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "hub/tiny: store") {
 		t.Errorf("the listing does not name hub/tiny as a store's: %s", out.String())
+	}
+	// the store's structure, for the workbench's Hub screen
+	resp, err := http.Get(base + serve.HubPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if p, err := serve.ParseHubPage(page); err != nil || p.Total != 2 || !strings.Contains(out.String(), "Hub screen opens the store at "+base) {
+		t.Errorf("GET %s: %v, %s; output %s", serve.HubPath, err, page, out.String())
 	}
 	cancel()
 	if code := <-done; code != 0 {

@@ -6,7 +6,8 @@
 // and cluster screens, runs the codec bit-exact (also with the WebGPU
 // backend), downloads the archive and generates text from the embedded
 // demo language model with its weights kept compressed, and opens a model
-// from nzip serve by URL (Open URL, ranges).
+// from nzip serve by URL (Open URL, ranges) and a store served by it on
+// the Hub screen (listed by URL, one of its models opened by ranges).
 //
 // Fyne draws everything into one <canvas>, so results are read from the
 // workbench's test hook (window.nz.state, see app/host_js.go); buttons are
@@ -346,6 +347,55 @@ async function main() {
         check(fetched < size / 2, `Open URL: ${fetched} of ${size} bytes fetched once the histogram of its largest tensor showed`);
         await shot(page, 'open-url');
         page.off('response', onResp);
+      } finally {
+        nzs.kill();
+        fs.rmSync(tmp, { recursive: true, force: true });
+      }
+    }
+
+    // 8b. the Hub screen opens a store from `nzip serve -cors` by URL (a
+    // page cannot read a store's directory): the shared hub's stories260K
+    // base and a fine-tune, F32 and BF16 (casts and deltas: one family),
+    // or two demo models without ../shared; then a model of it downloads
+    // (Get) and opens in the other screens, read by ranges through the
+    // server
+    {
+      const hubDir = path.resolve(root, process.env.NZ_SHARED || '../shared', 'hub/stories260K');
+      const files = fs.existsSync(path.join(hubDir, 'base'))
+        ? ['base', 'ft-continued'].flatMap((d) => ['f32', 'bf16'].map((t) => path.join(hubDir, d, `model.${t}.safetensors`)))
+        : [path.join(assets, 'silero_vad_legacy.onnx'), path.join(assets, 'selfie_segmentation.tflite')];
+      const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nz-hubstore-'));
+      const st = path.join(tmp, 'store');
+      const nzip = process.env.NZ_NZIP ? [process.env.NZ_NZIP] : ['go', 'run', './cmd/nzip'];
+      execFileSync(nzip[0], [...nzip.slice(1), 'store', 'init', st], { cwd: root });
+      files.forEach((f, i) => execFileSync(nzip[0], [...nzip.slice(1), 'store', 'add', '-q', '-name', `hub/m${i}/${path.basename(f)}`, st, f], { cwd: root }));
+      const origin = new URL(url).origin;
+      const { proc: nzs, url: hub } = await startNzipServe(root, ['-cors', origin, st]);
+      try {
+        await selectTab(page, 'Hub');
+        await click(page, 'hub-loc');
+        await page.keyboard.type(hub);
+        await page.keyboard.press('Enter'); // Open store: right of the entry, past a narrow page's edge
+        s = await waitState(page, 'Hub store by URL', (s) => s.hub_models || s.hub_error, T_STEP);
+        check(!s.hub_error && s.hub_models === String(files.length) && s.hub_matrix === 'true',
+          `Hub: the store served by nzip serve listed by URL, ${s.hub_models} models, matrix ${s.hub_matrix}, ${s.hub_families} families in ${s.hub_ms} ms (${s.hub_error || 'no error'})`);
+        metrics.hub_url_ms = +s.hub_ms;
+        await shot(page, 'hub-url');
+        const before = s.models;
+        await page.evaluate(() => window.nz.hubSelect(1));
+        await page.waitForTimeout(300);
+        // Get: the model's file read from the server, checked, downloaded
+        const hubDlP = page.waitForEvent('download', { timeout: T_STEP });
+        await click(page, 'hub-get');
+        const hubDl = await hubDlP;
+        const hubDlPath = path.join(tmp, 'got-' + hubDl.suggestedFilename());
+        await hubDl.saveAs(hubDlPath);
+        check(hubDl.suggestedFilename() === path.basename(files[1]) && fs.readFileSync(hubDlPath).equals(fs.readFileSync(files[1])),
+          `Hub: a served model downloaded through Get, byte for byte the original (${hubDl.suggestedFilename()}, ${fs.statSync(hubDlPath).size} bytes)`);
+        await click(page, 'hub-use');
+        s = await waitState(page, 'Hub open', (s) => s.models !== before || s.error, T_STEP);
+        check(!s.error && s.opened === `hub/m1/${path.basename(files[1])}`, `Hub: a served model opened in the workbench (${s.opened}, ${s.error || 'no error'})`);
+        await selectTab(page, 'Hub');
       } finally {
         nzs.kill();
         fs.rmSync(tmp, { recursive: true, force: true });
