@@ -219,6 +219,7 @@ func (s *Store) Add(name string, files []Input, opt AddOptions) (*Manifest, AddS
 // use, and the manifest with the models its units are coded against.
 func commitModel(t tx, m *Manifest, news []*coded) error {
 	bases := map[string]bool{}
+	v2 := isV2(t)
 	for _, c := range news {
 		if t.get(bUnits, c.h[:]) != nil {
 			// stored meanwhile by another writer (an S3 store's index
@@ -255,6 +256,9 @@ func commitModel(t tx, m *Manifest, news []*coded) error {
 			}
 		}
 		for i, ch := range c.casts {
+			if v2 {
+				break // no cast hints: casts are found from the fingerprints
+			}
 			if t.get(bCasts, ch[:]) == nil {
 				if err := t.put(bCasts, ch[:], castRec{From: c.h, DType: c.castTs[i]}.encode()); err != nil {
 					return err
@@ -354,7 +358,7 @@ func (s *Store) addFile(in Input, seen map[Hash]*coded, news *[]*coded, st *AddS
 		if _, err := in.R.ReadAt(raw, sp[i].off); err != nil && !(errors.Is(err, io.EOF) && int64(len(raw)) == sp[i].n) {
 			return err
 		}
-		h := Hash(sha256.Sum256(raw))
+		h := s.sum(raw)
 		c := &coded{h: h}
 		res[i] = c
 		// the file's SHA-256, in order
@@ -424,13 +428,21 @@ func (s *Store) addFile(in Input, seen map[Hash]*coded, news *[]*coded, st *AddS
 // and codes it.
 func (s *Store) code(c *coded, raw []byte, t dtype.DType) error {
 	info := UnitInfo{Span: Span{N: int64(len(raw)), DType: t}, Hash: c.h}
-	info.FP, info.Casts = describeValues(raw, t)
+	info.FP, info.Casts = s.describeValues(raw, t)
 	var p Plan
-	var bu unit // a delta's base
+	var bu unit // a delta's base, or a version 2 cast's (confirmed on its bytes)
 	if err := s.kv.view(func(tx tx) error {
+		cands := s.candidates(tx)
+		if s.ver == Version2 && t == dtype.F32 {
+			if ok, err := castMatches(info.FP, int64(len(raw)/4), cands); err != nil {
+				return err
+			} else if ok {
+				info.Casts = castHashes(raw, s.sum)
+			}
+		}
 		var err error
-		p, err = planUnit(tx, info, s.candidates(tx))
-		if err != nil || p.Kind != KindDelta {
+		p, err = planUnit(tx, info, cands)
+		if err != nil || !(p.Kind == KindDelta || p.Kind == KindCast && s.ver == Version2) {
 			return err
 		}
 		v := tx.get(bUnits, p.Base[:])
@@ -454,7 +466,7 @@ func (s *Store) code(c *coded, raw []byte, t dtype.DType) error {
 	}
 	var braw []byte
 	pooled := false
-	if p.Kind == KindDelta {
+	if p.Kind == KindDelta || p.Kind == KindCast && s.ver == Version2 {
 		var err error
 		if braw, pooled, err = s.decodeCheck(p.Base, bu, maxDepth, true, nil); err != nil {
 			return fmt.Errorf("base %s: %w", p.Base, err)

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"neuralzip/dtype"
 )
 
 // BatchModel is one model of AddBatch: its name and its files.
@@ -157,7 +159,7 @@ func (b *batch) read() error {
 	sized := bySize(b.us)
 	return parallel(len(sized), b.threads, func(k int) error {
 		u := sized[k]
-		u.info.Hash = sha256.Sum256(u.raw)
+		u.info.Hash = b.s.sum(u.raw)
 		return nil
 	})
 }
@@ -185,9 +187,63 @@ func (b *batch) sortNew() error {
 		return err
 	}
 	sized := bySize(b.fresh)
-	return parallel(len(sized), b.threads, func(k int) error {
+	if err := parallel(len(sized), b.threads, func(k int) error {
 		u := sized[k]
-		u.info.FP, u.info.Casts = describeValues(u.raw, u.info.DType)
+		u.info.FP, u.info.Casts = b.s.describeValues(u.raw, u.info.DType)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if b.s.ver == Version2 {
+		return b.castHashes()
+	}
+	return nil
+}
+
+// castHashes hashes the casts of the fresh F32 units whose cast
+// fingerprint is that of a fresh 16-bit unit of the batch or of a stored
+// one (castMatches): version 2's stand-in for the cast hints, so that the
+// commit recasts those units (recastStored).
+func (b *batch) castHashes() error {
+	fps := map[string]bool{} // the fresh 16-bit units' type, element count and fingerprint
+	key := func(t string, numel int64, fp fingerprint) string {
+		return fmt.Sprint(t, numel, fp.encode())
+	}
+	var f32 []*bunit
+	for _, u := range b.fresh {
+		switch {
+		case u.info.FP == nil:
+		case castable(u.info.DType):
+			fps[key(u.info.DType.String(), u.info.N/2, u.info.FP)] = true
+		case u.info.DType == dtype.F32:
+			f32 = append(f32, u)
+		}
+	}
+	var need []*bunit
+	if err := b.s.kv.view(func(t tx) error {
+		cands := b.s.candidates(t)
+		for _, u := range f32 {
+			numel := u.info.N / 4
+			hit := false
+			for _, ct := range castTypes {
+				hit = hit || fps[key(ct.String(), numel, castFP(u.info.FP, ct))]
+			}
+			if !hit {
+				var err error
+				if hit, err = castMatches(u.info.FP, numel, cands); err != nil {
+					return err
+				}
+			}
+			if hit {
+				need = append(need, u)
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return parallel(len(need), b.threads, func(k int) error {
+		need[k].info.Casts = castHashes(need[k].raw, b.s.sum)
 		return nil
 	})
 }
@@ -336,7 +392,7 @@ func (b *batch) codeUnit(i int, payloads [][]byte) error {
 	p := b.plans[i]
 	name := b.models[p.Unit.Model].Name
 	var base []byte
-	if p.Kind == KindDelta {
+	if p.Kind == KindDelta || p.Kind == KindCast && b.s.ver == Version2 {
 		if bu, ok := b.first[p.Base]; ok && p.BaseAt != nil {
 			base = bu.raw
 		} else {

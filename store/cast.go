@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"slices"
@@ -201,4 +202,107 @@ func distance(a, b fingerprint) float64 {
 		return math.Inf(1)
 	}
 	return num / den
+}
+
+// Casts found from fingerprints (version 2 stores, and repack in both):
+// an F32 unit's sampled values cast to BF16/F16 equal, value for value,
+// the sampled values of its 16-bit cast (the samples sit at the same
+// positions: both have one element count). Equal fingerprints only name
+// a candidate; the bytes confirm it (castIs) before a cast is recorded.
+
+// castFP is the cast of fingerprint fx (F32 values) to t, as
+// fingerprintOf reads the cast's values (non-finite values count as 0).
+func castFP(fx fingerprint, t dtype.DType) fingerprint {
+	out := make(fingerprint, len(fx))
+	for i, v := range fx {
+		x := math.Float32bits(v)
+		var c float32
+		if t == dtype.BF16 {
+			c = math.Float32frombits(uint32(f32ToBF16(x)) << 16)
+		} else {
+			c = f16ToF32(f32ToF16(x))
+		}
+		if math.IsNaN(float64(c)) || math.IsInf(float64(c), 0) {
+			c = 0
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// castsTo reports whether the cast of fingerprint fx (F32 values) to t is
+// fingerprint fy, value for value.
+func castsTo(fx, fy fingerprint, t dtype.DType) bool {
+	if len(fx) != len(fy) || len(fx) == 0 {
+		return false
+	}
+	return sameFP(castFP(fx, t), fy)
+}
+
+// sameFP reports whether two fingerprints hold the same values, bit for bit.
+func sameFP(a, b fingerprint) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// castIs reports whether y (type t) is the cast of F32 bytes x.
+func castIs(x, y []byte, t dtype.DType) bool {
+	if !castable(t) || len(x) != 2*len(y) {
+		return false
+	}
+	buf := getBuf(len(y))
+	ok := bytes.Equal(castF32(buf[:0], x, t), y)
+	putBuf(buf)
+	return ok
+}
+
+// castOfFP is the F32 unit whose cast new 16-bit unit u may be, from the
+// fingerprints (version 2): the first candidate (hash order) of the F32
+// family of u's element count whose fingerprint casts to u's and whose
+// chain leaves room for one more step. The caller confirms it on the bytes.
+func castOfFP(u UnitInfo, cands candidates) (Hash, bool, error) {
+	if u.FP == nil || u.DType.Size() != 2 {
+		return Hash{}, false, nil
+	}
+	cs, err := cands(dtype.F32, u.N/2, u.FP)
+	if err != nil {
+		return Hash{}, false, err
+	}
+	for _, c := range cs {
+		if c.depth < maxDepth && castsTo(c.fp, u.FP, u.DType) {
+			return c.h, true, nil
+		}
+	}
+	return Hash{}, false, nil
+}
+
+// castMatches reports whether some 16-bit unit that index t finds near
+// F32 fingerprint fp (numel values) has the fingerprint of its cast: then
+// the F32 unit's casts are hashed (castHashes), so that its commit may
+// recast that unit (recastStored) — a version 2 store's stand-in for the
+// cast hints.
+func castMatches(fp fingerprint, numel int64, cands candidates) (bool, error) {
+	if fp == nil {
+		return false, nil
+	}
+	for _, ct := range castTypes {
+		cf := castFP(fp, ct)
+		cs, err := cands(ct, numel, cf)
+		if err != nil {
+			return false, err
+		}
+		for _, c := range cs {
+			if sameFP(c.fp, cf) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }

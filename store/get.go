@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"sync"
@@ -189,7 +188,7 @@ func (s *Store) decodeCheck(h Hash, u unit, depth int, check bool, r *restoring)
 	}
 	s.decoded.Add(int64(len(out)))
 	keep := r != nil && r.keep
-	if int64(len(out)) != u.RawLen || ((check || keep) && Hash(sha256.Sum256(out)) != h) {
+	if int64(len(out)) != u.RawLen || ((check || keep) && s.sum(out) != h) {
 		putBuf(out)
 		return nil, false, fmt.Errorf("%w: unit %s decodes to other bytes", ErrChunkDamaged, h)
 	}

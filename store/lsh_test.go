@@ -28,6 +28,7 @@ func TestWalkBolt(t *testing.T) {
 	}
 	// the directory store's own meta key, in both
 	m.update(func(t tx) error { return t.put(bFP, lshMeta, []byte{lshVersion}) })
+	m.update(setFormat(latestVersion))
 	var got, want string
 	s.kv.view(func(t tx) error { got = walks(t); return nil })
 	m.view(func(t tx) error { want = walks(t); return nil })
@@ -47,6 +48,9 @@ func lshEntries(t *testing.T, s *Store) int {
 			return fmt.Errorf("no index")
 		}
 		return tx.scan(bFP, nil, func(k, v []byte) error {
+			if bytes.Equal(k, formatKey) {
+				return nil
+			}
 			if k[0] == 0 {
 				if !bytes.Equal(k, lshMeta) {
 					got[string(k)] = true
