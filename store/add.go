@@ -170,19 +170,21 @@ func (s *Store) Add(name string, files []Input, opt AddOptions) (*Manifest, AddS
 		m.Raw += in.Size
 	}
 	// one chunk file for the payloads of every new unit
-	var pack []byte
+	var pack [][]byte
+	added := int64(0)
 	for _, c := range news {
 		if c.u.Kind == KindCast {
 			continue
 		}
-		c.u.Off = int64(len(pack))
+		c.u.Off = added
 		c.u.Len = int64(len(c.payload))
 		c.u.CRC = crcOf(c.payload)
-		pack = append(pack, c.payload...)
+		pack = append(pack, c.payload)
+		added += c.u.Len
 	}
 	var packID Hash
-	if len(pack) > 0 {
-		id, err := s.bl.put(pack)
+	if added > 0 {
+		id, err := s.bl.put(pack...)
 		if err != nil {
 			return nil, st, fmt.Errorf("store: model %q: %w", name, err)
 		}
@@ -194,7 +196,7 @@ func (s *Store) Add(name string, files []Input, opt AddOptions) (*Manifest, AddS
 			return nil, st, fmt.Errorf("store: model %q: %w", name, err)
 		}
 	}
-	m.Added = int64(len(pack))
+	m.Added = added
 	st.Added = m.Added
 	for _, c := range news {
 		if c.u.Kind != KindCast {

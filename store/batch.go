@@ -130,35 +130,39 @@ func bySize(v []*bunit) []*bunit {
 	return v
 }
 
-// read cuts every file into its units, reads the files (one buffer each,
-// the units slices of it) and hashes every unit.
+// read cuts every file into its units, reads them (one buffer per file,
+// the units slices of it, each unit read and hashed by one task: a large
+// file is read on every thread) and hashes every unit.
 func (b *batch) read() error {
+	var fileOf []int // per unit, its file (frs index)
 	for mi, bm := range b.models {
 		for fi, in := range bm.Files {
 			lo := len(b.us)
 			for ui, sp := range Spans(in.Size, in.Segments) {
 				b.us = append(b.us, &bunit{info: UnitInfo{Model: mi, File: fi, Index: ui, Span: sp}})
+				fileOf = append(fileOf, len(b.frs))
 			}
 			b.frs = append(b.frs, fileRef{mi, fi, lo, len(b.us)})
 		}
 	}
-	if err := parallel(len(b.frs), b.threads, func(k int) error {
-		fr := b.frs[k]
-		in := b.models[fr.mi].Files[fr.fi]
-		buf := make([]byte, in.Size)
-		if _, err := in.R.ReadAt(buf, 0); err != nil && !(errors.Is(err, io.EOF) && int64(len(buf)) == in.Size) {
-			return fmt.Errorf("store: model %q: file %q: %w", b.models[fr.mi].Name, in.Name, err)
-		}
+	at := map[*bunit]int{}
+	for i, u := range b.us {
+		at[u] = fileOf[i]
+	}
+	for _, fr := range b.frs {
+		buf := make([]byte, b.models[fr.mi].Files[fr.fi].Size)
 		for _, u := range b.us[fr.lo:fr.hi] {
 			u.raw = buf[u.info.Off : u.info.Off+u.info.N]
 		}
-		return nil
-	}); err != nil {
-		return err
 	}
 	sized := bySize(b.us)
 	return parallel(len(sized), b.threads, func(k int) error {
 		u := sized[k]
+		fr := b.frs[at[u]]
+		in := b.models[fr.mi].Files[fr.fi]
+		if n, err := in.R.ReadAt(u.raw, u.info.Off); err != nil && !(errors.Is(err, io.EOF) && n == len(u.raw)) {
+			return fmt.Errorf("store: model %q: file %q: %w", b.models[fr.mi].Name, in.Name, err)
+		}
 		u.info.Hash = b.s.sum(u.raw)
 		return nil
 	})
@@ -207,7 +211,7 @@ func (b *batch) sortNew() error {
 func (b *batch) castHashes() error {
 	fps := map[string]bool{} // the fresh 16-bit units' type, element count and fingerprint
 	key := func(t string, numel int64, fp fingerprint) string {
-		return fmt.Sprint(t, numel, fp.encode())
+		return string(fpKey(dtype.Invalid, numel, Hash{})) + t + string(fp.encode())
 	}
 	var f32 []*bunit
 	for _, u := range b.fresh {
@@ -419,9 +423,8 @@ func (b *batch) writePack(mi int, idx []int, payloads [][]byte) error {
 		nus = append(nus, b.news[i])
 		pls = append(pls, payloads[i])
 	}
-	pack := Pack(nus, pls)
-	if len(pack) > 0 {
-		id, err := b.s.bl.put(pack)
+	if parts := packParts(nus, pls); len(parts) > 0 {
+		id, err := b.s.bl.put(parts...)
 		if err != nil {
 			return fmt.Errorf("store: model %q: %w", b.models[mi].Name, err)
 		}

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,9 +17,10 @@ import (
 // of their bytes. An add writes the payloads of the units it stores as
 // one pack; the index says where each unit's payload lies in which pack.
 type blobs interface {
-	// put stores data and returns its address; storing an existing
-	// address is a no-op.
-	put(data []byte) (Hash, error)
+	// put stores the concatenation of parts (written as they are, not
+	// joined first) and returns its address; storing an existing address
+	// is a no-op.
+	put(parts ...[]byte) (Hash, error)
 	// readAt reads len(p) bytes at off of pack id.
 	readAt(id Hash, p []byte, off int64) error
 	remove(id Hash) error
@@ -25,15 +28,15 @@ type blobs interface {
 	list(fn func(id Hash, size int64) error) error
 	// clean removes leftovers of interrupted writes.
 	clean() (int, error)
-	// setSum sets the address function (the store's format's).
-	setSum(func([]byte) Hash)
+	// setSum sets the address function (the store's format's: partsSum).
+	setSum(func(parts ...[]byte) Hash)
 }
 
 // dirBlobs keeps packs as files under dir/packs/xx/<hex>.pack, written to
 // dir/tmp first, synced and renamed.
 type dirBlobs struct {
 	dir string
-	sum func([]byte) Hash
+	sum func(...[]byte) Hash
 	mu  sync.Mutex
 	fds map[Hash]*openPack // open packs, for reads
 }
@@ -53,10 +56,10 @@ func (d *dirBlobs) path(id Hash) string {
 	return filepath.Join(d.dir, "packs", h[:2], h+".pack")
 }
 
-func (d *dirBlobs) setSum(f func([]byte) Hash) { d.sum = f }
+func (d *dirBlobs) setSum(f func(...[]byte) Hash) { d.sum = f }
 
-func (d *dirBlobs) put(data []byte) (Hash, error) {
-	id := d.sum(data)
+func (d *dirBlobs) put(parts ...[]byte) (Hash, error) {
+	id := d.sum(parts...)
 	p := d.path(id)
 	if _, err := os.Stat(p); err == nil {
 		return id, nil
@@ -69,7 +72,15 @@ func (d *dirBlobs) put(data []byte) (Hash, error) {
 		return id, err
 	}
 	tmp := f.Name()
-	_, err = f.Write(data)
+	w := bufio.NewWriterSize(f, 1<<20) // small parts joined, large ones written as they are
+	for _, p := range parts {
+		if _, err = w.Write(p); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = w.Flush()
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -222,14 +233,15 @@ func (d *dirBlobs) close() {
 
 // memBlobs keeps packs in memory (the browser, tests).
 type memBlobs struct {
-	sum func([]byte) Hash
+	sum func(...[]byte) Hash
 	mu  sync.RWMutex
 	m   map[Hash][]byte
 }
 
-func (m *memBlobs) setSum(f func([]byte) Hash) { m.sum = f }
+func (m *memBlobs) setSum(f func(...[]byte) Hash) { m.sum = f }
 
-func (m *memBlobs) put(data []byte) (Hash, error) {
+func (m *memBlobs) put(parts ...[]byte) (Hash, error) {
+	data := bytes.Join(parts, nil)
 	id := m.sum(data)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -237,7 +249,7 @@ func (m *memBlobs) put(data []byte) (Hash, error) {
 		m.m = map[Hash][]byte{}
 	}
 	if _, ok := m.m[id]; !ok {
-		m.m[id] = append([]byte(nil), data...)
+		m.m[id] = data
 	}
 	return id, nil
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -204,23 +205,25 @@ func codePlan(p Plan, raw, base []byte) (NewUnit, []byte, error) {
 // as one pack and sets each unit's place in it; the caller stores the pack
 // with PutPack and sets Pack to its address.
 func Pack(units []NewUnit, payloads [][]byte) []byte {
-	n := 0
-	for i := range units {
-		if units[i].Kind != KindCast {
-			n += len(payloads[i])
-		}
-	}
-	pack := make([]byte, 0, n)
+	return bytes.Join(packParts(units, payloads), nil)
+}
+
+// packParts is Pack as the payloads in pack order, not joined (a chunk
+// file is written from its parts).
+func packParts(units []NewUnit, payloads [][]byte) [][]byte {
+	var parts [][]byte
+	off := int64(0)
 	for i := range units {
 		if units[i].Kind == KindCast {
 			continue
 		}
-		units[i].Off = int64(len(pack))
+		units[i].Off = off
 		units[i].Len = int64(len(payloads[i]))
 		units[i].CRC = crcOf(payloads[i])
-		pack = append(pack, payloads[i]...)
+		off += units[i].Len
+		parts = append(parts, payloads[i])
 	}
-	return pack
+	return parts
 }
 
 // PutPack stores a pack and returns its address (storing one already
@@ -308,7 +311,9 @@ func (s *Store) commitModels(ms []ModelCommit) (out []*Manifest, skipped []strin
 			}
 		}
 	}
-	err = s.kv.update(func(t tx) error {
+	err = s.kv.update(func(bt tx) error {
+		// the writes gathered, then made in key order (overlay.flush)
+		t := newOverlay(bt)
 		skipped = skipped[:0]
 		out = make([]*Manifest, len(ms))
 		for mi, mc := range ms {
@@ -336,7 +341,7 @@ func (s *Store) commitModels(ms []ModelCommit) (out []*Manifest, skipped []strin
 			}
 			out[mi] = m
 		}
-		return nil
+		return t.flush(bt)
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: commit: %w", err)

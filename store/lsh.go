@@ -65,6 +65,19 @@ var lshVecs = func() (v [lshTrees * lshDims][fpSamples / 64]uint64) {
 	return v
 }()
 
+// lshSigns are lshVecs as ±1.
+var lshSigns = func() (s [lshTrees * lshDims][fpSamples]float64) {
+	for v := range s {
+		for i := range s[v] {
+			s[v][i] = -1
+			if lshVecs[v][i>>6]>>(i&63)&1 != 0 {
+				s[v][i] = 1
+			}
+		}
+	}
+	return s
+}()
+
 // lshCodes are fingerprint fp's Z-order codes, one per tree.
 func lshCodes(fp fingerprint) [lshTrees]uint64 {
 	var norm float64
@@ -76,14 +89,13 @@ func lshCodes(fp fingerprint) [lshTrees]uint64 {
 	for t := range out {
 		var q [lshDims]uint64
 		for d := range q {
-			w := &lshVecs[t*lshDims+d]
+			// p ± x as p + (±1)·x: the product is exact, so the sum
+			// rounds as the additions and subtractions did, without a
+			// branch per value
+			w := &lshSigns[t*lshDims+d]
 			var p float64
 			for i, x := range fp {
-				if w[i>>6]>>(i&63)&1 != 0 {
-					p += float64(x)
-				} else {
-					p -= float64(x)
-				}
+				p += w[i] * float64(x)
 			}
 			if norm > 0 {
 				p /= norm
@@ -217,6 +229,9 @@ func (s *Store) ensureLSH() error {
 // in hash order, as bases to choose from.
 func indexedCandidates(t tx, ty dtype.DType, numel int64, fp fingerprint, roots map[Hash]*candidate) ([]candidate, error) {
 	fam := fpKey(ty, numel, Hash{})
+	if !hasFamily(t, fam) {
+		return nil, nil // (most new tensors' shapes are new: no codes to compute)
+	}
 	var hs []Hash
 	for i, c := range lshCodes(fp) {
 		p := lshPrefix(fam, i)
@@ -248,4 +263,15 @@ func indexedCandidates(t tx, ty dtype.DType, numel int64, fp fingerprint, roots 
 		}
 	}
 	return out, nil
+}
+
+// hasFamily reports whether index t holds a fingerprint of family fam
+// (fpKey's prefix): one seek.
+func hasFamily(t tx, fam []byte) bool {
+	found := false
+	t.walk(bFP, fam, fam, false, func(k, _ []byte) (bool, error) {
+		found = len(k) == len(fam)+32
+		return false, nil
+	})
+	return found
 }

@@ -145,3 +145,33 @@ func (o *overlay) walk(bucket string, prefix, from []byte, back bool, fn func(k,
 	}
 	return nil
 }
+
+// flush writes the overlay's writes to t, bucket by bucket in key order:
+// a commit of many keys inserts them in order (bbolt inserts into a
+// node's sorted array: keys in random order move half of it each).
+func (o *overlay) flush(t tx) error {
+	names := make([]string, 0, len(o.w))
+	for b := range o.w {
+		names = append(names, b)
+	}
+	slices.Sort(names)
+	for _, b := range names {
+		keys := make([]string, 0, len(o.w[b]))
+		for k := range o.w[b] {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			var err error
+			if v := o.w[b][k]; v == nil {
+				err = t.del(b, []byte(k))
+			} else {
+				err = t.put(b, []byte(k), *v)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -263,8 +263,8 @@ func (k *s3KV) close() error { return nil }
 // s3Blobs keeps packs as objects.
 type s3Blobs struct {
 	l   *s3Loc
-	sum func([]byte) Hash // the store's address function
-	mod sync.Map          // Hash → time.Time: when each pack was written, as the last list saw
+	sum func(...[]byte) Hash // the store's address function
+	mod sync.Map             // Hash → time.Time: when each pack was written, as the last list saw
 }
 
 // s3GCGrace: gc keeps unused packs younger than this (an add in flight
@@ -277,9 +277,10 @@ func (b *s3Blobs) young(id Hash) bool {
 	return ok && time.Since(v.(time.Time)) < s3GCGrace
 }
 
-func (b *s3Blobs) setSum(f func([]byte) Hash) { b.sum = f }
+func (b *s3Blobs) setSum(f func(...[]byte) Hash) { b.sum = f }
 
-func (b *s3Blobs) put(data []byte) (Hash, error) {
+func (b *s3Blobs) put(parts ...[]byte) (Hash, error) {
+	data := bytes.Join(parts, nil) // one request body
 	id := b.sum(data)
 	ctx := context.Background()
 	if _, ok := b.stat(id); ok {

@@ -91,6 +91,21 @@ func sumOf(v int) func([]byte) Hash {
 func blake3Sum(b []byte) Hash { return Hash(codec.SumBLAKE3(b)) }
 func sha256Sum(b []byte) Hash { return Hash(sha256.Sum256(b)) }
 
+// partsSum is the address function of format version v on the
+// concatenation of parts (chunk files written from their payloads).
+func partsSum(v int) func(parts ...[]byte) Hash {
+	if v == Version2 {
+		return func(parts ...[]byte) Hash { return Hash(codec.SumBLAKE3(parts...)) }
+	}
+	return func(parts ...[]byte) Hash {
+		h := sha256.New()
+		for _, p := range parts {
+			h.Write(p)
+		}
+		return Hash(h.Sum(nil))
+	}
+}
+
 // Version is the store's format version (Version1 or Version2).
 func (s *Store) Version() int { return s.ver }
 
@@ -110,6 +125,6 @@ func (s *Store) readFormat() error {
 		return err
 	}
 	s.sum = sumOf(s.ver)
-	s.bl.setSum(s.sum)
+	s.bl.setSum(partsSum(s.ver))
 	return nil
 }
