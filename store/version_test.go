@@ -2,6 +2,7 @@ package store
 
 import (
 	"crypto/sha256"
+	"errors"
 	"path"
 	"path/filepath"
 	"testing"
@@ -102,3 +103,22 @@ func TestVersions(t *testing.T) {
 }
 
 func isF32Name(n string) bool { return path.Base(n) == "model.f32.safetensors" }
+
+// TestHostileFormat: a damaged or unknown format record is an error naming
+// the index (ErrIndexDamaged) when the store opens, never a store read
+// with the wrong addresses.
+func TestHostileFormat(t *testing.T) {
+	needDir(t)
+	for _, bad := range [][]byte{{1, 2, 0, 0, 0, 0}, formatRec(7), append(formatRec(Version2)[:5:5], 0)} {
+		s, dir := tempStore(t)
+		if err := s.kv.update(func(t tx) error { return t.put(bFP, formatKey, bad) }); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		for _, ro := range []bool{false, true} {
+			if _, err := Open(dir, Options{ReadOnly: ro}); !errors.Is(err, ErrIndexDamaged) {
+				t.Fatalf("format record %x (read-only %v): %v, want ErrIndexDamaged", bad, ro, err)
+			}
+		}
+	}
+}
