@@ -436,7 +436,7 @@ func (s *Store) code(c *coded, raw []byte, t dtype.DType) error {
 	if err := s.kv.view(func(tx tx) error {
 		cands := s.candidates(tx)
 		if s.ver == Version2 && t == dtype.F32 {
-			if ok, err := castMatches(info.FP, int64(len(raw)/4), cands); err != nil {
+			if ok, err := castMatches(tx, info.FP, int64(len(raw)/4), cands); err != nil {
 				return err
 			} else if ok {
 				info.Casts = castHashes(raw, s.sum)

@@ -234,7 +234,7 @@ func (b *batch) castHashes() error {
 			}
 			if !hit {
 				var err error
-				if hit, err = castMatches(u.info.FP, numel, cands); err != nil {
+				if hit, err = castMatches(t, u.info.FP, numel, cands); err != nil {
 					return err
 				}
 			}

@@ -264,12 +264,24 @@ func castIs(x, y []byte, t dtype.DType) bool {
 }
 
 // castOfFP is the F32 unit whose cast new 16-bit unit u may be, from the
-// fingerprints (version 2): the first candidate (hash order) of the F32
-// family of u's element count whose fingerprint casts to u's and whose
-// chain leaves room for one more step. The caller confirms it on the bytes.
-func castOfFP(u UnitInfo, cands candidates) (Hash, bool, error) {
+// fingerprints (version 2): the first unit (hash order) of the F32 family
+// of u's element count near u's fingerprint in the index (all of the
+// family's candidates without it) whose fingerprint casts to u's and
+// whose chain leaves room for one more step. The caller confirms it on
+// the bytes.
+func castOfFP(t tx, u UnitInfo, cands candidates) (Hash, bool, error) {
 	if u.FP == nil || u.DType.Size() != 2 {
 		return Hash{}, false, nil
+	}
+	h, found, ok, err := lshMatch(t, dtype.F32, u.N/2, u.FP, func(h Hash, f fingerprint) bool {
+		if !castsTo(f, u.FP, u.DType) {
+			return false
+		}
+		x, err := parseUnit(t.get(bUnits, h[:]))
+		return err == nil && x.DType == dtype.F32 && x.Depth < maxDepth
+	})
+	if ok || err != nil {
+		return h, found, err
 	}
 	cs, err := cands(dtype.F32, u.N/2, u.FP)
 	if err != nil {
@@ -283,17 +295,24 @@ func castOfFP(u UnitInfo, cands candidates) (Hash, bool, error) {
 	return Hash{}, false, nil
 }
 
-// castMatches reports whether some 16-bit unit that index t finds near
-// F32 fingerprint fp (numel values) has the fingerprint of its cast: then
-// the F32 unit's casts are hashed (castHashes), so that its commit may
-// recast that unit (recastStored) — a version 2 store's stand-in for the
-// cast hints.
-func castMatches(fp fingerprint, numel int64, cands candidates) (bool, error) {
+// castMatches reports whether some 16-bit unit near F32 fingerprint fp
+// (numel values) in index t (all candidates without the index) has the
+// fingerprint of its cast: then the F32 unit's casts are hashed
+// (castHashes), so that its commit may recast that unit (recastStored) —
+// a version 2 store's stand-in for the cast hints.
+func castMatches(t tx, fp fingerprint, numel int64, cands candidates) (bool, error) {
 	if fp == nil {
 		return false, nil
 	}
 	for _, ct := range castTypes {
 		cf := castFP(fp, ct)
+		_, found, ok, err := lshMatch(t, ct, numel, cf, func(_ Hash, f fingerprint) bool { return sameFP(f, cf) })
+		if err != nil || found {
+			return found, err
+		}
+		if ok {
+			continue
+		}
 		cs, err := cands(ct, numel, cf)
 		if err != nil {
 			return false, err

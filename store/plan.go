@@ -198,7 +198,7 @@ func planUnit(t tx, u UnitInfo, cands candidates) (Plan, error) {
 		from, ok := Hash{}, false
 		if isV2(t) {
 			var err error
-			if from, ok, err = castOfFP(u, cands); err != nil {
+			if from, ok, err = castOfFP(t, u, cands); err != nil {
 				return p, err
 			}
 		} else {
