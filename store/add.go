@@ -129,7 +129,7 @@ type coded struct {
 	u       unit // the new record (Refs set at commit)
 	payload []byte
 	fp      fingerprint
-	casts   []Hash // F32: SHA-256 of its BF16 and F16 casts
+	casts   []Hash // F32: the addresses of its BF16 and F16 casts (version 2: only when a fingerprint matches)
 	castTs  []dtype.DType
 }
 

@@ -13,8 +13,8 @@ import (
 	"sync"
 )
 
-// blobs holds the chunk files ("packs"): immutable, named by the SHA-256
-// of their bytes. An add writes the payloads of the units it stores as
+// blobs holds the chunk files ("packs"): immutable, named by the address
+// of their bytes (version.go: BLAKE3, SHA-256 in version 1). An add writes the payloads of the units it stores as
 // one pack; the index says where each unit's payload lies in which pack.
 type blobs interface {
 	// put stores the concatenation of parts (written as they are, not

@@ -11,9 +11,11 @@ import (
 
 // Casts. A BF16 or F16 export of an F32 model holds, tensor for tensor, the
 // round-to-nearest-even cast of the F32 values. The store keeps such a
-// tensor as the relation "cast of unit X to BF16/F16" (no payload): when
-// an F32 unit is stored, the SHA-256 of its two casts is indexed, and a
-// later BF16/F16 unit with that SHA-256 is the cast. The relation is exact
+// tensor as the relation "cast of unit X to BF16/F16" (no payload): in a
+// version 1 store, when an F32 unit is stored, the SHA-256 of its two
+// casts is indexed (cast hints), and a later BF16/F16 unit with that
+// SHA-256 is the cast; a version 2 store finds casts from the
+// fingerprints (below) and confirms them on the bytes. The relation is exact
 // by construction: it is recorded only when the cast's bytes hash to the
 // unit's own address, and decoding checks that hash again. NaN payloads
 // are cast by the rule below; an exporter that writes another NaN simply

@@ -53,7 +53,7 @@ func (s *Store) unitRec(h Hash) (unit, error) {
 // restoring is what the units of one restore share: their records and
 // their bases', read ahead in one transaction (a unit not there is read
 // from the index when needed), and whether every unit decoded, bases
-// too, is checked against its SHA-256 and kept in the cache, so that a
+// too, is checked against its address and kept in the cache, so that a
 // base shared by many units and models is decoded once (Verify).
 type restoring struct {
 	recs map[Hash]unit
@@ -241,7 +241,7 @@ func (s *Store) fromBase(h Hash, u, bu unit, base []byte) ([]byte, error) {
 }
 
 // WriteFile writes file fi of model m to w, decoding units threads at a
-// time, in order. Every unit is checked against its SHA-256, so a damaged
+// time, in order. Every unit is checked against its address, so a damaged
 // chunk or index is an error, never other bytes.
 func (s *Store) WriteFile(m *Manifest, fi int, w io.Writer) error {
 	return s.writeFile(m, fi, w, false)

@@ -62,7 +62,7 @@ type UnitInfo struct {
 	Span
 	Hash  Hash
 	FP    []float32 // fingerprint (float tensors)
-	Casts []Hash    // F32: the SHA-256 of its BF16 and F16 casts
+	Casts []Hash    // F32: the addresses of its BF16 and F16 casts
 }
 
 // Describe hashes and fingerprints the bytes of a unit of type t for a

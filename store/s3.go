@@ -20,7 +20,7 @@ import (
 
 // A store on S3-compatible object storage (STORE = s3://bucket/prefix):
 //
-//	prefix/packs/<hex>.pack   the chunk files, immutable, named by their SHA-256
+//	prefix/packs/<hex>.pack   the chunk files, immutable, named by their address (version.go)
 //	prefix/index              the whole index (its buckets; s3index.go)
 //
 // A pack is written before the index that names it, and the index is
