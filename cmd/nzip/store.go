@@ -304,6 +304,7 @@ func storeStats(args []string, stdout, stderr io.Writer, cmd string, models bool
 		}
 		return tw.Flush()
 	}
+	fmt.Fprintf(stdout, "format       version %d (units addressed by %s)\n", st.Version, map[int]string{1: "SHA-256", 2: "BLAKE3"}[st.Version])
 	fmt.Fprintf(stdout, "models       %d\n", len(st.Models))
 	fmt.Fprintf(stdout, "raw          %d bytes\n", st.Raw)
 	fmt.Fprintf(stdout, "stored       %d bytes (%.3f of raw)\n", st.Stored, ratio(st.Stored, st.Raw))
