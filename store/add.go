@@ -154,8 +154,15 @@ func (s *Store) Add(name string, files []Input, opt AddOptions) (*Manifest, AddS
 	m := &Manifest{Name: name}
 	seen := map[Hash]*coded{}
 	var news []*coded
+	var local castFPs
+	if s.ver == Version2 {
+		var err error
+		if local, err = localCastFPs(files); err != nil {
+			return nil, st, fmt.Errorf("store: model %q: %w", name, err)
+		}
+	}
 	for _, in := range files {
-		fe, err := s.addFile(in, seen, &news, &st)
+		fe, err := s.addFile(in, seen, &news, &st, local)
 		if err != nil {
 			return nil, st, fmt.Errorf("store: model %q: file %q: %w", name, in.Name, err)
 		}
@@ -346,7 +353,7 @@ func checkFileName(name string) error {
 }
 
 // addFile codes the units of one file, threads at a time.
-func (s *Store) addFile(in Input, seen map[Hash]*coded, news *[]*coded, st *AddStats) (FileEntry, error) {
+func (s *Store) addFile(in Input, seen map[Hash]*coded, news *[]*coded, st *AddStats, local castFPs) (FileEntry, error) {
 	fe := FileEntry{Name: in.Name, Size: in.Size, Format: in.Format}
 	sp := spans(in.Size, in.Segments)
 	res := make([]*coded, len(sp))
@@ -397,7 +404,7 @@ func (s *Store) addFile(in Input, seen map[Hash]*coded, news *[]*coded, st *AddS
 			c.dup = true
 			return nil
 		}
-		return s.code(c, raw, sp[i].t)
+		return s.code(c, raw, sp[i].t, local)
 	})
 	if err != nil {
 		return fe, err
@@ -428,17 +435,22 @@ func (s *Store) addFile(in Input, seen map[Hash]*coded, news *[]*coded, st *AddS
 
 // code decides how a new unit is stored (planUnit, on the store's index)
 // and codes it.
-func (s *Store) code(c *coded, raw []byte, t dtype.DType) error {
+func (s *Store) code(c *coded, raw []byte, t dtype.DType, local castFPs) error {
 	info := UnitInfo{Span: Span{N: int64(len(raw)), DType: t}, Hash: c.h}
 	info.FP, info.Casts = s.describeValues(raw, t)
 	var p Plan
 	var bu unit // a delta's base, or a version 2 cast's (confirmed on its bytes)
 	if err := s.kv.view(func(tx tx) error {
 		cands := s.candidates(tx)
-		if s.ver == Version2 && t == dtype.F32 {
-			if ok, err := castMatches(tx, info.FP, int64(len(raw)/4), cands); err != nil {
-				return err
-			} else if ok {
+		if s.ver == Version2 && t == dtype.F32 && info.FP != nil {
+			ok := local.castOf(info.FP, int64(len(raw)/4))
+			if !ok {
+				var err error
+				if ok, err = castMatches(tx, info.FP, int64(len(raw)/4), cands); err != nil {
+					return err
+				}
+			}
+			if ok {
 				info.Casts = castHashes(raw, s.sum)
 			}
 		}

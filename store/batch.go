@@ -209,16 +209,13 @@ func (b *batch) sortNew() error {
 // one (castMatches): version 2's stand-in for the cast hints, so that the
 // commit recasts those units (recastStored).
 func (b *batch) castHashes() error {
-	fps := map[string]bool{} // the fresh 16-bit units' type, element count and fingerprint
-	key := func(t string, numel int64, fp fingerprint) string {
-		return string(fpKey(dtype.Invalid, numel, Hash{})) + t + string(fp.encode())
-	}
+	fps := castFPs{} // the fresh 16-bit units'
 	var f32 []*bunit
 	for _, u := range b.fresh {
 		switch {
 		case u.info.FP == nil:
 		case castable(u.info.DType):
-			fps[key(u.info.DType.String(), u.info.N/2, u.info.FP)] = true
+			fps.add(u.info.DType, u.info.N/2, u.info.FP)
 		case u.info.DType == dtype.F32:
 			f32 = append(f32, u)
 		}
@@ -228,10 +225,7 @@ func (b *batch) castHashes() error {
 		cands := b.s.candidates(t)
 		for _, u := range f32 {
 			numel := u.info.N / 4
-			hit := false
-			for _, ct := range castTypes {
-				hit = hit || fps[key(ct.String(), numel, castFP(u.info.FP, ct))]
-			}
+			hit := fps.castOf(u.info.FP, numel)
 			if !hit {
 				var err error
 				if hit, err = castMatches(t, u.info.FP, numel, cands); err != nil {

@@ -3,6 +3,9 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
 	"math"
 	"slices"
 
@@ -326,4 +329,60 @@ func castMatches(t tx, fp fingerprint, numel int64, cands candidates) (bool, err
 		}
 	}
 	return false, nil
+}
+
+// castFPs holds the fingerprints of 16-bit units being added (their type,
+// element count and values): an F32 unit of the same add whose cast
+// fingerprint is among them has its casts hashed (castHashes), as one
+// whose cast fingerprint is a stored unit's (castMatches).
+type castFPs map[string]bool
+
+func castFPKey(t dtype.DType, numel int64, fp fingerprint) string {
+	return string(fpKey(t, numel, Hash{})) + string(fp.encode())
+}
+
+func (c castFPs) add(t dtype.DType, numel int64, fp fingerprint) { c[castFPKey(t, numel, fp)] = true }
+
+// castOf reports whether a cast of F32 fingerprint fp (numel values) is
+// among c.
+func (c castFPs) castOf(fp fingerprint, numel int64) bool {
+	for _, ct := range castTypes {
+		if c[castFPKey(ct, numel, castFP(fp, ct))] {
+			return true
+		}
+	}
+	return false
+}
+
+// localCastFPs is the castFPs of an Add's own 16-bit units that may be
+// casts of its F32 units (their element count is an F32 unit's): Add
+// codes one unit at a time and sees the index only, so these are read
+// (only these) before the add, to decide as AddBatch does which F32
+// units hash their casts.
+func localCastFPs(files []Input) (castFPs, error) {
+	var c castFPs
+	f32 := map[int64]bool{} // the element counts of the model's F32 units
+	for _, in := range files {
+		for _, x := range spans(in.Size, in.Segments) {
+			if x.t == dtype.F32 {
+				f32[x.n/4] = true
+			}
+		}
+	}
+	for _, in := range files {
+		for _, x := range spans(in.Size, in.Segments) {
+			if !castable(x.t) || !f32[x.n/2] {
+				continue
+			}
+			raw := make([]byte, x.n)
+			if n, err := in.R.ReadAt(raw, x.off); err != nil && !(errors.Is(err, io.EOF) && int64(n) == x.n) {
+				return nil, fmt.Errorf("file %q: %w", in.Name, err)
+			}
+			if c == nil {
+				c = castFPs{}
+			}
+			c.add(x.t, x.n/2, fingerprintOf(raw, x.t))
+		}
+	}
+	return c, nil
 }

@@ -1,13 +1,19 @@
 package store
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
+	"math"
+	"math/rand/v2"
 	"path"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"neuralzip/codec"
+	"neuralzip/dtype"
 )
 
 // TestVersions: Init makes a version 2 store (units and chunk files
@@ -118,6 +124,50 @@ func TestHostileFormat(t *testing.T) {
 		for _, ro := range []bool{false, true} {
 			if _, err := Open(dir, Options{ReadOnly: ro}); !errors.Is(err, ErrIndexDamaged) {
 				t.Fatalf("format record %x (read-only %v): %v, want ErrIndexDamaged", bad, ro, err)
+			}
+		}
+	}
+}
+
+// TestOwnCast: a model holding an F32 tensor and, before it, its BF16
+// cast (one file) stores the BF16 tensor as that cast in version 2 as in
+// version 1, added alone (Add, which reads such 16-bit tensors ahead:
+// localCastFPs) or in a batch; with the F32 tensor first, neither
+// version relates them (a unit sees only the index, not the units of its
+// own model).
+func TestOwnCast(t *testing.T) {
+	const n = 4096
+	rng := rand.New(rand.NewPCG(3, 4))
+	f32 := make([]byte, 4*n)
+	for i := 0; i < n; i++ {
+		binary.LittleEndian.PutUint32(f32[4*i:], math.Float32bits(float32(rng.NormFloat64())))
+	}
+	bf := castF32(nil, f32, dtype.BF16)
+	for _, bfFirst := range []bool{true, false} {
+		file := append(slices.Clone(bf), f32...)
+		segs := []codec.Segment{{Offset: 0, Length: 2 * n, Name: "b", DType: dtype.BF16, Shape: []int64{n}}, {Offset: 2 * n, Length: 4 * n, Name: "f", DType: dtype.F32, Shape: []int64{n}}}
+		if !bfFirst {
+			file = append(slices.Clone(f32), bf...)
+			segs = []codec.Segment{{Offset: 0, Length: 4 * n, Name: "f", DType: dtype.F32, Shape: []int64{n}}, {Offset: 4 * n, Length: 2 * n, Name: "b", DType: dtype.BF16, Shape: []int64{n}}}
+		}
+		in := []Input{{Name: "m", R: bytes.NewReader(file), Size: int64(len(file)), Segments: segs}}
+		for _, v := range []int{Version1, Version2} {
+			for _, batch := range []bool{false, true} {
+				s := newMemVersion(Options{Threads: 2}, v)
+				var err error
+				if batch {
+					_, _, err = s.AddBatch([]BatchModel{{Name: "m", Files: in}}, AddOptions{})
+				} else {
+					_, _, err = s.Add("m", in, AddOptions{})
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				st, _ := s.Stats()
+				if want := map[bool]int{true: 1, false: 0}[bfFirst]; st.Units["cast"] != want {
+					t.Fatalf("BF16 first %v, version %d, batch %v: %d casts, want %d", bfFirst, v, batch, st.Units["cast"], want)
+				}
+				restore(t, s, "m", [][]byte{file})
 			}
 		}
 	}
