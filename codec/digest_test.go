@@ -245,3 +245,21 @@ func TestEncodeDigestFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSumBLAKE3: SumBLAKE3 of one slice and of the same bytes in parts is
+// blake3.Sum256, at sizes around chunk, group and subtree boundaries.
+func TestSumBLAKE3(t *testing.T) {
+	for _, n := range []int{0, 1, 1023, 1024, 1025, 16384, 16385, 100000, 1 << 20, 3<<20 + 7} {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(i*7 + i>>9)
+		}
+		want := blake3.Sum256(b)
+		if SumBLAKE3(b) != want {
+			t.Fatalf("%d bytes: one part differs", n)
+		}
+		if n > 3 && SumBLAKE3(b[:n/3], nil, b[n/3:n/2], b[n/2:]) != want {
+			t.Fatalf("%d bytes: parts differ", n)
+		}
+	}
+}

@@ -129,7 +129,7 @@ type coded struct {
 	u       unit // the new record (Refs set at commit)
 	payload []byte
 	fp      fingerprint
-	casts   []Hash // F32: SHA-256 of its BF16 and F16 casts
+	casts   []Hash // F32: the addresses of its BF16 and F16 casts (version 2: only when a fingerprint matches)
 	castTs  []dtype.DType
 }
 
@@ -154,8 +154,15 @@ func (s *Store) Add(name string, files []Input, opt AddOptions) (*Manifest, AddS
 	m := &Manifest{Name: name}
 	seen := map[Hash]*coded{}
 	var news []*coded
+	var local castFPs
+	if s.ver == Version2 {
+		var err error
+		if local, err = localCastFPs(files); err != nil {
+			return nil, st, fmt.Errorf("store: model %q: %w", name, err)
+		}
+	}
 	for _, in := range files {
-		fe, err := s.addFile(in, seen, &news, &st)
+		fe, err := s.addFile(in, seen, &news, &st, local)
 		if err != nil {
 			return nil, st, fmt.Errorf("store: model %q: file %q: %w", name, in.Name, err)
 		}
@@ -170,19 +177,21 @@ func (s *Store) Add(name string, files []Input, opt AddOptions) (*Manifest, AddS
 		m.Raw += in.Size
 	}
 	// one chunk file for the payloads of every new unit
-	var pack []byte
+	var pack [][]byte
+	added := int64(0)
 	for _, c := range news {
 		if c.u.Kind == KindCast {
 			continue
 		}
-		c.u.Off = int64(len(pack))
+		c.u.Off = added
 		c.u.Len = int64(len(c.payload))
 		c.u.CRC = crcOf(c.payload)
-		pack = append(pack, c.payload...)
+		pack = append(pack, c.payload)
+		added += c.u.Len
 	}
 	var packID Hash
-	if len(pack) > 0 {
-		id, err := s.bl.put(pack)
+	if added > 0 {
+		id, err := s.bl.put(pack...)
 		if err != nil {
 			return nil, st, fmt.Errorf("store: model %q: %w", name, err)
 		}
@@ -194,7 +203,7 @@ func (s *Store) Add(name string, files []Input, opt AddOptions) (*Manifest, AddS
 			return nil, st, fmt.Errorf("store: model %q: %w", name, err)
 		}
 	}
-	m.Added = int64(len(pack))
+	m.Added = added
 	st.Added = m.Added
 	for _, c := range news {
 		if c.u.Kind != KindCast {
@@ -219,6 +228,7 @@ func (s *Store) Add(name string, files []Input, opt AddOptions) (*Manifest, AddS
 // use, and the manifest with the models its units are coded against.
 func commitModel(t tx, m *Manifest, news []*coded) error {
 	bases := map[string]bool{}
+	v2 := isV2(t)
 	for _, c := range news {
 		if t.get(bUnits, c.h[:]) != nil {
 			// stored meanwhile by another writer (an S3 store's index
@@ -255,6 +265,9 @@ func commitModel(t tx, m *Manifest, news []*coded) error {
 			}
 		}
 		for i, ch := range c.casts {
+			if v2 {
+				break // no cast hints: casts are found from the fingerprints
+			}
 			if t.get(bCasts, ch[:]) == nil {
 				if err := t.put(bCasts, ch[:], castRec{From: c.h, DType: c.castTs[i]}.encode()); err != nil {
 					return err
@@ -340,7 +353,7 @@ func checkFileName(name string) error {
 }
 
 // addFile codes the units of one file, threads at a time.
-func (s *Store) addFile(in Input, seen map[Hash]*coded, news *[]*coded, st *AddStats) (FileEntry, error) {
+func (s *Store) addFile(in Input, seen map[Hash]*coded, news *[]*coded, st *AddStats, local castFPs) (FileEntry, error) {
 	fe := FileEntry{Name: in.Name, Size: in.Size, Format: in.Format}
 	sp := spans(in.Size, in.Segments)
 	res := make([]*coded, len(sp))
@@ -354,7 +367,7 @@ func (s *Store) addFile(in Input, seen map[Hash]*coded, news *[]*coded, st *AddS
 		if _, err := in.R.ReadAt(raw, sp[i].off); err != nil && !(errors.Is(err, io.EOF) && int64(len(raw)) == sp[i].n) {
 			return err
 		}
-		h := Hash(sha256.Sum256(raw))
+		h := s.sum(raw)
 		c := &coded{h: h}
 		res[i] = c
 		// the file's SHA-256, in order
@@ -391,7 +404,7 @@ func (s *Store) addFile(in Input, seen map[Hash]*coded, news *[]*coded, st *AddS
 			c.dup = true
 			return nil
 		}
-		return s.code(c, raw, sp[i].t)
+		return s.code(c, raw, sp[i].t, local)
 	})
 	if err != nil {
 		return fe, err
@@ -422,15 +435,28 @@ func (s *Store) addFile(in Input, seen map[Hash]*coded, news *[]*coded, st *AddS
 
 // code decides how a new unit is stored (planUnit, on the store's index)
 // and codes it.
-func (s *Store) code(c *coded, raw []byte, t dtype.DType) error {
+func (s *Store) code(c *coded, raw []byte, t dtype.DType, local castFPs) error {
 	info := UnitInfo{Span: Span{N: int64(len(raw)), DType: t}, Hash: c.h}
-	info.FP, info.Casts = describeValues(raw, t)
+	info.FP, info.Casts = s.describeValues(raw, t)
 	var p Plan
-	var bu unit // a delta's base
+	var bu unit // a delta's base, or a version 2 cast's (confirmed on its bytes)
 	if err := s.kv.view(func(tx tx) error {
+		cands := s.candidates(tx)
+		if s.ver == Version2 && t == dtype.F32 && info.FP != nil {
+			ok := local.castOf(info.FP, int64(len(raw)/4))
+			if !ok {
+				var err error
+				if ok, err = castMatches(tx, info.FP, int64(len(raw)/4), cands); err != nil {
+					return err
+				}
+			}
+			if ok {
+				info.Casts = castHashes(raw, s.sum)
+			}
+		}
 		var err error
-		p, err = planUnit(tx, info, s.candidates(tx))
-		if err != nil || p.Kind != KindDelta {
+		p, err = planUnit(tx, info, cands)
+		if err != nil || !(p.Kind == KindDelta || p.Kind == KindCast && s.ver == Version2) {
 			return err
 		}
 		v := tx.get(bUnits, p.Base[:])
@@ -454,7 +480,7 @@ func (s *Store) code(c *coded, raw []byte, t dtype.DType) error {
 	}
 	var braw []byte
 	pooled := false
-	if p.Kind == KindDelta {
+	if p.Kind == KindDelta || p.Kind == KindCast && s.ver == Version2 {
 		var err error
 		if braw, pooled, err = s.decodeCheck(p.Base, bu, maxDepth, true, nil); err != nil {
 			return fmt.Errorf("base %s: %w", p.Base, err)

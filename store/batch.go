@@ -9,6 +9,8 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"neuralzip/dtype"
 )
 
 // BatchModel is one model of AddBatch: its name and its files.
@@ -128,36 +130,40 @@ func bySize(v []*bunit) []*bunit {
 	return v
 }
 
-// read cuts every file into its units, reads the files (one buffer each,
-// the units slices of it) and hashes every unit.
+// read cuts every file into its units, reads them (one buffer per file,
+// the units slices of it, each unit read and hashed by one task: a large
+// file is read on every thread) and hashes every unit.
 func (b *batch) read() error {
+	var fileOf []int // per unit, its file (frs index)
 	for mi, bm := range b.models {
 		for fi, in := range bm.Files {
 			lo := len(b.us)
 			for ui, sp := range Spans(in.Size, in.Segments) {
 				b.us = append(b.us, &bunit{info: UnitInfo{Model: mi, File: fi, Index: ui, Span: sp}})
+				fileOf = append(fileOf, len(b.frs))
 			}
 			b.frs = append(b.frs, fileRef{mi, fi, lo, len(b.us)})
 		}
 	}
-	if err := parallel(len(b.frs), b.threads, func(k int) error {
-		fr := b.frs[k]
-		in := b.models[fr.mi].Files[fr.fi]
-		buf := make([]byte, in.Size)
-		if _, err := in.R.ReadAt(buf, 0); err != nil && !(errors.Is(err, io.EOF) && int64(len(buf)) == in.Size) {
-			return fmt.Errorf("store: model %q: file %q: %w", b.models[fr.mi].Name, in.Name, err)
-		}
+	at := map[*bunit]int{}
+	for i, u := range b.us {
+		at[u] = fileOf[i]
+	}
+	for _, fr := range b.frs {
+		buf := make([]byte, b.models[fr.mi].Files[fr.fi].Size)
 		for _, u := range b.us[fr.lo:fr.hi] {
 			u.raw = buf[u.info.Off : u.info.Off+u.info.N]
 		}
-		return nil
-	}); err != nil {
-		return err
 	}
 	sized := bySize(b.us)
 	return parallel(len(sized), b.threads, func(k int) error {
 		u := sized[k]
-		u.info.Hash = sha256.Sum256(u.raw)
+		fr := b.frs[at[u]]
+		in := b.models[fr.mi].Files[fr.fi]
+		if n, err := in.R.ReadAt(u.raw, u.info.Off); err != nil && !(errors.Is(err, io.EOF) && n == len(u.raw)) {
+			return fmt.Errorf("store: model %q: file %q: %w", b.models[fr.mi].Name, in.Name, err)
+		}
+		u.info.Hash = b.s.sum(u.raw)
 		return nil
 	})
 }
@@ -185,9 +191,57 @@ func (b *batch) sortNew() error {
 		return err
 	}
 	sized := bySize(b.fresh)
-	return parallel(len(sized), b.threads, func(k int) error {
+	if err := parallel(len(sized), b.threads, func(k int) error {
 		u := sized[k]
-		u.info.FP, u.info.Casts = describeValues(u.raw, u.info.DType)
+		u.info.FP, u.info.Casts = b.s.describeValues(u.raw, u.info.DType)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if b.s.ver == Version2 {
+		return b.castHashes()
+	}
+	return nil
+}
+
+// castHashes hashes the casts of the fresh F32 units whose cast
+// fingerprint is that of a fresh 16-bit unit of the batch or of a stored
+// one (castMatches): version 2's stand-in for the cast hints, so that the
+// commit recasts those units (recastStored).
+func (b *batch) castHashes() error {
+	fps := castFPs{} // the fresh 16-bit units'
+	var f32 []*bunit
+	for _, u := range b.fresh {
+		switch {
+		case u.info.FP == nil:
+		case castable(u.info.DType):
+			fps.add(u.info.DType, u.info.N/2, u.info.FP)
+		case u.info.DType == dtype.F32:
+			f32 = append(f32, u)
+		}
+	}
+	var need []*bunit
+	if err := b.s.kv.view(func(t tx) error {
+		cands := b.s.candidates(t)
+		for _, u := range f32 {
+			numel := u.info.N / 4
+			hit := fps.castOf(u.info.FP, numel)
+			if !hit {
+				var err error
+				if hit, err = castMatches(t, u.info.FP, numel, cands); err != nil {
+					return err
+				}
+			}
+			if hit {
+				need = append(need, u)
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return parallel(len(need), b.threads, func(k int) error {
+		need[k].info.Casts = castHashes(need[k].raw, b.s.sum)
 		return nil
 	})
 }
@@ -336,7 +390,7 @@ func (b *batch) codeUnit(i int, payloads [][]byte) error {
 	p := b.plans[i]
 	name := b.models[p.Unit.Model].Name
 	var base []byte
-	if p.Kind == KindDelta {
+	if p.Kind == KindDelta || p.Kind == KindCast && b.s.ver == Version2 {
 		if bu, ok := b.first[p.Base]; ok && p.BaseAt != nil {
 			base = bu.raw
 		} else {
@@ -363,9 +417,8 @@ func (b *batch) writePack(mi int, idx []int, payloads [][]byte) error {
 		nus = append(nus, b.news[i])
 		pls = append(pls, payloads[i])
 	}
-	pack := Pack(nus, pls)
-	if len(pack) > 0 {
-		id, err := b.s.bl.put(pack)
+	if parts := packParts(nus, pls); len(parts) > 0 {
+		id, err := b.s.bl.put(parts...)
 		if err != nil {
 			return fmt.Errorf("store: model %q: %w", b.models[mi].Name, err)
 		}

@@ -1,7 +1,8 @@
 package store
 
 import (
-	"crypto/sha256"
+	"bufio"
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,13 +13,14 @@ import (
 	"sync"
 )
 
-// blobs holds the chunk files ("packs"): immutable, named by the SHA-256
-// of their bytes. An add writes the payloads of the units it stores as
+// blobs holds the chunk files ("packs"): immutable, named by the address
+// of their bytes (version.go: BLAKE3, SHA-256 in version 1). An add writes the payloads of the units it stores as
 // one pack; the index says where each unit's payload lies in which pack.
 type blobs interface {
-	// put stores data and returns its address; storing an existing
-	// address is a no-op.
-	put(data []byte) (Hash, error)
+	// put stores the concatenation of parts (written as they are, not
+	// joined first) and returns its address; storing an existing address
+	// is a no-op.
+	put(parts ...[]byte) (Hash, error)
 	// readAt reads len(p) bytes at off of pack id.
 	readAt(id Hash, p []byte, off int64) error
 	remove(id Hash) error
@@ -26,12 +28,15 @@ type blobs interface {
 	list(fn func(id Hash, size int64) error) error
 	// clean removes leftovers of interrupted writes.
 	clean() (int, error)
+	// setSum sets the address function (the store's format's: partsSum).
+	setSum(func(parts ...[]byte) Hash)
 }
 
 // dirBlobs keeps packs as files under dir/packs/xx/<hex>.pack, written to
 // dir/tmp first, synced and renamed.
 type dirBlobs struct {
 	dir string
+	sum func(...[]byte) Hash
 	mu  sync.Mutex
 	fds map[Hash]*openPack // open packs, for reads
 }
@@ -51,8 +56,10 @@ func (d *dirBlobs) path(id Hash) string {
 	return filepath.Join(d.dir, "packs", h[:2], h+".pack")
 }
 
-func (d *dirBlobs) put(data []byte) (Hash, error) {
-	id := Hash(sha256.Sum256(data))
+func (d *dirBlobs) setSum(f func(...[]byte) Hash) { d.sum = f }
+
+func (d *dirBlobs) put(parts ...[]byte) (Hash, error) {
+	id := d.sum(parts...)
 	p := d.path(id)
 	if _, err := os.Stat(p); err == nil {
 		return id, nil
@@ -65,7 +72,15 @@ func (d *dirBlobs) put(data []byte) (Hash, error) {
 		return id, err
 	}
 	tmp := f.Name()
-	_, err = f.Write(data)
+	w := bufio.NewWriterSize(f, 1<<20) // small parts joined, large ones written as they are
+	for _, p := range parts {
+		if _, err = w.Write(p); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = w.Flush()
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -218,19 +233,23 @@ func (d *dirBlobs) close() {
 
 // memBlobs keeps packs in memory (the browser, tests).
 type memBlobs struct {
-	mu sync.RWMutex
-	m  map[Hash][]byte
+	sum func(...[]byte) Hash
+	mu  sync.RWMutex
+	m   map[Hash][]byte
 }
 
-func (m *memBlobs) put(data []byte) (Hash, error) {
-	id := Hash(sha256.Sum256(data))
+func (m *memBlobs) setSum(f func(...[]byte) Hash) { m.sum = f }
+
+func (m *memBlobs) put(parts ...[]byte) (Hash, error) {
+	data := bytes.Join(parts, nil)
+	id := m.sum(data)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.m == nil {
 		m.m = map[Hash][]byte{}
 	}
 	if _, ok := m.m[id]; !ok {
-		m.m[id] = append([]byte(nil), data...)
+		m.m[id] = data
 	}
 	return id, nil
 }

@@ -1,7 +1,11 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
 	"math"
 	"slices"
 
@@ -10,9 +14,11 @@ import (
 
 // Casts. A BF16 or F16 export of an F32 model holds, tensor for tensor, the
 // round-to-nearest-even cast of the F32 values. The store keeps such a
-// tensor as the relation "cast of unit X to BF16/F16" (no payload): when
-// an F32 unit is stored, the SHA-256 of its two casts is indexed, and a
-// later BF16/F16 unit with that SHA-256 is the cast. The relation is exact
+// tensor as the relation "cast of unit X to BF16/F16" (no payload): in a
+// version 1 store, when an F32 unit is stored, the SHA-256 of its two
+// casts is indexed (cast hints), and a later BF16/F16 unit with that
+// SHA-256 is the cast; a version 2 store finds casts from the
+// fingerprints (below) and confirms them on the bytes. The relation is exact
 // by construction: it is recorded only when the cast's bytes hash to the
 // unit's own address, and decoding checks that hash again. NaN payloads
 // are cast by the rule below; an exporter that writes another NaN simply
@@ -201,4 +207,182 @@ func distance(a, b fingerprint) float64 {
 		return math.Inf(1)
 	}
 	return num / den
+}
+
+// Casts found from fingerprints (version 2 stores, and repack in both):
+// an F32 unit's sampled values cast to BF16/F16 equal, value for value,
+// the sampled values of its 16-bit cast (the samples sit at the same
+// positions: both have one element count). Equal fingerprints only name
+// a candidate; the bytes confirm it (castIs) before a cast is recorded.
+
+// castFP is the cast of fingerprint fx (F32 values) to t, as
+// fingerprintOf reads the cast's values (non-finite values count as 0).
+func castFP(fx fingerprint, t dtype.DType) fingerprint {
+	out := make(fingerprint, len(fx))
+	for i, v := range fx {
+		x := math.Float32bits(v)
+		var c float32
+		if t == dtype.BF16 {
+			c = math.Float32frombits(uint32(f32ToBF16(x)) << 16)
+		} else {
+			c = f16ToF32(f32ToF16(x))
+		}
+		if math.IsNaN(float64(c)) || math.IsInf(float64(c), 0) {
+			c = 0
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// castsTo reports whether the cast of fingerprint fx (F32 values) to t is
+// fingerprint fy, value for value.
+func castsTo(fx, fy fingerprint, t dtype.DType) bool {
+	if len(fx) != len(fy) || len(fx) == 0 {
+		return false
+	}
+	return sameFP(castFP(fx, t), fy)
+}
+
+// sameFP reports whether two fingerprints hold the same values, bit for bit.
+func sameFP(a, b fingerprint) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// castIs reports whether y (type t) is the cast of F32 bytes x.
+func castIs(x, y []byte, t dtype.DType) bool {
+	if !castable(t) || len(x) != 2*len(y) {
+		return false
+	}
+	buf := getBuf(len(y))
+	ok := bytes.Equal(castF32(buf[:0], x, t), y)
+	putBuf(buf)
+	return ok
+}
+
+// castOfFP is the F32 unit whose cast new 16-bit unit u may be, from the
+// fingerprints (version 2): the first unit (hash order) of the F32 family
+// of u's element count near u's fingerprint in the index (all of the
+// family's candidates without it) whose fingerprint casts to u's and
+// whose chain leaves room for one more step. The caller confirms it on
+// the bytes.
+func castOfFP(t tx, u UnitInfo, cands candidates) (Hash, bool, error) {
+	if u.FP == nil || u.DType.Size() != 2 {
+		return Hash{}, false, nil
+	}
+	h, found, ok, err := lshMatch(t, dtype.F32, u.N/2, u.FP, func(h Hash, f fingerprint) bool {
+		if !castsTo(f, u.FP, u.DType) {
+			return false
+		}
+		x, err := parseUnit(t.get(bUnits, h[:]))
+		return err == nil && x.DType == dtype.F32 && x.Depth < maxDepth
+	})
+	if ok || err != nil {
+		return h, found, err
+	}
+	cs, err := cands(dtype.F32, u.N/2, u.FP)
+	if err != nil {
+		return Hash{}, false, err
+	}
+	for _, c := range cs {
+		if c.depth < maxDepth && castsTo(c.fp, u.FP, u.DType) {
+			return c.h, true, nil
+		}
+	}
+	return Hash{}, false, nil
+}
+
+// castMatches reports whether some 16-bit unit near F32 fingerprint fp
+// (numel values) in index t (all candidates without the index) has the
+// fingerprint of its cast: then the F32 unit's casts are hashed
+// (castHashes), so that its commit may recast that unit (recastStored) —
+// a version 2 store's stand-in for the cast hints.
+func castMatches(t tx, fp fingerprint, numel int64, cands candidates) (bool, error) {
+	if fp == nil {
+		return false, nil
+	}
+	for _, ct := range castTypes {
+		cf := castFP(fp, ct)
+		_, found, ok, err := lshMatch(t, ct, numel, cf, func(_ Hash, f fingerprint) bool { return sameFP(f, cf) })
+		if err != nil || found {
+			return found, err
+		}
+		if ok {
+			continue
+		}
+		cs, err := cands(ct, numel, cf)
+		if err != nil {
+			return false, err
+		}
+		for _, c := range cs {
+			if sameFP(c.fp, cf) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// castFPs holds the fingerprints of 16-bit units being added (their type,
+// element count and values): an F32 unit of the same add whose cast
+// fingerprint is among them has its casts hashed (castHashes), as one
+// whose cast fingerprint is a stored unit's (castMatches).
+type castFPs map[string]bool
+
+func castFPKey(t dtype.DType, numel int64, fp fingerprint) string {
+	return string(fpKey(t, numel, Hash{})) + string(fp.encode())
+}
+
+func (c castFPs) add(t dtype.DType, numel int64, fp fingerprint) { c[castFPKey(t, numel, fp)] = true }
+
+// castOf reports whether a cast of F32 fingerprint fp (numel values) is
+// among c.
+func (c castFPs) castOf(fp fingerprint, numel int64) bool {
+	for _, ct := range castTypes {
+		if c[castFPKey(ct, numel, castFP(fp, ct))] {
+			return true
+		}
+	}
+	return false
+}
+
+// localCastFPs is the castFPs of an Add's own 16-bit units that may be
+// casts of its F32 units (their element count is an F32 unit's): Add
+// codes one unit at a time and sees the index only, so these are read
+// (only these) before the add, to decide as AddBatch does which F32
+// units hash their casts.
+func localCastFPs(files []Input) (castFPs, error) {
+	var c castFPs
+	f32 := map[int64]bool{} // the element counts of the model's F32 units
+	for _, in := range files {
+		for _, x := range spans(in.Size, in.Segments) {
+			if x.t == dtype.F32 {
+				f32[x.n/4] = true
+			}
+		}
+	}
+	for _, in := range files {
+		for _, x := range spans(in.Size, in.Segments) {
+			if !castable(x.t) || !f32[x.n/2] {
+				continue
+			}
+			raw := make([]byte, x.n)
+			if n, err := in.R.ReadAt(raw, x.off); err != nil && !(errors.Is(err, io.EOF) && int64(n) == x.n) {
+				return nil, fmt.Errorf("file %q: %w", in.Name, err)
+			}
+			if c == nil {
+				c = castFPs{}
+			}
+			c.add(x.t, x.n/2, fingerprintOf(raw, x.t))
+		}
+	}
+	return c, nil
 }

@@ -22,10 +22,13 @@ func TestFuzzSeeds(t *testing.T) {
 		t.Skip("-update-fuzz not set")
 	}
 	hub := shared(t, "hub/stories260K")
-	s := NewMem(Options{})
+	s := NewMem(Options{})                   // version 2
+	s1 := newMemVersion(Options{}, Version1) // its cast hints
 	for _, f := range []string{"base/model.f32.safetensors", "ft-fortunes-lora/model.f32.safetensors", "base/model.bf16.safetensors"} {
-		if _, _, err := s.Add(f, inputs(t, path.Join(hub, f)), AddOptions{}); err != nil {
-			t.Fatal(err)
+		for _, st := range []*Store{s, s1} {
+			if _, _, err := st.Add(f, inputs(t, path.Join(hub, f)), AddOptions{}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	write := func(target, bucket string, max int) {
@@ -33,8 +36,15 @@ func TestFuzzSeeds(t *testing.T) {
 		os.RemoveAll(dir)
 		os.MkdirAll(dir, 0o755)
 		n := 0
+		s := s
+		if bucket == bCasts {
+			s = s1
+		}
 		s.kv.view(func(tx tx) error {
 			return tx.scan(bucket, nil, func(k, v []byte) error {
+				if bytes.Equal(k, formatKey) {
+					return nil
+				}
 				if n < max && len(v) < 4096 {
 					body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", v)
 					os.WriteFile(filepath.Join(dir, fmt.Sprintf("real-%d", n)), []byte(body), 0o644)
@@ -49,6 +59,17 @@ func TestFuzzSeeds(t *testing.T) {
 	write("FuzzParseManifest", bModels, 3)
 	write("FuzzParseCast", bCasts, 3)
 	write("FuzzParseFingerprint", bFP, 2)
+	// the format records of the two stores
+	fdir := filepath.Join("testdata", "fuzz", "FuzzParseFormat")
+	os.RemoveAll(fdir)
+	os.MkdirAll(fdir, 0o755)
+	for i, st := range []*Store{s, s1} {
+		st.kv.view(func(tx tx) error {
+			v := tx.get(bFP, formatKey)
+			os.WriteFile(filepath.Join(fdir, fmt.Sprintf("real-%d", i)), []byte(fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", v)), 0o644)
+			return nil
+		})
+	}
 	// the whole index of a store of one real model, as an s3:// store keeps it
 	one := NewMem(Options{})
 	if _, _, err := one.Add("bf16", inputs(t, path.Join(hub, "base/model.bf16.safetensors")), AddOptions{}); err != nil {
@@ -115,6 +136,23 @@ func FuzzParseCast(f *testing.F) {
 		}
 		if c2, err := parseCast(c.encode()); err != nil || c2 != c {
 			t.Fatalf("re-encoded cast record differs: %v", err)
+		}
+	})
+}
+
+// FuzzParseFormat: the format record (version.go) parses to a version
+// that encodes to the same bytes, or is an error; never a panic.
+func FuzzParseFormat(f *testing.F) {
+	f.Add(formatRec(Version2))
+	f.Add(formatRec(Version1))
+	f.Add([]byte(nil))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := parseFormat(b)
+		if err != nil || b == nil {
+			return
+		}
+		if !bytes.Equal(formatRec(v), b) {
+			t.Fatalf("format record %x parses to version %d, which encodes to %x", b, v, formatRec(v))
 		}
 	})
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"sync"
@@ -54,7 +53,7 @@ func (s *Store) unitRec(h Hash) (unit, error) {
 // restoring is what the units of one restore share: their records and
 // their bases', read ahead in one transaction (a unit not there is read
 // from the index when needed), and whether every unit decoded, bases
-// too, is checked against its SHA-256 and kept in the cache, so that a
+// too, is checked against its address and kept in the cache, so that a
 // base shared by many units and models is decoded once (Verify).
 type restoring struct {
 	recs map[Hash]unit
@@ -189,7 +188,7 @@ func (s *Store) decodeCheck(h Hash, u unit, depth int, check bool, r *restoring)
 	}
 	s.decoded.Add(int64(len(out)))
 	keep := r != nil && r.keep
-	if int64(len(out)) != u.RawLen || ((check || keep) && Hash(sha256.Sum256(out)) != h) {
+	if int64(len(out)) != u.RawLen || ((check || keep) && s.sum(out) != h) {
 		putBuf(out)
 		return nil, false, fmt.Errorf("%w: unit %s decodes to other bytes", ErrChunkDamaged, h)
 	}
@@ -242,7 +241,7 @@ func (s *Store) fromBase(h Hash, u, bu unit, base []byte) ([]byte, error) {
 }
 
 // WriteFile writes file fi of model m to w, decoding units threads at a
-// time, in order. Every unit is checked against its SHA-256, so a damaged
+// time, in order. Every unit is checked against its address, so a damaged
 // chunk or index is an error, never other bytes.
 func (s *Store) WriteFile(m *Manifest, fi int, w io.Writer) error {
 	return s.writeFile(m, fi, w, false)

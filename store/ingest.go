@@ -1,7 +1,7 @@
 package store
 
 import (
-	"crypto/sha256"
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -62,23 +62,39 @@ type UnitInfo struct {
 	Span
 	Hash  Hash
 	FP    []float32 // fingerprint (float tensors)
-	Casts []Hash    // F32: the SHA-256 of its BF16 and F16 casts
+	Casts []Hash    // F32: the addresses of its BF16 and F16 casts
 }
 
-// Describe hashes and fingerprints the bytes of a unit of type t.
+// Describe hashes and fingerprints the bytes of a unit of type t for a
+// version 2 store (the pipeline's; version.go): its BLAKE3, its
+// fingerprint and, for F32, the BLAKE3 of its BF16 and F16 casts. (Add
+// and AddBatch hash an F32 unit's casts only when a 16-bit unit's
+// fingerprint matches; extra cast hashes change nothing: a recast needs
+// a stored unit with the cast's address, whose fingerprint then matches.)
 func Describe(raw []byte, t dtype.DType) (h Hash, fp []float32, casts []Hash) {
-	fp, casts = describeValues(raw, t)
-	return sha256.Sum256(raw), fp, casts
+	fp = describeFP(raw, t)
+	if t == dtype.F32 && len(raw)%4 == 0 {
+		casts = castHashes(raw, blake3Sum)
+	}
+	return blake3Sum(raw), fp, casts
 }
 
-// describeValues is Describe without the hash: the fingerprint and the
-// F32 cast hashes.
-func describeValues(raw []byte, t dtype.DType) (fp []float32, casts []Hash) {
+// describeFP is a unit's fingerprint (nil for types without one).
+func describeFP(raw []byte, t dtype.DType) fingerprint {
 	if fingerprintable(t) && len(raw)%t.Size() == 0 {
-		fp = fingerprintOf(raw, t)
+		return fingerprintOf(raw, t)
 	}
-	if t == dtype.F32 && len(raw)%4 == 0 {
-		casts = castHashes(raw)
+	return nil
+}
+
+// describeValues is Describe without the hash, on this store: the
+// fingerprint and, in a version 1 store, the F32 cast hashes of the cast
+// hints (a version 2 store hashes casts only where a fingerprint matches:
+// castMatches).
+func (s *Store) describeValues(raw []byte, t dtype.DType) (fp []float32, casts []Hash) {
+	fp = describeFP(raw, t)
+	if s.ver == Version1 && t == dtype.F32 && len(raw)%4 == 0 {
+		casts = castHashes(raw, sha256Sum)
 	}
 	return fp, casts
 }
@@ -87,12 +103,14 @@ func describeValues(raw []byte, t dtype.DType) (fp []float32, casts []Hash) {
 // order of castHashes and UnitInfo.Casts.
 var castTypes = []dtype.DType{dtype.BF16, dtype.F16}
 
-// castHashes is the SHA-256 of each cast (castTypes) of F32 bytes.
-func castHashes(raw []byte) []Hash {
+// castHashes is the address (sum) of each cast (castTypes) of F32 bytes.
+func castHashes(raw []byte, sum func([]byte) Hash) []Hash {
 	out := make([]Hash, len(castTypes))
+	buf := getBuf(len(raw) / 2)
 	for i, ct := range castTypes {
-		out[i] = sha256.Sum256(castF32(nil, raw, ct))
+		out[i] = sum(castF32(buf[:0], raw, ct))
 	}
+	putBuf(buf)
 	return out
 }
 
@@ -139,14 +157,15 @@ type NewUnit struct {
 	CRC  uint32
 }
 
-// Code codes a planned unit: raw is its bytes, base the bytes of its base
-// (for a delta plan; nil for others). It returns the unit and its payload.
+// Code codes a planned unit of a version 2 store: raw is its bytes, base
+// the bytes of its base (for a delta or cast plan; nil for others; a
+// planned cast whose base does not cast to raw is coded alone). It returns the unit and its payload.
 func Code(p Plan, raw, base []byte) (NewUnit, []byte, error) {
 	u := p.Unit
 	if int64(len(raw)) != u.N {
 		return NewUnit{}, nil, fmt.Errorf("store: unit %s: %d bytes, planned %d", u.Hash, len(raw), u.N)
 	}
-	if Hash(sha256.Sum256(raw)) != u.Hash {
+	if blake3Sum(raw) != u.Hash {
 		return NewUnit{}, nil, fmt.Errorf("store: unit %s: its input changed since it was described", u.Hash)
 	}
 	return codePlan(p, raw, base)
@@ -157,8 +176,13 @@ func codePlan(p Plan, raw, base []byte) (NewUnit, []byte, error) {
 	u := p.Unit
 	nu := NewUnit{Unit: u}
 	if p.Kind == KindCast {
-		nu.Kind, nu.Base = KindCast, p.Base
-		return nu, nil, nil
+		// a cast found from the fingerprints (version 2) is confirmed on
+		// the bytes; one from a cast hint (version 1, base nil) is exact
+		if base == nil || castIs(base, raw, u.DType) {
+			nu.Kind, nu.Base = KindCast, p.Base
+			return nu, nil, nil
+		}
+		p.Kind = KindNzip
 	}
 	payload, kind := codeAlone(raw, u.DType)
 	nu.Kind = kind
@@ -181,23 +205,25 @@ func codePlan(p Plan, raw, base []byte) (NewUnit, []byte, error) {
 // as one pack and sets each unit's place in it; the caller stores the pack
 // with PutPack and sets Pack to its address.
 func Pack(units []NewUnit, payloads [][]byte) []byte {
-	n := 0
-	for i := range units {
-		if units[i].Kind != KindCast {
-			n += len(payloads[i])
-		}
-	}
-	pack := make([]byte, 0, n)
+	return bytes.Join(packParts(units, payloads), nil)
+}
+
+// packParts is Pack as the payloads in pack order, not joined (a chunk
+// file is written from its parts).
+func packParts(units []NewUnit, payloads [][]byte) [][]byte {
+	var parts [][]byte
+	off := int64(0)
 	for i := range units {
 		if units[i].Kind == KindCast {
 			continue
 		}
-		units[i].Off = int64(len(pack))
+		units[i].Off = off
 		units[i].Len = int64(len(payloads[i]))
 		units[i].CRC = crcOf(payloads[i])
-		pack = append(pack, payloads[i]...)
+		off += units[i].Len
+		parts = append(parts, payloads[i])
 	}
-	return pack
+	return parts
 }
 
 // PutPack stores a pack and returns its address (storing one already
@@ -285,7 +311,9 @@ func (s *Store) commitModels(ms []ModelCommit) (out []*Manifest, skipped []strin
 			}
 		}
 	}
-	err = s.kv.update(func(t tx) error {
+	err = s.kv.update(func(bt tx) error {
+		// the writes gathered, then made in key order (overlay.flush)
+		t := newOverlay(bt)
 		skipped = skipped[:0]
 		out = make([]*Manifest, len(ms))
 		for mi, mc := range ms {
@@ -313,7 +341,7 @@ func (s *Store) commitModels(ms []ModelCommit) (out []*Manifest, skipped []strin
 			}
 			out[mi] = m
 		}
-		return nil
+		return t.flush(bt)
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: commit: %w", err)

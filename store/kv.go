@@ -16,7 +16,7 @@ const (
 	bUnits  = "units"  // Hash → unit record
 	bModels = "models" // model name → manifest
 	bFP     = "fp"     // dtype name · 0 · numel (8 bytes BE) · Hash → fingerprint; 0 · …: the fingerprints' index (lsh.go)
-	bCasts  = "casts"  // SHA-256 of a cast's bytes → castRec
+	bCasts  = "casts"  // version 1: SHA-256 of a cast's bytes → castRec (version 2: empty)
 )
 
 var buckets = []string{bUnits, bModels, bFP, bCasts}

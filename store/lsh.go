@@ -65,6 +65,19 @@ var lshVecs = func() (v [lshTrees * lshDims][fpSamples / 64]uint64) {
 	return v
 }()
 
+// lshSigns are lshVecs as ±1.
+var lshSigns = func() (s [lshTrees * lshDims][fpSamples]float64) {
+	for v := range s {
+		for i := range s[v] {
+			s[v][i] = -1
+			if lshVecs[v][i>>6]>>(i&63)&1 != 0 {
+				s[v][i] = 1
+			}
+		}
+	}
+	return s
+}()
+
 // lshCodes are fingerprint fp's Z-order codes, one per tree.
 func lshCodes(fp fingerprint) [lshTrees]uint64 {
 	var norm float64
@@ -76,14 +89,13 @@ func lshCodes(fp fingerprint) [lshTrees]uint64 {
 	for t := range out {
 		var q [lshDims]uint64
 		for d := range q {
-			w := &lshVecs[t*lshDims+d]
+			// p ± x as p + (±1)·x: the product is exact, so the sum
+			// rounds as the additions and subtractions did, without a
+			// branch per value
+			w := &lshSigns[t*lshDims+d]
 			var p float64
 			for i, x := range fp {
-				if w[i>>6]>>(i&63)&1 != 0 {
-					p += float64(x)
-				} else {
-					p -= float64(x)
-				}
+				p += w[i] * float64(x)
 			}
 			if norm > 0 {
 				p /= norm
@@ -216,7 +228,31 @@ func (s *Store) ensureLSH() error {
 // that the index puts near fingerprint fp (at most 2·lshWindow per tree),
 // in hash order, as bases to choose from.
 func indexedCandidates(t tx, ty dtype.DType, numel int64, fp fingerprint, roots map[Hash]*candidate) ([]candidate, error) {
+	hs, err := lshNear(t, ty, numel, fp)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]candidate, 0, len(hs))
+	for _, h := range hs {
+		f, err := parseFingerprint(t.get(bFP, fpKey(ty, numel, h)))
+		if err != nil {
+			continue // stale or damaged: only a missed chance
+		}
+		if c, ok := candidateOf(t, h, f, ty, roots); ok {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// lshNear lists the units of type ty and numel values that the index puts
+// near fingerprint fp (at most 2·lshWindow per tree), in hash order; their
+// records are not read.
+func lshNear(t tx, ty dtype.DType, numel int64, fp fingerprint) ([]Hash, error) {
 	fam := fpKey(ty, numel, Hash{})
+	if !hasFamily(t, fam) {
+		return nil, nil // (most new tensors' shapes are new: no codes to compute)
+	}
 	var hs []Hash
 	for i, c := range lshCodes(fp) {
 		p := lshPrefix(fam, i)
@@ -236,16 +272,38 @@ func indexedCandidates(t tx, ty dtype.DType, numel int64, fp fingerprint, roots 
 		}
 	}
 	slices.SortFunc(hs, func(a, b Hash) int { return bytes.Compare(a[:], b[:]) })
-	hs = slices.Compact(hs)
-	out := make([]candidate, 0, len(hs))
+	return slices.Compact(hs), nil
+}
+
+// lshMatch is the first unit (hash order) of type ty and numel values
+// near fingerprint fp in the index whose fingerprint satisfies match:
+// the cast lookups (cast.go), which read a unit's record only once its
+// fingerprint matches. ok is false when the index is absent (a store
+// made before it, opened to read): the caller searches otherwise.
+func lshMatch(t tx, ty dtype.DType, numel int64, fp fingerprint, match func(h Hash, f fingerprint) bool) (h Hash, found, ok bool, err error) {
+	if !hasLSH(t) {
+		return Hash{}, false, false, nil
+	}
+	hs, err := lshNear(t, ty, numel, fp)
+	if err != nil {
+		return Hash{}, false, true, err
+	}
 	for _, h := range hs {
 		f, err := parseFingerprint(t.get(bFP, fpKey(ty, numel, h)))
-		if err != nil {
-			continue // stale or damaged: only a missed chance
-		}
-		if c, ok := candidateOf(t, h, f, ty, roots); ok {
-			out = append(out, c)
+		if err == nil && match(h, f) {
+			return h, true, true, nil
 		}
 	}
-	return out, nil
+	return Hash{}, false, true, nil
+}
+
+// hasFamily reports whether index t holds a fingerprint of family fam
+// (fpKey's prefix): one seek.
+func hasFamily(t tx, fam []byte) bool {
+	found := false
+	t.walk(bFP, fam, fam, false, func(k, _ []byte) (bool, error) {
+		found = len(k) == len(fam)+32
+		return false, nil
+	})
+	return found
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -28,6 +29,7 @@ func TestWalkBolt(t *testing.T) {
 	}
 	// the directory store's own meta key, in both
 	m.update(func(t tx) error { return t.put(bFP, lshMeta, []byte{lshVersion}) })
+	m.update(setFormat(latestVersion))
 	var got, want string
 	s.kv.view(func(t tx) error { got = walks(t); return nil })
 	m.view(func(t tx) error { want = walks(t); return nil })
@@ -47,6 +49,9 @@ func lshEntries(t *testing.T, s *Store) int {
 			return fmt.Errorf("no index")
 		}
 		return tx.scan(bFP, nil, func(k, v []byte) error {
+			if bytes.Equal(k, formatKey) {
+				return nil
+			}
 			if k[0] == 0 {
 				if !bytes.Equal(k, lshMeta) {
 					got[string(k)] = true
@@ -233,5 +238,57 @@ func TestScaleHubBytes(t *testing.T) {
 	t.Logf("%d models: indexed %d bytes (%d deltas), exhaustive %d (%d deltas): %.4f×", len(names), stored[0], deltas[0], stored[1], deltas[1], ratio)
 	if ratio > 1.01 || ratio < 0.99 {
 		t.Fatalf("indexed search %.4f× the exhaustive one's bytes", ratio)
+	}
+}
+
+// TestLSHCodesTwin: lshCodes (signs as ±1 products, no branch) gives the
+// codes of the branching sum the index's keys were made with, bit for bit.
+func TestLSHCodesTwin(t *testing.T) {
+	ref := func(fp fingerprint) (out [lshTrees]uint64) {
+		var norm float64
+		for _, x := range fp {
+			norm += float64(float64(x) * float64(x))
+		}
+		norm = math.Sqrt(norm)
+		for tr := range out {
+			var q [lshDims]uint64
+			for d := range q {
+				w := &lshVecs[tr*lshDims+d]
+				var p float64
+				for i, x := range fp {
+					if w[i>>6]>>(i&63)&1 != 0 {
+						p += float64(x)
+					} else {
+						p -= float64(x)
+					}
+				}
+				if norm > 0 {
+					p /= norm
+				}
+				f := math.Floor((p + 8) * (1 << lshScale))
+				q[d] = uint64(min(max(f, 0), 1<<16-1))
+			}
+			var z uint64
+			for b := 15; b >= 0; b-- {
+				for d := range q {
+					z = z<<1 | q[d]>>b&1
+				}
+			}
+			out[tr] = z
+		}
+		return out
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for n := range 2000 {
+		fp := make(fingerprint, []int{fpSamples, 1, 7, 100, fpSamples}[n%5])
+		for i := range fp {
+			fp[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(12)-6)))
+			if n%7 == 0 {
+				fp[i] = float32(int(fp[i]*4)) / 4 // ties and zeros
+			}
+		}
+		if lshCodes(fp) != ref(fp) {
+			t.Fatalf("fingerprint %d: codes differ", n)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"slices"
+	"sort"
 	"strings"
 )
 
@@ -15,6 +16,7 @@ import (
 type overlay struct {
 	base tx
 	w    map[string]map[string]*[]byte // bucket → key → value; a nil value: deleted
+	keys map[string][]string           // bucket → its keys in w, sorted (absent: to sort again)
 }
 
 func newOverlay(base tx) *overlay {
@@ -37,7 +39,32 @@ func (o *overlay) set(bucket string, key []byte, v *[]byte) {
 		bk = map[string]*[]byte{}
 		o.w[bucket] = bk
 	}
+	if _, ok := bk[string(key)]; !ok {
+		delete(o.keys, bucket) // a new key: sorted again when next read
+	}
 	bk[string(key)] = v
+}
+
+// mine is the overlay's keys of bucket with prefix, sorted: the keys
+// sorted once after each write of a new key (a planner enters a model,
+// then walks many times), the prefix's run found by binary search.
+// The result is shared: not to be changed.
+func (o *overlay) mine(bucket string, prefix []byte) []string {
+	ks, ok := o.keys[bucket]
+	if !ok {
+		ks = make([]string, 0, len(o.w[bucket]))
+		for k := range o.w[bucket] {
+			ks = append(ks, k)
+		}
+		slices.Sort(ks)
+		if o.keys == nil {
+			o.keys = map[string][]string{}
+		}
+		o.keys[bucket] = ks
+	}
+	lo, _ := slices.BinarySearch(ks, string(prefix))
+	hi := lo + sort.Search(len(ks)-lo, func(i int) bool { return !strings.HasPrefix(ks[lo+i], string(prefix)) })
+	return ks[lo:hi:hi]
 }
 
 func (o *overlay) put(bucket string, key, val []byte) error {
@@ -57,13 +84,7 @@ func (o *overlay) del(bucket string, key []byte) error {
 // scan merges the base's keys with the overlay's, in key order; an
 // overlay value replaces the base's, a deletion hides it.
 func (o *overlay) scan(bucket string, prefix []byte, fn func(k, v []byte) error) error {
-	var mine []string
-	for k := range o.w[bucket] {
-		if strings.HasPrefix(k, string(prefix)) {
-			mine = append(mine, k)
-		}
-	}
-	slices.Sort(mine)
+	mine := o.mine(bucket, prefix)
 	next := 0
 	emit := func(k string) error {
 		if v := o.w[bucket][k]; v != nil {
@@ -98,17 +119,15 @@ func (o *overlay) scan(bucket string, prefix []byte, fn func(k, v []byte) error)
 // walk merges the base's keys with the overlay's as scan does, from key
 // from onwards (back: before it, in reverse order).
 func (o *overlay) walk(bucket string, prefix, from []byte, back bool, fn func(k, v []byte) (bool, error)) error {
-	var mine []string
-	for k := range o.w[bucket] {
-		if strings.HasPrefix(k, string(prefix)) && (k >= string(from)) != back {
-			mine = append(mine, k)
-		}
-	}
-	slices.Sort(mine)
+	mine := o.mine(bucket, prefix)
+	f, _ := slices.BinarySearch(mine, string(from))
 	before := func(a, b string) bool { return a < b } // a comes before b in the walk
 	if back {
+		mine = slices.Clone(mine[:f])
 		slices.Reverse(mine)
 		before = func(a, b string) bool { return a > b }
+	} else {
+		mine = mine[f:]
 	}
 	next, stop := 0, false
 	emit := func(k string) error {
@@ -141,6 +160,36 @@ func (o *overlay) walk(bucket string, prefix, from []byte, back bool, fn func(k,
 	for ; next < len(mine); next++ {
 		if err := emit(mine[next]); err != nil || stop {
 			return err
+		}
+	}
+	return nil
+}
+
+// flush writes the overlay's writes to t, bucket by bucket in key order:
+// a commit of many keys inserts them in order (bbolt inserts into a
+// node's sorted array: keys in random order move half of it each).
+func (o *overlay) flush(t tx) error {
+	names := make([]string, 0, len(o.w))
+	for b := range o.w {
+		names = append(names, b)
+	}
+	slices.Sort(names)
+	for _, b := range names {
+		keys := make([]string, 0, len(o.w[b]))
+		for k := range o.w[b] {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			var err error
+			if v := o.w[b][k]; v == nil {
+				err = t.del(b, []byte(k))
+			} else {
+				err = t.put(b, []byte(k), *v)
+			}
+			if err != nil {
+				return err
+			}
 		}
 	}
 	return nil

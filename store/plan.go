@@ -188,12 +188,23 @@ func (s *Store) candidates(t tx) candidates {
 }
 
 // planUnit plans new unit u (not in the index t reads): the cast of an
-// F32 unit when a cast hint names one (castOf), else a delta tried
-// against the nearest candidate (nearestOf), else coded alone.
+// F32 unit when a cast hint names one (castOf; version 1) or its
+// fingerprint casts to u's (castOfFP; version 2: confirmed on the bytes
+// when coded), else a delta tried against the nearest candidate
+// (nearestOf), else coded alone.
 func planUnit(t tx, u UnitInfo, cands candidates) (Plan, error) {
 	p := Plan{Unit: u, Kind: KindNzip}
 	if castable(u.DType) {
-		if from, ok := castOf(t, u.Hash, u.DType); ok {
+		from, ok := Hash{}, false
+		if isV2(t) {
+			var err error
+			if from, ok, err = castOfFP(t, u, cands); err != nil {
+				return p, err
+			}
+		} else {
+			from, ok = castOf(t, u.Hash, u.DType)
+		}
+		if ok {
 			p.Kind, p.Base = KindCast, from
 			return p, nil
 		}

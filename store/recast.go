@@ -9,8 +9,9 @@ import (
 
 // Casts found late. A BF16 or F16 export added before its F32 original is
 // coded like any tensor (alone, or as a delta); when the F32 unit arrives,
-// the SHA-256 of its casts — which the add computes anyway, for the cast
-// hints — is looked up among the stored units (one index read per cast:
+// the addresses of its casts — which a version 1 add computes for the
+// cast hints, a version 2 add when a stored 16-bit unit's fingerprint is
+// that of a cast (castMatches) — are looked up among the stored units (one index read per cast:
 // units are addressed by that hash), and a stored 16-bit unit found there
 // becomes the cast of the new F32 unit, in the transaction that enters
 // the F32 unit: its record is replaced (kind cast, base the F32 unit, no

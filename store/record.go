@@ -20,7 +20,8 @@ import (
 // (parseUnit, parseManifest, parseCast) check every length against the
 // bytes left before allocating.
 
-// Hash is the SHA-256 of a unit's original bytes: its address.
+// Hash is a unit's address: the BLAKE3 of its original bytes (SHA-256
+// in a version 1 store; version.go), or a chunk file's.
 type Hash [32]byte
 
 // String is the hash in hex, shortened for messages.

@@ -3,10 +3,8 @@ package store
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 
 	"neuralzip/codec"
@@ -245,33 +243,11 @@ func (r *replan) castFrom(h Hash, y unit) (Hash, []byte, error) {
 		if err != nil {
 			return Hash{}, nil, err
 		}
-		if Hash(sha256.Sum256(castF32(nil, raw, y.DType))) == h {
+		if r.s.sum(castF32(nil, raw, y.DType)) == h {
 			return x, raw, nil
 		}
 	}
 	return Hash{}, nil, nil
-}
-
-// castsTo reports whether the cast of fingerprint fx (F32 values) to t is
-// fingerprint fy, value for value (non-finite values count as 0, as in
-// fingerprintOf).
-func castsTo(fx, fy fingerprint, t dtype.DType) bool {
-	if len(fx) != len(fy) || len(fx) == 0 {
-		return false
-	}
-	var b [4]byte
-	for i, v := range fx {
-		bits := math.Float32bits(v)
-		b = [4]byte{byte(bits), byte(bits >> 8), byte(bits >> 16), byte(bits >> 24)}
-		c := toFloat32(castF32(nil, b[:], t), t, 0)
-		if math.IsNaN(float64(c)) || math.IsInf(float64(c), 0) {
-			c = 0
-		}
-		if math.Float32bits(c) != math.Float32bits(fy[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // recastAll makes every 16-bit unit that is the cast of a stored F32 unit
@@ -390,7 +366,7 @@ func (r *replan) recode(c Hash, cu unit, b Hash, bd int, braw []byte) (edit, err
 			payload, nu.Kind, nu.Base, nu.Depth = delta, KindDelta, b, uint8(bd+1)
 		}
 	}
-	if err := checkPayload(c, nu, payload, braw); err != nil {
+	if err := checkPayload(r.s.sum, c, nu, payload, braw); err != nil {
 		return edit{}, err
 	}
 	nu.Len = int64(len(payload))
@@ -399,7 +375,7 @@ func (r *replan) recode(c Hash, cu unit, b Hash, bd int, braw []byte) (edit, err
 
 // checkPayload decodes a new payload (against braw for a delta) and checks
 // it against the unit's address.
-func checkPayload(h Hash, u unit, payload, braw []byte) error {
+func checkPayload(sum func([]byte) Hash, h Hash, u unit, payload, braw []byte) error {
 	out := payload
 	switch u.Kind {
 	case KindNzip, KindDelta:
@@ -417,7 +393,7 @@ func checkPayload(h Hash, u unit, payload, braw []byte) error {
 			return fmt.Errorf("store: repack: unit %s: its new coding does not decode: %v", h, err)
 		}
 	}
-	if Hash(sha256.Sum256(out)) != h {
+	if sum(out) != h {
 		return fmt.Errorf("store: repack: unit %s: its new coding decodes to other bytes", h)
 	}
 	return nil
@@ -575,7 +551,7 @@ func (r *replan) nearerPass(tried map[[2]Hash]bool) (int, error) {
 			return nil
 		}
 		u.Kind, u.Base = KindDelta, t.b
-		if err := checkPayload(t.h, u, delta, braw); err != nil {
+		if err := checkPayload(r.s.sum, t.h, u, delta, braw); err != nil {
 			return err
 		}
 		t.payload = delta

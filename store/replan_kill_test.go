@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"neuralzip/dtype"
 )
 
 // TestRepackKillChild is the child of TestRepackKill: it repacks the store
@@ -198,13 +200,30 @@ func TestRepackDamaged(t *testing.T) {
 	}
 	var victim Hash
 	s.kv.view(func(t tx) error {
-		return t.scan(bCasts, nil, func(k, v []byte) error {
-			if c, err := parseCast(v); err == nil && victim == (Hash{}) && t.get(bUnits, k) != nil {
-				victim = c.From
+		// (a version 2 store has no cast hints: the F32 unit whose
+		// fingerprint casts to a stored BF16 unit's)
+		fps := map[Hash]fingerprint{}
+		t.scan(bFP, nil, func(k, v []byte) error {
+			if len(k) > 32 && k[0] != 0 {
+				if f, err := parseFingerprint(v); err == nil {
+					fps[Hash(k[len(k)-32:])] = f
+				}
+			}
+			return nil
+		})
+		return t.scan(bFP, []byte("F32\x00"), func(k, v []byte) error {
+			x := Hash(k[len(k)-32:])
+			for _, fy := range fps {
+				if victim == (Hash{}) && castsTo(fps[x], fy, dtype.BF16) {
+					victim = x
+				}
 			}
 			return nil
 		})
 	})
+	if victim == (Hash{}) {
+		t.Fatal("no F32 unit with a BF16 unit to recast")
+	}
 	s.kv.update(func(t tx) error {
 		v := bytes.Clone(t.get(bUnits, victim[:]))
 		v[len(v)/2] ^= 0x40

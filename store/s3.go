@@ -5,7 +5,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -21,7 +20,7 @@ import (
 
 // A store on S3-compatible object storage (STORE = s3://bucket/prefix):
 //
-//	prefix/packs/<hex>.pack   the chunk files, immutable, named by their SHA-256
+//	prefix/packs/<hex>.pack   the chunk files, immutable, named by their address (version.go)
 //	prefix/index              the whole index (its buckets; s3index.go)
 //
 // A pack is written before the index that names it, and the index is
@@ -128,7 +127,7 @@ func preconditionFailed(err error) bool {
 
 // initS3 creates an empty store (the bucket must exist; the prefix must
 // hold no store).
-func initS3(loc string) error {
+func initS3(loc string, v int) error {
 	l, err := parseS3(loc)
 	if err != nil {
 		return err
@@ -140,7 +139,12 @@ func initS3(loc string) error {
 		return fmt.Errorf("store: %s: no bucket %q", loc, l.bucket)
 	}
 	m := newMemKV()
-	if err := m.update(buildLSH); err != nil {
+	if err := m.update(func(t tx) error {
+		if err := buildLSH(t); err != nil {
+			return err
+		}
+		return setFormat(v)(t)
+	}); err != nil {
 		return err
 	}
 	raw := encodeIndex(m.b)
@@ -169,6 +173,9 @@ func openS3(loc string, opt Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{dir: loc, kv: k, bl: &s3Blobs{l: l}, opt: opt, cache: newRawCache(256 << 20)}
+	if err := s.readFormat(); err != nil {
+		return nil, err
+	}
 	if !opt.ReadOnly {
 		if err := s.ensureLSH(); err != nil {
 			return nil, err
@@ -256,7 +263,8 @@ func (k *s3KV) close() error { return nil }
 // s3Blobs keeps packs as objects.
 type s3Blobs struct {
 	l   *s3Loc
-	mod sync.Map // Hash → time.Time: when each pack was written, as the last list saw
+	sum func(...[]byte) Hash // the store's address function
+	mod sync.Map             // Hash → time.Time: when each pack was written, as the last list saw
 }
 
 // s3GCGrace: gc keeps unused packs younger than this (an add in flight
@@ -269,8 +277,11 @@ func (b *s3Blobs) young(id Hash) bool {
 	return ok && time.Since(v.(time.Time)) < s3GCGrace
 }
 
-func (b *s3Blobs) put(data []byte) (Hash, error) {
-	id := Hash(sha256.Sum256(data))
+func (b *s3Blobs) setSum(f func(...[]byte) Hash) { b.sum = f }
+
+func (b *s3Blobs) put(parts ...[]byte) (Hash, error) {
+	data := bytes.Join(parts, nil) // one request body
+	id := b.sum(data)
 	ctx := context.Background()
 	if _, ok := b.stat(id); ok {
 		return id, nil

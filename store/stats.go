@@ -14,6 +14,7 @@ type ModelStats struct {
 
 // Stats summarises a store.
 type Stats struct {
+	Version    int              `json:"format_version"` // 1 or 2 (version.go)
 	Models     []ModelStats     `json:"models"`
 	Raw        int64            `json:"raw_bytes"`        // bytes of every stored file
 	Stored     int64            `json:"stored_bytes"`     // payload bytes of the units in the index
@@ -30,7 +31,7 @@ type Stats struct {
 
 // Stats reads the index and lists the chunk files.
 func (s *Store) Stats() (*Stats, error) {
-	st := &Stats{Units: map[string]int{}, UnitBytes: map[string]int64{}}
+	st := &Stats{Version: s.ver, Units: map[string]int{}, UnitBytes: map[string]int64{}}
 	allAlone := true
 	recs := map[Hash]unit{}
 	var ms []*Manifest

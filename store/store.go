@@ -74,6 +74,8 @@ type Store struct {
 	read    atomic.Int64 // payload bytes read from chunks
 	decoded atomic.Int64 // unit bytes decoded (bases included)
 	cache   *rawCache
+	ver     int               // format version (version.go)
+	sum     func([]byte) Hash // the address of bytes: BLAKE3 (v2) or SHA-256 (v1)
 }
 
 // IsS3 reports whether a store location names a store on S3-compatible
@@ -81,11 +83,15 @@ type Store struct {
 func IsS3(loc string) bool { return strings.HasPrefix(loc, "s3://") }
 
 // Init creates an empty store at dir: a directory (made if missing) or
-// s3://bucket/prefix (the bucket must exist). It must not hold a store
-// already.
-func Init(dir string) error {
+// s3://bucket/prefix (the bucket must exist), of the latest format
+// (version 2, version.go). It must not hold a store already.
+func Init(dir string) error { return initVersion(dir, latestVersion) }
+
+// initVersion is Init making a store of format version v (tests make
+// version 1 stores with it, as builds before version 2 made them).
+func initVersion(dir string, v int) error {
 	if IsS3(dir) {
-		return initS3(dir)
+		return initS3(dir, v)
 	}
 	if _, err := os.Stat(filepath.Join(dir, indexName)); err == nil {
 		return fmt.Errorf("store: %s already holds a store", dir)
@@ -99,7 +105,12 @@ func Init(dir string) error {
 	if err != nil {
 		return err
 	}
-	err = k.update(buildLSH)
+	err = k.update(func(t tx) error {
+		if err := buildLSH(t); err != nil {
+			return err
+		}
+		return setFormat(v)(t)
+	})
 	if cerr := k.close(); err == nil {
 		err = cerr
 	}
@@ -120,6 +131,10 @@ func Open(dir string, opt Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{dir: dir, kv: k, bl: &dirBlobs{dir: dir}, opt: opt, cache: newRawCache(256 << 20)}
+	if err := s.readFormat(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	if !opt.ReadOnly {
 		if err := s.ensureLSH(); err != nil {
 			s.Close()
@@ -129,11 +144,20 @@ func Open(dir string, opt Options) (*Store, error) {
 	return s, nil
 }
 
-// NewMem returns an empty in-memory store (the browser's, tests').
-func NewMem(opt Options) *Store {
+// NewMem returns an empty in-memory store (the browser's, tests') of the
+// latest format.
+func NewMem(opt Options) *Store { return newMemVersion(opt, latestVersion) }
+
+// newMemVersion is NewMem of format version v.
+func newMemVersion(opt Options, v int) *Store {
 	k := newMemKV()
-	k.update(buildLSH) // cannot fail in memory
-	return &Store{kv: k, bl: &memBlobs{}, opt: opt, cache: newRawCache(256 << 20)}
+	k.update(func(t tx) error { // cannot fail in memory
+		buildLSH(t)
+		return setFormat(v)(t)
+	})
+	s := &Store{kv: k, bl: &memBlobs{}, opt: opt, cache: newRawCache(256 << 20)}
+	s.readFormat()
+	return s
 }
 
 // Close releases the store (and its lock).

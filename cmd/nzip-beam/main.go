@@ -169,6 +169,10 @@ func ingest(ctx context.Context, cfg config) (summary, error) {
 		return sum, err
 	}
 	defer s.Close()
+	if s.Version() != store.Version2 {
+		// units are described (addressed) as a version 2 store addresses them
+		return sum, fmt.Errorf("%s: a version %d store: nzip-beam writes version 2 stores (nzip store init makes one)", cfg.store, s.Version())
+	}
 	defer holdStore(cfg.store, s)()
 	models, err := expand(ctx, cfg.inputs)
 	if err != nil {

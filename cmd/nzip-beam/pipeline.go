@@ -325,7 +325,8 @@ func codeUnit(loc string, p store.Plan) (store.NewUnit, []byte, error) {
 		return store.NewUnit{}, nil, err
 	}
 	var base []byte
-	if p.Kind == store.KindDelta {
+	if p.Kind == store.KindDelta || p.Kind == store.KindCast {
+		// a cast found from the fingerprints is confirmed on its base's bytes
 		if p.BaseAt != nil {
 			base, err = readSpan(p.BaseAt.Src, p.BaseAt.Off, p.BaseAt.N)
 		} else {

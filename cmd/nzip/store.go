@@ -26,6 +26,7 @@ const storeUsage = `usage:
   nzip store repack [-threads N] STORE
   nzip store verify [-threads N] STORE
   nzip store stats  [-json] STORE
+  nzip store migrate [-threads N] STORE
 
 STORE is a directory made by init, or s3://bucket/prefix on S3-compatible
 storage (endpoint and keys from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
@@ -39,13 +40,17 @@ matter: a BF16/F16 export added before its F32 original becomes its cast
 when the F32 file is added. repack re-plans a directory store in place
 (crash-safe): every 16-bit unit that is the cast of a stored F32 unit
 becomes that cast, deltas move to nearer bases where that is smaller,
-then gc runs.
+then gc runs. init makes a version 2 store (units addressed by BLAKE3);
+a version 1 store (made by earlier builds: SHA-256) keeps working, and
+migrate rewrites it as version 2 in place (crash-safe: the old store is
+whole until one rename puts the new index in its place).
 `
 
 func runStore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return runSubcommand(ctx, "store", storeUsage, map[string]func(context.Context, []string, io.Writer, io.Writer) error{
 		"init": runStoreInit, "add": runStoreAdd, "get": runStoreGet, "ls": runStoreLs,
 		"rm": runStoreRm, "gc": runStoreGC, "repack": runStoreRepack, "verify": runStoreVerify, "stats": runStoreStats,
+		"migrate": runStoreMigrate,
 	}, args, stdout, stderr)
 }
 
@@ -299,6 +304,7 @@ func storeStats(args []string, stdout, stderr io.Writer, cmd string, models bool
 		}
 		return tw.Flush()
 	}
+	fmt.Fprintf(stdout, "format       version %d (units addressed by %s)\n", st.Version, map[int]string{1: "SHA-256", 2: "BLAKE3"}[st.Version])
 	fmt.Fprintf(stdout, "models       %d\n", len(st.Models))
 	fmt.Fprintf(stdout, "raw          %d bytes\n", st.Raw)
 	fmt.Fprintf(stdout, "stored       %d bytes (%.3f of raw)\n", st.Stored, ratio(st.Stored, st.Raw))
@@ -357,6 +363,22 @@ func runStoreGC(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if st.Young > 0 {
 		fmt.Fprintf(stdout, "kept %d unused chunk files written in the last minutes (an add may be committing them); a later gc removes them\n", st.Young)
 	}
+	return nil
+}
+
+func runStoreMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("store migrate", "[-threads N] STORE", stderr)
+	threads := fs.Int("threads", 0, "units coded in parallel (default: all CPUs)")
+	pos, err := parseMixed(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	st, err := store.Migrate(pos[0], store.Options{Threads: *threads})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "migrated %d models (%s) to version 2: payload %s → %s; removed %d old chunk files\n",
+		st.Models, humanBytes(st.Raw), humanBytes(st.Before), humanBytes(st.After), st.GC.Packs)
 	return nil
 }
 

@@ -75,14 +75,21 @@ func TestStoreCLI(t *testing.T) {
 			Raw   int64  `json:"raw_bytes"`
 			Added int64  `json:"added_bytes"`
 		} `json:"models"`
-		Raw    int64 `json:"raw_bytes"`
-		Stored int64 `json:"stored_bytes"`
+		Raw     int64 `json:"raw_bytes"`
+		Stored  int64 `json:"stored_bytes"`
+		Version int   `json:"format_version"`
 	}
 	if err := json.Unmarshal([]byte(mustRun("store", "stats", "-json", st)), &stats); err != nil {
 		t.Fatal(err)
 	}
-	if len(stats.Models) != 4 || stats.Stored <= 0 || stats.Stored >= stats.Raw {
+	if len(stats.Models) != 4 || stats.Stored <= 0 || stats.Stored >= stats.Raw || stats.Version != 2 {
 		t.Fatalf("stats -json: %+v", stats)
+	}
+	if out := mustRun("store", "stats", st); !strings.Contains(out, "format       version 2 (units addressed by BLAKE3)") {
+		t.Fatalf("stats: %s", out)
+	}
+	if code, _, errOut := nzip(t, "store", "migrate", st); code != 1 || !strings.Contains(errOut, "version 2 store already") {
+		t.Fatalf("migrate of a version 2 store: exit %d, %s", code, errOut)
 	}
 	for name, src := range map[string]string{"base/model.bf16.safetensors": "base/model.bf16.safetensors", "gguf-f16": "ft-fortunes-full/model.f16.gguf"} {
 		o := filepath.Join(dir, strings.ReplaceAll(name, "/", "_"))
