@@ -1,0 +1,449 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// memObjects is s3Objects in memory, counting what is read and written,
+// with a hook run before each write of the root (a concurrent writer).
+type memObjects struct {
+	mu         sync.Mutex
+	obj        map[string][]byte
+	etag       map[string]string
+	n          int
+	beforeRoot func()
+	stats      objStats
+}
+
+// objStats counts requests and bytes.
+type objStats struct {
+	Gets, GetBytes, Puts, PutBytes, Dels int64
+}
+
+func (a objStats) sub(b objStats) objStats {
+	return objStats{a.Gets - b.Gets, a.GetBytes - b.GetBytes, a.Puts - b.Puts, a.PutBytes - b.PutBytes, a.Dels - b.Dels}
+}
+
+func newMemObjects() *memObjects {
+	return &memObjects{obj: map[string][]byte{}, etag: map[string]string{}}
+}
+
+func (m *memObjects) get(_ context.Context, key string, max int64, etag string) ([]byte, string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.stats.Gets++
+	v, ok := m.obj[key]
+	if !ok {
+		return nil, "", errS3NotFound
+	}
+	if etag != "" && m.etag[key] == etag {
+		return nil, etag, nil
+	}
+	if int64(len(v)) > max {
+		return nil, "", fmt.Errorf("%w: %s: an object of %d bytes", ErrIndexDamaged, key, len(v))
+	}
+	m.stats.GetBytes += int64(len(v))
+	return bytes.Clone(v), m.etag[key], nil
+}
+
+func (m *memObjects) put(_ context.Context, key string, data []byte, match string, noneMatch bool) (string, error) {
+	if key == s3RootKey && m.beforeRoot != nil {
+		f := m.beforeRoot
+		m.beforeRoot = nil
+		f()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.stats.Puts++
+	m.stats.PutBytes += int64(len(data))
+	_, ok := m.obj[key]
+	if noneMatch && ok || match != "" && m.etag[key] != match {
+		return "", errS3Precondition
+	}
+	m.n++
+	m.obj[key] = bytes.Clone(data)
+	m.etag[key] = strconv.Itoa(m.n)
+	return m.etag[key], nil
+}
+
+func (m *memObjects) del(_ context.Context, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.stats.Dels++
+	delete(m.obj, key)
+	delete(m.etag, key)
+	return nil
+}
+
+func (m *memObjects) count() objStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stats
+}
+
+func openMemS3(t *testing.T, o *memObjects) *s3KV {
+	t.Helper()
+	k := newS3KV(o, "mem/")
+	if err := k.refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// smallShards makes shards split at max bytes for the test.
+func smallShards(t *testing.T, max int) {
+	old := s3ShardMax
+	s3ShardMax = max
+	t.Cleanup(func() { s3ShardMax = old })
+}
+
+// checkRoot: every shard the root names, and every retired one not yet
+// deleted, exists; no other shard object does.
+func checkRoot(t *testing.T, o *memObjects, deleted bool) {
+	t.Helper()
+	raw := o.obj[s3RootKey]
+	r, err := decodeRoot(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := map[string]bool{}
+	for _, refs := range r.shards {
+		for _, ref := range refs {
+			named[s3ShardKey(ref.id)] = true
+			if _, ok := o.obj[s3ShardKey(ref.id)]; !ok {
+				t.Fatalf("shard %x named by the root is missing", ref.id[:8])
+			}
+		}
+	}
+	for _, x := range r.retired {
+		if named[s3ShardKey(x.id)] {
+			t.Fatalf("shard %x both named and retired", x.id[:8])
+		}
+		named[s3ShardKey(x.id)] = true
+	}
+	if deleted {
+		for key := range o.obj {
+			if strings.HasPrefix(key, s3ShardPrefix) && !named[key] {
+				t.Fatalf("shard object %s neither named nor retired", key)
+			}
+		}
+	}
+}
+
+// randKey is a short key over a small alphabet, so prefixes and shard
+// boundaries meet often.
+func randKey(r *rand.Rand) []byte {
+	const alpha = "\x00\x01ab\xfe\xff"
+	k := make([]byte, 1+r.IntN(4))
+	for i := range k {
+		k[i] = alpha[r.IntN(len(alpha))]
+	}
+	return k
+}
+
+func randPrefix(r *rand.Rand) []byte {
+	k := randKey(r)
+	return k[:r.IntN(min(3, len(k)+1))]
+}
+
+// readOps runs random reads on t and returns a transcript of them.
+func readOps(r *rand.Rand, t tx, n int) string {
+	var b strings.Builder
+	for range n {
+		bk := buckets[r.IntN(len(buckets))]
+		switch r.IntN(4) {
+		case 0:
+			k := randKey(r)
+			fmt.Fprintf(&b, "get %s %x = %x\n", bk, k, t.get(bk, k))
+		case 1:
+			p := randPrefix(r)
+			fmt.Fprintf(&b, "scan %s %x:", bk, p)
+			err := t.scan(bk, p, func(k, v []byte) error {
+				fmt.Fprintf(&b, " %x=%x", k, v)
+				return nil
+			})
+			fmt.Fprintf(&b, " %v\n", err)
+		default:
+			p, from, back, lim := randPrefix(r), randKey(r), r.IntN(2) == 0, r.IntN(12)
+			if r.IntN(8) == 0 {
+				from = nil
+			}
+			fmt.Fprintf(&b, "walk %s %x %x %v %d:", bk, p, from, back, lim)
+			n := 0
+			err := t.walk(bk, p, from, back, func(k, v []byte) (bool, error) {
+				fmt.Fprintf(&b, " %x=%x", k, v)
+				n++
+				return n < lim, nil
+			})
+			fmt.Fprintf(&b, " %v\n", err)
+		}
+	}
+	return b.String()
+}
+
+// writeOps makes n random writes on t and returns their transcript.
+func writeOps(r *rand.Rand, t tx, n int) string {
+	var b strings.Builder
+	for range n {
+		bk := buckets[r.IntN(len(buckets))]
+		k := randKey(r)
+		if r.IntN(3) == 0 {
+			fmt.Fprintf(&b, "del %s %x %v\n", bk, k, t.del(bk, k))
+			continue
+		}
+		v := make([]byte, r.IntN(80))
+		for i := range v {
+			v[i] = byte(r.Uint32())
+		}
+		fmt.Fprintf(&b, "put %s %x %v\n", bk, k, t.put(bk, k, v))
+	}
+	return b.String()
+}
+
+// TestS3ShardsModel: random updates (some aborted), gets, scans and walks
+// give the same results on the sharded index as on memKV: read back by
+// the writer, by fresh opens (shards read lazily) and by a second writer
+// whose commits race the first's; every shard the root names exists, and
+// retired ones are deleted after the grace period.
+func TestS3ShardsModel(t *testing.T) {
+	smallShards(t, 300)
+	defer func(g, a time.Duration) { s3GCGrace, s3RootMaxAge = g, a }(s3GCGrace, s3RootMaxAge)
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 1))
+			// grace 0: every commit deletes what the last retired, and
+			// every read reads the root again; else shards are kept, and
+			// a reader keeps the root it has
+			s3GCGrace, s3RootMaxAge = time.Duration(seed%2)*time.Hour, time.Duration(seed%2)*time.Hour
+			o := newMemObjects()
+			if err := initS3KV(o, "mem/"); err != nil {
+				t.Fatal(err)
+			}
+			m := newMemKV()
+			if err := m.update(buildLSH); err != nil {
+				t.Fatal(err)
+			}
+			a, b := openMemS3(t, o), openMemS3(t, o)
+			for step := range 300 {
+				w := a
+				if r.IntN(3) == 0 {
+					w = b
+				}
+				n, abort := 1+r.IntN(12), r.IntN(6) == 0
+				opSeed := r.Uint64()
+				var race func()
+				if r.IntN(5) == 0 { // another writer lands between this one's read and its root write
+					other := a
+					if w == a {
+						other = b
+					}
+					rn, rSeed := 1+r.IntN(5), r.Uint64()
+					race = func() {
+						var want string
+						m.update(func(t tx) error {
+							want = writeOps(rand.New(rand.NewPCG(rSeed, 0)), t, rn)
+							return nil
+						})
+						var got string
+						if err := other.update(func(t tx) error {
+							got = writeOps(rand.New(rand.NewPCG(rSeed, 0)), t, rn)
+							return nil
+						}); err != nil || got != want {
+							panic(fmt.Sprintf("racing writer: %v", err))
+						}
+					}
+					o.beforeRoot = race
+				}
+				errAbort := errors.New("abort")
+				run := func(t tx) (string, error) {
+					rr := rand.New(rand.NewPCG(opSeed, 2))
+					s := writeOps(rr, t, n) + readOps(rr, t, 4)
+					if abort {
+						return s, errAbort
+					}
+					return s, nil
+				}
+				var got string
+				errS := w.update(func(t tx) error {
+					var err error
+					got, err = run(t)
+					return err
+				})
+				o.beforeRoot = nil
+				var want string
+				errM := m.update(func(t tx) error {
+					var err error
+					want, err = run(t)
+					return err
+				})
+				if errS != errM || got != want {
+					t.Fatalf("step %d: update: %v vs %v\n%s\nvs memKV\n%s", step, errS, errM, got, want)
+				}
+				if step%10 == 9 {
+					c := openMemS3(t, o) // a fresh open reads shards lazily
+					rs := r.Uint64()
+					for _, x := range []*s3KV{a, b, c} {
+						if err := x.refresh(context.Background()); err != nil { // the root another writer left
+							t.Fatal(err)
+						}
+						var got, want string
+						if err := x.view(func(t tx) error { got = readOps(rand.New(rand.NewPCG(rs, 3)), t, 30); return nil }); err != nil {
+							t.Fatal(err)
+						}
+						m.view(func(t tx) error { want = readOps(rand.New(rand.NewPCG(rs, 3)), t, 30); return nil })
+						if got != want {
+							t.Fatalf("step %d: reads differ:\n%s\nvs memKV\n%s", step, got, want)
+						}
+					}
+					checkRoot(t, o, seed%2 == 0)
+				}
+			}
+			root, _ := decodeRoot(o.obj[s3RootKey])
+			n := 0
+			for _, refs := range root.shards {
+				n += len(refs)
+			}
+			if n < 8 {
+				t.Fatalf("only %d shards: the test does not cross shard boundaries", n)
+			}
+			t.Logf("%d shards, %d retired, %d objects", n, len(root.retired), len(o.obj))
+		})
+	}
+}
+
+// TestS3LegacyIndex: a store whose index is one object (s3index.go, as
+// stores were written before the root) opens and reads as it is; the
+// first update converts it to a root and shards, same contents.
+func TestS3LegacyIndex(t *testing.T) {
+	smallShards(t, 400)
+	r := rand.New(rand.NewPCG(7, 7))
+	m := newMemKV()
+	m.update(buildLSH)
+	m.update(func(t tx) error { writeOps(r, t, 200); return nil })
+	o := newMemObjects()
+	o.put(context.Background(), s3RootKey, encodeIndex(m.b), "", true)
+	k := openMemS3(t, o)
+	same := func(what string, x kv) {
+		t.Helper()
+		rs := r.Uint64()
+		var got, want string
+		x.view(func(t tx) error { got = readOps(rand.New(rand.NewPCG(rs, 3)), t, 60); return nil })
+		m.view(func(t tx) error { want = readOps(rand.New(rand.NewPCG(rs, 3)), t, 60); return nil })
+		if got != want {
+			t.Fatalf("%s: reads differ:\n%s\nvs\n%s", what, got, want)
+		}
+	}
+	same("legacy", k)
+	if err := k.update(func(tx) error { return nil }); err != nil || isRoot(o.obj[s3RootKey]) {
+		t.Fatalf("an update that writes nothing converted the index (%v)", err)
+	}
+	for _, x := range []kv{k, m} {
+		x.update(func(t tx) error { return t.put(bModels, []byte("new"), []byte("manifest")) })
+	}
+	if !isRoot(o.obj[s3RootKey]) {
+		t.Fatal("the first update did not write a root")
+	}
+	same("converted, same open", k)
+	same("converted, fresh open", openMemS3(t, o))
+	checkRoot(t, o, true)
+}
+
+// TestS3ShardDamage: a damaged or missing shard is ErrIndexDamaged naming
+// the model or unit read, never other bytes; a damaged root is
+// ErrIndexDamaged at open.
+func TestS3ShardDamage(t *testing.T) {
+	smallShards(t, 200)
+	o := newMemObjects()
+	if err := initS3KV(o, "mem/"); err != nil {
+		t.Fatal(err)
+	}
+	k := openMemS3(t, o)
+	var h Hash
+	h[0] = 0x42
+	k.update(func(t tx) error {
+		for i := range 40 {
+			t.put(bModels, []byte(fmt.Sprintf("model-%02d", i)), bytes.Repeat([]byte{byte(i)}, 30))
+		}
+		return t.put(bUnits, h[:], []byte("unit record"))
+	})
+	root, _ := decodeRoot(o.obj[s3RootKey])
+	for _, ref := range root.shards[bucketIndex(bModels)] {
+		raw := o.obj[s3ShardKey(ref.id)]
+		raw[len(raw)-1] ^= 1
+	}
+	delete(o.obj, s3ShardKey(root.shards[bucketIndex(bUnits)][0].id))
+	c := openMemS3(t, o)
+	err := c.view(func(t tx) error {
+		if v := t.get(bModels, []byte("model-07")); v != nil {
+			return fmt.Errorf("read %x from a damaged shard", v)
+		}
+		return nil
+	})
+	if !errors.Is(err, ErrIndexDamaged) || !strings.Contains(err.Error(), `model "model-07"`) {
+		t.Fatalf("get from a damaged shard: %v", err)
+	}
+	err = c.view(func(t tx) error { t.get(bUnits, h[:]); return nil })
+	if !errors.Is(err, ErrIndexDamaged) || !strings.Contains(err.Error(), "unit "+h.String()) || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("get from a missing shard: %v", err)
+	}
+	err = c.view(func(t tx) error { return t.scan(bModels, nil, func(k, v []byte) error { return nil }) })
+	if !errors.Is(err, ErrIndexDamaged) {
+		t.Fatalf("scan of damaged shards: %v", err)
+	}
+	if err := c.update(func(t tx) error { return t.put(bModels, []byte("model-07x"), nil) }); !errors.Is(err, ErrIndexDamaged) {
+		t.Fatalf("update on a damaged shard: %v", err)
+	}
+	raw := o.obj[s3RootKey]
+	raw[len(raw)/2] ^= 1
+	if err := newS3KV(o, "mem/").refresh(context.Background()); !errors.Is(err, ErrIndexDamaged) {
+		t.Fatalf("open with a damaged root: %v", err)
+	}
+}
+
+func FuzzS3Root(f *testing.F) {
+	f.Add(encodeRoot(newS3Root()))
+	r := newS3Root()
+	r.gen = 9
+	r.shards[0] = []s3ShardRef{{low: "", size: 40, entries: 2}, {low: "k", size: 90, entries: 7}}
+	r.retired = []s3Retired{{at: 1700000000}}
+	f.Add(encodeRoot(r))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		r, err := decodeRoot(raw)
+		if err != nil {
+			if !errors.Is(err, ErrIndexDamaged) {
+				t.Fatalf("error %v is not ErrIndexDamaged", err)
+			}
+			return
+		}
+		if !bytes.Equal(encodeRoot(r), raw) {
+			t.Fatal("root does not encode to its bytes")
+		}
+	})
+}
+
+func FuzzS3Shard(f *testing.F) {
+	f.Add(encodeShard(bUnits, 3, []string{"a", "b\x00"}, [][]byte{{1, 2}, nil}))
+	f.Add(encodeShard(bModels, 0, nil, nil))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		b, gen, s, err := decodeShard(raw)
+		if err != nil {
+			if !errors.Is(err, ErrIndexDamaged) {
+				t.Fatalf("error %v is not ErrIndexDamaged", err)
+			}
+			return
+		}
+		if !slices.IsSorted(s.keys) || !bytes.Equal(encodeShard(b, gen, s.keys, s.vals), raw) {
+			t.Fatal("shard does not encode to its bytes")
+		}
+	})
+}
