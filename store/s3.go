@@ -26,6 +26,7 @@ import (
 //	prefix/index              the index's root (s3shard.go, s3kv.go), or the
 //	                          whole index of a store before it (s3index.go)
 //	prefix/shards/<hex>       the index's shards, immutable, named by their SHA-256
+//	prefix/retired/<time>-<generation>  shards that left the root, deleted later
 //
 // A pack is written before the index that names it, and the index's root
 // is replaced with a conditional PUT (If-Match the ETag it was read with; a
@@ -155,6 +156,11 @@ func openS3(loc string, opt Options) (*Store, error) {
 		}
 		return nil, err
 	}
+	return newS3Store(loc, l, k, opt)
+}
+
+// newS3Store is the Store at loc with index k.
+func newS3Store(loc string, l *s3Loc, k kv, opt Options) (*Store, error) {
 	s := &Store{dir: loc, kv: k, bl: &s3Blobs{l: l}, opt: opt, cache: newRawCache(256 << 20)}
 	if !opt.ReadOnly {
 		if err := s.ensureLSH(); err != nil {
@@ -213,6 +219,20 @@ func (o s3Objs) put(ctx context.Context, key string, data []byte, match string, 
 
 func (o s3Objs) del(ctx context.Context, key string) error {
 	return o.l.cl.RemoveObject(ctx, o.l.bucket, o.l.prefix+key, minio.RemoveObjectOptions{})
+}
+
+func (o s3Objs) list(ctx context.Context, prefix string, fn func(key string) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for obj := range o.l.cl.ListObjects(ctx, o.l.bucket, minio.ListObjectsOptions{Prefix: o.l.prefix + prefix, Recursive: true}) {
+		if obj.Err != nil {
+			return obj.Err
+		}
+		if err := fn(strings.TrimPrefix(obj.Key, o.l.prefix)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // s3Blobs keeps packs as objects.

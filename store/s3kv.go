@@ -29,14 +29,18 @@ import (
 // s3ShardMax, dropped when it empties), writes them as new objects, then
 // replaces the root with a conditional PUT (If-Match the ETag it was
 // read with). A writer that lost the race reads the new root and redoes
-// its update, up to s3Retries times; the shards of its lost tries go to
-// the retired list of the root it lands.
+// its update, up to s3Retries times.
 //
-// Shards that leave the root are listed in it as retired, with the time;
-// a commit deletes those retired more than s3GCGrace ago, after its root
-// lands. A reader holds a root at most s3RootMaxAge before reading it
-// again, so a shard it may still read is never deleted under it as long
-// as its read takes less than s3GCGrace − s3RootMaxAge.
+// Shards never change; a commit that lands lists the shards it took out
+// of the root, and those its lost tries wrote, in a retired object named
+// by the time (s3shard.go). Every s3SweepEvery commits, a commit lists
+// the retired objects and deletes the shards of those older than
+// s3GCGrace (never one its root names), then the lists. A reader holds a
+// root at most s3RootMaxAge before reading it again, so a shard it may
+// still read is never deleted under it as long as one read (one view)
+// takes less than s3GCGrace − s3RootMaxAge (8 minutes). Shards of a
+// commit that crashed before its root landed are left behind (bytes, no
+// harm): nothing lists them.
 //
 // A store written by the single-object index (s3index.go: prefix/index
 // holding every bucket) opens as it is, read whole; its first update
@@ -76,6 +80,8 @@ type s3Objects interface {
 	// not exist (noneMatch); errS3Precondition when it is not so.
 	put(ctx context.Context, key string, data []byte, match string, noneMatch bool) (string, error)
 	del(ctx context.Context, key string) error
+	// list calls fn with the key of each object under prefix.
+	list(ctx context.Context, prefix string, fn func(key string) error) error
 }
 
 var (
@@ -98,12 +104,18 @@ var (
 	s3ShardMax = 256 << 10
 	// s3RootMaxAge: a read re-reads a root older than this.
 	s3RootMaxAge = 2 * time.Minute
+	// s3SweepEvery: every so many commits (by generation), the commit
+	// deletes what was retired more than s3GCGrace ago.
+	s3SweepEvery = 16
+	// s3Parallel bounds the shard objects written at once.
+	s3Parallel = 8
 )
 
 const (
-	s3RootKey     = "index"
-	s3ShardPrefix = "shards/"
-	maxRootBytes  = 64 << 20
+	s3RootKey       = "index"
+	s3ShardPrefix   = "shards/"
+	s3RetiredPrefix = "retired/"
+	maxRootBytes    = 64 << 20
 )
 
 func s3ShardKey(id Hash) string { return s3ShardPrefix + hex.EncodeToString(id[:]) }
@@ -233,11 +245,8 @@ func (k *s3KV) update(fn func(tx) error) error {
 		if err != nil {
 			return err
 		}
-		drop := retire(root, next, lost, now)
-		for _, p := range puts {
-			if _, err := k.o.put(ctx, s3ShardKey(p.id), p.raw, "", false); err != nil {
-				return fmt.Errorf("store: writing an index shard of %s: %w", k.name, err)
-			}
+		if err := k.putShards(ctx, puts); err != nil {
+			return fmt.Errorf("store: writing an index shard of %s: %w", k.name, err)
 		}
 		tag, err := k.o.put(ctx, s3RootKey, encodeRoot(next), etag, etag == "")
 		if err == nil {
@@ -251,8 +260,12 @@ func (k *s3KV) update(fn func(tx) error) error {
 			k.smu.Lock()
 			k.root, k.legacy, k.etag, k.readAt = next, nil, tag, now
 			k.smu.Unlock()
-			for _, id := range drop {
-				k.o.del(ctx, s3ShardKey(id)) // best effort: a shard left behind is only bytes
+			// best effort from here: what is left behind is only bytes
+			if ids := retire(root, next, lost); len(ids) > 0 {
+				k.o.put(ctx, fmt.Sprintf("%s%012d-%016x", s3RetiredPrefix, now.Unix(), next.gen), encodeRetired(ids), "", false)
+			}
+			if next.gen%uint64(s3SweepEvery) == 0 {
+				k.sweep(ctx, next, now)
 			}
 			return nil
 		}
@@ -262,6 +275,60 @@ func (k *s3KV) update(fn func(tx) error) error {
 		if !errors.Is(err, errS3Precondition) || try >= s3Retries || etag == "" {
 			return fmt.Errorf("store: writing the index of %s: %w", k.name, err)
 		}
+	}
+}
+
+// putShards writes the shard objects of a commit, s3Parallel at a time.
+func (k *s3KV) putShards(ctx context.Context, puts []s3Put) error {
+	sem := make(chan struct{}, s3Parallel)
+	var wg sync.WaitGroup
+	errs := make([]error, len(puts))
+	for i, p := range puts {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			_, errs[i] = k.o.put(ctx, s3ShardKey(p.id), p.raw, "", false)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// sweep deletes the shards that commits retired more than s3GCGrace
+// before now (by the times in the names of the lists), unless root names
+// them, and then the lists.
+func (k *s3KV) sweep(ctx context.Context, root *s3Root, now time.Time) {
+	in := map[Hash]bool{}
+	for _, refs := range root.shards {
+		for _, r := range refs {
+			in[r.id] = true
+		}
+	}
+	var old []string
+	k.o.list(ctx, s3RetiredPrefix, func(key string) error {
+		var at int64
+		var gen uint64
+		if _, err := fmt.Sscanf(key[len(s3RetiredPrefix):], "%012d-%016x", &at, &gen); err == nil && now.Sub(time.Unix(at, 0)) >= s3GCGrace {
+			old = append(old, key)
+		}
+		return nil
+	})
+	for _, key := range old {
+		raw, _, err := k.o.get(ctx, key, maxRootBytes, "")
+		if err != nil {
+			continue
+		}
+		ids, err := decodeRetired(raw)
+		if err != nil {
+			continue // kept: never guess what to delete
+		}
+		for _, id := range ids {
+			if !in[id] {
+				k.o.del(ctx, s3ShardKey(id))
+			}
+		}
+		k.o.del(ctx, key)
 	}
 }
 
@@ -288,7 +355,6 @@ func (k *s3KV) commit(root *s3Root, legacy *memKV, w map[string]map[string]*[]by
 	next := newS3Root()
 	if root != nil {
 		next.gen = root.gen + 1
-		next.retired = root.retired
 	}
 	var puts []s3Put
 	for bi, name := range buckets {
@@ -415,13 +481,23 @@ func mergeShard(s *s3Shard, low string, writes map[string]*[]byte, keys []string
 		if size >= s3ShardMax/2 || x == len(m.keys)-1 {
 			pl := low
 			if start > 0 {
-				pl = m.keys[start]
+				pl = separator(m.keys[start-1], m.keys[start])
 			}
 			out = append(out, s3Piece{low: pl, s: &s3Shard{keys: m.keys[start : x+1], vals: m.vals[start : x+1]}})
 			start, size = x+1, 0
 		}
 	}
 	return out
+}
+
+// separator is the shortest prefix of b above a (a < b): the low key of a
+// shard starting at b after one ending at a, short in the root.
+func separator(a, b string) string {
+	i := 0
+	for i < len(a) && a[i] == b[i] {
+		i++
+	}
+	return b[:i+1]
 }
 
 func sameShard(a, b *s3Shard) bool {
@@ -449,47 +525,33 @@ func (k *s3KV) encodePieces(bucket string, gen uint64, pieces []s3Piece) ([]s3Sh
 	return refs, puts
 }
 
-// retire sets next's retired list: root's, less those retired more than
-// s3GCGrace before now (returned: the commit deletes them once next
-// lands) and those in next, plus root's shards and the lost ones that
-// next does not hold.
-func retire(root, next *s3Root, lost []Hash, now time.Time) (drop []Hash) {
+// retire lists the shards that root names and next does not, and those
+// of lost tries (lost) that next does not name.
+func retire(root, next *s3Root, lost []Hash) []Hash {
 	in := map[Hash]bool{}
 	for _, refs := range next.shards {
 		for _, r := range refs {
 			in[r.id] = true
 		}
 	}
-	var ret []s3Retired
-	seen := map[Hash]bool{}
-	if root != nil {
-		for _, x := range root.retired {
-			switch {
-			case in[x.id] || seen[x.id]:
-			case now.Sub(time.Unix(x.at, 0)) >= s3GCGrace:
-				drop = append(drop, x.id)
-			default:
-				ret = append(ret, x)
-			}
-			seen[x.id] = true
+	var ids []Hash
+	add := func(id Hash) {
+		if !in[id] {
+			ids = append(ids, id)
+			in[id] = true
 		}
+	}
+	if root != nil {
 		for _, refs := range root.shards {
 			for _, r := range refs {
-				if !in[r.id] && !seen[r.id] {
-					ret = append(ret, s3Retired{id: r.id, at: now.Unix()})
-					seen[r.id] = true
-				}
+				add(r.id)
 			}
 		}
 	}
 	for _, id := range lost {
-		if !in[id] && !seen[id] {
-			ret = append(ret, s3Retired{id: id, at: now.Unix()})
-			seen[id] = true
-		}
+		add(id)
 	}
-	next.retired = ret
-	return drop
+	return ids
 }
 
 // bucketIndex is the position of a bucket in buckets, or -1.

@@ -85,6 +85,24 @@ func (m *memObjects) del(_ context.Context, key string) error {
 	return nil
 }
 
+func (m *memObjects) list(_ context.Context, prefix string, fn func(key string) error) error {
+	m.mu.Lock()
+	var keys []string
+	for k := range m.obj {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	m.mu.Unlock()
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := fn(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (m *memObjects) count() objStats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -107,12 +125,12 @@ func smallShards(t *testing.T, max int) {
 	t.Cleanup(func() { s3ShardMax = old })
 }
 
-// checkRoot: every shard the root names, and every retired one not yet
-// deleted, exists; no other shard object does.
-func checkRoot(t *testing.T, o *memObjects, deleted bool) {
+// checkRoot: every shard the root names exists and is listed in no
+// retired object; every other shard object is listed in one (deleted:
+// only those, once swept, are gone).
+func checkRoot(t *testing.T, o *memObjects) {
 	t.Helper()
-	raw := o.obj[s3RootKey]
-	r, err := decodeRoot(raw)
+	r, err := decodeRoot(o.obj[s3RootKey])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,17 +143,24 @@ func checkRoot(t *testing.T, o *memObjects, deleted bool) {
 			}
 		}
 	}
-	for _, x := range r.retired {
-		if named[s3ShardKey(x.id)] {
-			t.Fatalf("shard %x both named and retired", x.id[:8])
-		}
-		named[s3ShardKey(x.id)] = true
-	}
-	if deleted {
-		for key := range o.obj {
-			if strings.HasPrefix(key, s3ShardPrefix) && !named[key] {
-				t.Fatalf("shard object %s neither named nor retired", key)
+	listed := map[string]bool{}
+	for key, raw := range o.obj {
+		if strings.HasPrefix(key, s3RetiredPrefix) {
+			ids, err := decodeRetired(raw)
+			if err != nil {
+				t.Fatal(err)
 			}
+			for _, id := range ids {
+				if named[s3ShardKey(id)] {
+					t.Fatalf("shard %x both named and retired", id[:8])
+				}
+				listed[s3ShardKey(id)] = true
+			}
+		}
+	}
+	for key := range o.obj {
+		if strings.HasPrefix(key, s3ShardPrefix) && !named[key] && !listed[key] {
+			t.Fatalf("shard object %s neither named nor retired", key)
 		}
 	}
 }
@@ -217,7 +242,8 @@ func writeOps(r *rand.Rand, t tx, n int) string {
 // retired ones are deleted after the grace period.
 func TestS3ShardsModel(t *testing.T) {
 	smallShards(t, 300)
-	defer func(g, a time.Duration) { s3GCGrace, s3RootMaxAge = g, a }(s3GCGrace, s3RootMaxAge)
+	defer func(g, a time.Duration, e int) { s3GCGrace, s3RootMaxAge, s3SweepEvery = g, a, e }(s3GCGrace, s3RootMaxAge, s3SweepEvery)
+	s3SweepEvery = 3
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 1))
@@ -305,7 +331,7 @@ func TestS3ShardsModel(t *testing.T) {
 							t.Fatalf("step %d: reads differ:\n%s\nvs memKV\n%s", step, got, want)
 						}
 					}
-					checkRoot(t, o, seed%2 == 0)
+					checkRoot(t, o)
 				}
 			}
 			root, _ := decodeRoot(o.obj[s3RootKey])
@@ -316,7 +342,7 @@ func TestS3ShardsModel(t *testing.T) {
 			if n < 8 {
 				t.Fatalf("only %d shards: the test does not cross shard boundaries", n)
 			}
-			t.Logf("%d shards, %d retired, %d objects", n, len(root.retired), len(o.obj))
+			t.Logf("%d shards, %d objects", n, len(o.obj))
 		})
 	}
 }
@@ -355,7 +381,7 @@ func TestS3LegacyIndex(t *testing.T) {
 	}
 	same("converted, same open", k)
 	same("converted, fresh open", openMemS3(t, o))
-	checkRoot(t, o, true)
+	checkRoot(t, o)
 }
 
 // TestS3ShardDamage: a damaged or missing shard is ErrIndexDamaged naming
@@ -415,7 +441,6 @@ func FuzzS3Root(f *testing.F) {
 	r := newS3Root()
 	r.gen = 9
 	r.shards[0] = []s3ShardRef{{low: "", size: 40, entries: 2}, {low: "k", size: 90, entries: 7}}
-	r.retired = []s3Retired{{at: 1700000000}}
 	f.Add(encodeRoot(r))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		r, err := decodeRoot(raw)
@@ -444,6 +469,23 @@ func FuzzS3Shard(f *testing.F) {
 		}
 		if !slices.IsSorted(s.keys) || !bytes.Equal(encodeShard(b, gen, s.keys, s.vals), raw) {
 			t.Fatal("shard does not encode to its bytes")
+		}
+	})
+}
+
+func FuzzS3Retired(f *testing.F) {
+	f.Add(encodeRetired(nil))
+	f.Add(encodeRetired([]Hash{{1}, {2, 3}}))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		ids, err := decodeRetired(raw)
+		if err != nil {
+			if !errors.Is(err, ErrIndexDamaged) {
+				t.Fatalf("error %v is not ErrIndexDamaged", err)
+			}
+			return
+		}
+		if !bytes.Equal(encodeRetired(ids), raw) {
+			t.Fatal("list does not encode to its bytes")
 		}
 	})
 }

@@ -31,18 +31,24 @@ import (
 //	  uvarint shards, then per shard in key order:
 //	    uvarint low key length, low key (the first shard's is empty),
 //	    SHA-256 of the shard (32 bytes), uvarint size, uvarint entries
-//	uvarint retired shards, then per shard:
-//	  SHA-256 (32 bytes), uvarint Unix time (seconds) it left the root
 //	CRC-32C of everything before it (4 bytes, little-endian)
 //
-// Shard i of a bucket holds the keys in [low i, low i+1). Lengths are
-// checked against the bytes that remain, so a damaged root or shard is
+// Shard i of a bucket holds the keys in [low i, low i+1). A commit that
+// takes shards out of the root lists them, once its root has landed, in
+// prefix/retired/<Unix seconds, 12 digits>-<generation, 16 hex digits>:
+//
+//	"nzip-store-retired-1\n"
+//	uvarint shards, then their SHA-256s (32 bytes each)
+//	CRC-32C of everything before it (4 bytes, little-endian)
+//
+// Lengths are checked against the bytes that remain, so a damaged root or shard is
 // ErrIndexDamaged, never a large allocation; the same root or entries
 // encode to the same bytes.
 
 const (
-	s3RootMagic  = "nzip-store-root-1\n"
-	s3ShardMagic = "nzip-store-shard-1\n"
+	s3RootMagic    = "nzip-store-root-1\n"
+	s3ShardMagic   = "nzip-store-shard-1\n"
+	s3RetiredMagic = "nzip-store-retired-1\n"
 )
 
 // s3ShardRef is a shard as the root lists it.
@@ -53,18 +59,10 @@ type s3ShardRef struct {
 	entries int64
 }
 
-// s3Retired is a shard that left the root at a time (Unix seconds): kept
-// for readers of older roots until s3GCGrace has passed.
-type s3Retired struct {
-	id Hash
-	at int64
-}
-
 // s3Root is the decoded root object.
 type s3Root struct {
-	gen     uint64
-	shards  [][]s3ShardRef // per bucket of buckets
-	retired []s3Retired
+	gen    uint64
+	shards [][]s3ShardRef // per bucket of buckets
 }
 
 func newS3Root() *s3Root {
@@ -83,11 +81,6 @@ func encodeRoot(r *s3Root) []byte {
 			out = binary.AppendUvarint(out, uint64(s.size))
 			out = binary.AppendUvarint(out, uint64(s.entries))
 		}
-	}
-	out = binary.AppendUvarint(out, uint64(len(r.retired)))
-	for _, x := range r.retired {
-		out = append(out, x.id[:]...)
-		out = binary.AppendUvarint(out, uint64(x.at))
 	}
 	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
 }
@@ -160,23 +153,8 @@ func decodeRoot(raw []byte) (*s3Root, error) {
 			s.size, s.entries = int64(size), int64(entries)
 		}
 	}
-	n, err := num("retired shards", uint64(len(p))/33)
-	if err != nil {
-		return nil, err
-	}
-	r.retired = make([]s3Retired, n)
-	for i := range r.retired {
-		if r.retired[i].id, err = hash("retired shard"); err != nil {
-			return nil, err
-		}
-		at, err := num("retired shard time", 1<<62)
-		if err != nil {
-			return nil, err
-		}
-		r.retired[i].at = int64(at)
-	}
 	if len(p) != 0 {
-		return nil, fmt.Errorf("%w: root: %d bytes after the retired shards", ErrIndexDamaged, len(p))
+		return nil, fmt.Errorf("%w: root: %d bytes after the last bucket", ErrIndexDamaged, len(p))
 	}
 	return r, nil
 }
@@ -275,3 +253,30 @@ func decodeShard(raw []byte) (bucket string, gen uint64, s *s3Shard, err error) 
 
 // shardID is a shard object's name: the SHA-256 of its bytes.
 func shardID(raw []byte) Hash { return Hash(sha256.Sum256(raw)) }
+
+func encodeRetired(ids []Hash) []byte {
+	out := []byte(s3RetiredMagic)
+	out = binary.AppendUvarint(out, uint64(len(ids)))
+	for _, id := range ids {
+		out = append(out, id[:]...)
+	}
+	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
+}
+
+func decodeRetired(raw []byte) ([]Hash, error) {
+	if !bytes.HasPrefix(raw, []byte(s3RetiredMagic)) || len(raw) < len(s3RetiredMagic)+4 ||
+		crc32.Checksum(raw[:len(raw)-4], castagnoli) != binary.LittleEndian.Uint32(raw[len(raw)-4:]) {
+		return nil, fmt.Errorf("%w: not a list of retired shards", ErrIndexDamaged)
+	}
+	p := raw[len(s3RetiredMagic) : len(raw)-4]
+	n, k := uvarint(p)
+	if k <= 0 || n*32 != uint64(len(p)-k) || n > uint64(len(p)) {
+		return nil, fmt.Errorf("%w: retired shards: bad count", ErrIndexDamaged)
+	}
+	p = p[k:]
+	ids := make([]Hash, n)
+	for i := range ids {
+		copy(ids[i][:], p[32*i:])
+	}
+	return ids, nil
+}
