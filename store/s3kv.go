@@ -101,7 +101,7 @@ var (
 	// a commit deletes shards retired longer ago than this.
 	s3GCGrace = 10 * time.Minute
 	// s3ShardMax: a shard grown past it is split.
-	s3ShardMax = 256 << 10
+	s3ShardMax = 64 << 10
 	// s3RootMaxAge: a read re-reads a root older than this.
 	s3RootMaxAge = 2 * time.Minute
 	// s3SweepEvery: every so many commits (by generation), the commit

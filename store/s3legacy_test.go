@@ -126,11 +126,14 @@ func TestS3IndexTraffic(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := NewMem(Options{Threads: 2})
-	open := func(k kv) *Store {
-		s := NewMem(Options{Threads: 2})
+	// open is Open's s3:// store on k (read-only: as `nzip store get` opens it)
+	open := func(k kv, readOnly bool) *Store {
+		s := NewMem(Options{Threads: 2, ReadOnly: readOnly})
 		s.kv, s.bl = k, base.bl
-		if err := s.ensureLSH(); err != nil {
-			t.Fatal(err)
+		if !readOnly {
+			if err := s.ensureLSH(); err != nil {
+				t.Fatal(err)
+			}
 		}
 		return s
 	}
@@ -138,7 +141,7 @@ func TestS3IndexTraffic(t *testing.T) {
 	if err := k.refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	s := open(k)
+	s := open(k, false)
 	add := func(s *Store, name string, ins []Input) {
 		for _, in := range ins {
 			if r, ok := in.R.(io.Seeker); ok {
@@ -200,10 +203,10 @@ func TestS3IndexTraffic(t *testing.T) {
 			var a, g objStats
 			for i := range samples {
 				c := obj.count()
-				add(open(openKV()), next[i], nextIns[i])
+				add(open(openKV(), false), next[i], nextIns[i])
 				a = a.plus(obj.count().sub(c))
 				c = obj.count()
-				gs := open(openKV())
+				gs := open(openKV(), true)
 				name := names[(i*7919)%n]
 				m, err := gs.Model(name)
 				if err != nil {
