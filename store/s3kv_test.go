@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -488,4 +491,54 @@ func FuzzS3Retired(f *testing.F) {
 			t.Fatal("list does not encode to its bytes")
 		}
 	})
+}
+
+// TestS3FuzzSeeds writes (-update-fuzz) the seed corpora of the root,
+// shard and retired-list parsers from an s3:// index (in memory, 4 KB
+// shards) holding real hub models.
+func TestS3FuzzSeeds(t *testing.T) {
+	if !*updateFuzz {
+		t.Skip("-update-fuzz not set")
+	}
+	smallShards(t, 4<<10)
+	hub := shared(t, "hub/stories260K")
+	o := newMemObjects()
+	if err := initS3KV(o, "mem/"); err != nil {
+		t.Fatal(err)
+	}
+	s := NewMem(Options{})
+	s.kv = openMemS3(t, o)
+	for _, f := range []string{"base/model.bf16.safetensors", "ft-fortunes-lora/model.bf16.safetensors"} {
+		if _, _, err := s.Add(f, inputs(t, path.Join(hub, f)), AddOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(target string, seeds [][]byte) {
+		dir := filepath.Join("testdata", "fuzz", target)
+		os.RemoveAll(dir)
+		os.MkdirAll(dir, 0o755)
+		for i, b := range seeds {
+			os.WriteFile(filepath.Join(dir, fmt.Sprintf("real-%d", i)), []byte(fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", b)), 0o644)
+		}
+	}
+	root, err := decodeRoot(o.obj[s3RootKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("FuzzS3Root", [][]byte{o.obj[s3RootKey]})
+	var shards [][]byte
+	for bi := range buckets { // the first shard of each bucket
+		if refs := root.shards[bi]; len(refs) > 0 {
+			shards = append(shards, o.obj[s3ShardKey(refs[0].id)])
+		}
+	}
+	write("FuzzS3Shard", shards)
+	var retired [][]byte
+	o.list(context.Background(), s3RetiredPrefix, func(key string) error {
+		if raw := o.obj[key]; len(retired) < 2 && len(raw) < 2048 {
+			retired = append(retired, raw)
+		}
+		return nil
+	})
+	write("FuzzS3Retired", retired)
 }
