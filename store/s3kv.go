@@ -18,8 +18,8 @@ import (
 //
 // Reads: the root is read at open (and again by a read that finds it
 // older than s3RootMaxAge, and by every update); a shard is read on the
-// first access to a key in its range and kept for as long as the store
-// is open (it never changes: its name is its SHA-256). A get of one
+// first access to a key in its range and kept while the root the store
+// holds names it (it never changes: its name is its SHA-256). A get of one
 // model reads the root, the shard of its manifest and the shards of its
 // units' records, not the whole index.
 //
@@ -176,7 +176,28 @@ func (k *s3KV) refresh(ctx context.Context) error {
 	k.smu.Lock()
 	k.root, k.legacy, k.etag, k.readAt = root, legacy, tag, now
 	k.smu.Unlock()
+	k.prune(root)
 	return nil
+}
+
+// prune drops the cached shards that root does not name (a read on an
+// older root reads them again), so that a long open holds about one index.
+func (k *s3KV) prune(root *s3Root) {
+	in := map[Hash]bool{}
+	if root != nil {
+		for _, refs := range root.shards {
+			for _, r := range refs {
+				in[r.id] = true
+			}
+		}
+	}
+	k.cmu.Lock()
+	for id := range k.cache {
+		if !in[id] {
+			delete(k.cache, id)
+		}
+	}
+	k.cmu.Unlock()
 }
 
 // s3Base is a read transaction on one root (or on the legacy index).
@@ -260,6 +281,7 @@ func (k *s3KV) update(fn func(tx) error) error {
 			k.smu.Lock()
 			k.root, k.legacy, k.etag, k.readAt = next, nil, tag, now
 			k.smu.Unlock()
+			k.prune(next)
 			// best effort from here: what is left behind is only bytes
 			if ids := retire(root, next, lost); len(ids) > 0 {
 				k.o.put(ctx, fmt.Sprintf("%s%012d-%016x", s3RetiredPrefix, now.Unix(), next.gen), encodeRetired(ids), "", false)

@@ -26,6 +26,7 @@ type memObjects struct {
 	n          int
 	beforeRoot func()
 	stats      objStats
+	read       map[string]int64 // bytes read per key
 }
 
 // objStats counts requests and bytes.
@@ -56,6 +57,9 @@ func (m *memObjects) get(_ context.Context, key string, max int64, etag string) 
 		return nil, "", fmt.Errorf("%w: %s: an object of %d bytes", ErrIndexDamaged, key, len(v))
 	}
 	m.stats.GetBytes += int64(len(v))
+	if m.read != nil {
+		m.read[key] += int64(len(v))
+	}
 	return bytes.Clone(v), m.etag[key], nil
 }
 

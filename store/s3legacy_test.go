@@ -201,10 +201,25 @@ func TestS3IndexTraffic(t *testing.T) {
 				return k
 			}
 			var a, g objStats
+			by := map[string]int64{} // bytes the adds read, by bucket
 			for i := range samples {
 				c := obj.count()
+				root, _ := decodeRoot(obj.obj[s3RootKey])
+				obj.read = map[string]int64{}
 				add(open(openKV(), false), next[i], nextIns[i])
 				a = a.plus(obj.count().sub(c))
+				for key, n := range obj.read {
+					b := "index"
+					for bi := range buckets {
+						for _, r := range root.shardsOf(bi) {
+							if s3ShardKey(r.id) == key {
+								b = buckets[bi]
+							}
+						}
+					}
+					by[b] += n / samples
+				}
+				obj.read = nil
 				c = obj.count()
 				gs := open(openKV(), true)
 				name := names[(i*7919)%n]
@@ -216,6 +231,9 @@ func TestS3IndexTraffic(t *testing.T) {
 					t.Fatal(err)
 				}
 				g = g.plus(obj.count().sub(c))
+			}
+			if obj == o {
+				t.Logf("%d models: the adds read, by bucket: %v", n, by)
 			}
 			size := fmt.Sprintf("%d", len(lo.obj[s3RootKey]))
 			if obj == o {
@@ -246,4 +264,11 @@ func TestS3IndexTraffic(t *testing.T) {
 
 func (a objStats) plus(b objStats) objStats {
 	return objStats{a.Gets + b.Gets, a.GetBytes + b.GetBytes, a.Puts + b.Puts, a.PutBytes + b.PutBytes, a.Dels + b.Dels}
+}
+
+func (r *s3Root) shardsOf(bi int) []s3ShardRef {
+	if r == nil {
+		return nil
+	}
+	return r.shards[bi]
 }
