@@ -687,6 +687,37 @@ func (t *s3Snap) del(string, []byte) error {
 	return fmt.Errorf("store: write in a read-only transaction")
 }
 
+// prefetch reads the shards whose ranges meet [lo, hi) (hi nil: no
+// bound), s3Parallel at a time, when they are more than one: a scan
+// reads them all, and one GET after another would add their latencies.
+// What fails is left for the scan to read again and report.
+func (t *s3Snap) prefetch(bucket string, lo, hi []byte) {
+	bi := bucketIndex(bucket)
+	if bi < 0 {
+		return
+	}
+	refs := t.root.shards[bi]
+	i := max(0, sort.Search(len(refs), func(i int) bool { return refs[i].low > string(lo) })-1)
+	j := i
+	for j < len(refs) && (hi == nil || refs[j].low < string(hi)) {
+		j++
+	}
+	if j-i < 2 {
+		return
+	}
+	sem := make(chan struct{}, s3Parallel)
+	var wg sync.WaitGroup
+	for x := i; x < j; x++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			t.k.shard(bucket, refs, x)
+		}()
+	}
+	wg.Wait()
+}
+
 // prefixEnd is the first key after every key with prefix p; nil when none.
 func prefixEnd(p []byte) []byte {
 	e := bytes.Clone(p)
@@ -759,6 +790,7 @@ func (t *s3Snap) iter(bucket string, lo, hi []byte, back bool, fn func(k, v []by
 }
 
 func (t *s3Snap) scan(bucket string, prefix []byte, fn func(k, v []byte) error) error {
+	t.prefetch(bucket, prefix, prefixEnd(prefix))
 	return t.iter(bucket, prefix, prefixEnd(prefix), false, func(k, v []byte) (bool, error) {
 		return true, fn(k, v)
 	})

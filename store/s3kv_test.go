@@ -27,6 +27,20 @@ type memObjects struct {
 	beforeRoot func()
 	stats      objStats
 	read       map[string]int64 // bytes read per key
+	// a simulated remote server: each request takes lat plus its bytes
+	// at bw bytes per second (0: no wait)
+	lat time.Duration
+	bw  float64
+}
+
+func (m *memObjects) wait(n int) {
+	if m.lat > 0 || m.bw > 0 {
+		d := m.lat
+		if m.bw > 0 {
+			d += time.Duration(float64(n) / m.bw * float64(time.Second))
+		}
+		time.Sleep(d)
+	}
 }
 
 // objStats counts requests and bytes.
@@ -43,6 +57,12 @@ func newMemObjects() *memObjects {
 }
 
 func (m *memObjects) get(_ context.Context, key string, max int64, etag string) ([]byte, string, error) {
+	v, tag, err := m.get1(key, max, etag)
+	m.wait(len(v))
+	return v, tag, err
+}
+
+func (m *memObjects) get1(key string, max int64, etag string) ([]byte, string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.stats.Gets++
@@ -69,6 +89,7 @@ func (m *memObjects) put(_ context.Context, key string, data []byte, match strin
 		m.beforeRoot = nil
 		f()
 	}
+	m.wait(len(data))
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.stats.Puts++
@@ -84,6 +105,7 @@ func (m *memObjects) put(_ context.Context, key string, data []byte, match strin
 }
 
 func (m *memObjects) del(_ context.Context, key string) error {
+	m.wait(0)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.stats.Dels++
@@ -93,6 +115,7 @@ func (m *memObjects) del(_ context.Context, key string) error {
 }
 
 func (m *memObjects) list(_ context.Context, prefix string, fn func(key string) error) error {
+	m.wait(0)
 	m.mu.Lock()
 	var keys []string
 	for k := range m.obj {

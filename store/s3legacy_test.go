@@ -8,6 +8,7 @@ import (
 	"io"
 	"sync"
 	"testing"
+	"time"
 )
 
 // legacyKV is the s3:// index as stores kept it before the root: one
@@ -104,6 +105,11 @@ func dumpKV(t testing.TB, k kv) map[string]map[string][]byte {
 
 var s3TrafficShard = flag.Int("s3-traffic-shard", 0, "TestS3IndexTraffic: the shard size bound (s3ShardMax); 0: the default")
 
+var (
+	s3TrafficLatency = flag.Duration("s3-traffic-latency", 0, "TestS3IndexTraffic: each request to the in-memory object store takes this long (a simulated remote server)")
+	s3TrafficMBps    = flag.Float64("s3-traffic-mbps", 0, "TestS3IndexTraffic: and its bytes at this many MB/s (0: no wait)")
+)
+
 var s3Traffic = flag.Int("s3-traffic", 0, "TestS3IndexTraffic: measure the index traffic of an s3:// store at 10 real models and at this many (synthetic fine-tunes added)")
 
 // TestS3IndexTraffic measures the index objects and bytes one `nzip store
@@ -155,8 +161,8 @@ func TestS3IndexTraffic(t *testing.T) {
 	for i, name := range names {
 		add(s, name, models[i])
 	}
-	fmt.Println("| models | index | index bytes | add: GETs | bytes read | PUTs | bytes written | get: GETs | bytes read |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| models | index | index bytes | add: GETs | bytes read | PUTs | bytes written | get: GETs | bytes read | add ms | get ms |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	const samples = 5
 	measure := func() {
 		n := len(names)
@@ -201,12 +207,17 @@ func TestS3IndexTraffic(t *testing.T) {
 				return k
 			}
 			var a, g objStats
+			var ta, tg time.Duration // wall time with the simulated server
+			obj.lat, obj.bw = *s3TrafficLatency, *s3TrafficMBps*1e6
 			by := map[string]int64{} // bytes the adds read, by bucket
+			byN := map[string]int{}  // and objects
 			for i := range samples {
 				c := obj.count()
 				root, _ := decodeRoot(obj.obj[s3RootKey])
 				obj.read = map[string]int64{}
+				t0 := time.Now()
 				add(open(openKV(), false), next[i], nextIns[i])
+				ta += time.Since(t0)
 				a = a.plus(obj.count().sub(c))
 				for key, n := range obj.read {
 					b := "index"
@@ -218,9 +229,11 @@ func TestS3IndexTraffic(t *testing.T) {
 						}
 					}
 					by[b] += n / samples
+					byN[b]++
 				}
 				obj.read = nil
 				c = obj.count()
+				t0 = time.Now()
 				gs := open(openKV(), true)
 				name := names[(i*7919)%n]
 				m, err := gs.Model(name)
@@ -230,18 +243,20 @@ func TestS3IndexTraffic(t *testing.T) {
 				if err := gs.WriteFile(m, 0, io.Discard); err != nil {
 					t.Fatal(err)
 				}
+				tg += time.Since(t0)
 				g = g.plus(obj.count().sub(c))
 			}
+			obj.lat, obj.bw = 0, 0
 			if obj == o {
-				t.Logf("%d models: the adds read, by bucket: %v", n, by)
+				t.Logf("%d models: the adds read, by bucket: %v bytes, %v objects (5 adds)", n, by, byN)
 			}
 			size := fmt.Sprintf("%d", len(lo.obj[s3RootKey]))
 			if obj == o {
 				size = fmt.Sprintf("root %d + %d shards %d", len(o.obj[s3RootKey]), shards, sbytes)
 			}
-			fmt.Printf("| %d | %s | %s | %.1f | %d | %.1f | %d | %.1f | %d |\n", n, kind, size,
+			fmt.Printf("| %d | %s | %s | %.1f | %d | %.1f | %d | %.1f | %d | %d | %d |\n", n, kind, size,
 				float64(a.Gets)/samples, a.GetBytes/samples, float64(a.Puts)/samples, a.PutBytes/samples,
-				float64(g.Gets)/samples, g.GetBytes/samples)
+				float64(g.Gets)/samples, g.GetBytes/samples, ta.Milliseconds()/samples, tg.Milliseconds()/samples)
 		}
 		names = append(names, next...)
 		models = append(models, nextIns...)
