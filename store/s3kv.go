@@ -101,9 +101,12 @@ var (
 	// a commit deletes shards retired longer ago than this.
 	s3GCGrace = 10 * time.Minute
 	// s3ShardMax: a shard grown past it is split.
-	s3ShardMax = 64 << 10
+	s3ShardMax = 256 << 10
 	// s3RootMaxAge: a read re-reads a root older than this.
 	s3RootMaxAge = 2 * time.Minute
+	// s3RootFresh: an update commits on a root read this recently
+	// without reading it again first.
+	s3RootFresh = time.Second
 	// s3SweepEvery: every so many commits (by generation), the commit
 	// deletes what was retired more than s3GCGrace ago.
 	s3SweepEvery = 16
@@ -241,8 +244,11 @@ func (k *s3KV) update(fn func(tx) error) error {
 	ctx := context.Background()
 	var lost []Hash // shards written by tries that did not land
 	for try := 0; ; try++ {
+		// init has nothing to read yet; a root read in the last second
+		// is used as it is (one request less: the conditional PUT of the
+		// root finds out if it is not the latest, and the update is redone)
 		k.smu.RLock()
-		fresh := k.etag == "" && k.root != nil // init: nothing to read yet
+		fresh := k.etag == "" && k.root != nil || try == 0 && time.Since(k.readAt) < s3RootFresh
 		k.smu.RUnlock()
 		if !fresh {
 			if err := k.refresh(ctx); err != nil {
@@ -252,6 +258,9 @@ func (k *s3KV) update(fn func(tx) error) error {
 		base, root, legacy, etag := k.snapshot()
 		o := newOverlay(base)
 		err := fn(o)
+		if e := base.failed(); (e != nil || err != nil) && try == 0 && fresh && root != nil {
+			continue // perhaps a shard of an older root, deleted since: read the root, redo
+		}
 		if e := base.failed(); e != nil {
 			return e
 		}
@@ -263,6 +272,9 @@ func (k *s3KV) update(fn func(tx) error) error {
 		}
 		now := time.Now()
 		next, puts, err := k.commit(root, legacy, o.w)
+		if err != nil && try == 0 && fresh && root != nil {
+			continue // as above
+		}
 		if err != nil {
 			return err
 		}
