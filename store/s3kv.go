@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"sync"
@@ -28,8 +29,8 @@ import (
 // written key (split in pieces of about s3ShardMax/2 when one grows past
 // s3ShardMax, dropped when it empties), writes them as new objects, then
 // replaces the root with a conditional PUT (If-Match the ETag it was
-// read with). A writer that lost the race reads the new root and redoes
-// its update, up to s3Retries times.
+// read with). A writer that lost the race waits a random while, reads
+// the new root and redoes its update, up to s3Retries times.
 //
 // Shards never change; a commit that lands lists the shards it took out
 // of the root, and those its lost tries wrote, in a retired object named
@@ -104,9 +105,6 @@ var (
 	s3ShardMax = 256 << 10
 	// s3RootMaxAge: a read re-reads a root older than this.
 	s3RootMaxAge = 2 * time.Minute
-	// s3RootFresh: an update commits on a root read this recently
-	// without reading it again first.
-	s3RootFresh = time.Second
 	// s3SweepEvery: every so many commits (by generation), the commit
 	// deletes what was retired more than s3GCGrace ago.
 	s3SweepEvery = 16
@@ -244,11 +242,12 @@ func (k *s3KV) update(fn func(tx) error) error {
 	ctx := context.Background()
 	var lost []Hash // shards written by tries that did not land
 	for try := 0; ; try++ {
-		// init has nothing to read yet; a root read in the last second
-		// is used as it is (one request less: the conditional PUT of the
-		// root finds out if it is not the latest, and the update is redone)
+		// the latest root: a writer that has just landed and committed
+		// again on its own root without reading it would win every race
+		// against writers that must read theirs (TestS3ConcurrentWriters
+		// starved one of four); init has nothing to read yet
 		k.smu.RLock()
-		fresh := k.etag == "" && k.root != nil || try == 0 && time.Since(k.readAt) < s3RootFresh
+		fresh := k.etag == "" && k.root != nil
 		k.smu.RUnlock()
 		if !fresh {
 			if err := k.refresh(ctx); err != nil {
@@ -258,9 +257,6 @@ func (k *s3KV) update(fn func(tx) error) error {
 		base, root, legacy, etag := k.snapshot()
 		o := newOverlay(base)
 		err := fn(o)
-		if e := base.failed(); (e != nil || err != nil) && try == 0 && fresh && root != nil {
-			continue // perhaps a shard of an older root, deleted since: read the root, redo
-		}
 		if e := base.failed(); e != nil {
 			return e
 		}
@@ -272,9 +268,6 @@ func (k *s3KV) update(fn func(tx) error) error {
 		}
 		now := time.Now()
 		next, puts, err := k.commit(root, legacy, o.w)
-		if err != nil && try == 0 && fresh && root != nil {
-			continue // as above
-		}
 		if err != nil {
 			return err
 		}
@@ -309,6 +302,10 @@ func (k *s3KV) update(fn func(tx) error) error {
 		if !errors.Is(err, errS3Precondition) || try >= s3Retries || etag == "" {
 			return fmt.Errorf("store: writing the index of %s: %w", k.name, err)
 		}
+		// another writer landed first: wait a random while, growing with
+		// the tries (up to 320 ms), so that writers racing on and on
+		// spread out instead of one losing every time
+		time.Sleep(rand.N(5 * time.Millisecond << min(try, 6)))
 	}
 }
 
