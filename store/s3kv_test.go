@@ -669,3 +669,82 @@ func TestS3CommitCrash(t *testing.T) {
 		}
 	}
 }
+
+// TestS3LazyReads: a fresh open reads the root only; a read of a model's
+// manifest and of its units' records reads exactly the shards holding
+// them, and a prefix scan only the shards its range meets.
+func TestS3LazyReads(t *testing.T) {
+	smallShards(t, 1<<10)
+	o := newMemObjects()
+	if err := initS3KV(o, "mem/"); err != nil {
+		t.Fatal(err)
+	}
+	k := openMemS3(t, o)
+	var units []Hash
+	k.update(func(t tx) error {
+		for i := range 300 {
+			t.put(bModels, []byte(fmt.Sprintf("org/model-%03d", i)), bytes.Repeat([]byte{1}, 60))
+		}
+		for i := range 2000 {
+			h := Hash(sha256Sum([]byte(strconv.Itoa(i))))
+			units = append(units, h)
+			t.put(bUnits, h[:], bytes.Repeat([]byte{2}, 40))
+		}
+		return nil
+	})
+	root, _ := decodeRoot(o.obj[s3RootKey])
+	shardOf := func(bucket string, key []byte) Hash {
+		refs := root.shards[bucketIndex(bucket)]
+		i := 0
+		for i+1 < len(refs) && refs[i+1].low <= string(key) {
+			i++
+		}
+		return refs[i].id
+	}
+	c0 := o.count()
+	k = openMemS3(t, o)
+	if d := o.count().sub(c0); d.Gets != 1 {
+		t.Fatalf("open: %d GETs, want the root's", d.Gets)
+	}
+	want := map[Hash]bool{shardOf(bModels, []byte("org/model-123")): true}
+	c0 = o.count()
+	err := k.view(func(t tx) error {
+		if t.get(bModels, []byte("org/model-123")) == nil {
+			return errors.New("no manifest")
+		}
+		for _, h := range units[:20] {
+			want[shardOf(bUnits, h[:])] = true
+			if t.get(bUnits, h[:]) == nil {
+				return errors.New("no unit")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := o.count().sub(c0); d.Gets != int64(len(want)) {
+		t.Fatalf("a model and 20 units: %d GETs, want %d (of %d shards)", d.Gets, len(want), len(root.shards[bucketIndex(bUnits)])+len(root.shards[bucketIndex(bModels)]))
+	}
+	// a scan of org/model-1* reads the shards from the one holding
+	// org/model-1 to the one holding org/model-199
+	k = openMemS3(t, o)
+	n, c0 := 0, o.count()
+	k.view(func(t tx) error {
+		return t.scan(bModels, []byte("org/model-1"), func(k, v []byte) error { n++; return nil })
+	})
+	lo, hi := -1, -1
+	for i, r := range root.shards[bucketIndex(bModels)] {
+		if r.id == shardOf(bModels, []byte("org/model-1")) {
+			lo = i
+		}
+		if r.id == shardOf(bModels, []byte("org/model-199")) {
+			hi = i
+		}
+	}
+	if d := o.count().sub(c0); n != 100 || d.Gets != int64(hi-lo+1) {
+		t.Fatalf("scan: %d keys in %d GETs, want 100 in %d", n, d.Gets, hi-lo+1)
+	}
+}
+
+func sha256Sum(b []byte) [32]byte { return shardID(b) }
