@@ -418,7 +418,7 @@ func (k *s3KV) commit(root *s3Root, legacy *memKV, w map[string]map[string]*[]by
 			next.shards[bi], puts = rs, append(puts, ps...)
 			continue
 		}
-		var out []s3ShardRef
+		var out []s3Out
 		j := 0
 		for i, ref := range refs {
 			lo := j
@@ -426,7 +426,7 @@ func (k *s3KV) commit(root *s3Root, legacy *memKV, w map[string]map[string]*[]by
 				j++
 			}
 			if lo == j {
-				out = append(out, ref)
+				out = append(out, s3Out{ref: ref, at: i})
 				continue
 			}
 			s, err := k.shard(name, refs, i)
@@ -435,18 +435,89 @@ func (k *s3KV) commit(root *s3Root, legacy *memKV, w map[string]map[string]*[]by
 			}
 			pieces := mergeShard(s, ref.low, writes, keys[lo:j])
 			if len(pieces) == 1 && sameShard(pieces[0].s, s) {
-				out = append(out, ref) // the writes changed nothing here
+				out = append(out, s3Out{ref: ref, at: i}) // the writes changed nothing here
 				continue
 			}
-			rs, ps := k.encodePieces(name, next.gen, pieces)
-			out, puts = append(out, rs...), append(puts, ps...)
+			for _, p := range pieces {
+				out = append(out, s3Out{ref: s3ShardRef{low: p.low}, s: p.s, at: -1})
+			}
+		}
+		out, err := k.mergeSmall(name, refs, out)
+		if err != nil {
+			return nil, nil, err
+		}
+		next.shards[bi] = make([]s3ShardRef, len(out))
+		for i, x := range out {
+			if x.at < 0 {
+				rs, ps := k.encodePieces(name, next.gen, []s3Piece{{low: x.ref.low, s: x.s}})
+				x.ref, puts = rs[0], append(puts, ps...)
+			}
+			next.shards[bi][i] = x.ref
 		}
 		if len(out) > 0 {
-			out[0].low = ""
+			next.shards[bi][0].low = ""
 		}
-		next.shards[bi] = out
 	}
 	return next, puts, nil
+}
+
+// s3Out is a shard of a bucket as a commit leaves it: one of the root's
+// (at: its index there; s nil until read) or a new one (at −1: its
+// entries and low key).
+type s3Out struct {
+	ref s3ShardRef
+	s   *s3Shard
+	at  int
+}
+
+// mergeSmall merges each new shard smaller than s3ShardMax/4 (what
+// deletions leave) with a neighbour, new or the root's (read for it),
+// when the two together take at most s3ShardMax/2 (so that the merged
+// shard is not split again soon).
+func (k *s3KV) mergeSmall(bucket string, refs []s3ShardRef, out []s3Out) ([]s3Out, error) {
+	load := func(x *s3Out) error {
+		if x.s != nil {
+			return nil
+		}
+		s, err := k.shard(bucket, refs, x.at)
+		x.s = s
+		return err
+	}
+	for i := 0; i < len(out); i++ {
+		if out[i].at >= 0 || shardBytes(out[i].s) >= s3ShardMax/4 {
+			continue
+		}
+		for _, n := range []int{i + 1, i - 1} {
+			if n < 0 || n >= len(out) {
+				continue
+			}
+			if err := load(&out[n]); err != nil {
+				return nil, err
+			}
+			if shardBytes(out[i].s)+shardBytes(out[n].s) > s3ShardMax/2 {
+				continue
+			}
+			a, b := min(i, n), max(i, n)
+			m := &s3Shard{
+				keys: append(slices.Clip(out[a].s.keys), out[b].s.keys...),
+				vals: append(slices.Clip(out[a].s.vals), out[b].s.vals...),
+			}
+			out[a] = s3Out{ref: s3ShardRef{low: out[a].ref.low}, s: m, at: -1}
+			out = slices.Delete(out, b, b+1)
+			i = a - 1 // look at the merged shard again
+			break
+		}
+	}
+	return out, nil
+}
+
+// shardBytes is the bytes of s's entries.
+func shardBytes(s *s3Shard) int {
+	n := 0
+	for i, k := range s.keys {
+		n += entrySize(k, s.vals[i])
+	}
+	return n
 }
 
 // s3Piece is a shard's entries after a commit, with its low key.
@@ -469,8 +540,9 @@ func sortShard(s *s3Shard) {
 }
 
 // mergeShard applies writes (of keys, in order; nil: every key of writes)
-// to shard s, whose range starts at low, and cuts the result in pieces
-// of about s3ShardMax/2 when it outgrows s3ShardMax; none when it is empty.
+// to shard s, whose range starts at low, and cuts the result in equal
+// pieces of at most about s3ShardMax/2 when it outgrows s3ShardMax; none
+// when it is empty.
 func mergeShard(s *s3Shard, low string, writes map[string]*[]byte, keys []string) []s3Piece {
 	if keys == nil {
 		for key := range writes {
@@ -505,11 +577,14 @@ func mergeShard(s *s3Shard, low string, writes map[string]*[]byte, keys []string
 	if total <= s3ShardMax {
 		return []s3Piece{{low: low, s: &m}}
 	}
+	// pieces of equal size, each at most about s3ShardMax/2 and at least
+	// s3ShardMax/4 (not small enough for mergeSmall to merge)
+	n := (total + s3ShardMax/2 - 1) / (s3ShardMax / 2)
 	var out []s3Piece
 	start, size := 0, 0
 	for x := range m.keys {
 		size += entrySize(m.keys[x], m.vals[x])
-		if size >= s3ShardMax/2 || x == len(m.keys)-1 {
+		if size >= total/n || x == len(m.keys)-1 {
 			pl := low
 			if start > 0 {
 				pl = separator(m.keys[start-1], m.keys[start])

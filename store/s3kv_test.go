@@ -748,3 +748,60 @@ func TestS3LazyReads(t *testing.T) {
 }
 
 func sha256Sum(b []byte) [32]byte { return shardID(b) }
+
+// TestS3ShardsMerge: deleting most keys merges the shards they leave
+// small, and the index reads as memKV does throughout.
+func TestS3ShardsMerge(t *testing.T) {
+	smallShards(t, 1<<10)
+	o := newMemObjects()
+	if err := initS3KV(o, "mem/"); err != nil {
+		t.Fatal(err)
+	}
+	k := openMemS3(t, o)
+	m := newMemKV()
+	m.update(buildLSH)
+	count := func() int {
+		r, _ := decodeRoot(o.obj[s3RootKey])
+		return len(r.shards[bucketIndex(bModels)])
+	}
+	for _, x := range []kv{k, m} {
+		x.update(func(t tx) error {
+			for i := range 600 {
+				t.put(bModels, []byte(fmt.Sprintf("m%04d", i)), bytes.Repeat([]byte{byte(i)}, 20))
+			}
+			return nil
+		})
+	}
+	full := count()
+	r := rand.New(rand.NewPCG(9, 9))
+	for round := range 30 {
+		var dels []int
+		for range 20 {
+			dels = append(dels, r.IntN(600))
+		}
+		for _, x := range []kv{k, m} {
+			x.update(func(t tx) error {
+				for _, i := range dels {
+					t.del(bModels, []byte(fmt.Sprintf("m%04d", i)))
+				}
+				return nil
+			})
+		}
+		rs := r.Uint64()
+		var got, want string
+		if err := openMemS3(t, o).view(func(t tx) error { got = readOps(rand.New(rand.NewPCG(rs, 1)), t, 20); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		m.view(func(t tx) error { want = readOps(rand.New(rand.NewPCG(rs, 1)), t, 20); return nil })
+		if got != want {
+			t.Fatalf("round %d: reads differ:\n%s\nvs\n%s", round, got, want)
+		}
+	}
+	n := 0
+	m.view(func(t tx) error { return t.scan(bModels, nil, func(k, v []byte) error { n++; return nil }) })
+	t.Logf("%d keys in %d shards; %d keys left in %d", 600, full, n, count())
+	if count() > full*2/3 {
+		t.Fatalf("%d of 600 keys left in %d shards (%d when full): small shards not merged", n, count(), full)
+	}
+	checkRoot(t, o)
+}
