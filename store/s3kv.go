@@ -754,7 +754,7 @@ func (t *s3Snap) get(bucket string, key []byte) []byte {
 	}
 	s, err := t.k.shard(bucket, refs, i)
 	if err != nil {
-		t.fail(fmt.Errorf("reading %s: %w", describe(bucket, key), err))
+		t.fail(fmt.Errorf("store: reading %s: %w", describe(bucket, key), err))
 		return nil
 	}
 	if x := s.find(string(key)); x < len(s.keys) && s.keys[x] == string(key) {
