@@ -221,14 +221,14 @@ func (o s3Objs) del(ctx context.Context, key string) error {
 	return o.l.cl.RemoveObject(ctx, o.l.bucket, o.l.prefix+key, minio.RemoveObjectOptions{})
 }
 
-func (o s3Objs) list(ctx context.Context, prefix string, fn func(key string) error) error {
+func (o s3Objs) list(ctx context.Context, prefix string, fn func(key string, mod time.Time) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for obj := range o.l.cl.ListObjects(ctx, o.l.bucket, minio.ListObjectsOptions{Prefix: o.l.prefix + prefix, Recursive: true}) {
 		if obj.Err != nil {
 			return obj.Err
 		}
-		if err := fn(strings.TrimPrefix(obj.Key, o.l.prefix)); err != nil {
+		if err := fn(strings.TrimPrefix(obj.Key, o.l.prefix), obj.LastModified); err != nil {
 			return err
 		}
 	}

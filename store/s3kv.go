@@ -40,8 +40,9 @@ import (
 // root at most s3RootMaxAge before reading it again, so a shard it may
 // still read is never deleted under it as long as one read (one view)
 // takes less than s3GCGrace − s3RootMaxAge (8 minutes). Shards of a
-// commit that crashed before its root landed are left behind (bytes, no
-// harm): nothing lists them.
+// commit that crashed before its root landed are named by nothing: every
+// s3AdoptEvery sweeps, a commit lists the shards and retires those that
+// nothing names and that are older than s3GCGrace (adopt).
 //
 // A store written by the single-object index (s3index.go: prefix/index
 // holding every bucket) opens as it is, read whole; its first update
@@ -81,8 +82,9 @@ type s3Objects interface {
 	// not exist (noneMatch); errS3Precondition when it is not so.
 	put(ctx context.Context, key string, data []byte, match string, noneMatch bool) (string, error)
 	del(ctx context.Context, key string) error
-	// list calls fn with the key of each object under prefix.
-	list(ctx context.Context, prefix string, fn func(key string) error) error
+	// list calls fn with the key and the time written of each object
+	// under prefix.
+	list(ctx context.Context, prefix string, fn func(key string, mod time.Time) error) error
 }
 
 var (
@@ -108,6 +110,9 @@ var (
 	// s3SweepEvery: every so many commits (by generation), the commit
 	// deletes what was retired more than s3GCGrace ago.
 	s3SweepEvery = 16
+	// s3AdoptEvery: every so many sweeps, the commit also looks for
+	// shards that nothing names (adopt).
+	s3AdoptEvery = 16
 	// s3Parallel bounds the shard objects written at once.
 	s3Parallel = 8
 )
@@ -294,6 +299,9 @@ func (k *s3KV) update(fn func(tx) error) error {
 			if next.gen%uint64(s3SweepEvery) == 0 {
 				k.sweep(ctx, next, now)
 			}
+			if next.gen%uint64(s3SweepEvery*s3AdoptEvery) == 0 {
+				k.adopt(ctx, next, now)
+			}
 			return nil
 		}
 		for _, p := range puts {
@@ -337,7 +345,7 @@ func (k *s3KV) sweep(ctx context.Context, root *s3Root, now time.Time) {
 		}
 	}
 	var old []string
-	k.o.list(ctx, s3RetiredPrefix, func(key string) error {
+	k.o.list(ctx, s3RetiredPrefix, func(key string, _ time.Time) error {
 		var at int64
 		var gen uint64
 		if _, err := fmt.Sscanf(key[len(s3RetiredPrefix):], "%012d-%016x", &at, &gen); err == nil && now.Sub(time.Unix(at, 0)) >= s3GCGrace {
@@ -361,6 +369,53 @@ func (k *s3KV) sweep(ctx context.Context, root *s3Root, now time.Time) {
 		}
 		k.o.del(ctx, key)
 	}
+}
+
+// adopt lists the shard objects that neither root nor any retired list
+// names and that were written more than s3GCGrace before now (those of
+// commits that died before their root landed) in a retired list of their
+// own, for a later sweep to delete: by then they have been unnamed for
+// two grace periods. A shard a commit took out of the root but has not
+// yet listed is named by the lists a moment later; listing it twice does
+// no harm. Nothing is adopted when a list cannot be read.
+func (k *s3KV) adopt(ctx context.Context, root *s3Root, now time.Time) {
+	known := map[Hash]bool{}
+	for _, refs := range root.shards {
+		for _, r := range refs {
+			known[r.id] = true
+		}
+	}
+	var lists []string
+	if k.o.list(ctx, s3RetiredPrefix, func(key string, _ time.Time) error {
+		lists = append(lists, key)
+		return nil
+	}) != nil {
+		return
+	}
+	for _, key := range lists {
+		raw, _, err := k.o.get(ctx, key, maxRootBytes, "")
+		if errors.Is(err, errS3NotFound) {
+			continue // swept meanwhile
+		}
+		ids, err2 := decodeRetired(raw)
+		if err != nil || err2 != nil {
+			return
+		}
+		for _, id := range ids {
+			known[id] = true
+		}
+	}
+	var orphans []Hash
+	if k.o.list(ctx, s3ShardPrefix, func(key string, mod time.Time) error {
+		raw, err := hex.DecodeString(key[len(s3ShardPrefix):])
+		if err == nil && len(raw) == len(Hash{}) && !known[Hash(raw)] && now.Sub(mod) >= s3GCGrace {
+			orphans = append(orphans, Hash(raw))
+		}
+		return nil
+	}) != nil || len(orphans) == 0 {
+		return
+	}
+	k.o.put(ctx, fmt.Sprintf("%s%012d-%016x-orphans", s3RetiredPrefix, now.Unix(), root.gen), encodeRetired(orphans), "", false)
 }
 
 // wrote reports whether the overlay holds a write.

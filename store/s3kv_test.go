@@ -22,6 +22,7 @@ import (
 type memObjects struct {
 	mu         sync.Mutex
 	obj        map[string][]byte
+	mod        map[string]time.Time
 	etag       map[string]string
 	n          int
 	beforeRoot func()
@@ -53,7 +54,7 @@ func (a objStats) sub(b objStats) objStats {
 }
 
 func newMemObjects() *memObjects {
-	return &memObjects{obj: map[string][]byte{}, etag: map[string]string{}}
+	return &memObjects{obj: map[string][]byte{}, etag: map[string]string{}, mod: map[string]time.Time{}}
 }
 
 func (m *memObjects) get(_ context.Context, key string, max int64, etag string) ([]byte, string, error) {
@@ -100,6 +101,7 @@ func (m *memObjects) put(_ context.Context, key string, data []byte, match strin
 	}
 	m.n++
 	m.obj[key] = bytes.Clone(data)
+	m.mod[key] = time.Now()
 	m.etag[key] = strconv.Itoa(m.n)
 	return m.etag[key], nil
 }
@@ -114,7 +116,7 @@ func (m *memObjects) del(_ context.Context, key string) error {
 	return nil
 }
 
-func (m *memObjects) list(_ context.Context, prefix string, fn func(key string) error) error {
+func (m *memObjects) list(_ context.Context, prefix string, fn func(key string, mod time.Time) error) error {
 	m.wait(0)
 	m.mu.Lock()
 	var keys []string
@@ -126,7 +128,10 @@ func (m *memObjects) list(_ context.Context, prefix string, fn func(key string) 
 	m.mu.Unlock()
 	slices.Sort(keys)
 	for _, k := range keys {
-		if err := fn(k); err != nil {
+		m.mu.Lock()
+		mod := m.mod[k]
+		m.mu.Unlock()
+		if err := fn(k, mod); err != nil {
 			return err
 		}
 	}
@@ -561,7 +566,7 @@ func TestS3FuzzSeeds(t *testing.T) {
 	}
 	write("FuzzS3Shard", shards)
 	var retired [][]byte
-	o.list(context.Background(), s3RetiredPrefix, func(key string) error {
+	o.list(context.Background(), s3RetiredPrefix, func(key string, _ time.Time) error {
 		if raw := o.obj[key]; len(retired) < 2 && len(raw) < 2048 {
 			retired = append(retired, raw)
 		}
@@ -628,9 +633,14 @@ func TestS3ConcurrentWriters(t *testing.T) {
 
 // TestS3CommitCrash: a commit that wrote its shards and died before its
 // root landed (the root's PUT fails) leaves the index as it was: a fresh
-// open reads the old contents, and the next update lands.
+// open reads the old contents, and the next update lands; later commits
+// adopt the dead commits' shards and delete them (no grace period here).
 func TestS3CommitCrash(t *testing.T) {
 	smallShards(t, 300)
+	defer func(g, a time.Duration, e, d int) {
+		s3GCGrace, s3RootMaxAge, s3SweepEvery, s3AdoptEvery = g, a, e, d
+	}(s3GCGrace, s3RootMaxAge, s3SweepEvery, s3AdoptEvery)
+	s3GCGrace, s3RootMaxAge, s3SweepEvery, s3AdoptEvery = 0, 0, 1, 1
 	o := newMemObjects()
 	if err := initS3KV(o, "mem/"); err != nil {
 		t.Fatal(err)
@@ -667,6 +677,25 @@ func TestS3CommitCrash(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+	for range 2 { // adopt what the last crash left, then delete it
+		if err := openMemS3(t, o).update(func(t tx) error { return t.put(bModels, []byte("x"), nil) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkRoot(t, o) // every shard named by the root or a retired list
+	root, _ := decodeRoot(o.obj[s3RootKey])
+	named, shards := 0, 0
+	for _, refs := range root.shards {
+		named += len(refs)
+	}
+	for key := range o.obj {
+		if strings.HasPrefix(key, s3ShardPrefix) {
+			shards++
+		}
+	}
+	if shards > named+10 { // the last commit's retired ones, at most
+		t.Fatalf("%d shard objects, %d named by the root: the dead commits' shards were not deleted", shards, named)
 	}
 }
 
