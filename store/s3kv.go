@@ -42,7 +42,7 @@ import (
 // takes less than s3GCGrace − s3RootMaxAge (8 minutes). Shards of a
 // commit that crashed before its root landed are named by nothing: every
 // s3AdoptEvery sweeps, a commit lists the shards and retires those that
-// nothing names and that are older than s3GCGrace (adopt).
+// its root does not name and that are older than s3GCGrace (adopt).
 //
 // A store written by the single-object index (s3index.go: prefix/index
 // holding every bucket) opens as it is, read whole; its first update
@@ -371,38 +371,20 @@ func (k *s3KV) sweep(ctx context.Context, root *s3Root, now time.Time) {
 	}
 }
 
-// adopt lists the shard objects that neither root nor any retired list
-// names and that were written more than s3GCGrace before now (those of
-// commits that died before their root landed) in a retired list of their
-// own, for a later sweep to delete: by then they have been unnamed for
-// two grace periods. A shard a commit took out of the root but has not
-// yet listed is named by the lists a moment later; listing it twice does
-// no harm. Nothing is adopted when a list cannot be read.
+// adopt lists the shard objects that root does not name and that were
+// written more than s3GCGrace before now (those of commits that died
+// before their root landed, and shards already retired) in a retired
+// list of their own, for a later sweep to delete. A retired shard so
+// listed again is deleted twice, the second time no earlier than the
+// first: still s3GCGrace after it left the root. A shard of a commit in
+// flight is younger; a writer stalled for longer between its shards and
+// its root cannot land them: this commit changed the root, so its
+// conditional PUT fails and it redoes its update.
 func (k *s3KV) adopt(ctx context.Context, root *s3Root, now time.Time) {
 	known := map[Hash]bool{}
 	for _, refs := range root.shards {
 		for _, r := range refs {
 			known[r.id] = true
-		}
-	}
-	var lists []string
-	if k.o.list(ctx, s3RetiredPrefix, func(key string, _ time.Time) error {
-		lists = append(lists, key)
-		return nil
-	}) != nil {
-		return
-	}
-	for _, key := range lists {
-		raw, _, err := k.o.get(ctx, key, maxRootBytes, "")
-		if errors.Is(err, errS3NotFound) {
-			continue // swept meanwhile
-		}
-		ids, err2 := decodeRetired(raw)
-		if err != nil || err2 != nil {
-			return
-		}
-		for _, id := range ids {
-			known[id] = true
 		}
 	}
 	var orphans []Hash
@@ -415,7 +397,7 @@ func (k *s3KV) adopt(ctx context.Context, root *s3Root, now time.Time) {
 	}) != nil || len(orphans) == 0 {
 		return
 	}
-	k.o.put(ctx, fmt.Sprintf("%s%012d-%016x-orphans", s3RetiredPrefix, now.Unix(), root.gen), encodeRetired(orphans), "", false)
+	k.o.put(ctx, fmt.Sprintf("%s%012d-%016x-adopted", s3RetiredPrefix, now.Unix(), root.gen), encodeRetired(orphans), "", false)
 }
 
 // wrote reports whether the overlay holds a write.
