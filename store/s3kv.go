@@ -26,8 +26,9 @@ import (
 //
 // Writes: an update runs on the root it just read, with its writes in an
 // overlay; the commit rewrites only the shards whose key range holds a
-// written key (split in pieces of about s3ShardMax/2 when one grows past
-// s3ShardMax, dropped when it empties), writes them as new objects, then
+// written key (cut in equal pieces of at most about s3ShardMax/2 when one
+// grows past s3ShardMax, merged with a neighbour when deletions leave it
+// small, dropped when it empties), writes them as new objects, then
 // replaces the root with a conditional PUT (If-Match the ETag it was
 // read with). A writer that lost the race waits a random while, reads
 // the new root and redoes its update, up to s3Retries times.
@@ -715,6 +716,11 @@ func (k *s3KV) shard(bucket string, refs []s3ShardRef, i int) (*s3Shard, error) 
 		e.s, e.err = k.loadShard(bucket, ref)
 	})
 	if e.err != nil {
+		k.cmu.Lock()
+		if k.cache[ref.id] == e {
+			delete(k.cache, ref.id) // the next read tries again (the error may pass)
+		}
+		k.cmu.Unlock()
 		return nil, e.err
 	}
 	s := e.s
