@@ -28,6 +28,7 @@ type memObjects struct {
 	beforeRoot func()
 	stats      objStats
 	read       map[string]int64 // bytes read per key
+	failGets   int              // the next so many GETs of shards fail (a network error)
 	// a simulated remote server: each request takes lat plus its bytes
 	// at bw bytes per second (0: no wait)
 	lat time.Duration
@@ -66,6 +67,10 @@ func (m *memObjects) get(_ context.Context, key string, max int64, etag string) 
 func (m *memObjects) get1(key string, max int64, etag string) ([]byte, string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.failGets > 0 && strings.HasPrefix(key, s3ShardPrefix) {
+		m.failGets--
+		return nil, "", errors.New("connection reset")
+	}
 	m.stats.Gets++
 	v, ok := m.obj[key]
 	if !ok {
@@ -833,4 +838,31 @@ func TestS3ShardsMerge(t *testing.T) {
 		t.Fatalf("%d of 600 keys left in %d shards (%d when full): small shards not merged", n, count(), full)
 	}
 	checkRoot(t, o)
+}
+
+// TestS3ShardReadError: a shard read that fails (the network) fails that
+// read, naming what was read; the next read of it reads it again.
+func TestS3ShardReadError(t *testing.T) {
+	o := newMemObjects()
+	if err := initS3KV(o, "mem/"); err != nil {
+		t.Fatal(err)
+	}
+	k := openMemS3(t, o)
+	k.update(func(t tx) error { return t.put(bModels, []byte("m"), []byte("manifest")) })
+	k = openMemS3(t, o)
+	o.failGets = 1
+	get := func() error {
+		return k.view(func(t tx) error {
+			if v := t.get(bModels, []byte("m")); string(v) != "manifest" {
+				return fmt.Errorf("read %q", v)
+			}
+			return nil
+		})
+	}
+	if err := get(); err == nil || !strings.Contains(err.Error(), `model "m"`) || !strings.Contains(err.Error(), "connection reset") {
+		t.Fatalf("read with a failing GET: %v", err)
+	}
+	if err := get(); err != nil {
+		t.Fatalf("read again: %v", err)
+	}
 }
