@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -21,13 +22,16 @@ import (
 // A store on S3-compatible object storage (STORE = s3://bucket/prefix):
 //
 //	prefix/packs/<hex>.pack   the chunk files, immutable, named by their address (version.go)
-//	prefix/index              the whole index (its buckets; s3index.go)
+//	prefix/index              the index's root (s3shard.go, s3kv.go), or the
+//	                          whole index of a store before it (s3index.go)
+//	prefix/shards/<hex>       the index's shards, immutable, named by their SHA-256
+//	prefix/retired/<time>-<generation>  shards that left the root, deleted later
 //
-// A pack is written before the index that names it, and the index is
-// replaced with a conditional PUT (If-Match the ETag it was read with; a
+// A pack is written before the index that names it, and the index's root
+// is replaced with a conditional PUT (If-Match the ETag it was read with; a
 // new store's with If-None-Match *): an add is in the store exactly when
 // its index write lands. Two writers at once cannot both land: the loser
-// reads the index again and redoes its update (up to s3Retries times);
+// reads the root again and redoes its update (up to s3Retries times);
 // packs of an add that never landed are orphans, which gc removes. The
 // server must honour conditional writes; one that ignores them could let
 // a concurrent writer's index overwrite another's (a single writer is
@@ -37,9 +41,6 @@ import (
 // (or S3_ENDPOINT; http:// or https://; default https://s3.amazonaws.com),
 // AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN;
 // anonymous when unset), AWS_REGION.
-
-// s3Retries bounds the index writes an update tries against concurrent writers.
-const s3Retries = 20
 
 type s3Loc struct {
 	cl     *minio.Client
@@ -138,25 +139,7 @@ func initS3(loc string, v int) error {
 	} else if !ok {
 		return fmt.Errorf("store: %s: no bucket %q", loc, l.bucket)
 	}
-	m := newMemKV()
-	if err := m.update(func(t tx) error {
-		if err := buildLSH(t); err != nil {
-			return err
-		}
-		return setFormat(v)(t)
-	}); err != nil {
-		return err
-	}
-	raw := encodeIndex(m.b)
-	var opt minio.PutObjectOptions
-	opt.SetMatchETagExcept("*")
-	if _, err := l.putRetry(ctx, l.index(), raw, opt); err != nil {
-		if preconditionFailed(err) {
-			return fmt.Errorf("store: %s already holds a store", loc)
-		}
-		return fmt.Errorf("store: %s: %w", loc, err)
-	}
-	return nil
+	return initS3KVAt(s3Objs{l}, l.bucket+"/"+l.prefix, v)
 }
 
 // openS3 opens the store at loc.
@@ -165,13 +148,18 @@ func openS3(loc string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &s3KV{l: l, m: newMemKV()}
+	k := newS3KV(s3Objs{l}, l.bucket+"/"+l.prefix)
 	if err := k.refresh(context.Background()); err != nil {
-		if notFound(err) {
+		if errors.Is(err, errS3NotFound) {
 			return nil, fmt.Errorf("%w: %s", ErrNotStore, loc)
 		}
 		return nil, err
 	}
+	return newS3Store(loc, l, k, opt)
+}
+
+// newS3Store is the Store at loc with index k.
+func newS3Store(loc string, l *s3Loc, k kv, opt Options) (*Store, error) {
 	s := &Store{dir: loc, kv: k, bl: &s3Blobs{l: l}, opt: opt, cache: newRawCache(256 << 20)}
 	if err := s.readFormat(); err != nil {
 		return nil, err
@@ -184,81 +172,70 @@ func openS3(loc string, opt Options) (*Store, error) {
 	return s, nil
 }
 
-// s3KV is the index held in memory and written back whole by each update.
-type s3KV struct {
-	l    *s3Loc
-	mu   sync.Mutex // updates, one at a time in this process
-	m    *memKV
-	etag string
-}
+// s3Objs is s3Objects on the store's bucket and prefix.
+type s3Objs struct{ l *s3Loc }
 
-// refresh reads the index object when it changed since it was read. It
-// takes the object's ETag and bytes from one GET (minio's Object would
+// get takes the object's ETag and bytes from one GET (minio's Object would
 // stat first and read later conditional on that ETag, which fails when
-// another writer lands in between).
-func (k *s3KV) refresh(ctx context.Context) error {
-	core := minio.Core{Client: k.l.cl}
-	obj, st, _, err := core.GetObject(ctx, k.l.bucket, k.l.index(), minio.GetObjectOptions{})
+// another writer lands in between), and reads no bytes when the ETag is etag.
+func (o s3Objs) get(ctx context.Context, key string, max int64, etag string) ([]byte, string, error) {
+	core := minio.Core{Client: o.l.cl}
+	obj, st, _, err := core.GetObject(ctx, o.l.bucket, o.l.prefix+key, minio.GetObjectOptions{})
 	if err != nil {
-		return err
+		if notFound(err) {
+			return nil, "", errS3NotFound
+		}
+		return nil, "", err
 	}
 	defer obj.Close()
-	if st.ETag == k.etag && k.etag != "" {
-		return nil
+	if st.ETag == etag && etag != "" {
+		return nil, etag, nil
 	}
-	if st.Size > maxIndexBytes {
-		return fmt.Errorf("%w: %s: an index of %d bytes", ErrIndexDamaged, k.l.index(), st.Size)
+	if st.Size > max {
+		return nil, "", fmt.Errorf("%w: %s: an object of %d bytes", ErrIndexDamaged, o.l.prefix+key, st.Size)
 	}
-	raw, err := io.ReadAll(io.LimitReader(obj, maxIndexBytes+1))
+	raw, err := io.ReadAll(io.LimitReader(obj, max+1))
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	b, err := decodeIndex(raw)
-	if err != nil {
-		return fmt.Errorf("%s: %w", k.l.index(), err)
+	if int64(len(raw)) > max {
+		return nil, "", fmt.Errorf("%w: %s: more than %d bytes", ErrIndexDamaged, o.l.prefix+key, max)
 	}
-	k.m.mu.Lock()
-	k.m.b = b
-	k.m.mu.Unlock()
-	k.etag = st.ETag
+	return raw, st.ETag, nil
+}
+
+func (o s3Objs) put(ctx context.Context, key string, data []byte, match string, noneMatch bool) (string, error) {
+	var opt minio.PutObjectOptions
+	if match != "" {
+		opt.SetMatchETag(match)
+	}
+	if noneMatch {
+		opt.SetMatchETagExcept("*")
+	}
+	info, err := o.l.putRetry(ctx, o.l.prefix+key, data, opt)
+	if preconditionFailed(err) {
+		return "", fmt.Errorf("%w: %s", errS3Precondition, o.l.prefix+key)
+	}
+	return info.ETag, err
+}
+
+func (o s3Objs) del(ctx context.Context, key string) error {
+	return o.l.cl.RemoveObject(ctx, o.l.bucket, o.l.prefix+key, minio.RemoveObjectOptions{})
+}
+
+func (o s3Objs) list(ctx context.Context, prefix string, fn func(key string, mod time.Time) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for obj := range o.l.cl.ListObjects(ctx, o.l.bucket, minio.ListObjectsOptions{Prefix: o.l.prefix + prefix, Recursive: true}) {
+		if obj.Err != nil {
+			return obj.Err
+		}
+		if err := fn(strings.TrimPrefix(obj.Key, o.l.prefix), obj.LastModified); err != nil {
+			return err
+		}
+	}
 	return nil
 }
-
-func (k *s3KV) view(fn func(tx) error) error { return k.m.view(fn) }
-
-func (k *s3KV) update(fn func(tx) error) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	ctx := context.Background()
-	for try := 0; ; try++ {
-		if err := k.refresh(ctx); err != nil {
-			return err
-		}
-		k.m.mu.RLock()
-		before := k.m.b
-		k.m.mu.RUnlock()
-		if err := k.m.update(fn); err != nil {
-			return err
-		}
-		raw := encodeIndex(k.m.b)
-		var opt minio.PutObjectOptions
-		opt.SetMatchETag(k.etag)
-		info, err := k.l.putRetry(ctx, k.l.index(), raw, opt)
-		if err == nil {
-			k.etag = info.ETag
-			return nil
-		}
-		k.m.mu.Lock()
-		k.m.b = before // not landed
-		k.m.mu.Unlock()
-		if !preconditionFailed(err) || try >= s3Retries {
-			return fmt.Errorf("store: writing the index of %s: %w", k.l.bucket+"/"+k.l.prefix, err)
-		}
-		k.etag = "" // another writer landed first: read its index, redo
-	}
-}
-
-func (k *s3KV) close() error { return nil }
 
 // s3Blobs keeps packs as objects.
 type s3Blobs struct {
@@ -266,10 +243,6 @@ type s3Blobs struct {
 	sum func(...[]byte) Hash // the store's address function
 	mod sync.Map             // Hash → time.Time: when each pack was written, as the last list saw
 }
-
-// s3GCGrace: gc keeps unused packs younger than this (an add in flight
-// writes its pack before its index, and S3 has no lock to hold it off).
-var s3GCGrace = 10 * time.Minute
 
 // young reports whether pack id (seen by the last list) is within the grace period.
 func (b *s3Blobs) young(id Hash) bool {

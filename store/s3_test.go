@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path"
 	"strings"
@@ -196,6 +197,41 @@ func TestS3CrashAndDamage(t *testing.T) {
 		t.Fatalf("error does not name the model: %v", err)
 	}
 	s2.Close()
+	// a damaged index shard: the model's read names it
+	var shards []string
+	for o := range l.cl.ListObjects(ctx, l.bucket, minio.ListObjectsOptions{Prefix: l.prefix + s3ShardPrefix, Recursive: true}) {
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+		shards = append(shards, o.Key)
+	}
+	if len(shards) == 0 {
+		t.Fatal("no index shards in the bucket")
+	}
+	for _, k := range shards {
+		obj, err := l.cl.GetObject(ctx, l.bucket, k, minio.GetObjectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if _, err := buf.ReadFrom(obj); err != nil {
+			t.Fatal(err)
+		}
+		obj.Close()
+		b := buf.Bytes()
+		b[len(b)-1] ^= 0x01
+		if _, err := l.cl.PutObject(ctx, l.bucket, k, bytes.NewReader(b), int64(len(b)), minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s3r, err := Open(loc, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s3r.Model(f); !errors.Is(err, ErrIndexDamaged) || !strings.Contains(err.Error(), fmt.Sprintf("model %q", f)) {
+		t.Fatalf("model from a damaged index shard: %v, want ErrIndexDamaged naming the model", err)
+	}
+	s3r.Close()
 	// a damaged index
 	bad := []byte("not an index")
 	if _, err := l.cl.PutObject(ctx, l.bucket, l.index(), bytes.NewReader(bad), int64(len(bad)), minio.PutObjectOptions{}); err != nil {
@@ -216,17 +252,94 @@ func TestS3ConcurrentAdds(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := []string{"base/model.f32.safetensors", "ft-fortunes-full/model.f32.safetensors", "ft-fortunes-lora/model.f32.safetensors", "ft-continued/model.f32.safetensors"}
-	addConcurrently(t, loc, hub, files, Options{Threads: 1})
-	s, err := Open(loc, Options{})
+	check := func(loc string) {
+		t.Helper()
+		addConcurrently(t, loc, hub, files, Options{Threads: 1})
+		s, err := Open(loc, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		for _, f := range files {
+			restore(t, s, f, fileBytes(t, inputs(t, path.Join(hub, f))))
+		}
+		if bad, err := s.Verify(); err != nil || len(bad) > 0 {
+			t.Fatal(err, bad)
+		}
+	}
+	check(loc)
+	// again with shards of at most 4 KB: the adders' writes meet in many
+	// shards and split them
+	smallShards(t, 4<<10)
+	if err := Init(loc + "-small"); err != nil {
+		t.Fatal(err)
+	}
+	check(loc + "-small")
+}
+
+// TestS3LegacyStore: a store written with the index as one object (as
+// stores were before the root: legacyKV) opens and restores as it is; its
+// first add writes the root and shards; every model restores from a fresh
+// open, and the old writer now reads ErrIndexDamaged, never a wrong index.
+func TestS3LegacyStore(t *testing.T) {
+	hub := shared(t, "hub/stories260K")
+	loc := s3Server(t)
+	l, err := parseS3(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := s3Objs{l}
+	if err := initLegacy(o); err != nil {
+		t.Fatal(err)
+	}
+	lk, err := openLegacy(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := newS3Store(loc, l, lk, Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []string{"base/model.f32.safetensors", "ft-fortunes-full/model.f32.safetensors", "base/model.bf16.safetensors"}
+	want := addFiles(t, old, hub, files[:2])
+	ctx := context.Background()
+	isV2 := func() bool {
+		raw, _, err := o.get(ctx, s3RootKey, maxIndexBytes, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return isRoot(raw)
+	}
+	s, err := Open(loc, Options{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	for _, f := range files {
-		restore(t, s, f, fileBytes(t, inputs(t, path.Join(hub, f))))
+	for _, f := range files[:2] {
+		restore(t, s, f, want[f])
 	}
-	if bad, err := s.Verify(); err != nil || len(bad) > 0 {
+	if isV2() {
+		t.Fatal("opening and reading converted the index")
+	}
+	for f, w := range addFiles(t, s, hub, files[2:]) {
+		want[f] = w
+	}
+	if !isV2() {
+		t.Fatal("the first add did not write a root")
+	}
+	s2, err := Open(loc, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	for _, f := range files {
+		restore(t, s2, f, want[f])
+	}
+	if bad, err := s2.Verify(); err != nil || len(bad) > 0 {
 		t.Fatal(err, bad)
+	}
+	if _, err := openLegacy(o); !errors.Is(err, ErrIndexDamaged) {
+		t.Fatalf("the old reader on a converted store: %v, want ErrIndexDamaged", err)
 	}
 }
 

@@ -6,7 +6,9 @@ import (
 	"slices"
 )
 
-// The index of an s3:// store as one object (s3.go):
+// The index of an s3:// store as one object, as stores kept it before the
+// root and shards (s3shard.go): read by stores written so, until their
+// first update replaces it with a root (s3kv.go).
 //
 //	"nzip-store-index-2\n"
 //	per bucket of buckets, in that order:
