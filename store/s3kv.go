@@ -133,19 +133,25 @@ func newS3KV(o s3Objects, name string) *s3KV {
 
 // initS3KV makes a new index: an empty root with the fingerprints' index,
 // written if no object is at "index".
-func initS3KV(o s3Objects, name string) error { return initS3KVAt(o, name, latestVersion) }
+func initS3KV(o s3Objects, name string) error { return initS3KVWith(o, name, buildLSH) }
 
-// initS3KVAt is initS3KV of a store of format version v.
+// initS3KVAt is initS3KV of a store of format version v (what Init
+// writes: the fingerprints' index and the format record).
 func initS3KVAt(o s3Objects, name string, v int) error {
-	k := newS3KV(o, name)
-	k.root = newS3Root()
-	k.readAt = time.Now()
-	if err := k.update(func(t tx) error {
+	return initS3KVWith(o, name, func(t tx) error {
 		if err := buildLSH(t); err != nil {
 			return err
 		}
 		return setFormat(v)(t)
-	}); err != nil {
+	})
+}
+
+// initS3KVWith makes a new index whose first transaction is first.
+func initS3KVWith(o s3Objects, name string, first func(tx) error) error {
+	k := newS3KV(o, name)
+	k.root = newS3Root()
+	k.readAt = time.Now()
+	if err := k.update(first); err != nil {
 		if errors.Is(err, errS3Precondition) {
 			return fmt.Errorf("store: %s already holds a store", name)
 		}
