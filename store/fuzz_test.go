@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -42,7 +43,7 @@ func TestFuzzSeeds(t *testing.T) {
 		}
 		s.kv.view(func(tx tx) error {
 			return tx.scan(bucket, nil, func(k, v []byte) error {
-				if bytes.Equal(k, formatKey) {
+				if bytes.Equal(k, formatKey) || bytes.Equal(k, maxDecodeKey) {
 					return nil
 				}
 				if n < max && len(v) < 4096 {
@@ -69,6 +70,13 @@ func TestFuzzSeeds(t *testing.T) {
 			os.WriteFile(filepath.Join(fdir, fmt.Sprintf("real-%d", i)), []byte(fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", v)), 0o644)
 			return nil
 		})
+	}
+	// decode bound records (maxdecode.go)
+	mdir := filepath.Join("testdata", "fuzz", "FuzzParseMaxDecode")
+	os.RemoveAll(mdir)
+	os.MkdirAll(mdir, 0o755)
+	for i, r := range []float64{1, 2, 3} {
+		os.WriteFile(filepath.Join(mdir, fmt.Sprintf("real-%d", i)), []byte(fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", maxDecodeRec(r))), 0o644)
 	}
 	// the whole index of a store of one real model, as an s3:// store keeps it
 	one := NewMem(Options{})
@@ -153,6 +161,28 @@ func FuzzParseFormat(f *testing.F) {
 		}
 		if !bytes.Equal(formatRec(v), b) {
 			t.Fatalf("format record %x parses to version %d, which encodes to %x", b, v, formatRec(v))
+		}
+	})
+}
+
+// FuzzParseMaxDecode: the decode bound record (maxdecode.go) parses to a
+// bound of at least 1 that encodes to the same bytes, or is an error;
+// never a panic.
+func FuzzParseMaxDecode(f *testing.F) {
+	f.Add(maxDecodeRec(2))
+	f.Add(maxDecodeRec(1.5))
+	f.Add(maxDecodeRec(0.5))
+	f.Add([]byte(nil))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := parseMaxDecode(b)
+		if err != nil || b == nil {
+			return
+		}
+		if !(r >= 1) || math.IsInf(r, 0) {
+			t.Fatalf("decode bound record %x parses to %v", b, r)
+		}
+		if !bytes.Equal(maxDecodeRec(r), b) {
+			t.Fatalf("decode bound record %x parses to %v, which encodes to %x", b, r, maxDecodeRec(r))
 		}
 	})
 }

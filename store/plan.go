@@ -192,8 +192,17 @@ func (s *Store) candidates(t tx) candidates {
 // fingerprint casts to u's (castOfFP; version 2: confirmed on the bytes
 // when coded), else a delta tried against the nearest candidate
 // (nearestOf), else coded alone.
+//
+// Under a decode bound R (maxdecode.go) a cast is made only when its
+// ratio is within R, else the unit is planned as a delta or alone; a
+// delta against the nearest candidate only when within R, else against
+// that chain's root when within R, else the unit is coded alone.
 func planUnit(t tx, u UnitInfo, cands candidates) (Plan, error) {
 	p := Plan{Unit: u, Kind: KindNzip}
+	r, err := maxDecodeOf(t)
+	if err != nil {
+		return p, err
+	}
 	if castable(u.DType) {
 		from, ok := Hash{}, false
 		if isV2(t) {
@@ -204,7 +213,7 @@ func planUnit(t tx, u UnitInfo, cands candidates) (Plan, error) {
 		} else {
 			from, ok = castOf(t, u.Hash, u.DType)
 		}
-		if ok {
+		if ok && baseWithin(t, r, from, u.N) {
 			p.Kind, p.Base = KindCast, from
 			return p, nil
 		}
@@ -216,7 +225,12 @@ func planUnit(t tx, u UnitInfo, cands candidates) (Plan, error) {
 	if err != nil {
 		return p, err
 	}
-	if c, ok := nearestOf(cs, u.FP); ok {
+	c, ok := nearestOf(cs, u.FP)
+	if ok && !baseWithin(t, r, c.h, u.N) {
+		c = c.rootOf()
+		ok = baseWithin(t, r, c.h, u.N)
+	}
+	if ok {
 		p.Kind, p.Base = KindDelta, c.h
 	}
 	return p, nil

@@ -24,7 +24,8 @@ import (
 // A recast changes the unit's depth: the deltas coded against it (found
 // by one prefix scan of its family's fingerprints, the candidates' scan)
 // move with it. A recast that would make one of them deeper than
-// maxChain (or than it was) is not made.
+// maxChain (or than it was) is not made, nor one that would take the
+// recast unit or one of them past the store's decode bound (maxdecode.go).
 //
 // The ingest planner (PlanFamily) runs this code too, on an overlay of the
 // index (plan.go), so that an ingest's later models are planned on the
@@ -35,6 +36,10 @@ import (
 // model is the model entering x. It returns the units recast.
 func recastStored(t tx, x Hash, xu unit, casts []Hash, ts []dtype.DType, model string) (int, error) {
 	n := 0
+	r, err := maxDecodeOf(t)
+	if err != nil {
+		return 0, err
+	}
 	for i, ch := range casts {
 		if i >= len(ts) || ch == x {
 			continue
@@ -52,7 +57,7 @@ func recastStored(t tx, x Hash, xu unit, casts []Hash, ts []dtype.DType, model s
 		if err != nil {
 			return n, err
 		}
-		if !ok || newDepth > maxDepth {
+		if !ok || newDepth > maxDepth || !recastWithin(t, r, xu, y, newDepth, moved) {
 			continue
 		}
 		if _, err := incRef(t, x); err != nil {
@@ -79,6 +84,29 @@ func recastStored(t tx, x Hash, xu unit, casts []Hash, ts []dtype.DType, model s
 		n++
 	}
 	return n, nil
+}
+
+// recastWithin reports whether unit y, made the cast of F32 unit xu at
+// depth d, and the deltas moved with it (their new depths; of y's type
+// and size: a chain of deltas from y) keep decode bound r.
+func recastWithin(t tx, r float64, xu, y unit, d int, moved map[Hash]unit) bool {
+	if r == 0 {
+		return true
+	}
+	xc := chainCost(t, xu)
+	if xc < 0 {
+		return false
+	}
+	yc := y.RawLen + xc
+	if !within(r, yc, y.RawLen) {
+		return false
+	}
+	for _, u := range moved {
+		if !within(r, yc+int64(int(u.Depth)-d)*u.RawLen, u.RawLen) {
+			return false
+		}
+	}
+	return true
 }
 
 // releaseRef drops the reference a recast unit held on its old base h.

@@ -35,6 +35,9 @@ import (
 //     of its own dependants, and makes its chain no deeper (a get decodes
 //     no more); the new delta is kept when smaller.
 //
+// Under a decode bound (maxdecode.go) a recast, a move and a new coding
+// are made only when every unit they change keeps the bound.
+//
 // The units' addresses, and so the manifests, never change. Crash safety:
 // the new payloads are written first, as one chunk file (temporary file,
 // fsync, rename, fsync of the directory); then one index transaction
@@ -85,6 +88,7 @@ type replan struct {
 	refs   map[Hash]int64  // change of each unit's reference count
 	pay    map[Hash][]byte // new payloads (units coded again)
 	bases  map[[2]string]bool
+	maxDec float64 // the store's decode bound (0: unbounded)
 	st     RepackStats
 }
 
@@ -144,6 +148,10 @@ func (r *replan) read() error {
 	}
 	r.st.Before, r.st.DecodedBefore, r.st.Restored = st.Stored, st.Decoded, st.Raw
 	return r.s.kv.view(func(t tx) error {
+		var err error
+		if r.maxDec, err = maxDecodeOf(t); err != nil {
+			return err
+		}
 		if err := t.scan(bUnits, nil, func(k, v []byte) error {
 			u, err := parseUnit(v)
 			if err != nil || len(k) != 32 {
@@ -215,6 +223,28 @@ func allowed(u unit, d int, old unit) bool {
 	}
 	return d <= maxDepth && (d <= lim || d <= int(old.Depth))
 }
+
+// cost is the decode cost of unit h as planned: its bytes and those of
+// its base chain (maxdecode.go); -1 when the chain is broken.
+func (r *replan) cost(h Hash) int64 {
+	var n int64
+	for range maxDepth + 1 {
+		u, ok := r.recs[h]
+		if !ok {
+			return -1
+		}
+		n += u.RawLen
+		if !hasBase(u.Kind) {
+			return n
+		}
+		h = u.Base
+	}
+	return -1
+}
+
+// within reports whether a unit of raw bytes decoded from a base whose
+// cost is bc keeps the store's decode bound.
+func (r *replan) within(bc, raw int64) bool { return bc >= 0 && within(r.maxDec, bc+raw, raw) }
 
 // famKey is the fingerprint family (type and size) of a unit.
 func famKey(u unit) string { return string(fpKey(u.DType, u.RawLen/int64(u.DType.Size()), Hash{})) }
@@ -307,20 +337,22 @@ func (r *replan) recastPlan(h, x Hash) (edits []edit, cost int64, ok bool, err e
 	nu := *r.recs[h]
 	nu.Kind, nu.Base, nu.Depth = KindCast, x, r.recs[x].Depth+1
 	nu.Pack, nu.Off, nu.Len, nu.CRC = Hash{}, 0, 0, 0
-	if !allowed(nu, int(nu.Depth), r.old[h]) {
+	if !allowed(nu, int(nu.Depth), r.old[h]) || !r.within(r.cost(x), nu.RawLen) {
 		return nil, 0, false, nil
 	}
 	edits = append(edits, edit{h: h, u: nu, coded: true})
 	var yraw []byte
 	queue := []Hash{h}
 	depth := map[Hash]int{h: int(nu.Depth)}
+	costs := map[Hash]int64{h: nu.RawLen + r.cost(x)} // decode costs as planned
 	for len(queue) > 0 && len(edits) <= len(r.recs) {
 		p := queue[0]
 		queue = queue[1:]
 		for _, c := range r.kids[p] {
 			cu := *r.recs[c]
 			d := depth[p] + 1
-			if allowed(cu, d, r.old[c]) {
+			cc := costs[p] + cu.RawLen
+			if allowed(cu, d, r.old[c]) && r.within(costs[p], cu.RawLen) {
 				cu.Depth = uint8(d)
 				edits = append(edits, edit{h: c, u: cu})
 			} else {
@@ -332,15 +364,18 @@ func (r *replan) recastPlan(h, x Hash) (edits []edit, cost int64, ok bool, err e
 						return nil, 0, false, err
 					}
 				}
-				e, err := r.recode(c, cu, h, int(nu.Depth), yraw)
+				e, err := r.recode(c, cu, h, int(nu.Depth), costs[h], yraw)
 				if err != nil {
 					return nil, 0, false, err
 				}
 				cost += e.u.Len - cu.Len
 				edits = append(edits, e)
-				d = int(e.u.Depth)
+				d, cc = int(e.u.Depth), cu.RawLen
+				if e.u.Kind == KindDelta {
+					cc += costs[h]
+				}
 			}
-			depth[c] = d
+			depth[c], costs[c] = d, cc
 			queue = append(queue, c)
 		}
 	}
@@ -348,8 +383,9 @@ func (r *replan) recastPlan(h, x Hash) (edits []edit, cost int64, ok bool, err e
 }
 
 // recode codes unit c (record cu) again: against base b (at depth bd,
-// bytes braw) when that is allowed and smaller, else alone.
-func (r *replan) recode(c Hash, cu unit, b Hash, bd int, braw []byte) (edit, error) {
+// decode cost bc, bytes braw) when that is allowed and smaller, else
+// alone.
+func (r *replan) recode(c Hash, cu unit, b Hash, bd int, bc int64, braw []byte) (edit, error) {
 	raw, err := r.orig(c)
 	if err != nil {
 		return edit{}, err
@@ -357,7 +393,7 @@ func (r *replan) recode(c Hash, cu unit, b Hash, bd int, braw []byte) (edit, err
 	payload, kind := codeAlone(raw, cu.DType)
 	nu := cu
 	nu.Kind, nu.Base, nu.Depth = kind, Hash{}, 0
-	if allowed(unit{Kind: KindDelta}, bd+1, r.old[c]) {
+	if allowed(unit{Kind: KindDelta}, bd+1, r.old[c]) && r.within(bc, cu.RawLen) {
 		delta, err := codeDelta(raw, cu.DType, b, braw)
 		if err != nil {
 			return edit{}, fmt.Errorf("store: repack: unit %s: %w", c, err)
@@ -440,13 +476,21 @@ func (r *replan) subtree(h Hash) map[Hash]bool {
 
 // moveTo plans unit h (record nu, at its new depth) and the depths of the
 // units whose chains pass through it; ok is false when one would end too
-// deep.
+// deep or past the decode bound.
 func (r *replan) moveTo(h Hash, nu unit, coded bool, payload []byte) ([]edit, bool) {
 	if !allowed(nu, int(nu.Depth), r.old[h]) {
 		return nil, false
 	}
+	var bc int64
+	if hasBase(nu.Kind) {
+		bc = r.cost(nu.Base)
+	}
+	if !r.within(bc, nu.RawLen) {
+		return nil, false
+	}
 	edits := []edit{{h: h, u: nu, coded: coded, payload: payload}}
 	depth := map[Hash]int{h: int(nu.Depth)}
+	costs := map[Hash]int64{h: bc + nu.RawLen}
 	queue := []Hash{h}
 	for len(queue) > 0 && len(edits) <= len(r.recs) {
 		p := queue[0]
@@ -454,11 +498,11 @@ func (r *replan) moveTo(h Hash, nu unit, coded bool, payload []byte) ([]edit, bo
 		for _, c := range r.kids[p] {
 			cu := *r.recs[c]
 			d := depth[p] + 1
-			if !allowed(cu, d, r.old[c]) {
+			if !allowed(cu, d, r.old[c]) || !r.within(costs[p], cu.RawLen) {
 				return nil, false
 			}
 			cu.Depth = uint8(d)
-			depth[c] = d
+			depth[c], costs[c] = d, costs[p]+cu.RawLen
 			edits = append(edits, edit{h: c, u: cu})
 			queue = append(queue, c)
 		}
@@ -483,7 +527,7 @@ func (r *replan) nearest(h Hash) (Hash, bool) {
 	bestD := nearThreshold
 	found := false
 	for _, c := range r.fams[famKey(*u)] {
-		if sub[c] || (hasBase(u.Kind) && c == u.Base) || r.recs[c].Depth >= u.Depth || !allowed(unit{Kind: KindDelta}, int(r.recs[c].Depth)+1, r.old[h]) {
+		if sub[c] || (hasBase(u.Kind) && c == u.Base) || r.recs[c].Depth >= u.Depth || !allowed(unit{Kind: KindDelta}, int(r.recs[c].Depth)+1, r.old[h]) || !r.within(r.cost(c), u.RawLen) {
 			continue
 		}
 		if d := distance(r.fps[c], fp); d < bestD {

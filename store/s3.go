@@ -128,7 +128,7 @@ func preconditionFailed(err error) bool {
 
 // initS3 creates an empty store (the bucket must exist; the prefix must
 // hold no store).
-func initS3(loc string, v int) error {
+func initS3(loc string, v int, o InitOptions) error {
 	l, err := parseS3(loc)
 	if err != nil {
 		return err
@@ -139,7 +139,7 @@ func initS3(loc string, v int) error {
 	} else if !ok {
 		return fmt.Errorf("store: %s: no bucket %q", loc, l.bucket)
 	}
-	return initS3KVAt(s3Objs{l}, l.bucket+"/"+l.prefix, v)
+	return initS3KVWith(s3Objs{l}, l.bucket+"/"+l.prefix, initRecords(v, o))
 }
 
 // openS3 opens the store at loc.

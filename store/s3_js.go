@@ -6,5 +6,5 @@ import "errors"
 
 var errS3Unsupported = errors.New("store: s3:// stores are not available in the browser build")
 
-func initS3(string, int) error               { return errS3Unsupported }
+func initS3(string, int, InitOptions) error  { return errS3Unsupported }
 func openS3(string, Options) (*Store, error) { return nil, errS3Unsupported }

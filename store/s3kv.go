@@ -138,12 +138,7 @@ func initS3KV(o s3Objects, name string) error { return initS3KVWith(o, name, bui
 // initS3KVAt is initS3KV of a store of format version v (what Init
 // writes: the fingerprints' index and the format record).
 func initS3KVAt(o s3Objects, name string, v int) error {
-	return initS3KVWith(o, name, func(t tx) error {
-		if err := buildLSH(t); err != nil {
-			return err
-		}
-		return setFormat(v)(t)
-	})
+	return initS3KVWith(o, name, initRecords(v, InitOptions{}))
 }
 
 // initS3KVWith makes a new index whose first transaction is first.

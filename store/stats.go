@@ -27,11 +27,14 @@ type Stats struct {
 	// each file and its base chain (casts and deltas decode their bases
 	// first); Decoded/Raw is the store's bytes decoded per byte restored.
 	Decoded int64 `json:"decoded_bytes"`
+	// MaxDecode is the store's decode bound: bytes decoded per byte
+	// restored, per unit (maxdecode.go); 0 is unbounded.
+	MaxDecode float64 `json:"max_decode"`
 }
 
 // Stats reads the index and lists the chunk files.
 func (s *Store) Stats() (*Stats, error) {
-	st := &Stats{Version: s.ver, Units: map[string]int{}, UnitBytes: map[string]int64{}}
+	st := &Stats{Version: s.ver, MaxDecode: s.maxDecode, Units: map[string]int{}, UnitBytes: map[string]int64{}}
 	allAlone := true
 	recs := map[Hash]unit{}
 	var ms []*Manifest

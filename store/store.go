@@ -67,15 +67,16 @@ func (o Options) threads() int {
 // directory store holds its index (bbolt) and its chunk files; while a
 // Store is open for writing no other process can open it.
 type Store struct {
-	dir     string // "" for an in-memory store
-	kv      kv
-	bl      blobs
-	opt     Options
-	read    atomic.Int64 // payload bytes read from chunks
-	decoded atomic.Int64 // unit bytes decoded (bases included)
-	cache   *rawCache
-	ver     int               // format version (version.go)
-	sum     func([]byte) Hash // the address of bytes: BLAKE3 (v2) or SHA-256 (v1)
+	dir       string // "" for an in-memory store
+	kv        kv
+	bl        blobs
+	opt       Options
+	read      atomic.Int64 // payload bytes read from chunks
+	decoded   atomic.Int64 // unit bytes decoded (bases included)
+	cache     *rawCache
+	ver       int               // format version (version.go)
+	maxDecode float64           // decode bound (maxdecode.go; 0: unbounded)
+	sum       func([]byte) Hash // the address of bytes: BLAKE3 (v2) or SHA-256 (v1)
 }
 
 // IsS3 reports whether a store location names a store on S3-compatible
@@ -87,11 +88,22 @@ func IsS3(loc string) bool { return strings.HasPrefix(loc, "s3://") }
 // (version 2, version.go). It must not hold a store already.
 func Init(dir string) error { return initVersion(dir, latestVersion) }
 
+// InitWith is Init making a store with settings o (a decode bound).
+func InitWith(dir string, o InitOptions) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	return initAt(dir, latestVersion, o)
+}
+
 // initVersion is Init making a store of format version v (tests make
 // version 1 stores with it, as builds before version 2 made them).
-func initVersion(dir string, v int) error {
+func initVersion(dir string, v int) error { return initAt(dir, v, InitOptions{}) }
+
+// initAt makes a store of format version v with settings o.
+func initAt(dir string, v int, o InitOptions) error {
 	if IsS3(dir) {
-		return initS3(dir, v)
+		return initS3(dir, v, o)
 	}
 	if _, err := os.Stat(filepath.Join(dir, indexName)); err == nil {
 		return fmt.Errorf("store: %s already holds a store", dir)
@@ -105,12 +117,7 @@ func initVersion(dir string, v int) error {
 	if err != nil {
 		return err
 	}
-	err = k.update(func(t tx) error {
-		if err := buildLSH(t); err != nil {
-			return err
-		}
-		return setFormat(v)(t)
-	})
+	err = k.update(initRecords(v, o))
 	if cerr := k.close(); err == nil {
 		err = cerr
 	}
@@ -149,12 +156,12 @@ func Open(dir string, opt Options) (*Store, error) {
 func NewMem(opt Options) *Store { return newMemVersion(opt, latestVersion) }
 
 // newMemVersion is NewMem of format version v.
-func newMemVersion(opt Options, v int) *Store {
+func newMemVersion(opt Options, v int) *Store { return newMemWith(opt, v, InitOptions{}) }
+
+// newMemWith is NewMem of format version v with settings o (tests).
+func newMemWith(opt Options, v int, o InitOptions) *Store {
 	k := newMemKV()
-	k.update(func(t tx) error { // cannot fail in memory
-		buildLSH(t)
-		return setFormat(v)(t)
-	})
+	k.update(initRecords(v, o)) // cannot fail in memory
 	s := &Store{kv: k, bl: &memBlobs{}, opt: opt, cache: newRawCache(256 << 20)}
 	s.readFormat()
 	return s

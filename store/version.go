@@ -118,7 +118,11 @@ func (s *Store) Sum(b []byte) Hash { return s.sum(b) }
 func (s *Store) readFormat() error {
 	err := s.kv.view(func(t tx) error {
 		v, err := formatOf(t)
+		if err != nil {
+			return err
+		}
 		s.ver = v
+		s.maxDecode, err = maxDecodeOf(t)
 		return err
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"path"
 	"path/filepath"
 	"strings"
@@ -17,7 +18,7 @@ import (
 )
 
 const storeUsage = `usage:
-  nzip store init   STORE
+  nzip store init   [-max-decode R] STORE
   nzip store add    [-name NAME] [-compare] [-threads N] [-q] STORE FILE...
   nzip store get    [-o OUT] [-f] [-threads N] STORE NAME
   nzip store ls     [-json] STORE
@@ -40,7 +41,10 @@ matter: a BF16/F16 export added before its F32 original becomes its cast
 when the F32 file is added. repack re-plans a directory store in place
 (crash-safe): every 16-bit unit that is the cast of a stored F32 unit
 becomes that cast, deltas move to nearer bases where that is smaller,
-then gc runs. init makes a version 2 store (units addressed by BLAKE3);
+then gc runs (within the store's decode bound). init makes a version 2
+store (units addressed by BLAKE3); -max-decode R bounds the bytes a get
+decodes per byte restored (casts decode their F32 unit, deltas their
+base): under 3 no casts, under 2 no deltas.
 a version 1 store (made by earlier builds: SHA-256) keeps working, and
 migrate rewrites it as version 2 in place (crash-safe: the old store is
 whole until one rename puts the new index in its place).
@@ -82,13 +86,22 @@ func parseMixed(fs *flag.FlagSet, args []string, minArgs, maxArgs int) ([]string
 }
 
 func runStoreInit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("store init", "STORE", stderr)
+	fs := newFlags("store init", "[-max-decode R] STORE", stderr)
+	maxDecode := fs.Float64("max-decode", 0, "bytes a get may decode per byte restored, per unit (at least 1; 0: unbounded): fewer casts and deltas, more bytes stored")
 	pos, err := parseMixed(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}
-	if err := store.Init(pos[0]); err != nil {
+	if r := *maxDecode; r != 0 && !(r >= 1) || math.IsInf(r, 0) {
+		fmt.Fprintf(stderr, "nzip store init: -max-decode %v: want a number at least 1 (0: unbounded)\n", r)
+		return errUsage
+	}
+	if err := store.InitWith(pos[0], store.InitOptions{MaxDecode: *maxDecode}); err != nil {
 		return err
+	}
+	if *maxDecode > 0 {
+		fmt.Fprintf(stdout, "%s: empty store (a get decodes at most %g bytes per byte restored)\n", pos[0], *maxDecode)
+		return nil
 	}
 	fmt.Fprintf(stdout, "%s: empty store\n", pos[0])
 	return nil
@@ -312,6 +325,11 @@ func storeStats(args []string, stdout, stderr io.Writer, cmd string, models bool
 		fmt.Fprintf(stdout, "nzip alone   %d bytes (the store is %.3f of it)\n", st.Alone, ratio(st.Stored, st.Alone))
 	}
 	fmt.Fprintf(stdout, "chunk files  %d, %d bytes\n", st.Chunks, st.ChunkBytes)
+	bound := "unbounded"
+	if st.MaxDecode > 0 {
+		bound = fmt.Sprintf("at most %g", st.MaxDecode)
+	}
+	fmt.Fprintf(stdout, "decoded      %d bytes per get of every model (%.3f per byte restored; %s)\n", st.Decoded, ratio(st.Decoded, st.Raw), bound)
 	for _, k := range []string{"raw", "nzip", "delta", "cast"} {
 		fmt.Fprintf(stdout, "units %-6s %d (%d original bytes)\n", k, st.Units[k], st.UnitBytes[k])
 	}

@@ -261,3 +261,46 @@ func TestStoreCLIRepack(t *testing.T) {
 		t.Fatalf("repack without a store: exit %d, want 2", code)
 	}
 }
+
+// TestStoreCLIMaxDecode: init -max-decode refuses a bound below 1 or NaN
+// (exit 2); a store made with one shows it in stats and stats -json, and
+// its models' gets decode within it.
+func TestStoreCLIMaxDecode(t *testing.T) {
+	hub := sharedFile(t, "hub/stories260K")
+	dir := t.TempDir()
+	st := filepath.Join(dir, "S")
+	for _, bad := range []string{"0.5", "NaN", "-1", "+Inf"} {
+		if code, _, errs := nzip(t, "store", "init", "-max-decode", bad, st); code != 2 || !strings.Contains(errs, "-max-decode") {
+			t.Fatalf("init -max-decode %s: exit %d: %s", bad, code, errs)
+		}
+	}
+	if code, out, errs := nzip(t, "store", "init", "-max-decode", "2", st); code != 0 || !strings.Contains(out, "at most 2 bytes") {
+		t.Fatalf("init -max-decode 2: exit %d: %s%s", code, out, errs)
+	}
+	var files []string
+	for _, m := range []string{"base", "ft-continued"} {
+		for _, f := range []string{"model.f32.safetensors", "model.bf16.safetensors"} {
+			files = append(files, filepath.Join(hub, m, f))
+		}
+	}
+	if code, _, errs := nzip(t, append([]string{"store", "add", "-q", st}, files...)...); code != 0 {
+		t.Fatalf("add: exit %d: %s", code, errs)
+	}
+	_, out, _ := nzip(t, "store", "stats", st)
+	if !strings.Contains(out, "at most 2)") {
+		t.Fatalf("stats does not show the bound:\n%s", out)
+	}
+	_, out, _ = nzip(t, "store", "stats", "-json", st)
+	var s struct {
+		Raw       int64   `json:"raw_bytes"`
+		Decoded   int64   `json:"decoded_bytes"`
+		MaxDecode float64 `json:"max_decode"`
+		Units     map[string]int
+	}
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.MaxDecode != 2 || s.Decoded > 2*s.Raw || s.Units["cast"] != 0 || s.Units["delta"] == 0 {
+		t.Fatalf("stats -json: %s", out)
+	}
+}
