@@ -10,7 +10,7 @@
 //	nzlab traj-floor [-shared DIR]
 //	nzlab sparse FILE...
 //	nzlab infer-speed [-shared DIR] [-runs N]
-//	nzlab store-numbers [-shared DIR] [-order]
+//	nzlab store-numbers [-shared DIR] [-order] [-repack] [-max-decode R,...]
 //	nzlab store-scale [-shared DIR] [-models N] [-exhaustive=false]
 //
 // scripts/icount.sh runs icount under callgrind; docs/setups.md,

@@ -47,9 +47,13 @@ func runStoreNumbers(args []string) error {
 	shared := fs.String("shared", "../shared", "the corpus directory (hub/, models/, trajectories/)")
 	order := fs.Bool("order", false, "print the upload-order table instead: the hub's files in sorted order (16-bit exports first) and F32 first")
 	repack := fs.Bool("repack", false, "print the repack table instead: the hub's files added in three orders, then nzip store repack")
+	maxDecode := fs.String("max-decode", "", "print the decode bound table instead: the hub added to stores made with each of these bounds (comma-separated; 0: unbounded), e.g. 0,3,2,1.5,1")
 	fs.Parse(args)
 	if *order {
 		return storeOrder(*shared)
+	}
+	if *maxDecode != "" {
+		return storeBounds(*shared, *maxDecode)
 	}
 	if *repack {
 		return storeRepack(*shared)
@@ -61,25 +65,75 @@ func runStoreNumbers(args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := storeRow(files, all); err != nil {
+		r, err := storeRow(files, 0)
+		if err != nil {
 			return err
 		}
+		label := "../shared/hub"
+		if all {
+			label = "hub + models/original + tinygpt f32 and bf16 steps"
+		}
+		fmt.Printf("| %s | %d | %d | %d | %d | %.3f | %.0f (%.0f) | %.0f (%.0f) | %.3f | %.2f |\n", label, len(files), r.raw, r.alone, r.stored, float64(r.stored)/float64(r.alone),
+			r.addMBs, r.addCPUMBs, r.getMBs, r.getCPUMBs, r.worstRead, float64(r.decoded)/float64(r.raw))
 	}
 	return nil
 }
 
-func storeRow(files []string, all bool) error {
-	dir, err := os.MkdirTemp("", "nzlab-store-")
+// storeBounds prints the decode bound table: the hub's files added (as
+// the main table adds them) to stores made with each bound of list.
+func storeBounds(shared, list string) error {
+	files, err := corpusSet(shared, false)
 	if err != nil {
 		return err
 	}
+	fmt.Println("| max decode | store bytes | store / nzip alone | decoded / restored | worst model | casts, deltas, coded alone | add MB/s | get MB/s |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
+	for _, f := range strings.Split(list, ",") {
+		var bound float64
+		if _, err := fmt.Sscan(f, &bound); err != nil {
+			return fmt.Errorf("-max-decode %q: %v", f, err)
+		}
+		r, err := storeRow(files, bound)
+		if err != nil {
+			return err
+		}
+		label := "unbounded"
+		if bound > 0 {
+			label = fmt.Sprint(bound)
+		}
+		fmt.Printf("| %s | %d | %.3f | %.2f | %.2f | %d, %d, %d | %.0f (%.0f) | %.0f (%.0f) |\n", label, r.stored, float64(r.stored)/float64(r.alone),
+			float64(r.decoded)/float64(r.raw), r.worstDecoded, r.units["cast"], r.units["delta"], r.units["nzip"]+r.units["raw"],
+			r.addMBs, r.addCPUMBs, r.getMBs, r.getCPUMBs)
+	}
+	return nil
+}
+
+// storeMeasure is one store's row: bytes, speeds (wall, and per two
+// CPU-seconds), the largest chunk bytes read per chain byte and bytes
+// decoded per byte restored over the models, and the units by kind.
+type storeMeasure struct {
+	raw, alone, stored, decoded int64
+	addMBs, addCPUMBs           float64
+	getMBs, getCPUMBs           float64
+	worstRead, worstDecoded     float64
+	units                       map[string]int
+}
+
+// storeRow adds files to a fresh directory store of decode bound bound
+// and gets every model back on a fresh read-only open.
+func storeRow(files []string, bound float64) (storeMeasure, error) {
+	var r storeMeasure
+	dir, err := os.MkdirTemp("", "nzlab-store-")
+	if err != nil {
+		return r, err
+	}
 	defer os.RemoveAll(dir)
-	if err := store.Init(dir); err != nil {
-		return err
+	if err := store.InitWith(dir, store.InitOptions{MaxDecode: bound}); err != nil {
+		return r, err
 	}
 	s, err := store.Open(dir, store.Options{Threads: 2})
 	if err != nil {
-		return err
+		return r, err
 	}
 	// added as nzip store add adds them: in batches (store.Batcher)
 	var addTime time.Duration
@@ -95,14 +149,14 @@ func storeRow(files []string, all bool) error {
 	for _, f := range files {
 		ins, err := storeInputs(f)
 		if err != nil {
-			return err
+			return r, err
 		}
 		if err := timed(func() error { return b.Add(f, ins, nil, nil) }); err != nil {
-			return err
+			return r, err
 		}
 	}
 	if err := timed(b.Flush); err != nil {
-		return err
+		return r, err
 	}
 	addCPU := processCPU() - cpu0
 	// the independent archives, measured apart from the add speed
@@ -110,65 +164,72 @@ func storeRow(files []string, all bool) error {
 	for _, f := range files {
 		ins, err := storeInputs(f)
 		if err != nil {
-			return err
+			return r, err
 		}
 		for _, in := range ins {
 			res, err := codec.Encode(context.Background(), io.Discard, []codec.Input{{Name: in.Name, R: in.R, Size: in.Size, Format: in.Format, Segments: in.Segments}}, codec.EncodeOptions{})
 			if err != nil {
-				return err
+				return r, err
 			}
 			alone += res.Compressed
 		}
 	}
 	st, err := s.Stats()
 	if err != nil {
-		return err
+		return r, err
 	}
 	s.Close()
 	// get speed and bytes read, on a fresh read-only open
 	if s, err = store.Open(dir, store.Options{Threads: 2, ReadOnly: true}); err != nil {
-		return err
+		return r, err
 	}
 	defer s.Close()
 	var getTime time.Duration
 	cpu0 = processCPU()
-	worst := 0.0
+	worst, worstDec := 0.0, 0.0
 	for _, f := range files {
 		m, err := s.Model(f)
 		if err != nil {
-			return err
+			return r, err
 		}
-		before := s.BytesRead()
+		before, dec0 := s.BytesRead(), s.BytesDecoded()
 		var got [][]byte
 		t0 := time.Now()
 		for fi := range m.Files {
 			var buf bytes.Buffer
 			if err := s.WriteFile(m, fi, &buf); err != nil {
-				return err
+				return r, err
 			}
 			got = append(got, buf.Bytes())
 		}
 		getTime += time.Since(t0)
 		if err := sameFiles(f, got); err != nil {
-			return err
+			return r, err
 		}
 		need, err := s.ChainBytes(f)
 		if err != nil {
-			return err
+			return r, err
 		}
 		if need > 0 {
 			worst = max(worst, float64(s.BytesRead()-before)/float64(need))
 		}
+		if m.Raw > 0 {
+			d := float64(s.BytesDecoded()-dec0) / float64(m.Raw)
+			if bound > 0 && d > bound {
+				return r, fmt.Errorf("%s: a get decoded %.3f bytes per byte restored, bound %v", f, d, bound)
+			}
+			worstDec = max(worstDec, d)
+		}
 	}
 	getCPU := processCPU() - cpu0
-	label := "../shared/hub"
-	if all {
-		label = "hub + models/original + tinygpt f32 and bf16 steps"
+	if s.BytesDecoded() != st.Decoded {
+		return r, fmt.Errorf("gets decoded %d bytes, the index says %d", s.BytesDecoded(), st.Decoded)
 	}
-	fmt.Printf("| %s | %d | %d | %d | %d | %.3f | %.0f (%.0f) | %.0f (%.0f) | %.3f | %.2f |\n", label, len(files), raw, alone, st.Stored, float64(st.Stored)/float64(alone),
-		float64(raw)/addTime.Seconds()/1e6, 2*float64(raw)/addCPU.Seconds()/1e6,
-		float64(raw)/getTime.Seconds()/1e6, 2*float64(raw)/getCPU.Seconds()/1e6, worst, float64(s.BytesDecoded())/float64(raw))
-	return nil
+	r = storeMeasure{raw: raw, alone: alone, stored: st.Stored, decoded: st.Decoded,
+		addMBs: float64(raw) / addTime.Seconds() / 1e6, addCPUMBs: 2 * float64(raw) / addCPU.Seconds() / 1e6,
+		getMBs: float64(raw) / getTime.Seconds() / 1e6, getCPUMBs: 2 * float64(raw) / getCPU.Seconds() / 1e6,
+		worstRead: worst, worstDecoded: worstDec, units: st.Units}
+	return r, nil
 }
 
 // corpusSet lists the files of one row, F32 files first within each group
