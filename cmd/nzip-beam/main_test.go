@@ -43,9 +43,14 @@ func shared(t *testing.T, rel string) string {
 // addAll is the reference: nzip store add of the models one by one, in
 // order, into a new directory store.
 func addAll(t *testing.T, models []modelRef) string {
+	return addAllWith(t, models, store.InitOptions{})
+}
+
+// addAllWith is addAll into a store made with settings o.
+func addAllWith(t *testing.T, models []modelRef, o store.InitOptions) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "add")
-	if err := store.Init(dir); err != nil {
+	if err := store.InitWith(dir, o); err != nil {
 		t.Fatal(err)
 	}
 	s, err := store.Open(dir, store.Options{})
@@ -124,10 +129,13 @@ func checkRestores(t *testing.T, dir string, models []modelRef) {
 	}
 }
 
-func newStore(t *testing.T) string {
+func newStore(t *testing.T) string { return newStoreWith(t, store.InitOptions{}) }
+
+// newStoreWith is newStore made with settings o.
+func newStoreWith(t *testing.T, o store.InitOptions) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "beam")
-	if err := store.Init(dir); err != nil {
+	if err := store.InitWith(dir, o); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -139,20 +147,24 @@ func newStore(t *testing.T) string {
 // compares the store with the one nzip store add makes of the same files
 // in the same order: the same stats (units by kind, stored bytes, chunk
 // files, every model's added bytes and bases), every file restored byte
-// for byte.
+// for byte; and the sorted hub in stores with a decode bound of 3 and 2
+// (fewer casts and deltas, recasts refused).
 func TestIngestMatchesAdd(t *testing.T) {
 	hub := shared(t, "hub/stories260K")
 	for _, tc := range []struct {
 		name   string
 		inputs []string
+		maxDec float64 // the stores' decode bound
 	}{
 		// F32 before its casts, so casts are met
-		{"hub-f32-first", []string{filepath.Join(hub, "base/model.f32.safetensors"), hub}},
+		{"hub-f32-first", []string{filepath.Join(hub, "base/model.f32.safetensors"), hub}, 0},
 		// in sorted order, each model's 16-bit exports before its F32
 		// original: every cast is a recast at the F32's commit, and
 		// later models are planned on the recast units
-		{"hub-sorted", []string{hub}},
-		{"original", []string{shared(t, "models/original")}},
+		{"hub-sorted", []string{hub}, 0},
+		{"original", []string{shared(t, "models/original")}, 0},
+		{"hub-sorted-max3", []string{hub}, 3},
+		{"hub-f32-first-max2", []string{filepath.Join(hub, "base/model.f32.safetensors"), hub}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if testing.Short() && tc.name == "original" {
@@ -162,8 +174,9 @@ func TestIngestMatchesAdd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ref := addAll(t, models)
-			dir := newStore(t)
+			o := store.InitOptions{MaxDecode: tc.maxDec}
+			ref := addAllWith(t, models, o)
+			dir := newStoreWith(t, o)
 			sum, err := ingest(context.Background(), config{store: dir, runner: "prism", inputs: tc.inputs})
 			if err != nil {
 				t.Fatal(err)
@@ -180,6 +193,15 @@ func TestIngestMatchesAdd(t *testing.T) {
 			}
 			if tc.name == "hub-sorted" && !strings.Contains(statsJSON(t, dir), `"cast": `) {
 				t.Fatalf("the sorted hub made no recasts")
+			}
+			if tc.maxDec > 0 {
+				var st store.Stats
+				if err := json.Unmarshal([]byte(statsJSON(t, dir)), &st); err != nil {
+					t.Fatal(err)
+				}
+				if st.MaxDecode != tc.maxDec || float64(st.Decoded) > tc.maxDec*float64(st.Raw) {
+					t.Fatalf("bound %v: %d bytes decoded for %d restored (bound read back: %v)", tc.maxDec, st.Decoded, st.Raw, st.MaxDecode)
+				}
 			}
 			var out bytes.Buffer
 			sum.print(&out)
