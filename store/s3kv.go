@@ -135,12 +135,6 @@ func newS3KV(o s3Objects, name string) *s3KV {
 // written if no object is at "index".
 func initS3KV(o s3Objects, name string) error { return initS3KVWith(o, name, buildLSH) }
 
-// initS3KVAt is initS3KV of a store of format version v (what Init
-// writes: the fingerprints' index and the format record).
-func initS3KVAt(o s3Objects, name string, v int) error {
-	return initS3KVWith(o, name, initRecords(v, InitOptions{}))
-}
-
 // initS3KVWith makes a new index whose first transaction is first.
 func initS3KVWith(o s3Objects, name string, first func(tx) error) error {
 	k := newS3KV(o, name)
