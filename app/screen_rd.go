@@ -490,6 +490,7 @@ func (s *rdScreen) measureRate() {
 			if wb.current == m {
 				s.refresh()
 			}
+			hostReport("rd_rate_measured", strconv.FormatFloat(b, 'g', -1, 64))
 		}
 	})
 }
@@ -504,6 +505,7 @@ func (s *rdScreen) generate() {
 	s.genJobs.progress(gen)(-1)
 	s.genBtn.Disable()
 	s.genStats.SetText(fmt.Sprintf("Coding with %s and generating…", rdMethodName(method, bits)))
+	hostReport("rd_gen_started", method)
 	g := s.gens[cur]
 	_, tried := s.noGen[cur]
 	demo := s.gens[nil]

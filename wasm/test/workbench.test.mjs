@@ -301,9 +301,18 @@ async function main() {
     s = await waitState(page, 'rate-distortion', (s) => s.rd_model || s.rd_error, T_RUN);
     check(!s.rd_error && s.rd_methods === '8' && s.rd_skipped === 'lowrank,kron',
       `Lossy: ${s.rd_methods} methods measured on ${s.rd_model}, not in this build: ${s.rd_skipped} (${s.rd_error || 'no error'})`);
-    await click(page, 'rd-generate');
-    // e8 codes every tensor of stories260K with its range coder, then two
-    // generations run: under a loaded machine this took over T_RUN once
+    // the slider's measurement shows a progress bar above the button while
+    // it runs: click once it is done and the layout has settled, and again
+    // if the click landed where the button was
+    await waitState(page, 'the slider measured', (s) => s.rd_rate_measured, T_RUN);
+    await page.waitForTimeout(800);
+    for (let i = 0; i < 3; i++) {
+      await click(page, 'rd-generate');
+      const t0 = Date.now();
+      while (!(await state(page)).rd_gen_started && Date.now() - t0 < 10_000) await page.waitForTimeout(100);
+      if ((await state(page)).rd_gen_started) break;
+      log('the Generate side by side click did not start it; clicking again');
+    }
     s = await waitState(page, 'side-by-side generation', (s) => s.rd_gen_top1 || s.rd_gen_error, 2 * T_RUN);
     check(!s.rd_gen_error && +s.rd_gen_top1 > 0.5,
       `e8 at 4 bits: top-1 agreement ${s.rd_gen_top1}, "${(s.rd_gen_text || '').slice(0, 40)}…" (${s.rd_gen_error || 'no error'})`);
