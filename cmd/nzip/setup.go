@@ -326,15 +326,7 @@ func runSetupBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return fmt.Errorf("setup build: %w", err)
 	}
-	w, err := createOutput(*out, *force, paths, 0o644)
-	if err != nil {
-		return err
-	}
-	defer w.Abort()
-	if _, err := w.Write(s.Bytes()); err != nil {
-		return err
-	}
-	if err := w.Commit(); err != nil {
+	if err := writeSetup(*out, *force, paths, s); err != nil {
 		return err
 	}
 	if !*quiet {
@@ -391,7 +383,17 @@ func runSetupProgram(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return fmt.Errorf("setup program: %w", err)
 	}
-	w, err := createOutput(*out, *force, inputs, 0o644)
+	if err := writeSetup(*out, *force, inputs, s); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "%s: setup %s, %d bytes, %d chosen program(s)\n", *out, s.IDString(), len(s.Bytes()), len(s.Programs))
+	return nil
+}
+
+// writeSetup writes setup s to out (a temporary file renamed when
+// complete; never over one of inputs, nor over a file without force).
+func writeSetup(out string, force bool, inputs []string, s *codec.Setup) error {
+	w, err := createOutput(out, force, inputs, 0o644)
 	if err != nil {
 		return err
 	}
@@ -399,9 +401,5 @@ func runSetupProgram(ctx context.Context, args []string, stdout, stderr io.Write
 	if _, err := w.Write(s.Bytes()); err != nil {
 		return err
 	}
-	if err := w.Commit(); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "%s: setup %s, %d bytes, %d chosen program(s)\n", *out, s.IDString(), len(s.Bytes()), len(s.Programs))
-	return nil
+	return w.Commit()
 }
