@@ -2,6 +2,7 @@ package codec
 
 import (
 	"fmt"
+	"strings"
 
 	"neuralzip/codec/prog"
 	"neuralzip/dtype"
@@ -35,6 +36,32 @@ func (n ProgramNode) BitsPerValue() float64 {
 		return 0
 	}
 	return 8 * float64(n.Bytes) / float64(n.Values)
+}
+
+// Shape is the node's tree without its sizes (op, coder and width of
+// every node): blocks of one shape may be merged into one tree.
+func (n ProgramNode) Shape() string {
+	var b strings.Builder
+	n.shape(&b)
+	return b.String()
+}
+
+func (n *ProgramNode) shape(b *strings.Builder) {
+	fmt.Fprintf(b, "(%s|%s|%d", n.Op, n.Coder, n.Width)
+	for i := range n.Nodes {
+		n.Nodes[i].shape(b)
+	}
+	b.WriteByte(')')
+}
+
+// AddSizes adds the bytes and values of q, a node of the same Shape, to
+// n and its parts.
+func (n *ProgramNode) AddSizes(q ProgramNode) {
+	n.Bytes += q.Bytes
+	n.Values += q.Values
+	for i := range n.Nodes {
+		n.Nodes[i].AddSizes(q.Nodes[i])
+	}
 }
 
 // maxProgramLen bounds the original length BlockProgram accepts: the

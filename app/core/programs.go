@@ -73,24 +73,6 @@ func fromCodecNode(c codec.ProgramNode) ProgramNode {
 	return p
 }
 
-// shape writes the node's tree without its sizes: blocks of one shape
-// merge.
-func (n *ProgramNode) shape(b *strings.Builder) {
-	fmt.Fprintf(b, "(%s|%s|%d", n.Op, n.Coder, n.Width)
-	for i := range n.Nodes {
-		n.Nodes[i].shape(b)
-	}
-	b.WriteByte(')')
-}
-
-func (n *ProgramNode) add(q *ProgramNode) {
-	n.Bytes += q.Bytes
-	n.Values += q.Values
-	for i := range n.Nodes {
-		n.Nodes[i].add(&q.Nodes[i])
-	}
-}
-
 // ArchiveTensorProgram reads the program of the tensor called name in
 // file fi of an archive: the blocks that start within the tensor (a
 // block that also holds the tensors after it counts here; one that
@@ -114,7 +96,9 @@ func ArchiveTensorProgram(rd *codec.Reader, fi int, name string) (*ProgramNode, 
 	}
 	t := f.Tensors[ti]
 	root := &ProgramNode{Op: "tensor", Values: elements(t.Shape)}
-	shapes := map[string]int{}
+	shapes := map[string]int{} // index into merged by shape
+	var merged []codec.ProgramNode
+	var blocks []int // the blocks merged into each
 	for bi, b := range f.Blocks() {
 		if b.Offset < t.Offset || b.Offset >= t.Offset+t.Length {
 			continue
@@ -127,17 +111,19 @@ func ArchiveTensorProgram(rd *codec.Reader, fi int, name string) (*ProgramNode, 
 			// an opaque block (zstd, raw, cm): its values by its bytes
 			c.Values = b.Length * root.Values / t.Length
 		}
-		p := fromCodecNode(c)
-		p.Blocks = 1
-		var key strings.Builder
-		p.shape(&key)
-		root.Bytes += p.Bytes
-		if i, ok := shapes[key.String()]; ok {
-			root.Nodes[i].add(&p)
-			root.Nodes[i].Blocks++
+		key := c.Shape()
+		root.Bytes += c.Bytes
+		if i, ok := shapes[key]; ok {
+			merged[i].AddSizes(c)
+			blocks[i]++
 			continue
 		}
-		shapes[key.String()] = len(root.Nodes)
+		shapes[key] = len(merged)
+		merged, blocks = append(merged, c), append(blocks, 1)
+	}
+	for i, c := range merged {
+		p := fromCodecNode(c)
+		p.Blocks = blocks[i]
 		root.Nodes = append(root.Nodes, p)
 	}
 	if len(root.Nodes) == 0 {

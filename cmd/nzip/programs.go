@@ -36,24 +36,6 @@ func fromProgram(n codec.ProgramNode) programNode {
 	return p
 }
 
-// shape is the node's tree without sizes: blocks of one shape merge.
-func (p *programNode) shape(b *strings.Builder) {
-	fmt.Fprintf(b, "(%s|%s|%d", p.Op, p.Coder, p.Width)
-	for i := range p.Nodes {
-		p.Nodes[i].shape(b)
-	}
-	b.WriteByte(')')
-}
-
-// add adds the sizes of q, of the same shape, to p.
-func (p *programNode) add(q *programNode) {
-	p.Bytes += q.Bytes
-	p.Values += q.Values
-	for i := range p.Nodes {
-		p.Nodes[i].add(&q.Nodes[i])
-	}
-}
-
 // finish sets the bits per value of p and its parts.
 func (p *programNode) finish() {
 	if p.Values > 0 {
@@ -65,34 +47,44 @@ func (p *programNode) finish() {
 }
 
 // programGroup gathers the blocks of one tensor (or of the bytes outside
-// tensors), merging blocks of the same shape.
+// tensors), merging blocks of the same shape (and the same tensors held).
 type programGroup struct {
-	root    programNode
-	shapes  map[string]int
-	tensors map[int]bool // the tensors its blocks hold
-	shared  bool         // a block of the tensor holds bytes outside it
+	root    programNode         // its sizes; nodes() fills its Nodes
+	merged  []codec.ProgramNode // one per shape
+	blocks  []int               // the blocks merged into each
+	also    [][]string          // the other tensors each holds
+	shapes  map[string]int      // index into merged by shape
+	tensors map[int]bool        // the tensors its blocks hold
+	shared  bool                // a block of the tensor holds bytes outside it
 }
 
 func (g *programGroup) add(n codec.ProgramNode, also []string) {
-	p := fromProgram(n)
-	p.Blocks, p.Also = 1, also
-	var b strings.Builder
-	p.shape(&b)
-	key := b.String()
+	key := n.Shape()
 	if len(also) > 0 {
 		key += "\x00" + strings.Join(also, "\x00")
 	}
-	g.root.Bytes += p.Bytes
+	g.root.Bytes += n.Bytes
 	if i, ok := g.shapes[key]; ok {
-		g.root.Nodes[i].add(&p)
-		g.root.Nodes[i].Blocks++
+		g.merged[i].AddSizes(n)
+		g.blocks[i]++
 		return
 	}
 	if g.shapes == nil {
 		g.shapes = map[string]int{}
 	}
-	g.shapes[key] = len(g.root.Nodes)
-	g.root.Nodes = append(g.root.Nodes, p)
+	g.shapes[key] = len(g.merged)
+	g.merged, g.blocks, g.also = append(g.merged, n), append(g.blocks, 1), append(g.also, also)
+}
+
+// nodes fills the root's nodes from the merged blocks; false when the
+// group has none.
+func (g *programGroup) nodes() bool {
+	for i, n := range g.merged {
+		p := fromProgram(n)
+		p.Blocks, p.Also = g.blocks[i], g.also[i]
+		g.root.Nodes = append(g.root.Nodes, p)
+	}
+	return len(g.merged) > 0
 }
 
 // filePrograms reads the programs of file fi's blocks and returns one
@@ -153,7 +145,7 @@ func filePrograms(rd *codec.Reader, fi int) ([]*programNode, *programNode, error
 	out := make([]*programNode, len(f.Tensors))
 	for i := range groups {
 		g := &groups[i]
-		if len(g.root.Nodes) == 0 {
+		if !g.nodes() {
 			continue
 		}
 		g.root.Op = "tensor"
@@ -164,7 +156,7 @@ func filePrograms(rd *codec.Reader, fi int) ([]*programNode, *programNode, error
 		g.root.finish()
 		out[i] = &g.root
 	}
-	if len(other.root.Nodes) == 0 {
+	if !other.nodes() {
 		return out, nil, nil
 	}
 	other.root.Op = "bytes outside tensors"
