@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"neuralzip/checkpoint"
 	"neuralzip/checkpoint/codecseg"
@@ -177,6 +178,18 @@ func addConcurrently(t *testing.T, loc, hub string, files []string, opt Options)
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("%s: %v", files[i], err)
+		}
+	}
+}
+
+// killAt makes testHook kill this process (SIGKILL) when it reaches
+// phase: the child side of the kill tests.
+func killAt(phase string) {
+	testHook = func(p string) {
+		if p == phase {
+			pr, _ := os.FindProcess(os.Getpid())
+			pr.Kill()
+			time.Sleep(time.Minute)
 		}
 	}
 }

@@ -22,13 +22,7 @@ func TestKillChild(t *testing.T) {
 		t.Skip("the child process of TestKill (NZ_STORE_CHILD not set)")
 	}
 	phase := os.Getenv("NZ_STORE_KILL")
-	testHook = func(p string) {
-		if p == phase {
-			pr, _ := os.FindProcess(os.Getpid())
-			pr.Kill()
-			time.Sleep(time.Minute)
-		}
-	}
+	killAt(phase)
 	s, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)

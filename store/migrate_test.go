@@ -136,13 +136,7 @@ func TestMigrateKillChild(t *testing.T) {
 		t.Skip("the child process of TestMigrateKill (NZ_MIGRATE_CHILD not set)")
 	}
 	phase := os.Getenv("NZ_MIGRATE_KILL")
-	testHook = func(p string) {
-		if p == phase {
-			pr, _ := os.FindProcess(os.Getpid())
-			pr.Kill()
-			time.Sleep(time.Minute)
-		}
-	}
+	killAt(phase)
 	if _, err := Migrate(dir, Options{}); err != nil {
 		t.Fatal(err)
 	}
