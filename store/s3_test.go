@@ -147,32 +147,10 @@ func TestS3CrashAndDamage(t *testing.T) {
 	// damage: flip a byte of every pack in place
 	l := s.bl.(*s3Blobs).l
 	ctx := context.Background()
-	var keys []string
-	for o := range l.cl.ListObjects(ctx, l.bucket, minio.ListObjectsOptions{Prefix: l.prefix + "packs/", Recursive: true}) {
-		if o.Err != nil {
-			t.Fatal(o.Err)
-		}
-		keys = append(keys, o.Key)
-	}
-	if len(keys) == 0 {
-		t.Fatal("no packs in the bucket")
-	}
-	for _, k := range keys {
-		obj, err := l.cl.GetObject(ctx, l.bucket, k, minio.GetObjectOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		if _, err := buf.ReadFrom(obj); err != nil {
-			t.Fatal(err)
-		}
-		obj.Close()
-		b := buf.Bytes()
+	damageObjects(t, l, "packs/", func(b []byte) bool {
 		b[len(b)/2] ^= 0x10
-		if _, err := l.cl.PutObject(ctx, l.bucket, k, bytes.NewReader(b), int64(len(b)), minio.PutObjectOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return true
+	})
 	s2, err := Open(loc, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -200,35 +178,13 @@ func TestS3CrashAndDamage(t *testing.T) {
 	// a damaged index shard (of the models' and units' buckets; one of
 	// the fingerprints' fails the open, which reads the format record
 	// there): the model's read names it
-	var shards []string
-	for o := range l.cl.ListObjects(ctx, l.bucket, minio.ListObjectsOptions{Prefix: l.prefix + s3ShardPrefix, Recursive: true}) {
-		if o.Err != nil {
-			t.Fatal(o.Err)
-		}
-		shards = append(shards, o.Key)
-	}
-	if len(shards) == 0 {
-		t.Fatal("no index shards in the bucket")
-	}
-	for _, k := range shards {
-		obj, err := l.cl.GetObject(ctx, l.bucket, k, minio.GetObjectOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		if _, err := buf.ReadFrom(obj); err != nil {
-			t.Fatal(err)
-		}
-		obj.Close()
-		b := buf.Bytes()
+	damageObjects(t, l, s3ShardPrefix, func(b []byte) bool {
 		if bucket, _, _, err := decodeShard(b); err != nil || bucket == bFP {
-			continue // the format record is read at open: damage the others
+			return false // the format record is read at open: damage the others
 		}
 		b[len(b)-1] ^= 0x01
-		if _, err := l.cl.PutObject(ctx, l.bucket, k, bytes.NewReader(b), int64(len(b)), minio.PutObjectOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return true
+	})
 	s3r, err := Open(loc, Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -352,4 +308,40 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	weedtest.Stop()
 	os.Exit(code)
+}
+
+// damageObjects rewrites every object under prefix (within the store's)
+// that damage changes in place (returning true); it fails the test when
+// there is none.
+func damageObjects(t *testing.T, l *s3Loc, prefix string, damage func([]byte) bool) {
+	t.Helper()
+	ctx := context.Background()
+	var keys []string
+	for o := range l.cl.ListObjects(ctx, l.bucket, minio.ListObjectsOptions{Prefix: l.prefix + prefix, Recursive: true}) {
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+		keys = append(keys, o.Key)
+	}
+	if len(keys) == 0 {
+		t.Fatalf("no objects under %s in the bucket", prefix)
+	}
+	for _, k := range keys {
+		obj, err := l.cl.GetObject(ctx, l.bucket, k, minio.GetObjectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if _, err := buf.ReadFrom(obj); err != nil {
+			t.Fatal(err)
+		}
+		obj.Close()
+		b := buf.Bytes()
+		if !damage(b) {
+			continue
+		}
+		if _, err := l.cl.PutObject(ctx, l.bucket, k, bytes.NewReader(b), int64(len(b)), minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
