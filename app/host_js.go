@@ -13,7 +13,8 @@ package main
 // "stats", "hist", "open_to_hist_ms", "clusters", "tab", "setup", "run_*",
 // "bench_*", "download", "error"); the same values are mirrored as data-*
 // attributes of the hidden element #nz-state. window.nz.pos(key) returns
-// the centre of a widget in page pixels ({x, y, visible}) for real mouse
+// the centre of a widget in page pixels ({x, y, visible}; entries add text
+// and focused) for real mouse
 // clicks, with key "open", "run", "archive", "setup-build", "setup-save"
 // or "demo:NAME"; window.nz.selectTab(name) shows a screen;
 // window.nz.hubSelect(row) selects a model of the Hub screen's table
@@ -322,6 +323,12 @@ func widgetPos(wb *workbench, key string) any {
 	out.Set("x", (p.X+s.Width/2)*ratio)
 	out.Set("y", (p.Y+s.Height/2)*ratio)
 	out.Set("visible", obj.Visible() && s.Width > 0)
+	if e, ok := obj.(*widget.Entry); ok {
+		// entries: what they hold and whether keys go to them, so a test
+		// types only once focus arrived and sees every key landed
+		out.Set("text", e.Text)
+		out.Set("focused", wb.win.Canvas().Focused() == e)
+	}
 	return out
 }
 
