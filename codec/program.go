@@ -342,3 +342,20 @@ func (r *Reader) BlockProgram(fi, bi int) (ProgramNode, error) {
 	}
 	return nd, nil
 }
+
+// ShapeValues is the number of values of a tensor of shape shape: the
+// product of its dimensions, 0 for no dimensions, a dimension ≤ 0 or a
+// product past 2^62 (a program's root counts a tensor's values by it).
+func ShapeValues(shape []int64) int64 {
+	if len(shape) == 0 {
+		return 0
+	}
+	n := int64(1)
+	for _, d := range shape {
+		if d <= 0 || n > (1<<62)/d {
+			return 0
+		}
+		n *= d
+	}
+	return n
+}

@@ -95,7 +95,7 @@ func ArchiveTensorProgram(rd *codec.Reader, fi int, name string) (*ProgramNode, 
 		return nil, fmt.Errorf("no tensor %q in %s", name, f.Name)
 	}
 	t := f.Tensors[ti]
-	root := &ProgramNode{Op: "tensor", Values: elements(t.Shape)}
+	root := &ProgramNode{Op: "tensor", Values: codec.ShapeValues(t.Shape)}
 	shapes := map[string]int{} // index into merged by shape
 	var merged []codec.ProgramNode
 	var blocks []int // the blocks merged into each
@@ -130,22 +130,6 @@ func ArchiveTensorProgram(rd *codec.Reader, fi int, name string) (*ProgramNode, 
 		return nil, fmt.Errorf("tensor %q is coded in the block of an earlier tensor", name)
 	}
 	return root, nil
-}
-
-// elements is the number of values of a shape (0 when it has none or
-// overflows).
-func elements(shape []int64) int64 {
-	if len(shape) == 0 {
-		return 0
-	}
-	n := int64(1)
-	for _, d := range shape {
-		if d <= 0 || n > (1<<62)/d {
-			return 0
-		}
-		n *= d
-	}
-	return n
 }
 
 // segment is tensor i as the only segment of a file of its bytes.
@@ -283,7 +267,7 @@ func (m *Model) Alternatives(ctx context.Context, i int, s ProgramSettings, prog
 		chosen = codec.ProgramAuto
 	}
 	progs := codec.ProgramsFor(seg, s.Setup)
-	values := elements(m.Tensors[i].Shape)
+	values := codec.ShapeValues(m.Tensors[i].Shape)
 	var out []Alternative
 	for k, p := range progs {
 		if ctx != nil && ctx.Err() != nil {

@@ -136,7 +136,7 @@ func filePrograms(rd *codec.Reader, fi int) ([]*programNode, *programNode, error
 			// an opaque block (zstd, raw, cm) of one tensor: its values
 			// by their bytes
 			t := f.Tensors[ti]
-			if e := elements(t.Shape); e > 0 && t.Length > 0 && b.Length <= t.Length {
+			if e := codec.ShapeValues(t.Shape); e > 0 && t.Length > 0 && b.Length <= t.Length {
 				n.Values = b.Length * e / t.Length
 			}
 		}
@@ -151,7 +151,7 @@ func filePrograms(rd *codec.Reader, fi int) ([]*programNode, *programNode, error
 		g.root.Op = "tensor"
 		g.root.Shared = g.shared
 		for j := range g.tensors {
-			g.root.Values += elements(f.Tensors[j].Shape)
+			g.root.Values += codec.ShapeValues(f.Tensors[j].Shape)
 		}
 		g.root.finish()
 		out[i] = &g.root
@@ -162,22 +162,6 @@ func filePrograms(rd *codec.Reader, fi int) ([]*programNode, *programNode, error
 	other.root.Op = "bytes outside tensors"
 	other.root.finish()
 	return out, &other.root, nil
-}
-
-// elements is the number of values of a shape (0 when it has none or
-// overflows).
-func elements(shape []int64) int64 {
-	if len(shape) == 0 {
-		return 0
-	}
-	n := int64(1)
-	for _, d := range shape {
-		if d <= 0 || n > (1<<62)/d {
-			return 0
-		}
-		n *= d
-	}
-	return n
 }
 
 // printPrograms prints the programs of a file's tensors as indented
