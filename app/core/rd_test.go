@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"errors"
 	"math"
 	"runtime"
 	"slices"
@@ -148,9 +147,6 @@ func TestRDDeterministic(t *testing.T) {
 		for _, name := range []string{"e8", "kron"} {
 			ms, _ := lossy.ByName(name)
 			r, err := rd.Measure(context.Background(), ms[0], 3, nil)
-			if errors.Is(err, lossy.ErrNoSVD) {
-				continue // the browser build: no kron
-			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -263,37 +259,5 @@ func TestLossyGenDemo(t *testing.T) {
 	again, _ := g.Compare(context.Background(), "kron", 2)
 	if again != lo {
 		t.Errorf("not deterministic: %+v, then %+v", lo, again)
-	}
-}
-
-// noSVD is a method this build cannot run (lowrank and kron in the
-// browser).
-type noSVD struct{}
-
-func (noSVD) Name() string { return "nosvd" }
-func (noSVD) Rated() bool  { return true }
-func (noSVD) Code([]float32, int, int, float64) ([]byte, []float32, error) {
-	return nil, nil, lossy.ErrNoSVD
-}
-
-// TestRDSkipsNoSVD: a method the build lacks is left out of the curves
-// and named in Skipped; the others are measured.
-func TestRDSkipsNoSVD(t *testing.T) {
-	defer func(f func() []lossy.Method) { rdMethods = f }(rdMethods)
-	rdMethods = func() []lossy.Method { return append(lossy.Methods()[:1:1], noSVD{}) }
-	m, err := Open(AssetPrefix+"selfie-segmentation", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	rd, err := NewRD(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rd.Compute(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
-	if len(rd.Runs) != 1 || rd.Runs[0].Method != "nf4" || !slices.Equal(rd.Skipped, []string{"nosvd"}) {
-		t.Errorf("runs %d, skipped %v", len(rd.Runs), rd.Skipped)
 	}
 }
