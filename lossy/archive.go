@@ -25,7 +25,7 @@ import (
 // and its header says in words that it is lossy. Layout:
 //
 //	magic    8 bytes  0x89 'N' 'Z' 'L' 'O' 'S' 'S' 'Y'
-//	version  u16 LE   1
+//	version  u16 LE   2 (1: e8 streams of format 1, e8v1.go; both read)
 //	hdrLen   u32 LE   bytes of the header
 //	header   JSON     ArchiveHeader: the notice, the method and rate, the
 //	                  measured error, the original file (format, size,
@@ -43,9 +43,11 @@ import (
 // in tiles of TileRows rows without the rows before them (decode.go; e8's
 // stream holds its tiles' lengths), so a reader decodes only what it reads.
 
-// ArchiveVersion is the version of the lossy archives this build writes
-// and reads.
-const ArchiveVersion = 1
+// ArchiveVersion is the version of the lossy archives this build writes;
+// it reads this one and version 1. The versions differ only in the e8
+// stream, whose format is the version (2: row scales as 8-bit log codes
+// coded in the tiles; 1: float32 row scales, e8v1.go).
+const ArchiveVersion = 2
 
 // LossyNotice is the header's "lossy" field.
 const LossyNotice = "LOSSY: the weights in this archive are approximations of the original's (nzip quantize), not its bytes; nzip decompress -lossy writes the dequantized model"
@@ -229,9 +231,10 @@ func Quantize(src []byte, l *checkpoint.Layout, method string, bits float64) ([]
 // is kept. A part's CRC-32C is checked (and an e8 tensor's tile index
 // parsed) once, when it is first read. It is safe for concurrent use.
 type Archive struct {
-	Header ArchiveHeader
-	data   []byte
-	starts []int64 // each part's stored bytes start in data
+	Header  ArchiveHeader
+	data    []byte
+	version int     // the format's (e8's stream format)
+	starts  []int64 // each part's stored bytes start in data
 
 	tiles   []tileRef // the dequantized file's tiles, in order
 	ends    []int64   // each tile's end in the file
@@ -269,8 +272,9 @@ func OpenArchive(b []byte) (*Archive, error) {
 	if len(b) < archiveFixed {
 		return nil, fmt.Errorf("%w: %d bytes is too short", ErrArchive, len(b))
 	}
-	if v := binary.LittleEndian.Uint16(b[8:]); v != ArchiveVersion {
-		return nil, fmt.Errorf("%w %d (this build reads version %d)", ErrArchiveVersion, v, ArchiveVersion)
+	v := binary.LittleEndian.Uint16(b[8:])
+	if v != 1 && v != ArchiveVersion {
+		return nil, fmt.Errorf("%w %d (this build reads versions 1 to %d)", ErrArchiveVersion, v, ArchiveVersion)
 	}
 	n := int64(binary.LittleEndian.Uint32(b[10:]))
 	if n > int64(len(b)-archiveFixed) {
@@ -280,7 +284,7 @@ func OpenArchive(b []byte) (*Archive, error) {
 	if crc32c.Checksum(hdr) != binary.LittleEndian.Uint32(b[14+n:]) {
 		return nil, fmt.Errorf("%w: the header's CRC-32C does not match", ErrArchive)
 	}
-	a := &Archive{data: b}
+	a := &Archive{data: b, version: int(v)}
 	if err := json.Unmarshal(hdr, &a.Header); err != nil {
 		return nil, fmt.Errorf("%w: header: %v", ErrArchive, err)
 	}
@@ -431,7 +435,7 @@ func (a *Archive) code(i int) (*tensorCode, error) {
 			return
 		}
 		rows, cols, _ := partMatrix(p.Shape)
-		if pc.c, pc.err = newTensorCode(a.Header.Method, b, int(rows), int(cols)); pc.err != nil {
+		if pc.c, pc.err = newTensorCode(a.Header.Method, b, int(rows), int(cols), a.version); pc.err != nil {
 			pc.err = fmt.Errorf("%w: tensor %q: %v", ErrArchive, p.Name, pc.err)
 		}
 	})

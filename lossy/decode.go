@@ -49,8 +49,9 @@ type tensorCode struct {
 }
 
 // newTensorCode checks the size of b (exact for the methods of one rate)
-// and, for e8, parses its header and tile index.
-func newTensorCode(method string, b []byte, rows, cols int) (*tensorCode, error) {
+// and, for e8, parses its header and tile index (e8 stream format
+// format: a lossy archive's version).
+func newTensorCode(method string, b []byte, rows, cols, format int) (*tensorCode, error) {
 	if rows < 0 || cols < 0 {
 		return nil, ErrShape
 	}
@@ -61,7 +62,7 @@ func newTensorCode(method string, b []byte, rows, cols int) (*tensorCode, error)
 	switch method {
 	case "nf4", "int8", "int4", "fp8", "fp8row", "fp8h", "fp8hd":
 	case "e8":
-		if err := c.e8.parse(b); err != nil {
+		if err := c.e8.parse(b, format); err != nil {
 			return nil, err
 		}
 		// the geometry the coder chose for this shape: tileValues relies on it
@@ -84,7 +85,7 @@ func newTensorCode(method string, b []byte, rows, cols int) (*tensorCode, error)
 // decodeCoded decodes the bytes method wrote for a rows × cols matrix:
 // the reconstruction its Code returned, bit for bit (TestDecodeTwins).
 func decodeCoded(method string, b []byte, rows, cols int) ([]float32, error) {
-	c, err := newTensorCode(method, b, rows, cols)
+	c, err := newTensorCode(method, b, rows, cols, e8Format)
 	if err != nil {
 		return nil, err
 	}

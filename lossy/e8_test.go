@@ -145,8 +145,8 @@ func TestE8Coding(t *testing.T) {
 	}
 }
 
-// FuzzE8Decode: damaged e8 streams give an error or values, never a panic
-// or a huge allocation.
+// FuzzE8Decode: damaged e8 streams, of either format, give an error or
+// values, never a panic or a huge allocation.
 func FuzzE8Decode(f *testing.F) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	v := make([]float32, 16*24)
@@ -161,9 +161,13 @@ func FuzzE8Decode(f *testing.F) {
 		f.Add(coded)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		out, err := e8Decode(b)
-		if err == nil && len(out) > 1<<24 {
-			t.Fatalf("%d values from %d bytes", len(out), len(b))
+		// format 2 (Code's) and format 1 (archives of version 1): the
+		// committed corpus holds streams of both
+		for format := 1; format <= e8Format; format++ {
+			out, err := e8DecodeFormat(b, format)
+			if err == nil && len(out) > 1<<24 {
+				t.Fatalf("format %d: %d values from %d bytes", format, len(out), len(b))
+			}
 		}
 	})
 }
