@@ -65,13 +65,6 @@ func magClass(c int32) int {
 	return 3
 }
 
-func abs32(c int32) int32 {
-	if c < 0 {
-		return -c
-	}
-	return c
-}
-
 func (m *e8ModelsV1) decodeVector(d *rangecoder.Decoder, p []int32) {
 	var sym [9]int32
 	sym[8] = int32(d.Decode(&m.coset))

@@ -299,6 +299,15 @@ var costBits = func() (t [4096]float64) {
 	return
 }()
 
+// EncodeP counts bit (0 or 1) coded with the probability p/2^16 of a 1
+// (Encoder.EncodeP).
+func (c *Cost) EncodeP(p uint32, bit uint32) {
+	if bit == 0 {
+		p = 65536 - p
+	}
+	c.Bits += costBits[p>>4]
+}
+
 // Encode counts bit (0 or 1) with model m and adapts m.
 func (c *Cost) Encode(m *Model, bit uint32) {
 	p := m.prob()
