@@ -306,7 +306,7 @@ func OpenArchive(b []byte) (*Archive, error) {
 			return nil, fmt.Errorf("%w: part %d (offset %d, %d bytes, %d stored) does not follow at %d within the archive", ErrArchive, i, p.Offset, p.Length, p.Stored, off)
 		}
 		if p.IsTensor() {
-			if err := checkTensorPart(h.Method, p); err != nil {
+			if err := checkTensorPart(h.Method, p, a.version); err != nil {
 				return nil, fmt.Errorf("%w: part %d (%q): %v", ErrArchive, i, p.Name, err)
 			}
 		} else if p.Stored != p.Length || p.Name != "" || p.Shape != nil || p.RelL2 != nil {
@@ -329,7 +329,7 @@ func OpenArchive(b []byte) (*Archive, error) {
 
 // checkTensorPart checks a tensor part's type, shape and the size of its
 // coded bytes (exact for the methods of one rate; e8Decode bounds its own).
-func checkTensorPart(method string, p Part) error {
+func checkTensorPart(method string, p Part, version int) error {
 	d, ok := dtype.Parse(p.DType)
 	if !ok || d != dtype.F32 && d != dtype.F16 && d != dtype.BF16 {
 		return fmt.Errorf("type %q (F32, F16 or BF16)", p.DType)
@@ -346,8 +346,13 @@ func checkTensorPart(method string, p Part) error {
 	}
 	// e8: what its decoder refuses anyway, refused before the tiles are
 	// listed: more than 16 Ki values a byte, or tiles of fewer than 6
-	// bytes (a length and a range coder's start)
-	if method == "e8" && (rows*cols > p.Stored<<14 || int64(tileCount(method, int(rows), int(cols)))*6 > p.Stored) {
+	// bytes in version 1 (a length and a range coder's start), 1 in
+	// version 2 (a length: the range coder's flush is short)
+	minTile := int64(6)
+	if version >= 2 {
+		minTile = 1
+	}
+	if method == "e8" && (rows*cols > p.Stored<<14 || int64(tileCount(method, int(rows), int(cols), version))*minTile > p.Stored) {
 		return fmt.Errorf("%d coded bytes cannot hold e8's %d × %d", p.Stored, rows, cols)
 	}
 	return nil
@@ -406,8 +411,8 @@ func (a *Archive) addTiles(i int) {
 	d, _ := dtype.Parse(p.DType)
 	rows, cols, _ := partMatrix(p.Shape)
 	sz := int64(d.Size())
-	for t := range tileCount(a.Header.Method, int(rows), int(cols)) {
-		v0, v1 := tileValues(a.Header.Method, int(rows), int(cols), t)
+	for t := range tileCount(a.Header.Method, int(rows), int(cols), a.version) {
+		v0, v1 := tileValues(a.Header.Method, int(rows), int(cols), t, a.version)
 		add(t, p.Offset+int64(v0)*sz, int64(v1-v0)*sz)
 	}
 }
@@ -453,16 +458,16 @@ func (a *Archive) decodeValues(i, lo, hi int, dst []byte) error {
 	d, _ := dtype.Parse(p.DType)
 	sz := d.Size()
 	method := a.Header.Method
-	n := tileCount(method, c.rows, c.cols)
+	n := tileCount(method, c.rows, c.cols, c.format)
 	if lo < 0 || hi > c.rows*c.cols || lo > hi {
 		return fmt.Errorf("lossy: values [%d, %d) of tensor %q", lo, hi, p.Name)
 	}
 	t := 0 // the tile of value lo
 	if n > 1 {
-		t = lo / (TileRows * c.cols)
+		t = lo / (tileRows(method, c.cols, c.format) * c.cols)
 	}
 	for ; t < n && lo < hi; t++ {
-		v0, v1 := tileValues(method, c.rows, c.cols, t)
+		v0, v1 := tileValues(method, c.rows, c.cols, t, c.format)
 		e := min(hi, v1)
 		if err := c.decode(lo, e, &valueSink{lo: lo, hi: e, b: dst, dt: d}); err != nil {
 			r1 := v1 / c.cols
@@ -503,7 +508,7 @@ func (a *Archive) DecodeTile(i int, dst []byte) error {
 		return nil
 	}
 	rows, cols, _ := partMatrix(p.Shape)
-	v0, v1 := tileValues(a.Header.Method, int(rows), int(cols), tr.t)
+	v0, v1 := tileValues(a.Header.Method, int(rows), int(cols), tr.t, a.version)
 	return a.decodeValues(tr.part, v0, v1, dst)
 }
 
