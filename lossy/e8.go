@@ -262,11 +262,13 @@ func (m *e8Model) prob() uint32 { return uint32(m.p ^ 0x8000) }
 
 func (m *e8Model) update(bit uint32) {
 	p := int64(m.p ^ 0x8000)
-	n := min(int(m.n), e8AdaptMax)
+	n := m.n & e8AdaptMax // e8AdaptMax + 1 is a power of two
 	p += (int64(bit)<<16 - p) * e8Inv[n] >> 16
 	p = min(max(p, 32), 65536-32)
 	m.p = uint16(p) ^ 0x8000
-	m.n = uint16(min(n+1, e8AdaptMax))
+	if n < e8AdaptMax {
+		m.n = n + 1
+	}
 }
 
 // decode returns the next bit coded with m and adapts m.

@@ -7,11 +7,14 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
+	"neuralzip/checkpoint"
 	"neuralzip/codec"
 	"neuralzip/codec/crc32c"
 	"neuralzip/dtype"
@@ -367,6 +370,34 @@ func TestTiledInfer(t *testing.T) {
 					t.Errorf("%s, %d procs, prefetch %v: memory %+v; from the dequantized file %+v", name, procs, pf, mem, wm)
 				}
 			}
+		}
+	}
+}
+
+// BenchmarkE8Archive decodes stories260K (BF16) quantized by e8 at 4
+// bits, whole (WriteTo: tile by tile; b.SetBytes: the dequantized file);
+// it skips without ../shared.
+func BenchmarkE8Archive(b *testing.B) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "shared", "models", "original", "stories260K.bf16.safetensors"))
+	if err != nil {
+		b.Skipf("../shared: %v", err)
+	}
+	l, err := checkpoint.Open(bytes.NewReader(src), int64(len(src)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ar, _, err := Quantize(src, l, "e8", 4)
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := OpenArchive(ar)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(a.Size())
+	for b.Loop() {
+		if _, err := a.WriteTo(io.Discard); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
