@@ -350,7 +350,7 @@ func FuzzLossyArchive(f *testing.F) {
 		for i, p := range a.Header.Parts {
 			if p.IsTensor() {
 				rows, cols, _ := partMatrix(p.Shape)
-				if v, err := decodeCoded(a.Header.Method, a.stored(i), int(rows), int(cols)); err == nil && int64(len(v)) != rows*cols {
+				if v, err := decodeCodedFormat(a.Header.Method, a.stored(i), int(rows), int(cols), a.version); err == nil && int64(len(v)) != rows*cols {
 					t.Fatalf("part %d: %d values for %d × %d", i, len(v), rows, cols)
 				}
 			}

@@ -101,7 +101,13 @@ func newTensorCode(method string, b []byte, rows, cols, format int) (*tensorCode
 // decodeCoded decodes the bytes method wrote for a rows × cols matrix:
 // the reconstruction its Code returned, bit for bit (TestDecodeTwins).
 func decodeCoded(method string, b []byte, rows, cols int) ([]float32, error) {
-	c, err := newTensorCode(method, b, rows, cols, e8Format)
+	return decodeCodedFormat(method, b, rows, cols, e8Format)
+}
+
+// decodeCodedFormat is decodeCoded for the bytes of a lossy archive of
+// version format.
+func decodeCodedFormat(method string, b []byte, rows, cols, format int) ([]float32, error) {
+	c, err := newTensorCode(method, b, rows, cols, format)
 	if err != nil {
 		return nil, err
 	}
