@@ -129,6 +129,18 @@ func TestE8Coding(t *testing.T) {
 			}
 		}
 	}
+	// a NaN or an infinity: an error, not a hang or a stream
+	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), math.MaxFloat32} {
+		v := make([]float32, 8*64)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		v[77] = bad
+		_, _, err := e8{}.Code(v, 8, 64, 4)
+		if _, perr := E8Predict(v, 8, 64, 4); (err != nil) != (perr != nil) || (err != nil) != (bad != math.MaxFloat32) {
+			t.Errorf("a value %g: Code %v, E8Predict %v", bad, err, perr)
+		}
+	}
 	// odd row lengths (padded vectors), a single row, zeros
 	for _, sh := range [][2]int{{3, 13}, {1, 8}, {5, 1}} {
 		v := make([]float32, sh[0]*sh[1])
