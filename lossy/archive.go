@@ -25,7 +25,7 @@ import (
 // and its header says in words that it is lossy. Layout:
 //
 //	magic    8 bytes  0x89 'N' 'Z' 'L' 'O' 'S' 'S' 'Y'
-//	version  u16 LE   1
+//	version  u16 LE   2 (1: e8 streams of format 1, e8v1.go; both read)
 //	hdrLen   u32 LE   bytes of the header
 //	header   JSON     ArchiveHeader: the notice, the method and rate, the
 //	                  measured error, the original file (format, size,
@@ -43,9 +43,11 @@ import (
 // in tiles of TileRows rows without the rows before them (decode.go; e8's
 // stream holds its tiles' lengths), so a reader decodes only what it reads.
 
-// ArchiveVersion is the version of the lossy archives this build writes
-// and reads.
-const ArchiveVersion = 1
+// ArchiveVersion is the version of the lossy archives this build writes;
+// it reads this one and version 1. The versions differ only in the e8
+// stream, whose format is the version (2: row scales as 8-bit log codes
+// coded in the tiles; 1: float32 row scales, e8v1.go).
+const ArchiveVersion = 2
 
 // LossyNotice is the header's "lossy" field.
 const LossyNotice = "LOSSY: the weights in this archive are approximations of the original's (nzip quantize), not its bytes; nzip decompress -lossy writes the dequantized model"
@@ -229,9 +231,10 @@ func Quantize(src []byte, l *checkpoint.Layout, method string, bits float64) ([]
 // is kept. A part's CRC-32C is checked (and an e8 tensor's tile index
 // parsed) once, when it is first read. It is safe for concurrent use.
 type Archive struct {
-	Header ArchiveHeader
-	data   []byte
-	starts []int64 // each part's stored bytes start in data
+	Header  ArchiveHeader
+	data    []byte
+	version int     // the format's (e8's stream format)
+	starts  []int64 // each part's stored bytes start in data
 
 	tiles   []tileRef // the dequantized file's tiles, in order
 	ends    []int64   // each tile's end in the file
@@ -269,8 +272,9 @@ func OpenArchive(b []byte) (*Archive, error) {
 	if len(b) < archiveFixed {
 		return nil, fmt.Errorf("%w: %d bytes is too short", ErrArchive, len(b))
 	}
-	if v := binary.LittleEndian.Uint16(b[8:]); v != ArchiveVersion {
-		return nil, fmt.Errorf("%w %d (this build reads version %d)", ErrArchiveVersion, v, ArchiveVersion)
+	v := binary.LittleEndian.Uint16(b[8:])
+	if v != 1 && v != ArchiveVersion {
+		return nil, fmt.Errorf("%w %d (this build reads versions 1 to %d)", ErrArchiveVersion, v, ArchiveVersion)
 	}
 	n := int64(binary.LittleEndian.Uint32(b[10:]))
 	if n > int64(len(b)-archiveFixed) {
@@ -280,7 +284,7 @@ func OpenArchive(b []byte) (*Archive, error) {
 	if crc32c.Checksum(hdr) != binary.LittleEndian.Uint32(b[14+n:]) {
 		return nil, fmt.Errorf("%w: the header's CRC-32C does not match", ErrArchive)
 	}
-	a := &Archive{data: b}
+	a := &Archive{data: b, version: int(v)}
 	if err := json.Unmarshal(hdr, &a.Header); err != nil {
 		return nil, fmt.Errorf("%w: header: %v", ErrArchive, err)
 	}
@@ -302,7 +306,7 @@ func OpenArchive(b []byte) (*Archive, error) {
 			return nil, fmt.Errorf("%w: part %d (offset %d, %d bytes, %d stored) does not follow at %d within the archive", ErrArchive, i, p.Offset, p.Length, p.Stored, off)
 		}
 		if p.IsTensor() {
-			if err := checkTensorPart(h.Method, p); err != nil {
+			if err := checkTensorPart(h.Method, p, a.version); err != nil {
 				return nil, fmt.Errorf("%w: part %d (%q): %v", ErrArchive, i, p.Name, err)
 			}
 		} else if p.Stored != p.Length || p.Name != "" || p.Shape != nil || p.RelL2 != nil {
@@ -325,7 +329,7 @@ func OpenArchive(b []byte) (*Archive, error) {
 
 // checkTensorPart checks a tensor part's type, shape and the size of its
 // coded bytes (exact for the methods of one rate; e8Decode bounds its own).
-func checkTensorPart(method string, p Part) error {
+func checkTensorPart(method string, p Part, version int) error {
 	d, ok := dtype.Parse(p.DType)
 	if !ok || d != dtype.F32 && d != dtype.F16 && d != dtype.BF16 {
 		return fmt.Errorf("type %q (F32, F16 or BF16)", p.DType)
@@ -342,8 +346,13 @@ func checkTensorPart(method string, p Part) error {
 	}
 	// e8: what its decoder refuses anyway, refused before the tiles are
 	// listed: more than 16 Ki values a byte, or tiles of fewer than 6
-	// bytes (a length and a range coder's start)
-	if method == "e8" && (rows*cols > p.Stored<<14 || int64(tileCount(method, int(rows), int(cols)))*6 > p.Stored) {
+	// bytes in version 1 (a length and a range coder's start), 1 in
+	// version 2 (a length: the range coder's flush is short)
+	minTile := int64(6)
+	if version >= 2 {
+		minTile = 1
+	}
+	if method == "e8" && (rows*cols > p.Stored<<14 || int64(tileCount(method, int(rows), int(cols), version))*minTile > p.Stored) {
 		return fmt.Errorf("%d coded bytes cannot hold e8's %d × %d", p.Stored, rows, cols)
 	}
 	return nil
@@ -402,8 +411,8 @@ func (a *Archive) addTiles(i int) {
 	d, _ := dtype.Parse(p.DType)
 	rows, cols, _ := partMatrix(p.Shape)
 	sz := int64(d.Size())
-	for t := range tileCount(a.Header.Method, int(rows), int(cols)) {
-		v0, v1 := tileValues(a.Header.Method, int(rows), int(cols), t)
+	for t := range tileCount(a.Header.Method, int(rows), int(cols), a.version) {
+		v0, v1 := tileValues(a.Header.Method, int(rows), int(cols), t, a.version)
 		add(t, p.Offset+int64(v0)*sz, int64(v1-v0)*sz)
 	}
 }
@@ -431,7 +440,7 @@ func (a *Archive) code(i int) (*tensorCode, error) {
 			return
 		}
 		rows, cols, _ := partMatrix(p.Shape)
-		if pc.c, pc.err = newTensorCode(a.Header.Method, b, int(rows), int(cols)); pc.err != nil {
+		if pc.c, pc.err = newTensorCode(a.Header.Method, b, int(rows), int(cols), a.version); pc.err != nil {
 			pc.err = fmt.Errorf("%w: tensor %q: %v", ErrArchive, p.Name, pc.err)
 		}
 	})
@@ -449,16 +458,16 @@ func (a *Archive) decodeValues(i, lo, hi int, dst []byte) error {
 	d, _ := dtype.Parse(p.DType)
 	sz := d.Size()
 	method := a.Header.Method
-	n := tileCount(method, c.rows, c.cols)
+	n := tileCount(method, c.rows, c.cols, c.format)
 	if lo < 0 || hi > c.rows*c.cols || lo > hi {
 		return fmt.Errorf("lossy: values [%d, %d) of tensor %q", lo, hi, p.Name)
 	}
 	t := 0 // the tile of value lo
 	if n > 1 {
-		t = lo / (TileRows * c.cols)
+		t = lo / (tileRows(method, c.cols, c.format) * c.cols)
 	}
 	for ; t < n && lo < hi; t++ {
-		v0, v1 := tileValues(method, c.rows, c.cols, t)
+		v0, v1 := tileValues(method, c.rows, c.cols, t, c.format)
 		e := min(hi, v1)
 		if err := c.decode(lo, e, &valueSink{lo: lo, hi: e, b: dst, dt: d}); err != nil {
 			r1 := v1 / c.cols
@@ -499,7 +508,7 @@ func (a *Archive) DecodeTile(i int, dst []byte) error {
 		return nil
 	}
 	rows, cols, _ := partMatrix(p.Shape)
-	v0, v1 := tileValues(a.Header.Method, int(rows), int(cols), tr.t)
+	v0, v1 := tileValues(a.Header.Method, int(rows), int(cols), tr.t, a.version)
 	return a.decodeValues(tr.part, v0, v1, dst)
 }
 

@@ -2,7 +2,9 @@ package lossy
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -247,9 +249,54 @@ func TestArchiveRefusals(t *testing.T) {
 		t.Errorf("a tensor changed: %v", err)
 	}
 	bad = append([]byte(nil), ar...)
-	bad[8] = 2
+	bad[8] = ArchiveVersion + 1
 	if _, err := OpenArchive(bad); !errors.Is(err, ErrArchiveVersion) {
-		t.Errorf("version 2: %v", err)
+		t.Errorf("version %d: %v", ArchiveVersion+1, err)
+	}
+}
+
+// TestArchiveV1: a lossy archive of version 1 (e8 streams of format 1:
+// float32 row scales), written by the build before format 2, still opens
+// and decodes to what that build's decompress -lossy wrote (its SHA-256),
+// whole and tile by tile. testdata/e8-v1.nzq: nzip quantize -method e8
+// -bits 4 of a safetensors file holding stories260K's (hub, F32) layer-0
+// q_proj (64 × 64), gate_proj (172 × 64: three tiles) and input norm.
+func TestArchiveV1(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "e8-v1.nzq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := binary.LittleEndian.Uint16(b[8:]); v != 1 {
+		t.Fatalf("testdata/e8-v1.nzq is of version %d", v)
+	}
+	a, err := OpenArchive(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Header.Method != "e8" {
+		t.Fatalf("method %q", a.Header.Method)
+	}
+	var out bytes.Buffer
+	if _, err := a.WriteTo(&out); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(out.Bytes())
+	if got, want := hex.EncodeToString(sum[:]), "9d9323a3f5ade96a7a06cb82036cfa1f018d669bdd1b39e3d1c781477e030b48"; got != want {
+		t.Errorf("version 1 decodes to SHA-256 %s, that build wrote %s", got, want)
+	}
+	var tiles []byte
+	for i, end := range a.TileEnds() {
+		buf := make([]byte, end-int64(len(tiles)))
+		if err := a.DecodeTile(i, buf); err != nil {
+			t.Fatal(err)
+		}
+		tiles = append(tiles, buf...)
+	}
+	if !bytes.Equal(tiles, out.Bytes()) {
+		t.Error("version 1: the tiles are not the file WriteTo writes")
+	}
+	if err := a.Verify(); err != nil {
+		t.Errorf("verify: %v", err)
 	}
 }
 
@@ -303,7 +350,7 @@ func FuzzLossyArchive(f *testing.F) {
 		for i, p := range a.Header.Parts {
 			if p.IsTensor() {
 				rows, cols, _ := partMatrix(p.Shape)
-				if v, err := decodeCoded(a.Header.Method, a.stored(i), int(rows), int(cols)); err == nil && int64(len(v)) != rows*cols {
+				if v, err := decodeCodedFormat(a.Header.Method, a.stored(i), int(rows), int(cols), a.version); err == nil && int64(len(v)) != rows*cols {
 					t.Fatalf("part %d: %d values for %d × %d", i, len(v), rows, cols)
 				}
 			}

@@ -10,33 +10,48 @@ import (
 )
 
 // Decoding works in tiles: TileRows rows of a coded matrix, which decode
-// without the rows before them. E8 codes its stream in tiles of that many
-// rows (each with its own range coder and models; its tile index, the
-// uvarint lengths, is parsed once: e8Index); the other methods' rows (nf4:
+// without the rows before them. E8 codes its stream in tiles of rows (each
+// with its own range coder and models; its tile index, the uvarint
+// lengths, is parsed once: e8Index): TileRows of them in format 1, in
+// format 2 as many as make 16 Ki values, in multiples of TileRows
+// (e8TileRowsFor: 256 rows of 64 values); the other methods' rows (nf4:
 // blocks of 64 values) are independent already. An E8 tensor of rows
 // shorter than e8MinRowScale is coded as one row, so it is one tile.
 
-// TileRows is the rows of a coded tensor's tile.
-const TileRows = e8TileRows
+// TileRows is the rows of a coded tensor's tile (e8's of format 2: a
+// multiple of it, tileRows).
+const TileRows = 64
+
+// tileRows is the rows of a tile of a matrix of rows of cols values coded
+// by method, in the format of a lossy archive of version format.
+func tileRows(method string, cols, format int) int {
+	if method == "e8" && format >= 2 {
+		return e8TileRowsFor(cols)
+	}
+	return TileRows
+}
 
 // tileCount is the number of tiles of a rows × cols matrix coded by
-// method.
-func tileCount(method string, rows, cols int) int {
+// method (format: as tileRows).
+func tileCount(method string, rows, cols, format int) int {
 	if rows == 0 || cols == 0 {
 		return 0
 	}
 	if method == "e8" && cols < e8MinRowScale {
 		return 1
 	}
-	return (rows + TileRows - 1) / TileRows
+	tr := tileRows(method, cols, format)
+	return (rows + tr - 1) / tr
 }
 
-// tileValues is tile t's values [v0, v1) of a rows × cols matrix, row-major.
-func tileValues(method string, rows, cols, t int) (v0, v1 int) {
+// tileValues is tile t's values [v0, v1) of a rows × cols matrix,
+// row-major.
+func tileValues(method string, rows, cols, t, format int) (v0, v1 int) {
 	if method == "e8" && cols < e8MinRowScale {
 		return 0, rows * cols
 	}
-	return t * TileRows * cols, min(rows, (t+1)*TileRows) * cols
+	tr := tileRows(method, cols, format)
+	return t * tr * cols, min(rows, (t+1)*tr) * cols
 }
 
 // tensorCode is the bytes method wrote for a rows × cols matrix, checked
@@ -45,23 +60,25 @@ type tensorCode struct {
 	method     string
 	b          []byte
 	rows, cols int
+	format     int // a lossy archive's version (e8's stream format)
 	e8         e8Index
 }
 
 // newTensorCode checks the size of b (exact for the methods of one rate)
-// and, for e8, parses its header and tile index.
-func newTensorCode(method string, b []byte, rows, cols int) (*tensorCode, error) {
+// and, for e8, parses its header and tile index (e8 stream format
+// format: a lossy archive's version).
+func newTensorCode(method string, b []byte, rows, cols, format int) (*tensorCode, error) {
 	if rows < 0 || cols < 0 {
 		return nil, ErrShape
 	}
 	if want := codedSize(method, int64(rows), int64(cols)); want >= 0 && int64(len(b)) != want {
 		return nil, fmt.Errorf("lossy: %s: %d bytes for %d × %d, want %d", method, len(b), rows, cols, want)
 	}
-	c := &tensorCode{method: method, b: b, rows: rows, cols: cols}
+	c := &tensorCode{method: method, b: b, rows: rows, cols: cols, format: format}
 	switch method {
 	case "nf4", "int8", "int4", "fp8", "fp8row", "fp8h", "fp8hd":
 	case "e8":
-		if err := c.e8.parse(b); err != nil {
+		if err := c.e8.parse(b, format); err != nil {
 			return nil, err
 		}
 		// the geometry the coder chose for this shape: tileValues relies on it
@@ -84,7 +101,13 @@ func newTensorCode(method string, b []byte, rows, cols int) (*tensorCode, error)
 // decodeCoded decodes the bytes method wrote for a rows × cols matrix:
 // the reconstruction its Code returned, bit for bit (TestDecodeTwins).
 func decodeCoded(method string, b []byte, rows, cols int) ([]float32, error) {
-	c, err := newTensorCode(method, b, rows, cols)
+	return decodeCodedFormat(method, b, rows, cols, e8Format)
+}
+
+// decodeCodedFormat is decodeCoded for the bytes of a lossy archive of
+// version format.
+func decodeCodedFormat(method string, b []byte, rows, cols, format int) ([]float32, error) {
+	c, err := newTensorCode(method, b, rows, cols, format)
 	if err != nil {
 		return nil, err
 	}

@@ -129,6 +129,18 @@ func TestE8Coding(t *testing.T) {
 			}
 		}
 	}
+	// a NaN or an infinity: an error, not a hang or a stream
+	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), math.MaxFloat32} {
+		v := make([]float32, 8*64)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		v[77] = bad
+		_, _, err := e8{}.Code(v, 8, 64, 4)
+		if _, perr := E8Predict(v, 8, 64, 4); (err != nil) != (perr != nil) || (err != nil) != (bad != math.MaxFloat32) {
+			t.Errorf("a value %g: Code %v, E8Predict %v", bad, err, perr)
+		}
+	}
 	// odd row lengths (padded vectors), a single row, zeros
 	for _, sh := range [][2]int{{3, 13}, {1, 8}, {5, 1}} {
 		v := make([]float32, sh[0]*sh[1])
@@ -145,8 +157,8 @@ func TestE8Coding(t *testing.T) {
 	}
 }
 
-// FuzzE8Decode: damaged e8 streams give an error or values, never a panic
-// or a huge allocation.
+// FuzzE8Decode: damaged e8 streams, of either format, give an error or
+// values, never a panic or a huge allocation.
 func FuzzE8Decode(f *testing.F) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	v := make([]float32, 16*24)
@@ -161,9 +173,13 @@ func FuzzE8Decode(f *testing.F) {
 		f.Add(coded)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		out, err := e8Decode(b)
-		if err == nil && len(out) > 1<<24 {
-			t.Fatalf("%d values from %d bytes", len(out), len(b))
+		// format 2 (Code's) and format 1 (archives of version 1): the
+		// committed corpus holds streams of both
+		for format := 1; format <= e8Format; format++ {
+			out, err := e8DecodeFormat(b, format)
+			if err == nil && len(out) > 1<<24 {
+				t.Fatalf("format %d: %d values from %d bytes", format, len(out), len(b))
+			}
 		}
 	})
 }

@@ -7,11 +7,14 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
+	"neuralzip/checkpoint"
 	"neuralzip/codec"
 	"neuralzip/codec/crc32c"
 	"neuralzip/dtype"
@@ -20,21 +23,23 @@ import (
 
 // tileModel is a safetensors file whose matrices span several tiles: more
 // than TileRows rows in every float type, one of rows too short for e8's
-// row scales (e8: one tile), and a vector kept as stored longer than a raw
-// tile.
+// row scales (e8: one tile), one of narrow rows (e8: tiles of 256 rows of
+// 64 values), and a vector kept as stored longer than a raw tile.
 func tileModel() []byte {
 	rng := rand.New(rand.NewPCG(9, 10))
 	return miniSafetensors([]stEntry{
-		{"big.weight", dtype.BF16, []int{150, 64}, typed(dtype.BF16, randMatrix(rng, 150*64))},
-		{"f32.weight", dtype.F32, []int{70, 4, 24}, typed(dtype.F32, randMatrix(rng, 70*96))},
+		{"big.weight", dtype.BF16, []int{150, 256}, typed(dtype.BF16, randMatrix(rng, 150*256))},
+		{"f32.weight", dtype.F32, []int{70, 4, 64}, typed(dtype.F32, randMatrix(rng, 70*256))},
+		{"narrow.weight", dtype.BF16, []int{300, 64}, typed(dtype.BF16, randMatrix(rng, 300*64))},
 		{"short.weight", dtype.F16, []int{130, 16}, typed(dtype.F16, randMatrix(rng, 130*16))},
 		{"long.bias", dtype.F32, []int{5000}, typed(dtype.F32, randMatrix(rng, 5000))},
 	})
 }
 
 // TestTiles: the tiles of a lossy archive cover the dequantized file in
-// order, each coded tensor's on its own, TileRows rows a tile (an e8
-// tensor of short rows whole, raw parts 16 KiB at most); decoded one by
+// order, each coded tensor's on its own, TileRows rows a tile (e8: 256
+// rows of 64 values; a tensor of short rows whole; raw parts 16 KiB at
+// most); decoded one by
 // one, from several goroutines at once, or by ReadAt at any offset, they
 // are the file WriteTo writes, whose tensors are decodeCoded's.
 func TestTiles(t *testing.T) {
@@ -86,11 +91,11 @@ func TestTiles(t *testing.T) {
 		if prev != a.Size() {
 			t.Fatalf("%s: the tiles end at %d of %d", name, prev, a.Size())
 		}
-		shortTiles := 3
+		shortTiles, narrowTiles := 3, 5
 		if name == "e8" {
-			shortTiles = 1
+			shortTiles, narrowTiles = 1, 2
 		}
-		if tiles["big.weight"] != 3 || tiles["f32.weight"] != 2 || tiles["short.weight"] != shortTiles || tiles[""] < 2 {
+		if tiles["big.weight"] != 3 || tiles["f32.weight"] != 2 || tiles["short.weight"] != shortTiles || tiles["narrow.weight"] != narrowTiles || tiles[""] < 2 {
 			t.Errorf("%s: tiles per part %v", name, tiles)
 		}
 		for _, p := range a.Header.Parts {
@@ -365,6 +370,34 @@ func TestTiledInfer(t *testing.T) {
 					t.Errorf("%s, %d procs, prefetch %v: memory %+v; from the dequantized file %+v", name, procs, pf, mem, wm)
 				}
 			}
+		}
+	}
+}
+
+// BenchmarkE8Archive decodes stories260K (BF16) quantized by e8 at 4
+// bits, whole (WriteTo: tile by tile; b.SetBytes: the dequantized file);
+// it skips without ../shared.
+func BenchmarkE8Archive(b *testing.B) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "shared", "models", "original", "stories260K.bf16.safetensors"))
+	if err != nil {
+		b.Skipf("../shared: %v", err)
+	}
+	l, err := checkpoint.Open(bytes.NewReader(src), int64(len(src)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ar, _, err := Quantize(src, l, "e8", 4)
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := OpenArchive(ar)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(a.Size())
+	for b.Loop() {
+		if _, err := a.WriteTo(io.Discard); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

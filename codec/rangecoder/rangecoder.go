@@ -6,7 +6,10 @@
 // archive format.
 package rangecoder
 
-import "errors"
+import (
+	"errors"
+	"math"
+)
 
 // ErrStart means a coded stream is shorter than its 5-byte start or does
 // not begin with a zero byte.
@@ -54,11 +57,12 @@ type Encoder struct {
 	cache     byte
 	cacheSize int
 	out       []byte
+	start     int // len(out) at Reset
 }
 
 // Reset starts a stream that Finish appends to out.
 func (e *Encoder) Reset(out []byte) {
-	*e = Encoder{rng: 0xFFFFFFFF, cacheSize: 1, out: out}
+	*e = Encoder{rng: 0xFFFFFFFF, cacheSize: 1, out: out, start: len(out)}
 }
 
 // Encode codes bit (0 or 1) with model m and adapts m.
@@ -115,12 +119,36 @@ func (e *Encoder) Finish() []byte {
 	return e.out
 }
 
+// ShortSlack is the zero bytes at most that FinishShort drops from a
+// stream's end (ResetShort reads them back as zeros).
+const ShortSlack = 4
+
+// FinishShort flushes the coder as Finish does, with the code value of
+// the final interval that has the most trailing zero bits, and returns
+// the coded bytes without the zero byte every stream starts with and
+// without up to ShortSlack zero bytes at the end: about 4 bytes shorter
+// than Finish's. ResetShort reads it.
+func (e *Encoder) FinishShort() []byte {
+	for k := 32; k >= 0; k-- {
+		v := (e.low + 1<<k - 1) &^ (1<<k - 1)
+		if v < e.low+uint64(e.rng) {
+			e.low = v
+			break
+		}
+	}
+	out := e.Finish()[e.start+1:]
+	for n := 0; n < ShortSlack && len(out) > 0 && out[len(out)-1] == 0; n++ {
+		out = out[:len(out)-1]
+	}
+	return out
+}
+
 // Decoder reads the bits of a stream an Encoder wrote.
 type Decoder struct {
 	rng, code uint32
 	src       []byte
 	pos       int
-	over      int // bytes read past the end (as zeros)
+	over      int // bytes read past the end (as zeros; from −ShortSlack after ResetShort)
 }
 
 // Reset starts reading the coded stream src.
@@ -130,6 +158,16 @@ func (d *Decoder) Reset(src []byte) error {
 	}
 	*d = Decoder{rng: 0xFFFFFFFF, code: uint32(src[1])<<24 | uint32(src[2])<<16 | uint32(src[3])<<8 | uint32(src[4]), src: src, pos: 5}
 	return nil
+}
+
+// ResetShort starts reading a stream FinishShort wrote: its start byte
+// implied, and up to ShortSlack bytes past its end read as zeros without
+// counting as an overrun.
+func (d *Decoder) ResetShort(src []byte) {
+	*d = Decoder{rng: 0xFFFFFFFF, src: src, over: -ShortSlack}
+	for range 4 {
+		d.code = d.code<<8 | uint32(d.next())
+	}
 }
 
 // Decode returns the next bit coded with model m and adapts m.
@@ -241,4 +279,41 @@ func (d *Decoder) DecodeByte(plain *[256]Model, matched *[512]Model, expect int)
 	}
 	d.rng, d.code = rng, code
 	return byte(c0)
+}
+
+// Cost adds up what an Encoder would spend coding bits with adaptive
+// models, without coding them: each decision's −log2 of its probability
+// (from a table in steps of 2^−12), and the model adapts as Encode adapts
+// it. It estimates sizes (a rate search); the stream's length is what
+// Encode writes.
+type Cost struct {
+	Bits float64 // bits spent so far
+}
+
+// costBits[i] = −log2((i + ½) / 4096): the cost of a decision of
+// probability in [i/4096, (i+1)/4096).
+var costBits = func() (t [4096]float64) {
+	for i := range t {
+		t[i] = -math.Log2((float64(i) + 0.5) / 4096)
+	}
+	return
+}()
+
+// EncodeP counts bit (0 or 1) coded with the probability p/2^16 of a 1
+// (Encoder.EncodeP).
+func (c *Cost) EncodeP(p uint32, bit uint32) {
+	if bit == 0 {
+		p = 65536 - p
+	}
+	c.Bits += costBits[p>>4]
+}
+
+// Encode counts bit (0 or 1) with model m and adapts m.
+func (c *Cost) Encode(m *Model, bit uint32) {
+	p := m.prob()
+	if bit == 0 {
+		p = 65536 - p
+	}
+	c.Bits += costBits[p>>4]
+	m.update(bit)
 }

@@ -153,3 +153,54 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+// TestShort: FinishShort's streams decode through ResetShort to the same
+// bits, without overrun, at any length (from a few bits, where the whole
+// stream may be dropped, up); they are shorter than Finish's by its start
+// byte and more; and Cost counts within a few bits of what the coder
+// writes.
+func TestShort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 4))
+	for _, n := range []int{0, 1, 3, 10, 100, 1000, 30000} {
+		for trial := range 20 {
+			bits := make([]uint32, n)
+			for i := range bits {
+				if rng.Float64() < 0.1+0.8*float64(trial%3)/2 {
+					bits[i] = 1
+				}
+			}
+			var em, cm [2]Model
+			var e, f Encoder
+			var c Cost
+			e.Reset(nil)
+			f.Reset([]byte{7}) // a prefix: FinishShort returns only the stream
+			for i, b := range bits {
+				e.Encode(&em[i&1], b)
+				f.Encode(&cm[i&1], b)
+			}
+			var km [2]Model
+			for i, b := range bits {
+				c.Encode(&km[i&1], b)
+			}
+			long := e.Finish()
+			short := f.FinishShort()
+			if len(short) >= len(long) {
+				t.Fatalf("%d bits: FinishShort wrote %d bytes, Finish %d", n, len(short), len(long))
+			}
+			if got := float64(len(short)) * 8; got > c.Bits+16 || got < c.Bits-8 {
+				t.Errorf("%d bits: %d bytes coded, Cost counts %.1f bits", n, len(short), c.Bits)
+			}
+			var dm [2]Model
+			var d Decoder
+			d.ResetShort(short)
+			for i, b := range bits {
+				if d.Decode(&dm[i&1]) != b {
+					t.Fatalf("%d bits, trial %d: bit %d decodes wrong", n, trial, i)
+				}
+			}
+			if d.Overrun() {
+				t.Fatalf("%d bits: overrun", n)
+			}
+		}
+	}
+}
