@@ -21,8 +21,11 @@ import (
 // block of the whole tensor) and its decoding time at the exchange rate
 // of cost.go, from a fixed model of each coding's speed (searchPs: no
 // clock is read, so the choice is the same on every run and at every
-// thread count). The winner is written as the tensor's program: no
-// format change.
+// thread count). A winner found on a sample is coded on the whole tensor
+// beside the own choice and kept only where it is smaller there. The
+// winner is written as the tensor's program: no format change. The
+// default is no search (docs/programs.md, "Search": it costs 3-8× the
+// compression time for 0.1-1.3 %).
 
 // Search limits.
 const (
@@ -33,12 +36,12 @@ const (
 	// searchWhole: tensors up to this many bytes are coded whole (the
 	// estimate is exact); larger ones by searchWindows windows totalling
 	// 1/searchFraction of the tensor, between searchWhole and searchMax
-	// bytes (docs/programs.md, "Search": larger samples found a few %
-	// more of the savings for much more search time, smaller ones missed
-	// a tenth of them).
-	searchWhole    = 32 << 10
-	searchMax      = 128 << 10
-	searchFraction = 64
+	// bytes. Twice these (32-128 KiB at 1/64) found 0.3-16 % more of the
+	// savings on the unseen vision models of docs/programs.md ("Search")
+	// for 1.2-2.8× the search's time.
+	searchWhole    = 16 << 10
+	searchMax      = 64 << 10
+	searchFraction = 128
 	searchWindows  = 4
 	// searchIndexBytes: the index entry of a block (kind, lengths,
 	// CRC-32C), the program's own bytes per block.
