@@ -50,6 +50,11 @@ const (
 	searchZstdHigh = 11
 )
 
+// searchCheckMax: a sampled winner is checked on the whole tensor up to
+// this many bytes, on a sample of them above (memory and time); a
+// variable for tests.
+var searchCheckMax int64 = 64 << 20
+
 // searchPs is the model of each coding's decoding time, picoseconds a
 // byte of the original on one core (the Tensors screen's measurements,
 // docs/programs.md, rounded): the time term of a candidate's cost is
@@ -249,7 +254,7 @@ func searchTensor(r interface {
 	ReadAt([]byte, int64) (int, error)
 }, g Segment, opt EncodeOptions, prior *search.Prior, budget int) (searchReport, error) {
 	var rep searchReport
-	sample, sg, err := searchSample(r, g)
+	sample, sg, err := searchSample(r, g, min(max(g.Length/searchFraction, searchWhole), searchMax), searchWindows)
 	if err != nil {
 		return rep, err
 	}
@@ -336,15 +341,14 @@ func searchTensor(r interface {
 		// values across all its rows: zstd of the whole finds them, zstd
 		// of four windows does not): the winner of a sampled search is
 		// coded on the whole tensor beside the own choice, and kept only
-		// where it is smaller there too.
+		// where it is smaller there too (a tensor above searchCheckMax:
+		// on a sample of searchCheckMax bytes in 16 windows, by 1/64).
 		rep.Verified = true
-		full, err := searchSampleWhole(r, g)
+		full, fg, err := searchSample(r, g, searchCheckMax, 16)
 		if err != nil {
 			return rep, err
 		}
-		fg := g
-		fg.Offset = 0
-		fin := Input{Name: "tensor", R: memArchive(full), Size: g.Length, Segments: []Segment{fg}}
+		fin := Input{Name: "tensor", R: memArchive(full), Size: fg.Length, Segments: []Segment{fg}}
 		var sizes [2]int64
 		for i, pk := range []pick{{p: ProgramAuto}, rep.Best} {
 			sopt.picks = []map[string]pick{{fg.Name: pk}}
@@ -354,24 +358,15 @@ func searchTensor(r interface {
 			}
 			sizes[i] = b + int64(searchIndexBytes*blocks)
 		}
-		if sizes[1] >= sizes[0] {
+		margin := int64(0)
+		if fg.Length < g.Length {
+			margin = sizes[0] / 64
+		}
+		if sizes[1] >= sizes[0]-margin {
 			rep.Best, rep.Rejected = pick{p: ProgramAuto}, true
 		}
 	}
 	return rep, nil
-}
-
-// searchSampleWhole reads all of tensor g.
-func searchSampleWhole(r interface {
-	ReadAt([]byte, int64) (int, error)
-}, g Segment) ([]byte, error) {
-	if m, ok := r.(memArchive); ok {
-		if b, ok := inPlace(m, g.Offset, g.Length); ok {
-			return b, nil
-		}
-	}
-	b := make([]byte, g.Length)
-	return b, readFull(r, b, g.Offset)
 }
 
 // autoBlocks is the blocks the encoder's own plan cuts tensor g into.
@@ -443,16 +438,21 @@ func codeSample(in Input, opt EncodeOptions) (bytes, ps int64, blocks int, err e
 	return bytes, ps, blocks, nil
 }
 
-// searchSample returns tensor g's sample and the segment describing it
-// (offset 0): the whole tensor up to searchWhole bytes, else
-// searchWindows windows at fixed, evenly spread positions, of whole rows
-// where the rows are short enough (sparse blocks' column contexts), else
-// of whole values or records.
+// searchSample returns a sample of tensor g of about target bytes and
+// the segment describing it (offset 0): the whole tensor up to target
+// bytes, else windows windows at fixed, evenly spread positions, of whole
+// rows where the rows are short enough (sparse blocks' column contexts),
+// else of whole values or records.
 func searchSample(r interface {
 	ReadAt([]byte, int64) (int, error)
-}, g Segment) ([]byte, Segment, error) {
+}, g Segment, target int64, windows int64) ([]byte, Segment, error) {
 	sg := Segment{Name: g.Name, DType: g.DType, Type: g.Type, Shape: g.Shape, Length: g.Length}
-	if g.Length <= searchWhole {
+	if g.Length <= target {
+		if m, ok := r.(memArchive); ok {
+			if b, ok := inPlace(m, g.Offset, g.Length); ok {
+				return b, sg, nil
+			}
+		}
 		b := make([]byte, g.Length)
 		err := readFull(r, b, g.Offset)
 		return b, sg, err
@@ -463,17 +463,16 @@ func searchSample(r interface {
 	} else if ft := floatType(g.DType); ft != dtype.Invalid {
 		unit = int64(ft.Size())
 	}
-	target := min(max(g.Length/searchFraction, searchWhole), searchMax)
-	win := target / searchWindows
+	win := target / windows
 	rowUnit := false
 	if row := sparseRow(g); row > 0 && unit > 1 && recordSchema(g) == nil && row*unit <= win && g.Length%(row*unit) == 0 {
 		unit, rowUnit = row*unit, true
 	}
 	win = max(win/unit, 1) * unit
 	span := g.Length - win
-	b := make([]byte, 0, win*searchWindows)
-	for j := int64(0); j < searchWindows; j++ {
-		off := span * j / (searchWindows - 1) / unit * unit
+	b := make([]byte, 0, win*windows)
+	for j := int64(0); j < windows; j++ {
+		off := span * j / (windows - 1) / unit * unit
 		b = b[:len(b)+int(win)]
 		if err := readFull(r, b[len(b)-int(win):], g.Offset+off); err != nil {
 			return nil, sg, err

@@ -99,6 +99,26 @@ func TestSearchDeterministic(t *testing.T) {
 	}
 }
 
+// A tensor above searchCheckMax has its sampled winner checked on a
+// larger sample instead of the whole: still deterministic, and here still
+// never larger.
+func TestSearchCheckSampled(t *testing.T) {
+	src, segs := searchModel()
+	defer func(m int64) { searchCheckMax = m }(searchCheckMax)
+	searchCheckMax = 64 << 10
+	plain := roundTrip(t, src, segs, EncodeOptions{Threads: 1})
+	a1 := roundTrip(t, src, segs, EncodeOptions{Threads: 1, Search: 20})
+	a2 := roundTrip(t, src, segs, EncodeOptions{Threads: 2, Search: 20})
+	if !bytes.Equal(a1, a2) {
+		t.Fatal("archives differ between thread counts")
+	}
+	neverLarger(t, plain, a1, 20)
+	rep, err := searchTensor(memArchive(src), segs[0], EncodeOptions{}, nil, 20)
+	if err != nil || !rep.Verified {
+		t.Fatalf("embed: verified %v, %v", rep.Verified, err)
+	}
+}
+
 func neverLarger(t *testing.T, plain, searched []byte, n int) {
 	t.Helper()
 	before, after := tensorBytes(t, plain), tensorBytes(t, searched)
