@@ -44,8 +44,9 @@ type SetupOptions struct {
 	// Prior, when above 0, learns the setup's search prior (Setup.Prior)
 	// from up to this many of the inputs' searchable tensors, an even
 	// spread in file order: each is searched with every candidate and
-	// under the new tables, and the winner is counted. 0 learns none
-	// (the setup file stays version 2).
+	// under the new tables, and the winner is counted: 1 plus the per
+	// mille of the tensor's bytes it saved against the encoder's own
+	// choice. 0 learns none (the setup file stays version 2).
 	Prior int
 
 	ctx context.Context // BuildSetup's: cancels the build
@@ -296,7 +297,7 @@ func BuildSetup(ctx context.Context, inputs []Input, opt SetupOptions) (*Setup, 
 
 // learnPrior searches up to opt.Prior of the inputs' searchable tensors
 // (an even spread) with every candidate, under setup s, and counts each
-// winner with its parents.
+// winner with its parents, weighted by what it saved.
 func learnPrior(inputs []Input, s *Setup, opt SetupOptions) (*search.Prior, error) {
 	type tensor struct {
 		in int
@@ -332,7 +333,14 @@ func learnPrior(inputs []Input, s *Setup, opt SetupOptions) (*search.Prior, erro
 		if err != nil {
 			return nil, fmt.Errorf("codec: learning the prior on %q: %w", t.g.Name, err)
 		}
-		pr.AddPath(rep.Key, rep.Candidates, rep.Result.Best)
+		// a win counts 1 plus the per mille it saved against the own
+		// choice, so the order favours the programs that save most,
+		// not those that win by a few bytes most often
+		w := uint32(1)
+		if a, b := rep.Costs[pick{p: ProgramAuto}], rep.Result.Cost; rep.Best.p != ProgramAuto && a.Bytes > 0 && b.Bytes < a.Bytes {
+			w += uint32((a.Bytes - b.Bytes) * 1000 / a.Bytes)
+		}
+		pr.AddPathN(rep.Key, rep.Candidates, choiceOf(rep.Best), w)
 	}
 	return pr, nil
 }

@@ -267,9 +267,9 @@ func printSetup(w io.Writer, rep *setupReport) {
 		tw.Flush()
 	}
 	if len(rep.Prior) > 0 {
-		fmt.Fprintf(w, "\nsearch prior: how often each program won (nzip compress -search), by dtype and shape class\n")
+		fmt.Fprintf(w, "\nsearch prior: each program's wins, a win counting 1 + the per mille it saved (nzip compress -search), by dtype and shape class\n")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  DTYPE\tCLASS\tUNDER\tPROGRAM\tWINS\t")
+		fmt.Fprintln(tw, "  DTYPE\tCLASS\tUNDER\tPROGRAM\tSCORE\t")
 		for _, p := range rep.Prior {
 			under := p.Parent
 			if under == "" {

@@ -80,22 +80,30 @@ func (p *Prior) Count(k Key, c Choice) uint32 {
 }
 
 // Add counts one win of choice c under key k.
-func (p *Prior) Add(k Key, c Choice) {
-	i, ok := p.find(k, c)
-	if ok {
-		if p.entries[i].count < maxCount {
-			p.entries[i].count++
-		}
+func (p *Prior) Add(k Key, c Choice) { p.AddN(k, c, 1) }
+
+// AddN counts n for choice c under key k (a win weighted by what it
+// saved); counts stop at 2^24.
+func (p *Prior) AddN(k Key, c Choice, n uint32) {
+	if n == 0 {
 		return
 	}
-	p.entries = slices.Insert(p.entries, i, entry{k, c, 1})
+	i, ok := p.find(k, c)
+	if ok {
+		p.entries[i].count = min(p.entries[i].count+min(n, maxCount), maxCount)
+		return
+	}
+	p.entries = slices.Insert(p.entries, i, entry{k, c, min(n, maxCount)})
 }
 
 // AddPath counts the winner of one search and the chain of its parents:
 // each node under its own parent's key (the path from the root to best in
 // the candidates' tree).
-func (p *Prior) AddPath(k Key, cands []Candidate, best Choice) {
-	for n := 0; best != 0 && n < len(cands); n++ {
+func (p *Prior) AddPath(k Key, cands []Candidate, best Choice) { p.AddPathN(k, cands, best, 1) }
+
+// AddPathN is AddPath counting n for each node of the path.
+func (p *Prior) AddPathN(k Key, cands []Candidate, best Choice, n uint32) {
+	for depth := 0; best != 0 && depth < len(cands); depth++ {
 		parent := Choice(0)
 		for _, c := range cands {
 			if c.Choice == best {
@@ -104,7 +112,7 @@ func (p *Prior) AddPath(k Key, cands []Candidate, best Choice) {
 			}
 		}
 		k.Parent = parent
-		p.Add(k, best)
+		p.AddN(k, best, n)
 		best = parent
 	}
 }
@@ -117,8 +125,8 @@ func (p *Prior) Len() int {
 	return len(p.entries)
 }
 
-// Total is the sum of the counts under keys with no parent: the number of
-// searches the prior learned from.
+// Total is the sum of the counts under keys with no parent (the number
+// of searches learned from, where each counted 1).
 func (p *Prior) Total() int {
 	if p == nil {
 		return 0
