@@ -141,8 +141,14 @@ func searchInputs(ctx context.Context, inputs []Input, opt EncodeOptions) ([]map
 	var jobs []*job
 	arch := make([]*archProbe, len(inputs))
 	for i, in := range inputs {
+		// picks go by name: a name that two tensors of the file share
+		// is not searched
+		names := map[string]int{}
 		for _, g := range in.Segments {
-			if searchable(g, &opt) && g.Offset >= 0 && g.Offset+g.Length <= in.Size {
+			names[g.Name]++
+		}
+		for _, g := range in.Segments {
+			if searchable(g, &opt) && g.Offset >= 0 && g.Offset+g.Length <= in.Size && names[g.Name] == 1 {
 				jobs = append(jobs, &job{in: i, g: g})
 			}
 		}
