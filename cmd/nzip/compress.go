@@ -11,7 +11,7 @@ import (
 )
 
 func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("compress", "[-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF] [-best] [-no-sparse] [-q] IN", stderr)
+	fs := newFlags("compress", "[-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF] [-best] [-no-sparse] [-search N] [-q] IN", stderr)
 	out := fs.String("o", "", "output archive (default IN.nzip)")
 	force := fs.Bool("f", false, "overwrite OUT if it exists")
 	threads := fs.Int("threads", 0, "blocks coded in parallel (default: all CPUs); the archive is the same for any value")
