@@ -37,9 +37,10 @@ func ShapeClass(shape []int64) uint8 {
 	return uint8(rank*4 + size)
 }
 
-// A Prior counts how often each candidate won, by Key: learned from a
-// sample of tensors (a setup's build) and kept in the setup, it orders the
-// search's expansions on other models. The zero Prior (and a nil one)
+// A Prior counts each candidate's wins, by Key (the caller may weight a
+// win, AddN: the codec counts 1 plus the per mille it saved): learned from
+// a sample of tensors (a setup's build) and kept in the setup, it orders
+// the search's expansions on other models. The zero Prior (and a nil one)
 // counts nothing: the search then expands in list order. Entries are kept
 // sorted, so a Prior's encoding is canonical.
 type Prior struct {
