@@ -145,6 +145,14 @@ func ProgramsFor(g Segment, setup *Setup) []Program {
 	return out
 }
 
+// A pick is a tensor's program with its parameter: the zstd level of
+// ProgramZstd (0: the archive's level); the search (searchprog.go)
+// chooses both.
+type pick struct {
+	p     Program
+	level int
+}
+
 // programOf returns the program chosen for tensor g: EncodeOptions'
 // Programs first, then the setup's; ProgramAuto where none is, or where
 // the one chosen does not apply.
@@ -167,7 +175,8 @@ func programOf(g Segment, opt *EncodeOptions) Program {
 // tensor, records as planRecords, zstd takes the whole tensor in one
 // block up to the longest a reader accepts, raw and cm blocks of the
 // opaque path's size. No other tensor joins these blocks.
-func planProgram(out []blockPlan, g Segment, p Program, chunk int) []blockPlan {
+func planProgram(out []blockPlan, g Segment, pk pick, chunk int) []blockPlan {
+	p := pk.p
 	switch p {
 	case ProgramRecords:
 		s := recordSchema(g)
@@ -191,7 +200,7 @@ func planProgram(out []blockPlan, g Segment, p Program, chunk int) []blockPlan {
 		}
 		for off, c := g.Offset, 0; off < g.Offset+g.Length; c++ {
 			l := min(g.Offset+g.Length-off, most)
-			out = append(out, blockPlan{off: off, length: l, cont: c > 0, force: p})
+			out = append(out, blockPlan{off: off, length: l, cont: c > 0, force: p, zlevel: pk.level})
 			off += l
 		}
 		return out
@@ -233,6 +242,11 @@ func (b *blockEncoder) encodeProgram(dst, in []byte, p blockPlan) ([]byte, byte)
 	case ProgramZstdPlanes:
 		return b.encodeLZPlanes(dst, in, p.dtype.Size()), kindFloat
 	case ProgramZstd:
+		if p.zlevel != 0 {
+			if z, err := zstdEncoder(p.zlevel); err == nil {
+				return z.EncodeAll(in, dst), kindZstd
+			}
+		}
 		return b.zstd.EncodeAll(in, dst), kindZstd
 	case ProgramRaw:
 		return append(dst, in...), kindStored

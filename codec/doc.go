@@ -310,8 +310,8 @@
 // A setup file (.nzsetup) holds the shared tables:
 //
 //	[8]byte magic 89 4E 5A 53 45 54 0D 0A ("\x89NZSET\r\n")
-//	u16 version (2, or 3 where the setup chooses programs; 1 is read
-//	  too), u16 flags (0), u32 payload length
+//	u16 version (2; 3 where the setup chooses programs; 4 where it has a
+//	  search prior; 1 is read too), u16 flags (0), u32 payload length
 //	payload:
 //	  uvarint chunk, string builder
 //	  uvarint sources; per source: string name, uvarint size, [32]byte
@@ -325,16 +325,28 @@
 //	        code lengths (0 = no code; the escape's last)
 //	      uvarint sample chunks, uvarint c, c × (u8 symbol, uvarint count):
 //	        the cluster's aligned histogram (informative)
-//	  (version 3 only:) uvarint programs; per program: string tensor name,
-//	    u8 program (1 fields, 2 fields-own, 3 sparse, 4 planes, 5 zstd-planes,
-//	    6 zstd, 7 raw, 8 cm, 9 records; codec.Program); names are distinct
+//	  (version 3 and later:) uvarint programs; per program: string tensor
+//	    name, u8 program (1 fields, 2 fields-own, 3 sparse, 4 planes,
+//	    5 zstd-planes, 6 zstd, 7 raw, 8 cm, 9 records; codec.Program);
+//	    names are distinct
+//	  (version 4:) the search prior: uvarint n (1..16384); n entries, each
+//	    u8 dtype (255: records and byte tensors), u8 shape class (rank
+//	    1/2/3/4+ → 0..3, times 4, plus size < 2^12, 2^16, 2^20 values or
+//	    more → 0..3), uvarint parent, uvarint choice (≠ 0), uvarint count
+//	    (1..2^24); a choice is 1 + the program plus 256 × a zstd level (0:
+//	    the archive's); parent 0 is the root; entries sorted by dtype,
+//	    class, parent, choice, each pair once; uvarints in their shortest
+//	    form
 //	u32 CRC-32C of everything before it
 //
 // A setup's programs guide the encoder only: each names a tensor whose
 // blocks are coded with that program (every one a coding the format
 // already has) instead of the encoder's choice; a program that does not
 // apply to the tensor is ignored. Decoding does not use them. A setup of
-// programs only may have no sections.
+// programs only may have no sections. The search prior (package
+// codec/search) counts the programs that won the search on the tensors
+// the setup was built from; it orders the encoder's search
+// (EncodeOptions.Search) and is not used by decoding either.
 //
 // Plane cut p (when not 0) guides the encoder for residual plane p of the
 // section's blocks: the plane is stored packed (mode 0) without trying an

@@ -72,6 +72,25 @@ type EncodeOptions struct {
 	// setup's Programs and the encoder's own choice. A program that does
 	// not apply to the tensor (Program.Applies) is ignored.
 	Programs map[string]Program
+	// Search, when above 1, searches each tensor's program (searchprog.go,
+	// package codec/search): up to Search candidate codings of a sample of
+	// the tensor are tried, in the order the setup's prior ranks them, and
+	// the tensor is coded with the cheapest (bytes, its own bytes and a
+	// fixed decoding-time term; never one estimated larger than the
+	// encoder's own choice, which is always tried first). 0 (and 1) is
+	// the encoder's own choice alone. Tensors named in Programs or the
+	// setup's Programs keep theirs; with Ref nothing is searched. The
+	// archive does not depend on Threads.
+	Search int
+
+	// picks, when set, is each input's searched programs (tensor name →
+	// pick), over the setup's and below Programs; the search's sample
+	// coder sets it too.
+	picks []map[string]pick
+	// arch, when set, is what the archive's probe found in the whole
+	// input (sparse blocks, zstd planes allowed): the search's sample
+	// coder codes with it as the archive does
+	arch *archProbe
 }
 
 // DecodeOptions configures decoding: Decode, DecompressBytes and the
@@ -124,6 +143,9 @@ func (o *EncodeOptions) validate() error {
 	if o.ZstdLevel < 0 || o.ZstdLevel > 22 {
 		return fmt.Errorf("codec: zstd level %d outside 1..22", o.ZstdLevel)
 	}
+	if o.Search < 0 {
+		return fmt.Errorf("codec: negative search budget %d", o.Search)
+	}
 	if o.Threads < 0 {
 		return fmt.Errorf("codec: negative thread count %d", o.Threads)
 	}
@@ -155,8 +177,9 @@ type Input struct {
 
 // Result summarises an encode.
 type Result struct {
-	Original   int64 // bytes of all inputs
-	Compressed int64 // bytes of the archive
+	Original   int64       // bytes of all inputs
+	Compressed int64       // bytes of the archive
+	Search     SearchStats // the program search (EncodeOptions.Search)
 }
 
 // encTask is a run of consecutive blocks of one file in flight: they are
@@ -241,6 +264,12 @@ func Encode(ctx context.Context, w io.Writer, inputs []Input, opt EncodeOptions)
 	var res Result
 	if err := opt.validate(); err != nil {
 		return res, err
+	}
+	if opt.Search > 1 && opt.Ref == nil {
+		var err error
+		if opt.picks, res.Search, err = searchInputs(ctxOr(ctx), inputs, opt); err != nil {
+			return res, err
+		}
 	}
 	e, err := planEncode(inputs, opt)
 	if err != nil {
@@ -345,11 +374,20 @@ func planEncode(inputs []Input, opt EncodeOptions) (*encodeRun, error) {
 		if in.Size < 0 {
 			return nil, fmt.Errorf("codec: input %q: negative size", in.Name)
 		}
-		var programs func(Segment) Program
-		if opt.Programs != nil || len(opt.Setup.programs()) > 0 {
-			programs = func(g Segment) Program {
-				p := programOf(g, &opt)
-				if v := p.version(); v > forced {
+		var programs func(Segment) pick
+		var picks map[string]pick
+		if i < len(opt.picks) {
+			picks = opt.picks[i]
+		}
+		if opt.Programs != nil || len(opt.Setup.programs()) > 0 || len(picks) > 0 {
+			programs = func(g Segment) pick {
+				p := pick{p: programOf(g, &opt)}
+				if _, named := opt.Programs[g.Name]; !named && g.IsTensor() {
+					if s, ok := picks[g.Name]; ok && s.p.Applies(g, opt.Setup) {
+						p = s
+					}
+				}
+				if v := p.p.version(); v > forced {
 					forced = v
 				}
 				return p

@@ -45,6 +45,7 @@ type blockPlan struct {
 	parts       int          // > 0: the whole tensor of parts float blocks, coded as one zstd block where that is smaller (mergeLZTensors)
 	rec         *prog.Schema // a records block of this layout (records.go), or nil
 	force       Program      // not ProgramAuto: the tensor's chosen program (choice.go)
+	zlevel      int          // a chosen zstd program's level (0: the archive's; searchprog.go)
 }
 
 // floatType returns the type whose float pipeline codes d, or Invalid.
@@ -79,7 +80,7 @@ func normalizeSegments(segs []Segment, size int64) ([]Segment, error) {
 // planBlocks cuts a file of the given size into blocks. programs, when
 // not nil, gives each tensor's chosen program (programOf): a tensor with
 // one is planned by planProgram.
-func planBlocks(segs []Segment, size int64, chunk int, programs func(Segment) Program) ([]blockPlan, error) {
+func planBlocks(segs []Segment, size int64, chunk int, programs func(Segment) pick) ([]blockPlan, error) {
 	segs, err := normalizeSegments(segs, size)
 	if err != nil {
 		return nil, err
@@ -95,8 +96,8 @@ func planBlocks(segs []Segment, size int64, chunk int, programs func(Segment) Pr
 	}
 	pos := int64(0)
 	for _, g := range segs {
-		if pr := ProgramAuto; programs != nil {
-			if pr = programs(g); pr != ProgramAuto {
+		if programs != nil {
+			if pr := programs(g); pr.p != ProgramAuto {
 				if g.Offset > pos {
 					runEnd = g.Offset
 				}

@@ -14,6 +14,7 @@ import (
 	"github.com/klauspost/compress/huff0"
 
 	"neuralzip/codec/huff"
+	"neuralzip/codec/search"
 	"neuralzip/dtype"
 )
 
@@ -41,6 +42,12 @@ type Setup struct {
 	// EncodeOptions.Programs says otherwise. Setup files of versions 1
 	// and 2 have none; a setup with programs is written as version 3.
 	Programs []SetupProgram
+	// Prior counts which program won the search (searchprog.go) on the
+	// tensors the setup was built from, by dtype, shape class and parent
+	// node: EncodeOptions.Search expands candidates in its order. Setup
+	// files before version 4 have none; a setup with a prior is written
+	// as version 4.
+	Prior *search.Prior
 
 	progs map[string]Program // Programs by tensor (parseSetup)
 	id    [16]byte
@@ -51,6 +58,14 @@ type Setup struct {
 type SetupProgram struct {
 	Tensor  string // the tensor's name, as the checkpoint's layout gives it
 	Program Program
+}
+
+// prior is s.Prior (nil for a nil setup).
+func (s *Setup) prior() *search.Prior {
+	if s == nil {
+		return nil
+	}
+	return s.Prior
 }
 
 // programs is s.Programs (nil for a nil setup).
@@ -89,7 +104,7 @@ func (s *Setup) WithPrograms(chunk int, set []SetupProgram) (*Setup, error) {
 	}
 	byName := map[string]Program{}
 	if s != nil {
-		n.ChunkValues, n.Builder, n.Sources, n.Sections = s.ChunkValues, s.Builder, s.Sources, s.Sections
+		n.ChunkValues, n.Builder, n.Sources, n.Sections, n.Prior = s.ChunkValues, s.Builder, s.Sources, s.Sections, s.Prior
 		for _, p := range s.Programs {
 			byName[p.Tensor] = p.Program
 		}
@@ -269,7 +284,7 @@ func (t *SetupTable) HasPairs() bool { return len(t.PairTop) > 0 }
 var setupMagic = [8]byte{0x89, 'N', 'Z', 'S', 'E', 'T', '\r', '\n'}
 
 const (
-	setupVersion   = 3 // 1 (no PlaneCuts) and 2 (no Programs) are read too; 2 is written where there are no Programs
+	setupVersion   = 4 // 1 (no PlaneCuts), 2 (no Programs) and 3 (no Prior) are read too; 2 is written where there are no Programs nor a Prior, 3 where there is no Prior
 	maxSetupTables = 256
 )
 
@@ -641,13 +656,17 @@ func (s *Setup) marshal() []byte {
 		}
 	}
 	version := uint16(2)
-	if len(s.Programs) > 0 {
-		version = setupVersion
+	if len(s.Programs) > 0 || s.Prior.Len() > 0 {
+		version = 3
 		p = binary.AppendUvarint(p, uint64(len(s.Programs)))
 		for _, pr := range s.Programs {
 			p = appendString(p, pr.Tensor)
 			p = append(p, byte(pr.Program))
 		}
+	}
+	if s.Prior.Len() > 0 {
+		version = 4
+		p, _ = s.Prior.AppendBinary(p)
 	}
 	out := make([]byte, 0, len(p)+20)
 	out = append(out, setupMagic[:]...)
@@ -822,6 +841,16 @@ func parseSetup(b []byte) (*Setup, error) {
 			s.progs[name] = p
 			s.Programs = append(s.Programs, SetupProgram{Tensor: name, Program: p})
 		}
+	}
+	if version >= 4 && r.err == nil {
+		pr, n, err := search.Parse(r.b)
+		if err != nil {
+			return nil, bad("%v", err)
+		}
+		if pr.Len() == 0 {
+			return nil, bad("version 4 with an empty prior")
+		}
+		s.Prior, r.b = pr, r.b[n:]
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.fail("%d trailing bytes", len(r.b))

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"neuralzip/codec/huff"
+	"neuralzip/codec/search"
 	"neuralzip/dtype"
 )
 
@@ -40,6 +41,13 @@ type SetupOptions struct {
 	// negative values keep every plane adaptive.
 	PlaneMinGain float64
 	Builder      string // recorded in the setup
+	// Prior, when above 0, learns the setup's search prior (Setup.Prior)
+	// from up to this many of the inputs' searchable tensors, an even
+	// spread in file order: each is searched with every candidate and
+	// under the new tables, and the winner is counted: 1 plus the per
+	// mille of the tensor's bytes it saved against the encoder's own
+	// choice. 0 learns none (the setup file stays version 2).
+	Prior int
 
 	ctx context.Context // BuildSetup's: cancels the build
 }
@@ -272,7 +280,69 @@ func BuildSetup(ctx context.Context, inputs []Input, opt SetupOptions) (*Setup, 
 	if err := s.finish(); err != nil {
 		return nil, err
 	}
+	if opt.Prior > 0 {
+		pr, err := learnPrior(inputs, s, opt)
+		if err != nil {
+			return nil, err
+		}
+		if pr.Len() > 0 {
+			s.Prior = pr
+			if err := s.finish(); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return s, nil
+}
+
+// learnPrior searches up to opt.Prior of the inputs' searchable tensors
+// (an even spread) with every candidate, under setup s, and counts each
+// winner with its parents, weighted by what it saved.
+func learnPrior(inputs []Input, s *Setup, opt SetupOptions) (*search.Prior, error) {
+	type tensor struct {
+		in int
+		g  Segment
+	}
+	eopt := EncodeOptions{Setup: s, ChunkValues: opt.ChunkValues}
+	var all []tensor
+	for i, in := range inputs {
+		for _, g := range in.Segments {
+			if searchable(g, &eopt) && g.Offset >= 0 && g.Offset+g.Length <= in.Size {
+				all = append(all, tensor{i, g})
+			}
+		}
+	}
+	picked := all
+	if len(all) > opt.Prior {
+		picked = picked[:0:0]
+		for j := range opt.Prior {
+			picked = append(picked, all[j*len(all)/opt.Prior])
+		}
+	}
+	pr := &search.Prior{}
+	for _, t := range picked {
+		if opt.cancelled() {
+			return nil, opt.ctx.Err()
+		}
+		o := eopt
+		var err error
+		if o.arch, err = archProbeOf(inputs[t.in], &o); err != nil {
+			return nil, err
+		}
+		rep, err := searchTensor(inputs[t.in].R, t.g, o, nil, 1<<16)
+		if err != nil {
+			return nil, fmt.Errorf("codec: learning the prior on %q: %w", t.g.Name, err)
+		}
+		// a win counts 1 plus the per mille it saved against the own
+		// choice, so the order favours the programs that save most,
+		// not those that win by a few bytes most often
+		w := uint32(1)
+		if a, b := rep.Costs[pick{p: ProgramAuto}], rep.Result.Cost; rep.Best.p != ProgramAuto && a.Bytes > 0 && b.Bytes < a.Bytes {
+			w += uint32((a.Bytes - b.Bytes) * 1000 / a.Bytes)
+		}
+		pr.AddPathN(rep.Key, rep.Candidates, choiceOf(rep.Best), w)
+	}
+	return pr, nil
 }
 
 // planeObs is one sample chunk's residual plane: its sampled entropy as a

@@ -146,6 +146,12 @@ func FuzzSetup(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(p.Bytes())
+	// with a search prior (setup version 4)
+	pr, err := BuildSetup(context.Background(), []Input{{Name: "x", R: bytes.NewReader(data), Size: int64(len(data)), Segments: segs}}, SetupOptions{Prior: 4})
+	if err != nil || pr.Prior.Len() == 0 {
+		f.Fatalf("setup with a prior: %v", err)
+	}
+	f.Add(pr.Bytes())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := ParseSetup(b)
 		if err != nil {

@@ -27,7 +27,7 @@ type benchRow struct {
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench", "[-json] [-codecs LIST] [-threads N] [-runs N] [-chunk N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] FILE...", stderr)
+	fs := newFlags("bench", "[-json] [-codecs LIST] [-threads N] [-runs N] [-chunk N] [-search N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] FILE...", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON array")
 	codecs := fs.String("codecs", strings.Join(baseline.Names(), ","), "comma-separated codecs; "+setupCodecName+" (nzip with -setup) joins the default list when -setup is given; "+gaussianCodecName+" is nzip with the built-in Gaussian setup, "+bestCodecName+" nzip compress -best (codings by bytes alone)")
 	threads := fs.Int("threads", 0, "threads per codec (default: all CPUs; zstd and gzip use one)")
@@ -38,6 +38,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	backend := fs.String("backend", "", "also decode nzip's archive on this gpu backend (cpu, cuda, auto): codec nzip@BACKEND, rate of the device's kernels")
 	gpuBytes := fs.Int64("gpu-bytes", 0, "with -backend: repeat the file's device work until it holds this many bytes (e.g. 1000000000)")
 	chunk := fs.Int("chunk", 0, fmt.Sprintf("values per block for nzip and %s (default: %d for nzip, the setup's for %s)", setupCodecName, codec.DefaultChunkValues, setupCodecName))
+	search := fs.Int("search", 0, "nzip and "+setupCodecName+": search each tensor's program with up to N candidates (nzip compress -search)")
 	if err := parse(fs, args, 1, -1); err != nil {
 		return err
 	}
@@ -108,13 +109,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				c := newSetupCodecNamed(gaussianCodecName, codec.GaussianSetup(), codec.EncodeOptions{Threads: *threads, SetupThreshold: *setupThreshold, ChunkValues: *chunk})
 				m = baseline.MeasureCodec(c, gaussianCodecName, filepath.Base(path), src, segs, mopt)
 			case name == setupCodecName:
-				c := newSetupCodecOpt(setup, codec.EncodeOptions{Threads: *threads, SetupExternal: *setupExternal, SetupThreshold: *setupThreshold, ChunkValues: *chunk})
+				c := newSetupCodecOpt(setup, codec.EncodeOptions{Threads: *threads, SetupExternal: *setupExternal, SetupThreshold: *setupThreshold, ChunkValues: *chunk, Search: *search})
 				m = baseline.MeasureCodec(c, setupCodecName, filepath.Base(path), src, segs, mopt)
 			case name == bestCodecName:
 				c := baseline.NewNZip(nil, bestCodecName, codec.EncodeOptions{Threads: *threads, ChunkValues: *chunk, Best: true})
 				m = baseline.MeasureCodec(c, bestCodecName, filepath.Base(path), src, segs, mopt)
-			case name == "nzip" && *chunk != 0:
-				c := baseline.NewNZip(nil, "nzip", codec.EncodeOptions{Threads: *threads, ChunkValues: *chunk})
+			case name == "nzip" && (*chunk != 0 || *search != 0):
+				c := baseline.NewNZip(nil, "nzip", codec.EncodeOptions{Threads: *threads, ChunkValues: *chunk, Search: *search})
 				m = baseline.MeasureCodec(c, "nzip", filepath.Base(path), src, segs, mopt)
 			default:
 				m = baseline.Measure(name, filepath.Base(path), src, segs, mopt)

@@ -11,7 +11,7 @@ import (
 )
 
 func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("compress", "[-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF] [-best] [-no-sparse] [-q] IN", stderr)
+	fs := newFlags("compress", "[-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF] [-best] [-no-sparse] [-search N] [-q] IN", stderr)
 	out := fs.String("o", "", "output archive (default IN.nzip)")
 	force := fs.Bool("f", false, "overwrite OUT if it exists")
 	threads := fs.Int("threads", 0, "blocks coded in parallel (default: all CPUs); the archive is the same for any value")
@@ -23,6 +23,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	refPath := fs.String("ref", "", "code tensors as differences to this reference model (matched by name, dtype, shape); decompress then needs -ref")
 	best := fs.Bool("best", false, "the smallest archive: every block's coding chosen by bytes alone, also the codings the default takes only where their saving pays for their slower decoding (column-context zero masks, context-modelled bytes; with -ref range-coded difference blocks, about 2 % smaller and 30× slower to decode)")
 	noSparse := fs.Bool("no-sparse", false, "write no sparse blocks (exact zeros coded as other values), no zstd-coded byte planes (repeating values) and no cm blocks (quantised weights): the archive stays format version 7, which nzip builds from before sparse blocks read")
+	search := fs.Int("search", 0, "search each tensor's program: code a sample of it with up to N candidate programs (the encoder's own choice first, then in the order the setup's prior ranks them) and keep the cheapest; 0: the encoder's own choice (docs/programs.md, \"Search\")")
 	quiet := fs.Bool("q", false, "print nothing on success")
 	if err := parse(fs, args, 1, 1); err != nil {
 		return err
@@ -33,6 +34,8 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	switch {
 	case *threads < 0:
 		bad = fmt.Sprintf("-threads %d: must be 0 (all CPUs) or more", *threads)
+	case *search < 0:
+		bad = fmt.Sprintf("-search %d: must be 0 (no search) or more", *search)
 	case *chunk != 0 && (*chunk < codec.MinChunkValues || *chunk > codec.MaxChunkValues):
 		bad = fmt.Sprintf("-chunk %d: must be %d..%d", *chunk, codec.MinChunkValues, codec.MaxChunkValues)
 	case *level < 0 || *level > 22:
@@ -47,6 +50,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	opt.Best = *best
 	opt.NoSparse = *noSparse
+	opt.Search = *search
 	if *setupPath == "" && (*setupExternal || flagSet(fs, "setup-threshold")) {
 		fmt.Fprintln(stderr, "nzip compress: -setup-external and -setup-threshold need -setup")
 		return errUsage
@@ -130,6 +134,10 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		el := time.Since(start).Seconds()
 		fmt.Fprintf(stderr, "%s: %s -> %s (%.3fx) in %.2fs, %.0f MB/s -> %s\n", in, humanBytes(res.Original), humanBytes(res.Compressed),
 			ratio(res.Original, res.Compressed), el, float64(res.Original)/el/1e6, dest)
+		if s := res.Search; s.Tensors > 0 {
+			fmt.Fprintf(stderr, "search: %d tensors, %d candidates coded on samples, %d pruned; %d sampled winners checked on the whole tensor, %d of them kept the own choice; %d tensors given another program\n",
+				s.Tensors, s.Expanded, s.Pruned, s.Verified, s.Rejected, s.Changed)
+		}
 		if opt.Setup != nil {
 			how := "embedded"
 			switch {

@@ -115,6 +115,15 @@ type setupReport struct {
 	Sources     []sourceReport  `json:"sources"`
 	Sections    []sectionReport `json:"sections"`
 	Programs    []programReport `json:"programs,omitempty"` // tensors whose program the setup chooses
+	Prior       []priorReport   `json:"prior,omitempty"`    // the search prior's counts
+}
+
+type priorReport struct {
+	DType  string `json:"dtype"`
+	Class  uint8  `json:"shape_class"`
+	Parent string `json:"parent,omitempty"`
+	Choice string `json:"program"`
+	Count  uint32 `json:"count"`
 }
 
 type programReport struct {
@@ -180,6 +189,9 @@ func newSetupReport(path string, s *codec.Setup) *setupReport {
 			sr.ExpectedBits = bits / syms
 		}
 		rep.Sections = append(rep.Sections, sr)
+	}
+	for _, c := range s.PriorCounts() {
+		rep.Prior = append(rep.Prior, priorReport(c))
 	}
 	for _, p := range s.Programs {
 		rep.Programs = append(rep.Programs, programReport{Tensor: p.Tensor, Program: p.Program.String()})
@@ -254,10 +266,23 @@ func printSetup(w io.Writer, rep *setupReport) {
 		}
 		tw.Flush()
 	}
+	if len(rep.Prior) > 0 {
+		fmt.Fprintf(w, "\nsearch prior: each program's wins, a win counting 1 + the per mille it saved (nzip compress -search), by dtype and shape class\n")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  DTYPE\tCLASS\tUNDER\tPROGRAM\tSCORE\t")
+		for _, p := range rep.Prior {
+			under := p.Parent
+			if under == "" {
+				under = "-"
+			}
+			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%d\t\n", p.DType, p.Class, under, p.Choice, p.Count)
+		}
+		tw.Flush()
+	}
 }
 
 func runSetupBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("setup build", "-o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-cluster M] [-chunk N] [-sample F] [-pair-bias X] [-pairs=false] [-plane-min-gain X] [-q] FILE...", stderr)
+	fs := newFlags("setup build", "-o OUT.nzsetup [-f] [-k K] [-max-k N] [-min-gain X] [-cluster M] [-chunk N] [-sample F] [-pair-bias X] [-pairs=false] [-plane-min-gain X] [-prior N] [-q] FILE...", stderr)
 	out := fs.String("o", "", "output setup file (required)")
 	force := fs.Bool("f", false, "overwrite OUT if it exists")
 	k := fs.Int("k", 0, "tables per dtype (default: chosen by -min-gain, up to -max-k)")
@@ -269,6 +294,7 @@ func runSetupBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 	pairBias := fs.Float64("pair-bias", 0, fmt.Sprintf("a table codes exponent pairs when they cost at most 1+X times the singles (default %g)", codec.DefaultSetupPairBias))
 	pairs := fs.Bool("pairs", true, "allow pair (tuple) codes; -pairs=false: singles only")
 	planeMinGain := fs.Float64("plane-min-gain", codec.DefaultSetupPlaneMinGain, "sign/mantissa byte planes: learn the entropy above which they are stored packed without trying a code, as long as coding those saved less than this fraction on the sample (0: keep the default test)")
+	prior := fs.Int("prior", 32, "learn the search prior (nzip compress -search) from up to this many tensors, each searched with every candidate; 0: none (the setup file stays version 2)")
 	quiet := fs.Bool("q", false, "print nothing on success")
 	if err := parse(fs, args, 1, -1); err != nil {
 		return err
@@ -278,9 +304,9 @@ func runSetupBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fs.Usage()
 		return errUsage
 	}
-	if *k < 0 || *maxK < 0 || *minGain < 0 || *pairBias < 0 || *sample < 0 || *sample > 1 || *planeMinGain < 0 || *planeMinGain > 1 ||
+	if *k < 0 || *maxK < 0 || *minGain < 0 || *pairBias < 0 || *sample < 0 || *sample > 1 || *planeMinGain < 0 || *planeMinGain > 1 || *prior < 0 ||
 		(*chunk != 0 && (*chunk < codec.MinChunkValues || *chunk > codec.MaxChunkValues)) {
-		fmt.Fprintln(stderr, "nzip setup build: -k, -max-k, -min-gain, -chunk, -sample, -pair-bias or -plane-min-gain out of range")
+		fmt.Fprintln(stderr, "nzip setup build: -k, -max-k, -min-gain, -chunk, -sample, -pair-bias, -plane-min-gain or -prior out of range")
 		fs.Usage()
 		return errUsage
 	}
@@ -322,7 +348,7 @@ func runSetupBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 		pmg = -1 // codec: negative keeps every plane adaptive
 	}
 	s, err := codec.BuildSetup(ctx, inputs, codec.SetupOptions{K: *k, MaxK: *maxK, MinGain: *minGain, Cluster: *cluster, ChunkValues: *chunk,
-		Sample: *sample, PairBias: bias, PlaneMinGain: pmg, Builder: "nzip setup build"})
+		Sample: *sample, PairBias: bias, PlaneMinGain: pmg, Prior: *prior, Builder: "nzip setup build"})
 	if err != nil {
 		return fmt.Errorf("setup build: %w", err)
 	}
