@@ -50,6 +50,7 @@ func main() {
 	} else if *open != "" {
 		wb.open(*open)
 	}
+	wb.start()
 	hostStart(wb)
 	w.ShowAndRun()
 }
