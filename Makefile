@@ -3,6 +3,8 @@
 #   make run     build the workbench (app/) and start it on a demo model
 #   make demo    build nzip and run it on an example model (the CLI demo)
 #   make test    everything CI checks (gofmt, vet, race, tests, fuzzing, wasm build)
+#   make race-app  the workbench's tests (./app) under the race detector: not in
+#                `make race` or `make test` (5 minutes on the shared 2-core machine)
 #   make screenshots  PNGs of every workbench screen, light and dark (Xvfb)
 #   make web     build the workbench for the browser into wasm/www (WebAssembly)
 #   make serve   build it and serve it on http://127.0.0.1:8080/ (ADDR=...)
@@ -35,7 +37,7 @@ GOWASMEXEC = $$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec
 PKGS_ARM64 := ./dtype/... ./codec/... ./checkpoint/... ./trajectory/... ./analysis/... ./assets/... ./infer/... ./store/...
 PKGS_JS   := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./trajectory/... ./app/core/... ./gpu/... ./infer/... ./store/...
 
-.PHONY: serve-deps bench-serve bench-serve-store load-serve bench-mount icount-check icount-budget valgrind-deps beam nzip-beam s3-server ptx ptx-check gpu-deps gpu-check webgpu-test all build run demo workbench fyne-deps screenshots test check-go fmt-check vet arrows unit race noasm arm64-test fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
+.PHONY: serve-deps bench-serve bench-serve-store load-serve bench-mount icount-check icount-budget valgrind-deps beam nzip-beam s3-server ptx ptx-check gpu-deps gpu-check webgpu-test all build run demo workbench fyne-deps screenshots test check-go fmt-check vet arrows unit race race-app noasm arm64-test fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
 
 all: build
 
@@ -136,6 +138,13 @@ beam: check-go s3-server
 
 race:
 	$(GO) test -count=1 -race -short ./codec/... ./checkpoint/... ./trajectory/... ./app/core/... ./gpu/... ./infer/... ./store/... ./serve/... ./lossy/...
+
+# The workbench's screens under the race detector: Fyne's test driver
+# renders every screen, which -race makes slow (5 minutes of the shared
+# 2-core machine, 3 of CPU), so `make race` leaves ./app out and this
+# runs it (no display needed: the test driver draws in memory).
+race-app: check-go fyne-deps
+	$(GO) test -count=1 -race -timeout 30m ./app
 
 # The speed guard (scripts/icount-check.sh): callgrind instruction counts
 # of compress and decompress of fixed real inputs against the committed

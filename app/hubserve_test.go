@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
@@ -82,5 +83,47 @@ func TestHubOpenURL(t *testing.T) {
 	wb.wait()
 	if !strings.Contains(wb.hub.status.Text, "serves no store") {
 		t.Errorf("a server of no store: status %q", wb.hub.status.Text)
+	}
+}
+
+// The Hub and Open screens read a server started with a token: without
+// it the Hub screen says where to give it; with it in the Bearer token
+// field the store is listed, and the Open screen then opens a model of
+// that server by URL with the token given (for the session). The token
+// shows nowhere.
+func TestServerTokenScreens(t *testing.T) {
+	loc, _ := hubScreenStore(t, t.TempDir())
+	const token = "nz-tok-51c2a9"
+	srv := serve.New(serve.Config{Log: log.New(io.Discard, "", 0), Token: token})
+	if err := srv.Add("", loc); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer func() { ts.Close(); srv.Close() }()
+	defer core.SetToken(ts.URL, "")
+
+	wb := newTestBench(t)
+	wb.selectTab("Hub")
+	wb.hub.loc.SetText(ts.URL)
+	test.Tap(wb.hub.openBtn)
+	wb.wait()
+	if wb.hub.hub != nil || !strings.Contains(wb.hub.status.Text, "Bearer token field") {
+		t.Fatalf("without the token: status %q", wb.hub.status.Text)
+	}
+	test.Type(wb.hub.token, token)
+	wb.hub.token.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	wb.wait()
+	if h := wb.hub.hub; h == nil || len(h.Models) != 3 || strings.Contains(wb.hub.status.Text, token) {
+		t.Fatalf("with the token: %+v, status %q", h, wb.hub.status.Text)
+	}
+	u := ts.URL + "/org/tuned"
+	test.Type(wb.open_.url, u)
+	test.Tap(wb.open_.urlBtn)
+	wb.wait()
+	if wb.current == nil || wb.current.Path != u {
+		t.Fatalf("the Open screen did not open %s with the token: %+v (status %q)", u, wb.current, wb.status.Text)
+	}
+	if strings.Contains(wb.status.Text, token) || wb.open_.token.Text != "" {
+		t.Errorf("the token shows: status %q, Open screen's field %q", wb.status.Text, wb.open_.token.Text)
 	}
 }

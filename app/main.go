@@ -13,6 +13,8 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/app"
+
+	"neuralzip/app/core"
 )
 
 func main() {
@@ -24,6 +26,10 @@ func main() {
 	if msg := missingDisplay(runtime.GOOS, os.Getenv); msg != "" {
 		fmt.Fprintln(os.Stderr, msg)
 		os.Exit(1)
+	}
+	// the token of HF_ENDPOINT, as Hugging Face clients send it
+	if err := core.TokenFromEnv(os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "workbench: not used:", err)
 	}
 	a := app.NewWithID("io.neuralzip.workbench")
 	w := a.NewWindow("NeuralZip workbench")
@@ -50,6 +56,7 @@ func main() {
 	} else if *open != "" {
 		wb.open(*open)
 	}
+	wb.start()
 	hostStart(wb)
 	w.ShowAndRun()
 }

@@ -28,6 +28,7 @@ type hubScreen struct {
 	content  fyne.CanvasObject
 	build    *widget.Button
 	loc      *widget.Entry
+	token    *widget.Entry // the bearer token of a served store (core.SetToken), hidden
 	openBtn  *widget.Button
 	getBtn   *widget.Button
 	useBtn   *widget.Button
@@ -50,6 +51,7 @@ func newHubScreen(wb *workbench) *hubScreen {
 	s.loc = widget.NewEntry()
 	s.loc.SetPlaceHolder(hubStorePlaceholder)
 	s.loc.OnSubmitted = func(string) { s.openStore() }
+	s.token = newTokenEntry(s.openStore)
 	s.openBtn = widget.NewButtonWithIcon("Open store", theme.FolderOpenIcon(), s.openStore)
 	s.getBtn = widget.NewButtonWithIcon("Get…", theme.DownloadIcon(), s.getModel)
 	s.useBtn = widget.NewButtonWithIcon("Open", theme.DocumentIcon(), s.useModel)
@@ -109,7 +111,7 @@ func newHubScreen(wb *workbench) *hubScreen {
 	s.families = container.NewVBox()
 
 	storeRow := container.NewBorder(nil, nil, nil, s.openBtn, s.loc)
-	top := container.NewVBox(heading("Hub: models in one store"), storeRow,
+	top := container.NewVBox(heading("Hub: models in one store"), storeRow, tokenRow(s.token),
 		container.NewHBox(s.build, s.getBtn, s.useBtn, s.jobs.content), s.status)
 	matrix := container.NewBorder(widget.NewLabel("Row model's tensor bytes shared with (s, bit-identical) and near (n, cast or coded against) the column model"), nil, nil, nil, s.matrix)
 	fams := container.NewBorder(heading("Families: trees of bases (depth: the longest chain a get decodes)"), nil, nil, nil, container.NewVScroll(s.families))
@@ -217,6 +219,12 @@ func (s *hubScreen) openStore() {
 	if loc == "" {
 		s.status.SetText("Type a store's location: " + hubStorePlaceholder + ".")
 		return
+	}
+	if core.IsURL(loc) {
+		if err := setToken(loc, s.token); err != nil {
+			s.status.SetText("Store not opened: " + err.Error())
+			return
+		}
 	}
 	ctx, gen := s.jobs.start()
 	progress := s.jobs.progress(gen)

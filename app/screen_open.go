@@ -26,6 +26,7 @@ type openScreen struct {
 	opened   *fyne.Container
 	info     *widget.Label
 	url      *widget.Entry // a model on a server (core.OpenURL)
+	token    *widget.Entry // its bearer token (core.SetToken), hidden
 	urlBtn   *widget.Button
 }
 
@@ -40,6 +41,7 @@ func newOpenScreen(wb *workbench) *openScreen {
 	s.url.SetPlaceHolder("http://127.0.0.1:8080/ORG/NAME")
 	s.urlBtn = widget.NewButtonWithIcon("Open URL", theme.DownloadIcon(), s.openURL)
 	s.url.OnSubmitted = func(string) { s.openURL() }
+	s.token = newTokenEntry(s.openURL)
 	urlHint := widget.NewLabel("A model on nzip serve (or another server of the Hugging Face download API): the header is read first, each tensor when a screen needs it.")
 	urlHint.Wrapping = fyne.TextWrapWord
 
@@ -60,7 +62,7 @@ func newOpenScreen(wb *workbench) *openScreen {
 
 	left := container.NewVBox(
 		heading("Open a checkpoint"), container.NewHBox(s.openBtn), hint,
-		container.NewBorder(nil, nil, nil, s.urlBtn, s.url), urlHint,
+		container.NewBorder(nil, nil, nil, s.urlBtn, s.url), tokenRow(s.token), urlHint,
 		widget.NewSeparator(), heading("Recent files"), s.recent,
 		widget.NewSeparator(), heading("Demo models (embedded)"), demos,
 	)
@@ -80,7 +82,35 @@ func (s *openScreen) openURL() {
 		s.wb.showError(fmt.Errorf("%q is not an http:// or https:// URL of a model (http://HOST/ORG/NAME)", u))
 		return
 	}
+	if err := setToken(u, s.token); err != nil {
+		s.wb.showError(err)
+		return
+	}
 	s.wb.open(u)
+}
+
+// newTokenEntry is an entry for the bearer token of a server (nzip serve
+// -token-file), its text hidden; submitting it runs submit.
+func newTokenEntry(submit func()) *widget.Entry {
+	e := widget.NewPasswordEntry()
+	e.SetPlaceHolder("if the server asks for one (nzip serve -token-file)")
+	e.OnSubmitted = func(string) { submit() }
+	return e
+}
+
+// tokenRow lays out a token entry with its label.
+func tokenRow(e *widget.Entry) fyne.CanvasObject {
+	return container.NewBorder(nil, nil, widget.NewLabel("Bearer token"), nil, e)
+}
+
+// setToken gives the token in e to the server of URL u for every request
+// of this session (core.SetToken); an empty entry keeps a token given
+// before for that server.
+func setToken(u string, e *widget.Entry) error {
+	if strings.TrimSpace(e.Text) == "" {
+		return nil
+	}
+	return core.SetToken(u, e.Text)
 }
 
 func (s *openScreen) openDialog() {

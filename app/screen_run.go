@@ -29,6 +29,7 @@ type runScreen struct {
 	threads  *widget.Select
 	backend  *widget.Select
 	backends []core.BackendInfo // the picker's entries, in its order
+	probed   bool               // probeBackends has started
 	devInfo  *widget.Label      // the chosen backend's device
 	unavail  *widget.Label      // why the unavailable backends are
 	unavailB fyne.CanvasObject  // unavail in its box (wrapBox)
@@ -75,7 +76,7 @@ func newRunScreen(wb *workbench) *runScreen {
 	s.unavail.SizeName = theme.SizeNameCaptionText
 	s.unavailB = wrapBox(s.unavail, 3)
 	s.unavailB.Hide()
-	s.setBackends([]core.BackendInfo{core.CodecBackend()}) // until the probe below answers
+	s.setBackends([]core.BackendInfo{core.CodecBackend()}) // until probeBackends answers
 	s.runBtn = widget.NewButtonWithIcon("Compress + decompress", theme.MediaPlayIcon(), s.start)
 	s.runBtn.Importance = widget.HighImportance
 	s.phase = widget.NewLabel("")
@@ -149,8 +150,23 @@ func newRunScreen(wb *workbench) *runScreen {
 	bottom.Offset = 0.62
 	s.content = container.NewBorder(top, nil, nil, nil, container.NewPadded(bottom))
 	s.clearResult()
-	// opening a GPU backend can take a while (driver, device context)
-	wb.go_(func() func() {
+	return s
+}
+
+// probeBackends asks which backends work, once, in the background
+// (opening a GPU backend can take a while: driver, device context), and
+// fills the picker with the answer. workbench.start calls it, not the
+// constructor: tests set the workbench to run background work inline
+// after building it, and a probe started while the screens are built
+// would update the picker from its goroutine under fyne's test driver
+// (which runs fyne.Do callbacks on the caller) while the test's
+// goroutine draws other widgets, in the same font cache.
+func (s *runScreen) probeBackends() {
+	if s.probed {
+		return
+	}
+	s.probed = true
+	s.wb.go_(func() func() {
 		l := core.ProbeBackends()
 		return func() {
 			s.setBackends(l)
@@ -165,7 +181,6 @@ func newRunScreen(wb *workbench) *runScreen {
 			hostReport("backends", strings.Join(report, "; "))
 		}
 	})
-	return s
 }
 
 // setBackends fills the backend picker, keeping the chosen backend.

@@ -54,10 +54,11 @@ type workbench struct {
 	// goroutines would touch widgets concurrently there)
 	inline bool
 
-	tabs   *container.AppTabs
-	built  bool // the screens after Open (buildScreens)
-	status *widget.Label
-	global *jobBar // statistics of the current model
+	tabs    *container.AppTabs
+	built   bool // the screens after Open (buildScreens)
+	started bool // start has run
+	status  *widget.Label
+	global  *jobBar // statistics of the current model
 
 	open_     *openScreen
 	tensors   *tensorsScreen
@@ -163,6 +164,20 @@ func (wb *workbench) buildScreens() {
 		wb.tabs.Refresh()
 		wb.modelChanged()
 		wb.selectionChanged()
+	}
+	if wb.started {
+		wb.run.probeBackends()
+	}
+}
+
+// start begins the background work that updates screens of its own
+// accord (the Run screen's backend probe), on screens built already or
+// as they are built. main calls it as the window shows; tests once they
+// have set inline, so that the work runs on their goroutine.
+func (wb *workbench) start() {
+	wb.started = true
+	if wb.built {
+		wb.run.probeBackends()
 	}
 }
 

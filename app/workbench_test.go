@@ -22,7 +22,7 @@ import (
 )
 
 // newTestBench builds the workbench on fyne's test app, in a window of the
-// default size. Background work runs inline: fyne's test driver runs
+// default size, started. Background work runs inline: fyne's test driver runs
 // fyne.Do callbacks on the calling goroutine, so work on goroutines would
 // touch widgets concurrently and make the tests racy. The work itself
 // (statistics on two workers, codec runs, setups) is the same.
@@ -32,6 +32,7 @@ func newTestBench(t *testing.T) *workbench {
 	w := test.NewTempWindow(t, nil)
 	wb := newWorkbench(a, w)
 	wb.inline = true
+	wb.start()
 	w.Resize(fyne.NewSize(defaultWidth, defaultHeight))
 	t.Cleanup(func() {
 		wb.wait()

@@ -144,6 +144,8 @@ func (s *Store) Add(name string, files []Input, opt AddOptions) (*Manifest, AddS
 		return nil, st, err
 	}
 	if err := s.kv.view(func(t tx) error {
+		// with the decode bound, which planning reads first
+		prefetch(t, bucketKey{bModels, []byte(name)}, bucketKey{bFP, maxDecodeKey})
 		if t.get(bModels, []byte(name)) != nil {
 			return fmt.Errorf("%w: %q", ErrExists, name)
 		}
@@ -229,6 +231,18 @@ func (s *Store) Add(name string, files []Input, opt AddOptions) (*Manifest, AddS
 func commitModel(t tx, m *Manifest, news []*coded) error {
 	bases := map[string]bool{}
 	v2 := isV2(t)
+	// the records this reads, read ahead together
+	var want []bucketKey
+	for _, c := range news {
+		want = unitKeys(want, c.h)
+		if c.u.Kind == KindDelta || c.u.Kind == KindCast {
+			want = unitKeys(want, c.u.Base)
+		}
+	}
+	for _, f := range m.Files {
+		want = unitKeys(want, f.Units...)
+	}
+	prefetch(t, want...)
 	for _, c := range news {
 		if t.get(bUnits, c.h[:]) != nil {
 			// stored meanwhile by another writer (an S3 store's index
@@ -441,6 +455,7 @@ func (s *Store) code(c *coded, raw []byte, t dtype.DType, local castFPs) error {
 	var p Plan
 	var bu unit // a delta's base, or a version 2 cast's (confirmed on its bytes)
 	if err := s.kv.view(func(tx tx) error {
+		prefetchPlans(tx, info)
 		cands := s.candidates(tx)
 		if s.ver == Version2 && t == dtype.F32 && info.FP != nil {
 			ok := local.castOf(info.FP, int64(len(raw)/4))
@@ -566,4 +581,22 @@ func parallel(n, threads int, fn func(i int) error) error {
 	}
 	wg.Wait()
 	return ferr
+}
+
+// parallelOrdered is parallel whose error is that of the lowest i that
+// failed, not the first in time: the same whatever the schedule, where
+// the failures are (every i below a failed one has been run, as parallel
+// hands them out in order).
+func parallelOrdered(n, threads int, fn func(i int) error) error {
+	errs := make([]error, n)
+	parallel(n, threads, func(i int) error {
+		errs[i] = fn(i)
+		return errs[i]
+	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -223,6 +223,11 @@ func (b *batch) castHashes() error {
 	var need []*bunit
 	if err := b.s.kv.view(func(t tx) error {
 		cands := b.s.candidates(t)
+		infos := make([]UnitInfo, len(f32))
+		for i, u := range f32 {
+			infos[i] = u.info
+		}
+		prefetchPlans(t, infos...)
 		for _, u := range f32 {
 			numel := u.info.N / 4
 			hit := fps.castOf(u.info.FP, numel)

@@ -76,24 +76,29 @@ func (r *restoring) rec(s *Store, h Hash) (unit, error) {
 func (s *Store) readRecords(hs []Hash) map[Hash]unit {
 	r := make(map[Hash]unit, len(hs))
 	s.kv.view(func(t tx) error {
-		for _, h := range hs {
-			for range maxDepth + 2 {
+		// a step of every chain at a time, its records read ahead together
+		for range maxDepth + 2 {
+			prefetch(t, unitKeys(nil, hs...)...)
+			var bases []Hash
+			for _, h := range hs {
 				if _, ok := r[h]; ok {
-					break
+					continue
 				}
 				v := t.get(bUnits, h[:])
 				if v == nil {
-					break
+					continue
 				}
 				u, err := parseUnit(v)
 				if err != nil {
-					break
+					continue
 				}
 				r[h] = u
-				if u.Kind != KindDelta && u.Kind != KindCast {
-					break
+				if u.Kind == KindDelta || u.Kind == KindCast {
+					bases = append(bases, u.Base)
 				}
-				h = u.Base
+			}
+			if hs = bases; len(hs) == 0 {
+				break
 			}
 		}
 		return nil

@@ -42,6 +42,36 @@ type tx interface {
 	walk(bucket string, prefix, from []byte, back bool, fn func(k, v []byte) (bool, error)) error
 }
 
+// prefetcher is a read transaction that can read ahead, several at once,
+// the parts of its index that hold keys (an s3:// store's shards), so that
+// a batch of reads waits for one round trip instead of one each.
+type prefetcher interface {
+	prefetchKeys(want []bucketKey)
+}
+
+// bucketKey is a key of a bucket.
+type bucketKey struct {
+	bucket string
+	key    []byte
+}
+
+// prefetch asks t to read ahead the parts of its index holding want. A
+// hint: a transaction that reads nothing ahead ignores it, and what
+// cannot be read is reported by the reads that follow.
+func prefetch(t tx, want ...bucketKey) {
+	if p, ok := t.(prefetcher); ok && len(want) > 0 {
+		p.prefetchKeys(want)
+	}
+}
+
+// unitKeys is the keys of units hs' records, appended to to.
+func unitKeys(to []bucketKey, hs ...Hash) []bucketKey {
+	for i := range hs {
+		to = append(to, bucketKey{bUnits, hs[i][:]})
+	}
+	return to
+}
+
 // memKV is an in-memory kv: updates work on a copy, swapped in on success.
 type memKV struct {
 	mu sync.RWMutex

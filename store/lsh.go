@@ -232,6 +232,7 @@ func indexedCandidates(t tx, ty dtype.DType, numel int64, fp fingerprint, roots 
 	if err != nil {
 		return nil, err
 	}
+	prefetch(t, unitKeys(fpKeys(nil, ty, numel, hs), hs...)...)
 	out := make([]candidate, 0, len(hs))
 	for _, h := range hs {
 		f, err := parseFingerprint(t.get(bFP, fpKey(ty, numel, h)))
@@ -253,10 +254,12 @@ func lshNear(t tx, ty dtype.DType, numel int64, fp fingerprint) ([]Hash, error) 
 	if !hasFamily(t, fam) {
 		return nil, nil // (most new tensors' shapes are new: no codes to compute)
 	}
+	codes := lshCodes(fp)
+	prefetch(t, lshStarts(nil, fam, codes)...)
 	var hs []Hash
-	for i, c := range lshCodes(fp) {
+	for i, c := range codes {
 		p := lshPrefix(fam, i)
-		from := binary.BigEndian.AppendUint64(slices.Clone(p), c)
+		from := lshStart(fam, i, c)
 		for _, back := range []bool{false, true} {
 			n := 0
 			err := t.walk(bFP, p, from, back, func(k, _ []byte) (bool, error) {
@@ -275,6 +278,29 @@ func lshNear(t tx, ty dtype.DType, numel int64, fp fingerprint) ([]Hash, error) 
 	return slices.Compact(hs), nil
 }
 
+// lshStart is where the walks of tree i look for the neighbours of code c
+// in family fam.
+func lshStart(fam []byte, i int, c uint64) []byte {
+	return binary.BigEndian.AppendUint64(lshPrefix(fam, i), c)
+}
+
+// lshStarts is the keys where lshNear's walks for codes start, appended to to.
+func lshStarts(to []bucketKey, fam []byte, codes [lshTrees]uint64) []bucketKey {
+	for i, c := range codes {
+		to = append(to, bucketKey{bFP, lshStart(fam, i, c)})
+	}
+	return to
+}
+
+// fpKeys is the keys of the fingerprints of units hs (type ty, numel
+// values), appended to to.
+func fpKeys(to []bucketKey, ty dtype.DType, numel int64, hs []Hash) []bucketKey {
+	for _, h := range hs {
+		to = append(to, bucketKey{bFP, fpKey(ty, numel, h)})
+	}
+	return to
+}
+
 // lshMatch is the first unit (hash order) of type ty and numel values
 // near fingerprint fp in the index whose fingerprint satisfies match:
 // the cast lookups (cast.go), which read a unit's record only once its
@@ -288,6 +314,7 @@ func lshMatch(t tx, ty dtype.DType, numel int64, fp fingerprint, match func(h Ha
 	if err != nil {
 		return Hash{}, false, true, err
 	}
+	prefetch(t, fpKeys(nil, ty, numel, hs)...)
 	for _, h := range hs {
 		f, err := parseFingerprint(t.get(bFP, fpKey(ty, numel, h)))
 		if err == nil && match(h, f) {

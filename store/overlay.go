@@ -33,6 +33,9 @@ func (o *overlay) get(bucket string, key []byte) []byte {
 	return o.base.get(bucket, key)
 }
 
+// prefetchKeys passes the hint on to the index below.
+func (o *overlay) prefetchKeys(want []bucketKey) { prefetch(o.base, want...) }
+
 func (o *overlay) set(bucket string, key []byte, v *[]byte) {
 	bk := o.w[bucket]
 	if bk == nil {

@@ -284,11 +284,48 @@ func (s *Store) PlanFamily(units []UnitInfo) ([]Plan, error) {
 	return plans, nil
 }
 
+// prefetchPlans reads ahead on t, together, what planning units us reads
+// first (planKeys), where t reads ahead at all.
+func prefetchPlans(t tx, us ...UnitInfo) {
+	if _, ok := t.(prefetcher); !ok {
+		return // (no codes to compute)
+	}
+	var want []bucketKey
+	for _, u := range us {
+		want = planKeys(want, u)
+	}
+	prefetch(t, want...)
+}
+
+// planKeys is the keys that planning unit u reads first, appended to
+// to: the decode bound, and for the fingerprint families of u and of its
+// casts where the searches for a base start (the family, the walks of
+// its index).
+func planKeys(to []bucketKey, u UnitInfo) []bucketKey {
+	to = append(to, bucketKey{bFP, maxDecodeKey})
+	if u.FP == nil || u.DType.Size() == 0 {
+		return to
+	}
+	numel := u.N / int64(u.DType.Size())
+	search := func(ty dtype.DType, fp fingerprint) {
+		fam := fpKey(ty, numel, Hash{})
+		to = lshStarts(append(to, bucketKey{bFP, fam}), fam, lshCodes(fp))
+	}
+	search(u.DType, u.FP)
+	if u.DType == dtype.F32 {
+		for _, ct := range castTypes {
+			search(ct, castFP(u.FP, ct))
+		}
+	}
+	return to
+}
+
 // planModel plans the units of one model on index t (they see the index
 // only, not each other, as in Add), finding bases with cands (on t); at holds the units of earlier models
 // of the ingest, whose bytes a plan reads from their inputs (BaseAt).
 func planModel(t tx, us []UnitInfo, at map[Hash]*UnitInfo, cands candidates) ([]Plan, error) {
 	ps := make([]Plan, len(us))
+	prefetchPlans(t, us...)
 	for k, u := range us {
 		p, err := planUnit(t, u, cands)
 		if err != nil {

@@ -58,6 +58,7 @@ type UnitMeta struct {
 func (s *Store) UnitMetas(hs []Hash) ([]UnitMeta, error) {
 	out := make([]UnitMeta, len(hs))
 	err := s.kv.view(func(t tx) error {
+		prefetch(t, unitKeys(nil, hs...)...)
 		for i, h := range hs {
 			v := t.get(bUnits, h[:])
 			if v == nil {

@@ -22,7 +22,10 @@ import (
 // first access to a key in its range and kept while the root the store
 // holds names it (it never changes: its name is its SHA-256). A get of one
 // model reads the root, the shard of its manifest and the shards of its
-// units' records, not the whole index.
+// units' records, not the whole index. A batch of reads names its keys
+// first (prefetch, kv.go) and the shards still to read are fetched
+// s3Parallel at a time, so that it waits about one round trip, not one
+// per shard; a commit reads the shards it rewrites the same way.
 //
 // Writes: an update runs on the root it just read, with its writes in an
 // overlay; the commit rewrites only the shards whose key range holds a
@@ -114,7 +117,7 @@ var (
 	// s3AdoptEvery: every so many sweeps, the commit also looks for
 	// shards that nothing names (adopt).
 	s3AdoptEvery = 16
-	// s3Parallel bounds the shard objects written at once.
+	// s3Parallel bounds the shard objects written, and read, at once.
 	s3Parallel = 8
 )
 
@@ -323,19 +326,43 @@ func (k *s3KV) update(fn func(tx) error) error {
 
 // putShards writes the shard objects of a commit, s3Parallel at a time.
 func (k *s3KV) putShards(ctx context.Context, puts []s3Put) error {
-	sem := make(chan struct{}, s3Parallel)
-	var wg sync.WaitGroup
-	errs := make([]error, len(puts))
-	for i, p := range puts {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			_, errs[i] = k.o.put(ctx, s3ShardKey(p.id), p.raw, "", false)
-		}()
+	return parallelOrdered(len(puts), s3Parallel, func(i int) error {
+		_, err := k.o.put(ctx, s3ShardKey(puts[i].id), puts[i].raw, "", false)
+		return err
+	})
+}
+
+// s3ShardAt is shard i of a bucket whose shards are refs.
+type s3ShardAt struct {
+	bucket string
+	refs   []s3ShardRef
+	i      int
+}
+
+// fetchShards reads shards at into the cache, s3Parallel at a time (one
+// GET after another would add their latencies); its error is that of the
+// first shard in at's order that could not be read, naming it.
+func (k *s3KV) fetchShards(at []s3ShardAt) error {
+	return parallelOrdered(len(at), s3Parallel, func(i int) error {
+		_, err := k.shard(at[i].bucket, at[i].refs, at[i].i)
+		return err
+	})
+}
+
+// shardsAt is shards idx of bucket's refs.
+func shardsAt(bucket string, refs []s3ShardRef, idx []int) []s3ShardAt {
+	at := make([]s3ShardAt, len(idx))
+	for x, i := range idx {
+		at[x] = s3ShardAt{bucket, refs, i}
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return at
+}
+
+// cached reports whether shard id has been read (or is being read).
+func (k *s3KV) cached(id Hash) bool {
+	k.cmu.Lock()
+	defer k.cmu.Unlock()
+	return k.cache[id] != nil
 }
 
 // sweep deletes the shards that commits retired more than s3GCGrace
@@ -459,14 +486,14 @@ func (k *s3KV) commit(root *s3Root, legacy *memKV, w map[string]map[string]*[]by
 			next.shards[bi], puts = rs, append(puts, ps...)
 			continue
 		}
+		span, touched := writeSpans(refs, keys)
+		if err := k.fetchShards(shardsAt(name, refs, touched)); err != nil {
+			return nil, nil, err
+		}
 		var out []s3Out
-		j := 0
 		for i, ref := range refs {
-			lo := j
-			for j < len(keys) && (i == len(refs)-1 || keys[j] < refs[i+1].low) {
-				j++
-			}
-			if lo == j {
+			lo, hi := span[i], span[i+1]
+			if lo == hi {
 				out = append(out, s3Out{ref: ref, at: i})
 				continue
 			}
@@ -474,7 +501,7 @@ func (k *s3KV) commit(root *s3Root, legacy *memKV, w map[string]map[string]*[]by
 			if err != nil {
 				return nil, nil, err
 			}
-			pieces := mergeShard(s, ref.low, writes, keys[lo:j])
+			pieces := mergeShard(s, ref.low, writes, keys[lo:hi])
 			if len(pieces) == 1 && sameShard(pieces[0].s, s) {
 				out = append(out, s3Out{ref: ref, at: i}) // the writes changed nothing here
 				continue
@@ -500,6 +527,25 @@ func (k *s3KV) commit(root *s3Root, legacy *memKV, w map[string]map[string]*[]by
 		}
 	}
 	return next, puts, nil
+}
+
+// writeSpans splits keys (sorted) by the shards of refs (not empty)
+// whose ranges hold them: shard i's are keys[span[i]:span[i+1]];
+// touched lists the shards that hold any.
+func writeSpans(refs []s3ShardRef, keys []string) (span, touched []int) {
+	span = make([]int, len(refs)+1)
+	j := 0
+	for i := range refs {
+		span[i] = j
+		for j < len(keys) && (i == len(refs)-1 || keys[j] < refs[i+1].low) {
+			j++
+		}
+		if j > span[i] {
+			touched = append(touched, i)
+		}
+	}
+	span[len(refs)] = j
+	return span, touched
 }
 
 // s3Out is a shard of a bucket as a commit leaves it: one of the root's
@@ -794,7 +840,7 @@ func (t *s3Snap) get(bucket string, key []byte) []byte {
 		return nil
 	}
 	refs := t.root.shards[bi]
-	i := sort.Search(len(refs), func(i int) bool { return refs[i].low > string(key) }) - 1
+	i := shardOf(refs, key)
 	if i < 0 {
 		return nil
 	}
@@ -818,34 +864,62 @@ func (t *s3Snap) del(string, []byte) error {
 }
 
 // prefetch reads the shards whose ranges meet [lo, hi) (hi nil: no
-// bound), s3Parallel at a time, when they are more than one: a scan
-// reads them all, and one GET after another would add their latencies.
-// What fails is left for the scan to read again and report.
+// bound) several at once, when they are more than one: a scan reads them
+// all. What fails is left for the scan to read again and report.
 func (t *s3Snap) prefetch(bucket string, lo, hi []byte) {
 	bi := bucketIndex(bucket)
 	if bi < 0 {
 		return
 	}
 	refs := t.root.shards[bi]
-	i := max(0, sort.Search(len(refs), func(i int) bool { return refs[i].low > string(lo) })-1)
-	j := i
-	for j < len(refs) && (hi == nil || refs[j].low < string(hi)) {
-		j++
+	var idx []int
+	for i := max(0, shardOf(refs, lo)); i < len(refs) && (hi == nil || refs[i].low < string(hi)); i++ {
+		idx = append(idx, i)
 	}
-	if j-i < 2 {
-		return
+	t.fetch(shardsAt(bucket, refs, idx))
+}
+
+// prefetchKeys reads the shards holding want several at once, when more
+// than one of them is still to read: a batch of gets (the unit records a
+// commit updates or a restore reads, the fingerprints of a search) then
+// finds them read. What fails is left for the gets to read again and
+// report.
+func (t *s3Snap) prefetchKeys(want []bucketKey) {
+	var at []s3ShardAt
+	for _, w := range want {
+		bi := bucketIndex(w.bucket)
+		if bi < 0 {
+			continue
+		}
+		refs := t.root.shards[bi]
+		if i := shardOf(refs, w.key); i >= 0 {
+			at = append(at, s3ShardAt{w.bucket, refs, i})
+		}
 	}
-	sem := make(chan struct{}, s3Parallel)
-	var wg sync.WaitGroup
-	for x := i; x < j; x++ {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			t.k.shard(bucket, refs, x)
-		}()
+	t.fetch(at)
+}
+
+// fetch reads the shards of at not read yet, once each, several at once,
+// when they are more than one (one, the caller's read takes alone).
+func (t *s3Snap) fetch(at []s3ShardAt) {
+	seen := map[Hash]bool{}
+	at = slices.DeleteFunc(at, func(a s3ShardAt) bool {
+		id := a.refs[a.i].id
+		if seen[id] || t.k.cached(id) {
+			return true
+		}
+		seen[id] = true
+		return false
+	})
+	if len(at) >= 2 {
+		t.k.fetchShards(at)
 	}
-	wg.Wait()
+}
+
+// shardOf is the index in refs of the shard whose range holds key; -1
+// when refs is empty.
+func shardOf(refs []s3ShardRef, key []byte) int {
+	return sort.Search(len(refs), func(i int) bool { return refs[i].low > string(key) }) - 1
 }
 
 // prefixEnd is the first key after every key with prefix p; nil when none.
@@ -873,7 +947,7 @@ func (t *s3Snap) iter(bucket string, lo, hi []byte, back bool, fn func(k, v []by
 	}
 	refs := t.root.shards[bi]
 	if !back {
-		i := max(0, sort.Search(len(refs), func(i int) bool { return refs[i].low > string(lo) })-1)
+		i := max(0, shardOf(refs, lo))
 		for ; i < len(refs) && (hi == nil || refs[i].low < string(hi)); i++ {
 			s, err := t.k.shard(bucket, refs, i)
 			if err != nil {

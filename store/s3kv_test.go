@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +30,8 @@ type memObjects struct {
 	stats      objStats
 	read       map[string]int64 // bytes read per key
 	failGets   int              // the next so many GETs of shards fail (a network error)
+	inflight   int              // GETs under way
+	maxFlight  int              // the most GETs under way at once
 	// a simulated remote server: each request takes lat plus its bytes
 	// at bw bytes per second (0: no wait)
 	lat time.Duration
@@ -59,8 +62,17 @@ func newMemObjects() *memObjects {
 }
 
 func (m *memObjects) get(_ context.Context, key string, max int64, etag string) ([]byte, string, error) {
+	m.mu.Lock()
+	m.inflight++
+	if m.inflight > m.maxFlight {
+		m.maxFlight = m.inflight
+	}
+	m.mu.Unlock()
 	v, tag, err := m.get1(key, max, etag)
 	m.wait(len(v))
+	m.mu.Lock()
+	m.inflight--
+	m.mu.Unlock()
 	return v, tag, err
 }
 
@@ -708,35 +720,13 @@ func TestS3CommitCrash(t *testing.T) {
 // manifest and of its units' records reads exactly the shards holding
 // them, and a prefix scan only the shards its range meets.
 func TestS3LazyReads(t *testing.T) {
-	smallShards(t, 1<<10)
-	o := newMemObjects()
-	if err := initS3KV(o, "mem/"); err != nil {
-		t.Fatal(err)
-	}
-	k := openMemS3(t, o)
-	var units []Hash
-	k.update(func(t tx) error {
-		for i := range 300 {
-			t.put(bModels, []byte(fmt.Sprintf("org/model-%03d", i)), bytes.Repeat([]byte{1}, 60))
-		}
-		for i := range 2000 {
-			h := Hash(sha256Sum([]byte(strconv.Itoa(i))))
-			units = append(units, h)
-			t.put(bUnits, h[:], bytes.Repeat([]byte{2}, 40))
-		}
-		return nil
-	})
-	root, _ := decodeRoot(o.obj[s3RootKey])
+	o, root, units := manyShards(t)
 	shardOf := func(bucket string, key []byte) Hash {
 		refs := root.shards[bucketIndex(bucket)]
-		i := 0
-		for i+1 < len(refs) && refs[i+1].low <= string(key) {
-			i++
-		}
-		return refs[i].id
+		return refs[shardOf(refs, key)].id
 	}
 	c0 := o.count()
-	k = openMemS3(t, o)
+	k := openMemS3(t, o)
 	if d := o.count().sub(c0); d.Gets != 1 {
 		t.Fatalf("open: %d GETs, want the root's", d.Gets)
 	}
@@ -778,6 +768,156 @@ func TestS3LazyReads(t *testing.T) {
 	}
 	if d := o.count().sub(c0); n != 100 || d.Gets != int64(hi-lo+1) {
 		t.Fatalf("scan: %d keys in %d GETs, want 100 in %d", n, d.Gets, hi-lo+1)
+	}
+}
+
+// manyShards is an index of 1 KB shards holding 300 models and 2,000
+// units (returned), and its root.
+func manyShards(t *testing.T) (*memObjects, *s3Root, []Hash) {
+	smallShards(t, 1<<10)
+	o := newMemObjects()
+	if err := initS3KV(o, "mem/"); err != nil {
+		t.Fatal(err)
+	}
+	var units []Hash
+	err := openMemS3(t, o).update(func(t tx) error {
+		for i := range 300 {
+			t.put(bModels, []byte(fmt.Sprintf("org/model-%03d", i)), bytes.Repeat([]byte{1}, 60))
+		}
+		for i := range 2000 {
+			h := Hash(sha256Sum([]byte(strconv.Itoa(i))))
+			units = append(units, h)
+			t.put(bUnits, h[:], bytes.Repeat([]byte{2}, 40))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := decodeRoot(o.obj[s3RootKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, root, units
+}
+
+// TestS3ParallelReads: the shards a batch of reads needs are read
+// several at once (at most s3Parallel), each once: those of keys
+// prefetched in a view and in an update, and those a commit rewrites
+// without having read them; the reads then find the right values.
+func TestS3ParallelReads(t *testing.T) {
+	o, root, units := manyShards(t)
+	o.lat = 2 * time.Millisecond // long enough for GETs to overlap
+	batch := units[:60]
+	need := map[Hash]bool{}
+	refs := root.shards[bucketIndex(bUnits)]
+	for _, h := range batch {
+		need[refs[shardOf(refs, h[:])].id] = true
+	}
+	if len(need) <= s3Parallel {
+		t.Fatalf("the batch meets %d shards: too few to test the bound", len(need))
+	}
+	check := func(what string, run func(k *s3KV, fn func(tx) error) error) {
+		t.Helper()
+		k := openMemS3(t, o)
+		o.maxFlight = 0
+		c0 := o.count()
+		err := run(k, func(t tx) error {
+			prefetch(t, unitKeys(nil, batch...)...)
+			for _, h := range batch {
+				if !bytes.Equal(t.get(bUnits, h[:]), bytes.Repeat([]byte{2}, 40)) {
+					return fmt.Errorf("unit %s: wrong record", h)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		gets := o.count().sub(c0).Gets
+		if what == "update" {
+			gets-- // the root, read again
+		}
+		if gets != int64(len(need)) || o.maxFlight < 2 || o.maxFlight > s3Parallel {
+			t.Fatalf("%s: %d GETs for %d shards, at most %d at once (want 2 to %d)", what, gets, len(need), o.maxFlight, s3Parallel)
+		}
+	}
+	check("view", func(k *s3KV, fn func(tx) error) error { return k.view(fn) })
+	check("update", func(k *s3KV, fn func(tx) error) error { return k.update(fn) })
+
+	// a commit writing keys of many shards it has not read reads them at once
+	k := openMemS3(t, o)
+	o.maxFlight = 0
+	err := k.update(func(t tx) error {
+		for _, h := range batch {
+			t.put(bUnits, h[:], []byte("new"))
+		}
+		return nil
+	})
+	if err != nil || o.maxFlight < 2 || o.maxFlight > s3Parallel {
+		t.Fatalf("commit: %v; at most %d GETs at once (want 2 to %d)", err, o.maxFlight, s3Parallel)
+	}
+	o.lat = 0
+	err = openMemS3(t, o).view(func(t tx) error {
+		for i, h := range units {
+			want := bytes.Repeat([]byte{2}, 40)
+			if i < len(batch) {
+				want = []byte("new")
+			}
+			if v := t.get(bUnits, h[:]); !bytes.Equal(v, want) {
+				return fmt.Errorf("unit %d after the commit: %q", i, v)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestS3ParallelReadErrors: when shards of a batch cannot be read, the
+// error names the first of them in the batch's order, whatever order the
+// reads finished in; nothing failed is kept, no reader is left running,
+// and a commit that needs them fails naming the shard.
+func TestS3ParallelReadErrors(t *testing.T) {
+	o, root, _ := manyShards(t)
+	refs := root.shards[bucketIndex(bUnits)]
+	if len(refs) < 20 {
+		t.Fatalf("%d shards of units", len(refs))
+	}
+	// shards 5 and 12 of 20 missing
+	for _, i := range []int{12, 5} {
+		delete(o.obj, s3ShardKey(refs[i].id))
+	}
+	idx := make([]int, 20)
+	for i := range idx {
+		idx[i] = i
+	}
+	for range 20 {
+		k := openMemS3(t, o)
+		err := k.fetchShards(shardsAt(bUnits, refs, idx))
+		if !errors.Is(err, ErrIndexDamaged) || !strings.Contains(err.Error(), fmt.Sprintf("index shard %x of bucket units: missing", refs[5].id[:8])) {
+			t.Fatalf("batch with shards 5 and 12 missing: %v", err)
+		}
+		if k.cached(refs[5].id) || k.cached(refs[12].id) || !k.cached(refs[4].id) {
+			t.Fatal("a failed shard kept in the cache, or a read one not")
+		}
+	}
+	buf := make([]byte, 1<<20)
+	// (a worker may still be returning from wg.Done: not reading)
+	if st := string(buf[:runtime.Stack(buf, true)]); strings.Contains(st, "store.(*s3KV).shard") {
+		t.Fatalf("a shard reader left running after its batch:\n%s", st)
+	}
+	// a commit writing into shard 12 (with others): the error names it
+	k := openMemS3(t, o)
+	err := k.update(func(t tx) error {
+		for _, i := range []int{3, 12, 15} {
+			t.put(bUnits, []byte(refs[i].low+"\x00"), []byte("x"))
+		}
+		return nil
+	})
+	if !errors.Is(err, ErrIndexDamaged) || !strings.Contains(err.Error(), fmt.Sprintf("index shard %x of bucket units: missing", refs[12].id[:8])) {
+		t.Fatalf("commit into a missing shard: %v", err)
 	}
 }
 

@@ -117,6 +117,8 @@ func (s *Store) Sum(b []byte) Hash { return s.sum(b) }
 // its index.
 func (s *Store) readFormat() error {
 	err := s.kv.view(func(t tx) error {
+		// with the fingerprints' index's mark, which an open to write reads next
+		prefetch(t, bucketKey{bFP, formatKey}, bucketKey{bFP, maxDecodeKey}, bucketKey{bFP, lshMeta})
 		v, err := formatOf(t)
 		if err != nil {
 			return err

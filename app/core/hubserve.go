@@ -45,6 +45,9 @@ func openServedStore(ctx context.Context, u string, page func(*Hub, int)) (*Hub,
 	if pu.Host == "" || (pu.Scheme != "http" && pu.Scheme != "https") {
 		return nil, nil, fmt.Errorf("%s: not an http(s) URL", u)
 	}
+	if err := checkNoCredentials(pu, u); err != nil {
+		return nil, nil, err
+	}
 	if p := strings.TrimSuffix(pu.Path, "/"); p != "" && p != serve.HubPath {
 		return nil, nil, fmt.Errorf("%s: expected the address of nzip serve STORE, http://HOST:PORT", u)
 	}
@@ -55,7 +58,7 @@ func openServedStore(ctx context.Context, u string, page func(*Hub, int)) (*Hub,
 		}
 	}
 	hs := &servedStore{base: pu.Scheme + "://" + pu.Host, models: map[string]serve.HubModel{},
-		client: &http.Client{Timeout: 5 * time.Minute}}
+		client: newClient(5 * time.Minute)}
 	var first *serve.HubPage
 	var models []serve.HubModel
 	for from := 0; ; {
@@ -106,7 +109,7 @@ func (hs *servedStore) page(ctx context.Context, k, from int) (*serve.HubPage, e
 	if err != nil {
 		return nil, err
 	}
-	resp, err := hs.client.Do(req)
+	resp, err := do(hs.client, req)
 	if err != nil {
 		return nil, err
 	}
@@ -120,8 +123,6 @@ func (hs *servedStore) page(ctx context.Context, k, from int) (*serve.HubPage, e
 		switch {
 		case resp.Header.Get("X-Error-Code") == "NoStore":
 			return nil, errors.New("this server serves no store (only archives or directories): the Hub screen opens nzip serve STORE")
-		case resp.StatusCode == http.StatusUnauthorized:
-			return nil, errors.New("the server asks for a token (nzip serve -token-file), which the workbench does not send")
 		case msg != "":
 			return nil, fmt.Errorf("%s: %s", resp.Status, msg)
 		}
@@ -205,7 +206,7 @@ func (hs *servedStore) download(repo string, f serve.HubFile, w io.Writer) error
 	}
 	client := *hs.client
 	client.Timeout = 0 // a large file takes long; the server bounds each write
-	resp, err := client.Do(req)
+	resp, err := do(&client, req)
 	if err != nil {
 		return err
 	}

@@ -84,6 +84,9 @@ func openHub(ctx context.Context, u string) (*HubFS, string, error) {
 	if pu.Scheme != "http" && pu.Scheme != "https" || pu.Host == "" {
 		return nil, "", fmt.Errorf("%s: not an http(s) URL", u)
 	}
+	if err := checkNoCredentials(pu, u); err != nil {
+		return nil, "", err
+	}
 	parts := strings.Split(strings.Trim(pu.EscapedPath(), "/"), "/")
 	for i, p := range parts {
 		if parts[i], err = url.PathUnescape(p); err != nil {
@@ -122,7 +125,7 @@ func openHub(ctx context.Context, u string) (*HubFS, string, error) {
 // path and size, else list reads them.
 func newHubFS(ctx context.Context, base, repo, rev string, files map[string]int64) *HubFS {
 	return &HubFS{base: base, repo: repo, rev: rev, ctx: ctx, files: files,
-		client: &http.Client{Timeout: 5 * time.Minute}, cache: map[blockKey][]byte{}}
+		client: newClient(5 * time.Minute), cache: map[blockKey][]byte{}}
 }
 
 // chooseWeights picks the file a repository's model opens from: a
@@ -164,7 +167,7 @@ func (h *HubFS) list() error {
 		if err != nil {
 			return err
 		}
-		resp, err := h.client.Do(req)
+		resp, err := do(h.client, req)
 		if err != nil {
 			return err
 		}
@@ -322,7 +325,7 @@ func (h *HubFS) fetch(name string, p []byte, off int64) error {
 	}
 	end := off + int64(len(p)) - 1
 	req.Header.Set("Range", "bytes="+strconv.FormatInt(off, 10)+"-"+strconv.FormatInt(end, 10))
-	resp, err := h.client.Do(req)
+	resp, err := do(h.client, req)
 	if err != nil {
 		return err
 	}
