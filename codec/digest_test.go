@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"math/rand"
 	"strings"
 	"testing"
@@ -230,6 +231,21 @@ func TestEncodeDigestFiles(t *testing.T) {
 			first = buf.Bytes()
 		} else if !bytes.Equal(first, buf.Bytes()) {
 			t.Fatalf("threads %d: the archive differs", th)
+		}
+		// the sums given (EncodeOptions.Sums): the same archive, not hashed
+		var sums [][32]byte
+		for _, f := range files {
+			sums = append(sums, blake3.Sum256(f))
+		}
+		var given bytes.Buffer
+		if _, err := Encode(context.Background(), &given, ins, EncodeOptions{Threads: th, ChunkValues: 5000, Sums: sums}); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(first, given.Bytes()) {
+			t.Fatalf("threads %d, sums given: the archive differs", th)
+		}
+		if _, err := Encode(context.Background(), io.Discard, ins, EncodeOptions{Threads: th, Sums: sums[:2]}); err == nil {
+			t.Fatal("two sums for three inputs: no error")
 		}
 	}
 	rd, err := NewMemReader(first)
