@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"time"
@@ -213,11 +214,12 @@ func checkBoltSize(db *bolt.DB, path string) error {
 // only): bbolt remaps as its file grows, and every remap first copies
 // every node the transaction touched to the heap (a large model's commit
 // grew the map eight times on the way to 16 MiB; ~10 % of its add's CPU).
-// On Windows bbolt extends the file to the mapping, so there it stays 0.
+// On Windows bbolt extends the file to the mapping, and 32-bit address
+// spaces are short: there it stays 0.
 const boltMmap = 1 << 30
 
 func initialMmap() int {
-	if runtime.GOOS == "windows" {
+	if runtime.GOOS == "windows" || math.MaxInt == math.MaxInt32 {
 		return 0
 	}
 	return boltMmap
