@@ -26,16 +26,19 @@ type BatchModel struct {
 // (ingest.go's steps, run here): the units of every model are read,
 // hashed and coded on the store's threads together; each family of
 // same-size tensors is planned once, its bases read from the inputs
-// rather than decoded from the store; a model's chunk file is written as
-// soon as its units are coded, while later models code; and all the models
-// enter the index in one transaction. After a crash they are all there or
-// all absent (their chunk files orphans that GC removes).
+// rather than decoded from the store; a model's chunk file is written
+// while its units are coded (each payload dropped once written); and all
+// the models enter the index in one transaction. After a crash they are
+// all there or all absent (their chunk files orphans that GC removes).
 //
-// Every unit's bytes are held in memory until the commit: the caller
-// bounds a batch (the CLI: BatchBytes of files; a larger model goes
-// through Add, which holds one unit at a time). The results are in the
-// order of models. A name given twice or already stored is an error
-// before anything is read.
+// Every unit's bytes are at hand until the commit: an input that is an
+// *os.File is mapped in place where the platform allows (mapInput; it
+// must not change until AddBatch returns — the CLI's BeforeCommit checks
+// that it did not — and one truncated meanwhile faults the process), any
+// other is read into memory: the caller bounds a batch (the CLI:
+// BatchBytes of files; a larger model goes through Add, which holds one
+// unit at a time). The results are in the order of models. A name given
+// twice or already stored is an error before anything is read.
 func (s *Store) AddBatch(models []BatchModel, opt AddOptions) ([]*Manifest, []AddStats, error) {
 	if err := s.checkBatch(models); err != nil {
 		return nil, nil, err

@@ -258,7 +258,12 @@ func (s *Store) writeFile(m *Manifest, fi int, w io.Writer, keep bool) error {
 	f := m.Files[fi]
 	pooled := make([]bool, len(f.Units))
 	r := &restoring{recs: s.readRecords(f.Units), keep: keep}
-	bw := bufio.NewWriterSize(w, writeBuffer)
+	bw := writers.Get().(*bufio.Writer)
+	bw.Reset(w)
+	defer func() {
+		bw.Reset(nil)
+		writers.Put(bw)
+	}()
 	err := s.ordered(len(f.Units), func(i int) int64 {
 		return r.recs[f.Units[i]].RawLen
 	}, func(i int) ([]byte, error) {
@@ -288,6 +293,10 @@ func (s *Store) writeFile(m *Manifest, fi int, w io.Writer, keep bool) error {
 // writeBuffer: units smaller than this are joined before they are
 // written (larger ones are written as they are).
 const writeBuffer = 1 << 20
+
+// writers holds writeFile's buffers (allocating one per file cost the
+// small hub's get 10 % of its CPU).
+var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, writeBuffer) }}
 
 // The window of ordered: work runs at most aheadUnits units ahead of
 // emit, and beyond 2×threads units only while the units ahead hold at
