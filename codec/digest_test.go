@@ -277,5 +277,16 @@ func TestSumBLAKE3(t *testing.T) {
 		if n > 3 && SumBLAKE3(b[:n/3], nil, b[n/3:n/2], b[n/2:]) != want {
 			t.Fatalf("%d bytes: parts differ", n)
 		}
+		// NewBLAKE3: the same, written part by part, and again after Reset
+		h := NewBLAKE3()
+		for range 2 {
+			for _, p := range [][]byte{b[:n/3], nil, b[n/3 : n/2], b[n/2:]} {
+				h.Write(p)
+			}
+			if got := h.Sum([]byte("x")); string(got[:1]) != "x" || [32]byte(got[1:]) != want {
+				t.Fatalf("%d bytes: NewBLAKE3 differs", n)
+			}
+			h.Reset()
+		}
 	}
 }

@@ -110,7 +110,7 @@ func partsSum(v int) func(parts ...[]byte) Hash {
 // partsHash is partsSum written part by part.
 func partsHash(v int) hash.Hash {
 	if v == Version2 {
-		return codec.DigestBLAKE3.New()
+		return codec.NewBLAKE3()
 	}
 	return sha256.New()
 }
