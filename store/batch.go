@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"neuralzip/dtype"
 )
@@ -48,6 +49,7 @@ func (s *Store) AddBatch(models []BatchModel, opt AddOptions) ([]*Manifest, []Ad
 	if err := b.read(); err != nil {
 		return nil, nil, err
 	}
+	b.startSHA256()
 	if err := b.sortNew(); err != nil {
 		return nil, nil, err
 	}
@@ -109,6 +111,10 @@ type batch struct {
 
 	us     []*bunit        // every unit of every file, in the ingest order (read)
 	unmaps []func()        // the files read maps (read; release ends them)
+	shas   [][32]byte      // every file's SHA-256 (startSHA256)
+	shaEnd []chan struct{} // closed once shas[k] is there (startSHA256)
+	shaWG  sync.WaitGroup  // startSHA256's goroutine
+	stop   atomic.Bool     // release: startSHA256's goroutine stops
 	frs    []fileRef       // every file (read)
 	first  map[Hash]*bunit // the first unit of each hash (sortNew)
 	fresh  []*bunit        // the first units the store does not hold, in order (sortNew)
@@ -183,12 +189,42 @@ func (b *batch) read() error {
 	})
 }
 
-// release ends the mappings of read: no unit's bytes are used after.
+// release ends the mappings of read once nothing reads them: no unit's
+// bytes are used after.
 func (b *batch) release() {
+	b.stop.Store(true)
+	b.shaWG.Wait()
 	for _, unmap := range b.unmaps {
 		unmap()
 	}
 	b.unmaps = nil
+}
+
+// startSHA256 hashes every file (SHA-256, the manifests') in order on a
+// goroutine of its own, beside the steps before the coding, whose
+// lookups and planning leave a thread idle; hashFile waits for its
+// file's sum.
+func (b *batch) startSHA256() {
+	b.shas = make([][32]byte, len(b.frs))
+	b.shaEnd = make([]chan struct{}, len(b.frs))
+	for k := range b.shaEnd {
+		b.shaEnd[k] = make(chan struct{})
+	}
+	b.shaWG.Add(1)
+	go func() {
+		defer b.shaWG.Done()
+		for k, fr := range b.frs {
+			fh := sha256.New()
+			for _, u := range b.us[fr.lo:fr.hi] {
+				if b.stop.Load() {
+					return
+				}
+				fh.Write(u.raw)
+			}
+			fh.Sum(b.shas[k][:0])
+			close(b.shaEnd[k])
+		}
+	}()
 }
 
 // sortNew finds the new units — the first of each hash, unless the store
@@ -385,18 +421,17 @@ func (b *batch) code() error {
 	return nil
 }
 
-// hashFile makes file k's entry (its units and SHA-256) and, with
-// -compare, returns the size of its own archive.
+// hashFile makes file k's entry (its units and SHA-256, startSHA256's)
+// and, with -compare, returns the size of its own archive.
 func (b *batch) hashFile(k int) (int64, error) {
 	fr := b.frs[k]
 	in := b.models[fr.mi].Files[fr.fi]
 	fe := FileEntry{Name: in.Name, Size: in.Size, Format: in.Format}
-	fh := sha256.New()
 	for _, u := range b.us[fr.lo:fr.hi] {
-		fh.Write(u.raw)
 		fe.Units = append(fe.Units, u.info.Hash)
 	}
-	copy(fe.SHA256[:], fh.Sum(nil))
+	<-b.shaEnd[k]
+	fe.SHA256 = b.shas[k]
 	b.ms[fr.mi].Files[fr.fi] = fe
 	if !b.opt.Compare {
 		return 0, nil
