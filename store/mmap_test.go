@@ -64,12 +64,9 @@ func TestAddBatchMapped(t *testing.T) {
 	sameIndex(t, stores["Add"], stores["files"], "mapped files")
 	packs := func(dir string) []string {
 		var out []string
-		filepath.WalkDir(filepath.Join(dir, "packs"), func(p string, d os.DirEntry, err error) error {
-			if err == nil && !d.IsDir() {
-				out = append(out, filepath.Base(p))
-			}
-			return err
-		})
+		for _, p := range filesUnder(filepath.Join(dir, "packs")) {
+			out = append(out, filepath.Base(p))
+		}
 		return out
 	}
 	if want, got := packs(dirs["Add"]), packs(dirs["files"]); !slices.Equal(want, got) || len(got) == 0 {

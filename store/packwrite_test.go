@@ -5,7 +5,6 @@ package store
 import (
 	"bytes"
 	"errors"
-	"os"
 	"path"
 	"path/filepath"
 	"sync/atomic"
@@ -50,14 +49,7 @@ func TestAddBatchFailsWhileWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range []string{"tmp", "packs"} {
-		var left []string
-		filepath.WalkDir(filepath.Join(dir, d), func(p string, e os.DirEntry, err error) error {
-			if err == nil && !e.IsDir() {
-				left = append(left, p)
-			}
-			return err
-		})
-		if len(left) > 0 {
+		if left := filesUnder(filepath.Join(dir, d)); len(left) > 0 {
 			t.Errorf("left in %s: %v", d, left)
 		}
 	}
