@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"math/rand"
 	"strings"
 	"testing"
@@ -231,6 +232,21 @@ func TestEncodeDigestFiles(t *testing.T) {
 		} else if !bytes.Equal(first, buf.Bytes()) {
 			t.Fatalf("threads %d: the archive differs", th)
 		}
+		// the sums given (EncodeOptions.Sums): the same archive, not hashed
+		var sums [][32]byte
+		for _, f := range files {
+			sums = append(sums, blake3.Sum256(f))
+		}
+		var given bytes.Buffer
+		if _, err := Encode(context.Background(), &given, ins, EncodeOptions{Threads: th, ChunkValues: 5000, Sums: sums}); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(first, given.Bytes()) {
+			t.Fatalf("threads %d, sums given: the archive differs", th)
+		}
+		if _, err := Encode(context.Background(), io.Discard, ins, EncodeOptions{Threads: th, Sums: sums[:2]}); err == nil {
+			t.Fatal("two sums for three inputs: no error")
+		}
 	}
 	rd, err := NewMemReader(first)
 	if err != nil {
@@ -260,6 +276,17 @@ func TestSumBLAKE3(t *testing.T) {
 		}
 		if n > 3 && SumBLAKE3(b[:n/3], nil, b[n/3:n/2], b[n/2:]) != want {
 			t.Fatalf("%d bytes: parts differ", n)
+		}
+		// NewBLAKE3: the same, written part by part, and again after Reset
+		h := NewBLAKE3()
+		for range 2 {
+			for _, p := range [][]byte{b[:n/3], nil, b[n/3 : n/2], b[n/2:]} {
+				h.Write(p)
+			}
+			if got := h.Sum([]byte("x")); string(got[:1]) != "x" || [32]byte(got[1:]) != want {
+				t.Fatalf("%d bytes: NewBLAKE3 differs", n)
+			}
+			h.Reset()
 		}
 	}
 }

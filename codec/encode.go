@@ -91,6 +91,13 @@ type EncodeOptions struct {
 	// input (sparse blocks, zstd planes allowed): the search's sample
 	// coder codes with it as the archive does
 	arch *archProbe
+
+	// Sums, when set, are the BLAKE3 digests of the inputs, in order, as
+	// the caller knows them already (a content address, the store's):
+	// the archive stores them and the workers do not hash the inputs
+	// again. Only with BLAKE3 digests; a wrong sum makes an archive that
+	// fails its check.
+	Sums [][32]byte
 }
 
 // DecodeOptions configures decoding: Decode, DecompressBytes and the
@@ -264,6 +271,9 @@ func Encode(ctx context.Context, w io.Writer, inputs []Input, opt EncodeOptions)
 	var res Result
 	if err := opt.validate(); err != nil {
 		return res, err
+	}
+	if opt.Sums != nil && (len(opt.Sums) != len(inputs) || opt.Digest == DigestSHA256) {
+		return res, fmt.Errorf("codec: %d BLAKE3 sums for %d inputs (digest %v)", len(opt.Sums), len(inputs), opt.Digest)
 	}
 	if opt.Search > 1 && opt.Ref == nil {
 		var err error
@@ -481,7 +491,7 @@ func planEncode(inputs []Input, opt EncodeOptions) (*encodeRun, error) {
 		for i := range e.shas {
 			e.shas[i] = sha256.New()
 		}
-	} else {
+	} else if opt.Sums == nil {
 		e.trees = make([]treeHash, len(inputs))
 	}
 	return e, nil
@@ -605,9 +615,12 @@ func (e *encodeRun) blockEncoder() *blockEncoder {
 func (e *encodeRun) code(be *blockEncoder, t *encTask) {
 	if t.err = t.load(e.inputs[t.file].R); t.err == nil {
 		t.err = encodeTask(be, e.opt.Ref, t)
-		if t.err == nil && e.trees != nil && !e.writerHashes {
+		switch {
+		case t.err == nil && e.trees != nil && !e.writerHashes:
 			t.part.hash(*t.in, t.plans[0].off, e.inputs[t.file].Size)
 			close(t.hashed)
+		case t.err == nil && e.trees == nil && e.shas == nil:
+			close(t.hashed) // the sums were given (EncodeOptions.Sums)
 		}
 	}
 	close(t.done)
@@ -675,10 +688,13 @@ func (e *encodeRun) writeBlocks(cw *archiveWriter, order <-chan *encTask, werr e
 // sums puts each file's digest into the index.
 func (e *encodeRun) sums() error {
 	for i, f := range e.idx.files {
-		if e.shas != nil {
+		switch {
+		case e.shas != nil:
 			copy(f.Sum[:], e.shas[i].Sum(nil))
 			f.SHA256 = f.Sum
-		} else {
+		case e.trees == nil:
+			f.Sum = e.opt.Sums[i]
+		default:
 			f.Sum = e.trees[i].sum()
 		}
 		if len(f.blocks) == 0 && f.Size != 0 {

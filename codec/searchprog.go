@@ -292,7 +292,7 @@ func searchTensor(r interface {
 		rep.Candidates = append(rep.Candidates, c)
 	}
 	sopt := opt
-	sopt.Threads, sopt.Search, sopt.Progress, sopt.Ref = 1, 0, nil, nil
+	sopt.Threads, sopt.Search, sopt.Progress, sopt.Ref, sopt.Sums = 1, 0, nil, nil, nil
 	in := Input{Name: "sample", R: memArchive(sample), Size: int64(len(sample)), Segments: []Segment{sg}}
 	var evalErr error
 	eval := func(c search.Choice) search.Cost {

@@ -501,7 +501,7 @@ func (s *Store) code(c *coded, raw []byte, t dtype.DType, local castFPs) error {
 			return fmt.Errorf("base %s: %w", p.Base, err)
 		}
 	}
-	nu, payload, err := codePlan(p, raw, braw)
+	nu, payload, err := codePlan(p, raw, braw, s.ver == Version2)
 	if pooled {
 		putBuf(braw)
 	}
@@ -522,22 +522,36 @@ func unitSegs(n int, t dtype.DType) []codec.Segment {
 }
 
 // codeAlone is a unit's payload coded on its own: a one-file nzip archive,
-// or the bytes themselves when that is not smaller.
-func codeAlone(raw []byte, t dtype.DType) ([]byte, uint8) {
-	if plain, err := codec.CompressBytes(context.Background(), raw, unitSegs(len(raw), t), codec.EncodeOptions{Threads: 1}); err == nil && len(plain) < len(raw) {
+// or the bytes themselves when that is not smaller. sum, when set, is the
+// BLAKE3 of raw (unitOptions).
+func codeAlone(raw []byte, t dtype.DType, sum *Hash) ([]byte, uint8) {
+	if plain, err := codec.CompressBytes(context.Background(), raw, unitSegs(len(raw), t), unitOptions(sum)); err == nil && len(plain) < len(raw) {
 		return plain, KindNzip
 	}
 	return raw, KindRaw
 }
 
 // codeDelta is a unit's payload coded against the bytes of unit base.
-func codeDelta(raw []byte, t dtype.DType, base Hash, braw []byte) ([]byte, error) {
+func codeDelta(raw []byte, t dtype.DType, base Hash, braw []byte, sum *Hash) ([]byte, error) {
 	segs := unitSegs(len(raw), t)
 	ref, err := codec.NewReferenceSums([]codec.Input{{Name: "base", R: bytes.NewReader(braw), Size: int64(len(braw)), Segments: segs}}, [][32]byte{base})
 	if err != nil {
 		return nil, err
 	}
-	return codec.CompressBytes(context.Background(), raw, segs, codec.EncodeOptions{Threads: 1, Ref: ref})
+	opt := unitOptions(sum)
+	opt.Ref = ref
+	return codec.CompressBytes(context.Background(), raw, segs, opt)
+}
+
+// unitOptions codes a unit's archive on one thread; sum, when set, is the
+// BLAKE3 of its bytes (a version 2 address, computed by the store), which
+// the archive stores without hashing the bytes again.
+func unitOptions(sum *Hash) codec.EncodeOptions {
+	opt := codec.EncodeOptions{Threads: 1}
+	if sum != nil {
+		opt.Sums = [][32]byte{*sum}
+	}
+	return opt
 }
 
 // archiveSize is the size of the file's own nzip archive.

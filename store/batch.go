@@ -27,24 +27,29 @@ type BatchModel struct {
 // (ingest.go's steps, run here): the units of every model are read,
 // hashed and coded on the store's threads together; each family of
 // same-size tensors is planned once, its bases read from the inputs
-// rather than decoded from the store; a model's chunk file is written as
-// soon as its units are coded, while later models code; and all the models
-// enter the index in one transaction. After a crash they are all there or
-// all absent (their chunk files orphans that GC removes).
+// rather than decoded from the store; a model's chunk file is written
+// while its units are coded (each payload dropped once written); and all
+// the models enter the index in one transaction. After a crash they are
+// all there or all absent (their chunk files orphans that GC removes).
 //
-// Every unit's bytes are held in memory until the commit: the caller
-// bounds a batch (the CLI: BatchBytes of files; a larger model goes
-// through Add, which holds one unit at a time). The results are in the
-// order of models. A name given twice or already stored is an error
-// before anything is read.
+// Every unit's bytes are at hand until the commit: an input that is an
+// *os.File is mapped in place where the platform allows (mapInput; it
+// must not change until AddBatch returns — the CLI's BeforeCommit checks
+// that it did not — and one truncated meanwhile faults the process), any
+// other is read into memory: the caller bounds a batch (the CLI:
+// BatchBytes of files; a larger model goes through Add, which holds one
+// unit at a time). The results are in the order of models. A name given
+// twice or already stored is an error before anything is read.
 func (s *Store) AddBatch(models []BatchModel, opt AddOptions) ([]*Manifest, []AddStats, error) {
 	if err := s.checkBatch(models); err != nil {
 		return nil, nil, err
 	}
 	b := &batch{s: s, models: models, opt: opt, threads: s.opt.threads()}
+	defer b.release()
 	if err := b.read(); err != nil {
 		return nil, nil, err
 	}
+	b.startSHA256()
 	if err := b.sortNew(); err != nil {
 		return nil, nil, err
 	}
@@ -104,13 +109,18 @@ type batch struct {
 	opt     AddOptions
 	threads int
 
-	us    []*bunit        // every unit of every file, in the ingest order (read)
-	frs   []fileRef       // every file (read)
-	first map[Hash]*bunit // the first unit of each hash (sortNew)
-	fresh []*bunit        // the first units the store does not hold, in order (sortNew)
-	plans []Plan          // the fresh units' plans, in the ingest order (plan)
-	news  []NewUnit       // plans[i] coded (code)
-	ms    []ModelCommit   // what enters the index (code)
+	us     []*bunit        // every unit of every file, in the ingest order (read)
+	unmaps []func()        // the files read maps (read; release ends them)
+	shas   [][32]byte      // every file's SHA-256 (startSHA256)
+	shaEnd []chan struct{} // closed once shas[k] is there (startSHA256)
+	shaWG  sync.WaitGroup  // startSHA256's goroutine
+	stop   atomic.Bool     // release: startSHA256's goroutine stops
+	frs    []fileRef       // every file (read)
+	first  map[Hash]*bunit // the first unit of each hash (sortNew)
+	fresh  []*bunit        // the first units the store does not hold, in order (sortNew)
+	plans  []Plan          // the fresh units' plans, in the ingest order (plan)
+	news   []NewUnit       // plans[i] coded (code)
+	ms     []ModelCommit   // what enters the index (code)
 }
 
 // bunit is one unit of a batch: its description and its bytes.
@@ -130,9 +140,10 @@ func bySize(v []*bunit) []*bunit {
 	return v
 }
 
-// read cuts every file into its units, reads them (one buffer per file,
-// the units slices of it, each unit read and hashed by one task: a large
-// file is read on every thread) and hashes every unit.
+// read cuts every file into its units, maps or reads them (mapInput: a
+// file in place; else one buffer per file, the units slices of it, each
+// unit read by one task: a large file is read on every thread) and
+// hashes every unit.
 func (b *batch) read() error {
 	var fileOf []int // per unit, its file (frs index)
 	for mi, bm := range b.models {
@@ -149,8 +160,16 @@ func (b *batch) read() error {
 	for i, u := range b.us {
 		at[u] = fileOf[i]
 	}
-	for _, fr := range b.frs {
-		buf := make([]byte, b.models[fr.mi].Files[fr.fi].Size)
+	mapped := make([]bool, len(b.frs))
+	for k, fr := range b.frs {
+		in := b.models[fr.mi].Files[fr.fi]
+		buf, unmap, ok := mapInput(in.R, in.Size)
+		if ok {
+			b.unmaps = append(b.unmaps, unmap)
+		} else {
+			buf = make([]byte, in.Size)
+		}
+		mapped[k] = ok
 		for _, u := range b.us[fr.lo:fr.hi] {
 			u.raw = buf[u.info.Off : u.info.Off+u.info.N]
 		}
@@ -160,12 +179,52 @@ func (b *batch) read() error {
 		u := sized[k]
 		fr := b.frs[at[u]]
 		in := b.models[fr.mi].Files[fr.fi]
-		if n, err := in.R.ReadAt(u.raw, u.info.Off); err != nil && !(errors.Is(err, io.EOF) && n == len(u.raw)) {
-			return fmt.Errorf("store: model %q: file %q: %w", b.models[fr.mi].Name, in.Name, err)
+		if !mapped[at[u]] {
+			if n, err := in.R.ReadAt(u.raw, u.info.Off); err != nil && !(errors.Is(err, io.EOF) && n == len(u.raw)) {
+				return fmt.Errorf("store: model %q: file %q: %w", b.models[fr.mi].Name, in.Name, err)
+			}
 		}
 		u.info.Hash = b.s.sum(u.raw)
 		return nil
 	})
+}
+
+// release ends the mappings of read once nothing reads them: no unit's
+// bytes are used after.
+func (b *batch) release() {
+	b.stop.Store(true)
+	b.shaWG.Wait()
+	for _, unmap := range b.unmaps {
+		unmap()
+	}
+	b.unmaps = nil
+}
+
+// startSHA256 hashes every file (SHA-256, the manifests') in order on a
+// goroutine of its own, beside the steps before the coding, whose
+// lookups and planning leave a thread idle; hashFile waits for its
+// file's sum.
+func (b *batch) startSHA256() {
+	b.shas = make([][32]byte, len(b.frs))
+	b.shaEnd = make([]chan struct{}, len(b.frs))
+	for k := range b.shaEnd {
+		b.shaEnd[k] = make(chan struct{})
+	}
+	b.shaWG.Add(1)
+	go func() {
+		defer b.shaWG.Done()
+		for k, fr := range b.frs {
+			fh := sha256.New()
+			for _, u := range b.us[fr.lo:fr.hi] {
+				if b.stop.Load() {
+					return
+				}
+				fh.Write(u.raw)
+			}
+			fh.Sum(b.shas[k][:0])
+			close(b.shaEnd[k])
+		}
+	}()
 }
 
 // sortNew finds the new units — the first of each hash, unless the store
@@ -292,65 +351,66 @@ type task struct {
 }
 
 // code runs one pool of tasks, model after model: the model's file
-// hashes (and -compare archives), then its plans, the largest first. When
-// the last task of a model is done its chunk file is written (a goroutine
-// of its own: mostly waiting for its fsync) while later models code.
+// hashes (and -compare archives), then its plans in the ingest order (the
+// order of its chunk file). Each model's chunk file is written while its
+// units are coded (streamPack: a goroutine of its own, each payload
+// written and dropped as soon as those before it are), so that the file
+// is not held whole and the write overlaps the coding.
 func (b *batch) code() error {
 	b.ms = make([]ModelCommit, len(b.models))
 	for mi, bm := range b.models {
 		b.ms[mi] = ModelCommit{Name: bm.Name, Files: make([]FileEntry, len(bm.Files))}
 	}
-	var tasks []task
-	left := make([]atomic.Int32, len(b.models))
 	byModel := make([][]int, len(b.models))
 	for i, p := range b.plans {
 		byModel[p.Unit.Model] = append(byModel[p.Unit.Model], i)
 	}
+	var tasks []task
 	fi := 0
 	for mi := range b.models {
 		for ; fi < len(b.frs) && b.frs[fi].mi == mi; fi++ {
 			tasks = append(tasks, task{mi, fi, -1})
 		}
-		ps := slices.Clone(byModel[mi])
-		sort.SliceStable(ps, func(x, y int) bool { return b.plans[ps[x]].Unit.N > b.plans[ps[y]].Unit.N })
-		for _, i := range ps {
+		for _, i := range byModel[mi] {
 			tasks = append(tasks, task{mi, -1, i})
 		}
 	}
-	for _, t := range tasks {
-		left[t.mi].Add(1)
-	}
 	b.news = make([]NewUnit, len(b.plans))
 	payloads := make([][]byte, len(b.plans))
+	coded := make([]chan struct{}, len(b.plans))
+	for i := range coded {
+		coded[i] = make(chan struct{})
+	}
 	alone := make([]int64, len(b.frs))
 	var (
 		wg    sync.WaitGroup
 		perr  = make([]error, len(b.models))
+		quit  = make(chan struct{})
 		slots = make(chan struct{}, packWriters)
 	)
-	writePack := func(mi int) {
-		defer wg.Done()
-		slots <- struct{}{}
-		defer func() { <-slots }()
-		perr[mi] = b.writePack(mi, byModel[mi], payloads)
+	for mi := range b.models {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			perr[mi] = b.streamPack(mi, byModel[mi], payloads, coded, quit, slots)
+		}()
 	}
 	err := parallel(len(tasks), b.threads, func(k int) error {
 		t := tasks[k]
-		var err error
 		if t.file >= 0 {
+			var err error
 			alone[t.file], err = b.hashFile(t.file)
-		} else {
-			err = b.codeUnit(t.plan, payloads)
-		}
-		if err != nil {
 			return err
 		}
-		if left[t.mi].Add(-1) == 0 {
-			wg.Add(1)
-			go writePack(t.mi)
+		if err := b.codeUnit(t.plan, payloads); err != nil {
+			return err
 		}
+		close(coded[t.plan])
 		return nil
 	})
+	if err != nil {
+		close(quit)
+	}
 	wg.Wait()
 	if err != nil {
 		return err
@@ -366,18 +426,17 @@ func (b *batch) code() error {
 	return nil
 }
 
-// hashFile makes file k's entry (its units and SHA-256) and, with
-// -compare, returns the size of its own archive.
+// hashFile makes file k's entry (its units and SHA-256, startSHA256's)
+// and, with -compare, returns the size of its own archive.
 func (b *batch) hashFile(k int) (int64, error) {
 	fr := b.frs[k]
 	in := b.models[fr.mi].Files[fr.fi]
 	fe := FileEntry{Name: in.Name, Size: in.Size, Format: in.Format}
-	fh := sha256.New()
 	for _, u := range b.us[fr.lo:fr.hi] {
-		fh.Write(u.raw)
 		fe.Units = append(fe.Units, u.info.Hash)
 	}
-	copy(fe.SHA256[:], fh.Sum(nil))
+	<-b.shaEnd[k]
+	fe.SHA256 = b.shas[k]
 	b.ms[fr.mi].Files[fr.fi] = fe
 	if !b.opt.Compare {
 		return 0, nil
@@ -405,7 +464,7 @@ func (b *batch) codeUnit(i int, payloads [][]byte) error {
 			}
 		}
 	}
-	nu, payload, err := codePlan(p, b.first[p.Unit.Hash].raw, base)
+	nu, payload, err := codePlan(p, b.first[p.Unit.Hash].raw, base, b.s.ver == Version2)
 	if err != nil {
 		return fmt.Errorf("store: model %q: %w", name, err)
 	}
@@ -413,23 +472,53 @@ func (b *batch) codeUnit(i int, payloads [][]byte) error {
 	return nil
 }
 
-// writePack writes model mi's chunk file (its plans are plans[idx]) and
-// sets its new units' places in it.
-func (b *batch) writePack(mi int, idx []int, payloads [][]byte) error {
-	var nus []NewUnit
-	var pls [][]byte
-	for _, i := range idx {
-		nus = append(nus, b.news[i])
-		pls = append(pls, payloads[i])
+// streamPack writes model mi's chunk file (its plans are plans[idx], in
+// pack order) as its units are coded (coded[i] closed), each payload
+// dropped once written, and sets its new units' places in it; it stops
+// when quit is closed (the coding failed). slots bounds the chunk files
+// synced at once (each sync mostly waits for the disk).
+func (b *batch) streamPack(mi int, idx []int, payloads [][]byte, coded []chan struct{}, quit, slots chan struct{}) error {
+	nus := make([]NewUnit, len(idx))
+	var w packWriter
+	off := int64(0)
+	fail := func(err error) error {
+		if w != nil {
+			w.abort()
+		}
+		return err
 	}
-	if parts := packParts(nus, pls); len(parts) > 0 {
-		id, err := b.s.bl.put(parts...)
+	for k, i := range idx {
+		select {
+		case <-coded[i]:
+		case <-quit:
+			return fail(nil)
+		}
+		nus[k] = b.news[i]
+		if nus[k].Kind == KindCast {
+			continue
+		}
+		if w == nil {
+			var err error
+			if w, err = b.s.bl.create(); err != nil {
+				return fmt.Errorf("store: model %q: %w", b.models[mi].Name, err)
+			}
+		}
+		off = placeUnit(&nus[k], off, payloads[i])
+		if err := w.write(payloads[i]); err != nil {
+			return fail(fmt.Errorf("store: model %q: %w", b.models[mi].Name, err))
+		}
+		payloads[i] = nil
+	}
+	if w != nil {
+		slots <- struct{}{}
+		id, err := w.finish()
+		<-slots
 		if err != nil {
 			return fmt.Errorf("store: model %q: %w", b.models[mi].Name, err)
 		}
-		for i := range nus {
-			if nus[i].Kind != KindCast {
-				nus[i].Pack = id
+		for k := range nus {
+			if nus[k].Kind != KindCast {
+				nus[k].Pack = id
 			}
 		}
 	}
@@ -468,9 +557,13 @@ func (b *batch) stats(out []*Manifest) []AddStats {
 	return sts
 }
 
-// packWriters: chunk files written at once by AddBatch (each waits mostly
+// packWriters: chunk files synced at once by AddBatch (each waits mostly
 // for its fsync).
 const packWriters = 4
+
+// mapMin: inputs of at least this many bytes are mapped, not read
+// (mapInput).
+var mapMin int64 = 1 << 20
 
 // The batches of nzip store add: at most BatchBytes of files (held in
 // memory while the batch is coded) and BatchModels models (their files

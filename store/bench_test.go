@@ -4,6 +4,7 @@ package store
 
 import (
 	"io"
+	"os"
 	"path"
 	"testing"
 )
@@ -107,4 +108,76 @@ func BenchmarkVerifyHub(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(s.BytesDecoded())/float64(raw)/float64(b.N), "decoded/restored")
+}
+
+// BenchmarkAddLarge adds the model file named by $NZIP_BENCH_FILE (skipped
+// without it) to a fresh directory store, as nzip store add does (one
+// batch, two threads): docs/store.md's large-model rows in process.
+func BenchmarkAddLarge(b *testing.B) {
+	in := largeInput(b)
+	b.SetBytes(in[0].Size)
+	for b.Loop() {
+		b.StopTimer()
+		dir := b.TempDir()
+		Init(dir)
+		s, err := Open(dir, Options{Threads: 2})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, _, err := s.AddBatch([]BatchModel{{Name: "m", Files: in}}, AddOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+}
+
+// BenchmarkGetLarge restores the model file named by $NZIP_BENCH_FILE
+// from a directory store (two threads).
+func BenchmarkGetLarge(b *testing.B) {
+	in := largeInput(b)
+	dir := b.TempDir()
+	Init(dir)
+	s, err := Open(dir, Options{Threads: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, _, err := s.AddBatch([]BatchModel{{Name: "m", Files: in}}, AddOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	s.Close()
+	if s, err = Open(dir, Options{Threads: 2, ReadOnly: true}); err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	m, err := s.Model("m")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(in[0].Size)
+	for b.Loop() {
+		if err := s.WriteFile(m, 0, io.Discard); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// largeInput is the file named by $NZIP_BENCH_FILE as nzip store add
+// hands it to the store: the open file, its layout's segments.
+func largeInput(b *testing.B) []Input {
+	name := os.Getenv("NZIP_BENCH_FILE")
+	if name == "" {
+		b.Skip("NZIP_BENCH_FILE not set")
+	}
+	in := inputs(b, name)
+	if len(in) != 1 {
+		b.Fatalf("%s: %d files, want one", name, len(in))
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	in[0].R = f
+	return in
 }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/hex"
 	"errors"
@@ -17,6 +16,9 @@ import (
 // of their bytes (version.go: BLAKE3, SHA-256 in version 1). An add writes the payloads of the units it stores as
 // one pack; the index says where each unit's payload lies in which pack.
 type blobs interface {
+	// create starts a pack written part by part (packWriter.finish
+	// stores it as put would).
+	create() (packWriter, error)
 	// put stores the concatenation of parts (written as they are, not
 	// joined first) and returns its address; storing an existing address
 	// is a no-op.
@@ -28,8 +30,8 @@ type blobs interface {
 	list(fn func(id Hash, size int64) error) error
 	// clean removes leftovers of interrupted writes.
 	clean() (int, error)
-	// setSum sets the address function (the store's format's: partsSum).
-	setSum(func(parts ...[]byte) Hash)
+	// setFormat sets the address function: format version v's (partsSum).
+	setFormat(v int)
 }
 
 // dirBlobs keeps packs as files under dir/packs/xx/<hex>.pack, written to
@@ -37,6 +39,7 @@ type blobs interface {
 type dirBlobs struct {
 	dir string
 	sum func(...[]byte) Hash
+	ver int // the format version, whose partsHash create's packs use
 	mu  sync.Mutex
 	fds map[Hash]*openPack // open packs, for reads
 }
@@ -56,46 +59,23 @@ func (d *dirBlobs) path(id Hash) string {
 	return filepath.Join(d.dir, "packs", h[:2], h+".pack")
 }
 
-func (d *dirBlobs) setSum(f func(...[]byte) Hash) { d.sum = f }
+func (d *dirBlobs) setFormat(v int) { d.sum, d.ver = partsSum(v), v }
 
 func (d *dirBlobs) put(parts ...[]byte) (Hash, error) {
 	id := d.sum(parts...)
-	p := d.path(id)
-	if _, err := os.Stat(p); err == nil {
+	if _, err := os.Stat(d.path(id)); err == nil {
 		return id, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return id, err
-	}
-	f, err := os.CreateTemp(filepath.Join(d.dir, "tmp"), "pack-*")
+	w, err := d.newPack(nil)
 	if err != nil {
 		return id, err
 	}
-	tmp := f.Name()
-	w := bufio.NewWriterSize(f, 1<<20) // small parts joined, large ones written as they are
 	for _, p := range parts {
-		if _, err = w.Write(p); err != nil {
+		if err := w.write(p); err != nil {
 			break
 		}
 	}
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		hook("pack-written")
-		err = os.Rename(tmp, p)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return id, fmt.Errorf("store: writing pack: %w", err)
-	}
-	return id, syncDir(filepath.Dir(p))
+	return id, w.store(id)
 }
 
 func syncDir(dir string) error {
@@ -238,7 +218,9 @@ type memBlobs struct {
 	m   map[Hash][]byte
 }
 
-func (m *memBlobs) setSum(f func(...[]byte) Hash) { m.sum = f }
+func (m *memBlobs) setFormat(v int) { m.sum = partsSum(v) }
+
+func (m *memBlobs) create() (packWriter, error) { return &gatherPack{bl: m}, nil }
 
 func (m *memBlobs) put(parts ...[]byte) (Hash, error) {
 	data := bytes.Join(parts, nil)

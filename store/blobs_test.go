@@ -21,7 +21,8 @@ func TestPackEviction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d := &dirBlobs{dir: dir, sum: partsSum(Version2)}
+	d := &dirBlobs{dir: dir}
+	d.setFormat(Version2)
 	defer d.close()
 	var ids []Hash
 	for i := range 70 {

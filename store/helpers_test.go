@@ -193,3 +193,16 @@ func killAt(phase string) {
 		}
 	}
 }
+
+// filesUnder lists the files under dir (none when it is absent), in
+// lexical order.
+func filesUnder(dir string) []string {
+	var out []string
+	filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}

@@ -33,14 +33,7 @@ func hostileStore(t *testing.T) (string, map[string][][]byte) {
 // bytes.
 func TestHostileChunk(t *testing.T) {
 	dir, want := hostileStore(t)
-	var packs []string
-	filepath.WalkDir(filepath.Join(dir, "packs"), func(p string, e os.DirEntry, err error) error {
-		if err == nil && !e.IsDir() {
-			packs = append(packs, p)
-		}
-		return nil
-	})
-	for _, p := range packs {
+	for _, p := range filesUnder(filepath.Join(dir, "packs")) {
 		orig, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)

@@ -168,12 +168,18 @@ func Code(p Plan, raw, base []byte) (NewUnit, []byte, error) {
 	if blake3Sum(raw) != u.Hash {
 		return NewUnit{}, nil, fmt.Errorf("store: unit %s: its input changed since it was described", u.Hash)
 	}
-	return codePlan(p, raw, base)
+	return codePlan(p, raw, base, true)
 }
 
-// codePlan is Code for bytes known to be the planned unit's.
-func codePlan(p Plan, raw, base []byte) (NewUnit, []byte, error) {
+// codePlan is Code for bytes known to be the planned unit's; blake3 says
+// that the unit's hash is their BLAKE3 (a version 2 address: the
+// archives store it as their digest, unitOptions).
+func codePlan(p Plan, raw, base []byte, blake3 bool) (NewUnit, []byte, error) {
 	u := p.Unit
+	var sum *Hash
+	if blake3 {
+		sum = &u.Hash
+	}
 	nu := NewUnit{Unit: u}
 	if p.Kind == KindCast {
 		// a cast found from the fingerprints (version 2) is confirmed on
@@ -184,13 +190,13 @@ func codePlan(p Plan, raw, base []byte) (NewUnit, []byte, error) {
 		}
 		p.Kind = KindNzip
 	}
-	payload, kind := codeAlone(raw, u.DType)
+	payload, kind := codeAlone(raw, u.DType, sum)
 	nu.Kind = kind
 	if p.Kind == KindDelta {
 		if base == nil {
 			return NewUnit{}, nil, fmt.Errorf("store: unit %s: no bytes for its base %s", u.Hash, p.Base)
 		}
-		delta, err := codeDelta(raw, u.DType, p.Base, base)
+		delta, err := codeDelta(raw, u.DType, p.Base, base, sum)
 		if err != nil {
 			return NewUnit{}, nil, err
 		}
@@ -217,13 +223,17 @@ func packParts(units []NewUnit, payloads [][]byte) [][]byte {
 		if units[i].Kind == KindCast {
 			continue
 		}
-		units[i].Off = off
-		units[i].Len = int64(len(payloads[i]))
-		units[i].CRC = crcOf(payloads[i])
-		off += units[i].Len
+		off = placeUnit(&units[i], off, payloads[i])
 		parts = append(parts, payloads[i])
 	}
 	return parts
+}
+
+// placeUnit places a unit's payload at off of its pack and returns the
+// offset after it.
+func placeUnit(u *NewUnit, off int64, payload []byte) int64 {
+	u.Off, u.Len, u.CRC = off, int64(len(payload)), crcOf(payload)
+	return off + u.Len
 }
 
 // PutPack stores a pack and returns its address (storing one already

@@ -267,6 +267,11 @@ func (s *Store) PlanFamily(units []UnitInfo) ([]Plan, error) {
 			if err != nil {
 				return err
 			}
+			if j == len(units) {
+				// the last model: no later one plans on what it enters
+				plans = append(plans, ps...)
+				break
+			}
 			if err := enterPlans(o, units[i].Model, ps); err != nil {
 				return fmt.Errorf("store: plan: %w", err)
 			}

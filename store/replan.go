@@ -390,11 +390,11 @@ func (r *replan) recode(c Hash, cu unit, b Hash, bd int, bc int64, braw []byte) 
 	if err != nil {
 		return edit{}, err
 	}
-	payload, kind := codeAlone(raw, cu.DType)
+	payload, kind := codeAlone(raw, cu.DType, nil)
 	nu := cu
 	nu.Kind, nu.Base, nu.Depth = kind, Hash{}, 0
 	if allowed(unit{Kind: KindDelta}, bd+1, r.old[c]) && r.within(bc, cu.RawLen) {
-		delta, err := codeDelta(raw, cu.DType, b, braw)
+		delta, err := codeDelta(raw, cu.DType, b, braw, nil)
 		if err != nil {
 			return edit{}, fmt.Errorf("store: repack: unit %s: %w", c, err)
 		}
@@ -587,7 +587,7 @@ func (r *replan) nearerPass(tried map[[2]Hash]bool) (int, error) {
 			return err
 		}
 		u := *r.recs[t.h]
-		delta, err := codeDelta(raw, u.DType, t.b, braw)
+		delta, err := codeDelta(raw, u.DType, t.b, braw, nil)
 		if err != nil {
 			return fmt.Errorf("store: repack: unit %s: %w", t.h, err)
 		}

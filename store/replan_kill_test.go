@@ -161,16 +161,7 @@ func TestRepackDamaged(t *testing.T) {
 	}
 	want := addBatchOrder(t, s, hub, hubOrders()["16-bit-first"])
 	s.Close()
-	packs := func(dir string) []string {
-		var ps []string
-		filepath.WalkDir(filepath.Join(dir, "packs"), func(p string, e fs.DirEntry, err error) error {
-			if err == nil && !e.IsDir() {
-				ps = append(ps, p)
-			}
-			return nil
-		})
-		return ps
-	}
+	packs := func(dir string) []string { return filesUnder(filepath.Join(dir, "packs")) }
 	dir := filepath.Join(t.TempDir(), "store")
 	gets := func(s *Store) {
 		for n, w := range want {

@@ -250,7 +250,9 @@ func (b *s3Blobs) young(id Hash) bool {
 	return ok && time.Since(v.(time.Time)) < s3GCGrace
 }
 
-func (b *s3Blobs) setSum(f func(...[]byte) Hash) { b.sum = f }
+func (b *s3Blobs) setFormat(v int) { b.sum = partsSum(v) }
+
+func (b *s3Blobs) create() (packWriter, error) { return &gatherPack{bl: b}, nil }
 
 func (b *s3Blobs) put(parts ...[]byte) (Hash, error) {
 	data := bytes.Join(parts, nil) // one request body

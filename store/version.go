@@ -3,6 +3,7 @@ package store
 import (
 	"crypto/sha256"
 	"fmt"
+	"hash"
 
 	"neuralzip/codec"
 )
@@ -106,6 +107,14 @@ func partsSum(v int) func(parts ...[]byte) Hash {
 	}
 }
 
+// partsHash is partsSum written part by part.
+func partsHash(v int) hash.Hash {
+	if v == Version2 {
+		return codec.NewBLAKE3()
+	}
+	return sha256.New()
+}
+
 // Version is the store's format version (Version1 or Version2).
 func (s *Store) Version() int { return s.ver }
 
@@ -131,6 +140,6 @@ func (s *Store) readFormat() error {
 		return err
 	}
 	s.sum = sumOf(s.ver)
-	s.bl.setSum(partsSum(s.ver))
+	s.bl.setFormat(s.ver)
 	return nil
 }

@@ -1,0 +1,81 @@
+//go:build !js
+
+package store
+
+import (
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestAddBatchMapped: AddBatch of files (mapped in place where the
+// platform maps them: mapInput) makes the directory store that the same
+// bytes read from memory make, and that Add makes (its chunk files put
+// whole, AddBatch's streamed while coding): the same index, the same
+// chunk files; every model restores byte for byte.
+func TestAddBatchMapped(t *testing.T) {
+	hub := shared(t, "hub/stories260K")
+	defer func(m int64) { mapMin = m }(mapMin)
+	mapMin = 0 // map every file, however small
+	names := hubOrders()["sorted"]
+	var inMem, inFiles []BatchModel
+	for _, n := range names {
+		ins := inputs(t, path.Join(hub, n))
+		if len(ins) != 1 {
+			t.Fatalf("%s: %d files", n, len(ins))
+		}
+		files := slices.Clone(ins)
+		for i := range files {
+			f, err := os.Open(path.Join(hub, n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			files[i].R = f
+		}
+		inMem = append(inMem, BatchModel{Name: n, Files: ins})
+		inFiles = append(inFiles, BatchModel{Name: n, Files: files})
+	}
+	stores := map[string]*Store{}
+	dirs := map[string]string{}
+	for _, how := range []string{"memory", "files", "Add"} {
+		s, dir := tempStore(t)
+		stores[how], dirs[how] = s, dir
+		switch how {
+		case "memory":
+			if _, _, err := s.AddBatch(inMem, AddOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		case "files":
+			if _, _, err := s.AddBatch(inFiles, AddOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		case "Add":
+			for _, bm := range inMem {
+				if _, _, err := s.Add(bm.Name, bm.Files, AddOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	sameIndex(t, stores["memory"], stores["files"], "mapped files")
+	sameIndex(t, stores["Add"], stores["files"], "mapped files")
+	packs := func(dir string) []string {
+		var out []string
+		for _, p := range filesUnder(filepath.Join(dir, "packs")) {
+			out = append(out, filepath.Base(p))
+		}
+		return out
+	}
+	if want, got := packs(dirs["Add"]), packs(dirs["files"]); !slices.Equal(want, got) || len(got) == 0 {
+		t.Fatalf("chunk files: Add %v, AddBatch of files %v", want, got)
+	}
+	if left, _ := os.ReadDir(filepath.Join(dirs["files"], "tmp")); len(left) > 0 {
+		t.Fatalf("left in tmp: %v", left)
+	}
+	for i, bm := range inMem {
+		restore(t, stores["files"], bm.Name, fileBytes(t, inMem[i].Files))
+	}
+}
