@@ -561,7 +561,8 @@ func archiveSize(in Input) (int64, error) {
 }
 
 // parallel runs fn(0..n-1) on up to threads goroutines; the first error
-// stops further calls and is returned.
+// stops further calls and is returned. A memory fault in fn (a mapped
+// input cut short) is ErrInputChanged.
 func parallel(n, threads int, fn func(i int) error) error {
 	var (
 		wg   sync.WaitGroup
@@ -573,6 +574,7 @@ func parallel(n, threads int, fn func(i int) error) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer guardFaults()()
 			for {
 				mu.Lock()
 				if ferr != nil || next >= n {
@@ -582,7 +584,7 @@ func parallel(n, threads int, fn func(i int) error) error {
 				i := next
 				next++
 				mu.Unlock()
-				if err := fn(i); err != nil {
+				if err := guarded(fn, i); err != nil {
 					mu.Lock()
 					if ferr == nil {
 						ferr = err
@@ -613,4 +615,10 @@ func parallelOrdered(n, threads int, fn func(i int) error) error {
 		}
 	}
 	return nil
+}
+
+// guarded is fn(i), a memory fault in it ErrInputChanged.
+func guarded(fn func(i int) error, i int) (err error) {
+	defer recoverFault(&err)
+	return fn(i)
 }

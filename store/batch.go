@@ -35,20 +35,24 @@ type BatchModel struct {
 // Every unit's bytes are at hand until the commit: an input that is an
 // *os.File is mapped in place where the platform allows (mapInput; it
 // must not change until AddBatch returns — the CLI's BeforeCommit checks
-// that it did not — and one truncated meanwhile faults the process), any
+// that it did not — and one cut short meanwhile is ErrInputChanged: the
+// goroutines reading it recover the memory fault, fault.go), any
 // other is read into memory: the caller bounds a batch (the CLI:
 // BatchBytes of files; a larger model goes through Add, which holds one
 // unit at a time). The results are in the order of models. A name given
 // twice or already stored is an error before anything is read.
-func (s *Store) AddBatch(models []BatchModel, opt AddOptions) ([]*Manifest, []AddStats, error) {
+func (s *Store) AddBatch(models []BatchModel, opt AddOptions) (_ []*Manifest, _ []AddStats, err error) {
 	if err := s.checkBatch(models); err != nil {
 		return nil, nil, err
 	}
 	b := &batch{s: s, models: models, opt: opt, threads: s.opt.threads()}
 	defer b.release()
+	defer guardFaults()()
+	defer recoverFault(&err)
 	if err := b.read(); err != nil {
 		return nil, nil, err
 	}
+	hook("read")
 	b.startSHA256()
 	if err := b.sortNew(); err != nil {
 		return nil, nil, err
@@ -114,6 +118,7 @@ type batch struct {
 	shas   [][32]byte      // every file's SHA-256 (startSHA256)
 	shaEnd []chan struct{} // closed once shas[k] is there (startSHA256)
 	shaWG  sync.WaitGroup  // startSHA256's goroutine
+	shaErr error           // why it stopped early (set before the shaEnd it did not fill close)
 	stop   atomic.Bool     // release: startSHA256's goroutine stops
 	frs    []fileRef       // every file (read)
 	first  map[Hash]*bunit // the first unit of each hash (sortNew)
@@ -213,10 +218,22 @@ func (b *batch) startSHA256() {
 	b.shaWG.Add(1)
 	go func() {
 		defer b.shaWG.Done()
-		for k, fr := range b.frs {
+		defer guardFaults()()
+		k := 0
+		defer func() { // a fault: the files not hashed fail (hashFile)
+			if r := recover(); r != nil {
+				b.shaErr = faultError(r)
+			}
+			for ; k < len(b.frs); k++ {
+				close(b.shaEnd[k])
+			}
+		}()
+		for ; k < len(b.frs); k++ {
+			fr := b.frs[k]
 			fh := sha256.New()
 			for _, u := range b.us[fr.lo:fr.hi] {
 				if b.stop.Load() {
+					b.shaErr = errStopped
 					return
 				}
 				fh.Write(u.raw)
@@ -436,6 +453,9 @@ func (b *batch) hashFile(k int) (int64, error) {
 		fe.Units = append(fe.Units, u.info.Hash)
 	}
 	<-b.shaEnd[k]
+	if b.shaErr != nil { // set before the channel closed
+		return 0, b.shaErr
+	}
 	fe.SHA256 = b.shas[k]
 	b.ms[fr.mi].Files[fr.fi] = fe
 	if !b.opt.Compare {

@@ -3,6 +3,7 @@
 package store
 
 import (
+	"errors"
 	"os"
 	"path"
 	"path/filepath"
@@ -78,4 +79,54 @@ func TestAddBatchMapped(t *testing.T) {
 	for i, bm := range inMem {
 		restore(t, stores["files"], bm.Name, fileBytes(t, inMem[i].Files))
 	}
+}
+
+// TestAddBatchInputCutShort: a mapped input cut short while it is being
+// added (after it was mapped, before it is hashed and coded) is an error,
+// ErrInputChanged, not a crash; nothing is committed and the store
+// still takes the model once the file is whole again.
+func TestAddBatchInputCutShort(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(shared(t, "hub/stories260K"), "base", "model.f32.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(m int64) { mapMin = m }(mapMin)
+	mapMin = 0
+	p := filepath.Join(t.TempDir(), "model.safetensors")
+	if err := os.WriteFile(p, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ins := inputs(t, p)
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i := range ins {
+		ins[i].R = f
+	}
+	s, _ := tempStore(t)
+	defer func() { testHook = nil }()
+	testHook = func(phase string) {
+		if phase == "read" {
+			if err := os.Truncate(p, 4096); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	_, _, err = s.AddBatch([]BatchModel{{Name: "m", Files: ins}}, AddOptions{})
+	testHook = nil
+	if !errors.Is(err, ErrInputChanged) {
+		t.Fatalf("add of a file cut short: %v, want ErrInputChanged", err)
+	}
+	if names, err := s.Names(); err != nil || len(names) != 0 {
+		t.Fatalf("after the failed add: %v, %v", names, err)
+	}
+	if err := os.WriteFile(p, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.AddBatch([]BatchModel{{Name: "m", Files: ins}}, AddOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	restore(t, s, "m", [][]byte{src})
 }
