@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,7 +46,7 @@ func TestRDScreen(t *testing.T) {
 			t.Errorf("%s: %d points", ser.Name, len(ser.X))
 		}
 	}
-	if strings.Join(names, ",") != "nf4,int8,int4,fp8,fp8row,fp8h,fp8hd,e8,lowrank,kron" {
+	if strings.Join(names, ",") != "nf4,int8,int4,fp8,fp8row,fp8e5,fp8e5row,fp8h,fp8hd,e8,lowrank,kron" {
 		t.Errorf("series %v", names)
 	}
 	if r.Lossless <= 8 || r.Lossless >= 16 || rd.LosslessFrom != core.LosslessFromComputed || !strings.Contains(s.lossless.Text, core.LosslessFromComputed) {
@@ -64,7 +65,7 @@ func TestRDScreen(t *testing.T) {
 		t.Fatalf("slider not measured: %q", s.measured.Text)
 	}
 	p, _ := rd.Point(run, wb.all())
-	e8 := model.Series[7]
+	e8 := model.Series[slices.IndexFunc(model.Series, func(s chart.RDSeries) bool { return s.Name == "e8" })]
 	if p.BitsPerParam != e8.X[3] || p.RelL2 != e8.Y[3] {
 		t.Errorf("slider at 5 bits %+v, the curve's point %v, %v", p, e8.X[3], e8.Y[3])
 	}

@@ -105,12 +105,12 @@ type Part struct {
 func (p Part) IsTensor() bool { return p.DType != "" }
 
 // fixedBits are the rates of the archivable methods of one rate.
-var fixedBits = map[string]float64{"nf4": 4, "int4": 4, "int8": 8, "fp8": 8, "fp8row": 8, "fp8h": 8, "fp8hd": 8}
+var fixedBits = map[string]float64{"nf4": 4, "int4": 4, "int8": 8, "fp8": 8, "fp8row": 8, "fp8e5": 8, "fp8e5row": 8, "fp8h": 8, "fp8hd": 8}
 
 // ArchiveMethods are the methods a lossy archive holds, in the order
 // nzip quantize lists them: those with a decoder whose output size the
 // coded bytes bound.
-var ArchiveMethods = []string{"nf4", "int8", "int4", "fp8", "fp8row", "fp8h", "fp8hd", "e8"}
+var ArchiveMethods = []string{"nf4", "int8", "int4", "fp8", "fp8row", "fp8e5", "fp8e5row", "fp8h", "fp8hd", "e8"}
 
 // archivable returns the method named name if archives hold it.
 func archivable(name string) (Method, bool) {
@@ -380,11 +380,11 @@ func codedSize(method string, rows, cols int64) int64 {
 	switch method {
 	case "nf4":
 		return 4*((n+nf4Block-1)/nf4Block) + (n+1)/2
-	case "int8", "fp8row", "fp8h":
+	case "int8", "fp8row", "fp8e5row", "fp8h":
 		return 4*rows + n
 	case "int4":
 		return 4*rows + (n+1)/2
-	case "fp8":
+	case "fp8", "fp8e5":
 		return 4 + n
 	case "fp8hd":
 		return 4*rows + (rows*((cols+dualGroup-1)/dualGroup)+1)/2 + n

@@ -76,7 +76,7 @@ func newTensorCode(method string, b []byte, rows, cols, format int) (*tensorCode
 	}
 	c := &tensorCode{method: method, b: b, rows: rows, cols: cols, format: format}
 	switch method {
-	case "nf4", "int8", "int4", "fp8", "fp8row", "fp8h", "fp8hd":
+	case "nf4", "int8", "int4", "fp8", "fp8row", "fp8e5", "fp8e5row", "fp8h", "fp8hd":
 	case "e8":
 		if err := c.e8.parse(b, format); err != nil {
 			return nil, err
@@ -195,24 +195,25 @@ func (c *tensorCode) decode(lo, hi int, s *valueSink) error {
 			s.put(i, chunk[:e-i])
 			i = e
 		}
-	case "fp8", "fp8row":
-		nScales := rows
-		if c.method == "fp8" {
+	case "fp8", "fp8row", "fp8e5", "fp8e5row":
+		nScales, perTensor := rows, c.method == "fp8" || c.method == "fp8e5"
+		if perTensor {
 			nScales = 1
 		}
+		f := fp8Of(c.method == "fp8e5" || c.method == "fp8e5row")
 		codes := b[4*nScales:]
 		for i := lo; i < hi; {
 			r := i / cols
 			e := min(hi, (r+1)*cols, i+len(chunk))
 			scale := f32At(b, 0)
-			if c.method != "fp8" {
+			if !perTensor {
 				scale = f32At(b, 4*r)
 			}
 			for k := i; k < e; k++ {
-				if codes[k]&127 == 127 {
-					return errors.New("lossy: an FP8 NaN code")
+				if !f.finite(codes[k]) {
+					return errors.New("lossy: an FP8 NaN or infinity code")
 				}
-				chunk[k-i] = fromE4M3(codes[k]) * scale
+				chunk[k-i] = f.value(codes[k]) * scale
 			}
 			s.put(i, chunk[:e-i])
 			i = e

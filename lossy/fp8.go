@@ -25,21 +25,50 @@ var e4m3Values = func() [127]float32 {
 // e4m3Max is the largest finite E4M3 value.
 const e4m3Max = 448
 
-// toE4M3 rounds x to the nearest E4M3 value (ties to the even code),
-// saturating at ±448.
-func toE4M3(x float32) byte {
+// e5m2Values are the non-negative finite values of FP8 E5M2 (OCP: IEEE
+// style, exponent bias 15, codes 124..127 infinity and NaNs), indexed by
+// code 0..123; they increase.
+var e5m2Values = func() [124]float32 {
+	var t [124]float32
+	for c := range t {
+		e, m := c>>2, c&3
+		if e == 0 {
+			t[c] = float32(m) / 4 * float32(math.Ldexp(1, -14))
+		} else {
+			t[c] = (1 + float32(m)/4) * float32(math.Ldexp(1, e-15))
+		}
+	}
+	return t
+}()
+
+// An fp8Format is one of the two FP8 formats: its non-negative finite
+// values by code, increasing (the largest is max).
+type fp8Format []float32
+
+var (
+	fmtE4M3 = fp8Format(e4m3Values[:])
+	fmtE5M2 = fp8Format(e5m2Values[:])
+)
+
+// max is the format's largest finite value.
+func (f fp8Format) max() float32 { return f[len(f)-1] }
+
+// code rounds x to the nearest value of the format (ties to the even
+// code), saturating at ±max.
+func (f fp8Format) code(x float32) byte {
 	s := byte(0)
 	if x < 0 || x == 0 && math.Signbit(float64(x)) {
 		s, x = 0x80, -x
 	}
-	if x >= e4m3Max {
-		return s | 126
+	n := len(f)
+	if x >= f[n-1] {
+		return s | byte(n-1)
 	}
-	i := sort.Search(127, func(i int) bool { return e4m3Values[i] >= x })
+	i := sort.Search(n, func(i int) bool { return f[i] >= x })
 	if i == 0 {
 		return s
 	}
-	lo, hi := e4m3Values[i-1], e4m3Values[i]
+	lo, hi := f[i-1], f[i]
 	switch {
 	case hi-x < x-lo:
 		return s | byte(i)
@@ -51,24 +80,36 @@ func toE4M3(x float32) byte {
 	return s | byte(i-1)
 }
 
-// fromE4M3 is the value of an E4M3 code (not 0x7f or 0xff, NaN).
-func fromE4M3(c byte) float32 {
-	v := e4m3Values[c&127]
+// finite reports whether c is a code of a finite value (not E4M3's NaN,
+// not E5M2's infinities and NaNs).
+func (f fp8Format) finite(c byte) bool { return int(c&127) < len(f) }
+
+// value is the value of a finite code.
+func (f fp8Format) value(c byte) float32 {
+	v := f[c&127]
 	if c&0x80 != 0 {
 		return -v
 	}
 	return v
 }
 
-// fp8Scaled codes vals as E4M3 of vals/scale into codes and recon.
-func fp8Scaled(vals []float32, scale float32, codes []byte, recon []float32) {
+// toE4M3 rounds x to the nearest E4M3 value (ties to the even code),
+// saturating at ±448.
+func toE4M3(x float32) byte { return fmtE4M3.code(x) }
+
+// fromE4M3 is the value of an E4M3 code (not 0x7f or 0xff, NaN).
+func fromE4M3(c byte) float32 { return fmtE4M3.value(c) }
+
+// fp8Scaled codes vals as FP8 of format f of vals/scale into codes and
+// recon.
+func fp8Scaled(f fp8Format, vals []float32, scale float32, codes []byte, recon []float32) {
 	for i, x := range vals {
 		c := byte(0)
 		if scale > 0 {
-			c = toE4M3(x / scale)
+			c = f.code(x / scale)
 		}
 		codes[i] = c
-		recon[i] = fromE4M3(c) * scale
+		recon[i] = f.value(c) * scale
 	}
 }
 
@@ -80,44 +121,64 @@ func absMax(v []float32) float32 {
 	return m
 }
 
-// fp8Tensor is FP8 E4M3 with one scale per tensor (absmax / 448, kept as
-// float32).
-type fp8Tensor struct{}
+// fp8Tensor is FP8 E4M3 (e5: E5M2) with one scale per tensor (absmax /
+// the format's largest value, kept as float32).
+type fp8Tensor struct{ e5 bool }
 
-func (fp8Tensor) Name() string { return "fp8" }
-func (fp8Tensor) Rated() bool  { return false }
+func (m fp8Tensor) Name() string {
+	if m.e5 {
+		return "fp8e5"
+	}
+	return "fp8"
+}
+func (fp8Tensor) Rated() bool { return false }
 
-func (fp8Tensor) Code(v []float32, rows, cols int, _ float64) ([]byte, []float32, error) {
+func (m fp8Tensor) Code(v []float32, rows, cols int, _ float64) ([]byte, []float32, error) {
 	if err := check(v, rows, cols); err != nil {
 		return nil, nil, err
 	}
-	scale := absMax(v) / e4m3Max
+	f := fp8Of(m.e5)
+	scale := absMax(v) / f.max()
 	codes := make([]byte, len(v))
 	recon := make([]float32, len(v))
-	fp8Scaled(v, scale, codes, recon)
+	fp8Scaled(f, v, scale, codes, recon)
 	return append(appendF32(nil, scale), codes...), recon, nil
 }
 
-// fp8Row is FP8 E4M3 with one scale per row.
-type fp8Row struct{}
+// fp8Row is FP8 E4M3 (e5: E5M2) with one scale per row.
+type fp8Row struct{ e5 bool }
 
-func (fp8Row) Name() string { return "fp8row" }
-func (fp8Row) Rated() bool  { return false }
+func (m fp8Row) Name() string {
+	if m.e5 {
+		return "fp8e5row"
+	}
+	return "fp8row"
+}
+func (fp8Row) Rated() bool { return false }
 
-func (fp8Row) Code(v []float32, rows, cols int, _ float64) ([]byte, []float32, error) {
+func (m fp8Row) Code(v []float32, rows, cols int, _ float64) ([]byte, []float32, error) {
 	if err := check(v, rows, cols); err != nil {
 		return nil, nil, err
 	}
+	f := fp8Of(m.e5)
 	coded := make([]byte, 0, 4*rows+len(v))
 	codes := make([]byte, len(v))
 	recon := make([]float32, len(v))
 	for r := 0; r < rows; r++ {
 		row := v[r*cols : (r+1)*cols]
-		scale := absMax(row) / e4m3Max
+		scale := absMax(row) / f.max()
 		coded = appendF32(coded, scale)
-		fp8Scaled(row, scale, codes[r*cols:(r+1)*cols], recon[r*cols:(r+1)*cols])
+		fp8Scaled(f, row, scale, codes[r*cols:(r+1)*cols], recon[r*cols:(r+1)*cols])
 	}
 	return append(coded, codes...), recon, nil
+}
+
+// fp8Of is E5M2 if e5, else E4M3.
+func fp8Of(e5 bool) fp8Format {
+	if e5 {
+		return fmtE5M2
+	}
+	return fmtE4M3
 }
 
 // fp8Hadamard is FP8 after a rotation, in the manner of TACO: each row is
@@ -196,7 +257,7 @@ func (m fp8Hadamard) Code(v []float32, rows, cols int, _ float64) ([]byte, []flo
 // (fp8Hadamard).
 func fp8Grouped(row []float32, scale float32, exps []byte, codes []byte, recon []float32) {
 	if len(exps) == 0 {
-		fp8Scaled(row, scale, codes, recon)
+		fp8Scaled(fmtE4M3, row, scale, codes, recon)
 		return
 	}
 	for g := range exps {
@@ -207,7 +268,7 @@ func fp8Grouped(row []float32, scale float32, exps []byte, codes []byte, recon [
 			k++
 		}
 		exps[g] = byte(k)
-		fp8Scaled(row[lo:hi], groupScale(scale, k), codes[lo:hi], recon[lo:hi])
+		fp8Scaled(fmtE4M3, row[lo:hi], groupScale(scale, k), codes[lo:hi], recon[lo:hi])
 	}
 }
 

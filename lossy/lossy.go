@@ -33,7 +33,7 @@ type Method interface {
 
 // Methods returns every method, in the order nzip rd lists them.
 func Methods() []Method {
-	return []Method{nf4{}, intRow{bits: 8}, intRow{bits: 4}, fp8Tensor{}, fp8Row{}, fp8Hadamard{}, fp8Hadamard{dual: true}, e8{}, lowRank{}, kron{}}
+	return []Method{nf4{}, intRow{bits: 8}, intRow{bits: 4}, fp8Tensor{}, fp8Row{}, fp8Tensor{e5: true}, fp8Row{e5: true}, fp8Hadamard{}, fp8Hadamard{dual: true}, e8{}, lowRank{}, kron{}}
 }
 
 // ByName returns the methods of a comma-separated list of names ("" or

@@ -39,6 +39,44 @@ func TestE4M3(t *testing.T) {
 	}
 }
 
+// TestE5M2: OCP's E5M2 — every finite code decodes to a value that codes
+// back to it; infinities and NaNs (exponent 31) are not finite; the
+// largest value 57344 saturates; subnormals and ties to the even code.
+func TestE5M2(t *testing.T) {
+	f := fmtE5M2
+	for c := 0; c < 256; c++ {
+		if c&0x7c == 0x7c {
+			if f.finite(byte(c)) {
+				t.Errorf("code %#x (exponent 31) taken as finite", c)
+			}
+			continue
+		}
+		if !f.finite(byte(c)) {
+			t.Fatalf("code %#x not finite", c)
+		}
+		if got := f.code(f.value(byte(c))); got != byte(c) {
+			t.Errorf("code %#x = %g codes to %#x", c, f.value(byte(c)), got)
+		}
+	}
+	for _, tc := range []struct {
+		x    float32
+		want byte
+	}{
+		{57344, 0x7b}, {1e9, 0x7b}, {-60000, 0xfb}, {1, 0x3c}, {2, 0x40},
+		{1.5258789e-05, 0x01}, // 2^-16, the smallest subnormal
+		{7.6293945e-06, 0x00}, // half of it: ties to the even code 0
+		{1.125, 0x3c},         // between 1 and 1.25: ties to even (1)
+		{1.375, 0x3e},         // between 1.25 and 1.5: ties to even (1.5)
+	} {
+		if got := f.code(tc.x); got != tc.want {
+			t.Errorf("E5M2 of %g = %#x, want %#x", tc.x, got, tc.want)
+		}
+	}
+	if f.max() != 57344 || fmtE4M3.max() != e4m3Max {
+		t.Errorf("largest values %g, %g", f.max(), fmtE4M3.max())
+	}
+}
+
 func TestFWHT(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	x := make([]float32, 64)
@@ -152,6 +190,7 @@ func TestMethodsOnRealWeights(t *testing.T) {
 		"nf4": {4 + 32.0/64, 0.12}, "int8": {8 + 32/float64(cols), 0.03}, "int4": {4 + 32/float64(cols), 0.3},
 		"fp8": {8 + 32/float64(rows*cols), 0.05}, "fp8row": {8 + 32/float64(cols), 0.05}, "fp8h": {8 + 32/float64(cols), 0.05},
 		"fp8hd": {8 + 32/float64(cols) + 4.0/dualGroup, 0.05},
+		"fp8e5": {8 + 32/float64(rows*cols), 0.1}, "fp8e5row": {8 + 32/float64(cols), 0.1},
 	}
 	for name, w := range want {
 		got := res[name]
@@ -159,7 +198,8 @@ func TestMethodsOnRealWeights(t *testing.T) {
 			t.Errorf("%s: %.4f bits, rel L2 %.4f; want %.4f bits, rel L2 in (0, %g]", name, got[0], got[1], w[0], w[1])
 		}
 	}
-	if !(res["int8"][1] < res["int4"][1] && res["nf4"][1] < res["int4"][1] && res["fp8row"][1] <= res["fp8"][1] && res["lowrank@4"][1] < res["lowrank@1"][1] && res["kron@4"][1] < res["kron@1"][1]) {
+	if !(res["int8"][1] < res["int4"][1] && res["nf4"][1] < res["int4"][1] && res["fp8row"][1] <= res["fp8"][1] &&
+		res["fp8e5row"][1] <= res["fp8e5"][1] && res["fp8row"][1] < res["fp8e5row"][1] && res["lowrank@4"][1] < res["lowrank@1"][1] && res["kron@4"][1] < res["kron@1"][1]) {
 		t.Errorf("orderings: %v", res)
 	}
 }

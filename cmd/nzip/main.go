@@ -76,7 +76,7 @@ usage:
   nzip rd         [-json] [-methods LIST] [-bits LIST] [-per-tensor] [-tokens N] MODEL
                   (the lossy lab: bits per parameter and error of NF4, int8/int4, FP8, E8 lattice, low rank, Kronecker sums; never in archives)
   nzip quantize   -method M [-bits B] -o OUT [-f] [-q] MODEL
-                  (writes a LOSSY archive, never an .nzip: nf4, int8, int4, fp8, fp8row, fp8h, fp8hd, e8; generate runs it,
+                  (writes a LOSSY archive, never an .nzip: nf4, int8, int4, fp8, fp8row, fp8e5, fp8e5row, fp8h, fp8hd, e8; generate runs it,
                   decompress -lossy writes its dequantized model)
 
 Run "nzip COMMAND -h" (or "nzip setup SUBCOMMAND -h") for the flags of a command.

@@ -23,7 +23,7 @@ import (
 func runRD(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("rd", "[-json] [-methods LIST] [-bits LIST] [-per-tensor] [-tokens N] [-config FILE] [-tokenizer FILE] MODEL", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON array of rows (whole-model rows have tensor \"\")")
-	methods := fs.String("methods", "all", "comma-separated: nf4, int8, int4, fp8 (E4M3, one scale per tensor), fp8row (per row), fp8h (Hadamard-rotated rows), fp8hd (fp8h with a second scale per 32 values), e8 (E8 lattice, entropy coded), lowrank, kron (sums of Kronecker products)")
+	methods := fs.String("methods", "all", "comma-separated: nf4, int8, int4, fp8 (E4M3, one scale per tensor), fp8row (per row), fp8e5, fp8e5row (E5M2, per tensor and per row), fp8h (Hadamard-rotated rows), fp8hd (fp8h with a second scale per 32 values), e8 (E8 lattice, entropy coded), lowrank, kron (sums of Kronecker products)")
 	bitsList := fs.String("bits", "2,3,4", "target bits per parameter of the methods that take one (e8, lowrank, kron)")
 	perTensor := fs.Bool("per-tensor", false, "also print a row per tensor (always in -json)")
 	tokens := fs.Int("tokens", 48, "language models: tokens of greedy continuation compared per prompt (0: no comparison)")

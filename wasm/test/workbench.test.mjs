@@ -326,7 +326,7 @@ async function main() {
     // generation of stories260K with e8 at the slider's 4 bits
     await selectTab(page, 'Lossy');
     s = await waitState(page, 'rate-distortion', (s) => s.rd_model || s.rd_error, T_RUN);
-    check(!s.rd_error && s.rd_methods === '10',
+    check(!s.rd_error && s.rd_methods === '12',
       `Lossy: ${s.rd_methods} methods measured on ${s.rd_model}, lowrank and kron by the browser's Jacobi SVD (${s.rd_error || 'no error'})`);
     // the slider's measurement shows a progress bar above the button while
     // it runs: click once it is done and the layout has settled, and again
