@@ -7,48 +7,35 @@ import (
 	"neuralzip/dtype"
 )
 
-// e4m3Values are the non-negative values of FP8 E4M3 (OCP, "FN": no
-// infinities, 0x7f is NaN), indexed by code 0..126; they increase.
-var e4m3Values = func() [127]float32 {
-	var t [127]float32
-	for c := range t {
-		e, m := c>>3, c&7
-		if e == 0 {
-			t[c] = float32(m) / 8 * float32(math.Ldexp(1, -6))
-		} else {
-			t[c] = (1 + float32(m)/8) * float32(math.Ldexp(1, e-7))
-		}
-	}
-	return t
-}()
-
 // e4m3Max is the largest finite E4M3 value.
 const e4m3Max = 448
-
-// e5m2Values are the non-negative finite values of FP8 E5M2 (OCP: IEEE
-// style, exponent bias 15, codes 124..127 infinity and NaNs), indexed by
-// code 0..123; they increase.
-var e5m2Values = func() [124]float32 {
-	var t [124]float32
-	for c := range t {
-		e, m := c>>2, c&3
-		if e == 0 {
-			t[c] = float32(m) / 4 * float32(math.Ldexp(1, -14))
-		} else {
-			t[c] = (1 + float32(m)/4) * float32(math.Ldexp(1, e-15))
-		}
-	}
-	return t
-}()
 
 // An fp8Format is one of the two FP8 formats: its non-negative finite
 // values by code, increasing (the largest is max).
 type fp8Format []float32
 
 var (
-	fmtE4M3 = fp8Format(e4m3Values[:])
-	fmtE5M2 = fp8Format(e5m2Values[:])
+	// E4M3 (OCP, "FN": no infinities, 0x7f is NaN): codes 0..126
+	fmtE4M3 = fp8Values(3, 7, 127)
+	// E5M2 (OCP: IEEE style, codes 124..127 infinity and NaNs): 0..123
+	fmtE5M2 = fp8Values(2, 15, 124)
 )
+
+// fp8Values are the non-negative values of the first n codes of an FP8
+// format with man mantissa bits and exponent bias bias (exponent field 0:
+// subnormals); they increase.
+func fp8Values(man, bias, n int) fp8Format {
+	t := make(fp8Format, n)
+	for c := range t {
+		e, m := c>>man, float32(c&(1<<man-1))/float32(int(1)<<man)
+		if e == 0 {
+			t[c] = m * float32(math.Ldexp(1, 1-bias))
+		} else {
+			t[c] = (1 + m) * float32(math.Ldexp(1, e-bias))
+		}
+	}
+	return t
+}
 
 // max is the format's largest finite value.
 func (f fp8Format) max() float32 { return f[len(f)-1] }
