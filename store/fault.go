@@ -2,7 +2,11 @@ package store
 
 import (
 	"errors"
+	"os"
+	"runtime"
 	"runtime/debug"
+	"strings"
+	"sync"
 )
 
 // ErrInputChanged is returned by an add whose input file was cut short
@@ -29,13 +33,55 @@ func recoverFault(err *error) {
 	}
 }
 
-// faultError is ErrInputChanged for a recovered memory fault; it panics
-// again with anything else.
+// faultError is ErrInputChanged for a recovered memory fault while a
+// mapped input is shorter than it was mapped; it panics again with
+// anything else (a fault with no input cut short is a bug). A fault
+// carries its address (Addr) where the platform reports one; under
+// emulation (qemu's user mode) it may come as a nil dereference instead,
+// which the shrunk input then tells apart.
 func faultError(r any) error {
-	if _, ok := r.(interface{ Addr() uintptr }); ok {
-		return ErrInputChanged
+	if e, ok := r.(runtime.Error); ok && inputCutShort() {
+		if _, ok := e.(interface{ Addr() uintptr }); ok || strings.Contains(e.Error(), "invalid memory address") {
+			return ErrInputChanged
+		}
 	}
 	panic(r)
+}
+
+// mappedInputs are the inputs mapped now (mapInput), with the sizes they
+// were mapped at.
+var mappedInputs struct {
+	sync.Mutex
+	m map[*os.File]int64
+}
+
+// mappedInput records that f is mapped at size bytes until the returned
+// function is called.
+func mappedInput(f *os.File, size int64) func() {
+	mappedInputs.Lock()
+	defer mappedInputs.Unlock()
+	if mappedInputs.m == nil {
+		mappedInputs.m = map[*os.File]int64{}
+	}
+	mappedInputs.m[f] = size
+	return func() {
+		mappedInputs.Lock()
+		defer mappedInputs.Unlock()
+		delete(mappedInputs.m, f)
+	}
+}
+
+// inputCutShort reports whether a mapped input is now shorter than it
+// was mapped.
+func inputCutShort() bool {
+	mappedInputs.Lock()
+	defer mappedInputs.Unlock()
+	for f, size := range mappedInputs.m {
+		if st, err := f.Stat(); err == nil && st.Size() < size {
+			return true
+		}
+	}
+	return false
 }
 
 // errStopped: the add ended before the step finished.

@@ -26,5 +26,6 @@ func mapInput(r io.ReaderAt, size int64) (b []byte, unmap func(), ok bool) {
 	if err != nil {
 		return nil, nil, false
 	}
-	return b, func() { syscall.Munmap(b) }, true
+	done := mappedInput(f, size)
+	return b, func() { syscall.Munmap(b); done() }, true
 }
