@@ -30,12 +30,7 @@ func benchAddHub(b *testing.B, batch bool) {
 	b.SetBytes(raw)
 	for b.Loop() {
 		b.StopTimer()
-		dir := b.TempDir()
-		Init(dir)
-		s, err := Open(dir, Options{Threads: 2})
-		if err != nil {
-			b.Fatal(err)
-		}
+		s, _ := freshStore(b)
 		b.StartTimer()
 		if batch {
 			if _, _, err := s.AddBatch(bms, AddOptions{}); err != nil {
@@ -56,12 +51,8 @@ func benchAddHub(b *testing.B, batch bool) {
 // read-only (two threads), and their bytes in all.
 func hubStore(b *testing.B) (*Store, int64) {
 	hub := shared(b, "hub/stories260K")
-	dir := b.TempDir()
-	Init(dir)
-	s, err := Open(dir, Options{Threads: 2})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, dir := freshStore(b)
+	var err error
 	var raw int64
 	for _, f := range hubFiles {
 		m, _, err := s.Add(f, inputs(b, path.Join(hub, f)), AddOptions{})
@@ -118,12 +109,7 @@ func BenchmarkAddLarge(b *testing.B) {
 	b.SetBytes(in[0].Size)
 	for b.Loop() {
 		b.StopTimer()
-		dir := b.TempDir()
-		Init(dir)
-		s, err := Open(dir, Options{Threads: 2})
-		if err != nil {
-			b.Fatal(err)
-		}
+		s, _ := freshStore(b)
 		b.StartTimer()
 		if _, _, err := s.AddBatch([]BatchModel{{Name: "m", Files: in}}, AddOptions{}); err != nil {
 			b.Fatal(err)
@@ -136,12 +122,8 @@ func BenchmarkAddLarge(b *testing.B) {
 // from a directory store (two threads).
 func BenchmarkGetLarge(b *testing.B) {
 	in := largeInput(b)
-	dir := b.TempDir()
-	Init(dir)
-	s, err := Open(dir, Options{Threads: 2})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, dir := freshStore(b)
+	var err error
 	if _, _, err := s.AddBatch([]BatchModel{{Name: "m", Files: in}}, AddOptions{}); err != nil {
 		b.Fatal(err)
 	}
@@ -180,4 +162,18 @@ func largeInput(b *testing.B) []Input {
 	b.Cleanup(func() { f.Close() })
 	in[0].R = f
 	return in
+}
+
+// freshStore makes an empty directory store and opens it (two threads);
+// the caller closes it.
+func freshStore(b *testing.B) (*Store, string) {
+	dir := b.TempDir()
+	if err := Init(dir); err != nil {
+		b.Fatal(err)
+	}
+	s, err := Open(dir, Options{Threads: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, dir
 }

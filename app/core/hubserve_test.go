@@ -22,16 +22,7 @@ import (
 // its URL.
 func serveStore(t *testing.T, loc string) string {
 	t.Helper()
-	srv := serve.New(serve.Config{Log: log.New(io.Discard, "", 0)})
-	if err := srv.Add("", loc); err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		ts.Close()
-		srv.Close()
-	})
-	return ts.URL
+	return serveStoreToken(t, loc, "")
 }
 
 // TestOpenHubStoreURL opens a store through nzip serve's hub endpoint, in
