@@ -3,29 +3,28 @@ package codec
 import (
 	"context"
 	"fmt"
-	"sync"
+	"io"
 
 	"neuralzip/codec/search"
 	"neuralzip/dtype"
 )
 
-// The program search (issue 48, "Search"; docs/programs.md): with
-// EncodeOptions.Search = N above 1, each tensor large enough to have
-// blocks of its own is coded, before the archive is planned, on a
-// deterministic sample (searchSample) with up to N candidate codings
+// The program search's adapter (issue 48, "Search"; docs/programs.md):
+// with EncodeOptions.Search = N above 1, each tensor large enough to have
+// blocks of its own is searched, before the archive is planned, by
+// package search (search.Tensor: the sample, the costs, the best-first
+// walk in the order the setup's prior ranks the candidates, the check of
+// a sampled winner on the whole tensor). This file gives it what needs
+// the codec: which tensors are searched (searchable), the candidates
 // (searchCandidates: the encoder's own choice first, then every program
-// that applies, zstd with a second level under it). package search walks
-// them best-first in the order the setup's prior ranks them, pruning by
-// lower bounds, and this file supplies the costs: the sample's coded
-// bytes scaled to the tensor, the program's own bytes (an index entry per
-// block of the whole tensor) and its decoding time at the exchange rate
-// of cost.go, from a fixed model of each coding's speed (searchPs: no
-// clock is read, so the choice is the same on every run and at every
-// thread count). A winner found on a sample is coded on the whole tensor
-// beside the own choice and kept only where it is smaller there. The
-// winner is written as the tensor's program: no format change. The
-// default is no search (docs/programs.md, "Search": it costs 3-8× the
-// compression time for 0.1-1.3 %).
+// that applies, zstd with a second level under it), the samples
+// (searchSample) coded by the encoder's own code paths (codeSample, with
+// the whole input's probe: archProbe), the blocks and the decoding-time
+// model of each program (searchPs: no clock is read, so the choice is
+// the same on every run and at every thread count) and the bounds known
+// without coding (planesBound). The winner is written as the tensor's
+// program: no format change. The default is no search
+// (docs/programs.md, "Search").
 
 // Search limits.
 const (
@@ -99,14 +98,7 @@ func choiceOf(p pick) search.Choice { return search.Choice(1 + int(p.p) + p.leve
 func pickOf(c search.Choice) pick { return pick{p: Program(c&0xff - 1), level: int(c >> 8)} }
 
 // SearchStats sums a search over an archive's tensors.
-type SearchStats struct {
-	Tensors  int // tensors searched
-	Expanded int // candidates coded on a sample (the own choice included)
-	Pruned   int // candidates skipped by their bound
-	Changed  int // tensors given another program than the encoder's own
-	Verified int // sampled winners coded on their whole tensor
-	Rejected int // of those, the ones not smaller there (the own choice kept)
-}
+type SearchStats = search.Stats
 
 // searchable reports whether tensor g is searched: a float tensor with
 // blocks of its own (mergeValues values or more) or a records tensor, at
@@ -158,48 +150,22 @@ func searchInputs(ctx context.Context, inputs []Input, opt EncodeOptions) ([]map
 		}
 	}
 	var st SearchStats
-	errs := make([]error, len(jobs))
-	var next sync.Mutex
-	k := 0
-	var wg sync.WaitGroup
-	for range min(opt.ThreadCount(), max(1, len(jobs))) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				next.Lock()
-				j := k
-				k++
-				next.Unlock()
-				if j >= len(jobs) || ctx.Err() != nil {
-					return
-				}
-				o := opt
-				o.arch = arch[jobs[j].in]
-				jobs[j].r, errs[j] = searchTensor(inputs[jobs[j].in].R, jobs[j].g, o, opt.Setup.prior(), opt.Search)
-			}
-		}()
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	err := search.Each(ctx, opt.ThreadCount(), len(jobs), func(j int) error {
+		o := opt
+		o.arch = arch[jobs[j].in]
+		var err error
+		if jobs[j].r, err = searchTensor(inputs[jobs[j].in].R, jobs[j].g, o, opt.Setup.prior(), opt.Search); err != nil {
+			return fmt.Errorf("codec: searching %q: %w", jobs[j].g.Name, err)
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, st, err
 	}
 	picks := make([]map[string]pick, len(inputs))
-	for j, jb := range jobs {
-		if errs[j] != nil {
-			return nil, st, fmt.Errorf("codec: searching %q: %w", jb.g.Name, errs[j])
-		}
-		st.Tensors++
-		st.Expanded += jb.r.Expanded
-		st.Pruned += jb.r.Pruned
-		if jb.r.Verified {
-			st.Verified++
-		}
-		if jb.r.Rejected {
-			st.Rejected++
-		}
+	for _, jb := range jobs {
+		st.Add(jb.r.Report, jb.r.Best.p != ProgramAuto)
 		if jb.r.Best.p != ProgramAuto {
-			st.Changed++
 			if picks[jb.in] == nil {
 				picks[jb.in] = map[string]pick{}
 			}
@@ -209,16 +175,17 @@ func searchInputs(ctx context.Context, inputs []Input, opt EncodeOptions) ([]map
 	return picks, st, nil
 }
 
-// searchReport is one tensor's search.
+// searchReport is one tensor's search: package search's report, its
+// winner as a pick and the prior's key.
 type searchReport struct {
-	search.Result
-	Best       pick
-	Candidates []search.Candidate
-	Key        search.Key
-	Costs      map[pick]search.Cost // every candidate expanded
-	Verified   bool                 // the winner was coded on the whole tensor (a sampled search)
-	Rejected   bool                 // and was not smaller there: the own choice is kept
+	search.Report
+	Best pick
+	Key  search.Key
 }
+
+// cost is what the search found candidate pk to cost (zero when it was
+// not coded).
+func (r *searchReport) cost(pk pick) search.Cost { return r.Costs[choiceOf(pk)] }
 
 // searchCandidates lists the candidates for tensor g, the encoder's own
 // choice first, then in the order expanded when the prior has no counts:
@@ -254,132 +221,101 @@ func (o *EncodeOptions) level() int {
 	return o.ZstdLevel
 }
 
-// searchTensor reads tensor g's sample from r and searches its program
-// with at most budget candidates coded.
-func searchTensor(r interface {
-	ReadAt([]byte, int64) (int, error)
-}, g Segment, opt EncodeOptions, prior *search.Prior, budget int) (searchReport, error) {
+// searchLimits are the sizes and rates of a tensor's search.
+func searchLimits() search.Limits {
+	return search.Limits{Whole: searchWhole, Max: searchMax, Fraction: searchFraction, Windows: searchWindows,
+		IndexBytes: searchIndexBytes, PsPerByte: exchangePsPerByte, CheckMax: searchCheckMax, CheckWindows: 16}
+}
+
+// searchTensor searches tensor g's program (read from r) with at most
+// budget candidates coded on its sample (package search: search.Tensor).
+func searchTensor(r io.ReaderAt, g Segment, opt EncodeOptions, prior *search.Prior, budget int) (searchReport, error) {
 	var rep searchReport
-	sample, sg, err := searchSample(r, g, min(max(g.Length/searchFraction, searchWhole), searchMax), searchWindows)
-	if err != nil {
-		return rep, err
-	}
-	whole := int64(len(sample)) == g.Length
-	picks := searchCandidates(g, &opt)
 	chunk := opt.ChunkValues
 	if chunk == 0 {
 		chunk = DefaultChunkValues
 	}
-	timeBytes := func(ps int64) int64 { return g.Length * ps / exchangePsPerByte }
-	scale := func(b int64) int64 { return (b*g.Length + int64(len(sample)) - 1) / int64(len(sample)) }
-	rep.Costs = map[pick]search.Cost{}
-	var autoBytes int64
-	for _, pk := range picks {
+	sopt := opt
+	sopt.Threads, sopt.Search, sopt.Progress, sopt.Ref, sopt.Sums = 1, 0, nil, nil, nil
+	src := &tensorSource{r: r, g: g, opt: sopt, chunk: chunk}
+	var cands []search.Candidate
+	for _, pk := range searchCandidates(g, &opt) {
 		c := search.Candidate{Choice: choiceOf(pk)}
 		if pk.level != 0 {
 			c.Parent = choiceOf(pick{p: pk.p})
 		}
-		if pk.p != ProgramAuto {
-			own := int64(searchIndexBytes * len(planProgram(nil, g, pk, chunk)))
-			c.Bound = own + timeBytes(searchPs(pk.p))
-			switch pk.p {
-			case ProgramRaw:
-				c.Bound += g.Length
-			case ProgramPlanes:
-				c.Bound += scale(planesBound(sample, floatType(g.DType).Size()))
-			}
-		}
-		rep.Candidates = append(rep.Candidates, c)
-	}
-	sopt := opt
-	sopt.Threads, sopt.Search, sopt.Progress, sopt.Ref, sopt.Sums = 1, 0, nil, nil, nil
-	in := Input{Name: "sample", R: memArchive(sample), Size: int64(len(sample)), Segments: []Segment{sg}}
-	var evalErr error
-	eval := func(c search.Choice) search.Cost {
-		pk := pickOf(c)
-		sopt.picks = []map[string]pick{{sg.Name: pk}}
-		bytes, kindTime, blocks, err := codeSample(in, sopt)
-		if err != nil {
-			if evalErr == nil {
-				evalErr = err
-			}
-			return search.Cost{}
-		}
-		var cost search.Cost
-		if whole {
-			cost.Bytes = bytes + int64(searchIndexBytes*blocks)
-		} else {
-			cost.Bytes = scale(bytes)
-			if pk.p == ProgramAuto {
-				cost.Bytes += int64(searchIndexBytes * len(autoBlocks(g, chunk)))
-			} else {
-				cost.Bytes += int64(searchIndexBytes * len(planProgram(nil, g, pk, chunk)))
-			}
-		}
-		ps := searchPs(pk.p)
-		if pk.p == ProgramAuto {
-			ps = kindTime
-			autoBytes = cost.Bytes
-		}
-		cost.Cost = cost.Bytes + timeBytes(ps)
-		// never estimated larger than the own choice; a sampled estimate
-		// must win by 1/64 (the sample's error)
-		margin := int64(0)
-		if !whole {
-			margin = autoBytes / 64
-		}
-		cost.OK = pk.p == ProgramAuto || cost.Bytes < autoBytes-margin
-		rep.Costs[pk] = cost
-		return cost
+		cands = append(cands, c)
 	}
 	ft := floatType(g.DType)
 	rep.Key = search.Key{DType: uint8(ft), Class: search.ShapeClass(g.Shape)}
 	if ft == dtype.Invalid {
 		rep.Key.DType = 0xff // records and bytes: one key apart from every float type
 	}
-	rep.Result = search.Run(search.Problem{Key: rep.Key, Candidates: rep.Candidates, Eval: eval}, prior, budget)
-	if evalErr != nil {
-		return rep, evalErr
-	}
-	rep.Best = pickOf(rep.Result.Best)
-	if rep.Best.p != ProgramAuto && !whole {
-		// A sample misses what spans the tensor (an STFT basis repeats
-		// values across all its rows: zstd of the whole finds them, zstd
-		// of four windows does not): the winner of a sampled search is
-		// coded on the whole tensor beside the own choice, and kept only
-		// where it is smaller there too (a tensor above searchCheckMax:
-		// on a sample of searchCheckMax bytes in 16 windows, by 1/64).
-		rep.Verified = true
-		full, fg, err := searchSample(r, g, searchCheckMax, 16)
-		if err != nil {
-			return rep, err
-		}
-		fin := Input{Name: "tensor", R: memArchive(full), Size: fg.Length, Segments: []Segment{fg}}
-		var sizes [2]int64
-		for i, pk := range []pick{{p: ProgramAuto}, rep.Best} {
-			sopt.picks = []map[string]pick{{fg.Name: pk}}
-			b, _, blocks, err := codeSample(fin, sopt)
-			if err != nil {
-				return rep, err
-			}
-			sizes[i] = b + int64(searchIndexBytes*blocks)
-		}
-		margin := int64(0)
-		if fg.Length < g.Length {
-			margin = sizes[0] / 64
-		}
-		if sizes[1] >= sizes[0]-margin {
-			rep.Best, rep.Rejected = pick{p: ProgramAuto}, true
-		}
-	}
-	return rep, nil
+	var err error
+	rep.Report, err = search.Tensor(src, cands, rep.Key, prior, budget, searchLimits())
+	rep.Best = pickOf(rep.Report.Best)
+	return rep, err
 }
 
-// autoBlocks is the blocks the encoder's own plan cuts tensor g into.
-func autoBlocks(g Segment, chunk int) []blockPlan {
-	g.Offset = 0
-	plans, _ := planBlocks([]Segment{g}, g.Length, chunk, nil)
-	return plans
+// tensorSource is a tensor as the search sees it (search.Source): its
+// samples coded by the encoder's own code paths.
+type tensorSource struct {
+	r     io.ReaderAt
+	g     Segment
+	opt   EncodeOptions // one thread, no search
+	chunk int
+}
+
+func (t *tensorSource) Length() int64 { return t.g.Length }
+
+func (t *tensorSource) Sample(target, windows int64) (search.Sample, error) {
+	b, sg, err := searchSample(t.r, t.g, target, windows)
+	if err != nil {
+		return nil, err
+	}
+	return &tensorSample{in: Input{Name: "sample", R: memArchive(b), Size: sg.Length, Segments: []Segment{sg}}, opt: t.opt}, nil
+}
+
+// Blocks is the number of blocks the encoder cuts the whole tensor into
+// with candidate c: its own plan for the own choice, the program's plan
+// otherwise.
+func (t *tensorSource) Blocks(c search.Choice) int {
+	pk := pickOf(c)
+	if pk.p == ProgramAuto {
+		g := t.g
+		g.Offset = 0
+		plans, _ := planBlocks([]Segment{g}, g.Length, t.chunk, nil)
+		return len(plans)
+	}
+	return len(planProgram(nil, t.g, pk, t.chunk))
+}
+
+func (t *tensorSource) Ps(c search.Choice) int64 { return searchPs(pickOf(c).p) }
+
+// Bound: raw's exact size; byte planes' order-0 entropy (planesBound).
+func (t *tensorSource) Bound(c search.Choice, s search.Sample) int64 {
+	switch pickOf(c).p {
+	case ProgramRaw:
+		return s.Len()
+	case ProgramPlanes:
+		return planesBound(s.(*tensorSample).in.R.(memArchive), floatType(t.g.DType).Size())
+	}
+	return 0
+}
+
+// tensorSample is a sample of a tensor as a one-tensor input.
+type tensorSample struct {
+	in  Input
+	opt EncodeOptions
+}
+
+func (s *tensorSample) Len() int64 { return s.in.Size }
+
+func (s *tensorSample) Code(c search.Choice) (search.Coded, error) {
+	opt := s.opt
+	opt.picks = []map[string]pick{{s.in.Segments[0].Name: pickOf(c)}}
+	bytes, ps, blocks, err := codeSample(s.in, opt)
+	return search.Coded{Bytes: bytes, Ps: ps, Blocks: blocks}, err
 }
 
 // archProbe is what planEncode's probe finds in a whole input, which the
@@ -446,12 +382,10 @@ func codeSample(in Input, opt EncodeOptions) (bytes, ps int64, blocks int, err e
 
 // searchSample returns a sample of tensor g of about target bytes and
 // the segment describing it (offset 0): the whole tensor up to target
-// bytes, else windows windows at fixed, evenly spread positions, of whole
-// rows where the rows are short enough (sparse blocks' column contexts),
-// else of whole values or records.
-func searchSample(r interface {
-	ReadAt([]byte, int64) (int, error)
-}, g Segment, target int64, windows int64) ([]byte, Segment, error) {
+// bytes, else windows windows at fixed, evenly spread positions
+// (search.Windows), of whole rows where the rows are short enough (sparse
+// blocks' column contexts), else of whole values or records.
+func searchSample(r io.ReaderAt, g Segment, target int64, windows int64) ([]byte, Segment, error) {
 	sg := Segment{Name: g.Name, DType: g.DType, Type: g.Type, Shape: g.Shape, Length: g.Length}
 	if g.Length <= target {
 		if m, ok := r.(memArchive); ok {
@@ -469,16 +403,13 @@ func searchSample(r interface {
 	} else if ft := floatType(g.DType); ft != dtype.Invalid {
 		unit = int64(ft.Size())
 	}
-	win := target / windows
 	rowUnit := false
-	if row := sparseRow(g); row > 0 && unit > 1 && recordSchema(g) == nil && row*unit <= win && g.Length%(row*unit) == 0 {
+	if row := sparseRow(g); row > 0 && unit > 1 && recordSchema(g) == nil && row*unit <= target/windows && g.Length%(row*unit) == 0 {
 		unit, rowUnit = row*unit, true
 	}
-	win = max(win/unit, 1) * unit
-	span := g.Length - win
-	b := make([]byte, 0, win*windows)
-	for j := int64(0); j < windows; j++ {
-		off := span * j / (windows - 1) / unit * unit
+	win, offs := search.Windows(g.Length, unit, target, windows)
+	b := make([]byte, 0, win*int64(len(offs)))
+	for _, off := range offs {
 		b = b[:len(b)+int(win)]
 		if err := readFull(r, b[len(b)-int(win):], g.Offset+off); err != nil {
 			return nil, sg, err

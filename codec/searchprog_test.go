@@ -152,7 +152,7 @@ func TestSearchBudgetAndPruning(t *testing.T) {
 			}
 			if g.Name == "table" && budget == 100 {
 				for _, p := range []Program{ProgramRaw, ProgramPlanes} {
-					if _, coded := rep.Costs[pick{p: p}]; coded {
+					if _, coded := rep.Costs[choiceOf(pick{p: p})]; coded {
 						t.Errorf("table: %v was coded, its bound should have pruned it", p)
 					}
 				}
