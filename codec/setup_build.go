@@ -333,14 +333,7 @@ func learnPrior(inputs []Input, s *Setup, opt SetupOptions) (*search.Prior, erro
 		if err != nil {
 			return nil, fmt.Errorf("codec: learning the prior on %q: %w", t.g.Name, err)
 		}
-		// a win counts 1 plus the per mille it saved against the own
-		// choice, so the order favours the programs that save most,
-		// not those that win by a few bytes most often
-		w := uint32(1)
-		if a, b := rep.cost(pick{p: ProgramAuto}), rep.Result.Cost; rep.Best.p != ProgramAuto && a.Bytes > 0 && b.Bytes < a.Bytes {
-			w += uint32((a.Bytes - b.Bytes) * 1000 / a.Bytes)
-		}
-		pr.AddPathN(rep.Key, rep.Candidates, choiceOf(rep.Best), w)
+		pr.AddPathN(rep.Key, rep.Candidates, choiceOf(rep.Best), rep.Weight())
 	}
 	return pr, nil
 }

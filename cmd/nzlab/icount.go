@@ -27,6 +27,7 @@ func runICount(args []string) error {
 	ops := fs.String("ops", "encdec", "none, enc or encdec")
 	repeat := fs.Int("repeat", 0, "time N compressions and N decompressions by CPU time instead")
 	noSparse := fs.Bool("no-sparse", false, "as nzip compress -no-sparse")
+	search := fs.Int("search", 0, "as nzip compress -search N: the decode counts of the programs it picks (docs/programs.md, \"Search\")")
 	user := fs.Bool("user", false, "the user's path: the archive's default digest (BLAKE3), checked when decoding; the baseline only reads the files")
 	fs.Parse(args)
 	if fs.NArg() == 0 {
@@ -48,7 +49,7 @@ func runICount(args []string) error {
 	// SHA-256 digests: the baseline (ops "none") computes the same, so the
 	// differences count the coding alone
 	opt := codec.EncodeOptions{Threads: 1, Digest: codec.DigestSHA256, ChunkValues: *chunk}
-	opt.NoSparse = *noSparse
+	opt.NoSparse, opt.Search = *noSparse, *search
 	dec := skipHash
 	if *user {
 		opt.Digest = 0 // the default (BLAKE3)

@@ -167,6 +167,21 @@ func Tensor(src Source, cands []Candidate, key Key, prior *Prior, budget int, li
 	return rep, nil
 }
 
+// Weight is what r's winner counts in a prior (Prior.AddPathN): 1 plus
+// the per mille of the incumbent's bytes it saved, so the order favours
+// the candidates that save most, not those that win by a few bytes most
+// often.
+func (r Report) Weight() uint32 {
+	w := uint32(1)
+	if len(r.Candidates) == 0 || r.Best == r.Candidates[0].Choice {
+		return w
+	}
+	if a, b := r.Costs[r.Candidates[0].Choice], r.Result.Cost; a.Bytes > 0 && b.Bytes < a.Bytes {
+		w += uint32((a.Bytes - b.Bytes) * 1000 / a.Bytes)
+	}
+	return w
+}
+
 // Windows places a sample of about target bytes of a tensor of length
 // bytes, cut into units of unit bytes (rows, values or records), in
 // windows windows at fixed, evenly spread positions: each window's bytes

@@ -165,3 +165,20 @@ func TestEach(t *testing.T) {
 		t.Fatalf("cancelled: %v", err)
 	}
 }
+
+// A win weighs 1 plus the per mille saved; the incumbent's, 1.
+func TestReportWeight(t *testing.T) {
+	f := &fakeSource{length: 1000, perMil: map[Choice]int64{1: 500, 2: 400}}
+	r, err := Tensor(f, cands(1, 2), Key{}, nil, 2, testLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 500+24 → 400+24 bytes: 190 per mille
+	if w := r.Weight(); w != 1+100*1000/524 {
+		t.Fatalf("weight %d", w)
+	}
+	r, _ = Tensor(f, cands(1, 2), Key{}, nil, 1, testLimits)
+	if w := r.Weight(); w != 1 {
+		t.Fatalf("incumbent's weight %d", w)
+	}
+}
