@@ -293,3 +293,19 @@ func TestSearchReal(t *testing.T) {
 		}
 	}
 }
+
+// Tensors below searchMinBytes are not searched, nor those named in
+// Programs; one at the limit is.
+func TestSearchable(t *testing.T) {
+	g := Segment{Name: "w", DType: dtype.BF16, Shape: []int64{searchMinBytes / 2}, Length: searchMinBytes}
+	if !searchable(g, &EncodeOptions{}) {
+		t.Fatalf("%d bytes: not searched", g.Length)
+	}
+	if searchable(g, &EncodeOptions{Programs: map[string]Program{"w": ProgramRaw}}) {
+		t.Fatal("a tensor with a program chosen was searched")
+	}
+	g.Shape, g.Length = []int64{searchMinBytes/2 - 64}, searchMinBytes-128
+	if searchable(g, &EncodeOptions{}) {
+		t.Fatalf("%d bytes: searched", g.Length)
+	}
+}
