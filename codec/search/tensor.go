@@ -141,8 +141,8 @@ func Tensor(src Source, cands []Candidate, key Key, prior *Prior, budget int, li
 	if evalErr != nil {
 		return rep, evalErr
 	}
-	if rep.Best == inc || whole {
-		return rep, nil
+	if rep.Expanded == 0 || rep.Best == inc || whole {
+		return rep, nil // no candidates or no budget; the incumbent; exact
 	}
 	rep.Verified = true
 	full, err := src.Sample(lim.CheckMax, lim.CheckWindows)

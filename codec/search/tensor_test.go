@@ -182,3 +182,14 @@ func TestReportWeight(t *testing.T) {
 		t.Fatalf("incumbent's weight %d", w)
 	}
 }
+
+// Without a budget or candidates nothing is coded.
+func TestTensorNothing(t *testing.T) {
+	f := &fakeSource{length: 1 << 20, perMil: map[Choice]int64{1: 500, 2: 400}}
+	for _, c := range [][]Candidate{nil, cands(1, 2)} {
+		r, err := Tensor(f, c, Key{}, nil, 0, testLimits)
+		if err != nil || r.Expanded != 0 || r.Verified || len(f.coded) != 0 {
+			t.Fatalf("%+v %v coded %v", r, err, f.coded)
+		}
+	}
+}
