@@ -39,6 +39,11 @@ const (
 	// so a records block must save 1/2000 of its bytes, and on the real
 	// files it saves 0.5-7 %
 	costRecordsPs = 1_000
+
+	// costRepeatPs: a repeat block (a float tensor's rows as matches of
+	// each other, repeat.go) over the float coder's or zstd's blocks of
+	// the same tensor, per value
+	costRepeatPs = 10_000
 )
 
 // slowerPays reports whether a coding of a block of n values that saves

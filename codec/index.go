@@ -28,7 +28,7 @@ const (
 	// order), version 4 method 2 (range-coded, with EncodeOptions.Best), so that
 	// readers without those methods refuse an archive by its version
 	// instead of failing at its first such block.
-	Version = 12
+	Version = 13
 
 	headerLen  = 16
 	trailerLen = 32
@@ -129,6 +129,8 @@ func kindName(k byte) string {
 		return "cm"
 	case kindRecords:
 		return "records"
+	case kindRepeat:
+		return "repeat"
 	}
 	return fmt.Sprintf("kind%d", k)
 }
@@ -451,7 +453,7 @@ func (x *indexData) readBlocks(r *indexReader, f *FileInfo, i, nb uint64, payloa
 	for j := uint64(0); j < nb && r.err == nil; j++ {
 		var k blockInfo
 		k.kind = r.u8("block kind")
-		if k.kind > kindFloat && !(k.kind == kindRef && flags&flagRef != 0) && !(k.kind == kindDup && version >= 3) && !(k.kind == kindCM && version >= cmVersion) && !(k.kind == kindRecords && version >= recordsVersion) {
+		if k.kind > kindFloat && !(k.kind == kindRef && flags&flagRef != 0) && !(k.kind == kindDup && version >= 3) && !(k.kind == kindCM && version >= cmVersion) && !(k.kind == kindRecords && version >= recordsVersion) && !(k.kind == kindRepeat && version >= repeatVersion) {
 			r.fail("index: file %q block %d: unknown kind %d", f.Name, j, k.kind)
 			break
 		}

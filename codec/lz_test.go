@@ -191,6 +191,8 @@ func TestLZPerTensor(t *testing.T) {
 // archive is no larger than zstd's of the whole file; ordinary weights in
 // the same file keep the float coder.
 func TestZstdFallback(t *testing.T) {
+	repeatOff = true // the basis is a repeat block otherwise (repeat_test.go)
+	defer func() { repeatOff = false }()
 	basis := stftBasis(128) // one block (a tensor of several loses the matches between them)
 	w := realisticValues(dtype.F32, 30000, 9)
 	src, segs := safetensorsFile(`{"source":"codec/lz_test.go"}`, []refT{
@@ -388,6 +390,8 @@ func lzPlanesInput() ([]byte, []Segment) {
 // planes through zstd, and the encoder writes it byte for byte (regenerate
 // with -update after a deliberate change).
 func TestGoldenLZ(t *testing.T) {
+	repeatOff = true // the basis is a repeat block otherwise: TestGoldenRepeat
+	defer func() { repeatOff = false }()
 	path := filepath.Join("testdata", "golden-lz-v9.nzip")
 	src, segs := lzPlanesInput()
 	arc := roundTrip(t, src, segs, EncodeOptions{Threads: 2})
