@@ -95,29 +95,38 @@ type repModels struct {
 	same  [RepeatMaxSources]rc.Model          // slot j is the predicted source
 	kind  [RepeatMaxSources][4]rc.Model       // kind, a 2-bit tree
 	gamma [RepeatMaxSources][2][32]rc.Model   // the row distance's length (Elias gamma), by kind == repSame
-	match [5][2][2]rc.Model                   // a source gives the word: (symbol at c−1, c−2 matched, above matched)
+	match [repDict + 1][2][2]rc.Model         // a source gives the word: (symbol at c−1, c−2 matched, above matched)
+	dict  [repDict + 1][2]rc.Model            // no source does, an earlier literal's magnitude does: (symbol at c−1, the last such word was one)
+	dgam  [32]rc.Model                        // its distance back in the literals' list (Elias gamma)
+	dsign [2]rc.Model                         // its sign (column parity)
 	which [RepeatMaxSources][2][2]rc.Model    // slot j: (symbol at c−1 is j, above is j)
 	sign  [RepeatMaxSources][3][3][2]rc.Model // flipped: (slot, sign at c−1 by this slot or 2, at c−2, column parity)
 }
 
+// repDict is the symbol of a word whose magnitude is an earlier
+// literal's (the DCT's values recur at other columns); symbols 1 to
+// RepeatMaxSources are the sources', 0 a literal.
+const repDict = RepeatMaxSources + 1
+
 // repState is what the encoder and the decoder both track.
 type repState struct {
-	m       repModels
-	prev    [RepeatMaxSources]repSource // the previous row's sources
-	step    [RepeatMaxSources]int32     // their row steps from the row before
-	nprev   int
-	src     [RepeatMaxSources]repSource
-	nsrc    int
-	above   []uint8 // the previous row's symbols: 0 literal, 1+slot
-	cur     []uint8
-	signs   []uint8 // this row's signs: 0, 1, or 2 where no source gave the word
-	minCol  [RepeatMaxSources]int
-	srcBase [RepeatMaxSources]int // flat index of the source row's start
+	m        repModels
+	prev     [RepeatMaxSources]repSource // the previous row's sources
+	step     [RepeatMaxSources]int32     // their row steps from the row before
+	nprev    int
+	src      [RepeatMaxSources]repSource
+	nsrc     int
+	above    []uint8 // the previous row's symbols: 0 literal, 1+slot
+	cur      []uint8
+	signs    []uint8 // this row's signs: 0, 1, or 2 where no source gave the word
+	dictLast int     // 1: the last word no source gave was an earlier literal's
+	minCol   [RepeatMaxSources]int
+	srcBase  [RepeatMaxSources]int // flat index of the source row's start
 }
 
 func (s *repState) reset(cols int) {
 	s.m = repModels{}
-	s.nprev = 0
+	s.nprev, s.dictLast = 0, 0
 	if cap(s.above) < cols {
 		s.above, s.cur, s.signs = make([]uint8, cols), make([]uint8, cols), make([]uint8, cols)
 	}
@@ -163,10 +172,10 @@ func (s *repState) ctx(c int) (a, b, u int) {
 	if c > 0 {
 		a = int(s.cur[c-1])
 	}
-	if c > 1 && s.cur[c-2] != 0 {
+	if c > 1 && s.cur[c-2] != 0 && s.cur[c-2] != repDict {
 		b = 1
 	}
-	if s.above[c] != 0 {
+	if s.above[c] != 0 && s.above[c] != repDict {
 		u = 1
 	}
 	return
@@ -185,18 +194,41 @@ func (s *repState) signCtx(j, c int) *rc.Model {
 
 // RepeatEncoder codes repeat payloads. Its zero value is ready; reuse it.
 type RepeatEncoder struct {
-	st    repState
-	enc   rc.Encoder
-	words []uint32
-	head  []int32 // hash table: flat index + 1 of the latest word of a (column, |word|) key
-	chain []int32 // the previous flat index of the same key, -1 for none
-	cand  []repSource
-	cidx  []int32 // per column of the row: its candidates' end in cand
-	votes []int32
-	touch []int32
-	cover []bool
-	lits  []byte
-	out   []byte
+	st       repState
+	enc      rc.Encoder
+	words    []uint32
+	head     []int32 // hash table: flat index + 1 of the latest word of a (column, |word|) key
+	chain    []int32 // the previous flat index of the same key, -1 for none
+	cand     []repSource
+	cidx     []int32 // per column of the row: its candidates' end in cand
+	votes    []int32
+	touch    []int32
+	cover    []bool
+	lits     []byte
+	out      []byte
+	dict     []uint32 // the literals' magnitudes, in order
+	dictHead []int32  // hash table: 1 + their index
+}
+
+// dictSlot is the slot of magnitude a in the literals' hash table: the
+// one holding it, or the empty one where it goes.
+func (e *RepeatEncoder) dictSlot(a uint32) uint32 {
+	mask := uint32(len(e.dictHead) - 1)
+	h := (a * 0x9E3779B1 >> 5) & mask
+	for {
+		k := e.dictHead[h]
+		if k == 0 || e.dict[k-1] == a {
+			return h
+		}
+		h = (h + 1) & mask
+	}
+}
+
+func b2i32(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // repChain is how many earlier occurrences of a word's key the search
@@ -218,6 +250,12 @@ func (e *RepeatEncoder) Append(dst, src []byte, cols, width int) (out, lits []by
 	e.load(src, width)
 	sign := uint32(1) << (8*width - 1)
 	e.initChains(n)
+	if cap(e.dictHead) < len(e.head) {
+		e.dictHead = make([]int32, len(e.head))
+	}
+	e.dictHead = e.dictHead[:len(e.head)]
+	clear(e.dictHead)
+	e.dict = e.dict[:0]
 	st := &e.st
 	st.reset(cols)
 	e.enc.Reset(e.out[:0])
@@ -289,8 +327,24 @@ func (e *RepeatEncoder) Append(dst, src []byte, cols, width int) (out, lits []by
 				}
 			}
 			if sym == 0 {
-				nlits++
-				e.lits = appendWord(e.lits, v, width)
+				// an earlier literal's magnitude, or a new literal
+				h := e.dictSlot(v &^ sign)
+				if len(e.dict) > 0 {
+					k := e.dictHead[h]
+					e.enc.Encode(&st.m.dict[a][st.dictLast], b2i32(k != 0))
+					st.dictLast = b2i(k != 0)
+					if k != 0 {
+						sym, sg = repDict, uint8(v>>(8*width-1))
+						gammaEnc(&e.enc, &st.m.dgam, uint32(len(e.dict)-int(k)+1))
+						e.enc.Encode(&st.m.dsign[c&1], uint32(sg))
+					}
+				}
+				if sym == 0 {
+					nlits++
+					e.lits = appendWord(e.lits, v, width)
+					e.dict = append(e.dict, v&^sign)
+					e.dictHead[h] = int32(len(e.dict))
+				}
 			}
 			st.cur[c], st.signs[c] = uint8(sym), sg
 		}
@@ -524,25 +578,25 @@ func (e *RepeatEncoder) codeSources(r int) {
 		if s.kind == repSame {
 			d--
 		}
-		e.gamma(&st.m.gamma[j][b2i(s.kind == repSame)], d+1)
+		gammaEnc(&e.enc, &st.m.gamma[j][b2i(s.kind == repSame)], d+1)
 	}
 }
 
 // gamma codes x ≥ 1 as its bit length in unary (adaptive) and its bits
 // below the top at probability one half.
-func (e *RepeatEncoder) gamma(m *[32]rc.Model, x uint32) {
+func gammaEnc(e *rc.Encoder, m *[32]rc.Model, x uint32) {
 	nb := 0
 	for x>>(nb+1) != 0 {
 		nb++
 	}
 	for i := 0; i < nb; i++ {
-		e.enc.Encode(&m[i], 1)
+		e.Encode(&m[i], 1)
 	}
 	if nb < 31 {
-		e.enc.Encode(&m[nb], 0)
+		e.Encode(&m[nb], 0)
 	}
 	for i := nb - 1; i >= 0; i-- {
-		e.enc.EncodeP(1<<15, x>>i&1)
+		e.EncodeP(1<<15, x>>i&1)
 	}
 }
 
@@ -644,9 +698,27 @@ func (d *RepeatDecoder) Decode(dst []byte, h RepeatHeader, lits []byte, width in
 			if sym != 0 {
 				s := st.src[sym-1]
 				v = load(st.srcBase[sym-1]+srcCol(s.kind, c, cols)) ^ uint32(sg)*sign
+			} else if li > 0 && d.dec.Decode(&st.m.dict[a][st.dictLast]) == 1 {
+				st.dictLast = 1
+				x, err := d.gamma(&st.m.dgam)
+				if err != nil || int(x) > li {
+					return fmt.Errorf("%w: row %d: literal %d back of %d", ErrRepeat, r, x, li)
+				}
+				sym = repDict
+				sg = uint8(d.dec.Decode(&st.m.dsign[c&1]))
+				k := li - int(x)
+				if width == 4 {
+					v = binary.LittleEndian.Uint32(lits[4*k:])
+				} else {
+					v = uint32(binary.LittleEndian.Uint16(lits[2*k:]))
+				}
+				v = v&^sign | uint32(sg)*sign
 			} else {
 				if li >= h.Lits {
 					return fmt.Errorf("%w: more than %d literals", ErrRepeat, h.Lits)
+				}
+				if li > 0 {
+					st.dictLast = 0
 				}
 				if width == 4 {
 					v = binary.LittleEndian.Uint32(lits[4*li:])
