@@ -197,8 +197,9 @@ type RepeatEncoder struct {
 	st       repState
 	enc      rc.Encoder
 	words    []uint32
-	head     []int32 // hash table: flat index + 1 of the latest word of a (column, |word|) key
-	chain    []int32 // the previous flat index of the same key, -1 for none
+	head     []int32  // hash table: flat index + 1 of the latest word of a (column, |word|) key
+	keys     []uint64 // and the key, column<<32 | |word|
+	chain    []int32  // the previous flat index of the same key, -1 for none
 	cand     []repSource
 	cidx     []int32 // per column of the row: its candidates' end in cand
 	votes    []int32
@@ -402,6 +403,10 @@ func (e *RepeatEncoder) initChains(n int) {
 	}
 	e.head = e.head[:1<<bits]
 	clear(e.head)
+	if cap(e.keys) < 1<<bits {
+		e.keys = make([]uint64, 1<<bits)
+	}
+	e.keys = e.keys[:1<<bits]
 	if cap(e.chain) < n {
 		e.chain = make([]int32, n)
 	}
@@ -413,9 +418,9 @@ func (e *RepeatEncoder) initChains(n int) {
 func (e *RepeatEncoder) slot(a uint32, c, cols int, sign uint32) uint32 {
 	mask := uint32(len(e.head) - 1)
 	h := ((a*0x9E3779B1 ^ uint32(c)*0x85EBCA77) >> 7) & mask
+	key := uint64(c)<<32 | uint64(a)
 	for {
-		k := e.head[h]
-		if k == 0 || int(k-1)%cols == c && e.words[k-1]&^sign == a {
+		if e.head[h] == 0 || e.keys[h] == key {
 			return h
 		}
 		h = (h + 1) & mask
@@ -427,9 +432,11 @@ func (e *RepeatEncoder) slot(a uint32, c, cols int, sign uint32) uint32 {
 func (e *RepeatEncoder) insertRow(r, cols int, sign uint32) {
 	base := r * cols
 	for c := 0; c < cols; c++ {
-		h := e.slot(e.words[base+c]&^sign, c, cols, sign)
+		a := e.words[base+c] &^ sign
+		h := e.slot(a, c, cols, sign)
 		e.chain[base+c] = e.head[h] - 1
 		e.head[h] = int32(base+c) + 1
+		e.keys[h] = uint64(c)<<32 | uint64(a)
 	}
 }
 

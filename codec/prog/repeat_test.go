@@ -83,3 +83,32 @@ func TestRepeatStructured(t *testing.T) {
 		t.Logf("%s: %d words, stream %d bytes, %d literals (%.1f %%)", c.name, len(c.b)/4, len(p), len(l)/4, 100*float64(len(l))/float64(len(c.b)))
 	}
 }
+
+// BenchmarkRepeat codes and decodes the windowed 512-point DFT basis
+// (the literals kept apart, as the codec's float coder takes them).
+func BenchmarkRepeat(b *testing.B) {
+	src := hannDFT(512, 400)
+	b.Run("encode", func(b *testing.B) {
+		var e RepeatEncoder
+		b.SetBytes(int64(len(src)))
+		for b.Loop() {
+			e.Append(nil, src, 512, 4)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		var e RepeatEncoder
+		p, lits := e.Append(nil, src, 512, 4)
+		h, _, err := ReadRepeatHeader(p, len(src)/4)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var d RepeatDecoder
+		dst := make([]byte, len(src))
+		b.SetBytes(int64(len(src)))
+		for b.Loop() {
+			if err := d.Decode(dst, h, lits, 4); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
