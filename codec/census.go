@@ -44,6 +44,11 @@ type Census struct {
 	// their original bytes.
 	Records      int
 	RecordsBytes int64
+	// Repeat counts the blocks of float tensors coded as matches between
+	// their rows (repeat blocks, package prog), RepeatBytes their
+	// original bytes.
+	Repeat      int
+	RepeatBytes int64
 }
 
 // Census reads the coding of every block; see the type.
@@ -93,6 +98,10 @@ func (r *Reader) Census() (Census, error) {
 			if b.kind == kindRecords {
 				c.Records++
 				c.RecordsBytes += b.origLen
+			}
+			if b.kind == kindRepeat {
+				c.Repeat++
+				c.RepeatBytes += b.origLen
 			}
 			if b.kind != kindFloat {
 				continue

@@ -83,6 +83,41 @@ func (b *blockDecoder) decodeRepeat(dst, src []byte) error {
 	return nil
 }
 
+// repeatProgram is the program of a repeat block (BlockProgram): its
+// header, the range-coded sources and symbols, and the literals' float
+// block.
+func repeatProgram(root ProgramNode, src []byte, length int) (ProgramNode, error) {
+	if len(src) < 1 {
+		return root, errf("repeat block: empty payload")
+	}
+	d := dtype.DType(src[0])
+	if d != dtype.F32 && d != dtype.F16 && d != dtype.BF16 || length%d.Size() != 0 {
+		return root, errf("repeat block: %d bytes of type %v", length, d)
+	}
+	n := length / d.Size()
+	h, rest, err := prog.ReadRepeatHeader(src[1:], n)
+	if err != nil {
+		return root, errf("repeat block: %v", err)
+	}
+	root.Op = "repeat " + d.String()
+	root.Values = int64(n)
+	hdr := len(src) - len(rest) - h.StreamLen()
+	root.Nodes = append(root.Nodes,
+		ProgramNode{Op: "type, row length, literals", Coder: "header", Bytes: int64(hdr)},
+		ProgramNode{Op: "row sources, word symbols", Coder: "range", Values: int64(n), Bytes: int64(h.StreamLen())})
+	if h.Lits > 0 {
+		lits, err := floatProgram(ProgramNode{Op: "literals", Bytes: int64(len(rest))}, rest, d, h.Lits*d.Size())
+		if err != nil {
+			return root, errf("repeat block: literals: %v", err)
+		}
+		lits.Op = "literals: " + lits.Op
+		root.Nodes = append(root.Nodes, lits)
+	} else if len(rest) != 0 {
+		return root, errf("repeat block: %d bytes after the stream", len(rest))
+	}
+	return root, nil
+}
+
 // repeatProbeBytes is what repeatProbe reads: 16 KiB from the middle of
 // the tensor.
 const repeatProbeBytes = 16 << 10

@@ -635,6 +635,9 @@ func ReadRepeatHeader(src []byte, n int) (RepeatHeader, []byte, error) {
 	return h, src[k+int(l):], nil
 }
 
+// StreamLen is the symbol stream's bytes.
+func (h RepeatHeader) StreamLen() int { return len(h.stream) }
+
 // RepeatDecoder decodes repeat payloads. Its zero value is ready; reuse it.
 type RepeatDecoder struct {
 	st  repState
