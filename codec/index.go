@@ -12,7 +12,10 @@ import (
 // Container constants (see doc.go).
 const (
 	// Version is the newest archive format version, which this package
-	// reads with every older one. Version 12 adds the one-byte records
+	// reads with every older one. Version 13 adds repeat blocks (kind 7,
+	// repeat.go), written for inputs with a float tensor whose words recur
+	// across rows or mirrored to the writer's probe (repeatProbe).
+	// Version 12 adds the one-byte records
 	// layout of 8-bit integer tensors (records.go, byteRecords). Version
 	// 11 adds records blocks (kind 6). Version 10 adds cm blocks (kind 5,
 	// cm.go), written for inputs whose opaque bytes may be coded so to
