@@ -46,9 +46,10 @@ type Census struct {
 	RecordsBytes int64
 	// Repeat counts the blocks of float tensors coded as matches between
 	// their rows (repeat blocks, package prog), RepeatBytes their
-	// original bytes.
-	Repeat      int
-	RepeatBytes int64
+	// original bytes, RepeatTensors them by tensor.
+	Repeat        int
+	RepeatBytes   int64
+	RepeatTensors map[string]int
 }
 
 // Census reads the coding of every block; see the type.
@@ -102,6 +103,12 @@ func (r *Reader) Census() (Census, error) {
 			if b.kind == kindRepeat {
 				c.Repeat++
 				c.RepeatBytes += b.origLen
+				if ti < len(f.Tensors) && f.Tensors[ti].Offset <= b.origOff {
+					if c.RepeatTensors == nil {
+						c.RepeatTensors = map[string]int{}
+					}
+					c.RepeatTensors[f.Tensors[ti].Name]++
+				}
 			}
 			if b.kind != kindFloat {
 				continue
