@@ -213,14 +213,15 @@ func TestZstdFallback(t *testing.T) {
 
 // TestZstdFallbackReal: Silero VAD's STFT basis (real) made nzip lose to
 // C zstd -3 (1,037,637 bytes against 1,026,369) without the fallback; with
-// it the basis was coded as byte planes through zstd (945,654 bytes), and
-// now as one zstd block of the whole tensor (mergeLZTensors: 916,988).
+// it the basis was coded as byte planes through zstd (945,654 bytes), then
+// as one zstd block of the whole tensor (mergeLZTensors: 916,988), and now
+// as one repeat block of the whole tensor (repeat.go: 839,913).
 func TestZstdFallbackReal(t *testing.T) {
 	src := realFile(t, "models/original/silero_vad_16k.safetensors")
 	segs := safetensorsSegments(src)
 	arc := roundTrip(t, src, segs, EncodeOptions{})
-	if c := censusOf(t, arc); c.ZstdTensors["stft_conv.weight"] != 1 || c.ZstdFloatBytes != 264192 {
-		t.Errorf("the STFT basis is not one zstd block: %+v", c)
+	if c := censusOf(t, arc); c.RepeatTensors["stft_conv.weight"] != 1 || c.RepeatBytes != 264192 {
+		t.Errorf("the STFT basis is not one repeat block: %+v", c)
 	}
 	zs := zstd3(t, src)
 	t.Logf("nzip %d bytes, zstd-3 %d", len(arc), len(zs))
