@@ -69,9 +69,9 @@ func TestRepeatNotProbed(t *testing.T) {
 			}
 		}
 	}
-	// 16-bit bases are not marked: the word probe reads 16-bit values
-	// in units of four, which a DFT basis does not repeat (the operator
-	// takes them: TestRepeatBlockEdges)
+	// 16-bit bases are not marked: the word probe reads 16-bit values in
+	// pairs (fours in tensors with zeros), which a DFT basis seldom
+	// repeats (the operator takes them: TestRepeatBlockEdges)
 	bf := hannBasis(128)
 	b16 := make([]byte, 0, len(bf)/2)
 	for i := 0; i < len(bf); i += 4 {
