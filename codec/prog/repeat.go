@@ -640,8 +640,10 @@ func (h RepeatHeader) StreamLen() int { return len(h.stream) }
 
 // RepeatDecoder decodes repeat payloads. Its zero value is ready; reuse it.
 type RepeatDecoder struct {
-	st  repState
-	dec rc.Decoder
+	st    repState
+	dec   rc.Decoder
+	words []uint32 // the words decoded
+	litw  []uint32 // the literals
 }
 
 // Decode writes the words of a repeat payload with header h into dst
@@ -661,96 +663,126 @@ func (d *RepeatDecoder) Decode(dst []byte, h RepeatHeader, lits []byte, width in
 	st := &d.st
 	st.reset(cols)
 	d.dec.ResetShort(h.stream)
-	li := 0
-	load := func(i int) uint32 {
-		if width == 4 {
-			return binary.LittleEndian.Uint32(dst[4*i:])
-		}
-		return uint32(binary.LittleEndian.Uint16(dst[2*i:]))
+	// words and literals as uint32s: one load and store path for both widths
+	if cap(d.words) < n {
+		d.words = make([]uint32, n)
 	}
+	w := d.words[:n]
+	if cap(d.litw) < h.Lits {
+		d.litw = make([]uint32, h.Lits)
+	}
+	lw := d.litw[:h.Lits]
+	for i := range lw {
+		if width == 4 {
+			lw[i] = binary.LittleEndian.Uint32(lits[4*i:])
+		} else {
+			lw[i] = uint32(binary.LittleEndian.Uint16(lits[2*i:]))
+		}
+	}
+	li := 0
+	m := &st.m
+	dec := &d.dec
 	for r := 0; r < rows; r++ {
 		if err := d.readSources(r); err != nil {
 			return err
 		}
-		for j := 0; j < st.nsrc; j++ {
-			st.minCol[j] = st.src[j].firstCol(r, cols)
-			st.srcBase[j] = int(st.src[j].row) * cols
+		// slot j gives column c (c ≥ minCol[j]) the word off[j] + dir[j]·c
+		nsrc := st.nsrc
+		var minCol, off, dir [RepeatMaxSources]int
+		for j := 0; j < nsrc; j++ {
+			s := st.src[j]
+			minCol[j] = s.firstCol(r, cols)
+			off[j], dir[j] = int(s.row)*cols, 1
+			if s.kind == repMirror {
+				off[j], dir[j] = off[j]+cols, -1
+			} else if s.kind == repMirror1 {
+				off[j], dir[j] = off[j]+cols-1, -1
+			}
+		}
+		first := cols // the first column any slot gives
+		for j := 0; j < nsrc; j++ {
+			first = min(first, minCol[j])
 		}
 		base := r * cols
-		for c := 0; c < cols; c++ {
-			a, b, u := st.ctx(c)
-			avail := 0
-			for j := 0; j < st.nsrc; j++ {
-				if c >= st.minCol[j] {
-					avail++
-				}
-			}
+		row := w[base : base+cols]
+		cur, above, signs := st.cur[:cols], st.above[:cols], st.signs[:cols]
+		a, a2 := 0, 0 // the symbols at c−1 and c−2
+		for c := range row {
 			sym, sg := 0, uint8(2)
-			if avail > 0 && d.dec.Decode(&st.m.match[a][b][u]) == 1 {
-				left := avail
-				for j := 0; j < st.nsrc; j++ {
-					if c < st.minCol[j] {
-						continue
-					}
-					if left == 1 {
-						sym = j + 1
-						break
-					}
-					left--
-					if d.dec.Decode(&st.m.which[j][b2i(a == j+1)][b2i(st.above[c] == uint8(j+1))]) == 1 {
-						sym = j + 1
-						break
-					}
+			if c >= first {
+				b, u := 0, 0
+				if a2 != 0 && a2 != repDict {
+					b = 1
 				}
-				sg = uint8(d.dec.Decode(st.signCtx(sym-1, c)))
+				if x := above[c]; x != 0 && x != repDict {
+					u = 1
+				}
+				if dec.Decode(&m.match[a][b][u]) == 1 {
+					avail := 0
+					for j := 0; j < nsrc; j++ {
+						if c >= minCol[j] {
+							avail++
+						}
+					}
+					for j := 0; j < nsrc; j++ {
+						if c < minCol[j] {
+							continue
+						}
+						if avail == 1 {
+							sym = j + 1
+							break
+						}
+						avail--
+						if dec.Decode(&m.which[j][b2i(a == j+1)][b2i(above[c] == uint8(j+1))]) == 1 {
+							sym = j + 1
+							break
+						}
+					}
+					sg = uint8(dec.Decode(st.signCtx(sym-1, c)))
+				}
 			}
 			var v uint32
 			if sym != 0 {
-				s := st.src[sym-1]
-				v = load(st.srcBase[sym-1]+srcCol(s.kind, c, cols)) ^ uint32(sg)*sign
-			} else if li > 0 && d.dec.Decode(&st.m.dict[a][st.dictLast]) == 1 {
+				v = w[off[sym-1]+dir[sym-1]*c] ^ uint32(sg)*sign
+			} else if li > 0 && dec.Decode(&m.dict[a][st.dictLast]) == 1 {
 				st.dictLast = 1
-				x, err := d.gamma(&st.m.dgam)
+				x, err := d.gamma(&m.dgam)
 				if err != nil || int(x) > li {
 					return fmt.Errorf("%w: row %d: literal %d back of %d", ErrRepeat, r, x, li)
 				}
 				sym = repDict
-				sg = uint8(d.dec.Decode(&st.m.dsign[c&1]))
-				k := li - int(x)
-				if width == 4 {
-					v = binary.LittleEndian.Uint32(lits[4*k:])
-				} else {
-					v = uint32(binary.LittleEndian.Uint16(lits[2*k:]))
-				}
-				v = v&^sign | uint32(sg)*sign
+				sg = uint8(dec.Decode(&m.dsign[c&1]))
+				v = lw[li-int(x)]&^sign | uint32(sg)*sign
 			} else {
-				if li >= h.Lits {
+				if li >= len(lw) {
 					return fmt.Errorf("%w: more than %d literals", ErrRepeat, h.Lits)
 				}
 				if li > 0 {
 					st.dictLast = 0
 				}
-				if width == 4 {
-					v = binary.LittleEndian.Uint32(lits[4*li:])
-				} else {
-					v = uint32(binary.LittleEndian.Uint16(lits[2*li:]))
-				}
+				v = lw[li]
 				li++
 			}
-			if width == 4 {
-				binary.LittleEndian.PutUint32(dst[4*(base+c):], v)
-			} else {
-				binary.LittleEndian.PutUint16(dst[2*(base+c):], uint16(v))
-			}
-			st.cur[c], st.signs[c] = uint8(sym), sg
+			row[c] = v
+			cur[c], signs[c] = uint8(sym), sg
+			a, a2 = sym, a
 		}
-		if d.dec.Overrun() {
+		if dec.Overrun() {
 			return fmt.Errorf("%w: the stream ends in row %d", ErrRepeat, r)
 		}
 		st.endRow()
 	}
-	if li != h.Lits || d.dec.Overrun() {
+	if li != h.Lits || dec.Overrun() {
 		return fmt.Errorf("%w: %d literals used of %d", ErrRepeat, li, h.Lits)
+	}
+	if width == 4 {
+		for i, v := range w {
+			binary.LittleEndian.PutUint32(dst[4*i:], v)
+		}
+	} else {
+		for i, v := range w {
+			binary.LittleEndian.PutUint16(dst[2*i:], uint16(v))
+		}
 	}
 	return nil
 }
