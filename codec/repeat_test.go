@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"neuralzip/codec/prog"
@@ -219,4 +221,18 @@ func FuzzRepeatBlock(f *testing.F) {
 		err := bd.decode(dst, payload, kindRepeat, 0)
 		fuzzProgram(t, payload, KindRepeat, 0, len(dst), err == nil)
 	})
+}
+
+// TestRepeatNeedsVersion13: an archive of an earlier version that names a
+// repeat block is refused when its index is read, before any decoding.
+func TestRepeatNeedsVersion13(t *testing.T) {
+	golden, err := os.ReadFile(filepath.Join("testdata", "golden-repeat-v13.nzip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := append([]byte(nil), golden...)
+	binary.LittleEndian.PutUint16(old[8:], byteRecordsVersion)
+	if _, err := NewMemReader(old); err == nil || !strings.Contains(err.Error(), "unknown kind 7") {
+		t.Fatalf("a version-12 archive with repeat blocks: %v", err)
+	}
 }
