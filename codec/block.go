@@ -42,6 +42,9 @@ type blockEncoder struct {
 	whole      []blockPlan   // encodeLZWhole's blocks
 	wholeInfo  []blockInfo   // and their infos
 	lzAlt      []byte        // a whole tensor through zstdWhole
+	repeat     bool          // the archive may hold repeat blocks (version 13; repeat.go)
+	rep        prog.RepeatEncoder
+	repOut     []byte // a whole tensor as a repeat block
 }
 
 // runMemo holds, under a setup, what the first block of a run decided for
@@ -812,6 +815,8 @@ type blockDecoder struct {
 	methods byte
 	sp      sparseDec    // sparse blocks (sparse.go)
 	rec     prog.Decoder // records blocks (records.go)
+	rep     prog.RepeatDecoder
+	repLits []byte // a repeat block's literals (repeat.go)
 }
 
 func (b *blockDecoder) buffers(n, np int) {
@@ -845,6 +850,8 @@ func (b *blockDecoder) decode(dst, src []byte, kind byte, d dtype.DType) error {
 		return decodeCM(dst, src)
 	case kindRecords:
 		return b.decodeRecords(dst, src)
+	case kindRepeat:
+		return b.decodeRepeat(dst, src)
 	}
 	return errf("unknown block kind %d", kind)
 }

@@ -44,6 +44,12 @@ type Census struct {
 	// their original bytes.
 	Records      int
 	RecordsBytes int64
+	// Repeat counts the blocks of float tensors coded as matches between
+	// their rows (repeat blocks, package prog), RepeatBytes their
+	// original bytes, RepeatTensors them by tensor.
+	Repeat        int
+	RepeatBytes   int64
+	RepeatTensors map[string]int
 }
 
 // Census reads the coding of every block; see the type.
@@ -93,6 +99,16 @@ func (r *Reader) Census() (Census, error) {
 			if b.kind == kindRecords {
 				c.Records++
 				c.RecordsBytes += b.origLen
+			}
+			if b.kind == kindRepeat {
+				c.Repeat++
+				c.RepeatBytes += b.origLen
+				if ti < len(f.Tensors) && f.Tensors[ti].Offset <= b.origOff {
+					if c.RepeatTensors == nil {
+						c.RepeatTensors = map[string]int{}
+					}
+					c.RepeatTensors[f.Tensors[ti].Name]++
+				}
 			}
 			if b.kind != kindFloat {
 				continue

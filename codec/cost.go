@@ -39,6 +39,14 @@ const (
 	// so a records block must save 1/2000 of its bytes, and on the real
 	// files it saves 0.5-7 %
 	costRecordsPs = 1_000
+
+	// costRepeatPs: a repeat block (a float tensor's rows as matches of
+	// each other, repeat.go) over the float coder's or zstd's blocks of
+	// the same tensor, per value: its symbols decode at ~30 ns a value
+	// (100-140 MB/s of F32, go test ./codec/prog -bench Repeat), so it
+	// must save a byte per ~70 values; the DFT and DCT bases it is made
+	// for save a byte per 1-3 values
+	costRepeatPs = 30_000
 )
 
 // slowerPays reports whether a coding of a block of n values that saves

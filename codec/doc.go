@@ -26,7 +26,7 @@
 // that is smaller (see References); decoding such an archive needs the same
 // reference (DecodeOptions.Ref or Reader.UseRef), found by its SHA-256.
 //
-// # Format, versions 3 to 11
+// # Format, versions 3 to 13
 //
 // All integers are little-endian; "uvarint" is encoding/binary's unsigned
 // varint, "varint" its zigzag signed one, "string" a uvarint length and that
@@ -40,13 +40,16 @@
 // ErrLossy.
 //
 // Header, 16 bytes: the magic 89 4E 5A 49 50 0D 0A 1A ("\x89NZIP\r\n\x1a"),
-// u16 version (12, 11, 10, 9, 8 or 7: version 8 is version 7 plus sparse float
+// u16 version (13, 12, 11, 10, 9, 8 or 7: version 8 is version 7 plus sparse float
 // blocks, see "Sparse blocks", which a version-7 archive must not hold;
 // version 9 is version 8 plus zstd streams, mode 8 of "Streams"; version
 // 10 is version 9 plus cm blocks, kind 5, see "Context-modelled blocks";
 // version 11 is version 10 plus records blocks, kind 6, see "Records
 // blocks"; version 12 is version 11 plus their one-byte layout (type 24);
-// writers write 12 only when the input has 8-bit integer tensors they code
+// version 13 is version 12 plus repeat blocks, kind 7, see "Repeat
+// blocks"; writers write 13 only when a probe of the input finds float
+// tensors whose words repeat across rows or mirrored (windowed DFT and
+// DCT bases), else 12 only when the input has 8-bit integer tensors they code
 // so, else 11 only when it has tensors they code as records
 // (quantised tensors of ggml's block types), else 10 only when a probe of
 // the input finds opaque bytes that may be coded so, else 9 only when it finds repeated values in its
@@ -101,7 +104,7 @@
 //	  per block:
 //	    u8      kind   0 stored, 1 zstd, 2 float, 3 reference (flag 1 only),
 //	                   4 duplicate (version 3 and later), 5 cm (version 10),
-//	                   6 records (version 11)
+//	                   6 records (version 11), 7 repeat (version 13)
 //	    u8      dtype  (kinds 2 and 3) dtype of the values, numbered as in
 //	                   package dtype; for kind 3 also 0 (no type: a copy)
 //	    uvarint length original bytes of the block
@@ -158,6 +161,10 @@
 // tensors, version 12): the block is a run of fixed-size records of one
 // of ggml's block types, coded as one stream per field (see "Records
 // blocks").
+//
+// Kind 7 (repeat, version 13): the block is a tensor of rows of 16- or
+// 32-bit floats whose words are coded as copies of words in other rows or
+// mirrored in the row, and literals (see "Repeat blocks").
 //
 // Kind 2 (float): the block is length/size values of the dtype. The payload
 // starts with a form byte.
@@ -626,6 +633,84 @@
 // ggml's block_* structs (ggml-common.h) and dequantisation (which bits
 // form one quant or one sub-block scale); other ggml types (Q8_1, IQ2_*,
 // …) are not records blocks.
+//
+// # Repeat blocks
+//
+// A block of kind 7 (version 13; writers use it for whole float tensors,
+// of at most 2^22 bytes, whose words repeat exactly or with the sign bit
+// flipped at the same column of other rows and at the mirrored column:
+// the windowed DFT and DCT bases of audio front ends) holds n = length/w
+// words of w bytes (little-endian) in rows of C words. The payload is
+//
+//	u8      dtype   10 F16, 11 BF16 or 12 F32 (package dtype's numbers):
+//	                w = 2, 2 or 4; length must be a multiple of w
+//	uvarint C       the row length, 1 ≤ C ≤ n, C divides n; R = n/C rows
+//	uvarint L       literals, L ≤ n
+//	uvarint S       bytes of the symbol stream
+//	[S]byte         the symbol stream: range-coded decisions (below)
+//	literals        where L > 0, a float block (kind 2's payload) of L
+//	                values of dtype; where L = 0, nothing
+//
+// The literals are decoded first, into the list lit[0..L). The symbol
+// stream is coded with the binary range coder and model update of
+// "Range-coded difference blocks" (package codec/rangecoder), started as
+// by FinishShort: the stream's implied first zero byte omitted, and up
+// to 4 bytes past its end read as zeros (reading more is an error). Every
+// model below starts at probability 1/2 once per block. Raw bits are
+// decisions of fixed probability 1/2 (EncodeP(32768)). A gamma code of
+// x ≥ 1 with models g[0..32) is: k = bit length of x minus 1 as k
+// decisions 1 with models g[0..k) and a 0 with g[k] (none where k = 31),
+// then the k bits of x below its top bit, most significant first, raw.
+//
+// Rows r = 0..R−1 are decoded in order, each as its sources, then its
+// words c = 0..C−1 in order. A source is (row s, kind t); it gives column
+// c the word at row s, column c' with: t = 0 (same column) c' = c; t = 1
+// (mirror) c' = C−c, none for c = 0; t = 2 (mirror about C−1) c' =
+// C−1−c. Kind 0 needs s < r; kinds 1 and 2 need s ≤ r, and where s = r a
+// source gives only columns with c' < c (already decoded: c > C/2 for
+// kind 1, c > (C−1)/2 for kind 2, integer division). A row's sources:
+//
+//	m = count of decisions 1, at most 4, with model count[j][p] for the
+//	    j-th (p: 1 if the previous row had more than j sources); a 0 ends
+//	    it before 4
+//	per slot j < m: where the previous row had a slot j with source
+//	    (s', t') and the prediction P = (s' + step_j, t') is valid for
+//	    this row (0 ≤ s'+step_j, and the rules above), a decision with
+//	    model same[j]: 1 means slot j is P. Otherwise (0, or no valid
+//	    prediction): t as two decisions, t>>1 with kind[j][1] and t&1
+//	    with kind[j][2+(t>>1)] (t = 3 is an error); then a gamma code
+//	    with models gamma[j][t == 0] of x = r−s+1 for t ≠ 0 and x = r−s
+//	    for t = 0; s < 0 or a source the rules refuse is an error.
+//
+// After each row, for each of its slots j, step_j = s_j − s'_j where the
+// row before it had a slot j of the same kind (s'_j its row), else 1.
+// Then each word of the row:
+//
+//	A = the symbols at c−1 (0 for c = 0), b = 1 if the symbol at c−2 is a
+//	source's (1..4), u = 1 if the symbol at column c of the previous row is
+//	a source's (0 in row 0): symbols are 0 literal, 1+j source slot j,
+//	5 an earlier literal's magnitude.
+//	Where some slots give column c (available), a decision with model
+//	match[A][b][u]: 1 means a source gives the word. Its slot is the
+//	first available slot j (in slot order) with a decision 1 of model
+//	which[j][A == j+1][symbol above == j+1], the last available slot
+//	implied; then a decision f with model sign[j][p1][p2][c&1] (p1: the
+//	flip bit of column c−1 if its symbol is 1+j, else 2; p2 the same of
+//	column c−2): the word is the source's word XOR f·2^(8w−1) (the
+//	sign bit, on bits: any word round-trips, NaN payloads, −0).
+//	Otherwise, where at least one literal was read before in the block,
+//	a decision with model dict[A][d] (d: 1 if the last such decision of
+//	the block was 1): 1 means the word is an earlier literal's magnitude:
+//	a gamma code of x with models dgam (1 ≤ x ≤ literals read so far;
+//	else an error), then a decision f with model dsign[c&1]: the word is
+//	lit[i−x] with its sign bit replaced by f, i the literals read so far
+//	(symbol 5). Otherwise the word is lit[i] and i grows by one (symbol
+//	0); after a literal read with i > 0 before it, d becomes 0.
+//
+// At the end all L literals must have been read. The encoder's choice of
+// sources (a greedy cover of the row's words by the candidate sources a
+// hash of (column, magnitude) names), of the first matching slot and of
+// an earlier magnitude are its own.
 //
 // # Digests
 //

@@ -344,6 +344,7 @@ type encodeRun struct {
 	records      bool           // the plan has records blocks: version 11 (records.go)
 	byteRecords  bool           // records blocks of 8-bit integer tensors: version 12
 	whole        bool           // the plan has whole-tensor blocks (mergeLZTensors)
+	repeat       bool           // and some may be repeat blocks (repeatType; version 13)
 }
 
 // planEncode plans every file first (cheap: segment lists only), groups
@@ -431,6 +432,7 @@ func planEncode(inputs []Input, opt EncodeOptions) (*encodeRun, error) {
 			e.records = e.records || p.rec != nil
 			e.byteRecords = e.byteRecords || p.rec == byteRecords && p.rec != nil
 			e.whole = e.whole || p.parts > 0
+			e.repeat = e.repeat || p.parts > 0 && p.repeatTry && repeatType(p.dtype, p.tensorRow, p.length)
 		}
 		if opt.Ref != nil {
 			if err := opt.Ref.mapPlans(plans, in.Segments, in.Size, in.Name, len(inputs)); err != nil {
@@ -459,6 +461,9 @@ func planEncode(inputs []Input, opt EncodeOptions) (*encodeRun, error) {
 	idx.version = max(versionFor(e.sparse, e.lzPlanes, e.cm, e.records), forced)
 	if e.byteRecords {
 		idx.version = max(idx.version, byteRecordsVersion)
+	}
+	if e.repeat {
+		idx.version = max(idx.version, repeatVersion)
 	}
 	var err error
 	if e.zenc, err = zstdEncoder(level); err != nil {
@@ -604,7 +609,7 @@ func (e *encodeRun) runInline() <-chan *encTask {
 func (e *encodeRun) blockEncoder() *blockEncoder {
 	be := blockEncoders.Get().(*blockEncoder)
 	be.zstd, be.zstdPlanes, be.zstdFast, be.zstdWhole = e.zenc, e.zlz, e.zfast, e.zwhole
-	be.lzPlanes, be.cm = e.lzPlanes, e.cm
+	be.lzPlanes, be.cm, be.repeat = e.lzPlanes, e.cm, e.repeat
 	be.setup, be.threshold, be.best = e.opt.Setup, e.threshold, e.opt.Best
 	be.sp.on = e.sparse
 	return be
@@ -809,7 +814,7 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 			// zstd block of it, whichever is smaller
 			var parts []blockPlan
 			var infos []blockInfo
-			if out, parts, infos = be.encodeLZWhole(out, in, p); parts != nil {
+			if out, parts, infos, kind = be.encodeLZWhole(out, in, p); parts != nil {
 				if cut == nil {
 					cut = append(make([]blockPlan, 0, len(t.plans)+len(parts)), t.plans[:i]...)
 				}
@@ -817,7 +822,6 @@ func encodeTask(be *blockEncoder, ref *Reference, t *encTask) error {
 				t.info = append(t.info, infos...)
 				continue
 			}
-			kind = kindZstd
 		} else if p.float {
 			out, kind = be.encodeFloatPlan(out, in, p, i+1 < len(t.plans) && t.plans[i+1].cont)
 		} else if p.rec != nil {
@@ -914,7 +918,7 @@ func (be *blockEncoder) encodeFloatPlan(out, in []byte, p blockPlan, more bool) 
 // windowed 512-point DFT basis, 444,687 bytes at level 3, is 300,710 at
 // this level). It returns the blocks' plans and infos when they are kept,
 // nil when the zstd block is.
-func (be *blockEncoder) encodeLZWhole(out, in []byte, p blockPlan) ([]byte, []blockPlan, []blockInfo) {
+func (be *blockEncoder) encodeLZWhole(out, in []byte, p blockPlan) ([]byte, []blockPlan, []blockInfo, byte) {
 	mark := len(out)
 	be.whole = splitParts(p, be.whole[:0])
 	be.wholeInfo = be.wholeInfo[:0]
@@ -938,11 +942,27 @@ func (be *blockEncoder) encodeLZWhole(out, in []byte, p blockPlan) ([]byte, []bl
 			be.lz, be.lzAlt = be.lzAlt, be.lz
 		}
 	}
-	if len(be.lz) < coded {
-		return append(out[:mark], be.lz...), nil, nil
+	// the repeat block (repeat.go) where the archive may hold it: kept
+	// where it saves at least 1/repeatMinGain of the smaller of the two
+	// (on the tables it is made for it saves half or more; sparse
+	// activations, whose zeros it matches too, gain 0.1 %) and, on the
+	// default path, enough for its slower decoding
+	if be.repeat && p.repeatTry && repeatType(p.dtype, p.tensorRow, p.length) {
+		be.repOut = be.encodeRepeat(be.repOut[:0], in, p)
+		alt := min(coded, len(be.lz))
+		if r := len(be.repOut); repeatMinGain*r <= (repeatMinGain-1)*alt && (be.best || slowerPays(alt-r, len(in)/p.dtype.Size(), costRepeatPs)) {
+			return append(out[:mark], be.repOut...), nil, nil, kindRepeat
+		}
 	}
-	return out, be.whole, be.wholeInfo
+	if len(be.lz) < coded {
+		return append(out[:mark], be.lz...), nil, nil, kindZstd
+	}
+	return out, be.whole, be.wholeInfo, 0
 }
+
+// repeatMinGain: a repeat block must save 1/repeatMinGain of a whole
+// tensor's other coding (encodeLZWhole).
+const repeatMinGain = 16
 
 // zstdWholeLevel is the zstd level also tried on whole tensors whose
 // words repeat (encodeLZWhole) where the archive's level is lower.

@@ -12,7 +12,10 @@ import (
 // Container constants (see doc.go).
 const (
 	// Version is the newest archive format version, which this package
-	// reads with every older one. Version 12 adds the one-byte records
+	// reads with every older one. Version 13 adds repeat blocks (kind 7,
+	// repeat.go), written for inputs with a float tensor whose words recur
+	// across rows or mirrored to the writer's probe (repeatProbe).
+	// Version 12 adds the one-byte records
 	// layout of 8-bit integer tensors (records.go, byteRecords). Version
 	// 11 adds records blocks (kind 6). Version 10 adds cm blocks (kind 5,
 	// cm.go), written for inputs whose opaque bytes may be coded so to
@@ -28,7 +31,7 @@ const (
 	// order), version 4 method 2 (range-coded, with EncodeOptions.Best), so that
 	// readers without those methods refuse an archive by its version
 	// instead of failing at its first such block.
-	Version = 12
+	Version = 13
 
 	headerLen  = 16
 	trailerLen = 32
@@ -129,6 +132,8 @@ func kindName(k byte) string {
 		return "cm"
 	case kindRecords:
 		return "records"
+	case kindRepeat:
+		return "repeat"
 	}
 	return fmt.Sprintf("kind%d", k)
 }
@@ -451,7 +456,7 @@ func (x *indexData) readBlocks(r *indexReader, f *FileInfo, i, nb uint64, payloa
 	for j := uint64(0); j < nb && r.err == nil; j++ {
 		var k blockInfo
 		k.kind = r.u8("block kind")
-		if k.kind > kindFloat && !(k.kind == kindRef && flags&flagRef != 0) && !(k.kind == kindDup && version >= 3) && !(k.kind == kindCM && version >= cmVersion) && !(k.kind == kindRecords && version >= recordsVersion) {
+		if k.kind > kindFloat && !(k.kind == kindRef && flags&flagRef != 0) && !(k.kind == kindDup && version >= 3) && !(k.kind == kindCM && version >= cmVersion) && !(k.kind == kindRecords && version >= recordsVersion) && !(k.kind == kindRepeat && version >= repeatVersion) {
 			r.fail("index: file %q block %d: unknown kind %d", f.Name, j, k.kind)
 			break
 		}

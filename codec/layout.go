@@ -25,6 +25,7 @@ const (
 	kindDup     = 4 // the same bytes as an earlier block of the archive (dedup.go)
 	kindCM      = 5 // bytes coded by package bytecm (format version 10; cm.go)
 	kindRecords = 6 // quantised records as field streams, package prog (format version 11; records.go)
+	kindRepeat  = 7 // a float tensor's rows as matches of each other, package prog (format version 13; repeat.go)
 )
 
 // Float block forms.
@@ -68,10 +69,11 @@ const (
 	KindDuplicate BlockKind = kindDup     // the same bytes as an earlier block of the archive
 	KindCM        BlockKind = kindCM      // bytes coded bit by bit with adaptive models (package bytecm)
 	KindRecords   BlockKind = kindRecords // quantised records (ggml blocks) as field streams (package prog)
+	KindRepeat    BlockKind = kindRepeat  // a float tensor's rows as matches of each other and literals (package prog)
 )
 
 // String names the kind: "stored", "zstd", "float", "ref", "duplicate",
-// "cm" or "records".
+// "cm", "records" or "repeat".
 func (k BlockKind) String() string { return kindName(byte(k)) }
 
 // MarshalText writes the kind's name (JSON shows "float", not 2).

@@ -191,6 +191,8 @@ func TestLZPerTensor(t *testing.T) {
 // archive is no larger than zstd's of the whole file; ordinary weights in
 // the same file keep the float coder.
 func TestZstdFallback(t *testing.T) {
+	repeatOff = true // the basis is a repeat block otherwise (repeat_test.go)
+	defer func() { repeatOff = false }()
 	basis := stftBasis(128) // one block (a tensor of several loses the matches between them)
 	w := realisticValues(dtype.F32, 30000, 9)
 	src, segs := safetensorsFile(`{"source":"codec/lz_test.go"}`, []refT{
@@ -211,14 +213,15 @@ func TestZstdFallback(t *testing.T) {
 
 // TestZstdFallbackReal: Silero VAD's STFT basis (real) made nzip lose to
 // C zstd -3 (1,037,637 bytes against 1,026,369) without the fallback; with
-// it the basis was coded as byte planes through zstd (945,654 bytes), and
-// now as one zstd block of the whole tensor (mergeLZTensors: 916,988).
+// it the basis was coded as byte planes through zstd (945,654 bytes), then
+// as one zstd block of the whole tensor (mergeLZTensors: 916,988), and now
+// as one repeat block of the whole tensor (repeat.go: 839,913).
 func TestZstdFallbackReal(t *testing.T) {
 	src := realFile(t, "models/original/silero_vad_16k.safetensors")
 	segs := safetensorsSegments(src)
 	arc := roundTrip(t, src, segs, EncodeOptions{})
-	if c := censusOf(t, arc); c.ZstdTensors["stft_conv.weight"] != 1 || c.ZstdFloatBytes != 264192 {
-		t.Errorf("the STFT basis is not one zstd block: %+v", c)
+	if c := censusOf(t, arc); c.RepeatTensors["stft_conv.weight"] != 1 || c.RepeatBytes != 264192 {
+		t.Errorf("the STFT basis is not one repeat block: %+v", c)
 	}
 	zs := zstd3(t, src)
 	t.Logf("nzip %d bytes, zstd-3 %d", len(arc), len(zs))
@@ -388,6 +391,8 @@ func lzPlanesInput() ([]byte, []Segment) {
 // planes through zstd, and the encoder writes it byte for byte (regenerate
 // with -update after a deliberate change).
 func TestGoldenLZ(t *testing.T) {
+	repeatOff = true // the basis is a repeat block otherwise: TestGoldenRepeat
+	defer func() { repeatOff = false }()
 	path := filepath.Join("testdata", "golden-lz-v9.nzip")
 	src, segs := lzPlanesInput()
 	arc := roundTrip(t, src, segs, EncodeOptions{Threads: 2})

@@ -229,25 +229,34 @@ func TestNeverWorseThanZstd(t *testing.T) {
 }
 
 // TestLZWholeLimit: a tensor of exactly lzWholeMax bytes (the longest
-// block readers accept) whose words repeat is one zstd block and
-// decodes; one past the limit stays in float-sized blocks.
+// block readers accept) whose words repeat is one block (a repeat block;
+// zstd's where repeat blocks are off) and decodes; one past the limit
+// stays in float-sized blocks.
 func TestLZWholeLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("4 MiB tensors: not in -short")
 	}
 	full := windowedDFT(1024, 800) // 1026 rows of 1024 values
-	for _, rows := range []int{1024, 1026} {
-		data := full[:rows*1024*4]
-		src, segs := refSafetensors([]refT{{"stft", dtype.F32, []int64{int64(rows), 1024}, data}})
-		arc := roundTrip(t, src, segs, EncodeOptions{})
-		rd, err := NewMemReader(arc)
-		if err != nil {
-			t.Fatal(err)
+	defer func() { repeatOff = false }()
+	for _, off := range []bool{false, true} {
+		repeatOff = off
+		kind := BlockKind(kindRepeat)
+		if off {
+			kind = KindZstd
 		}
-		bl := rd.Files()[0].Blocks()
-		whole := len(bl) == 2 && bl[1].Kind == BlockKind(kindZstd) && bl[1].Length == int64(len(data))
-		if want := len(data) <= lzWholeMax; whole != want {
-			t.Errorf("%d bytes: one zstd block of the tensor %v, want %v (%d blocks)", len(data), whole, want, len(bl))
+		for _, rows := range []int{1024, 1026} {
+			data := full[:rows*1024*4]
+			src, segs := refSafetensors([]refT{{"stft", dtype.F32, []int64{int64(rows), 1024}, data}})
+			arc := roundTrip(t, src, segs, EncodeOptions{})
+			rd, err := NewMemReader(arc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bl := rd.Files()[0].Blocks()
+			whole := len(bl) == 2 && bl[1].Kind == kind && bl[1].Length == int64(len(data))
+			if want := len(data) <= lzWholeMax; whole != want {
+				t.Errorf("%d bytes: one %v block of the tensor %v, want %v (%d blocks)", len(data), kind, whole, want, len(bl))
+			}
 		}
 	}
 }

@@ -40,8 +40,10 @@ type blockPlan struct {
 	ref         int          // 1 + the reference file to code against, 0 for none (ref.go)
 	refOff      int64        // offset of the block's counterpart in that file
 	row, col    int64        // the tensor's row length (0: none) and the column of the block's first value (sparse.go)
+	tensorRow   int64        // the row length of the one tensor the plan's blocks hold from its start (0: none or several; repeat.go)
 	sparseTry   bool         // the tensor's probe found zeros: try a sparse coding (probeBlocks)
 	lzTry       bool         // the tensor's probe found repeated words: try zstd too (probeBlocks)
+	repeatTry   bool         // the tensor's probe found words matching across rows or mirrored: try a repeat block (repeatProbe)
 	parts       int          // > 0: the whole tensor of parts float blocks, coded as one zstd block where that is smaller (mergeLZTensors)
 	rec         *prog.Schema // a records block of this layout (records.go), or nil
 	force       Program      // not ProgramAuto: the tensor's chosen program (choice.go)
@@ -136,6 +138,7 @@ func planBlocks(segs []Segment, size int64, chunk int, programs func(Segment) pi
 			last := &out[len(out)-1]
 			if last.float && last.dtype == ft && last.off+last.length == g.Offset && last.length/size+n <= int64(chunk) && last.merged {
 				last.length += g.Length
+				last.tensorRow = 0
 				pos = g.Offset + g.Length
 				runStart, runEnd = pos, pos
 				continue
@@ -148,7 +151,7 @@ func planBlocks(segs []Segment, size int64, chunk int, programs func(Segment) pi
 			if c < n%nch {
 				cn++
 			}
-			out = append(out, blockPlan{off: off, length: cn * size, float: true, dtype: ft, merged: n < int64(mergeValues), cont: c > 0})
+			out = append(out, blockPlan{off: off, length: cn * size, float: true, dtype: ft, merged: n < int64(mergeValues), cont: c > 0, tensorRow: sparseRow(g)})
 			if row := sparseRow(g); n >= int64(mergeValues) {
 				out[len(out)-1].row, out[len(out)-1].col = row, sparseCol((off-g.Offset)/size, row)
 			}
@@ -203,6 +206,10 @@ func mergeLZTensors(plans []blockPlan) []blockPlan {
 	}
 	return out
 }
+
+// repeatOff keeps repeat blocks out of archives (tests of the encodings
+// written before them: golden-lz-v9.nzip).
+var repeatOff = false
 
 // lzWholeOff turns mergeLZTensors off (tests of the per-block codings it
 // would replace: zstd-coded planes).

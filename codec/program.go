@@ -99,7 +99,7 @@ func BlockProgram(b BlockInfo, payload []byte) (ProgramNode, error) {
 			root.Values = b.Length / sz
 		}
 		return leaf(fmt.Sprintf("method %d", payload[0]))
-	case KindFloat, KindRecords:
+	case KindFloat, KindRecords, KindRepeat:
 	default:
 		return root, errf("unknown block kind %d", b.Kind)
 	}
@@ -111,6 +111,9 @@ func BlockProgram(b BlockInfo, payload []byte) (ProgramNode, error) {
 	}
 	if b.Kind == KindRecords {
 		return recordsProgram(root, payload, int(b.Length))
+	}
+	if b.Kind == KindRepeat {
+		return repeatProgram(root, payload, int(b.Length))
 	}
 	return floatProgram(root, payload, b.DType, int(b.Length))
 }
@@ -326,7 +329,7 @@ func (r *Reader) BlockProgram(fi, bi int) (ProgramNode, error) {
 	info := f.Blocks()[bi]
 	var p []byte
 	switch b.kind {
-	case kindFloat, kindRecords:
+	case kindFloat, kindRecords, kindRepeat:
 		p = make([]byte, b.compLen)
 	case kindRef:
 		p = make([]byte, min(b.compLen, 1))

@@ -1261,6 +1261,11 @@ func probeBlocks(r io.ReaderAt, plans []blockPlan) (sparse, repeats bool) {
 			}
 		}
 		p.lzTry = lzTry
+		if lzTry && !repeatOff && p.tensorRow > 0 && repeatType(p.dtype, p.tensorRow, p.length/size/p.tensorRow*p.tensorRow*size) {
+			if p.repeatTry, err = repeatProbe(r, p, &set); err != nil {
+				return sparse, repeats
+			}
+		}
 	}
 	return sparse, repeats
 }

@@ -519,30 +519,40 @@ func TestSetupArchiveHostFallback(t *testing.T) {
 
 // TestZstdPlanesHostFallback: float blocks whose byte planes are zstd
 // frames (a windowed STFT basis, format version 9; planes form, which the
-// device leaves to the CPU) are decoded by the CPU, and the file is exact.
-// Only the imaginary part (one block, as codec's golden-lz-v9.nzip):
-// the whole basis, two blocks, is one zstd block (the codec's
-// mergeLZTensors), smaller than its planes.
+// device leaves to the CPU) are decoded by the CPU, and the file is exact:
+// codec's golden-lz-v9.nzip (the imaginary part of the basis, one block),
+// which the encoder now writes as a repeat block (format version 13),
+// which the device leaves to the CPU too.
 func TestZstdPlanesHostFallback(t *testing.T) {
+	golden, err := os.ReadFile(filepath.Join("..", "codec", "testdata", "golden-lz-v9.nzip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := codec.DecompressBytes(context.Background(), golden, codec.DecodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ga := bytes.NewReader(golden)
+	grd, err := codec.NewReader(ga, int64(len(golden)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := decodeWith(t, CPU(0), grd, ga, want); res.Unhandled["float form 1"] == 0 {
+		t.Fatalf("no planes-form block went to the CPU: %v", res.UnhandledSummary())
+	}
 	var src []byte
 	const n = 256
-	for part := 1; part < 2; part++ {
-		for k := 0; k <= n/2; k++ {
-			for j := 0; j < n; j++ {
-				w := 0.5 - 0.5*math.Cos(2*math.Pi*float64(j)/n)
-				v := math.Cos(2 * math.Pi * float64(k*j%n) / n)
-				if part == 1 {
-					v = -math.Sin(2 * math.Pi * float64(k*j%n) / n)
-				}
-				src = binary.LittleEndian.AppendUint32(src, math.Float32bits(float32(w*v)))
-			}
+	for k := 0; k <= n/2; k++ {
+		for j := 0; j < n; j++ {
+			w := 0.5 - 0.5*math.Cos(2*math.Pi*float64(j)/n)
+			v := -math.Sin(2 * math.Pi * float64(k*j%n) / n)
+			src = binary.LittleEndian.AppendUint32(src, math.Float32bits(float32(w*v)))
 		}
 	}
 	segs := []codec.Segment{{Name: "stft", DType: dtype.F32, Shape: []int64{n/2 + 1, 1, n}, Length: int64(len(src))}}
 	rd, ra := archive(t, src, segs, codec.EncodeOptions{})
-	res := decodeWith(t, CPU(0), rd, ra, src)
-	if res.Unhandled["float form 1"] == 0 {
-		t.Fatalf("no planes-form block went to the CPU: %v", res.UnhandledSummary())
+	if res := decodeWith(t, CPU(0), rd, ra, src); res.Unhandled["repeat"] == 0 {
+		t.Fatalf("no repeat block went to the CPU: %v", res.UnhandledSummary())
 	}
 }
 

@@ -379,8 +379,8 @@ func TestCompareTable(t *testing.T) {
 }
 
 // A run says what the codec did beyond the float coder: the embedded
-// Silero VAD's STFT basis repeats (zstd codes it), its copies of one
-// tensor are stored once; blazeface's weights need neither.
+// Silero VAD's STFT basis repeats (a repeat block codes it), its copies
+// of one tensor are stored once; blazeface's weights need neither.
 func TestRunCoding(t *testing.T) {
 	m := openDemo(t, "silero-vad")
 	src, segs, starts, err := m.ReadAll()
@@ -389,7 +389,7 @@ func TestRunCoding(t *testing.T) {
 	}
 	r := Run(context.Background(), m, src, segs, starts, RunSpec{Codec: CodecNZip}, nil)
 	text := strings.Join(r.Coding, "\n")
-	if !r.RoundtripOK || !strings.Contains(text, "zstd coded 1 float block(s)") || !strings.Contains(text, "forward_basis_buffer (1)") || !strings.Contains(text, "copies of earlier blocks") {
+	if !r.RoundtripOK || !strings.Contains(text, "1 float tensor(s) coded as rows that repeat") || !strings.Contains(text, "forward_basis_buffer (1)") || !strings.Contains(text, "copies of earlier blocks") {
 		t.Fatalf("coding %q (%+v)", text, r)
 	}
 	b := openDemo(t, "blazeface-front")

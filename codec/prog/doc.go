@@ -16,6 +16,15 @@
 // "Records blocks"); the stream layout (stream.go) is the codec's
 // (modes 0 to 3 of "Streams").
 //
+// The second operator is row match (repeat.go, RepeatEncoder and
+// RepeatDecoder): a tensor of rows of 16- or 32-bit floats whose words
+// repeat, exactly or with the sign bit flipped, at the same column of
+// other rows or at the mirrored column (windowed DFT and DCT bases) is
+// coded as up to four sources per row and one range-coded symbol per
+// word (package codec/rangecoder); the words no source gives come back
+// to the caller as literals, which the codec codes as a float block
+// (codec/doc.go, "Repeat blocks").
+//
 // The package knows nothing of archives: the codec hands it the bytes of
 // whole records and the schema, and gets back a payload; the archive's
 // index, checksums and format versions stay in package codec.

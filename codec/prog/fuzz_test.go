@@ -2,6 +2,7 @@ package prog
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -12,7 +13,7 @@ import (
 	"neuralzip/dtype"
 )
 
-var updateSeeds = flag.Bool("update", false, "rewrite testdata/fuzz/FuzzRecords from the real files")
+var updateSeeds = flag.Bool("update", false, "rewrite testdata/fuzz/FuzzRecords from the real files and testdata/fuzz/FuzzRepeat")
 
 // fuzzBudget bounds the bytes one input may decode to (as in package
 // codec: 64 KiB + 8 per input byte), so that a short payload naming many
@@ -118,4 +119,96 @@ func TestFuzzSeeds(t *testing.T) {
 		}
 	}
 	t.Fatal("handtrack: no uint8 tensor")
+}
+
+// repeatSeeds are FuzzRepeat's seeds: payloads of rows of the structured
+// tables of codec/neverworse_test.go (the first rows of the Hann-windowed
+// 256-point DFT basis, of a 32-point one under a window of 24, of the
+// 40×80 DCT basis, and the 32-point basis cut to BF16), each followed by
+// its literals as raw words.
+func repeatSeeds() (seeds [][]byte, words []uint16, widths []byte) {
+	bf := hannDFT(32, 24)
+	bf16 := make([]byte, 0, len(bf)/2)
+	for i := 0; i < len(bf); i += 4 {
+		bf16 = append(bf16, bf[i+2], bf[i+3])
+	}
+	for _, c := range []struct {
+		b           []byte
+		cols, width int
+	}{
+		{hannDFT(256, 256)[:4*6*256], 256, 4},
+		{hannDFT(32, 24), 32, 4},
+		{dct(40, 80)[:4*10*80], 80, 4},
+		{bf16, 32, 2},
+	} {
+		var e RepeatEncoder
+		p, lits := e.Append(nil, c.b, c.cols, c.width)
+		seeds = append(seeds, append(p, lits...))
+		words = append(words, uint16(len(c.b)/c.width))
+		widths = append(widths, byte(c.width))
+	}
+	return
+}
+
+// FuzzRepeat: any payload, word count and width decode (the literals: the
+// bytes after the stream, or zeros where they are not as many as the
+// header says) to an error or to words, never a panic nor more work than
+// the words; words that decode code again to a payload that decodes to
+// them. The committed seeds (testdata/fuzz/FuzzRepeat, TestRepeatFuzzSeeds
+// -update) are repeatSeeds.
+func FuzzRepeat(f *testing.F) {
+	s, n, w := repeatSeeds()
+	for i := range s {
+		f.Add(s[i], n[i], w[i])
+	}
+	f.Fuzz(func(t *testing.T, c []byte, n uint16, w byte) {
+		width := int(w)
+		if width != 2 && width != 4 || int(n)*width > fuzzBudget(len(c)) {
+			return
+		}
+		h, rest, err := ReadRepeatHeader(c, int(n))
+		if err != nil {
+			return
+		}
+		lits := rest
+		if len(lits) != h.Lits*width {
+			lits = make([]byte, h.Lits*width)
+		}
+		var d RepeatDecoder
+		dst := make([]byte, int(n)*width)
+		if err := d.Decode(dst, h, lits, width); err != nil {
+			if !errors.Is(err, ErrRepeat) {
+				t.Fatalf("error %v is not ErrRepeat", err)
+			}
+			return
+		}
+		var e RepeatEncoder
+		p, l := e.Append(nil, dst, h.Cols, width)
+		h2, _, err := ReadRepeatHeader(p, int(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := make([]byte, len(dst))
+		if err := d.Decode(back, h2, l, width); err != nil || !bytes.Equal(back, dst) {
+			t.Fatalf("decoded words do not round-trip: %v", err)
+		}
+	})
+}
+
+// TestRepeatFuzzSeeds writes FuzzRepeat's committed seeds with -update.
+func TestRepeatFuzzSeeds(t *testing.T) {
+	if !*updateSeeds {
+		t.Skip("writes seeds only with -update")
+	}
+	dir := filepath.Join("testdata", "fuzz", "FuzzRepeat")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, n, w := repeatSeeds()
+	for i, name := range []string{"stft_256-rows", "stft_32_win24", "dct_40x80-rows", "stft_32_win24-bf16"} {
+		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\nuint16(%d)\nbyte(%d)\n", s[i], n[i], w[i])
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
