@@ -25,7 +25,7 @@ SHARED    ?= ../shared
 FUZZTIME  ?= 3s
 LONGFUZZ  ?= 2m
 BIN       := bin/nzip
-PKGS_PURE := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./assets/... ./trajectory/... ./app/core/... ./gpu/... ./infer/... ./store/...
+PKGS_PURE := ./dtype/... ./segment/... ./codec/... ./checkpoint/... ./analysis/... ./assets/... ./trajectory/... ./app/core/... ./gpu/... ./infer/... ./store/...
 WORKBENCH := bin/workbench
 WEBDIR    := wasm/www
 ADDR      ?= 127.0.0.1:8080
@@ -34,8 +34,8 @@ ADDR      ?= 127.0.0.1:8080
 BROTLI    ?= 7
 GOWASMEXEC = $$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec
 # packages tested under GOOS=js with node (the non-UI ones)
-PKGS_ARM64 := ./dtype/... ./codec/... ./checkpoint/... ./trajectory/... ./analysis/... ./assets/... ./infer/... ./store/...
-PKGS_JS   := ./dtype/... ./codec/... ./checkpoint/... ./analysis/... ./trajectory/... ./app/core/... ./gpu/... ./infer/... ./store/...
+PKGS_ARM64 := ./dtype/... ./segment/... ./codec/... ./checkpoint/... ./trajectory/... ./analysis/... ./assets/... ./infer/... ./store/...
+PKGS_JS   := ./dtype/... ./segment/... ./codec/... ./checkpoint/... ./analysis/... ./trajectory/... ./app/core/... ./gpu/... ./infer/... ./store/...
 
 .PHONY: serve-deps bench-serve bench-serve-store load-serve bench-mount icount-check icount-budget valgrind-deps beam nzip-beam s3-server ptx ptx-check gpu-deps gpu-check webgpu-test all build run demo workbench fyne-deps screenshots test check-go fmt-check vet arrows unit race race-app noasm arm64-test fuzz-short fuzz wasm-build purego-build bench clean assets web serve js-test browser-test browser-deps
 

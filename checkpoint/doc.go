@@ -4,9 +4,12 @@
 // # Layout model
 //
 // A [Layout] splits a file of Size bytes into [Segment] values in file order.
-// Each segment is either a tensor (Kind [Tensor]: a name, an element type, a
-// shape and the byte range of its data) or opaque bytes (Kind [Opaque]:
-// headers, JSON, alignment padding, gaps between tensors, trailing bytes).
+// Each segment is either a tensor (a name, an element type, a shape and the
+// byte range of its data) or opaque bytes (no name: headers, JSON, alignment
+// padding, gaps between tensors, trailing bytes). [Segment] is
+// [segment.Segment], the type the codec takes too: a layout's segments go to
+// codec.Encode as they are, and a segment is a tensor to both exactly when it
+// has a name.
 // The segments are contiguous: the first starts at 0, each starts where the
 // previous one ends, and the last ends at Size. Only tensors with zero
 // elements have zero length; they sit at the offset their file gives them.

@@ -116,7 +116,7 @@ func FuzzSafetensors(f *testing.F) {
 		checkOpenResult(t, b, l, err)
 		if err == nil {
 			n := int64(binary.LittleEndian.Uint64(b))
-			if l.Format != "safetensors" || l.Segments[0].Kind != Opaque || l.Segments[0].Length != 8+n {
+			if l.Format != "safetensors" || l.Segments[0].IsTensor() || l.Segments[0].Length != 8+n {
 				t.Fatalf("header segment %+v, want [0,%d)", l.Segments[0], 8+n)
 			}
 			checkAgainstEncodingJSON(t, b[8:8+n], l)

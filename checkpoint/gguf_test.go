@@ -105,7 +105,7 @@ func TestGGUFLayout(t *testing.T) {
 			// Header, alignment padding, padding after q80 and others, trailer.
 			var pads int
 			for _, s := range l.Segments[1:] {
-				if s.Kind == Opaque {
+				if !s.IsTensor() {
 					pads++
 				}
 			}
@@ -113,7 +113,7 @@ func TestGGUFLayout(t *testing.T) {
 				t.Errorf("only %d opaque segments after the header", pads)
 			}
 			last := l.Segments[len(l.Segments)-1]
-			if last.Kind != Opaque || last.End() != int64(len(file)) {
+			if last.IsTensor() || last.End() != int64(len(file)) {
 				t.Errorf("last segment %+v, want the trailer", last)
 			}
 			meta := map[string]string{

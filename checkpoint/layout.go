@@ -7,52 +7,13 @@ import (
 	"strings"
 
 	"neuralzip/dtype"
+	"neuralzip/segment"
 )
 
-// Kind says whether a segment is a tensor or opaque bytes.
-type Kind uint8
-
-const (
-	Opaque Kind = iota // headers, JSON, padding, gaps, trailing bytes
-	Tensor             // the data of one tensor
-)
-
-func (k Kind) String() string {
-	switch k {
-	case Opaque:
-		return "opaque"
-	case Tensor:
-		return "tensor"
-	}
-	return fmt.Sprintf("Kind(%d)", uint8(k))
-}
-
-// A Segment is a byte range [Offset, Offset+Length) of a file.
-//
-// For a tensor, Name is its name in the file, Type the format's own name for
-// its element type ("F32", "BF16", "Q4_K") and DType the same type in the
-// shared vocabulary of package dtype, or dtype.Invalid for types that package
-// does not cover (quantised GGUF blocks). Shape is in row-major order, the
-// outermost dimension first, for every format; an empty shape is a scalar.
-//
-// For opaque bytes, Name and Type are empty, DType is dtype.Invalid and Shape
-// is nil.
-type Segment struct {
-	Kind   Kind
-	Name   string
-	DType  dtype.DType
-	Type   string
-	Shape  []int64
-	Offset int64
-	Length int64
-}
-
-// End returns Offset+Length.
-func (s Segment) End() int64 { return s.Offset + s.Length }
-
-// NumElements returns the product of the shape (1 for a scalar). ok is false
-// when a dimension is negative or the product overflows int64.
-func (s Segment) NumElements() (n int64, ok bool) { return numElements(s.Shape) }
+// A Segment is a byte range of a file: the data of one tensor (Name set) or
+// opaque bytes. It is [segment.Segment], the one type the loaders and the
+// codec share: a layout's segments go to codec.Encode as they are.
+type Segment = segment.Segment
 
 // A Layout is the map of one file.
 type Layout struct {
@@ -123,7 +84,7 @@ func ValidCompanionName(name string) bool {
 func (l *Layout) Tensors() []Segment {
 	var ts []Segment
 	for _, s := range l.Segments {
-		if s.Kind == Tensor {
+		if s.IsTensor() {
 			ts = append(ts, s)
 		}
 	}
@@ -132,8 +93,8 @@ func (l *Layout) Tensors() []Segment {
 
 // Validate checks the invariants of a layout: the segments are contiguous and
 // cover [0, Size) exactly, lengths are not negative, only tensors have zero
-// length, opaque segments carry no tensor fields, tensor names are non-empty
-// and unique, shapes have no negative dimensions, and a tensor whose DType is
+// length, opaque segments (no name) carry no tensor fields, tensor names are
+// unique, shapes have no negative dimensions, and a tensor whose DType is
 // known is exactly as long as its shape requires. Shards must be sorted and
 // unique.
 func (l *Layout) Validate() error {
@@ -156,37 +117,31 @@ func (l *Layout) Validate() error {
 			return fmt.Errorf("checkpoint: segment %d at %d has length %d, beyond size %d", i, s.Offset, s.Length, l.Size)
 		}
 		pos += s.Length
-		switch s.Kind {
-		case Opaque:
+		if !s.IsTensor() {
 			if s.Length == 0 {
 				return fmt.Errorf("checkpoint: opaque segment %d at %d is empty", i, s.Offset)
 			}
-			if s.Name != "" || s.Type != "" || s.DType != dtype.Invalid || s.Shape != nil {
+			if s.Type != "" || s.DType != dtype.Invalid || s.Shape != nil {
 				return fmt.Errorf("checkpoint: opaque segment %d at %d has tensor fields", i, s.Offset)
 			}
-		case Tensor:
-			if s.Name == "" {
-				return fmt.Errorf("checkpoint: tensor segment %d at %d has no name", i, s.Offset)
+			continue
+		}
+		if _, dup := names[s.Name]; dup {
+			return fmt.Errorf("checkpoint: tensor %q appears twice", s.Name)
+		}
+		names[s.Name] = struct{}{}
+		n, ok := numElements(s.Shape)
+		if !ok {
+			return fmt.Errorf("checkpoint: tensor %q has invalid shape %v", s.Name, s.Shape)
+		}
+		if s.Length == 0 && n != 0 {
+			return fmt.Errorf("checkpoint: tensor %q with %d elements is empty", s.Name, n)
+		}
+		if s.DType != dtype.Invalid {
+			want, ok := s.DType.ByteLen(n)
+			if !ok || want != s.Length {
+				return fmt.Errorf("checkpoint: tensor %q: %d bytes for shape %v of %v", s.Name, s.Length, s.Shape, s.DType)
 			}
-			if _, dup := names[s.Name]; dup {
-				return fmt.Errorf("checkpoint: tensor %q appears twice", s.Name)
-			}
-			names[s.Name] = struct{}{}
-			n, ok := numElements(s.Shape)
-			if !ok {
-				return fmt.Errorf("checkpoint: tensor %q has invalid shape %v", s.Name, s.Shape)
-			}
-			if s.Length == 0 && n != 0 {
-				return fmt.Errorf("checkpoint: tensor %q with %d elements is empty", s.Name, n)
-			}
-			if s.DType != dtype.Invalid {
-				want, ok := s.DType.ByteLen(n)
-				if !ok || want != s.Length {
-					return fmt.Errorf("checkpoint: tensor %q: %d bytes for shape %v of %v", s.Name, s.Length, s.Shape, s.DType)
-				}
-			}
-		default:
-			return fmt.Errorf("checkpoint: segment %d has unknown kind %v", i, s.Kind)
 		}
 	}
 	if pos != l.Size {
@@ -205,7 +160,7 @@ func (l *Layout) Validate() error {
 			return fmt.Errorf("checkpoint: companions not sorted and unique at %q", c.Name)
 		}
 		for _, s := range c.Segments {
-			if s.Kind != Tensor || s.Offset < 0 || s.Length < 0 {
+			if !s.IsTensor() || s.Offset < 0 || s.Length < 0 {
 				return fmt.Errorf("checkpoint: companion %q: bad segment %+v", c.Name, s)
 			}
 		}
@@ -215,28 +170,7 @@ func (l *Layout) Validate() error {
 
 // numElements returns the product of dims; a zero dimension makes it zero
 // even when the other dimensions would overflow.
-func numElements(dims []int64) (int64, bool) {
-	n := int64(1)
-	zero := false
-	for _, d := range dims {
-		if d < 0 {
-			return 0, false
-		}
-		if d == 0 {
-			zero = true
-		}
-	}
-	if zero {
-		return 0, true
-	}
-	for _, d := range dims {
-		if n > maxInt64/d {
-			return 0, false
-		}
-		n *= d
-	}
-	return n, true
-}
+func numElements(dims []int64) (int64, bool) { return segment.NumElements(dims) }
 
 const maxInt64 = 1<<63 - 1
 
@@ -264,7 +198,7 @@ func build(format string, size, headerEnd int64, ts []Segment) (*Layout, error) 
 	})
 	l := &Layout{Format: format, Size: size, Segments: make([]Segment, 0, 2*len(ts)+2)}
 	if headerEnd > 0 {
-		l.Segments = append(l.Segments, Segment{Kind: Opaque, Offset: 0, Length: headerEnd})
+		l.Segments = append(l.Segments, Segment{Offset: 0, Length: headerEnd})
 	}
 	pos := headerEnd
 	prev := -1 // index in ts of the last non-empty tensor, which ends at pos
@@ -284,9 +218,8 @@ func build(format string, size, headerEnd int64, ts []Segment) (*Layout, error) 
 			return nil, formatErr(format, t.Offset, ErrOverlap, "tensor %q [%d,%d) overlaps tensor %q [%d,%d)", t.Name, t.Offset, t.End(), p.Name, p.Offset, p.End())
 		}
 		if t.Offset > pos {
-			l.Segments = append(l.Segments, Segment{Kind: Opaque, Offset: pos, Length: t.Offset - pos})
+			l.Segments = append(l.Segments, Segment{Offset: pos, Length: t.Offset - pos})
 		}
-		t.Kind = Tensor
 		l.Segments = append(l.Segments, *t)
 		if t.Length > 0 {
 			prev = i
@@ -294,7 +227,7 @@ func build(format string, size, headerEnd int64, ts []Segment) (*Layout, error) 
 		pos = t.End()
 	}
 	if pos < size {
-		l.Segments = append(l.Segments, Segment{Kind: Opaque, Offset: pos, Length: size - pos})
+		l.Segments = append(l.Segments, Segment{Offset: pos, Length: size - pos})
 	}
 	return l, nil
 }

@@ -132,14 +132,13 @@ func describedLayout(owner string, c Companion, size int64) (*Layout, error) {
 			return nil, formatErr(owner, -1, ErrOverlap, "tensor %q at %d of %q overlaps the previous tensor ending at %d", t.Name, t.Offset, c.Name, pos)
 		}
 		if t.Offset > pos {
-			l.Segments = append(l.Segments, Segment{Kind: Opaque, Offset: pos, Length: t.Offset - pos})
+			l.Segments = append(l.Segments, Segment{Offset: pos, Length: t.Offset - pos})
 		}
-		t.Kind = Tensor
 		l.Segments = append(l.Segments, t)
 		pos = t.Offset + t.Length
 	}
 	if pos < size {
-		l.Segments = append(l.Segments, Segment{Kind: Opaque, Offset: pos, Length: size - pos})
+		l.Segments = append(l.Segments, Segment{Offset: pos, Length: size - pos})
 	}
 	if err := l.Validate(); err != nil {
 		return nil, formatErr(owner, -1, ErrMalformed, "companion %q: %v", c.Name, err)

@@ -294,7 +294,7 @@ func readNPY(r io.ReaderAt, off, n int64, format, member string) (*npyArray, err
 			shape[i], shape[j] = shape[j], shape[i]
 		}
 	}
-	a.Tensor = &Segment{Kind: Tensor, DType: dt, Type: descr, Shape: shape, Offset: off + a.HeaderLen, Length: nbytes}
+	a.Tensor = &Segment{DType: dt, Type: descr, Shape: shape, Offset: off + a.HeaderLen, Length: nbytes}
 	return a, nil
 }
 

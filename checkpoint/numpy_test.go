@@ -125,7 +125,7 @@ func TestNumPyFixtures(t *testing.T) {
 					t.Errorf("metadata %q", l.Metadata)
 				}
 				// the header is one opaque segment, and whatever follows the data another
-				if l.Segments[0].Kind != Opaque || l.Segments[0].Length%64 != 0 {
+				if l.Segments[0].IsTensor() || l.Segments[0].Length%64 != 0 {
 					t.Errorf("header segment %+v", l.Segments[0])
 				}
 			}

@@ -737,7 +737,7 @@ func (m *onnxModel) layout() (*Layout, error) {
 			}
 			want = (numel*ot.bits + 7) / 8
 		}
-		seg := Segment{Kind: Tensor, Name: name, DType: ot.dt, Type: ot.name, Shape: t.dims}
+		seg := Segment{Name: name, DType: ot.dt, Type: ot.name, Shape: t.dims}
 		if seg.Shape == nil {
 			seg.Shape = []int64{}
 		}

@@ -371,7 +371,7 @@ func TestONNXExternalData(t *testing.T) {
 		}
 		checkTensors(t, comps[f.Name], f.Layout.Tensors(), want[f.Name])
 	}
-	if segs := m.Files[1].Layout.Segments; len(segs) != 5 || segs[0].Kind != Opaque || segs[2].Kind != Opaque || segs[4].Kind != Opaque {
+	if segs := m.Files[1].Layout.Segments; len(segs) != 5 || segs[0].IsTensor() || segs[2].IsTensor() || segs[4].IsTensor() {
 		t.Errorf("external.bin segments %+v, want gaps around two tensors", segs)
 	}
 

@@ -11,7 +11,7 @@ const FormatUnknown = "unknown"
 func openUnknown(_ io.ReaderAt, size int64) (*Layout, error) {
 	l := &Layout{Format: FormatUnknown, Size: size}
 	if size > 0 {
-		l.Segments = []Segment{{Kind: Opaque, Offset: 0, Length: size}}
+		l.Segments = []Segment{{Offset: 0, Length: size}}
 	}
 	return l, nil
 }

@@ -264,7 +264,7 @@ func openPyTorch(r io.ReaderAt, size int64) (*Layout, error) {
 		if !ok {
 			continue // deflated or encrypted: opaque
 		}
-		seg := Segment{Kind: Tensor, DType: st.Type.DType, Type: strings.Join(st.Types, "+"), Offset: off, Length: st.Entry.Size}
+		seg := Segment{DType: st.Type.DType, Type: strings.Join(st.Types, "+"), Offset: off, Length: st.Entry.Size}
 		if len(st.Types) > 1 {
 			seg.DType = dtype.Invalid
 		} else if bigEndian && st.Type.Size > 1 {

@@ -96,7 +96,7 @@ func TestRealFiles(t *testing.T) {
 				t.Errorf("%d zero-element and %d 0-d tensors, want %d and %d", zero, scalars, c.zeroElems, c.scalars)
 			}
 			header := l.Segments[0]
-			if header.Kind != Opaque || header.Offset != 0 {
+			if header.IsTensor() || header.Offset != 0 {
 				t.Fatalf("segment 0 is %+v, want the opaque header", header)
 			}
 			if c.format == "safetensors" {
@@ -110,7 +110,7 @@ func TestRealFiles(t *testing.T) {
 			if c.contiguous {
 				for i, s := range l.Segments[1:] {
 					// GGUF: the padding up to the alignment follows the header.
-					if s.Kind == Opaque && !(c.format == "gguf" && i == 0 && s.Length < 32) {
+					if !s.IsTensor() && !(c.format == "gguf" && i == 0 && s.Length < 32) {
 						t.Errorf("unexpected opaque segment %+v", s)
 					}
 				}

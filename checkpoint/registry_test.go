@@ -148,10 +148,10 @@ func TestFormatError(t *testing.T) {
 func TestValidate(t *testing.T) {
 	good := func() *Layout {
 		return &Layout{Format: "x", Size: 20, Segments: []Segment{
-			{Kind: Opaque, Offset: 0, Length: 8},
-			{Kind: Tensor, Name: "a", DType: dtype.F32, Type: "F32", Shape: []int64{2}, Offset: 8, Length: 8},
-			{Kind: Tensor, Name: "e", DType: dtype.F32, Type: "F32", Shape: []int64{0}, Offset: 16, Length: 0},
-			{Kind: Tensor, Name: "q", Type: "Q4_K", Shape: []int64{256}, Offset: 16, Length: 4},
+			{Offset: 0, Length: 8},
+			{Name: "a", DType: dtype.F32, Type: "F32", Shape: []int64{2}, Offset: 8, Length: 8},
+			{Name: "e", DType: dtype.F32, Type: "F32", Shape: []int64{0}, Offset: 16, Length: 0},
+			{Name: "q", Type: "Q4_K", Shape: []int64{256}, Offset: 16, Length: 4},
 		}}
 	}
 	if err := good().Validate(); err != nil {
@@ -161,8 +161,8 @@ func TestValidate(t *testing.T) {
 		"gap":              func(l *Layout) { l.Segments[1].Offset++ },
 		"short":            func(l *Layout) { l.Size++ },
 		"past size":        func(l *Layout) { l.Size = 18 },
-		"empty opaque":     func(l *Layout) { l.Segments = slices.Insert(l.Segments, 1, Segment{Kind: Opaque, Offset: 8}) },
-		"opaque with name": func(l *Layout) { l.Segments[0].Name = "x" },
+		"empty opaque":     func(l *Layout) { l.Segments = slices.Insert(l.Segments, 1, Segment{Offset: 8}) },
+		"opaque with type": func(l *Layout) { l.Segments[0].Type = "F32" },
 		"opaque shape":     func(l *Layout) { l.Segments[0].Shape = []int64{} },
 		"unnamed tensor":   func(l *Layout) { l.Segments[1].Name = "" },
 		"duplicate name":   func(l *Layout) { l.Segments[2].Name = "a" },
@@ -170,7 +170,6 @@ func TestValidate(t *testing.T) {
 		"negative dim":     func(l *Layout) { l.Segments[3].Shape = []int64{-1} },
 		"empty with elems": func(l *Layout) { l.Segments[3].Length = 0; l.Size = 16 },
 		"negative length":  func(l *Layout) { l.Segments[3].Length = -4; l.Size = 12 },
-		"bad kind":         func(l *Layout) { l.Segments[0].Kind = 7 },
 		"no format":        func(l *Layout) { l.Format = "" },
 		"shards unsorted":  func(l *Layout) { l.Shards = []string{"b", "a"} },
 		"shards duplicate": func(l *Layout) { l.Shards = []string{"a", "a"} },

@@ -115,13 +115,13 @@ func openRWKV(r io.ReaderAt, size int64) (*Layout, error) {
 			return nil, err
 		}
 		if dataOff > opaqueStart {
-			l.Segments = append(l.Segments, Segment{Kind: Opaque, Offset: opaqueStart, Length: dataOff - opaqueStart})
+			l.Segments = append(l.Segments, Segment{Offset: opaqueStart, Length: dataOff - opaqueStart})
 		}
-		l.Segments = append(l.Segments, Segment{Kind: Tensor, Name: name, DType: t.dt, Type: t.name, Shape: shape, Offset: dataOff, Length: nb})
+		l.Segments = append(l.Segments, Segment{Name: name, DType: t.dt, Type: t.name, Shape: shape, Offset: dataOff, Length: nb})
 		opaqueStart = dataOff + nb
 	}
 	if opaqueStart < size {
-		l.Segments = append(l.Segments, Segment{Kind: Opaque, Offset: opaqueStart, Length: size - opaqueStart})
+		l.Segments = append(l.Segments, Segment{Offset: opaqueStart, Length: size - opaqueStart})
 	}
 	return l, nil
 }

@@ -202,7 +202,7 @@ func stTensor(sc *jsonScanner, name string, at, dataStart int64) (Segment, error
 	if end > maxInt64-dataStart {
 		return fail(ErrTooLarge, "data_offsets end %d overflows the file offset", end)
 	}
-	return Segment{Kind: Tensor, Name: name, DType: dt, Type: dt.String(), Shape: shape, Offset: dataStart + begin, Length: want}, nil
+	return Segment{Name: name, DType: dt, Type: dt.String(), Shape: shape, Offset: dataStart + begin, Length: want}, nil
 }
 
 func isJSONSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }

@@ -71,7 +71,7 @@ func readIndex(r io.ReaderAt, size int64) (*Layout, map[string]string, error) {
 	if idx.WeightMap == nil {
 		return nil, nil, formatErr(format, -1, ErrMalformed, "no weight_map object")
 	}
-	l := &Layout{Format: format, Size: size, Segments: []Segment{{Kind: Opaque, Offset: 0, Length: size}}}
+	l := &Layout{Format: format, Size: size, Segments: []Segment{{Offset: 0, Length: size}}}
 	for name, shard := range idx.WeightMap {
 		if name == "" {
 			return nil, nil, formatErr(format, -1, ErrMalformed, "empty tensor name in weight_map")

@@ -65,7 +65,7 @@ func TestSafetensorsIndex(t *testing.T) {
 		}
 	}
 	idx := m.Files[0].Layout
-	if len(idx.Segments) != 1 || idx.Segments[0].Kind != Opaque || idx.Segments[0].Length != idx.Size {
+	if len(idx.Segments) != 1 || idx.Segments[0].IsTensor() || idx.Segments[0].Length != idx.Size {
 		t.Errorf("index segments %+v", idx.Segments)
 	}
 	if strings.Join(idx.Shards, ",") != "model-00001-of-00002.safetensors,model-00002-of-00002.safetensors" {

@@ -73,29 +73,29 @@ func TestSafetensorsLayout(t *testing.T) {
 	}
 	ds := int64(len(file) - len(data))
 	type seg struct {
-		kind   Kind
+		tensor bool
 		name   string
 		off, n int64
 	}
 	want := []seg{
-		{Opaque, "", 0, ds},
-		{Tensor, "byte", ds, 1},
-		{Tensor, "unaligned", ds + 1, 12},
-		{Tensor, "empty_mid", ds + 13, 0},
-		{Opaque, "", ds + 13, 11},
-		{Tensor, "empty_huge", ds + 24, 0},
-		{Tensor, "late", ds + 24, 8},
-		{Tensor, "scalar", ds + 32, 2},
-		{Tensor, "empty_end", ds + 34, 0},
-		{Opaque, "", ds + 34, 5},
+		{false, "", 0, ds},
+		{true, "byte", ds, 1},
+		{true, "unaligned", ds + 1, 12},
+		{true, "empty_mid", ds + 13, 0},
+		{false, "", ds + 13, 11},
+		{true, "empty_huge", ds + 24, 0},
+		{true, "late", ds + 24, 8},
+		{true, "scalar", ds + 32, 2},
+		{true, "empty_end", ds + 34, 0},
+		{false, "", ds + 34, 5},
 	}
 	if len(l.Segments) != len(want) {
 		t.Fatalf("got %d segments %+v, want %d", len(l.Segments), l.Segments, len(want))
 	}
 	for i, w := range want {
 		s := l.Segments[i]
-		if s.Kind != w.kind || s.Name != w.name || s.Offset != w.off || s.Length != w.n {
-			t.Errorf("segment %d = %v %q [%d,+%d), want %v %q [%d,+%d)", i, s.Kind, s.Name, s.Offset, s.Length, w.kind, w.name, w.off, w.n)
+		if s.IsTensor() != w.tensor || s.Name != w.name || s.Offset != w.off || s.Length != w.n {
+			t.Errorf("segment %d = tensor %v %q [%d,+%d), want tensor %v %q [%d,+%d)", i, s.IsTensor(), s.Name, s.Offset, s.Length, w.tensor, w.name, w.off, w.n)
 		}
 	}
 	if s := l.Segments[7]; s.Shape == nil || len(s.Shape) != 0 {

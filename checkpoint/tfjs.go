@@ -249,7 +249,7 @@ func readTFJS(r io.ReaderAt, size int64) (*Layout, []tfjsGroup, error) {
 	}
 	l := &Layout{Format: format, Size: size}
 	if size > 0 {
-		l.Segments = []Segment{{Kind: Opaque, Offset: 0, Length: size}}
+		l.Segments = []Segment{{Offset: 0, Length: size}}
 	}
 	if len(meta) > 0 {
 		l.Metadata = meta
@@ -657,7 +657,6 @@ func tfjsPlace(gi int, g tfjsGroup, shards []tfjsShard, segs [][]Segment, fsys f
 			}
 			names[k] = struct{}{}
 		}
-		s.Kind = Tensor
 		s.Offset -= shards[j].start
 		segs[j] = append(segs[j], s)
 		return nil

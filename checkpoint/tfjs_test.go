@@ -358,7 +358,7 @@ func TestTFJSOpenPath(t *testing.T) {
 				t.Fatalf("format %q with %d files", m.Format, len(m.Files))
 			}
 			mj := m.Files[0]
-			if mj.Name != "model.json" || len(mj.Layout.Segments) != 1 || mj.Layout.Segments[0].Kind != Opaque || mj.Layout.Segments[0].Length != mj.Size {
+			if mj.Name != "model.json" || len(mj.Layout.Segments) != 1 || mj.Layout.Segments[0].IsTensor() || mj.Layout.Segments[0].Length != mj.Size {
 				t.Fatalf("model.json: %+v", mj.Layout)
 			}
 			if err := mj.Layout.Validate(); err != nil {
@@ -638,7 +638,7 @@ func TestTFJSHostileFiles(t *testing.T) {
 				if f.Name == "weights/group1-shard2of2.bin" {
 					segs := f.Layout.Segments
 					last := segs[len(segs)-1]
-					if len(f.Layout.Tensors()) != 3 || last.Kind != Opaque || last.Offset != 54 || last.Length != 46 {
+					if len(f.Layout.Tensors()) != 3 || last.IsTensor() || last.Offset != 54 || last.Length != 46 {
 						t.Errorf("%+v", segs)
 					}
 				}
@@ -750,7 +750,7 @@ func TestTFJSReal(t *testing.T) {
 			}
 			// One weight file, written without gaps: no opaque bytes.
 			for _, s := range wf.Layout.Segments {
-				if s.Kind == Opaque {
+				if !s.IsTensor() {
 					t.Errorf("opaque segment %+v", s)
 				}
 			}

@@ -374,7 +374,7 @@ func (f *fbReader) owner(t fbTable, name string, bi uint32) (tfliteOwner, error)
 
 // segment returns the tensor segment of o over buffer b, named name.
 func (o *tfliteOwner) segment(name string, b *tfliteBuffer) (Segment, error) {
-	seg := Segment{Kind: Tensor, Name: name, DType: o.typ.dt, Type: o.typ.name, Offset: b.off, Length: b.length}
+	seg := Segment{Name: name, DType: o.typ.dt, Type: o.typ.name, Offset: b.off, Length: b.length}
 	if o.typ.dt == dtype.Invalid {
 		// values nzip does not decode (strings, resources): the shape is
 		// only told, but it must still count a number of elements

@@ -187,11 +187,7 @@ func TestNeverWorseThanZstd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var segs []Segment
-			for _, g := range mf.Layout.Segments {
-				segs = append(segs, Segment{Offset: g.Offset, Length: g.Length, Name: g.Name, DType: g.DType, Type: g.Type, Shape: g.Shape})
-			}
-			ins = append(ins, input{mf.Name, src, segs})
+			ins = append(ins, input{mf.Name, src, mf.Layout.Segments})
 		}
 	}
 	if src, err := os.ReadFile("../assets/models/blazeface-front/blazeface-front.bin"); err == nil {

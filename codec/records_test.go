@@ -156,10 +156,7 @@ func TestRecordsReal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		segs := make([]Segment, len(l.Segments))
-		for i, g := range l.Segments {
-			segs[i] = Segment{Offset: g.Offset, Length: g.Length, Name: g.Name, DType: g.DType, Type: g.Type, Shape: g.Shape}
-		}
+		segs := l.Segments
 		arc := roundTrip(t, src, segs, EncodeOptions{})
 		c := censusOf(t, arc)
 		if c.Records == 0 {
@@ -216,10 +213,7 @@ func BenchmarkRecordsFile(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	segs := make([]Segment, len(l.Segments))
-	for i, g := range l.Segments {
-		segs[i] = Segment{Offset: g.Offset, Length: g.Length, Name: g.Name, DType: g.DType, Type: g.Type, Shape: g.Shape}
-	}
+	segs := l.Segments
 	opt := EncodeOptions{Threads: 1}
 	arc, err := CompressBytes(context.Background(), src, segs, opt)
 	if err != nil {
@@ -279,7 +273,7 @@ func TestByteRecordsReal(t *testing.T) {
 			if g.DType == dtype.U8 && g.Length >= byteRecordsMinBytes {
 				u8++
 			}
-			segs = append(segs, Segment{Offset: g.Offset, Length: g.Length, Name: g.Name, DType: g.DType, Type: g.Type, Shape: g.Shape})
+			segs = append(segs, g)
 		}
 	}
 	if u8 == 0 {

@@ -268,10 +268,7 @@ func TestSearchReal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var segs []Segment
-		for _, g := range m.Files[0].Layout.Segments {
-			segs = append(segs, Segment{Offset: g.Offset, Length: g.Length, Name: g.Name, DType: g.DType, Type: g.Type, Shape: g.Shape})
-		}
+		segs := m.Files[0].Layout.Segments
 		plain := roundTrip(t, src, segs, EncodeOptions{})
 		searched := roundTrip(t, src, segs, EncodeOptions{Search: 4})
 		neverLarger(t, plain, searched, 4)

@@ -445,11 +445,7 @@ func loadSegments(t testing.TB, path string) ([]byte, []codec.Segment) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var segs []codec.Segment
-	for _, s := range l.Segments {
-		segs = append(segs, codec.Segment{Offset: s.Offset, Length: s.Length, Name: s.Name, DType: s.DType, Type: s.Type, Shape: s.Shape})
-	}
-	return src, segs
+	return src, l.Segments
 }
 
 func TestRealFilesCPU(t *testing.T) {

@@ -17,11 +17,7 @@ func compress(t testing.TB, b []byte, opt codec.EncodeOptions) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	segs := make([]codec.Segment, len(l.Segments))
-	for i, s := range l.Segments {
-		segs[i] = codec.Segment{Offset: s.Offset, Length: s.Length, Name: s.Name, DType: s.DType, Type: s.Type, Shape: s.Shape}
-	}
-	a, err := codec.CompressBytes(context.Background(), b, segs, opt)
+	a, err := codec.CompressBytes(context.Background(), b, l.Segments, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -171,9 +171,9 @@ func Quantize(src []byte, l *checkpoint.Layout, method string, bits float64) ([]
 	coded := 0
 	for _, s := range l.Segments {
 		t := Tensor{Name: s.Name, DType: s.DType, Shape: s.Shape, Offset: s.Offset, Data: src[s.Offset : s.Offset+s.Length]}
-		if s.Kind != checkpoint.Tensor || !t.Coded() {
+		if !s.IsTensor() || !t.Coded() {
 			raw(s.Offset, s.Offset+s.Length)
-			if s.Kind == checkpoint.Tensor {
+			if s.IsTensor() {
 				params += t.Params()
 				bytesOut += s.Length
 			}

@@ -160,7 +160,7 @@ func TestArchiveRoundTrip(t *testing.T) {
 			}
 			orig, back := src[s.Offset:s.Offset+s.Length], got[s.Offset:s.Offset+s.Length]
 			tn := Tensor{Name: s.Name, DType: s.DType, Shape: s.Shape, Data: orig}
-			if s.Kind != checkpoint.Tensor || !tn.Coded() {
+			if !s.IsTensor() || !tn.Coded() {
 				if !bytes.Equal(orig, back) {
 					t.Errorf("%s: %s (kept as stored) changed", name, s.Name)
 				}

@@ -35,7 +35,7 @@ func TestJacobiSVD(t *testing.T) {
 	}
 	for _, s := range l.Segments {
 		tn := Tensor{Name: s.Name, DType: s.DType, Shape: s.Shape, Data: src[s.Offset : s.Offset+s.Length]}
-		if s.Kind != checkpoint.Tensor || !tn.Coded() || tn.rows() < 8 || tn.cols() < 8 || tn.rows()*tn.cols() > 1<<17 {
+		if !s.IsTensor() || !tn.Coded() || tn.rows() < 8 || tn.cols() < 8 || tn.rows()*tn.cols() > 1<<17 {
 			continue
 		}
 		ms = append(ms, mat{s.Name, f64(Values(tn.DType, tn.Data)), int(tn.rows()), int(tn.cols())})

@@ -132,7 +132,7 @@ func sharedModel(t testing.TB, rel ...string) ([]byte, []Tensor) {
 	}
 	var tensors []Tensor
 	for _, s := range l.Segments {
-		if s.Kind == checkpoint.Tensor {
+		if s.IsTensor() {
 			tensors = append(tensors, Tensor{Name: s.Name, DType: s.DType, Shape: s.Shape, Offset: s.Offset, Data: src[s.Offset : s.Offset+s.Length]})
 		}
 	}

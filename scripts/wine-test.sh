@@ -18,7 +18,7 @@
 # Usage: scripts/wine-test.sh [PKG...]   (default: every non-UI package;
 # 2–3 min on 2 cores once Wine is installed)
 set -eu
-pkgs=${*:-./cmd/nzip ./trajectory ./checkpoint ./codec/... ./gpu/... ./app/core ./analysis/... ./dtype ./assets}
+pkgs=${*:-./cmd/nzip ./trajectory ./checkpoint ./codec/... ./gpu/... ./app/core ./analysis/... ./dtype ./segment ./assets}
 if ! [ -x /usr/lib/wine/wine64 ] || ! command -v x86_64-w64-mingw32-gcc >/dev/null; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q wine64 gcc-mingw-w64-x86-64 >/dev/null
 fi

@@ -18,7 +18,6 @@ import (
 	"testing"
 
 	"neuralzip/checkpoint"
-	"neuralzip/checkpoint/codecseg"
 	"neuralzip/internal/weedtest"
 	"neuralzip/store"
 )
@@ -76,7 +75,7 @@ func hubStoreAt(t *testing.T, loc string) (string, map[string][]byte) {
 				t.Fatal(err)
 			}
 			ins = append(ins, store.Input{Name: name, R: bytes.NewReader(data), Size: int64(len(data)),
-				Format: cm.Files[0].Layout.Format, Segments: codecseg.Of(cm.Files[0].Layout.Segments)})
+				Format: cm.Files[0].Layout.Format, Segments: cm.Files[0].Layout.Segments})
 			want[m.served+"/"+name] = data
 		}
 		if _, _, err := st.Add(m.model, ins, store.AddOptions{}); err != nil {

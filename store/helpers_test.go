@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"neuralzip/checkpoint"
-	"neuralzip/checkpoint/codecseg"
 )
 
 // shared is the corpus of real weights (../shared from the repository root).
@@ -43,7 +42,7 @@ func inputs(t testing.TB, path string) []Input {
 		in := Input{Name: f.Name, R: bytes.NewReader(b), Size: int64(len(b))}
 		if f.Layout != nil {
 			in.Format = f.Layout.Format
-			in.Segments = codecseg.Of(f.Layout.Segments)
+			in.Segments = f.Layout.Segments
 		}
 		out = append(out, in)
 	}

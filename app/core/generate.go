@@ -11,7 +11,6 @@ import (
 
 	"neuralzip/assets"
 	"neuralzip/checkpoint"
-	"neuralzip/checkpoint/codecseg"
 	"neuralzip/codec"
 	"neuralzip/infer"
 )
@@ -73,7 +72,7 @@ func NewGenerator(name string, model, tokenizer, config []byte) (*Generator, err
 	if err != nil {
 		return nil, err
 	}
-	a, err := codec.CompressBytes(context.Background(), model, codecseg.Of(l.Segments), infer.ArchiveOptions())
+	a, err := codec.CompressBytes(context.Background(), model, l.Segments, infer.ArchiveOptions())
 	if err != nil {
 		return nil, err
 	}

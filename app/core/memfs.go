@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"neuralzip/checkpoint"
-	"neuralzip/checkpoint/codecseg"
 )
 
 // OpenFS opens the checkpoint called name in fsys with every file it needs
@@ -50,7 +49,7 @@ func OpenFS(fsys fs.FS, name string, warn func(string)) (*Model, error) {
 				return nil, fmt.Errorf("%s: file changed while reading it", cf.Path)
 			}
 			mf.Format = cf.Layout.Format
-			mf.Segments = codecseg.Of(cf.Layout.Segments)
+			mf.Segments = cf.Layout.Segments
 		}
 		m.Files = append(m.Files, mf)
 	}

@@ -21,7 +21,6 @@ import (
 	"neuralzip/analysis"
 	"neuralzip/assets"
 	"neuralzip/checkpoint"
-	"neuralzip/checkpoint/codecseg"
 	"neuralzip/codec"
 	"neuralzip/dtype"
 )
@@ -143,7 +142,7 @@ func OpenPath(p string, warn func(string)) (*Model, error) {
 				return nil, fmt.Errorf("%s: file changed while reading it", cf.Path)
 			}
 			mf.Format = cf.Layout.Format
-			mf.Segments = codecseg.Of(cf.Layout.Segments)
+			mf.Segments = cf.Layout.Segments
 		}
 		m.Files = append(m.Files, mf)
 	}

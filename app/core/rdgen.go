@@ -57,7 +57,7 @@ func NewLossyGen(name string, src, tokenizer []byte) (*LossyGen, error) {
 	}
 	g := &LossyGen{Name: name, src: src}
 	for _, s := range l.Segments {
-		if s.Kind == checkpoint.Tensor {
+		if s.IsTensor() {
 			g.tensors = append(g.tensors, lossy.Tensor{Name: s.Name, DType: s.DType, Shape: s.Shape, Offset: s.Offset, Data: src[s.Offset : s.Offset+s.Length]})
 		}
 	}

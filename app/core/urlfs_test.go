@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"neuralzip/checkpoint"
-	"neuralzip/checkpoint/codecseg"
 	"neuralzip/codec"
 	"neuralzip/serve"
 )
@@ -30,7 +29,7 @@ func hubServer(t *testing.T, src string) string {
 	}
 	in := codec.Input{Name: filepath.Base(src), R: bytes.NewReader(b), Size: int64(len(b))}
 	if l, err := checkpoint.Open(bytes.NewReader(b), int64(len(b))); err == nil {
-		in.Segments = codecseg.Of(l.Segments)
+		in.Segments = l.Segments
 	}
 	var arc bytes.Buffer
 	if _, err := codec.Encode(context.Background(), &arc, []codec.Input{in}, codec.EncodeOptions{}); err != nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"neuralzip/checkpoint"
-	"neuralzip/checkpoint/codecseg"
 	"neuralzip/codec"
 	"neuralzip/store"
 )
@@ -165,7 +164,7 @@ func openModel(p string, warn io.Writer) ([]inputFile, error) {
 				return nil, fmt.Errorf("%s: file changed while reading it", src)
 			}
 			in.Format = f.Layout.Format
-			in.Segs = codecseg.Of(f.Layout.Segments)
+			in.Segs = f.Layout.Segments
 		}
 		out = append(out, in)
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"neuralzip/checkpoint"
-	"neuralzip/checkpoint/codecseg"
 	"neuralzip/codec"
 	"neuralzip/trajectory"
 )
@@ -81,7 +80,7 @@ func openModel(path string, warn io.Writer) ([]inputFile, error) {
 				return nil, fmt.Errorf("%s: file changed while reading it", f.Path)
 			}
 			in.format = f.Layout.Format
-			in.segs = codecseg.Of(f.Layout.Segments)
+			in.segs = f.Layout.Segments
 		}
 		out = append(out, in)
 	}

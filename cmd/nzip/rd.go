@@ -55,7 +55,7 @@ func runRD(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	var tensors []lossy.Tensor
 	for _, s := range l.Segments {
-		if s.Kind == checkpoint.Tensor {
+		if s.IsTensor() {
 			tensors = append(tensors, lossy.Tensor{Name: s.Name, DType: s.DType, Shape: s.Shape, Offset: s.Offset, Data: src[s.Offset : s.Offset+s.Length]})
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"neuralzip/checkpoint"
-	"neuralzip/checkpoint/codecseg"
 	"neuralzip/codec"
 	"neuralzip/infer"
 )
@@ -197,5 +196,5 @@ func compressModel(b []byte, opt codec.EncodeOptions) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return codec.CompressBytes(context.Background(), b, codecseg.Of(l.Segments), opt)
+	return codec.CompressBytes(context.Background(), b, l.Segments, opt)
 }

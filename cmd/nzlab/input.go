@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 
 	"neuralzip/checkpoint"
-	"neuralzip/checkpoint/codecseg"
 	"neuralzip/codec"
 )
 
@@ -19,7 +18,7 @@ func readInput(path string) ([]byte, codec.Input, error) {
 	}
 	in := codec.Input{Name: filepath.Base(path), R: bytes.NewReader(src), Size: int64(len(src))}
 	if l, err := checkpoint.Open(bytes.NewReader(src), int64(len(src))); err == nil {
-		in.Segments = codecseg.Of(l.Segments)
+		in.Segments = l.Segments
 	}
 	return src, in, nil
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"neuralzip/checkpoint"
-	"neuralzip/checkpoint/codecseg"
 	"neuralzip/codec"
 	"neuralzip/store"
 )
@@ -301,7 +300,7 @@ func storeInputs(path string) ([]store.Input, error) {
 		in := store.Input{Name: f.Name, R: bytes.NewReader(b), Size: int64(len(b))}
 		if f.Layout != nil {
 			in.Format = f.Layout.Format
-			in.Segments = codecseg.Of(f.Layout.Segments)
+			in.Segments = f.Layout.Segments
 		}
 		out = append(out, in)
 	}

@@ -60,7 +60,7 @@ func run(out string, models []string) error {
 				return err
 			}
 			for _, s := range f.Layout.Segments {
-				if s.Kind != checkpoint.Tensor || s.Length < 2 {
+				if !s.IsTensor() || s.Length < 2 {
 					continue
 				}
 				b := raw[s.Offset:s.End()]

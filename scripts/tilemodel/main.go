@@ -58,7 +58,7 @@ func run(out, in string, size int64) error {
 	var ts []tensor
 	var per int64
 	for _, s := range l.Segments {
-		if s.Kind != checkpoint.Tensor || s.Length == 0 {
+		if !s.IsTensor() || s.Length == 0 {
 			continue
 		}
 		e := s.DType.Size()

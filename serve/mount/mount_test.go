@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"neuralzip/checkpoint"
-	"neuralzip/checkpoint/codecseg"
 	"neuralzip/codec"
 	"neuralzip/serve"
 	"neuralzip/store"
@@ -318,7 +317,7 @@ func TestMountStore(t *testing.T) {
 				t.Fatal(err)
 			}
 			ins = append(ins, store.Input{Name: name, R: bytes.NewReader(data), Size: int64(len(data)),
-				Format: cm.Files[0].Layout.Format, Segments: codecseg.Of(cm.Files[0].Layout.Segments)})
+				Format: cm.Files[0].Layout.Format, Segments: cm.Files[0].Layout.Segments})
 			want[model+"/"+name] = data
 		}
 		if _, _, err := st.Add(model, ins, store.AddOptions{}); err != nil {

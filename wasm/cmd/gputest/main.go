@@ -23,7 +23,6 @@ import (
 	"syscall/js"
 
 	"neuralzip/checkpoint"
-	"neuralzip/checkpoint/codecseg"
 	"neuralzip/codec"
 	"neuralzip/gpu"
 )
@@ -113,7 +112,7 @@ func run(b gpu.Backend, u string, chunk int) (fr fileResult) {
 		if err != nil {
 			return fail(err)
 		}
-		if arc, err = codec.CompressBytes(context.Background(), src, codecseg.Of(l.Segments), codec.EncodeOptions{ChunkValues: chunk}); err != nil {
+		if arc, err = codec.CompressBytes(context.Background(), src, l.Segments, codec.EncodeOptions{ChunkValues: chunk}); err != nil {
 			return fail(err)
 		}
 	}
