@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"slices"
 	"sort"
 	"sync"
@@ -604,8 +605,10 @@ const (
 // fingerprints, the SHA-256, the coding). Otherwise Add, which reads one
 // unit at a time and makes every pass over it before the next, reads a
 // model larger than the page cache from disk once, not once per pass.
+// Never on a 32-bit platform: a mapping that its address space refuses
+// would have AddBatch read the whole model into memory instead.
 func streamable(files []Input, size int64, mem uint64) bool {
-	if size <= 0 || mem/2 < uint64(size) {
+	if bits.UintSize < 64 || size <= 0 || mem/2 < uint64(size) {
 		return false
 	}
 	for _, in := range files {
