@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"slices"
 	"sort"
 	"sync"
@@ -38,8 +39,8 @@ type BatchModel struct {
 // that it did not — and one cut short meanwhile is ErrInputChanged: the
 // goroutines reading it recover the memory fault, fault.go), any
 // other is read into memory: the caller bounds a batch (the CLI:
-// BatchBytes of files; a larger model goes through Add, which holds one
-// unit at a time). The results are in the order of models. A name given
+// BatchBytes of files; a larger model comes alone, and goes through Add,
+// which holds one unit at a time, unless it is mapped: streamable). The results are in the order of models. A name given
 // twice or already stored is an error before anything is read.
 func (s *Store) AddBatch(models []BatchModel, opt AddOptions) (_ []*Manifest, _ []AddStats, err error) {
 	if err := s.checkBatch(models); err != nil {
@@ -587,12 +588,36 @@ var mapMin int64 = 1 << 20
 
 // The batches of nzip store add: at most BatchBytes of files (held in
 // memory while the batch is coded) and BatchModels models (their files
-// open) in one AddBatch; a model larger than BatchBytes is added alone
-// through Add.
+// open) in one AddBatch; a model larger than BatchBytes is added alone,
+// through AddBatch where its files are mapped, not read (streamable),
+// else through Add.
 const (
 	BatchBytes  = 256 << 20
 	BatchModels = 64
 )
+
+// streamable says whether a model larger than BatchBytes, of files of
+// size bytes in all, may go through AddBatch on a machine of mem bytes
+// of memory: every file is mapped (mappable: AddBatch then holds none of
+// its bytes in memory of its own, and streams the payloads to the chunk
+// file), and the model fits in half the memory, so that the page cache
+// keeps its bytes between AddBatch's passes over them (hashes and
+// fingerprints, the SHA-256, the coding). Otherwise Add, which reads one
+// unit at a time and makes every pass over it before the next, reads a
+// model larger than the page cache from disk once, not once per pass.
+// Never on a 32-bit platform: a mapping that its address space refuses
+// would have AddBatch read the whole model into memory instead.
+func streamable(files []Input, size int64, mem uint64) bool {
+	if bits.UintSize < 64 || size <= 0 || mem/2 < uint64(size) {
+		return false
+	}
+	for _, in := range files {
+		if _, ok := mappable(in.R, in.Size); !ok {
+			return false
+		}
+	}
+	return true
+}
 
 // batching places the next model, of n bytes, when the batch being
 // gathered holds models models of size bytes: alone (through Add, after
@@ -671,7 +696,7 @@ func (b *Batcher) Flush() error {
 	var ms []*Manifest
 	var sts []AddStats
 	var err error
-	if len(b.batch) == 1 && b.size > BatchBytes {
+	if len(b.batch) == 1 && b.size > BatchBytes && !streamable(b.batch[0].Files, b.size, physMem()) {
 		// one tensor in memory at a time
 		m, st, aerr := b.Store.Add(b.batch[0].Name, b.batch[0].Files, opt)
 		ms, sts, err = []*Manifest{m}, []AddStats{st}, aerr

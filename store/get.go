@@ -59,6 +59,15 @@ func (s *Store) unitRec(h Hash) (unit, error) {
 type restoring struct {
 	recs map[Hash]unit
 	keep bool
+	bufs *bufSet // where its buffers come from and go back to (nil: the shared pools)
+}
+
+// buffers is r's buffer set; r may be nil.
+func (r *restoring) buffers() *bufSet {
+	if r == nil {
+		return nil
+	}
+	return r.bufs
 }
 
 // rec is unit h's record; r may be nil.
@@ -108,22 +117,22 @@ func (s *Store) readRecords(hs []Hash) map[Hash]unit {
 }
 
 // payload reads and checks unit u's stored bytes, into a buffer of
-// getBuf's.
-func (s *Store) payload(h Hash, u unit) ([]byte, error) {
+// bs's.
+func (s *Store) payload(h Hash, u unit, bs *bufSet) ([]byte, error) {
 	if u.Len > u.RawLen+u.RawLen/8+(1<<20) {
 		return nil, fmt.Errorf("%w: unit %s: payload of %d bytes for %d", ErrIndexDamaged, h, u.Len, u.RawLen)
 	}
 	if sz, ok := blobSize(s.bl, u.Pack); ok && (u.Off > sz || u.Len > sz-u.Off) {
 		return nil, fmt.Errorf("%w: unit %s: bytes %d..%d beyond chunk %x (%d bytes)", ErrChunkDamaged, h, u.Off, u.Off+u.Len, u.Pack[:8], sz)
 	}
-	p := getBuf(int(u.Len))
+	p := bs.get(int(u.Len))
 	if err := s.bl.readAt(u.Pack, p, u.Off); err != nil {
-		putBuf(p)
+		bs.put(p)
 		return nil, fmt.Errorf("%w: unit %s in chunk %x: %v", ErrChunkDamaged, h, u.Pack[:8], err)
 	}
 	s.read.Add(u.Len)
 	if crcOf(p) != u.CRC {
-		putBuf(p)
+		bs.put(p)
 		return nil, fmt.Errorf("%w: unit %s in chunk %x: checksum mismatch", ErrChunkDamaged, h, u.Pack[:8])
 	}
 	return p, nil
@@ -149,27 +158,28 @@ func (s *Store) decode(h Hash, u unit, depth int) ([]byte, error) {
 
 // decodeCheck is decode, checking the result against h only if check (or
 // r.keep; r may be nil). pooled says that the result is a buffer of
-// getBuf's, which the caller may give back with putBuf once done with it
-// (a unit from the cache is not).
+// r's buffer set (getBuf's where r or its set is nil), which the caller
+// may give back to it once done with it (a unit from the cache is not).
 func (s *Store) decodeCheck(h Hash, u unit, depth int, check bool, r *restoring) (out []byte, pooled bool, err error) {
 	if b, ok := s.cache.get(h); ok {
 		return b, false, nil
 	}
+	bs := r.buffers()
 	if depth < 0 {
 		return nil, false, fmt.Errorf("%w: unit %s: base chain longer than %d", ErrIndexDamaged, h, maxDepth)
 	}
 	switch u.Kind {
 	case KindRaw:
-		if out, err = s.payload(h, u); err != nil {
+		if out, err = s.payload(h, u, bs); err != nil {
 			return nil, false, err
 		}
 	case KindNzip:
-		p, err := s.payload(h, u)
+		p, err := s.payload(h, u, bs)
 		if err != nil {
 			return nil, false, err
 		}
-		out, err = codec.DecompressBytesTo(context.Background(), outBuf(u), p, codec.DecodeOptions{Threads: 1, SkipHash: true})
-		putBuf(p)
+		out, err = codec.DecompressBytesTo(context.Background(), outBuf(u, bs), p, codec.DecodeOptions{Threads: 1, SkipHash: true})
+		bs.put(p)
 		if err != nil {
 			return nil, false, fmt.Errorf("%w: unit %s: %v", ErrChunkDamaged, h, err)
 		}
@@ -182,9 +192,9 @@ func (s *Store) decodeCheck(h Hash, u unit, depth int, check bool, r *restoring)
 		if err != nil {
 			return nil, false, err
 		}
-		out, err = s.fromBase(h, u, bu, base)
+		out, err = s.fromBase(h, u, bu, base, bs)
 		if basePooled {
-			putBuf(base)
+			bs.put(base)
 		}
 		if err != nil {
 			return nil, false, err
@@ -195,7 +205,7 @@ func (s *Store) decodeCheck(h Hash, u unit, depth int, check bool, r *restoring)
 	s.decoded.Add(int64(len(out)))
 	keep := r != nil && r.keep
 	if int64(len(out)) != u.RawLen || ((check || keep) && s.sum(out) != h) {
-		putBuf(out)
+		bs.put(out)
 		return nil, false, fmt.Errorf("%w: unit %s decodes to other bytes", ErrChunkDamaged, h)
 	}
 	if keep {
@@ -206,31 +216,31 @@ func (s *Store) decodeCheck(h Hash, u unit, depth int, check bool, r *restoring)
 	return out, true, nil
 }
 
-// outBuf is a buffer of getBuf's for the decoded bytes of unit u, or nil
+// outBuf is a buffer of bs's for the decoded bytes of unit u, or nil
 // (the codec then allocates what its archive makes plausible) when the
 // record's length is beyond the pools or far beyond what its payload
 // could plausibly hold.
-func outBuf(u unit) []byte {
+func outBuf(u unit, bs *bufSet) []byte {
 	if u.RawLen <= 0 || u.RawLen > 1<<maxPoolShift || u.RawLen > 64*u.Len+1<<16 {
 		return nil
 	}
-	return getBuf(int(u.RawLen))[:0]
+	return bs.get(int(u.RawLen))[:0]
 }
 
 // fromBase decodes unit h (record u), a cast or a delta, from the bytes
-// of its base (record bu), into a buffer of getBuf's.
-func (s *Store) fromBase(h Hash, u, bu unit, base []byte) ([]byte, error) {
+// of its base (record bu), into a buffer of bs's.
+func (s *Store) fromBase(h Hash, u, bu unit, base []byte, bs *bufSet) ([]byte, error) {
 	if u.Kind == KindCast {
 		if bu.DType != dtype.F32 || !castable(u.DType) {
 			return nil, fmt.Errorf("%w: unit %s: cast of %v to %v", ErrIndexDamaged, h, bu.DType, u.DType)
 		}
-		return castF32(getBuf(len(base) / 2)[:0], base, u.DType), nil
+		return castF32(bs.get(len(base) / 2)[:0], base, u.DType), nil
 	}
-	p, err := s.payload(h, u)
+	p, err := s.payload(h, u, bs)
 	if err != nil {
 		return nil, err
 	}
-	defer putBuf(p)
+	defer bs.put(p)
 	var segs []codec.Segment
 	if u.DType != dtype.Invalid && u.DType.Size() > 0 {
 		segs = []codec.Segment{{Length: int64(len(base)), Name: "t", DType: u.DType, Shape: []int64{int64(len(base) / u.DType.Size())}}}
@@ -239,7 +249,7 @@ func (s *Store) fromBase(h Hash, u, bu unit, base []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := codec.DecompressBytesTo(context.Background(), outBuf(u), p, codec.DecodeOptions{Threads: 1, SkipHash: true, Ref: ref})
+	out, err := codec.DecompressBytesTo(context.Background(), outBuf(u, bs), p, codec.DecodeOptions{Threads: 1, SkipHash: true, Ref: ref})
 	if err != nil {
 		return nil, fmt.Errorf("%w: unit %s: %v", ErrChunkDamaged, h, err)
 	}
@@ -262,7 +272,8 @@ func (s *Store) writeFile(m *Manifest, fi int, w io.Writer, keep bool) error {
 	}
 	f := m.Files[fi]
 	pooled := make([]bool, len(f.Units))
-	r := &restoring{recs: s.readRecords(f.Units), keep: keep}
+	r := &restoring{recs: s.readRecords(f.Units), keep: keep, bufs: new(bufSet)}
+	defer r.bufs.release()
 	bw := writers.Get().(*bufio.Writer)
 	bw.Reset(w)
 	defer func() {
@@ -282,7 +293,7 @@ func (s *Store) writeFile(m *Manifest, fi int, w io.Writer, keep bool) error {
 	}, func(i int, b []byte) error {
 		_, err := bw.Write(b)
 		if pooled[i] {
-			putBuf(b)
+			r.bufs.put(b)
 		}
 		return err
 	})

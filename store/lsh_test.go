@@ -292,3 +292,51 @@ func TestLSHCodesTwin(t *testing.T) {
 		}
 	}
 }
+
+// TestLSHCodesSums: lshCodes, whose projections are summed side by side,
+// gives the codes of the sums taken one projection at a time (the codes
+// are in the index: other bits would be a stale index without a new
+// lshVersion).
+func TestLSHCodesSums(t *testing.T) {
+	one := func(fp fingerprint) (out [lshTrees]uint64) {
+		var norm float64
+		for _, x := range fp {
+			norm += float64(float64(x) * float64(x))
+		}
+		norm = math.Sqrt(norm)
+		for tr := range out {
+			var q [lshDims]uint64
+			for d := range q {
+				w := &lshSigns[tr*lshDims+d]
+				var p float64
+				for i, x := range fp {
+					p += w[i] * float64(x)
+				}
+				if norm > 0 {
+					p /= norm
+				}
+				f := math.Floor((p + 8) * (1 << lshScale))
+				q[d] = uint64(min(max(f, 0), 1<<16-1))
+			}
+			var z uint64
+			for b := 15; b >= 0; b-- {
+				for d := range q {
+					z = z<<1 | q[d]>>b&1
+				}
+			}
+			out[tr] = z
+		}
+		return out
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for k := range 500 {
+		fp := make(fingerprint, []int{fpSamples, 1, 17, 0}[k%4])
+		scale := math.Pow(10, float64(r.IntN(40)-20))
+		for i := range fp {
+			fp[i] = float32(r.NormFloat64() * scale)
+		}
+		if got, want := lshCodes(fp), one(fp); got != want {
+			t.Fatalf("fingerprint %d (%d samples): codes %x, one sum at a time %x", k, len(fp), got, want)
+		}
+	}
+}

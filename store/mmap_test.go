@@ -3,7 +3,9 @@
 package store
 
 import (
+	"bytes"
 	"errors"
+	"math/bits"
 	"os"
 	"path"
 	"path/filepath"
@@ -129,4 +131,50 @@ func TestAddBatchInputCutShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	restore(t, s, "m", [][]byte{src})
+}
+
+// TestStreamable: a model larger than BatchBytes goes through AddBatch
+// only when every file of it is mapped and it fits in half the memory;
+// a reader that is not a file, a machine of unknown memory or too little
+// of it send it through Add.
+func TestStreamable(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "big")
+	const size = 3 << 20 // above mapMin
+	if err := os.WriteFile(name, make([]byte, size), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	file := Input{Name: "big", R: f, Size: size}
+	if _, ok := mappable(f, size); !ok || bits.UintSize < 64 {
+		if streamable([]Input{file}, size, 1<<40) {
+			t.Fatal("streamable where the file is not mapped or the platform is 32-bit")
+		}
+		t.Skip("inputs are not mapped on this platform, or it is 32-bit")
+	}
+	mem := uint64(4 * size)
+	for _, c := range []struct {
+		files []Input
+		mem   uint64
+		want  bool
+	}{
+		{[]Input{file}, mem, true},
+		{[]Input{file, file}, mem, true},
+		{[]Input{file}, 2*size - 1, false}, // more than half the memory
+		{[]Input{file}, 0, false},          // memory unknown
+		{[]Input{file, {Name: "r", R: bytes.NewReader(make([]byte, size)), Size: size}}, mem, false},
+		{[]Input{{Name: "short", R: f, Size: size + 1}}, mem, false},
+	} {
+		var n int64
+		for _, in := range c.files {
+			n += in.Size
+		}
+		if got := streamable(c.files, n, c.mem); got != c.want {
+			t.Errorf("%d files, %d bytes, memory %d: streamable %v, want %v", len(c.files), n, c.mem, got, c.want)
+		}
+	}
 }

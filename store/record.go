@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"math"
 
+	"neuralzip/codec/crc32c"
 	"neuralzip/dtype"
 )
 
@@ -70,7 +70,9 @@ const recVersion = 1
 
 var errRecord = errors.New("store: damaged index record")
 
-func crcOf(b []byte) uint32 { return crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)) }
+// crcOf is the CRC-32C of b (the codec's: folding on AVX-512, about
+// twice hash/crc32's speed on payloads; the same values).
+func crcOf(b []byte) uint32 { return crc32c.Checksum(b) }
 
 func seal(b []byte) []byte { return binary.LittleEndian.AppendUint32(b, crcOf(b)) }
 

@@ -89,7 +89,6 @@ func sumOf(v int) func([]byte) Hash {
 	return sha256Sum
 }
 
-func blake3Sum(b []byte) Hash { return Hash(codec.SumBLAKE3(b)) }
 func sha256Sum(b []byte) Hash { return Hash(sha256.Sum256(b)) }
 
 // partsSum is the address function of format version v on the

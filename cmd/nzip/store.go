@@ -130,8 +130,9 @@ func runStoreAdd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	// Models are added in batches (store.Batcher: coded together, one
 	// commit, all of a batch or none of it after a crash) of at most
 	// store.BatchBytes of files and store.BatchModels models; a model
-	// larger than that is added alone (store.Add holds one tensor at a
-	// time).
+	// larger than that is added alone (mapped, through AddBatch, where
+	// its files map and it fits in half the memory; else store.Add, which
+	// holds one tensor at a time).
 	b := &store.Batcher{Store: s, Opt: store.AddOptions{Compare: *compare}}
 	if !*quiet {
 		b.Added = func(m *store.Manifest, st store.AddStats) {
