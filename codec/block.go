@@ -524,14 +524,14 @@ func (b *blockEncoder) encodeFloat(dst, src []byte, d dtype.DType) []byte {
 			if f.size == 2 && f.e == 5 {
 				splitF16(src[:2*n], f.j, b.syms[:n], b.planes[:f.planes()])
 			} else {
-				splitGeneric(src, n, f, b.syms, b.planes[:f.planes()], &b.hist)
+				splitFields(src, n, f, b.syms, b.planes[:f.planes()], &b.hist)
 				histOK = true
 			}
 		}
 		if tz := chooseTZ(orR, f); tz > 0 {
 			f.tz = tz
 			b.buffers(n, f.planes())
-			splitGeneric(src, n, f, b.syms, b.planes[:f.planes()], &b.hist)
+			splitFields(src, n, f, b.syms, b.planes[:f.planes()], &b.hist)
 			histOK = true
 		}
 		dst = append(dst, formFields, byte(f.j), byte(f.tz))
@@ -580,7 +580,7 @@ func (b *blockEncoder) encodeFloat(dst, src []byte, d dtype.DType) []byte {
 		if tz := chooseTZ(orR, f); tz > 0 {
 			f.tz = tz
 			b.buffers(n, f.planes())
-			splitGeneric(src, n, f, b.syms, b.planes[:f.planes()], &b.hist)
+			splitFields(src, n, f, b.syms, b.planes[:f.planes()], &b.hist)
 			histOK = true
 		}
 	} else {
@@ -613,8 +613,12 @@ func (b *blockEncoder) splitJoined(src []byte, n int, f fieldSpec, generic bool)
 	}
 	f.j, f.tz = chooseJoin(&b.stats, f, n)
 	b.buffers(n, f.planes())
-	if !f16 || f.tz != 0 {
+	if generic {
 		splitGeneric(src, n, f, b.syms, b.planes[:f.planes()], &b.hist)
+		return f
+	}
+	if !f16 || f.tz != 0 {
+		splitFields(src, n, f, b.syms, b.planes[:f.planes()], &b.hist)
 		return f
 	}
 	splitF16(src[:2*n], f.j, b.syms[:n], b.planes[:f.planes()])

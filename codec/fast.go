@@ -21,7 +21,7 @@ func split(src []byte, n int, f fieldSpec, syms []byte, planes [][]byte, hist *[
 			return splitF32(src[:4*n], syms[:n], planes[0][:n], planes[1][:n], planes[2][:n], hist), true
 		}
 	}
-	splitGeneric(src, n, f, syms, planes, hist)
+	splitFields(src, n, f, syms, planes, hist)
 	var st fieldStats
 	statsGeneric(src, n, f, &st)
 	return st.orR, true
@@ -106,7 +106,7 @@ func merge(dst []byte, n int, f fieldSpec, syms []byte, planes [][]byte) {
 			return
 		}
 	}
-	mergeGeneric(dst, n, f, syms, planes)
+	mergeFields(dst, n, f, syms, planes)
 }
 
 func mergeBF16(dst, e, r []byte) {

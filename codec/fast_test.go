@@ -104,3 +104,61 @@ func BenchmarkDecodeFloatBF16(b *testing.B) {
 		b.Fatal("mismatch")
 	}
 }
+
+// BenchmarkFields times the split and merge of specs with dropped bits
+// (F32 and BF16 cast up from narrower types, F16 with a join), the fast
+// loops against the generic reference.
+func BenchmarkFields(b *testing.B) {
+	n := 1 << 16
+	for _, c := range []struct {
+		name  string
+		d     dtype.DType
+		j, tz uint
+	}{
+		{"F32-tz13", dtype.F32, 0, 13}, // 2 planes, as in /tmp/hm-f32.safetensors
+		{"F32-tz16", dtype.F32, 0, 16}, // F32 holding BF16 values (1 plane)
+		{"F32-tz4", dtype.F32, 0, 4},   // 3 planes
+		{"BF16-tz4", dtype.BF16, 0, 4},
+		{"F16-j2-tz3", dtype.F16, 2, 3},
+	} {
+		f, _ := specFor(c.d)
+		f.j, f.tz = c.j, c.tz
+		src := realisticValues(c.d, n, 1)
+		for i := 0; i < n; i++ { // clear the dropped bits
+			v := loadValue(src, i, f.size)
+			storeValue(src, i, f.size, v&^(1<<f.tz-1))
+		}
+		syms := make([]byte, n)
+		planes := make([][]byte, f.planes())
+		for p := range planes {
+			planes[p] = make([]byte, n)
+		}
+		var hist [256]uint32
+		dst := make([]byte, len(src))
+		for _, impl := range []string{"fast", "generic"} {
+			b.Run("split/"+c.name+"/"+impl, func(b *testing.B) {
+				b.SetBytes(int64(len(src)))
+				for b.Loop() {
+					if impl == "fast" {
+						splitFields(src, n, f, syms, planes, &hist)
+					} else {
+						splitGeneric(src, n, f, syms, planes, &hist)
+					}
+				}
+			})
+			b.Run("merge/"+c.name+"/"+impl, func(b *testing.B) {
+				b.SetBytes(int64(len(src)))
+				for b.Loop() {
+					if impl == "fast" {
+						mergeFields(dst, n, f, syms, planes)
+					} else {
+						mergeGeneric(dst, n, f, syms, planes)
+					}
+				}
+				if !bytes.Equal(dst, src) {
+					b.Fatal("merge does not restore the input")
+				}
+			})
+		}
+	}
+}

@@ -837,3 +837,122 @@ func needFastPathOr(t *testing.T, what string) {
 	}
 	t.Logf("no %s here: not compared", what)
 }
+
+// fieldEdgeValues are bit patterns of float type d that the split must
+// carry exactly: ±0, ±Inf, NaNs with payloads, the smallest and largest
+// subnormals and normals.
+func fieldEdgeValues(f fieldSpec) []uint64 {
+	emax := uint64(1)<<f.e - 1
+	mmax := uint64(1)<<f.m - 1
+	sign := uint64(0)
+	if f.s == 1 {
+		sign = 1 << (f.m + f.e)
+	}
+	var out []uint64
+	for _, sg := range []uint64{0, sign} {
+		for _, e := range []uint64{0, 1, emax / 2, emax - 1, emax} {
+			for _, m := range []uint64{0, 1, mmax >> 1, 1 << f.m >> 1, mmax - 1, mmax} {
+				out = append(out, sg|e<<f.m|m&mmax)
+			}
+		}
+	}
+	return out
+}
+
+// TestFieldsFastAllSpecs compares splitFields and mergeFields with
+// splitGeneric and mergeGeneric for every float type, join width and
+// dropped-bit count the format allows, on random and edge values, lengths
+// 0, 1, odd and long, unaligned slices, and (merge) arbitrary symbol and
+// plane bytes.
+func TestFieldsFastAllSpecs(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	fast := 0
+	for _, d := range []dtype.DType{dtype.F16, dtype.BF16, dtype.F32, dtype.F8E4M3, dtype.F8E5M2, dtype.F8E8M0} {
+		base, _ := specFor(d)
+		edges := fieldEdgeValues(base)
+		for j := uint(0); j <= base.maxJoin(); j++ {
+			for tz := uint(0); tz <= base.w()-j; tz++ {
+				f := base
+				f.j, f.tz = j, tz
+				if fieldsFast(f) {
+					fast++
+				} else if f.size == 2 || f.size == 4 {
+					t.Fatalf("%v j=%d tz=%d: no fast loop", d, j, tz)
+				}
+				np := f.planes()
+				for _, n := range []int{0, 1, 2, 3, 7, 31, 33, 64, 255, 1001} {
+					for _, off := range []int{0, 1, 3} {
+						src := make([]byte, off+n*f.size)[off:]
+						for i := 0; i < n; i++ {
+							var v uint64
+							if i < len(edges) && r.IntN(2) == 0 {
+								v = edges[r.IntN(len(edges))]
+							} else {
+								v = r.Uint64()
+							}
+							if r.IntN(4) > 0 { // mostly values whose dropped bits are zero
+								rr := (v>>(f.m+f.e))<<f.m | v&(1<<f.m-1)
+								rr &^= 1<<tz - 1
+								v = (rr>>f.m)<<(f.m+f.e) | (v>>f.m&(1<<f.e-1))<<f.m | rr&(1<<f.m-1)
+							}
+							storeValue(src, i, f.size, v)
+						}
+						mk := func() ([]byte, [][]byte) {
+							s := make([]byte, off+n)[off:]
+							p := make([][]byte, np)
+							for i := range p {
+								p[i] = make([]byte, off+n+i)[off+i:]
+							}
+							return s, p
+						}
+						s1, p1 := mk()
+						s2, p2 := mk()
+						var h1, h2 [256]uint32
+						h1[5] = 9 // both must clear the histogram
+						splitFields(src, n, f, s1, p1, &h1)
+						splitGeneric(src, n, f, s2, p2, &h2)
+						if !bytes.Equal(s1, s2) || h1 != h2 {
+							t.Fatalf("%v j=%d tz=%d n=%d off=%d: splitFields symbols differ", d, j, tz, n, off)
+						}
+						for p := range p1 {
+							if !bytes.Equal(p1[p], p2[p]) {
+								t.Fatalf("%v j=%d tz=%d n=%d off=%d: splitFields plane %d differs", d, j, tz, n, off, p)
+							}
+						}
+						for round := 0; round < 2; round++ {
+							if round == 1 { // arbitrary bytes, widths not respected
+								for i := range s2 {
+									s2[i] = byte(r.Uint32())
+								}
+								for p := range p2 {
+									for i := range p2[p] {
+										p2[p][i] = byte(r.Uint32())
+									}
+								}
+							}
+							o1 := make([]byte, off+n*f.size+1)[off:]
+							o2 := make([]byte, off+n*f.size+1)[off:]
+							o1[n*f.size], o2[n*f.size] = 0xa5, 0xa5 // past the end: untouched
+							mergeFields(o1, n, f, s2, p2)
+							mergeGeneric(o2, n, f, s2, p2)
+							if !bytes.Equal(o1, o2) {
+								t.Fatalf("%v j=%d tz=%d n=%d off=%d round %d: mergeFields differs from mergeGeneric", d, j, tz, n, off, round)
+							}
+							if round == 0 && tz == 0 && !bytes.Equal(o1[:n*f.size], src) {
+								t.Fatalf("%v j=%d tz=%d n=%d: merge does not invert split", d, j, tz, n)
+							}
+							o3 := make([]byte, n*f.size)
+							merge(o3, n, f, s2, p2)
+							if round == 0 && !bytes.Equal(o3, o1[:n*f.size]) {
+								t.Fatalf("%v j=%d tz=%d n=%d: merge differs from mergeGeneric", d, j, tz, n)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if fast != 76 { // F16 42, BF16 9, F32 25
+		t.Fatalf("only %d specs take the fast loops", fast)
+	}
+}
