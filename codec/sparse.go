@@ -701,7 +701,7 @@ func (b *blockEncoder) appendSparseValues(dst, vals []byte, m int, f fieldSpec, 
 		orR := splitNoSign16(vals[:2*m], f.m, b.syms[:m], b.planes[0][:m], &b.hist)
 		if f.tz = chooseTZ(orR, f); f.tz != 0 {
 			b.buffers(m, f.planes())
-			splitGeneric(vals, m, f, b.syms, b.planes[:f.planes()], &b.hist)
+			splitFields(vals, m, f, b.syms, b.planes[:f.planes()], &b.hist)
 		}
 		syms = b.syms
 	case !sparseGenericSplit && f.size == 1 && f.s == 0:
@@ -730,7 +730,7 @@ func (b *blockEncoder) appendSparseValues(dst, vals []byte, m int, f fieldSpec, 
 		orR := splitBF16(vals[:2*m], b.syms[:m], b.planes[0][:m])
 		if f.tz = chooseTZ(uint64(orR), f); f.tz != 0 {
 			b.buffers(m, f.planes())
-			splitGeneric(vals, m, f, b.syms, b.planes[:f.planes()], &b.hist)
+			splitFields(vals, m, f, b.syms, b.planes[:f.planes()], &b.hist)
 		} else {
 			countHist(&b.hist, b.syms[:m])
 		}
