@@ -943,14 +943,20 @@ func (be *blockEncoder) encodeLZWhole(out, in []byte, p blockPlan) ([]byte, []bl
 		}
 	}
 	// the repeat block (repeat.go) where the archive may hold it: kept
-	// where it saves at least 1/repeatMinGain of the smaller of the two
-	// (on the tables it is made for it saves half or more; sparse
-	// activations, whose zeros it matches too, gain 0.1 %) and, on the
-	// default path, enough for its slower decoding
+	// where it saves at least 1/gain of the smaller of the two (on the
+	// tables it is made for it saves half or more; sparse activations,
+	// whose zeros it matches too, gain 0.1 %; a trained F32 filter
+	// widened from F16 in an unseen model 6.7 %, for a tenth of its
+	// decoding speed) and, on the default path, enough for its slower
+	// decoding
 	if be.repeat && p.repeatTry && repeatType(p.dtype, p.tensorRow, p.length) {
 		be.repOut = be.encodeRepeat(be.repOut[:0], in, p)
 		alt := min(coded, len(be.lz))
-		if r := len(be.repOut); repeatMinGain*r <= (repeatMinGain-1)*alt && (be.best || slowerPays(alt-r, len(in)/p.dtype.Size(), costRepeatPs)) {
+		gain := repeatMinGain
+		if be.best {
+			gain = repeatMinGainBest
+		}
+		if r := len(be.repOut); gain*r <= (gain-1)*alt && (be.best || slowerPays(alt-r, len(in)/p.dtype.Size(), costRepeatPs)) {
 			return append(out[:mark], be.repOut...), nil, nil, kindRepeat
 		}
 	}
@@ -960,9 +966,14 @@ func (be *blockEncoder) encodeLZWhole(out, in []byte, p blockPlan) ([]byte, []bl
 	return out, be.whole, be.wholeInfo, 0
 }
 
-// repeatMinGain: a repeat block must save 1/repeatMinGain of a whole
-// tensor's other coding (encodeLZWhole).
-const repeatMinGain = 16
+// repeatMinGain: on the default path a repeat block must save
+// 1/repeatMinGain of a whole tensor's other coding (encodeLZWhole), so
+// that only tables made of repeats take its ~150 MB/s decoding (the DFT
+// and DCT bases save 53-73 %); repeatMinGainBest: the same under Best.
+const (
+	repeatMinGain     = 4
+	repeatMinGainBest = 16
+)
 
 // zstdWholeLevel is the zstd level also tried on whole tensors whose
 // words repeat (encodeLZWhole) where the archive's level is lower.
