@@ -2,7 +2,6 @@ package codec
 
 import (
 	"bytes"
-	"encoding/binary"
 	"flag"
 	"math"
 	"os"
@@ -11,6 +10,7 @@ import (
 
 	"neuralzip/checkpoint"
 	"neuralzip/dtype"
+	"neuralzip/internal/formula"
 )
 
 // Structured float tables, made from their formulas: the tensors of audio
@@ -18,17 +18,6 @@ import (
 // carry beside their weights. They are mostly zeros (filterbanks, a DFT
 // basis whose window is shorter than the transform) or repeat shifted
 // patterns, which LZ finds and the float coder and the zero mask do not.
-
-// f32Table is rows×cols float32 values f(r, c), little-endian.
-func f32Table(rows, cols int, f func(r, c int) float64) []byte {
-	out := make([]byte, 0, 4*rows*cols)
-	for r := 0; r < rows; r++ {
-		for c := 0; c < cols; c++ {
-			out = binary.LittleEndian.AppendUint32(out, math.Float32bits(float32(f(r, c))))
-		}
-	}
-	return out
-}
 
 // melFilterbank is an nMels × (nFFT/2+1) bank of triangular filters on
 // the HTK mel scale from 0 to rate/2, each normalised to unit area
@@ -48,39 +37,6 @@ func melFilterbank(nMels, nFFT int, rate float64) []byte {
 		lo, mid, hi := pts[m], pts[m+1], pts[m+2]
 		w := max(0, min((f-lo)/(mid-lo), (hi-f)/(hi-mid)))
 		return w * 2 / (hi - lo)
-	})
-}
-
-// windowedDFT is the basis of a short-time Fourier transform as a conv
-// layer holds it: the real parts, then the imaginary parts, of the nFFT/2+1
-// frequencies over nFFT samples, times a periodic Hann window of win
-// samples centred in the frame (zeros outside it when win < nFFT).
-func windowedDFT(nFFT, win int) []byte {
-	pad := (nFFT - win) / 2
-	half := nFFT/2 + 1
-	return f32Table(2*half, nFFT, func(r, j int) float64 {
-		if j < pad || j >= pad+win {
-			return 0
-		}
-		w := 0.5 - 0.5*math.Cos(2*math.Pi*float64(j-pad)/float64(win))
-		k := r % half
-		a := 2 * math.Pi * float64(k*j) / float64(nFFT)
-		if r >= half {
-			return -w * math.Sin(a)
-		}
-		return w * math.Cos(a)
-	})
-}
-
-// dctBasis is the orthonormal DCT-II matrix of n outputs over m inputs
-// (MFCCs from a mel spectrogram).
-func dctBasis(n, m int) []byte {
-	return f32Table(n, m, func(k, j int) float64 {
-		s := math.Sqrt(2 / float64(m))
-		if k == 0 {
-			s = math.Sqrt(1 / float64(m))
-		}
-		return s * math.Cos(math.Pi*float64(k)*(float64(j)+0.5)/float64(m))
 	})
 }
 
@@ -256,3 +212,11 @@ func TestLZWholeLimit(t *testing.T) {
 		}
 	}
 }
+
+// The tables made from their formulas (internal/formula), shared with
+// codec/prog's tests.
+var (
+	f32Table    = formula.F32Table
+	windowedDFT = formula.WindowedDFT
+	dctBasis    = formula.DCTBasis
+)

@@ -4,48 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"math"
 	"testing"
+
+	"neuralzip/internal/formula"
 )
-
-// f32Rows is rows×cols float32 values f(r, c), little-endian.
-func f32Rows(rows, cols int, f func(r, c int) float64) []byte {
-	out := make([]byte, 0, 4*rows*cols)
-	for r := 0; r < rows; r++ {
-		for c := 0; c < cols; c++ {
-			out = binary.LittleEndian.AppendUint32(out, math.Float32bits(float32(f(r, c))))
-		}
-	}
-	return out
-}
-
-// hannDFT is a windowed DFT basis as codec/neverworse_test.go makes it.
-func hannDFT(nFFT, win int) []byte {
-	pad := (nFFT - win) / 2
-	half := nFFT/2 + 1
-	return f32Rows(2*half, nFFT, func(r, j int) float64 {
-		if j < pad || j >= pad+win {
-			return 0
-		}
-		w := 0.5 - 0.5*math.Cos(2*math.Pi*float64(j-pad)/float64(win))
-		k := r % half
-		a := 2 * math.Pi * float64(k*j) / float64(nFFT)
-		if r >= half {
-			return -w * math.Sin(a)
-		}
-		return w * math.Cos(a)
-	})
-}
-
-func dct(n, m int) []byte {
-	return f32Rows(n, m, func(k, j int) float64 {
-		s := math.Sqrt(2 / float64(m))
-		if k == 0 {
-			s = math.Sqrt(1 / float64(m))
-		}
-		return s * math.Cos(math.Pi*float64(k)*(float64(j)+0.5)/float64(m))
-	})
-}
 
 func repeatRoundTrip(t *testing.T, src []byte, cols, width int) (payload, lits []byte) {
 	t.Helper()
@@ -222,3 +184,11 @@ func TestRepeatDamaged(t *testing.T) {
 		}
 	}
 }
+
+// The tables made from their formulas (internal/formula), shared with
+// the codec's tests.
+var (
+	f32Rows = formula.F32Table
+	hannDFT = formula.WindowedDFT
+	dct     = formula.DCTBasis
+)
