@@ -126,4 +126,17 @@ func TestServerTokenScreens(t *testing.T) {
 	if strings.Contains(wb.status.Text, token) || wb.open_.token.Text != "" {
 		t.Errorf("the token shows: status %q, Open screen's field %q", wb.status.Text, wb.open_.token.Text)
 	}
+
+	// Forget: the field is cleared and the server no longer gets the
+	// token, so the store cannot be listed until it is given again.
+	test.Type(wb.hub.token, "typed-but-not-sent")
+	test.Tap(wb.hub.forget)
+	if wb.hub.token.Text != "" || !strings.Contains(wb.hub.status.Text, "No bearer token") || strings.Contains(wb.hub.status.Text, token) {
+		t.Fatalf("after Forget: field %q, status %q", wb.hub.token.Text, wb.hub.status.Text)
+	}
+	test.Tap(wb.hub.openBtn)
+	wb.wait()
+	if !strings.Contains(wb.hub.status.Text, "Bearer token field") {
+		t.Fatalf("the token was not forgotten: status %q", wb.hub.status.Text)
+	}
 }

@@ -29,6 +29,7 @@ type hubScreen struct {
 	build    *widget.Button
 	loc      *widget.Entry
 	token    *widget.Entry // the bearer token of a served store (core.SetToken), hidden
+	forget   *widget.Button
 	openBtn  *widget.Button
 	getBtn   *widget.Button
 	useBtn   *widget.Button
@@ -52,6 +53,7 @@ func newHubScreen(wb *workbench) *hubScreen {
 	s.loc.SetPlaceHolder(hubStorePlaceholder)
 	s.loc.OnSubmitted = func(string) { s.openStore() }
 	s.token = newTokenEntry(s.openStore)
+	s.forget = newForgetButton(s.token, func() string { return s.loc.Text }, func(m string) { s.status.SetText(m) })
 	s.openBtn = widget.NewButtonWithIcon("Open store", theme.FolderOpenIcon(), s.openStore)
 	s.getBtn = widget.NewButtonWithIcon("Get…", theme.DownloadIcon(), s.getModel)
 	s.useBtn = widget.NewButtonWithIcon("Open", theme.DocumentIcon(), s.useModel)
@@ -111,7 +113,7 @@ func newHubScreen(wb *workbench) *hubScreen {
 	s.families = container.NewVBox()
 
 	storeRow := container.NewBorder(nil, nil, nil, s.openBtn, s.loc)
-	top := container.NewVBox(heading("Hub: models in one store"), storeRow, tokenRow(s.token),
+	top := container.NewVBox(heading("Hub: models in one store"), storeRow, tokenRow(s.token, s.forget),
 		container.NewHBox(s.build, s.getBtn, s.useBtn, s.jobs.content), s.status)
 	matrix := container.NewBorder(widget.NewLabel("Row model's tensor bytes shared with (s, bit-identical) and near (n, cast or coded against) the column model"), nil, nil, nil, s.matrix)
 	fams := container.NewBorder(heading("Families: trees of bases (depth: the longest chain a get decodes)"), nil, nil, nil, container.NewVScroll(s.families))

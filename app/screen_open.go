@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -27,6 +28,7 @@ type openScreen struct {
 	info     *widget.Label
 	url      *widget.Entry // a model on a server (core.OpenURL)
 	token    *widget.Entry // its bearer token (core.SetToken), hidden
+	forget   *widget.Button
 	urlBtn   *widget.Button
 }
 
@@ -42,6 +44,7 @@ func newOpenScreen(wb *workbench) *openScreen {
 	s.urlBtn = widget.NewButtonWithIcon("Open URL", theme.DownloadIcon(), s.openURL)
 	s.url.OnSubmitted = func(string) { s.openURL() }
 	s.token = newTokenEntry(s.openURL)
+	s.forget = newForgetButton(s.token, func() string { return s.url.Text }, func(m string) { wb.setStatus("%s", m) })
 	urlHint := widget.NewLabel("A model on nzip serve (or another server of the Hugging Face download API): the header is read first, each tensor when a screen needs it.")
 	urlHint.Wrapping = fyne.TextWrapWord
 
@@ -62,7 +65,7 @@ func newOpenScreen(wb *workbench) *openScreen {
 
 	left := container.NewVBox(
 		heading("Open a checkpoint"), container.NewHBox(s.openBtn), hint,
-		container.NewBorder(nil, nil, nil, s.urlBtn, s.url), tokenRow(s.token), urlHint,
+		container.NewBorder(nil, nil, nil, s.urlBtn, s.url), tokenRow(s.token, s.forget), urlHint,
 		widget.NewSeparator(), heading("Recent files"), s.recent,
 		widget.NewSeparator(), heading("Demo models (embedded)"), demos,
 	)
@@ -98,9 +101,35 @@ func newTokenEntry(submit func()) *widget.Entry {
 	return e
 }
 
-// tokenRow lays out a token entry with its label.
-func tokenRow(e *widget.Entry) fyne.CanvasObject {
-	return container.NewBorder(nil, nil, widget.NewLabel("Bearer token"), nil, e)
+// tokenRow lays out a token entry with its label and its Forget button.
+func tokenRow(e *widget.Entry, forget *widget.Button) fyne.CanvasObject {
+	return container.NewBorder(nil, nil, widget.NewLabel("Bearer token"), forget, e)
+}
+
+// newForgetButton is a token entry's Forget button: it clears e and stops
+// sending a token to the server of the URL that urlOf gives; say tells the
+// user what happened.
+func newForgetButton(e *widget.Entry, urlOf func() string, say func(string)) *widget.Button {
+	return widget.NewButtonWithIcon("Forget", theme.ContentClearIcon(), func() { say(forgetToken(urlOf(), e)) })
+}
+
+// forgetToken clears e and forgets the token given for the server of URL
+// u this session (core.SetToken with no token); it returns what to tell
+// the user.
+func forgetToken(u string, e *widget.Entry) string {
+	e.SetText("")
+	u = strings.TrimSpace(u)
+	if !core.IsURL(u) {
+		return "Token field cleared (no server URL given, so no token was forgotten)."
+	}
+	if err := core.SetToken(u, ""); err != nil {
+		return "Token not forgotten: " + err.Error()
+	}
+	host := u
+	if pu, err := url.Parse(u); err == nil {
+		host = pu.Host
+	}
+	return "No bearer token is sent to " + host + " any more (this session)."
 }
 
 // setToken gives the token in e to the server of URL u for every request
