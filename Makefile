@@ -29,8 +29,8 @@ PKGS_PURE := ./dtype/... ./segment/... ./codec/... ./checkpoint/... ./analysis/.
 WORKBENCH := bin/workbench
 WEBDIR    := wasm/www
 ADDR      ?= 127.0.0.1:8080
-# brotli quality of app.wasm.br: 7 takes ~13 s (16.1 MB at 5 in 7 s, over the 16 MB
-# download target; 11 takes minutes)
+# brotli quality of app.wasm.br: 7 takes ~13 s (12.7 MB at 5 in 7 s, 12.4 MB at 7;
+# 11 takes minutes)
 BROTLI    ?= 7
 GOWASMEXEC = $$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec
 # packages tested under GOOS=js with node (the non-UI ones)
@@ -181,9 +181,11 @@ wasm-build:
 
 # The workbench in the browser: app/ built for GOOS=js (Fyne's web driver)
 # with wasm_exec.js, precompressed .br/.gz, next to the committed
-# index.html, loader.js and icon.svg.
+# index.html, loader.js and icon.svg. no_emoji: without Fyne's colour emoji
+# font (4.2 MB, 3.5 MB of the brotli download), which no text of the
+# workbench uses (docs/browser.md).
 web: check-go
-	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags='-s -w' -o $(WEBDIR)/app.wasm ./app
+	GOOS=js GOARCH=wasm $(GO) build -tags no_emoji -trimpath -ldflags='-s -w' -o $(WEBDIR)/app.wasm ./app
 	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" $(WEBDIR)/wasm_exec.js
 	$(GO) run ./wasm/cmd/precompress -brotli $(BROTLI) -sizes $(WEBDIR)/sizes.json $(WEBDIR)/app.wasm $(WEBDIR)/wasm_exec.js
 
