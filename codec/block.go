@@ -517,7 +517,7 @@ func (b *blockEncoder) encodeFloat(dst, src []byte, d dtype.DType) []byte {
 			if f.size == 2 && f.e == 5 {
 				statsF16(src[:2*n], &st)
 			} else {
-				statsGeneric(src, n, f, &st)
+				statsFields(src, n, f, &st)
 			}
 			orR = st.orR
 			histOK = false
@@ -603,13 +603,17 @@ func (b *blockEncoder) encodeFloat(dst, src []byte, d dtype.DType) []byte {
 // b.planes with b.hist the symbols' histogram, and returns the split. F16
 // with its sign takes the fast statistics and split unless generic (the
 // sparse coder's twin tests); there the symbol histogram follows from the
-// joint one.
+// joint one. Other types take statsFields (FP8's from its bytes'
+// histogram) and splitFields.
 func (b *blockEncoder) splitJoined(src []byte, n int, f fieldSpec, generic bool) fieldSpec {
 	f16 := !generic && f.size == 2 && f.e == 5 && f.s == 1
-	if f16 {
+	switch {
+	case f16:
 		statsF16(src[:2*n], &b.stats)
-	} else {
+	case generic:
 		statsGeneric(src, n, f, &b.stats)
+	default:
+		statsFields(src, n, f, &b.stats)
 	}
 	f.j, f.tz = chooseJoin(&b.stats, f, n)
 	b.buffers(n, f.planes())

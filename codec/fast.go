@@ -23,7 +23,7 @@ func split(src []byte, n int, f fieldSpec, syms []byte, planes [][]byte, hist *[
 	}
 	splitFields(src, n, f, syms, planes, hist)
 	var st fieldStats
-	statsGeneric(src, n, f, &st)
+	statsFields(src, n, f, &st)
 	return st.orR, true
 }
 

@@ -106,8 +106,8 @@ func BenchmarkDecodeFloatBF16(b *testing.B) {
 }
 
 // BenchmarkFields times the split and merge of specs with dropped bits
-// (F32 and BF16 cast up from narrower types, F16 with a join), the fast
-// loops against the generic reference.
+// (F32 and BF16 cast up from narrower types, F16 with a join) and of FP8
+// specs, the fast loops against the generic reference.
 func BenchmarkFields(b *testing.B) {
 	n := 1 << 16
 	for _, c := range []struct {
@@ -120,6 +120,9 @@ func BenchmarkFields(b *testing.B) {
 		{"F32-tz4", dtype.F32, 0, 4},   // 3 planes
 		{"BF16-tz4", dtype.BF16, 0, 4},
 		{"F16-j2-tz3", dtype.F16, 2, 3},
+		{"F8E4M3-j2", dtype.F8E4M3, 2, 0}, // one plane of 2 bits
+		{"F8E4M3-j4", dtype.F8E4M3, 4, 0}, // the byte is the symbol
+		{"F8E5M2-j1", dtype.F8E5M2, 1, 0},
 	} {
 		f, _ := specFor(c.d)
 		f.j, f.tz = c.j, c.tz

@@ -62,6 +62,13 @@ func structuredTables() []refT {
 		{"stft_256", dtype.F32, []int64{258, 1, 256}, windowedDFT(256, 256)},
 		{"dct_40x80", dtype.F32, []int64{40, 80}, dctBasis(40, 80)},
 		{"posenc_512x256", dtype.F32, []int64{512, 256}, positionalTable(512, 256)},
+		// the bases as a model published in 16 bits holds them
+		{"stft_512_win400_bf16", dtype.BF16, []int64{514, 1, 512}, formula.BF16(windowedDFT(512, 400))},
+		{"stft_512_win400_f16", dtype.F16, []int64{514, 1, 512}, formula.F16(windowedDFT(512, 400))},
+		{"stft_256_bf16", dtype.BF16, []int64{258, 1, 256}, formula.BF16(windowedDFT(256, 256))},
+		{"stft_256_f16", dtype.F16, []int64{258, 1, 256}, formula.F16(windowedDFT(256, 256))},
+		{"dct_40x80_bf16", dtype.BF16, []int64{40, 80}, formula.BF16(dctBasis(40, 80))},
+		{"dct_40x80_f16", dtype.F16, []int64{40, 80}, formula.F16(dctBasis(40, 80))},
 	}
 }
 

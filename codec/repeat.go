@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"io"
+	"math/bits"
 
 	"neuralzip/codec/prog"
 	"neuralzip/dtype"
@@ -197,4 +198,118 @@ func repeatProbe(r io.ReaderAt, p *blockPlan, set *[]uint64) (bool, error) {
 		}
 	}
 	return keys >= lzMinWords && rep*repeatProbeShare >= keys, nil
+}
+
+// repeatRowReads and repeatRowSpan: repeatRowProbe reads up to
+// repeatRowReads rows spread over the tensor, and of each the
+// repeatRowSpan columns about the row's centre (the whole row where it is
+// shorter).
+const (
+	repeatRowReads = 4
+	repeatRowSpan  = 64
+)
+
+// repeatRowShare: a 16-bit tensor where at least one in repeatRowShare
+// of the nonzero words repeatRowProbe reads match goes on to
+// repeatProbe; one where fewer than half that share of the first 32 or
+// more match stops there.
+const repeatRowShare = 4
+
+// repeatRowProbe is the cheap first look at a tensor of 16-bit values
+// (plan p, a tensor's first block, rows of p.tensorRow values) whose
+// sampled value pairs did not repeat (lzTry): the pair probe misses the
+// tables that repeat single values (a DFT or DCT basis in BF16 or F16),
+// and repeatProbe's 16 KiB is too much to read from every weight. It
+// reads rows spread over the tensor, repeatRowSpan columns about each
+// one's centre, and reports whether at least 1/repeatRowShare of their
+// nonzero words have the magnitude of the word at a mirrored column
+// (c ↔ cols−c or cols−1−c, the two symmetries of the operator's sources)
+// in the same row, or at the same column in the row read before: nearly
+// all of a windowed DFT's or a DCT's, about one in a hundred of trained
+// weights', which stop after the first row read (about a thousand
+// instructions a tensor).
+func repeatRowProbe(r io.ReaderAt, p *blockPlan) (bool, error) {
+	cols := p.tensorRow
+	rows := p.length / 2 / cols
+	span := min(cols, repeatRowSpan)
+	lo := cols/2 - span/2 // the span's first column
+	reads := min(rows, repeatRowReads)
+	var mag [repeatRowReads][repeatRowSpan]uint16
+	nz, match := int64(0), int64(0)
+	for k := int64(0); k < reads; k++ {
+		row := (2*k + 1) * rows / (2 * reads)
+		off := p.off + (row*cols+lo)*2
+		b, ok := inPlace(r, off, span*2)
+		if !ok {
+			b = make([]byte, span*2)
+			if _, err := r.ReadAt(b, off); err != nil && err != io.EOF {
+				return false, err
+			}
+		}
+		// the column mirrored about cols/2 of span index i is at index
+		// mid−i, the one about (cols−1)/2 at mid−1−i
+		mid := cols - 2*lo
+		if k == 0 && !repeatRowFirst(b[:2*span], mid) {
+			return false, nil
+		}
+		m := &mag[k]
+		for i := range m[:span] {
+			m[i] = binary.LittleEndian.Uint16(b[2*i:]) & 0x7fff
+		}
+		for i := int64(0); i < span; i++ {
+			a := m[i]
+			if a == 0 {
+				continue
+			}
+			nz++
+			j1, j2 := mid-i, mid-1-i
+			if j1 != i && j1 >= 0 && j1 < span && m[j1] == a ||
+				j2 != i && j2 >= 0 && j2 < span && m[j2] == a ||
+				k > 0 && mag[k-1][i] == a {
+				match++
+			}
+		}
+		if nz >= repeatRowSpan/2 && 2*repeatRowShare*match < nz {
+			return false, nil
+		}
+	}
+	return nz >= reads*span/4 && repeatRowShare*match >= nz, nil
+}
+
+// repeatRowFirst is repeatRowProbe's first look, at its first row's
+// span b (mirrors of index i at mid−i and mid−1−i): false where at least
+// 8 of the span's first 16 words whose mirrors lie in it, left of the
+// centre, are nonzero and fewer than 1/repeatRowShare of those match a
+// mirrored word (where trained weights stop: about a hundred
+// instructions a tensor). Four words at a time: the mirrors' four are
+// loaded and their 16-bit lanes reversed, and a lane matches where the
+// XOR of its magnitudes is zero.
+func repeatRowFirst(b []byte, mid int64) bool {
+	const lanes, hi = 0x7fff7fff7fff7fff, 0x8000800080008000
+	span := int64(len(b) / 2)
+	first := max(0, mid-span+1) // the first word whose mirror mid−i is in the span
+	if 2*(first+15)+2 >= mid {  // the 16 words reach the centre: no first look
+		return true
+	}
+	nz, match := 0, 0
+	for i := first; i < first+16; i += 4 {
+		l := binary.LittleEndian.Uint64(b[2*i:]) & lanes
+		// words mid−4−i .. mid−1−i and mid−3−i .. mid−i, lanes reversed:
+		// lane q the mirror of word i+q about (mid−1)/2 and mid/2
+		m2 := reverseLanes(binary.LittleEndian.Uint64(b[2*(mid-4-i):]))
+		m1 := reverseLanes(binary.LittleEndian.Uint64(b[2*(mid-3-i):]))
+		live := (l + lanes) & hi // lanes of nonzero words
+		// a lane's high bit where its XOR is nonzero: no match
+		d1 := ((l^m1)&lanes + lanes) & hi
+		d2 := ((l^m2)&lanes + lanes) & hi
+		nz += bits.OnesCount64(live)
+		match += bits.OnesCount64(live &^ (d1 & d2))
+	}
+	return nz < 8 || repeatRowShare*match >= nz
+}
+
+// reverseLanes reverses the order of the four 16-bit lanes of x.
+func reverseLanes(x uint64) uint64 {
+	x = bits.ReverseBytes64(x)
+	return x>>8&0x00ff00ff00ff00ff | x&0x00ff00ff00ff00ff<<8
 }

@@ -4,22 +4,28 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"neuralzip/checkpoint"
 	"neuralzip/codec/prog"
 	"neuralzip/dtype"
 )
 
 // xz9Structured is `xz -9`'s archive of each structured table as a
 // safetensors file alone (scripts/never-worse.sh, docs/programs.md).
-var xz9Structured = map[string]int{"stft_256": 52176, "stft_512_win400": 157952, "dct_40x80": 3272}
+var xz9Structured = map[string]int{
+	"stft_256": 52176, "stft_512_win400": 157952, "dct_40x80": 3272,
+	"stft_256_bf16": 43552, "stft_256_f16": 53004, "stft_512_win400_bf16": 136820,
+	"stft_512_win400_f16": 169648, "dct_40x80_bf16": 2956, "dct_40x80_f16": 3512,
+}
 
 // TestRepeatStructured: the windowed DFT bases and the DCT basis of the
-// structured tables are repeat blocks (format version 13), round-trip,
-// and code smaller than xz -9 codes their files.
+// structured tables, in F32, BF16 and F16, are repeat blocks (format
+// version 13), round-trip, and code smaller than xz -9 codes their files.
 func TestRepeatStructured(t *testing.T) {
 	for _, x := range structuredTables() {
 		xz, ok := xz9Structured[x.name]
@@ -42,53 +48,71 @@ func TestRepeatStructured(t *testing.T) {
 }
 
 // TestRepeatNotProbed: tensors without row repeats keep the archive's
-// version and never pay for a repeat trial: trained-like weights, sparse
-// activations (their zeros repeat, not their values), and a filterbank
-// (its values repeat, but neither at the same column nor mirrored).
+// version and never pay for a repeat trial: trained-like weights in F32,
+// BF16 and F16, sparse activations (their zeros repeat, not their
+// values), a filterbank (its values repeat, but neither at the same
+// column nor mirrored), and, outside -short, the real 16-bit weights and
+// activations of ../shared (where present), of which only STFT bases
+// (silero_vad_16k's, in real-bf16 and real-f16) are tried.
 func TestRepeatNotProbed(t *testing.T) {
-	src, segs := sparseGoldenInput()
-	plans, err := planBlocks(segs, int64(len(src)), DefaultChunkValues, nil)
-	if err != nil {
-		t.Fatal(err)
+	type input struct {
+		name string
+		src  []byte
+		segs []Segment
 	}
+	src, segs := sparseGoldenInput()
+	ins := []input{{"sparse", src, segs}}
 	x := structuredTables()[0] // mel_80x201
 	msrc, msegs := refSafetensors([]refT{x})
-	mplans, err := planBlocks(msegs, int64(len(msrc)), DefaultChunkValues, nil)
-	if err != nil {
-		t.Fatal(err)
+	ins = append(ins, input{x.name, msrc, msegs})
+	for _, d := range []dtype.DType{dtype.F32, dtype.BF16, dtype.F16} {
+		wsrc, wsegs := refSafetensors([]refT{{"w", d, []int64{64, 512}, realisticValues(d, 64*512, 4)}})
+		ins = append(ins, input{"weights " + d.String(), wsrc, wsegs})
 	}
-	w := realisticValues(dtype.F32, 64*512, 4)
-	wplans := []blockPlan{{length: int64(len(w)), float: true, dtype: dtype.F32, tensorRow: 512}}
-	for _, c := range []struct {
-		name  string
-		src   []byte
-		plans []blockPlan
-	}{{"sparse", src, plans}, {x.name, msrc, mplans}, {"weights", w, wplans}} {
-		probeBlocks(bytes.NewReader(c.src), c.plans)
-		for _, p := range c.plans {
-			if p.repeatTry {
-				t.Errorf("%s: a block at %d tries a repeat block", c.name, p.off)
+	if d := sharedDir(); d != "" && !testing.Short() {
+		for _, f := range []string{"models/bench/real-bf16.safetensors", "models/bench/real-f16.safetensors", "models/bench/real-f16-native.safetensors",
+			"models/original/stories260K.bf16.safetensors", "models/original/stories260K.f16.safetensors",
+			"activations/relu2-step000.bf16.safetensors", "activations/relu2-step800.bf16.safetensors"} {
+			m, err := checkpoint.OpenPath(filepath.Join(d, f))
+			if err != nil {
+				t.Logf("%s: %v (skipped)", f, err)
+				continue
+			}
+			for _, mf := range m.Files {
+				b, err := os.ReadFile(mf.Path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ins = append(ins, input{f, b, mf.Layout.Segments})
 			}
 		}
 	}
-	// 16-bit bases are not marked: the word probe reads 16-bit values in
-	// pairs (fours in tensors with zeros), which a DFT basis seldom
-	// repeats (the operator takes them: TestRepeatBlockEdges)
-	bf := hannBasis(128)
-	b16 := make([]byte, 0, len(bf)/2)
-	for i := 0; i < len(bf); i += 4 {
-		b16 = append(b16, bf[i+2], bf[i+3])
-	}
-	bplans := []blockPlan{{length: int64(len(b16)), float: true, dtype: dtype.BF16, tensorRow: 128}}
-	probeBlocks(bytes.NewReader(b16), bplans)
-	if bplans[0].repeatTry {
-		t.Error("a BF16 DFT basis is tried as a repeat block")
+	for _, c := range ins {
+		plans, err := planBlocks(c.segs, int64(len(c.src)), DefaultChunkValues, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		probeBlocks(bytes.NewReader(c.src), plans)
+		for _, p := range plans {
+			if !p.repeatTry {
+				continue
+			}
+			name := ""
+			for _, g := range c.segs {
+				if g.Offset <= p.off && p.off < g.End() {
+					name = g.Name
+				}
+			}
+			if !strings.Contains(name, "stft") {
+				t.Errorf("%s: a block at %d (tensor %q) tries a repeat block", c.name, p.off, name)
+			}
+		}
 	}
 }
 
 // repeatInput is the golden repeat archive's input: a Hann-windowed
-// 64-point DFT basis, the 40×80 DCT basis (repeat blocks), the basis cut
-// to BF16 (float blocks: not probed) and a small weight matrix.
+// 64-point DFT basis, the 40×80 DCT basis, the basis cut to BF16 (repeat
+// blocks) and a small weight matrix.
 func repeatInput() ([]byte, []Segment) {
 	basis := hannBasis(64)
 	b16 := make([]byte, 0, len(basis)/2)
@@ -234,5 +258,57 @@ func TestRepeatNeedsVersion13(t *testing.T) {
 	binary.LittleEndian.PutUint16(old[8:], byteRecordsVersion)
 	if _, err := NewMemReader(old); err == nil || !strings.Contains(err.Error(), "unknown kind 7") {
 		t.Fatalf("a version-12 archive with repeat blocks: %v", err)
+	}
+}
+
+// TestRepeatRowFirst: the row probe's first look (four words at a time)
+// counts what a word-by-word count of the same words does, on spans of
+// every length and centre, with mirrored words planted up to the sign
+// bit, zeros and unrelated words.
+func TestRepeatRowFirst(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	seen := map[bool]int{}
+	for trial := 0; trial < 3000; trial++ {
+		span := int64(1 + r.IntN(64))
+		mid := span - int64(r.IntN(3)) + 1 // cols odd or even, span a whole row or not
+		b := make([]byte, 2*span)
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		word := func(i int64) uint16 { return binary.LittleEndian.Uint16(b[2*i:]) }
+		plant := r.IntN(16) // how often a word is its mirror's
+		for i := int64(0); i < span; i++ {
+			switch k := r.IntN(32); {
+			case k == 0:
+				binary.LittleEndian.PutUint16(b[2*i:], uint16(r.IntN(2))<<15) // ±0
+			case k <= plant && mid-1-i >= 0 && mid-1-i < span:
+				binary.LittleEndian.PutUint16(b[2*i:], word(mid-1-i)^uint16(r.IntN(2))<<15)
+			case k == plant+1 && mid-i >= 0 && mid-i < span:
+				binary.LittleEndian.PutUint16(b[2*i:], word(mid-i))
+			}
+		}
+		first := max(0, mid-span+1)
+		want := true
+		if 2*(first+15)+2 < mid {
+			nz, match := 0, 0
+			for i := first; i < first+16; i++ {
+				a := word(i) & 0x7fff
+				if a == 0 {
+					continue
+				}
+				nz++
+				if word(mid-i)&0x7fff == a || word(mid-1-i)&0x7fff == a {
+					match++
+				}
+			}
+			want = nz < 8 || repeatRowShare*match >= nz
+		}
+		if got := repeatRowFirst(b, mid); got != want {
+			t.Fatalf("span %d, mid %d: %v, word by word %v", span, mid, got, want)
+		}
+		seen[want]++
+	}
+	if seen[false] < 100 || seen[true] < 100 {
+		t.Fatalf("outcomes %v: the spans test too little", seen)
 	}
 }

@@ -1261,9 +1261,23 @@ func probeBlocks(r io.ReaderAt, plans []blockPlan) (sparse, repeats bool) {
 			}
 		}
 		p.lzTry = lzTry
-		if lzTry && !repeatOff && p.tensorRow > 0 && repeatType(p.dtype, p.tensorRow, p.length/size/p.tensorRow*p.tensorRow*size) {
-			if p.repeatTry, err = repeatProbe(r, p, &set); err != nil {
-				return sparse, repeats
+		// repeat blocks: tensors whose words repeat (lzTry) probed for
+		// row matches; 16-bit ones whose value pairs do not (a DFT basis
+		// repeats single values) first through the cheap row probe, and
+		// where they match tried on the same terms as lzTry's
+		if !repeatOff && p.tensorRow > 0 && (lzTry || size == 2 && probeLZ) && repeatType(p.dtype, p.tensorRow, p.length/size/p.tensorRow*p.tensorRow*size) {
+			rows := lzTry
+			if !rows {
+				if rows, err = repeatRowProbe(r, p); err != nil {
+					return sparse, repeats
+				}
+			}
+			if rows {
+				if p.repeatTry, err = repeatProbe(r, p, &set); err != nil {
+					return sparse, repeats
+				}
+				lzTry = lzTry || p.repeatTry
+				p.lzTry = lzTry
 			}
 		}
 	}

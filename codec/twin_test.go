@@ -859,8 +859,9 @@ func fieldEdgeValues(f fieldSpec) []uint64 {
 	return out
 }
 
-// TestFieldsFastAllSpecs compares splitFields and mergeFields with
-// splitGeneric and mergeGeneric for every float type, join width and
+// TestFieldsFastAllSpecs compares splitFields, mergeFields and statsFields
+// with splitGeneric, mergeGeneric and statsGeneric for every float type
+// (FP8 included: every spec has a fast loop), join width and
 // dropped-bit count the format allows, on random and edge values, lengths
 // 0, 1, odd and long, unaligned slices, and (merge) arbitrary symbol and
 // plane bytes.
@@ -876,7 +877,7 @@ func TestFieldsFastAllSpecs(t *testing.T) {
 				f.j, f.tz = j, tz
 				if fieldsFast(f) {
 					fast++
-				} else if f.size == 2 || f.size == 4 {
+				} else {
 					t.Fatalf("%v j=%d tz=%d: no fast loop", d, j, tz)
 				}
 				np := f.planes()
@@ -904,6 +905,13 @@ func TestFieldsFastAllSpecs(t *testing.T) {
 								p[i] = make([]byte, off+n+i)[off+i:]
 							}
 							return s, p
+						}
+						var st1, st2 fieldStats
+						st1.top[3] = 9 // both must clear the statistics
+						statsFields(src, n, f, &st1)
+						statsGeneric(src, n, f, &st2)
+						if st1 != st2 {
+							t.Fatalf("%v j=%d tz=%d n=%d off=%d: statsFields differs from statsGeneric", d, j, tz, n, off)
 						}
 						s1, p1 := mk()
 						s2, p2 := mk()
@@ -952,7 +960,7 @@ func TestFieldsFastAllSpecs(t *testing.T) {
 			}
 		}
 	}
-	if fast != 76 { // F16 42, BF16 9, F32 25
+	if fast != 102 { // F16 42, BF16 9, F32 25, F8E4M3 15, F8E5M2 10, F8E8M0 1
 		t.Fatalf("only %d specs take the fast loops", fast)
 	}
 }

@@ -32,6 +32,9 @@ func repeatRoundTrip(t *testing.T, src []byte, cols, width int) (payload, lits [
 	return payload, lits
 }
 
+// TestRepeatStructured: the windowed DFT bases and the DCT basis, in F32
+// and rounded to BF16 and F16, round-trip, and most of their words are
+// sources' (at most a fifth literals).
 func TestRepeatStructured(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -42,8 +45,18 @@ func TestRepeatStructured(t *testing.T) {
 		{"stft_512_win400", hannDFT(512, 400), 512},
 		{"dct_40x80", dct(40, 80), 80},
 	} {
-		p, l := repeatRoundTrip(t, c.b, c.cols, 4)
-		t.Logf("%s: %d words, stream %d bytes, %d literals (%.1f %%)", c.name, len(c.b)/4, len(p), len(l)/4, 100*float64(len(l))/float64(len(c.b)))
+		for _, w := range []struct {
+			name  string
+			b     []byte
+			width int
+		}{{"F32", c.b, 4}, {"BF16", formula.BF16(c.b), 2}, {"F16", formula.F16(c.b), 2}} {
+			p, l := repeatRoundTrip(t, w.b, c.cols, w.width)
+			share := float64(len(l)) / float64(len(w.b))
+			if share > 0.2 {
+				t.Errorf("%s %s: %.1f %% literals", c.name, w.name, 100*share)
+			}
+			t.Logf("%s %s: %d words, stream %d bytes, %d literals (%.1f %%)", c.name, w.name, len(w.b)/w.width, len(p), len(l)/w.width, 100*share)
+		}
 	}
 }
 

@@ -1,12 +1,15 @@
 // Package formula makes the structured float tables that real audio and
 // vision models hold, from their formulas, for the codec's tests: windowed
 // DFT bases (an STFT layer's weights) and DCT bases (MFCCs), as row-major
-// little-endian F32 bytes.
+// little-endian F32 bytes, and those tables rounded to BF16 or F16 (the
+// same tensors of a model published in 16 bits).
 package formula
 
 import (
 	"encoding/binary"
 	"math"
+
+	"neuralzip/dtype"
 )
 
 // F32Table is the rows × cols table of f(r, c), rounded to F32, row-major.
@@ -51,4 +54,24 @@ func DCTBasis(n, m int) []byte {
 		}
 		return s * math.Cos(math.Pi*float64(k)*(float64(j)+0.5)/float64(m))
 	})
+}
+
+// BF16 is the F32 table t rounded to BF16 (to nearest, ties to even), as
+// little-endian 16-bit words.
+func BF16(t []byte) []byte {
+	out := make([]byte, 0, len(t)/2)
+	for i := 0; i+4 <= len(t); i += 4 {
+		out = binary.LittleEndian.AppendUint16(out, dtype.F32ToBF16(math.Float32frombits(binary.LittleEndian.Uint32(t[i:]))))
+	}
+	return out
+}
+
+// F16 is the F32 table t rounded to F16 (IEEE half precision), as
+// little-endian 16-bit words.
+func F16(t []byte) []byte {
+	out := make([]byte, 0, len(t)/2)
+	for i := 0; i+4 <= len(t); i += 4 {
+		out = binary.LittleEndian.AppendUint16(out, dtype.F32ToF16(math.Float32frombits(binary.LittleEndian.Uint32(t[i:]))))
+	}
+	return out
 }
