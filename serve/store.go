@@ -31,7 +31,7 @@ type storeSrc struct {
 	srv   *Server
 	close func() error // closes the store once, however many repositories share it
 
-	mu           sync.Mutex    // the fields below; taken before Server.mu, never inside it
+	mu           sync.Mutex    // the fields below; never held with Server.mu
 	version      string        // store.IndexVersion the listing was read at
 	stamp        indexStamp    // the index file when it was (directory stores)
 	checked      time.Time     // when the version was last read
@@ -117,7 +117,10 @@ func (src *storeSrc) mayHaveChanged() bool {
 		return time.Since(src.checked) >= s3Poll
 	}
 	st, ok := src.statIndex()
-	return !ok || !st.mod.Equal(src.stamp.mod) || src.stamp.seen.Sub(src.stamp.mod) < stampSettle
+	if !ok { // the index cannot be looked at: try its version now and then
+		return time.Since(src.checked) >= s3Poll
+	}
+	return !st.mod.Equal(src.stamp.mod) || src.stamp.seen.Sub(src.stamp.mod) < stampSettle
 }
 
 // fresh reads the store's listing again if the index changed, waiting
