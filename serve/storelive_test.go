@@ -167,8 +167,17 @@ func TestStoreLive(t *testing.T) {
 		t.Errorf("Hub page after the add: %d models, the new one served: %v", pg.Total, hubHas(pg, "stories/frozen-embed", "stories/frozen-embed"))
 	}
 
-	// a model removed and the store collected while serving: it leaves, the
-	// others still download bit-exact
+	// a model removed and the store collected while serving, one of its
+	// files half downloaded: that download ends whole or fails, never with
+	// other bytes; the model leaves, the others still download bit-exact
+	goneKey := "stories/ft-continued/model.f32.safetensors"
+	resp, err = http.Get(resolveURL(ts.URL, goneKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(resp.Body, head); err != nil {
+		t.Fatal(err)
+	}
 	writeStore(t, dir, func(st *store.Store) error {
 		if err := st.Remove("stories/ft-continued"); err != nil {
 			return err
@@ -176,6 +185,11 @@ func TestStoreLive(t *testing.T) {
 		_, err := st.GC()
 		return err
 	})
+	rest, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if got := append(head, rest...); err == nil && !bytes.Equal(got, want[goneKey]) {
+		t.Fatalf("%s, downloading while its model was removed and collected: %d other bytes, complete-looking", goneKey, len(got))
+	}
 	waitListed(t, ts.URL+"/api/models/stories/ft-continued", 404)
 	close(stop)
 	wg.Wait()
