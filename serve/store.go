@@ -395,7 +395,36 @@ func (s *Server) readStore(src *storeSrc, first bool) error {
 	src.mu.Lock()
 	src.models, src.repos, src.places = models, repos, places
 	src.mu.Unlock()
+	if !first {
+		logChanges(s, loc, oldRepos, repos)
+	}
 	return nil
+}
+
+// logChanges logs the repositories a store's new listing adds, changes
+// and drops.
+func logChanges(s *Server, loc string, old, now map[string]*repo) {
+	var added, changed, gone []string
+	for id, r := range now {
+		switch o := old[id]; {
+		case o == nil:
+			added = append(added, id)
+		case o != r:
+			changed = append(changed, id)
+		}
+	}
+	for id := range old {
+		if now[id] == nil {
+			gone = append(gone, id)
+		}
+	}
+	if len(added)+len(changed)+len(gone) == 0 {
+		return
+	}
+	slices.Sort(added)
+	slices.Sort(changed)
+	slices.Sort(gone)
+	s.logf("serve: %s changed: %d repositories; added %v, changed %v, removed %v", loc, len(now), added, changed, gone)
 }
 
 // listModel lists a model's files under the repository its name gives
