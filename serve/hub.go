@@ -274,19 +274,28 @@ func sparseRow(m map[int]int64) [][2]int64 {
 // the directory they are under (StoreRepo).
 type hubPlace struct{ id, dir string }
 
-// hub returns the store's hub reader, made on first use.
-func (src *storeSrc) hub(ctx context.Context) (*hubReader, error) {
+// hub returns the store's hub reader, made on first use after the
+// listing changed, and where each served model's files are.
+func (src *storeSrc) hub(ctx context.Context) (*hubReader, map[string]hubPlace, error) {
 	src.hubMu.Lock()
 	defer src.hubMu.Unlock()
-	if src.hubR != nil {
-		return src.hubR, nil
+	src.mu.Lock()
+	r, places, v := src.hubR, src.places, src.version
+	src.mu.Unlock()
+	if r != nil {
+		return r, places, nil
 	}
 	r, err := newHubReader(ctx, src.s)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	src.hubR = r
-	return r, nil
+	src.mu.Lock()
+	if src.version == v {
+		src.hubR = r
+	}
+	places = src.places
+	src.mu.Unlock()
+	return r, places, nil
 }
 
 // serveHub answers HubPath.
@@ -324,7 +333,7 @@ func (s *Server) serveHub(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	src := stores[k]
-	r, err := src.hub(req.Context())
+	r, places, err := src.hub(req.Context())
 	if err != nil {
 		if req.Context().Err() == nil {
 			apiError(w, http.StatusInternalServerError, "", "the store's index could not be read: "+err.Error())
@@ -344,7 +353,7 @@ func (s *Server) serveHub(w http.ResponseWriter, req *http.Request) {
 	for i := range models {
 		m := &models[i]
 		m.Files = append([]HubFile(nil), m.Files...)
-		p, ok := src.places[m.Name]
+		p, ok := places[m.Name]
 		if ok {
 			m.Repo = p.id
 		}

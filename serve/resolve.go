@@ -24,7 +24,7 @@ func (s *Server) serveFile(w http.ResponseWriter, req *http.Request, r *repo, re
 	}
 	if err := f.c.check(); err != nil {
 		s.logf("serve: %s/%s: %v", r.id, p, err)
-		apiError(w, http.StatusInternalServerError, "", "the source of this file changed under the server: restart it")
+		apiError(w, http.StatusInternalServerError, "", "the source of this file changed under the server: a store's, ask again; an archive or a directory, restart the server")
 		return
 	}
 	etag := `"` + hex.EncodeToString(f.sum[:]) + `"`

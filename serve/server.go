@@ -193,7 +193,8 @@ func (s *Server) Repos() []Repo {
 
 // Start computes, in the background, the SHA-256 of every file that needs
 // it and each repository's commit id; requests for a repository wait for
-// its sums. ServeHTTP starts it too. Sources added later are not served.
+// its sums. ServeHTTP starts it too. Sources added later are not served
+// (models added to a served store are: addStore).
 func (s *Server) Start(ctx context.Context) {
 	s.start.Do(func() {
 		s.mu.Lock()
@@ -201,6 +202,11 @@ func (s *Server) Start(ctx context.Context) {
 		s.mu.Unlock()
 		go func() {
 			for _, r := range repos {
+				select {
+				case <-r.ready:
+					continue // a store's: its sums are its manifests'
+				default:
+				}
 				r.err = s.hashRepo(ctx, r)
 				if r.err != nil {
 					s.logf("serve: %s: %v", r.id, r.err)
@@ -301,6 +307,11 @@ func (s *Server) Close() error {
 			first = err
 		}
 	}
+	for _, src := range s.stores { // one whose models all left has no repository
+		if err := src.close(); err != nil && first == nil {
+			first = err
+		}
+	}
 	return first
 }
 
@@ -329,6 +340,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		apiError(w, http.StatusUnauthorized, "", "Invalid credentials in Authorization header")
 		return
 	}
+	s.freshStores(req.Context()) // models added or removed since
 	if req.URL.Path == HubPath {
 		if req.Method != http.MethodGet && req.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")

@@ -47,6 +47,10 @@ type repo struct {
 	modified time.Time       // the source's modification time
 	close    func() error
 
+	// a store's repository: the store and its models, in the store's order
+	store  *storeSrc
+	models []*storeModel
+
 	ready  chan struct{} // closed when sums and commit are known
 	err    error         // why the repository could not be hashed
 	commit string        // 40 hex digits (commitID)

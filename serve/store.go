@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -19,26 +20,69 @@ import (
 // names another (ORG=STORE).
 const DefaultStoreOrg = "local"
 
-// storeSrc is an opened store source (a directory or s3://).
+// storeSrc is an opened store source (a directory or s3://). The store
+// is opened with store.Options.Release: its index is held only while a
+// read needs it, so nzip store add, rm, gc and repack run beside the
+// server, and the listing is read again when the index changed (fresh).
 type storeSrc struct {
 	loc   string
+	org   string // of one-part model names
 	s     *store.Store
 	srv   *Server
 	close func() error // closes the store once, however many repositories share it
 
-	places map[string]hubPlace // where each served model's files are (HubPath)
-	hubMu  sync.Mutex
-	hubR   *hubReader // made on the first HubPath request
+	mu           sync.Mutex    // the fields below; never held with Server.mu
+	version      string        // store.IndexVersion the listing was read at
+	stamp        indexStamp    // the index file when it was (directory stores)
+	checked      time.Time     // when the version was last read
+	refreshing   chan struct{} // while a reading runs (refresh); closed when it ends
+	refreshStart time.Time
+	models       map[string]*storeModel // by name
+	repos        map[string]*repo       // this store's repositories by id
+	places       map[string]hubPlace    // where each served model's files are (HubPath)
+	hubR         *hubReader             // made on the first HubPath request after a change
+
+	hubMu sync.Mutex // one hub reading at a time
 }
 
-// openStore opens a store read-only (shared: other readers run beside the
-// server; a writer, such as nzip store add, waits until the server stops).
+// storeModel is one model of the listing: its manifest and files (nil
+// files: a model that cannot be served).
+type storeModel struct {
+	m     *store.Manifest
+	place hubPlace
+	files []*file
+}
+
+// indexStamp is a directory store's index's modification time, and when
+// it was looked at.
+type indexStamp struct {
+	mod  time.Time
+	seen time.Time
+}
+
+// How often fresh looks again: a directory store's index file is checked
+// (a stat) on every request, and its version read when the file changed
+// or changed less than stampSettle before it was looked at (a commit in
+// the same clock tick keeps the time); an s3:// store's version (a
+// conditional GET of its root) at most every s3Poll. A request waits at
+// most refreshWait for the listing to be read again (a writer holds the
+// index while it adds: the request is then answered from the listing it
+// had, and the reading finishes in the background).
+const (
+	stampSettle = 2 * time.Second
+	refreshWait = 2 * time.Second
+)
+
+var s3Poll = 2 * time.Second // a variable for tests
+
+// openStore opens a store read-only, released between reads (see
+// storeSrc).
 func (s *Server) openStore(loc string) (*storeSrc, error) {
-	st, err := store.Open(loc, store.Options{ReadOnly: true, Threads: s.threads()})
+	st, err := store.Open(loc, store.Options{ReadOnly: true, Release: true, Threads: s.threads()})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %s: %w", loc, err)
 	}
-	src := &storeSrc{loc: loc, s: st, srv: s, places: map[string]hubPlace{}}
+	src := &storeSrc{loc: loc, s: st, srv: s}
 	var once sync.Once
 	var cerr error
 	src.close = func() error {
@@ -52,12 +96,96 @@ func (s *Server) openStore(loc string) (*storeSrc, error) {
 }
 
 // modified is the store's modification time: its index's (a directory
-// store), or the time it was opened (s3://, whose index has no cheap one).
+// store), or the time it was read (s3://, whose index has no cheap one).
 func (src *storeSrc) modified() time.Time {
 	if t, ok := store.ModTime(src.loc); ok {
 		return t
 	}
 	return time.Now()
+}
+
+// statIndex looks at a directory store's index (ok false for s3://).
+func (src *storeSrc) statIndex() (indexStamp, bool) {
+	t, ok := store.ModTime(src.loc)
+	return indexStamp{mod: t, seen: time.Now()}, ok
+}
+
+// mayHaveChanged reports whether the index may have changed since the
+// listing was read (src.mu held).
+func (src *storeSrc) mayHaveChanged() bool {
+	if store.IsS3(src.loc) {
+		return time.Since(src.checked) >= s3Poll
+	}
+	st, ok := src.statIndex()
+	if !ok { // the index cannot be looked at: try its version now and then
+		return time.Since(src.checked) >= s3Poll
+	}
+	return !st.mod.Equal(src.stamp.mod) || src.stamp.seen.Sub(src.stamp.mod) < stampSettle
+}
+
+// fresh reads the store's listing again if the index changed, waiting
+// for it until refreshWait after the reading started (or until ctx ends);
+// a reading already under way is waited for, not doubled.
+func (src *storeSrc) fresh(ctx context.Context) {
+	src.mu.Lock()
+	if src.refreshing == nil {
+		if !src.mayHaveChanged() {
+			src.mu.Unlock()
+			return
+		}
+		src.refreshing, src.refreshStart = make(chan struct{}), time.Now()
+		go src.refresh(src.refreshing)
+	}
+	done, wait := src.refreshing, refreshWait-time.Since(src.refreshStart)
+	src.mu.Unlock()
+	if wait <= 0 {
+		return // a writer holds the index: the listing as it was
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// refresh reads the index's version and, if it changed, the listing.
+// Errors are logged; the server keeps serving the listing it had.
+func (src *storeSrc) refresh(done chan struct{}) {
+	defer close(done)
+	stamp, _ := src.statIndex() // before the version: a later commit changes it again
+	v, err := src.s.IndexVersion()
+	src.mu.Lock()
+	changed := err == nil && v != src.version
+	src.mu.Unlock()
+	if err != nil {
+		src.srv.logf("serve: %s: %v", src.loc, err)
+	} else if changed {
+		if err := src.srv.readStore(src, false); err != nil {
+			src.srv.logf("serve: %s: %v (serving the models as they were)", src.loc, err)
+		}
+	}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if err == nil {
+		src.version, src.stamp = v, stamp
+		if changed {
+			src.hubR = nil // sizes and the matrix change with any write
+		}
+	}
+	src.checked = time.Now()
+	src.refreshing = nil
+}
+
+// freshStores brings every served store's listing up to date (fresh).
+func (s *Server) freshStores(ctx context.Context) {
+	s.mu.Lock()
+	stores := append([]*storeSrc(nil), s.stores...)
+	s.mu.Unlock()
+	for _, src := range stores {
+		src.fresh(ctx)
+	}
 }
 
 // StoreRepo splits a stored model's name into the repository that serves
@@ -104,7 +232,8 @@ func StoreRepo(model string, files []string, org string) (id, dir string, ok boo
 // gives (StoreRepo); org is the organisation of one-part names ("" means
 // DefaultStoreOrg). Models whose names cannot be served are skipped with a
 // log line; two models that would give a repository the same file are an
-// error.
+// error. Models added to the store later are served from the next
+// request on (fresh), and those removed leave.
 func (s *Server) addStore(org, loc string) error {
 	if org == "" {
 		org = DefaultStoreOrg
@@ -116,74 +245,220 @@ func (s *Server) addStore(org, loc string) error {
 	if err != nil {
 		return err
 	}
-	names, err := src.s.Names()
+	src.org = org
+	stamp, _ := src.statIndex()
+	v, err := src.s.IndexVersion()
+	if err == nil {
+		err = s.readStore(src, true)
+	}
 	if err != nil {
 		src.close()
+		return err
+	}
+	src.version, src.stamp, src.checked = v, stamp, time.Now()
+	s.mu.Lock()
+	s.stores = append(s.stores, src)
+	s.mu.Unlock()
+	return nil
+}
+
+// readStore reads a store's listing and puts its repositories in the
+// server's place of its previous ones, reusing the files of models whose
+// manifests did not change and the repositories all of whose models did
+// not. At start (first) a model that cannot be listed, a clash and a
+// repository named by another source are errors; later they are logged
+// and that model or repository left out (a repository that clashes keeps
+// what it served).
+func (s *Server) readStore(src *storeSrc, first bool) error {
+	loc := src.loc
+	names, err := src.s.Names()
+	if err != nil {
 		return fmt.Errorf("serve: %s: %w", loc, err)
 	}
-	type group struct {
-		id    string
-		files []*file
-	}
-	groups := map[string]*group{}
+	src.mu.Lock()
+	oldModels, oldRepos := src.models, src.repos
+	src.mu.Unlock()
+	models := map[string]*storeModel{}
+	groups := map[string][]*storeModel{}
 	var ids []string
 	for _, name := range names {
 		m, err := src.s.Model(name)
 		if err != nil {
-			src.close()
+			if !first && errors.Is(err, store.ErrNotFound) {
+				continue // removed since Names
+			}
 			return fmt.Errorf("serve: %s: %w", loc, err)
 		}
-		var fnames []string
-		for _, f := range m.Files {
-			fnames = append(fnames, f.Name)
+		sm := oldModels[name]
+		if sm == nil || !sameManifest(sm.m, m) {
+			if sm, err = src.listModel(m); err != nil {
+				if first {
+					return err
+				}
+				s.logf("%v (not served)", err)
+				continue
+			}
 		}
-		id, dir, ok := StoreRepo(name, fnames, org)
-		if !ok {
-			s.logf("serve: %s: skipping model %q: a name that cannot be served as ORG/NAME[/DIR]", loc, name)
+		models[name] = sm
+		if sm.files == nil {
 			continue
 		}
-		src.places[name] = hubPlace{id: id, dir: dir}
-		fs, err := src.modelFiles(m, dir)
-		if err != nil {
-			src.close()
-			return err
-		}
-		g := groups[id]
-		if g == nil {
-			g = &group{id: id}
-			groups[id] = g
+		id := sm.place.id
+		if groups[id] == nil {
 			ids = append(ids, id)
 		}
-		g.files = append(g.files, fs...)
-	}
-	if len(ids) == 0 {
-		src.close()
-		return fmt.Errorf("serve: %s: the store holds no model that can be served", loc)
+		groups[id] = append(groups[id], sm)
 	}
 	mod := src.modified()
-	var repos []*repo
+	repos := map[string]*repo{}
+	var order []*repo
 	for _, id := range ids {
 		g := groups[id]
-		if name := clash(g.files); name != "" {
-			src.close()
-			return fmt.Errorf("serve: %s: two models give %s the path %q", loc, id, name)
+		if old := oldRepos[id]; old != nil && slices.Equal(old.models, g) {
+			repos[id] = old
+			order = append(order, old)
+			continue
 		}
-		repos = append(repos, newRepo(id, loc, "store", g.files, mod, src.close))
+		var files []*file
+		for _, sm := range g {
+			files = append(files, sm.files...)
+		}
+		if name := clash(files); name != "" {
+			err := fmt.Errorf("serve: %s: two models give %s the path %q", loc, id, name)
+			if first {
+				return err
+			}
+			s.logf("%v", err)
+			if old := oldRepos[id]; old != nil {
+				repos[id] = old
+				order = append(order, old)
+			}
+			continue
+		}
+		r := newRepo(id, loc, "store", files, mod, src.close)
+		r.store, r.models = src, g
+		r.commit = commitID(files) // the sums are the manifests'
+		close(r.ready)
+		repos[id] = r
+		order = append(order, r)
 	}
+	if first && len(names) > 0 && len(order) == 0 {
+		return fmt.Errorf("serve: %s: the store holds no model that can be served", loc)
+	}
+	if first && len(names) == 0 {
+		s.logf("serve: %s: the store holds no model yet (models added later are served)", loc)
+	}
+	places := map[string]hubPlace{}
+	for name, sm := range models {
+		if sm.files != nil {
+			places[name] = sm.place
+		}
+	}
+
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, r := range repos {
-		if s.repos[r.id] != nil {
-			src.close()
-			return fmt.Errorf("serve: two sources named %s", r.id)
+	for i := 0; i < len(order); i++ {
+		r := order[i]
+		if other := s.repos[r.id]; other != nil && other.store != src {
+			if first {
+				s.mu.Unlock()
+				return fmt.Errorf("serve: two sources named %s", r.id)
+			}
+			s.logf("serve: %s: model repository %s is another source's: not served", loc, r.id)
+			delete(repos, r.id)
+			order = slices.Delete(order, i, i+1)
+			i--
 		}
 	}
-	for _, r := range repos {
-		s.repos[r.id] = r
-		s.order = append(s.order, r)
+	// this store's repositories take the place of its previous ones
+	var all []*repo
+	placed := false
+	for _, r := range s.order {
+		if r.store != src {
+			all = append(all, r)
+			continue
+		}
+		delete(s.repos, r.id)
+		if !placed {
+			all = append(all, order...)
+			placed = true
+		}
 	}
-	s.stores = append(s.stores, src)
+	if !placed {
+		all = append(all, order...)
+	}
+	for _, r := range order {
+		s.repos[r.id] = r
+	}
+	s.order = all
+	s.mu.Unlock()
+
+	src.mu.Lock()
+	src.models, src.repos, src.places = models, repos, places
+	src.mu.Unlock()
+	if !first {
+		logChanges(s, loc, oldRepos, repos)
+	}
 	return nil
+}
+
+// logChanges logs the repositories a store's new listing adds, changes
+// and drops.
+func logChanges(s *Server, loc string, old, now map[string]*repo) {
+	var added, changed, gone []string
+	for id, r := range now {
+		switch o := old[id]; {
+		case o == nil:
+			added = append(added, id)
+		case o != r:
+			changed = append(changed, id)
+		}
+	}
+	for id := range old {
+		if now[id] == nil {
+			gone = append(gone, id)
+		}
+	}
+	if len(added)+len(changed)+len(gone) == 0 {
+		return
+	}
+	slices.Sort(added)
+	slices.Sort(changed)
+	slices.Sort(gone)
+	s.logf("serve: %s changed: %d repositories; added %v, changed %v, removed %v", loc, len(now), added, changed, gone)
+}
+
+// listModel lists a model's files under the repository its name gives
+// (files nil: a name that cannot be served, logged).
+func (src *storeSrc) listModel(m *store.Manifest) (*storeModel, error) {
+	var fnames []string
+	for _, f := range m.Files {
+		fnames = append(fnames, f.Name)
+	}
+	id, dir, ok := StoreRepo(m.Name, fnames, src.org)
+	if !ok {
+		src.srv.logf("serve: %s: skipping model %q: a name that cannot be served as ORG/NAME[/DIR]", src.loc, m.Name)
+		return &storeModel{m: m}, nil
+	}
+	fs, err := src.modelFiles(m, dir)
+	if err != nil {
+		return nil, err
+	}
+	return &storeModel{m: m, place: hubPlace{id: id, dir: dir}, files: fs}, nil
+}
+
+// sameManifest reports whether two manifests of a model list the same
+// files (names, sizes, sums and units): its files need not be listed again.
+func sameManifest(a, b *store.Manifest) bool {
+	if a.Name != b.Name || len(a.Files) != len(b.Files) {
+		return false
+	}
+	for i := range a.Files {
+		fa, fb := &a.Files[i], &b.Files[i]
+		if fa.Name != fb.Name || fa.Size != fb.Size || fa.SHA256 != fb.SHA256 || !slices.Equal(fa.Units, fb.Units) {
+			return false
+		}
+	}
+	return true
 }
 
 // modelFiles returns the files of a stored model, named under dir.

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"neuralzip/checkpoint"
 	"neuralzip/internal/weedtest"
@@ -34,16 +35,7 @@ func hubStore(t *testing.T) (string, map[string][]byte) {
 // hubStoreAt is hubStore at loc (an s3:// location; "": a new directory).
 func hubStoreAt(t *testing.T, loc string) (string, map[string][]byte) {
 	t.Helper()
-	var hub string
-	for _, d := range []string{"../../shared/hub/stories260K", "../shared/hub/stories260K"} {
-		if _, err := os.Stat(filepath.Join(d, "base")); err == nil {
-			hub = d
-			break
-		}
-	}
-	if hub == "" {
-		t.Skip("no ../shared/hub/stories260K: store source tests skipped")
-	}
+	hub := hubSource(t)
 	dir := loc
 	if dir == "" {
 		dir = filepath.Join(t.TempDir(), "hub")
@@ -63,26 +55,51 @@ func hubStoreAt(t *testing.T, loc string) (string, map[string][]byte) {
 		{"stories/fortunes/full", "ft-fortunes-full", "stories/fortunes/full"},
 		{"stories/fortunes/lora", "ft-fortunes-lora", "stories/fortunes/lora"},
 	} {
-		var ins []store.Input
-		for _, name := range []string{"model.f32.safetensors", "model.bf16.safetensors"} {
-			p := filepath.Join(hub, m.src, name)
-			data, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cm, err := checkpoint.OpenPath(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ins = append(ins, store.Input{Name: name, R: bytes.NewReader(data), Size: int64(len(data)),
-				Format: cm.Files[0].Layout.Format, Segments: cm.Files[0].Layout.Segments})
-			want[m.served+"/"+name] = data
+		ins, data := hubInputs(t, hub, m.src)
+		for name, b := range data {
+			want[m.served+"/"+name] = b
 		}
 		if _, _, err := st.Add(m.model, ins, store.AddOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return dir, want
+}
+
+// hubSource is the shared hub's stories260K directory (the test skips
+// without it).
+func hubSource(t *testing.T) string {
+	t.Helper()
+	for _, d := range []string{"../../shared/hub/stories260K", "../shared/hub/stories260K"} {
+		if _, err := os.Stat(filepath.Join(d, "base")); err == nil {
+			return d
+		}
+	}
+	t.Skip("no ../shared/hub/stories260K: store source tests skipped")
+	return ""
+}
+
+// hubInputs are the F32 and BF16 files of the hub's model src, as a store
+// add takes them, and their bytes by file name.
+func hubInputs(t *testing.T, hub, src string) ([]store.Input, map[string][]byte) {
+	t.Helper()
+	var ins []store.Input
+	data := map[string][]byte{}
+	for _, name := range []string{"model.f32.safetensors", "model.bf16.safetensors"} {
+		p := filepath.Join(hub, src, name)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm, err := checkpoint.OpenPath(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins = append(ins, store.Input{Name: name, R: bytes.NewReader(b), Size: int64(len(b)),
+			Format: cm.Files[0].Layout.Format, Segments: cm.Files[0].Layout.Segments})
+		data[name] = b
+	}
+	return ins, data
 }
 
 // TestStoreSource serves a store: every model under the repository its
@@ -151,10 +168,14 @@ func TestStoreSource(t *testing.T) {
 }
 
 // TestStoreSourceS3 serves a store on a real S3 server (SeaweedFS, as the
-// store's own s3:// tests): every file whole and a range of each.
+// store's own s3:// tests): every file whole and a range of each, and a
+// model added while serving (listed again on a request s3Poll after the
+// last look).
 func TestStoreSourceS3(t *testing.T) {
 	loc := "s3://" + weedtest.Bucket(t) + "/hub"
 	_, want := hubStoreAt(t, loc)
+	defer func(p time.Duration) { s3Poll = p }(s3Poll)
+	s3Poll = 0
 	srv := New(Config{Log: discard()})
 	if err := srv.Add("", loc); err != nil {
 		t.Fatal(err)
@@ -172,6 +193,18 @@ func TestStoreSourceS3(t *testing.T) {
 		lo, hi := len(data)/3, len(data)/3+200_000
 		if resp, body := get(t, "GET", u, "Range", fmt.Sprintf("bytes=%d-%d", lo, hi-1)); resp.StatusCode != 206 || !bytes.Equal(body, data[lo:hi]) {
 			t.Fatalf("%s %d-%d: %d, %d bytes", key, lo, hi, resp.StatusCode, len(body))
+		}
+	}
+	ins, added := hubInputs(t, hubSource(t), "ft-frozen-embed")
+	writeStore(t, loc, func(st *store.Store) error {
+		_, _, err := st.Add("stories/frozen-embed", ins, store.AddOptions{})
+		return err
+	})
+	waitListed(t, ts.URL+"/api/models/stories/frozen-embed", 200)
+	for name, data := range added {
+		key := "stories/frozen-embed/" + name
+		if resp, body := get(t, "GET", resolveURL(ts.URL, key)); resp.StatusCode != 200 || !bytes.Equal(body, data) {
+			t.Fatalf("%s (added while serving): %d, %d bytes", key, resp.StatusCode, len(body))
 		}
 	}
 }

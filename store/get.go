@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"sync"
 
 	"neuralzip/codec"
@@ -128,6 +130,9 @@ func (s *Store) payload(h Hash, u unit, bs *bufSet) ([]byte, error) {
 	p := bs.get(int(u.Len))
 	if err := s.bl.readAt(u.Pack, p, u.Off); err != nil {
 		bs.put(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: unit %s: chunk %x is missing: %w", ErrChunkDamaged, h, u.Pack[:8], errPackGone)
+		}
 		return nil, fmt.Errorf("%w: unit %s in chunk %x: %v", ErrChunkDamaged, h, u.Pack[:8], err)
 	}
 	s.read.Add(u.Len)
@@ -136,6 +141,23 @@ func (s *Store) payload(h Hash, u unit, bs *bufSet) ([]byte, error) {
 		return nil, fmt.Errorf("%w: unit %s in chunk %x: checksum mismatch", ErrChunkDamaged, h, u.Pack[:8])
 	}
 	return p, nil
+}
+
+// errPackGone marks a unit whose chunk file is not there: damage, or, for
+// a reader that does not hold the index (Options.Release), a gc or repack
+// that moved the unit after its record was read (decodeAgain).
+var errPackGone = errors.New("removed since its record was read, or lost")
+
+// decodeAgain decodes unit h from its record and its bases' read afresh,
+// after a decode found a chunk file missing: a writer (gc, repack) may
+// have moved them meanwhile. Chunk files are named by their bytes, so a
+// record of either time decodes to the same bytes, checked against h.
+func (s *Store) decodeAgain(h Hash, keep bool, bs *bufSet) ([]byte, bool, error) {
+	u, err := s.unitRec(h)
+	if err != nil {
+		return nil, false, err
+	}
+	return s.decodeCheck(h, u, maxDepth, true, &restoring{keep: keep, bufs: bs})
 }
 
 // blobSize is a pack's size where the backend knows it cheaply.
@@ -288,6 +310,9 @@ func (s *Store) writeFile(m *Manifest, fi int, w io.Writer, keep bool) error {
 			return nil, err
 		}
 		b, p, err := s.decodeCheck(f.Units[i], u, maxDepth, true, r)
+		if errors.Is(err, errPackGone) {
+			b, p, err = s.decodeAgain(f.Units[i], keep, r.bufs)
+		}
 		pooled[i] = p
 		return b, err
 	}, func(i int, b []byte) error {

@@ -263,7 +263,11 @@ func (s *Store) UnitBytes(h Hash) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.decode(h, u, maxDepth)
+	b, err := s.decode(h, u, maxDepth)
+	if errors.Is(err, errPackGone) {
+		b, _, err = s.decodeAgain(h, false, nil)
+	}
+	return b, err
 }
 
 // ModelCommit is one model of an ingest, ready to enter the index.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 )
 
@@ -26,6 +27,11 @@ type kv interface {
 	view(fn func(tx) error) error
 	update(fn func(tx) error) error
 	close() error
+}
+
+// versioned is an index that tells when it changed (Store.IndexVersion).
+type versioned interface {
+	version() (string, error)
 }
 
 // tx is one transaction: reads see its own writes; an update's writes
@@ -74,8 +80,9 @@ func unitKeys(to []bucketKey, hs ...Hash) []bucketKey {
 
 // memKV is an in-memory kv: updates work on a copy, swapped in on success.
 type memKV struct {
-	mu sync.RWMutex
-	b  map[string]map[string][]byte
+	mu  sync.RWMutex
+	b   map[string]map[string][]byte
+	gen int // updates committed
 }
 
 func newMemKV() *memKV {
@@ -112,7 +119,15 @@ func (m *memKV) update(fn func(tx) error) error {
 		return err
 	}
 	m.b = cp
+	m.gen++
 	return nil
+}
+
+// version counts the updates committed.
+func (m *memKV) version() (string, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return strconv.Itoa(m.gen), nil
 }
 
 func (m *memKV) close() error { return nil }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"strconv"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -89,6 +90,15 @@ func (k *boltKV) update(fn func(tx) error) (err error) {
 
 func (k *boltKV) close() error { return k.db.Close() }
 
+// version is bbolt's transaction id, one more per commit.
+func (k *boltKV) version() (v string, err error) {
+	err = k.view(func(t tx) error {
+		v = strconv.Itoa(t.(boltTx).t.ID())
+		return nil
+	})
+	return v, err
+}
+
 type boltTx struct{ t *bolt.Tx }
 
 func (b boltTx) bucket(name string) (*bolt.Bucket, error) {
@@ -163,6 +173,13 @@ func (b boltTx) walk(bucket string, prefix, from []byte, back bool, fn func(k, v
 }
 
 func openKV(path string, opt Options) (kv, error) {
+	if opt.ReadOnly && opt.Release {
+		k, err := openReleased(path, opt.LockWait)
+		if err != nil {
+			return nil, err
+		}
+		return k, nil
+	}
 	if opt.ReadOnly {
 		k, err := openBoltRO(path, opt.LockWait)
 		if err != nil {

@@ -44,6 +44,17 @@ func ModTime(loc string) (t time.Time, ok bool) {
 	return st.ModTime(), true
 }
 
+// IndexVersion is a string that changes whenever a write to the index
+// commits (bbolt's transaction id; an s3:// store's root ETag, read again
+// by a conditional GET): a long-lived reader (a Release store) compares it
+// to know whether the models changed, without reading them.
+func (s *Store) IndexVersion() (string, error) {
+	if v, ok := s.kv.(versioned); ok {
+		return v.version()
+	}
+	return "", fmt.Errorf("store: this index has no version")
+}
+
 // UnitMeta is what the index records of a unit, for readers that show a
 // store (the workbench's Hub screen).
 type UnitMeta struct {

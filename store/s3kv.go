@@ -247,6 +247,17 @@ func (k *s3KV) view(fn func(tx) error) error {
 
 func (k *s3KV) close() error { return nil }
 
+// version reads the root again if it changed (a conditional GET) and
+// returns its ETag, which every commit changes.
+func (k *s3KV) version() (string, error) {
+	if err := k.refresh(context.Background()); err != nil {
+		return "", err
+	}
+	k.smu.RLock()
+	defer k.smu.RUnlock()
+	return k.etag, nil
+}
+
 // update runs fn on the current root and commits its writes (see s3KV).
 func (k *s3KV) update(fn func(tx) error) error {
 	k.mu.Lock()

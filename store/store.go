@@ -46,8 +46,19 @@ type Options struct {
 	// ReadOnly opens the index shared: readers run side by side, a writer
 	// waits for them.
 	ReadOnly bool
-	// LockWait bounds how long Open waits for another process holding the
-	// store; 0 waits as long as it takes.
+	// Release, with ReadOnly, holds a directory store's index (and its
+	// shared lock) only while a read needs it, for long-lived readers such
+	// as nzip serve: each read opens it, waiting while a writer holds it,
+	// and the last read in progress closes it, so that writers (add, rm,
+	// gc, repack) take their turns between reads instead of waiting until
+	// Close, and every read sees what the last writer committed. Reads
+	// that follow each other without a pause make room for a waiting
+	// writer (release.go). A chunk file that a writer removed after its
+	// record was read is looked up again in the index once. s3:// stores
+	// hold no lock: it changes nothing there.
+	Release bool
+	// LockWait bounds how long Open (and, with Release, each read) waits
+	// for another process holding the store; 0 waits as long as it takes.
 	LockWait time.Duration
 	// Exhaustive finds a new delta's base among every stored unit of its
 	// type and size, as stores did before the fingerprints' index

@@ -70,7 +70,8 @@ usage:
                   [-prefetch] [-json] MODEL PROMPT
   nzip store      init|add|get|ls|rm|gc|repack|verify|stats STORE ...   (a hub store: "nzip store -h")
   nzip serve      [-addr 127.0.0.1:8080] [-token-file F] [-threads N] [-max-decodes N] [-cache-bytes N] [-cache-dir D]
-                  [ORG/NAME=]SOURCE... [ORG=]STORE... (archives, stores, directories over HTTP, with the Hugging Face download API)
+                  [ORG/NAME=]SOURCE... [ORG=]STORE... (archives, stores, directories over HTTP, with the Hugging Face download API;
+                  a store stays writable by nzip store, and models added or removed show without a restart)
   nzip mount      [-allow-other] [-cache-bytes N] [-threads N] SOURCE MOUNTPOINT
                   (an archive, a store or a directory as a read-only file system; Linux, FUSE; Ctrl-C unmounts)
   nzip rd         [-json] [-methods LIST] [-bits LIST] [-per-tensor] [-tokens N] MODEL

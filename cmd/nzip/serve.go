@@ -27,6 +27,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	maxDecodes := fs.Int("max-decodes", 0, "responses that decode at once, others wait (0: twice the cores)")
 	cacheBytes := fs.Int64("cache-bytes", serve.DefaultCacheBytes, "bytes of decoded blocks kept in memory for ranges (0: none)")
 	cacheDir := fs.String("cache-dir", defaultServeCache(), "where the SHA-256 of archived files is kept between runs (\"\": nowhere)")
+	usage := fs.Usage
+	fs.Usage = func() {
+		usage()
+		fmt.Fprint(stderr, serveStoreHelp)
+	}
 	if err := parse(fs, args, 1, -1); err != nil {
 		return err
 	}
@@ -101,6 +106,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	return nil
 }
+
+// serveStoreHelp ends serve's usage: how a served store behaves.
+const serveStoreHelp = `A STORE stays writable: nzip store add, rm, gc and repack run while it is served (the
+server holds the store's index only while a request reads it), and models added or
+removed show in the listings from the next request on, without a restart; a download
+under way completes with the original bytes or fails, never with other bytes.
+`
 
 // splitSource splits "ORG/NAME=SOURCE" (or "ORG=STORE"); an argument whose part before the
 // first '=' is not a repository name is a source alone.
