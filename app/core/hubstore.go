@@ -56,7 +56,7 @@ func OpenHubStorePages(ctx context.Context, loc string, page func(h *Hub, total 
 	if !store.IsStore(loc) {
 		return nil, nil, fmt.Errorf("%s is not a store (a directory made by nzip store init, s3://bucket/prefix, or http://HOST:PORT of nzip serve STORE)", loc)
 	}
-	s, err := store.Open(loc, store.Options{ReadOnly: true, LockWait: 2 * time.Second})
+	s, err := store.Open(loc, store.Options{ReadOnly: true, Release: true, LockWait: 2 * time.Second})
 	if err != nil {
 		return nil, nil, err
 	}
