@@ -10,13 +10,23 @@ import "context"
 // with a block decoder (and its tables' memory) it keeps from call to
 // call. The zero value is ready; it is not safe for concurrent use.
 type ArchiveDecoder struct {
+	// SkipCRC leaves the blocks' CRC-32Cs unchecked where Decode
+	// decodes the blocks itself (not where it hands an archive on to
+	// DecompressBytesTo or ReadFileTo), for a caller that
+	// checks every decoded byte itself (the store: a unit's BLAKE3
+	// address, and its stored bytes' CRC before they are decoded).
+	// Damaged blocks may then decode to other bytes instead of an
+	// error; the decoders still stay within their buffers.
+	SkipCRC bool
+
 	index []byte        // the last index's decoded bytes (reused)
 	bd    *blockDecoder // kept across archives
 	comp  []byte        // never used in memory; decodeBlock's argument
 }
 
 // Decode is DecompressBytesTo(ctx, dst, archive, opt) with opt.Threads
-// 1 (the same bytes, the same errors), decoding the blocks one after
+// 1 (the same bytes, the same errors; with SkipCRC, the same bytes
+// where that decodes), decoding the blocks one after
 // another in this goroutine whatever opt.Threads (which only has to be
 // valid). Archives it cannot take
 // this way (the digest to check: opt.SkipHash false; opt.Progress set;
@@ -63,6 +73,7 @@ func (d *ArchiveDecoder) Decode(dst, archive []byte, opt DecodeOptions) ([]byte,
 	}
 	bd := d.bd
 	rd.initBlockDecoder(bd)
+	rd.skipCRC = d.SkipCRC
 	defer func() { bd.setup = nil }() // not kept past the call
 	for b, k := range f.blocks {
 		if err := rd.decodeBlock(bd, 0, b, out[k.origOff:k.origOff+k.origLen], &d.comp); err != nil {

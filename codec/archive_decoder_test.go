@@ -21,6 +21,14 @@ func archiveTwin(t *testing.T, d *ArchiveDecoder, arc []byte, opt DecodeOptions)
 	want, werr := DecompressBytesTo(context.Background(), nil, arc, opt)
 	dst := bytes.Repeat([]byte{0xa5}, len(want)+7)
 	got, gerr := d.Decode(dst[:0], arc, opt)
+	if d.SkipCRC {
+		// blocks unchecked: where the checked path decodes, the same
+		// bytes; elsewhere an error or some bytes, never a panic
+		if werr == nil && (gerr != nil || !bytes.Equal(got, want)) {
+			t.Fatalf("with SkipCRC: %v, or other bytes than DecompressBytesTo's", gerr)
+		}
+		return werr == nil
+	}
 	switch {
 	case werr != nil && gerr != nil:
 		if werr.Error() != gerr.Error() {
@@ -72,16 +80,19 @@ func archiveTwinInputs(t *testing.T) (arcs [][]byte, opts []DecodeOptions) {
 func TestArchiveDecoderTwin(t *testing.T) {
 	arcs, opts := archiveTwinInputs(t)
 	var d ArchiveDecoder
+	nocrc := ArchiveDecoder{SkipCRC: true}
 	r := rand.New(rand.NewPCG(47, 2))
 	decoded := 0
 	for i, arc := range arcs {
 		if archiveTwin(t, &d, arc, opts[i]) {
 			decoded++
 		}
+		archiveTwin(t, &nocrc, arc, opts[i])
 		for range 12 {
 			bad := bytes.Clone(arc)
 			bad[r.IntN(len(bad))] ^= byte(1 + r.IntN(255))
 			archiveTwin(t, &d, bad, opts[i])
+			archiveTwin(t, &nocrc, bad, opts[i])
 		}
 		archiveTwin(t, &d, arc[:len(arc)-1-r.IntN(len(arc)-1)], opts[i])
 	}
@@ -131,7 +142,8 @@ func TestArchiveDecoderNoAllocs(t *testing.T) {
 // has just decoded another (its kept state must not leak into the next)
 // and compares it with DecompressBytesTo, without a reference and with
 // each of the reference seeds': the same bytes or the same error, never
-// a panic.
+// a panic; with SkipCRC, the same bytes wherever DecompressBytesTo
+// decodes, and no panic elsewhere.
 func FuzzArchiveDecoder(f *testing.F) {
 	refs, rseeds := refFuzzSeeds(f)
 	seeds := fuzzSeeds(f)
@@ -151,9 +163,12 @@ func FuzzArchiveDecoder(f *testing.F) {
 		if _, err := d.Decode(nil, seeds[0], DecodeOptions{SkipHash: true}); err != nil {
 			t.Fatal(err)
 		}
-		archiveTwin(t, &d, arc, DecodeOptions{SkipHash: true})
-		for _, ref := range refs {
-			archiveTwin(t, &d, arc, DecodeOptions{SkipHash: true, Ref: ref})
+		nocrc := ArchiveDecoder{SkipCRC: true}
+		for _, dec := range []*ArchiveDecoder{&d, &nocrc} {
+			archiveTwin(t, dec, arc, DecodeOptions{SkipHash: true})
+			for _, ref := range refs {
+				archiveTwin(t, dec, arc, DecodeOptions{SkipHash: true, Ref: ref})
+			}
 		}
 	})
 }

@@ -219,10 +219,12 @@ func (s *Store) decodeCheck(h Hash, u unit, depth int, check bool, r *restoring)
 
 // archiveDecoders decode units' archives (each its index's buffer and
 // a block decoder, kept from unit to unit: a DecompressBytesTo per unit
-// set up a reader and its worker afresh each time). The units' digests
-// are not checked there (SkipHash): decodeCheck checks the unit's
-// address instead.
-var archiveDecoders = sync.Pool{New: func() any { return new(codec.ArchiveDecoder) }}
+// set up a reader and its worker afresh each time). Neither the units'
+// digests (SkipHash) nor their blocks' CRC-32Cs (SkipCRC) are checked
+// there: payload checks the stored bytes' CRC before they are decoded,
+// and decodeCheck the decoded bytes against the unit's address (a base
+// through the units decoded from it, which every get checks).
+var archiveDecoders = sync.Pool{New: func() any { return &codec.ArchiveDecoder{SkipCRC: true} }}
 
 // outBuf is a buffer of bs's for the decoded bytes of unit u, or nil
 // (the codec then allocates what its archive makes plausible) when the
