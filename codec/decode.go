@@ -29,6 +29,7 @@ type Reader struct {
 	mu      sync.Mutex
 	bd      *blockDecoder // for ReadAt
 	base    int64         // where the archive starts in the file errors name (NewSectionReader)
+	skipCRC bool          // decodeBlock does not check blocks' CRCs (ArchiveDecoder.SkipCRC)
 }
 
 // NewReader opens an archive of the given size. It reads and checks the
@@ -51,6 +52,21 @@ func NewSectionReader(r io.ReaderAt, off, size int64) (*Reader, error) {
 }
 
 func newReader(r io.ReaderAt, size, base int64) (*Reader, error) {
+	rd, _, err := openArchive(r, size, base, nil)
+	return rd, err
+}
+
+// openArchive is newReader decoding the index into scratch (a new slice
+// when it is too small), which it returns for the next call: the index's
+// decoded bytes are parsed into the Reader's own memory, so scratch may
+// be reused once the Reader is set up. An archive in memory (memArchive)
+// has its compressed index read in place.
+func openArchive(r io.ReaderAt, size, base int64, scratch []byte) (*Reader, []byte, error) {
+	rd, err := openArchiveScratch(r, size, base, &scratch)
+	return rd, scratch, err
+}
+
+func openArchiveScratch(r io.ReaderAt, size, base int64, scratch *[]byte) (*Reader, error) {
 	if size < headerLen+trailerLen {
 		return nil, fmt.Errorf("%w: %d bytes is too short", ErrNotArchive, size)
 	}
@@ -89,14 +105,20 @@ func newReader(r io.ReaderAt, size, base int64) (*Reader, error) {
 	if rawLen > maxIndexRawFor(size) {
 		return nil, &CorruptError{Offset: base + size - trailerLen + 16, Block: -1, Msg: fmt.Sprintf("index size %d is implausible", rawLen), Err: ErrTooLarge}
 	}
-	ix := make([]byte, indexLen)
-	if err := readFullAt(r, ix, indexOff, base); err != nil {
-		return nil, err
+	ix, ok := inPlace(r, indexOff, indexLen)
+	if !ok {
+		ix = make([]byte, indexLen)
+		if err := readFullAt(r, ix, indexOff, base); err != nil {
+			return nil, err
+		}
 	}
 	if crc32c(ix) != indexCRC {
 		return nil, &CorruptError{Offset: base + indexOff, Block: -1, Msg: "index checksum mismatch", Err: ErrChecksum}
 	}
-	raw, err := zstdDecode(make([]byte, 0, rawLen), ix, int(rawLen), true)
+	if int64(cap(*scratch)) < rawLen {
+		*scratch = make([]byte, 0, rawLen)
+	}
+	raw, err := zstdDecode((*scratch)[:0:rawLen], ix, int(rawLen), true)
 	if err != nil {
 		return nil, &CorruptError{Offset: base + indexOff, Block: -1, Msg: fmt.Sprintf("index does not decompress: %v", err), Err: ErrCorrupt}
 	}
@@ -106,6 +128,7 @@ func newReader(r io.ReaderAt, size, base int64) (*Reader, error) {
 	}
 	rd := &Reader{r: r, size: size, idx: x, usesRef: x.usesRef(), base: base}
 	if x.setupMode == setupEmbedded {
+		x.setupRaw = bytes.Clone(x.setupRaw) // not scratch's: it may be reused
 		s, err := ParseSetup(x.setupRaw)
 		if err != nil {
 			return nil, &CorruptError{Offset: base + indexOff, Block: -1, Msg: fmt.Sprintf("embedded setup: %v", err), Err: ErrCorrupt}
@@ -196,11 +219,16 @@ func (r *Reader) File(name string) (int, error) {
 
 func (r *Reader) newBlockDecoder() *blockDecoder {
 	bd := blockDecoders.Get().(*blockDecoder)
+	r.initBlockDecoder(bd)
+	return bd
+}
+
+// initBlockDecoder sets what bd needs of r to decode r's blocks.
+func (r *Reader) initBlockDecoder(bd *blockDecoder) {
 	bd.setup = r.setup
 	bd.methods = refMethodsFor(r.idx.version)
 	bd.sp.on = r.idx.version >= sparseVersion
 	bd.st.lz = r.idx.version >= lzPlanesVersion
-	return bd
 }
 
 // startWorkers runs fn on n goroutines, each with its own block decoder
@@ -232,7 +260,7 @@ func (r *Reader) runWorker(fn func(bd *blockDecoder, comp *[]byte)) {
 }
 
 // decodeBlock reads and decodes block bi of file fi into dst (len origLen),
-// checking its CRC.
+// checking its CRC (unless r.skipCRC).
 func (r *Reader) decodeBlock(bd *blockDecoder, fi, bi int, dst []byte, comp *[]byte) error {
 	f := r.idx.files[fi]
 	b := f.blocks[bi]
@@ -242,7 +270,7 @@ func (r *Reader) decodeBlock(bd *blockDecoder, fi, bi int, dst []byte, comp *[]b
 		if err := r.decodeBlock(bd, b.ref, int(b.refOff), dst, comp); err != nil {
 			return err
 		}
-		if crc32c(dst) != b.crc {
+		if !r.skipCRC && crc32c(dst) != b.crc {
 			return &CorruptError{Offset: r.base + b.compOff, File: f.Name, Block: bi, FileOffset: b.origOff, Msg: "CRC-32C mismatch", Err: ErrChecksum}
 		}
 		return nil
@@ -278,7 +306,7 @@ func (r *Reader) decodeBlock(bd *blockDecoder, fi, bi int, dst []byte, comp *[]b
 	} else if err := bd.decode(dst, c, b.kind, b.dtype); err != nil {
 		return mk(err.Error(), ErrCorrupt)
 	}
-	if crc32c(dst) != b.crc {
+	if !r.skipCRC && crc32c(dst) != b.crc {
 		return mk("CRC-32C mismatch", ErrChecksum)
 	}
 	return nil
@@ -688,7 +716,7 @@ func DecompressBytesTo(ctx context.Context, dst, archive []byte, opt DecodeOptio
 	}
 	defer rd.Close()
 	if len(rd.idx.files) != 1 {
-		return nil, fmt.Errorf("codec: archive holds %d files", len(rd.idx.files))
+		return nil, errFileCount(len(rd.idx.files))
 	}
 	if opt.Setup != nil {
 		if err := rd.UseSetup(opt.Setup); err != nil {
@@ -700,6 +728,9 @@ func DecompressBytesTo(ctx context.Context, dst, archive []byte, opt DecodeOptio
 	}
 	return rd.ReadFileTo(ctx, dst, 0, opt)
 }
+
+// errFileCount is the error of an archive of n files where one was due.
+func errFileCount(n int) error { return fmt.Errorf("codec: archive holds %d files", n) }
 
 // ReadFile decodes file fi into memory, decoding its blocks in parallel
 // straight into the result. It checks every block's CRC-32C and, unless

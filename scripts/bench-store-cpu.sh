@@ -23,7 +23,7 @@ run() {
 	echo "$(grep task-clock "$T/ps" | cut -d, -f1) $(((t1 - t0) / 1000000))" >>"$T/$label"
 }
 for f in "$@"; do
-	rm -f "$T"/*.t
+	rm -rf "$T"/*.t "$T/a.nzip" "$T/sold" "$T/snew"
 	"$NEW" compress -threads 2 -q -o "$T/a.nzip" "$f" >/dev/null
 	for b in old new; do
 		nz=$OLD; [ $b = new ] && nz=$NEW

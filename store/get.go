@@ -3,7 +3,6 @@ package store
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -200,7 +199,9 @@ func (s *Store) decodeCheck(h Hash, u unit, depth int, check bool, r *restoring)
 		if err != nil {
 			return nil, false, err
 		}
-		out, err = codec.DecompressBytesTo(context.Background(), outBuf(u, bs), p, codec.DecodeOptions{Threads: 1, SkipHash: true})
+		ad := archiveDecoders.Get().(*codec.ArchiveDecoder)
+		out, err = ad.Decode(outBuf(u, bs), p, codec.DecodeOptions{Threads: 1, SkipHash: true})
+		archiveDecoders.Put(ad)
 		bs.put(p)
 		if err != nil {
 			return nil, false, fmt.Errorf("%w: unit %s: %v", ErrChunkDamaged, h, err)
@@ -238,6 +239,15 @@ func (s *Store) decodeCheck(h Hash, u unit, depth int, check bool, r *restoring)
 	return out, true, nil
 }
 
+// archiveDecoders decode units' archives (each its index's buffer and
+// a block decoder, kept from unit to unit: a DecompressBytesTo per unit
+// set up a reader and its worker afresh each time). Neither the units'
+// digests (SkipHash) nor their blocks' CRC-32Cs (SkipCRC) are checked
+// there: payload checks the stored bytes' CRC before they are decoded,
+// and decodeCheck the decoded bytes against the unit's address (a base
+// through the units decoded from it, which every get checks).
+var archiveDecoders = sync.Pool{New: func() any { return &codec.ArchiveDecoder{SkipCRC: true} }}
+
 // outBuf is a buffer of bs's for the decoded bytes of unit u, or nil
 // (the codec then allocates what its archive makes plausible) when the
 // record's length is beyond the pools or far beyond what its payload
@@ -271,7 +281,9 @@ func (s *Store) fromBase(h Hash, u, bu unit, base []byte, bs *bufSet) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	out, err := codec.DecompressBytesTo(context.Background(), outBuf(u, bs), p, codec.DecodeOptions{Threads: 1, SkipHash: true, Ref: ref})
+	ad := archiveDecoders.Get().(*codec.ArchiveDecoder)
+	out, err := ad.Decode(outBuf(u, bs), p, codec.DecodeOptions{Threads: 1, SkipHash: true, Ref: ref})
+	archiveDecoders.Put(ad)
 	if err != nil {
 		return nil, fmt.Errorf("%w: unit %s: %v", ErrChunkDamaged, h, err)
 	}
