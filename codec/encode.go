@@ -412,7 +412,7 @@ func planEncode(inputs []Input, opt EncodeOptions) (*encodeRun, error) {
 			return nil, fmt.Errorf("codec: input %q: a chosen program needs format version %d, NoSparse keeps %d", in.Name, forced, denseVersion)
 		}
 		if !opt.NoSparse {
-			sparse, repeats := probeBlocks(in.R, plans)
+			sparse, repeats := probeBlocks(in.R, plans, opt.Best)
 			e.sparse = e.sparse || sparse
 			e.lzPlanes = e.lzPlanes || repeats
 			// cm blocks only by bytes alone (Best): on real quantised

@@ -432,7 +432,7 @@ func TestProbeRepeats(t *testing.T) {
 		{"an eighth zeros", dtype.F32, sparse, false},
 	} {
 		plans := []blockPlan{{length: int64(len(c.b)), float: true, dtype: c.d}}
-		if _, got := probeBlocks(bytes.NewReader(c.b), plans); got != c.want {
+		if _, got := probeBlocks(bytes.NewReader(c.b), plans, false); got != c.want {
 			t.Errorf("%s: repeats %v, want %v", c.name, got, c.want)
 		}
 	}

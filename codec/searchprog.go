@@ -343,7 +343,7 @@ func archProbeOf(in Input, opt *EncodeOptions) (*archProbe, error) {
 		return nil, err
 	}
 	a := &archProbe{}
-	a.sparse, a.lzPlanes = probeBlocks(in.R, plans)
+	a.sparse, a.lzPlanes = probeBlocks(in.R, plans, opt.Best)
 	return a, nil
 }
 
