@@ -214,3 +214,39 @@ func TestS3MigrateKill(t *testing.T) {
 		t.Logf("%s: left version %d", what, v)
 	}
 }
+
+// TestS3MigrateLegacy: a version 1 store as the oldest builds wrote it (no
+// format record, the index one object: legacyKV) migrates to version 2:
+// the switch replaces the single object with the new root.
+func TestS3MigrateLegacy(t *testing.T) {
+	hub := shared(t, "hub/stories260K")
+	loc := s3Server(t)
+	l, err := parseS3(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := s3Objs{l}
+	if err := initLegacy(o); err != nil {
+		t.Fatal(err)
+	}
+	lk, err := openLegacy(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := newS3Store(loc, l, lk, Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.Version() != Version1 {
+		t.Fatalf("a store without a format record opens as version %d", old.Version())
+	}
+	want := addFiles(t, old, hub, []string{"base/model.f32.safetensors", "base/model.bf16.safetensors"})
+	noGrace(t)
+	st, err := Migrate(loc, Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMigrated(t, loc, Version2, want, "migrated")
+	checkS3Clean(t, loc, "migrated")
+	t.Logf("%d models: payload %d → %d bytes; gc removed %d of %d chunk files", st.Models, st.Before, st.After, st.GC.Packs, st.PacksBefore)
+}
