@@ -38,7 +38,7 @@ type MigrateStats struct {
 	Raw         int64 // bytes of the models' files
 	Before      int64 // payload bytes of the version 1 store's units
 	After       int64 // of the version 2 store's
-	PacksBefore int   // chunk files before (version 1)
+	PacksBefore int   // chunk files before (version 1; of an s3:// store, those its index names)
 	GC          GCStats
 }
 
@@ -146,6 +146,11 @@ func copyModels(old, n *Store, st *MigrateStats) error {
 	if err != nil {
 		return err
 	}
+	return copyNamed(old, n, names, st)
+}
+
+// copyNamed is copyModels of the models names.
+func copyNamed(old, n *Store, names []string, st *MigrateStats) error {
 	alone := map[string]int64{}
 	b := &Batcher{Store: n}
 	for _, name := range names {

@@ -31,10 +31,15 @@ import (
 //     objects it does not name that are older than s3GCGrace).
 //  3. The switch: the new root's bytes are written to prefix/index,
 //     If-Match the ETag read in step 1. If any writer changed the store
-//     meanwhile, the write fails, nothing is lost (the version 1 store is
-//     as that writer left it) and Migrate returns ErrMigrateRaced; the new
-//     objects are orphans gc and the shard sweeps remove, and a migrate
-//     run again starts over. Before the switch the store is version 1,
+//     meanwhile, the write fails and nothing is lost (the version 1 store
+//     is as that writer left it): the store is read again (its root's
+//     ETag first), the new index takes the models it gained and drops
+//     those it lost or whose files changed (syncModels), and the switch
+//     is tried again If-Match that ETag, s3MigrateTries times in all;
+//     then Migrate gives up with ErrMigrateRaced (the migration's root is
+//     deleted, its objects are orphans gc and the shard sweeps remove,
+//     and a migrate run again starts over). Before the switch the store
+//     is version 1,
 //     after it version 2: a crash anywhere leaves one of the two whole,
 //     with orphans at most.
 //  4. After it: the old root's shards are listed as retired (a sweep
@@ -46,10 +51,16 @@ import (
 //     of mixing the two formats. Two migrations at once build two
 //     indexes; the first switch fails the other's.
 
-// ErrMigrateRaced: a writer changed an s3:// store while it was migrated;
-// the store is left as version 1 with that writer's change, and a migrate
-// run again starts over.
-var ErrMigrateRaced = errors.New("store: migrate: the store changed while it was migrated (nothing switched, nothing lost: run migrate again)")
+// ErrMigrateRaced: writers changed an s3:// store before every switch a
+// migration tried (s3MigrateTries); the store is left as version 1 with
+// their changes, and a migrate run again starts over.
+var ErrMigrateRaced = errors.New("store: migrate: writers changed the store before every switch tried (nothing switched, nothing lost: run migrate again)")
+
+// s3MigrateTries bounds the switches a migration tries: after each
+// that a writer's commit fails, the new index takes the models the store
+// gained and drops those it lost (syncModels), and the switch is tried
+// again If-Match the root as it is then.
+const s3MigrateTries = 3
 
 // s3MigratePrefix holds the roots of the indexes migrations build, one
 // per migration (<unix time>-<random>), so that two migrations at once
@@ -103,11 +114,9 @@ func migrateS3(loc string, opt Options) (MigrateStats, error) {
 		return st, err
 	}
 	_, root0, _, etag0 := ok.snapshot() // root0 nil: a single-object index
-	ost, err := old.Stats()
-	if err != nil {
+	if err := oldStats(old, &st); err != nil {
 		return st, err
 	}
-	st.Before, st.PacksBefore = ost.Stored, int(ost.Chunks)
 
 	objs := s3Objs{l}
 	name := l.bucket + "/" + l.prefix
@@ -127,30 +136,62 @@ func migrateS3(loc string, opt Options) (MigrateStats, error) {
 	if err := copyModels(old, n, &st); err != nil {
 		return st, err
 	}
-	nst, err := n.Stats()
-	if err != nil {
-		return st, err
-	}
-	st.After = nst.Stored
-	if err := s3Complete(ctx, objs, nk, n); err != nil {
-		return st, err
-	}
-	hook("migrate-built")
-	raw, _, err := objs.get(ctx, tmp.root, maxRootBytes, "")
-	if err != nil {
-		return st, fmt.Errorf("store: migrate: the new root: %w", err)
-	}
-	next, err := decodeRoot(raw)
-	if err != nil {
-		return st, fmt.Errorf("store: migrate: the new root: %w", err)
-	}
-	// the switch
-	if _, err := objs.put(ctx, s3RootKey, raw, etag0, false); err != nil {
-		if errors.Is(err, errS3Precondition) {
+	var next *s3Root
+	for try := 1; ; try++ {
+		nst, err := n.Stats()
+		if err != nil {
+			return st, err
+		}
+		st.After = nst.Stored
+		if err := s3Complete(ctx, objs, nk, n); err != nil {
+			return st, err
+		}
+		hook("migrate-built")
+		raw, _, err := objs.get(ctx, tmp.root, maxRootBytes, "")
+		if err != nil {
+			return st, fmt.Errorf("store: migrate: the new root: %w", err)
+		}
+		if next, err = decodeRoot(raw); err != nil {
+			return st, fmt.Errorf("store: migrate: the new root: %w", err)
+		}
+		// the switch
+		_, err = objs.put(ctx, s3RootKey, raw, etag0, false)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errS3Precondition) {
+			return st, fmt.Errorf("store: migrate: %w", err)
+		}
+		if try == s3MigrateTries {
 			objs.del(ctx, tmp.root) // its objects are orphans now
 			return st, ErrMigrateRaced
 		}
-		return st, fmt.Errorf("store: migrate: %w", err)
+		// a writer landed: bring the new index up to the store as it is now
+		if _, err := ok.version(); err != nil {
+			return st, err
+		}
+		_, root0, _, etag0 = ok.snapshot()
+		if err := oldStats(old, &st); err != nil {
+			return st, err
+		}
+		if err := syncModels(old, n, &st); err != nil {
+			return st, err
+		}
+	}
+	// what the store held at the switch
+	if err := n.kv.view(func(t tx) error {
+		st.Models, st.Raw = 0, 0
+		return t.scan(bModels, nil, func(k, v []byte) error {
+			m, err := parseManifest(v)
+			if err != nil {
+				return fmt.Errorf("%w: model %q: manifest: %v", ErrIndexDamaged, k, err)
+			}
+			st.Models++
+			st.Raw += m.Raw
+			return nil
+		})
+	}); err != nil {
+		return st, err
 	}
 	hook("migrate-switched")
 	// best effort from here: what is left behind is only bytes
@@ -207,4 +248,87 @@ func s3Complete(ctx context.Context, objs s3Objs, nk *s3KV, n *Store) error {
 			return nil
 		})
 	})
+}
+
+// syncModels makes n's models old's: a model of n that old no longer
+// holds, or holds with other files, is removed from n; a model of old
+// that n lacks is added (copyNamed).
+func syncModels(old, n *Store, st *MigrateStats) error {
+	names, err := old.Names()
+	if err != nil {
+		return err
+	}
+	have, err := n.Names()
+	if err != nil {
+		return err
+	}
+	in := map[string]bool{}
+	for _, name := range names {
+		in[name] = true
+	}
+	got := map[string]bool{}
+	for _, name := range have {
+		if in[name] {
+			om, err := old.Model(name)
+			if err != nil {
+				return err
+			}
+			nm, err := n.Model(name)
+			if err != nil {
+				return err
+			}
+			if sameModel(om, nm) {
+				got[name] = true
+				continue
+			}
+		}
+		if err := n.Remove(name); err != nil {
+			return fmt.Errorf("store: migrate: %w", err)
+		}
+	}
+	var add []string
+	for _, name := range names {
+		if !got[name] {
+			add = append(add, name)
+		}
+	}
+	return copyNamed(old, n, add, st)
+}
+
+// sameModel reports whether a and b hold the same files (names, sizes,
+// SHA-256, formats) and -compare size: a model and its migrated copy.
+func sameModel(a, b *Manifest) bool {
+	if len(a.Files) != len(b.Files) || a.Alone != b.Alone {
+		return false
+	}
+	for i, f := range a.Files {
+		g := b.Files[i]
+		if f.Name != g.Name || f.Size != g.Size || f.SHA256 != g.SHA256 || f.Format != g.Format {
+			return false
+		}
+	}
+	return true
+}
+
+// oldStats sets st's Before and PacksBefore from old's index: its units'
+// payload and the chunk files they name (not a listing: the migration's
+// own chunk files lie beside them).
+func oldStats(old *Store, st *MigrateStats) error {
+	packs := map[Hash]bool{}
+	st.Before = 0
+	err := old.kv.view(func(t tx) error {
+		return t.scan(bUnits, nil, func(k, v []byte) error {
+			u, err := parseUnit(v)
+			if err != nil {
+				return fmt.Errorf("%w: unit %x: %v", ErrIndexDamaged, k, err)
+			}
+			st.Before += u.Len
+			if u.Kind != KindCast {
+				packs[u.Pack] = true
+			}
+			return nil
+		})
+	})
+	st.PacksBefore = len(packs)
+	return err
 }

@@ -5,6 +5,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -116,10 +117,11 @@ func TestS3Migrate(t *testing.T) {
 	}
 }
 
-// TestS3MigrateRaced: a writer that adds a model between the migration's
-// start and its switch makes the switch fail (ErrMigrateRaced): the store
-// is the version 1 store with that model, whole; a migrate run again
-// takes every model.
+// TestS3MigrateRaced: a writer that removes a model and adds another
+// between the migration's start and its switch makes the switch fail; the
+// migration brings its index up to the store as it is then and switches
+// again: the version 2 store holds exactly the models the version 1 store
+// held at the switch.
 func TestS3MigrateRaced(t *testing.T) {
 	loc, want := v1S3(t, []string{"base/model.f32.safetensors", "ft-fortunes-full/model.bf16.safetensors"})
 	noGrace(t)
@@ -129,17 +131,64 @@ func TestS3MigrateRaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
+	built := 0
 	testHook = func(p string) {
 		if p == "migrate-built" {
-			maps.Copy(want, addFiles(t, w, hub, []string{"ft-continued/model.f32.safetensors"}))
+			if built++; built == 1 {
+				if err := w.Remove("ft-fortunes-full/model.bf16.safetensors"); err != nil {
+					t.Fatal(err)
+				}
+				delete(want, "ft-fortunes-full/model.bf16.safetensors")
+				maps.Copy(want, addFiles(t, w, hub, []string{"ft-continued/model.f32.safetensors"}))
+			}
+		}
+	}
+	st, err := Migrate(loc, Options{Threads: 2})
+	testHook = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if built != 2 || st.Models != 2 {
+		t.Fatalf("%d switches tried, %d models migrated; want 2 and 2", built, st.Models)
+	}
+	checkMigrated(t, loc, Version2, want, "migrated across a writer")
+	checkS3Clean(t, loc, "migrated across a writer")
+}
+
+// TestS3MigrateRacedOut: a writer that lands before every switch the
+// migration tries makes it give up (ErrMigrateRaced): the store is the
+// version 1 store with every model the writer added, whole; a migrate run
+// again (no writer) takes them all.
+func TestS3MigrateRacedOut(t *testing.T) {
+	loc, want := v1S3(t, []string{"base/model.f32.safetensors"})
+	noGrace(t)
+	hub := shared(t, "hub/stories260K")
+	tok, err := os.ReadFile(hub + "/tok512.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open(loc, Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	built := 0
+	testHook = func(p string) {
+		if p == "migrate-built" {
+			built++
+			name := fmt.Sprintf("late%d", built)
+			if _, _, err := w.Add(name, inputs(t, hub+"/tok512.bin"), AddOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			want[name] = [][]byte{tok}
 		}
 	}
 	_, err = Migrate(loc, Options{Threads: 2})
 	testHook = nil
-	if !errors.Is(err, ErrMigrateRaced) {
-		t.Fatalf("migrate with a writer landing before the switch: %v, want ErrMigrateRaced", err)
+	if !errors.Is(err, ErrMigrateRaced) || built != s3MigrateTries {
+		t.Fatalf("migrate with a writer landing before every switch: %v after %d tries, want ErrMigrateRaced after %d", err, built, s3MigrateTries)
 	}
-	checkMigrated(t, loc, Version1, want, "raced")
+	checkMigrated(t, loc, Version1, want, "raced out")
 	if _, err := Migrate(loc, Options{Threads: 2}); err != nil {
 		t.Fatal(err)
 	}

@@ -65,8 +65,9 @@ A directory store is locked while it migrates (writers wait; the switch
 is a rename). An s3://bucket/prefix store has no lock: writers may go on
 adding to the old store, and the switch is one conditional write of the
 index's root (If-Match the ETag read at the start). If a writer changed
-the store meanwhile, the switch fails, nothing is lost, and migrate says
-so: run it again. A process that had the old store open fails its next
+the store meanwhile, the switch fails and nothing is lost: migrate brings
+the new index up to the store as it is now and tries again (3 tries in
+all; then it says so, and a migrate run again starts over). A process that had the old store open fails its next
 write, and its reads once it reads the index again, with "migrated ...
 open it again": it never mixes the versions (a get running across the
 switch may fail when gc removes the old chunk files, never give other
