@@ -28,8 +28,9 @@ import (
 //  3. gc on the new store removes the old chunk files (orphans now; a
 //     crash before it leaves them for the next gc).
 //
-// Only a directory store is migrated: an s3:// store has no lock to hold
-// writers off while the new index is built.
+// An s3:// store has no lock to hold writers off: it is migrated beside
+// the live store and switched by one conditional write of its index's
+// root (migrate_s3.go).
 
 // MigrateStats is what a migration did.
 type MigrateStats struct {
@@ -37,7 +38,7 @@ type MigrateStats struct {
 	Raw         int64 // bytes of the models' files
 	Before      int64 // payload bytes of the version 1 store's units
 	After       int64 // of the version 2 store's
-	PacksBefore int   // chunk files before (version 1)
+	PacksBefore int   // chunk files before (version 1; of an s3:// store, those its index names)
 	GC          GCStats
 }
 
@@ -49,7 +50,7 @@ const migrateName = indexName + ".v2"
 func Migrate(dir string, opt Options) (MigrateStats, error) {
 	var st MigrateStats
 	if IsS3(dir) {
-		return st, errors.New("store: migrate: only a directory store is migrated (an s3:// store has no lock)")
+		return migrateS3(dir, opt) // migrate_s3.go
 	}
 	opt.ReadOnly = false
 	old, err := Open(dir, opt)
@@ -145,6 +146,11 @@ func copyModels(old, n *Store, st *MigrateStats) error {
 	if err != nil {
 		return err
 	}
+	return copyNamed(old, n, names, st)
+}
+
+// copyNamed is copyModels of the models names.
+func copyNamed(old, n *Store, names []string, st *MigrateStats) error {
 	alone := map[string]int64{}
 	b := &Batcher{Store: n}
 	for _, name := range names {

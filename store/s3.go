@@ -26,6 +26,8 @@ import (
 //	                          whole index of a store before it (s3index.go)
 //	prefix/shards/<hex>       the index's shards, immutable, named by their SHA-256
 //	prefix/retired/<time>-<generation>  shards that left the root, deleted later
+//	prefix/migrate/<time>-<random>  the root of a version 2 index that nzip
+//	                          store migrate builds beside the store (migrate_s3.go)
 //
 // A pack is written before the index that names it, and the index's root
 // is replaced with a conditional PUT (If-Match the ETag it was read with; a
@@ -163,6 +165,9 @@ func newS3Store(loc string, l *s3Loc, k kv, opt Options) (*Store, error) {
 	s := &Store{dir: loc, kv: k, bl: &s3Blobs{l: l}, opt: opt, cache: newRawCache(256 << 20)}
 	if err := s.readFormat(); err != nil {
 		return nil, err
+	}
+	if sk, ok := k.(*s3KV); ok {
+		sk.pinFormat(s.ver)
 	}
 	if !opt.ReadOnly {
 		if err := s.ensureLSH(); err != nil {
@@ -311,8 +316,30 @@ func (b *s3Blobs) list(fn func(id Hash, size int64) error) error {
 	return nil
 }
 
-// clean: S3 writes are whole or absent; nothing is left half-written.
-func (b *s3Blobs) clean() (int, error) { return 0, nil }
+// clean removes the roots of migrations (migrate_s3.go) that crashed or
+// failed, those not written for s3GCGrace (a migration in flight
+// rewrites its root at every batch; one that lost its root fails and
+// switches nothing). Nothing else is left half-written: S3 writes are
+// whole or absent.
+func (b *s3Blobs) clean() (int, error) {
+	o := s3Objs{b.l}
+	ctx := context.Background()
+	var old []string
+	if err := o.list(ctx, s3MigratePrefix, func(key string, mod time.Time) error {
+		if time.Since(mod) >= s3GCGrace {
+			old = append(old, key)
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	for _, key := range old {
+		if err := o.del(ctx, key); err != nil {
+			return 0, err
+		}
+	}
+	return len(old), nil
+}
 
 // S3Client is the client, bucket and key prefix of s3://bucket/prefix,
 // configured from the environment as the s3:// store is (AWS_ENDPOINT_URL,

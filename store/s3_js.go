@@ -8,3 +8,6 @@ var errS3Unsupported = errors.New("store: s3:// stores are not available in the 
 
 func initS3(string, int, InitOptions) error  { return errS3Unsupported }
 func openS3(string, Options) (*Store, error) { return nil, errS3Unsupported }
+func migrateS3(string, Options) (MigrateStats, error) {
+	return MigrateStats{}, errS3Unsupported
+}

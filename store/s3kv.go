@@ -68,6 +68,19 @@ type s3KV struct {
 
 	cmu   sync.Mutex
 	cache map[Hash]*s3ShardEntry
+
+	// format, when pinned, is the format version the store was opened
+	// with: an update or view on a root of another format
+	// (a migration switched the store under this open) fails with
+	// ErrMigrated instead of writing units of one format into the other's
+	// index; checked is the ETag of the last root found right
+	pinned  bool
+	format  int
+	checked string
+	// noSweep: commits never sweep or adopt (the index a migration builds
+	// beside the store's: shards its root does not name are the live
+	// store's)
+	noSweep bool
 }
 
 type s3ShardEntry struct {
@@ -237,12 +250,53 @@ func (k *s3KV) view(fn func(tx) error) error {
 			return err
 		}
 	}
-	base, _, _, _ := k.snapshot()
+	base, _, _, etag := k.snapshot()
+	if err := k.checkFormat(base, etag); err != nil {
+		return err
+	}
 	err := fn(base)
 	if e := base.failed(); e != nil {
 		return e
 	}
 	return err
+}
+
+// ErrMigrated: an s3:// store was migrated to another format version
+// while this Store had it open (nzip store migrate switched its index):
+// open it again.
+var ErrMigrated = errors.New("store: the store was migrated to another format version while open (open it again)")
+
+// pinFormat makes every later view and update check that the root is of
+// format version v.
+func (k *s3KV) pinFormat(v int) {
+	k.smu.Lock()
+	defer k.smu.Unlock()
+	k.pinned, k.format, k.checked = true, v, ""
+}
+
+// checkFormat is ErrMigrated when base (the root with ETag etag) is not
+// of the pinned format (read once per root).
+func (k *s3KV) checkFormat(base s3Base, etag string) error {
+	k.smu.RLock()
+	pinned, want, checked := k.pinned, k.format, k.checked
+	k.smu.RUnlock()
+	if !pinned || (etag == checked && etag != "") {
+		return nil
+	}
+	got, err := formatOf(base)
+	if e := base.failed(); e != nil {
+		return e
+	}
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return ErrMigrated
+	}
+	k.smu.Lock()
+	k.checked = etag
+	k.smu.Unlock()
+	return nil
 }
 
 func (k *s3KV) close() error { return nil }
@@ -278,6 +332,9 @@ func (k *s3KV) update(fn func(tx) error) error {
 			}
 		}
 		base, root, legacy, etag := k.snapshot()
+		if err := k.checkFormat(base, etag); err != nil {
+			return err
+		}
 		o := newOverlay(base)
 		err := fn(o)
 		if e := base.failed(); e != nil {
@@ -314,10 +371,10 @@ func (k *s3KV) update(fn func(tx) error) error {
 			if ids := retire(root, next, lost); len(ids) > 0 {
 				k.o.put(ctx, fmt.Sprintf("%s%012d-%016x", s3RetiredPrefix, now.Unix(), next.gen), encodeRetired(ids), "", false)
 			}
-			if next.gen%uint64(s3SweepEvery) == 0 {
+			if next.gen%uint64(s3SweepEvery) == 0 && !k.noSweep {
 				k.sweep(ctx, next, now)
 			}
-			if next.gen%uint64(s3SweepEvery*s3AdoptEvery) == 0 {
+			if next.gen%uint64(s3SweepEvery*s3AdoptEvery) == 0 && !k.noSweep {
 				k.adopt(ctx, next, now)
 			}
 			return nil

@@ -47,7 +47,32 @@ decodes per byte restored (casts decode their F32 unit, deltas their
 base): under 3 no casts, under 2 no deltas.
 a version 1 store (made by earlier builds: SHA-256) keeps working, and
 migrate rewrites it as version 2 in place (crash-safe: the old store is
-whole until one rename puts the new index in its place).
+whole until the new one is complete and switched in: one rename of a
+directory store's index, one conditional write of an s3:// store's root).
+`
+
+// storeMigrateHelp is what nzip store migrate -h adds to the flags.
+const storeMigrateHelp = `
+migrate rewrites a version 1 store (units addressed by SHA-256, made by
+earlier builds) as version 2 (BLAKE3): every model is restored from the
+old store, each unit and file checked, and added to a new index built
+beside the old one; then the new index replaces the old one at once and
+gc removes the old chunk files. Until then the old store is whole and
+usable; a crash leaves the old store or the new one, whole (orphans at
+most, which gc removes), and migrate run again completes it.
+
+A directory store is locked while it migrates (writers wait; the switch
+is a rename). An s3://bucket/prefix store has no lock: writers may go on
+adding to the old store, and the switch is one conditional write of the
+index's root (If-Match the ETag read at the start). If a writer changed
+the store meanwhile, the switch fails and nothing is lost: migrate brings
+the new index up to the store as it is now and tries again (3 tries in
+all; then it says so, and a migrate run again starts over). A process that had the old store open fails its next
+write, and its reads once it reads the index again, with "migrated ...
+open it again": it never mixes the versions (a get running across the
+switch may fail when gc removes the old chunk files, never give other
+bytes). Old chunk files written in the last 10 minutes, and the objects
+of a failed migration, are left for a later gc.
 `
 
 func runStore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -388,6 +413,11 @@ func runStoreGC(ctx context.Context, args []string, stdout, stderr io.Writer) er
 func runStoreMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("store migrate", "[-threads N] STORE", stderr)
 	threads := fs.Int("threads", 0, "units coded in parallel (default: all CPUs)")
+	usage := fs.Usage
+	fs.Usage = func() {
+		usage()
+		fmt.Fprint(stderr, storeMigrateHelp)
+	}
 	pos, err := parseMixed(fs, args, 1, 1)
 	if err != nil {
 		return err

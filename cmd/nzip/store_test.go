@@ -91,6 +91,9 @@ func TestStoreCLI(t *testing.T) {
 	if code, _, errOut := nzip(t, "store", "migrate", st); code != 1 || !strings.Contains(errOut, "version 2 store already") {
 		t.Fatalf("migrate of a version 2 store: exit %d, %s", code, errOut)
 	}
+	if code, _, help := nzip(t, "store", "migrate", "-h"); code != 0 || !strings.Contains(help, "s3://bucket/prefix store has no lock") || !strings.Contains(help, "If-Match") {
+		t.Fatalf("store migrate -h: exit %d:\n%s", code, help)
+	}
 	for name, src := range map[string]string{"base/model.bf16.safetensors": "base/model.bf16.safetensors", "gguf-f16": "ft-fortunes-full/model.f16.gguf"} {
 		o := filepath.Join(dir, strings.ReplaceAll(name, "/", "_"))
 		mustRun("store", "get", st, name, "-o", o)
