@@ -42,6 +42,13 @@ type storeSrc struct {
 	places       map[string]hubPlace    // where each served model's files are (HubPath)
 	hubR         *hubReader             // made on the first HubPath request after a change
 
+	// a store opened whole (nzip mount: openStoreAll): every model's files
+	// in one tree, read by readAll
+	list   func(first bool) error // reads the listing: readStore, or readAll
+	all    []*file                // sorted by name
+	allGen uint64                 // one more each time readAll changes all
+	allMod time.Time              // the index's modification time when read
+
 	hubMu sync.Mutex // one hub reading at a time
 }
 
@@ -162,7 +169,7 @@ func (src *storeSrc) refresh(done chan struct{}) {
 	if err != nil {
 		src.srv.logf("serve: %s: %v", src.loc, err)
 	} else if changed {
-		if err := src.srv.readStore(src, false); err != nil {
+		if err := src.list(false); err != nil {
 			src.srv.logf("serve: %s: %v (serving the models as they were)", src.loc, err)
 		}
 	}
@@ -246,6 +253,7 @@ func (s *Server) addStore(org, loc string) error {
 		return err
 	}
 	src.org = org
+	src.list = func(first bool) error { return s.readStore(src, first) }
 	stamp, _ := src.statIndex()
 	v, err := src.s.IndexVersion()
 	if err == nil {
@@ -567,46 +575,6 @@ func (c ctxWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.w.Write(p)
-}
-
-// openStoreAll opens a store as one repository (nzip mount): every model's
-// files under the model's name, so a model "org/name" is the directory
-// org/name. Models whose names cannot be paths are skipped with a log line.
-func (s *Server) openStoreAll(loc string) (*repo, error) {
-	src, err := s.openStore(loc)
-	if err != nil {
-		return nil, err
-	}
-	listed, err := src.s.List(nil) // one read of the index
-	if err != nil {
-		src.close()
-		return nil, fmt.Errorf("serve: %s: %w", loc, err)
-	}
-	var files []*file
-	for _, l := range listed {
-		name := l.Name
-		if !validName(name) {
-			s.logf("serve: %s: skipping model %q: a name that cannot be a path", loc, name)
-			continue
-		}
-		// a model of one file named by its path is that file (nzip
-		// store add's naming); others are a directory of their files
-		dir := name
-		if len(l.Files) == 1 && (l.Files[0].Name == name || strings.HasSuffix(name, "/"+l.Files[0].Name)) {
-			dir = parentDir(name)
-		}
-		fs, err := src.modelFiles(l, dir)
-		if err != nil {
-			src.close()
-			return nil, err
-		}
-		files = append(files, fs...)
-	}
-	if name := clash(files); name != "" {
-		src.close()
-		return nil, fmt.Errorf("serve: %s: two models give the path %q", loc, name)
-	}
-	return newRepo("", loc, "store", files, src.modified(), src.close), nil
 }
 
 // clash sorts files by name and returns a name two of them hold, or that
