@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -157,6 +158,7 @@ type dirNode struct {
 	fs.Inode
 	t     *tree
 	mtime time.Time
+	gone  atomic.Bool // taken out of the tree (tree.sync)
 }
 
 var (
@@ -175,7 +177,7 @@ func (d *dirNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrO
 func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	d.t.refresh(ctx)
 	ch := d.GetChild(name)
-	if ch == nil {
+	if ch == nil || isGone(ch) {
 		return nil, syscall.ENOENT
 	}
 	if ga, ok := ch.Operations().(fs.NodeGetattrer); ok {
@@ -191,6 +193,9 @@ func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	d.t.refresh(ctx)
 	var es []fuse.DirEntry
 	for name, ch := range d.Children() {
+		if isGone(ch) {
+			continue
+		}
 		es = append(es, fuse.DirEntry{Mode: ch.Mode(), Name: name, Ino: ch.StableAttr().Ino})
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].Name < es[j].Name })
@@ -203,6 +208,7 @@ type fileNode struct {
 	f     *serve.File
 	mtime time.Time
 	log   *log.Logger
+	gone  atomic.Bool // taken out of the tree (tree.sync)
 }
 
 var (

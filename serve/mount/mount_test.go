@@ -514,13 +514,38 @@ func TestMountStoreLive(t *testing.T) {
 		}
 	}
 
+	// lookups of the model's names all through its removal (one that
+	// races the tree's change must not bring the name back)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, rel := range []string{goneRel, "stories/ft-continued"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				os.Stat(filepath.Join(mnt, rel))
+			}
+		}()
+	}
 	writeStore(t, dir, func(st *store.Store) error { return st.Remove("stories/ft-continued") })
-	took = waitFor(t, "the removed model gone", func() bool {
+	goneNow := func() bool {
 		es, err := os.ReadDir(filepath.Join(mnt, "stories"))
 		_, serr := os.Stat(filepath.Join(mnt, goneRel))
 		return err == nil && len(es) == 1 && errors.Is(serr, fs.ErrNotExist)
-	})
+	}
+	took = waitFor(t, "the removed model gone", goneNow)
+	close(stop)
+	wg.Wait()
 	t.Logf("removed model gone after %v", took)
+	time.Sleep(liveTimeout + lookEvery + 100*time.Millisecond) // what the kernel keeps expired
+	if !goneNow() {
+		t.Errorf("the removed model is back")
+	}
 	if _, err := os.Stat(filepath.Join(mnt, "stories", "ft-continued")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the removed model's directory: %v", err)
 	}

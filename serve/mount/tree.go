@@ -95,6 +95,7 @@ func (t *tree) sync(ctx context.Context, files []*serve.File) (stale []entry) {
 		}
 	}
 	drop := func(p string, n *fs.Inode) {
+		markGone(n)
 		dir := t.dirs[parentDir(p)]
 		dir.RmChild(path.Base(p))
 		n.ForgetPersistent() // freed once the kernel forgets it too
@@ -149,4 +150,27 @@ func (t *tree) sync(ctx context.Context, files []*serve.File) (stale []entry) {
 		stale = append(stale, entry{parent, path.Base(f.Name)})
 	}
 	return stale
+}
+
+// A node taken out of the tree is marked gone: a lookup that found it
+// just before may put it back under its name (go-fuse adds the node a
+// Lookup returns to its parent), where lookups and listings then ignore
+// it until a new file of that name replaces it.
+func markGone(n *fs.Inode) {
+	switch o := n.Operations().(type) {
+	case *fileNode:
+		o.gone.Store(true)
+	case *dirNode:
+		o.gone.Store(true)
+	}
+}
+
+func isGone(n *fs.Inode) bool {
+	switch o := n.Operations().(type) {
+	case *fileNode:
+		return o.gone.Load()
+	case *dirNode:
+		return o.gone.Load()
+	}
+	return false
 }
