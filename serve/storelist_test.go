@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"neuralzip/checkpoint"
+	"neuralzip/internal/weedtest"
 	"neuralzip/store"
 )
 
-// manyStore builds a directory store of n models, each the hub's base
-// F32 and BF16 files under a name of its own ("org/m0000"…; their units
-// shared), in one AddBatch.
-func manyStore(tb testing.TB, n int) string {
+// manyStore builds a store of n models at loc ("": a new directory), each
+// the hub's base F32 and BF16 files under a name of its own ("org/m0000"…;
+// their units shared), in one AddBatch.
+func manyStore(tb testing.TB, loc string, n int) string {
 	tb.Helper()
 	var hub string
 	for _, d := range []string{"../../shared/hub/stories260K", "../shared/hub/stories260K"} {
@@ -48,7 +49,10 @@ func manyStore(tb testing.TB, n int) string {
 		}
 		files = append(files, in{name, b, cm.Files[0].Layout.Format, cm.Files[0].Layout.Segments})
 	}
-	dir := filepath.Join(tb.TempDir(), "many")
+	dir := loc
+	if dir == "" {
+		dir = filepath.Join(tb.TempDir(), "many")
+	}
 	if err := store.Init(dir); err != nil {
 		tb.Fatal(err)
 	}
@@ -74,11 +78,18 @@ func manyStore(tb testing.TB, n int) string {
 // BenchmarkStoreListing times reading a released store's listing of 1,000
 // models: whole (first, as at start) and again with nothing changed (a
 // refresh after a write to another model reuses the others' files).
-func BenchmarkStoreListing(b *testing.B) {
-	dir := manyStore(b, 1000)
+func BenchmarkStoreListing(b *testing.B) { benchListing(b, manyStore(b, "", 1000)) }
+
+// BenchmarkStoreListingS3 is BenchmarkStoreListing on an s3:// store (a
+// SeaweedFS server, as the s3:// tests; skipped without one).
+func BenchmarkStoreListingS3(b *testing.B) {
+	benchListing(b, manyStore(b, "s3://"+weedtest.Bucket(b)+"/many", 1000))
+}
+
+func benchListing(b *testing.B, loc string) {
 	srv := New(Config{Log: discard()})
 	defer srv.Close()
-	src, err := srv.openStore(dir)
+	src, err := srv.openStore(loc)
 	if err != nil {
 		b.Fatal(err)
 	}
