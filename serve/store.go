@@ -42,6 +42,13 @@ type storeSrc struct {
 	places       map[string]hubPlace    // where each served model's files are (HubPath)
 	hubR         *hubReader             // made on the first HubPath request after a change
 
+	// a store opened whole (nzip mount: openStoreAll): every model's files
+	// in one tree, read by readAll
+	list   func(first bool) error // reads the listing: readStore, or readAll
+	all    []*file                // sorted by name
+	allGen uint64                 // one more each time readAll changes all
+	allMod time.Time              // the index's modification time when read
+
 	hubMu sync.Mutex // one hub reading at a time
 }
 
@@ -162,7 +169,7 @@ func (src *storeSrc) refresh(done chan struct{}) {
 	if err != nil {
 		src.srv.logf("serve: %s: %v", src.loc, err)
 	} else if changed {
-		if err := src.srv.readStore(src, false); err != nil {
+		if err := src.list(false); err != nil {
 			src.srv.logf("serve: %s: %v (serving the models as they were)", src.loc, err)
 		}
 	}
@@ -246,6 +253,7 @@ func (s *Server) addStore(org, loc string) error {
 		return err
 	}
 	src.org = org
+	src.list = func(first bool) error { return s.readStore(src, first) }
 	stamp, _ := src.statIndex()
 	v, err := src.s.IndexVersion()
 	if err == nil {
@@ -271,27 +279,26 @@ func (s *Server) addStore(org, loc string) error {
 // what it served).
 func (s *Server) readStore(src *storeSrc, first bool) error {
 	loc := src.loc
-	names, err := src.s.Names()
-	if err != nil {
-		return fmt.Errorf("serve: %s: %w", loc, err)
-	}
 	src.mu.Lock()
 	oldModels, oldRepos := src.models, src.repos
 	src.mu.Unlock()
+	// one read of the index, whatever the number of models: the unit
+	// lengths of new and changed models only
+	listed, err := src.s.List(func(m *store.Manifest) bool {
+		old := oldModels[m.Name]
+		return old == nil || !sameManifest(old.m, m)
+	})
+	if err != nil {
+		return fmt.Errorf("serve: %s: %w", loc, err)
+	}
 	models := map[string]*storeModel{}
 	groups := map[string][]*storeModel{}
 	var ids []string
-	for _, name := range names {
-		m, err := src.s.Model(name)
-		if err != nil {
-			if !first && errors.Is(err, store.ErrNotFound) {
-				continue // removed since Names
-			}
-			return fmt.Errorf("serve: %s: %w", loc, err)
-		}
+	for _, l := range listed {
+		name := l.Name
 		sm := oldModels[name]
-		if sm == nil || !sameManifest(sm.m, m) {
-			if sm, err = src.listModel(m); err != nil {
+		if l.Lens != nil || l.Err != nil {
+			if sm, err = src.listModel(l); err != nil {
 				if first {
 					return err
 				}
@@ -342,10 +349,10 @@ func (s *Server) readStore(src *storeSrc, first bool) error {
 		repos[id] = r
 		order = append(order, r)
 	}
-	if first && len(names) > 0 && len(order) == 0 {
+	if first && len(listed) > 0 && len(order) == 0 {
 		return fmt.Errorf("serve: %s: the store holds no model that can be served", loc)
 	}
-	if first && len(names) == 0 {
+	if first && len(listed) == 0 {
 		s.logf("serve: %s: the store holds no model yet (models added later are served)", loc)
 	}
 	places := map[string]hubPlace{}
@@ -429,7 +436,8 @@ func logChanges(s *Server, loc string, old, now map[string]*repo) {
 
 // listModel lists a model's files under the repository its name gives
 // (files nil: a name that cannot be served, logged).
-func (src *storeSrc) listModel(m *store.Manifest) (*storeModel, error) {
+func (src *storeSrc) listModel(l store.Listed) (*storeModel, error) {
+	m := l.Manifest
 	var fnames []string
 	for _, f := range m.Files {
 		fnames = append(fnames, f.Name)
@@ -439,7 +447,7 @@ func (src *storeSrc) listModel(m *store.Manifest) (*storeModel, error) {
 		src.srv.logf("serve: %s: skipping model %q: a name that cannot be served as ORG/NAME[/DIR]", src.loc, m.Name)
 		return &storeModel{m: m}, nil
 	}
-	fs, err := src.modelFiles(m, dir)
+	fs, err := src.modelFiles(l, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -461,9 +469,13 @@ func sameManifest(a, b *store.Manifest) bool {
 	return true
 }
 
-// modelFiles returns the files of a stored model, named under dir.
-func (src *storeSrc) modelFiles(m *store.Manifest, dir string) ([]*file, error) {
-	model := m.Name
+// modelFiles returns the files of a stored model, named under dir (l's
+// Lens read, or Err set).
+func (src *storeSrc) modelFiles(l store.Listed, dir string) ([]*file, error) {
+	m, model := l.Manifest, l.Name
+	if l.Err != nil {
+		return nil, fmt.Errorf("serve: %s: model %q: %w", src.loc, model, l.Err)
+	}
 	var out []*file
 	for fi, fe := range m.Files {
 		name := fe.Name
@@ -473,10 +485,7 @@ func (src *storeSrc) modelFiles(m *store.Manifest, dir string) ([]*file, error) 
 		if !validName(name) {
 			return nil, fmt.Errorf("serve: %s: model %q: file name %q cannot be served", src.loc, model, fe.Name)
 		}
-		lens, err := src.s.UnitLens(fe.Units)
-		if err != nil {
-			return nil, fmt.Errorf("serve: %s: model %q: file %q: %w", src.loc, model, fe.Name, err)
-		}
+		lens := l.Lens[fi]
 		sf := &storeFile{src: src, model: model, m: m, fi: fi, units: fe.Units, offs: make([]int64, len(lens)+1)}
 		for i, n := range lens {
 			sf.offs[i+1] = sf.offs[i] + n
@@ -566,50 +575,6 @@ func (c ctxWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.w.Write(p)
-}
-
-// openStoreAll opens a store as one repository (nzip mount): every model's
-// files under the model's name, so a model "org/name" is the directory
-// org/name. Models whose names cannot be paths are skipped with a log line.
-func (s *Server) openStoreAll(loc string) (*repo, error) {
-	src, err := s.openStore(loc)
-	if err != nil {
-		return nil, err
-	}
-	names, err := src.s.Names()
-	if err != nil {
-		src.close()
-		return nil, fmt.Errorf("serve: %s: %w", loc, err)
-	}
-	var files []*file
-	for _, name := range names {
-		if !validName(name) {
-			s.logf("serve: %s: skipping model %q: a name that cannot be a path", loc, name)
-			continue
-		}
-		m, err := src.s.Model(name)
-		if err != nil {
-			src.close()
-			return nil, fmt.Errorf("serve: %s: %w", loc, err)
-		}
-		// a model of one file named by its path is that file (nzip
-		// store add's naming); others are a directory of their files
-		dir := name
-		if len(m.Files) == 1 && (m.Files[0].Name == name || strings.HasSuffix(name, "/"+m.Files[0].Name)) {
-			dir = parentDir(name)
-		}
-		fs, err := src.modelFiles(m, dir)
-		if err != nil {
-			src.close()
-			return nil, err
-		}
-		files = append(files, fs...)
-	}
-	if name := clash(files); name != "" {
-		src.close()
-		return nil, fmt.Errorf("serve: %s: two models give the path %q", loc, name)
-	}
-	return newRepo("", loc, "store", files, src.modified(), src.close), nil
 }
 
 // clash sorts files by name and returns a name two of them hold, or that

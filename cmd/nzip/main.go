@@ -73,7 +73,8 @@ usage:
                   [ORG/NAME=]SOURCE... [ORG=]STORE... (archives, stores, directories over HTTP, with the Hugging Face download API;
                   a store stays writable by nzip store, and models added or removed show without a restart)
   nzip mount      [-allow-other] [-cache-bytes N] [-threads N] SOURCE MOUNTPOINT
-                  (an archive, a store or a directory as a read-only file system; Linux, FUSE; Ctrl-C unmounts)
+                  (an archive, a store or a directory as a read-only file system; Linux, FUSE; Ctrl-C unmounts;
+                  a store stays writable by nzip store, and models added or removed show in its tree)
   nzip rd         [-json] [-methods LIST] [-bits LIST] [-per-tensor] [-tokens N] MODEL
                   (the lossy lab: bits per parameter and error of NF4, int8/int4, FP8, E8 lattice, low rank, Kronecker sums; never in archives)
   nzip quantize   -method M [-bits B] -o OUT [-f] [-q] MODEL

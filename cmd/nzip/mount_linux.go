@@ -14,6 +14,14 @@ import (
 
 func init() { commands["mount"] = command{runMount} }
 
+// mountStoreHelp ends mount's usage: how a mounted store behaves.
+const mountStoreHelp = `A STORE mounted stays writable: nzip store add, rm, gc and repack run beside the
+mount, and its tree follows the store's index: models added appear and models removed
+leave within about a second (the next lookup or listing looks). A file of a removed
+model that is already open keeps reading while its units are in the store, then fails
+with EIO (after gc), never with other bytes.
+`
+
 // runMount mounts an archive or a directory read-only with FUSE until
 // SIGINT or SIGTERM (the context), then unmounts it.
 func runMount(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -22,6 +30,11 @@ func runMount(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cacheBytes := fs.Int64("cache-bytes", serve.DefaultCacheBytes, "bytes of decoded blocks kept in memory (0: none)")
 	threads := fs.Int("threads", 0, "blocks decoded at once ahead of sequential reads (0: all cores)")
 	debug := fs.Bool("debug", false, "log every FUSE request")
+	usage := fs.Usage
+	fs.Usage = func() {
+		usage()
+		fmt.Fprint(stderr, mountStoreHelp)
+	}
 	if err := parse(fs, args, 2, 2); err != nil {
 		return err
 	}

@@ -78,7 +78,7 @@ func freePort() (int, error) {
 // this process at it (AWS_ENDPOINT_URL, no keys, for the test) and makes a
 // fresh bucket for the test, whose name it returns. Under -short, or
 // without a weed binary, it skips the test.
-func Bucket(t *testing.T) string {
+func Bucket(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: the S3 server tests are skipped")

@@ -10,8 +10,9 @@ import (
 	"log"
 	"os"
 	"os/exec"
-	"path"
+	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,19 +40,35 @@ type Mount struct {
 	srv *fuse.Server
 }
 
-// timeout is how long the kernel may keep names and attributes: the
-// files never change while they are mounted.
-const timeout = time.Hour
+// timeout is how long the kernel may keep names and attributes of an
+// archive's or a directory's files, which never change while they are
+// mounted. A store's tree follows its index: the kernel keeps its names
+// and its directories' attributes liveTimeout, and each lookup or listing
+// that reaches nzip looks at the index (at most every lookEvery: a stat,
+// and when it changed the models read again; see serve.Source.Refresh).
+// A file's attributes and content never change (a model replaced under
+// the same name is a new inode).
+const (
+	timeout     = time.Hour
+	liveTimeout = time.Second
+	lookEvery   = 200 * time.Millisecond
+)
 
 // New mounts src's files read-only at dir (an existing directory) and
 // serves them until Unmount. Call Available first for a clear message
-// where FUSE cannot be used.
+// where FUSE cannot be used. A store's tree follows its index: models
+// added to it appear, removed ones leave (a file already open keeps
+// reading while its units are in the store, then fails with EIO).
 func New(src *serve.Source, dir string, opt Options) (*Mount, error) {
 	if opt.Log == nil {
 		opt.Log = log.Default()
 	}
-	root := &dirNode{mtime: src.ModTime()}
+	t := &tree{src: src, log: opt.Log, dirTO: timeout}
 	to := timeout
+	if src.Live() {
+		to, t.dirTO = liveTimeout, liveTimeout
+	}
+	t.root = &dirNode{t: t, mtime: src.ModTime()}
 	fo := &fs.Options{
 		EntryTimeout:    &to,
 		AttrTimeout:     &to,
@@ -59,7 +76,7 @@ func New(src *serve.Source, dir string, opt Options) (*Mount, error) {
 		UID:             uint32(os.Getuid()),
 		GID:             uint32(os.Getgid()),
 		Logger:          opt.Log,
-		OnAdd:           func(ctx context.Context) { build(ctx, root, src, opt.Log) },
+		OnAdd:           func(ctx context.Context) { t.build(ctx) },
 		MountOptions: fuse.MountOptions{
 			AllowOther:   opt.AllowOther,
 			FsName:       "nzip:" + src.Path(),
@@ -72,7 +89,7 @@ func New(src *serve.Source, dir string, opt Options) (*Mount, error) {
 			Logger:       opt.Log,
 		},
 	}
-	srv, err := fs.Mount(dir, root, fo)
+	srv, err := fs.Mount(dir, t.root, fo)
 	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
 		return nil, fmt.Errorf("mount: %s: %w (FUSE needs root, or fusermount3 and access to /dev/fuse; a container needs --device /dev/fuse --cap-add SYS_ADMIN)", dir, err)
 	}
@@ -128,39 +145,6 @@ func Available() error {
 	return errors.New("mount: FUSE needs root or the fusermount3 helper (Debian/Ubuntu: apt-get install fuse3)")
 }
 
-// build adds the source's files under root, creating the directories of
-// multi-file archives' relative paths.
-func build(ctx context.Context, root *dirNode, src *serve.Source, lg *log.Logger) {
-	dirs := map[string]*fs.Inode{"": &root.Inode}
-	isFile := map[string]bool{}
-	for _, f := range src.Files() {
-		isFile[f.Name] = true
-	}
-	var dirOf func(p string) *fs.Inode // nil where a file holds the name
-	dirOf = func(p string) *fs.Inode {
-		if d := dirs[p]; d != nil || isFile[p] {
-			return d
-		}
-		parent := dirOf(parentDir(p))
-		if parent == nil {
-			return nil
-		}
-		d := parent.NewPersistentInode(ctx, &dirNode{mtime: root.mtime}, fs.StableAttr{Mode: syscall.S_IFDIR})
-		parent.AddChild(path.Base(p), d, false)
-		dirs[p] = d
-		return d
-	}
-	for _, f := range src.Files() {
-		parent := dirOf(parentDir(f.Name))
-		if parent == nil {
-			lg.Printf("nzip mount: skipping %s: a file holds the name of its directory", f.Name)
-			continue
-		}
-		n := parent.NewPersistentInode(ctx, &fileNode{f: f, mtime: root.mtime, log: lg}, fs.StableAttr{Mode: syscall.S_IFREG})
-		parent.AddChild(path.Base(f.Name), n, false)
-	}
-}
-
 func parentDir(p string) string {
 	if i := strings.LastIndexByte(p, '/'); i >= 0 {
 		return p[:i]
@@ -168,19 +152,54 @@ func parentDir(p string) string {
 	return ""
 }
 
-// dirNode is a directory: mode 0555.
+// dirNode is a directory: mode 0555. Its lookups and listings first
+// bring a store's tree up to date (tree.refresh).
 type dirNode struct {
 	fs.Inode
+	t     *tree
 	mtime time.Time
+	gone  atomic.Bool // taken out of the tree (tree.sync)
 }
 
-var _ = (fs.NodeGetattrer)((*dirNode)(nil))
+var (
+	_ = (fs.NodeGetattrer)((*dirNode)(nil))
+	_ = (fs.NodeLookuper)((*dirNode)(nil))
+	_ = (fs.NodeReaddirer)((*dirNode)(nil))
+)
 
 func (d *dirNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	out.Mode = syscall.S_IFDIR | 0o555
 	out.SetTimes(nil, &d.mtime, &d.mtime)
-	out.SetTimeout(timeout)
+	out.SetTimeout(d.t.dirTO)
 	return 0
+}
+
+func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	d.t.refresh(ctx)
+	ch := d.GetChild(name)
+	if ch == nil || isGone(ch) {
+		return nil, syscall.ENOENT
+	}
+	if ga, ok := ch.Operations().(fs.NodeGetattrer); ok {
+		var a fuse.AttrOut
+		if errno := ga.Getattr(ctx, nil, &a); errno == 0 {
+			out.Attr = a.Attr
+		}
+	}
+	return ch, 0
+}
+
+func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	d.t.refresh(ctx)
+	var es []fuse.DirEntry
+	for name, ch := range d.Children() {
+		if isGone(ch) {
+			continue
+		}
+		es = append(es, fuse.DirEntry{Mode: ch.Mode(), Name: name, Ino: ch.StableAttr().Ino})
+	}
+	sort.Slice(es, func(i, j int) bool { return es[i].Name < es[j].Name })
+	return fs.NewListDirStream(es), 0
 }
 
 // fileNode is a file of the source: mode 0444, read by ranges.
@@ -189,6 +208,7 @@ type fileNode struct {
 	f     *serve.File
 	mtime time.Time
 	log   *log.Logger
+	gone  atomic.Bool // taken out of the tree (tree.sync)
 }
 
 var (

@@ -353,3 +353,249 @@ func TestMountStore(t *testing.T) {
 		t.Errorf("%d files read, want %d", n, len(want))
 	}
 }
+
+// hubModel is the F32 and BF16 files of the shared hub's model sub, as
+// store.Add takes them, and their bytes by path under the model's name.
+func hubModel(t *testing.T, hub, sub, model string, want map[string][]byte) []store.Input {
+	t.Helper()
+	var ins []store.Input
+	for _, name := range []string{"model.f32.safetensors", "model.bf16.safetensors"} {
+		p := filepath.Join(hub, sub, name)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm, err := checkpoint.OpenPath(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins = append(ins, store.Input{Name: name, R: bytes.NewReader(data), Size: int64(len(data)),
+			Format: cm.Files[0].Layout.Format, Segments: cm.Files[0].Layout.Segments})
+		want[model+"/"+name] = data
+	}
+	return ins
+}
+
+// deadlock guards the waits of TestMountStoreLive (a change shows within
+// a couple of seconds; this only keeps a broken build from hanging).
+const deadlock = 2 * time.Minute
+
+// writeStore opens the store for writing beside the mount, as nzip store
+// add, rm and gc do from another process, and runs fn; the mount must not
+// keep it out.
+func writeStore(t *testing.T, dir string, fn func(*store.Store) error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		st, err := store.Open(dir, store.Options{LockWait: deadlock})
+		if err != nil {
+			done <- err
+			return
+		}
+		err = fn(st)
+		if cerr := st.Close(); err == nil {
+			err = cerr
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("writing the store beside the mount: %v", err)
+		}
+	case <-time.After(deadlock + 10*time.Second):
+		t.Fatal("writing the store beside the mount: stuck (the mount holds the store)")
+	}
+}
+
+// waitFor polls cond until it holds, failing after the deadlock guard.
+func waitFor(t *testing.T, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > deadlock {
+			t.Fatalf("%s: not after %v", what, deadlock)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// TestMountStoreLive mounts a store of the shared hub's models and changes
+// it from this process as nzip store would from another: a model added
+// appears (a name looked up as absent before too) and reads bit-exact; a
+// model removed disappears, while a file of it opened before keeps
+// reading its bytes, and after gc reads them or fails with EIO, never
+// with other bytes.
+func TestMountStoreLive(t *testing.T) {
+	needFUSE(t)
+	hub := filepath.Join("..", "..", "..", "shared", "hub", "stories260K")
+	if _, err := os.Stat(filepath.Join(hub, "base")); err != nil {
+		t.Skip("no ../shared/hub/stories260K: skipping")
+	}
+	dir := filepath.Join(t.TempDir(), "store")
+	if err := store.Init(dir); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{}
+	writeStore(t, dir, func(st *store.Store) error {
+		for model, sub := range map[string]string{"base": "base", "stories/ft-continued": "ft-continued"} {
+			if _, _, err := st.Add(model, hubModel(t, hub, sub, model, want), store.AddOptions{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var logged lockedBuf
+	mnt := mountSource(t, dir, log.New(&logged, "", 0))
+	readAll := func(rel string) error {
+		got, err := os.ReadFile(filepath.Join(mnt, rel))
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(got, want[rel]) {
+			return fmt.Errorf("%s: %d bytes differ from the original", rel, len(got))
+		}
+		return nil
+	}
+	for rel := range want {
+		if rel == "stories/ft-continued/model.f32.safetensors" {
+			continue // read only after its model is removed and collected
+		}
+		if err := readAll(rel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a file of the model to be removed, open (and partly read) before
+	goneRel := "stories/ft-continued/model.bf16.safetensors"
+	goneWant := want[goneRel]
+	f, err := os.Open(filepath.Join(mnt, goneRel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() }) // before the unmount
+	// and one not read at all (neither the kernel nor the block cache
+	// holds its bytes)
+	unreadRel := "stories/ft-continued/model.f32.safetensors"
+	unread, err := os.Open(filepath.Join(mnt, unreadRel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unread.Close() })
+	unreadWant := want[unreadRel]
+	head := make([]byte, 1000)
+	if _, err := f.ReadAt(head, 0); err != nil || !bytes.Equal(head, goneWant[:1000]) {
+		t.Fatalf("read before the removal: %v", err)
+	}
+	// looked up while absent: the kernel may keep the name as absent
+	if _, err := os.Stat(filepath.Join(mnt, "lora")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("lora before the add: %v", err)
+	}
+
+	added := map[string][]byte{}
+	writeStore(t, dir, func(st *store.Store) error {
+		for model, sub := range map[string]string{"stories/fortunes": "ft-fortunes-full", "lora": "ft-fortunes-lora"} {
+			if _, _, err := st.Add(model, hubModel(t, hub, sub, model, added), store.AddOptions{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	took := waitFor(t, "the added models listed", func() bool {
+		es, err := os.ReadDir(filepath.Join(mnt, "stories"))
+		_, serr := os.Stat(filepath.Join(mnt, "lora", "model.f32.safetensors"))
+		return err == nil && len(es) == 2 && es[0].Name() == "fortunes" && serr == nil
+	})
+	t.Logf("added models listed after %v", took)
+	for rel, b := range added {
+		want[rel] = b
+		if err := readAll(rel); err != nil {
+			t.Error(err)
+		}
+	}
+
+	// lookups of the model's names all through its removal (one that
+	// races the tree's change must not bring the name back)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, rel := range []string{goneRel, "stories/ft-continued"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				os.Stat(filepath.Join(mnt, rel))
+			}
+		}()
+	}
+	writeStore(t, dir, func(st *store.Store) error { return st.Remove("stories/ft-continued") })
+	goneNow := func() bool {
+		es, err := os.ReadDir(filepath.Join(mnt, "stories"))
+		_, serr := os.Stat(filepath.Join(mnt, goneRel))
+		return err == nil && len(es) == 1 && errors.Is(serr, fs.ErrNotExist)
+	}
+	took = waitFor(t, "the removed model gone", goneNow)
+	close(stop)
+	wg.Wait()
+	t.Logf("removed model gone after %v", took)
+	time.Sleep(liveTimeout + lookEvery + 100*time.Millisecond) // what the kernel keeps expired
+	if !goneNow() {
+		t.Errorf("the removed model is back")
+	}
+	if _, err := os.Stat(filepath.Join(mnt, "stories", "ft-continued")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the removed model's directory: %v", err)
+	}
+	// its units are still in the store: the open file reads them
+	p := make([]byte, 100_000)
+	if n, err := f.ReadAt(p, int64(len(goneWant))/2); n != len(p) || !bytes.Equal(p, goneWant[len(goneWant)/2:][:n]) {
+		t.Errorf("the open file of the removed model: %d bytes, %v", n, err)
+	}
+	// collected: each read gives the bytes (the caches) or EIO, never others
+	writeStore(t, dir, func(st *store.Store) error { _, err := st.GC(); return err })
+	eio := map[string]int{}
+	for _, c := range []struct {
+		name string
+		f    *os.File
+		want []byte
+	}{{goneRel, f, goneWant}, {unreadRel, unread, unreadWant}} {
+		for off := 0; off < len(c.want); off += len(p) {
+			n, err := c.f.ReadAt(p, int64(off))
+			if err != nil && err != io.EOF {
+				if !errors.Is(err, syscall.EIO) {
+					t.Fatalf("%s: read at %d after gc: %v, want the bytes or EIO", c.name, off, err)
+				}
+				eio[c.name]++
+				continue
+			}
+			if !bytes.Equal(p[:n], c.want[off:off+n]) {
+				t.Fatalf("%s: read at %d after gc: other bytes", c.name, off)
+			}
+		}
+	}
+	t.Logf("after gc, reads of the removed model's open files that failed with EIO: %v", eio)
+	if eio[unreadRel] == 0 {
+		t.Errorf("%s: every read after gc gave the bytes: were its units collected?", unreadRel)
+	}
+	// the others still read
+	delete(want, goneRel)
+	delete(want, "stories/ft-continued/model.f32.safetensors")
+	n := 0
+	err = filepath.WalkDir(mnt, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(mnt, p)
+		n++
+		return readAll(filepath.ToSlash(rel))
+	})
+	if err != nil || n != len(want) {
+		t.Errorf("%d files after the changes (want %d): %v", n, len(want), err)
+	}
+	if !strings.Contains(logged.String(), "changed") {
+		t.Errorf("the changes were not logged: %q", logged.String())
+	}
+}
