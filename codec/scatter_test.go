@@ -83,14 +83,16 @@ func plainScatter(n int, vals, mask []byte, size int) []byte {
 }
 
 // TestColumnOnes: the column counts of the column-mask estimate, bit by
-// bit and eight bits at a time (rows and first columns multiples of 8,
-// more than 255 rows so that the byte sums flush), equal a plain count,
+// bit, eight bits at a time (rows and first columns multiples of 8,
+// more than 255 rows so that the byte sums flush) and a word at a time
+// (rows under 64 values, with set bits past the mask's end), equal a plain count,
 // and colCount says how many values each column has.
 func TestColumnOnes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, c := range []struct{ n, row, col int }{
 		{1, 8, 0}, {100, 8, 0}, {65536, 8, 0}, {65536, 64, 8}, {4097, 512, 504}, {30000, 24, 16},
 		{100, 7, 3}, {65536, 100, 99}, {5, 1, 0}, {3, 16, 0},
+		{100000, 2, 1}, {70001, 3, 2}, {129, 63, 62}, {64, 5, 4}, {1, 1, 0}, {65, 33, 0}, {1000, 1, 0},
 	} {
 		mask := make([]byte, (c.n+7)/8)
 		for i := 0; i < c.n; i++ {
@@ -116,6 +118,18 @@ func TestColumnOnes(t *testing.T) {
 		columnOnes(ones, mask, c.n, c.row, c.col)
 		if !slices.Equal(ones, want) {
 			t.Fatalf("%+v: columnOnes differs from the plain count", c)
+		}
+		if c.row < 64 {
+			// the mask's bytes past n set: not counted
+			mask := append(slices.Clone(mask), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
+			if c.n%8 != 0 {
+				mask[c.n>>3] |= 0xff << (c.n & 7)
+			}
+			ones := make([]uint32, c.row)
+			columnOnesShort(ones, mask, c.n, c.row, c.col)
+			if !slices.Equal(ones, want) {
+				t.Fatalf("%+v: columnOnesShort differs from the plain count", c)
+			}
 		}
 		for col := range cnt {
 			if got := colCount(c.n, c.row, c.col, col); got != cnt[col] {

@@ -319,7 +319,9 @@ func incRef(t tx, h Hash) (unit, error) {
 }
 
 func fpKey(t dtype.DType, numel int64, h Hash) []byte {
-	k := append([]byte(dtName(t)), 0)
+	name := dtName(t)
+	k := make([]byte, 0, len(name)+1+8+len(h))
+	k = append(append(k, name...), 0)
 	k = binary.BigEndian.AppendUint64(k, uint64(numel))
 	if h != (Hash{}) {
 		k = append(k, h[:]...)

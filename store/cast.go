@@ -309,7 +309,11 @@ func castMatches(t tx, fp fingerprint, numel int64, cands candidates) (bool, err
 	if fp == nil {
 		return false, nil
 	}
+	indexed := hasLSH(t)
 	for _, ct := range castTypes {
+		if indexed && !hasFamily(t, fpKey(ct, numel, Hash{})) {
+			continue // what lshMatch finds: nothing (and no cast to compute)
+		}
 		cf := castFP(fp, ct)
 		_, found, ok, err := lshMatch(t, ct, numel, cf, func(_ Hash, f fingerprint) bool { return sameFP(f, cf) })
 		if err != nil || found {
@@ -346,6 +350,9 @@ func (c castFPs) add(t dtype.DType, numel int64, fp fingerprint) { c[castFPKey(t
 // castOf reports whether a cast of F32 fingerprint fp (numel values) is
 // among c.
 func (c castFPs) castOf(fp fingerprint, numel int64) bool {
+	if len(c) == 0 {
+		return false // (no casts to compute: an F32 model alone)
+	}
 	for _, ct := range castTypes {
 		if c[castFPKey(ct, numel, castFP(fp, ct))] {
 			return true

@@ -55,6 +55,21 @@ type prefetcher interface {
 	prefetchKeys(want []bucketKey)
 }
 
+// readsAhead reports whether t does anything with a prefetch: an
+// overlay passes its hints on to the index below it, so it reads ahead
+// only where that index does. Callers that compute keys only to hint
+// (prefetchPlans: the fingerprints' codes of every unit) ask first.
+func readsAhead(t tx) bool {
+	for {
+		o, ok := t.(*overlay)
+		if !ok {
+			_, ok := t.(prefetcher)
+			return ok
+		}
+		t = o.base
+	}
+}
+
 // bucketKey is a key of a bucket.
 type bucketKey struct {
 	bucket string

@@ -293,6 +293,29 @@ func TestLSHCodesTwin(t *testing.T) {
 	}
 }
 
+// TestZOrder: zorder gives the codes of the loop that appends the four
+// values' bits one at a time, highest first.
+func TestZOrder(t *testing.T) {
+	loop := func(q [lshDims]uint64) (z uint64) {
+		for b := 15; b >= 0; b-- {
+			for d := range q {
+				z = z<<1 | q[d]>>b&1
+			}
+		}
+		return z
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	qs := [][lshDims]uint64{{}, {0xffff, 0xffff, 0xffff, 0xffff}, {1, 0, 0, 0}, {0, 0, 0, 0x8000}}
+	for range 10000 {
+		qs = append(qs, [lshDims]uint64{r.Uint64N(1 << 16), r.Uint64N(1 << 16), r.Uint64N(1 << 16), r.Uint64N(1 << 16)})
+	}
+	for _, q := range qs {
+		if got, want := zorder(q), loop(q); got != want {
+			t.Fatalf("zorder(%x) = %x, want %x", q, got, want)
+		}
+	}
+}
+
 // TestLSHCodesSums: lshCodes, whose projections are summed side by side,
 // gives the codes of the sums taken one projection at a time (the codes
 // are in the index: other bits would be a stale index without a new

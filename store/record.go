@@ -332,7 +332,11 @@ type fingerprint []float32
 const fpSamples = 256
 
 func (f fingerprint) encode() []byte {
-	b := binary.AppendUvarint([]byte{recVersion}, uint64(len(f)))
+	// sized once: version, count, values, CRC (appended a value at a
+	// time it grew five times per unit)
+	b := make([]byte, 1, 1+binary.MaxVarintLen64+4*len(f)+4)
+	b[0] = recVersion
+	b = binary.AppendUvarint(b, uint64(len(f)))
 	for _, v := range f {
 		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
 	}
