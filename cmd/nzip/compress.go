@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -12,7 +13,7 @@ import (
 
 func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("compress", "[-o OUT] [-f] [-threads N] [-chunk N] [-level N] [-setup S.nzsetup [-setup-external] [-setup-threshold X]] [-ref REF] [-best] [-no-sparse] [-search N] [-q] IN", stderr)
-	out := fs.String("o", "", "output archive (default IN.nzip)")
+	out := fs.String("o", "", "output archive (default IN.nzip; - for stdout)")
 	force := fs.Bool("f", false, "overwrite OUT if it exists")
 	threads := fs.Int("threads", 0, "blocks coded in parallel (default: all CPUs); the archive is the same for any value")
 	chunk := fs.Int("chunk", 0, fmt.Sprintf("float values per block, %d..%d (default %d)", codec.MinChunkValues, codec.MaxChunkValues, codec.DefaultChunkValues))
@@ -114,20 +115,30 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	w, err := createOutput(dest, *force, paths, st.Mode().Perm())
-	if err != nil {
-		return err
+	// the archive goes to a temporary file that replaces dest only when
+	// complete, or with -o - to stdout as it is written
+	var sink io.Writer
+	var commit func() error
+	if dest == "-" {
+		bw := bufio.NewWriterSize(stdout, 1<<20)
+		sink, commit = bw, bw.Flush
+	} else {
+		w, err := createOutput(dest, *force, paths, st.Mode().Perm())
+		if err != nil {
+			return err
+		}
+		defer w.Abort()
+		sink, commit = w, w.Commit
 	}
-	defer w.Abort()
-	bar := newProgress(stderr, total, "compress", *quiet)
+	bar := newProgress(stderr, total, "compress", *quiet || dest == "-")
 	opt.Progress = bar.update
 	start := time.Now()
-	res, err := codec.Encode(ctx, w, inputs, opt)
+	res, err := codec.Encode(ctx, sink, inputs, opt)
 	bar.finish()
 	if err != nil {
 		return fmt.Errorf("%s: %w", in, err)
 	}
-	if err := w.Commit(); err != nil {
+	if err := commit(); err != nil {
 		return err
 	}
 	if !*quiet {

@@ -94,6 +94,16 @@ func TestCompressDecompressVerify(t *testing.T) {
 	if code, out, _ := nzip(t, "decompress", "-o", "-", arc); code != 0 || out != string(orig) {
 		t.Fatalf("decompress -o -: exit %d, %d bytes", code, len(out))
 	}
+	// compress -o - writes the archive to stdout (the same bytes as to a
+	// file, no file named "-"), which decompresses to the original
+	want, _ := os.ReadFile(arc)
+	code, out, errs := nzip(t, "compress", "-o", "-", in)
+	if code != 0 || out != string(want) {
+		t.Fatalf("compress -o -: exit %d, %d bytes (the file's archive %d), %s", code, len(out), len(want), errs)
+	}
+	if _, err := os.Stat("-"); err == nil {
+		t.Fatal(`compress -o - made a file named "-"`)
+	}
 }
 
 func TestCorruptArchive(t *testing.T) {
