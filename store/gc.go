@@ -179,6 +179,7 @@ func (s *Store) GC() (GCStats, error) {
 	if err != nil {
 		return st, err
 	}
+	hook("gc-listed")
 	var hold *s3Hold
 	if k, ok := s.kv.(*s3KV); ok {
 		hold = &s3Hold{k: k}

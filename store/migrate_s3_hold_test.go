@@ -161,6 +161,57 @@ func TestS3MigrateHeld(t *testing.T) {
 	checkS3Clean(t, loc, "migrated across a gc and a sweep")
 }
 
+// TestS3MigrateGCAcross: a gc of the version 1 store that worked out what
+// to delete before the switch (the migration's chunk files among it,
+// older than the grace and named by no version 1 index) and deletes after
+// it, once the migration's root is gone: it deletes nothing
+// (ErrMigrated), and every model restores byte for byte and verifies.
+func TestS3MigrateGCAcross(t *testing.T) {
+	loc, want := v1S3(t, []string{"base/model.f32.safetensors", "ft-fortunes-full/model.bf16.safetensors"})
+	sweepEvery(t, 3*time.Second)
+	w, err := Open(loc, Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	listed, switched := make(chan struct{}), make(chan struct{})
+	var gs GCStats
+	var gcErr error
+	done := make(chan struct{})
+	gcs, started := 0, false
+	testHook = func(p string) {
+		switch p {
+		case "migrate-copied":
+			time.Sleep(s3GCGrace + 1500*time.Millisecond)
+		case "migrate-built":
+			if !started {
+				started = true
+				go func() {
+					defer close(done)
+					gs, gcErr = w.GC()
+				}()
+				<-listed
+			}
+		case "gc-listed":
+			if gcs++; gcs == 1 {
+				close(listed)
+				<-switched
+			}
+		}
+	}
+	_, err = Migrate(loc, Options{Threads: 2})
+	close(switched)
+	<-done
+	testHook = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(gcErr, ErrMigrated) || gs.Packs != 0 {
+		t.Fatalf("a version 1 gc deleting after the switch: %v, %d chunk files removed; want ErrMigrated and none", gcErr, gs.Packs)
+	}
+	checkMigrated(t, loc, Version2, want, "migrated across a gc")
+}
+
 // errMigrateCrash ends a migration in TestS3MigrateCrashedGC as a crash would.
 var errMigrateCrash = errors.New("crash")
 
