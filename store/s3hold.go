@@ -29,8 +29,9 @@ import (
 // (s3Complete) no sooner than 2×s3GCRecheck after its root appeared, so a
 // deletion of one it counts on has landed by then, and it stops before
 // the switch. What remains: a delete request that takes longer than
-// s3GCRecheck to land, and a migration whose batch takes longer than
-// s3GCGrace (its root ages while it runs).
+// s3GCRecheck to land, a migration whose batch, or s3Complete, takes
+// longer than s3GCGrace (its root ages while it runs), and the deleter's
+// clock off the server's object times (as for every use of s3GCGrace).
 
 // errS3Migrating: a migration of the store is in flight (s3Hold.check).
 var errS3Migrating = errors.New("store: a migration of the store is in flight")
