@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -80,6 +81,7 @@ type GCStats struct {
 	RepackedBytes    int64 // bytes that saved
 	Released         int   // units no model or unit used any more (a recast's old bases), removed from the index
 	Young            int   // s3://: unused chunk files kept because they are younger than the grace period (an add in flight may not have committed its index yet)
+	Migrating        int   // s3://: unused chunk files kept because a migration of the store is in flight (they may be its new ones: s3hold.go)
 }
 
 // GC removes units without references (old bases of recast units,
@@ -90,7 +92,9 @@ type GCStats struct {
 // caller must hold the store for writing (Open without
 // ReadOnly), so no add runs meanwhile; an s3:// store has no lock, so
 // there unused chunk files younger than a grace period (10 minutes) are
-// kept for a later gc: an add in flight writes its pack before its index.
+// kept for a later gc: an add in flight writes its pack before its index;
+// and while a migration of it is in flight gc deletes no chunk file
+// (Migrating: they may be the migration's, s3hold.go).
 func (s *Store) GC() (GCStats, error) {
 	var st GCStats
 	if s.opt.ReadOnly {
@@ -150,13 +154,12 @@ func (s *Store) GC() (GCStats, error) {
 		}
 		st.Casts = len(stale)
 	}
-	var drop []Hash
 	young, _ := s.bl.(interface{ young(Hash) bool })
 	type sized struct {
 		id   Hash
 		size int64
 	}
-	var rewrite []sized
+	var drop, rewrite []sized
 	err = s.bl.list(func(id Hash, size int64) error {
 		if l, ok := live[id]; ok {
 			if young == nil && repackable(l, size) {
@@ -170,18 +173,31 @@ func (s *Store) GC() (GCStats, error) {
 			st.Young++
 			return nil
 		}
-		drop = append(drop, id)
-		st.PackBytes += size
+		drop = append(drop, sized{id, size})
 		return nil
 	})
 	if err != nil {
 		return st, err
 	}
-	for _, id := range drop {
-		if err := s.bl.remove(id); err != nil {
+	hook("gc-listed")
+	var hold *s3Hold
+	if k, ok := s.kv.(*s3KV); ok {
+		hold = &s3Hold{k: k}
+	}
+	for i, d := range drop {
+		if hold != nil {
+			if err := hold.check(context.Background()); errors.Is(err, errS3Migrating) {
+				st.Migrating = len(drop) - i
+				break
+			} else if err != nil {
+				return st, err
+			}
+		}
+		if err := s.bl.remove(d.id); err != nil {
 			return st, err
 		}
 		st.Packs++
+		st.PackBytes += d.size
 	}
 	for _, r := range rewrite {
 		saved, err := s.rewritePack(r.id, r.size, uses[r.id])

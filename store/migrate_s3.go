@@ -25,10 +25,14 @@ import (
 //     added to the new one, as the directory migration does. Its commits
 //     never sweep or adopt (the shards its root does not name are the
 //     live store's). The version 1 store stays whole and usable
-//     throughout: writers may add, readers read.
-//  2. Every shard the new root names and every chunk file its units name
-//     are checked to exist (a gc or sweep of the old store may delete
-//     objects it does not name that are older than s3GCGrace).
+//     throughout: writers may add, readers read. While the root is
+//     younger than s3GCGrace (each batch rewrites it), no gc, shard
+//     sweep or adopt of the store deletes (s3hold.go): its objects are
+//     named by no index but this one.
+//  2. No sooner than 2×s3GCRecheck after its root appeared (by then any
+//     deletion a gc or sweep decided before it has landed), the root is
+//     written again (young until the switch), and every shard it names
+//     and every chunk file its units name are checked to exist.
 //  3. The switch: the new root's bytes are written to prefix/index,
 //     If-Match the ETag read in step 1. If any writer changed the store
 //     meanwhile, the write fails and nothing is lost (the version 1 store
@@ -61,11 +65,6 @@ var ErrMigrateRaced = errors.New("store: migrate: writers changed the store befo
 // gained and drops those it lost (syncModels), and the switch is tried
 // again If-Match the root as it is then.
 const s3MigrateTries = 3
-
-// s3MigratePrefix holds the roots of the indexes migrations build, one
-// per migration (<unix time>-<random>), so that two migrations at once
-// never share one: the first switch fails the other's.
-const s3MigratePrefix = "migrate/"
 
 // migrateObjs is the store's objects with the root at root.
 type migrateObjs struct {
@@ -124,6 +123,7 @@ func migrateS3(loc string, opt Options) (MigrateStats, error) {
 	if err := initS3KVWith(tmp, name, initRecords(Version2, InitOptions{})); err != nil {
 		return st, fmt.Errorf("store: migrate: %w", err)
 	}
+	born := time.Now() // the root is there (s3hold.go)
 	nk := newS3KV(tmp, name)
 	nk.noSweep = true
 	if err := nk.refresh(ctx); err != nil {
@@ -136,6 +136,7 @@ func migrateS3(loc string, opt Options) (MigrateStats, error) {
 	if err := copyModels(old, n, &st); err != nil {
 		return st, err
 	}
+	hook("migrate-copied")
 	var next *s3Root
 	for try := 1; ; try++ {
 		nst, err := n.Stats()
@@ -143,10 +144,11 @@ func migrateS3(loc string, opt Options) (MigrateStats, error) {
 			return st, err
 		}
 		st.After = nst.Stored
-		if err := s3Complete(ctx, objs, nk, n); err != nil {
-			return st, err
+		// deletions a gc or sweep decided before the root appeared have
+		// landed 2×s3GCRecheck after it (s3hold.go): s3Complete sees them
+		if d := 2*s3GCRecheck - time.Since(born); d > 0 {
+			time.Sleep(d)
 		}
-		hook("migrate-built")
 		raw, _, err := objs.get(ctx, tmp.root, maxRootBytes, "")
 		if err != nil {
 			return st, fmt.Errorf("store: migrate: the new root: %w", err)
@@ -154,6 +156,15 @@ func migrateS3(loc string, opt Options) (MigrateStats, error) {
 		if next, err = decodeRoot(raw); err != nil {
 			return st, fmt.Errorf("store: migrate: the new root: %w", err)
 		}
+		// written again, so that it is young until the switch: no gc,
+		// sweep or adopt deletes meanwhile
+		if _, err := objs.put(ctx, tmp.root, raw, "", false); err != nil {
+			return st, fmt.Errorf("store: migrate: the new root: %w", err)
+		}
+		if err := s3Complete(ctx, objs, nk, n); err != nil {
+			return st, err
+		}
+		hook("migrate-built")
 		// the switch
 		_, err = objs.put(ctx, s3RootKey, raw, etag0, false)
 		if err == nil {
@@ -211,8 +222,8 @@ func migrateS3(loc string, opt Options) (MigrateStats, error) {
 
 // s3Complete checks that every shard the root of nk names and every
 // chunk file the units of n name exist (a gc or shard sweep of the old
-// store deletes objects its index does not name once they are older than
-// s3GCGrace: a migration that took longer may have lost some).
+// store that decided before the migration's root appeared may have
+// deleted one the migration reuses: s3hold.go).
 func s3Complete(ctx context.Context, objs s3Objs, nk *s3KV, n *Store) error {
 	have := map[string]bool{}
 	if err := objs.list(ctx, s3ShardPrefix, func(key string, _ time.Time) error {

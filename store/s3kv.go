@@ -120,6 +120,11 @@ var (
 	// writes its pack before its index, and S3 has no lock to hold it off);
 	// a commit deletes shards retired longer ago than this.
 	s3GCGrace = 10 * time.Minute
+	// s3GCRecheck: a gc, sweep or adopt deleting checks again that no
+	// migration is in flight once this long has passed since its last
+	// check; a migration waits 2×s3GCRecheck after its root appeared
+	// before it checks its objects exist (s3hold.go).
+	s3GCRecheck = 15 * time.Second
 	// s3ShardMax: a shard grown past it is split.
 	s3ShardMax = 256 << 10
 	// s3RootMaxAge: a read re-reads a root older than this.
@@ -138,6 +143,11 @@ const (
 	s3RootKey       = "index"
 	s3ShardPrefix   = "shards/"
 	s3RetiredPrefix = "retired/"
+	// s3MigratePrefix holds the roots of the indexes migrations build
+	// (migrate_s3.go), one per migration (<unix time>-<random>), so that
+	// two migrations at once never share one: the first switch fails the
+	// other's.
+	s3MigratePrefix = "migrate/"
 	maxRootBytes    = 64 << 20
 )
 
@@ -435,7 +445,8 @@ func (k *s3KV) cached(id Hash) bool {
 
 // sweep deletes the shards that commits retired more than s3GCGrace
 // before now (by the times in the names of the lists), unless root names
-// them, and then the lists.
+// them, and then the lists; it deletes none while a migration is in
+// flight (s3hold.go).
 func (k *s3KV) sweep(ctx context.Context, root *s3Root, now time.Time) {
 	in := map[Hash]bool{}
 	for _, refs := range root.shards {
@@ -452,6 +463,7 @@ func (k *s3KV) sweep(ctx context.Context, root *s3Root, now time.Time) {
 		}
 		return nil
 	})
+	h := &s3Hold{k: k}
 	for _, key := range old {
 		raw, _, err := k.o.get(ctx, key, maxRootBytes, "")
 		if err != nil {
@@ -462,9 +474,16 @@ func (k *s3KV) sweep(ctx context.Context, root *s3Root, now time.Time) {
 			continue // kept: never guess what to delete
 		}
 		for _, id := range ids {
-			if !in[id] {
-				k.o.del(ctx, s3ShardKey(id))
+			if in[id] {
+				continue
 			}
+			if h.check(ctx) != nil {
+				return // a migration in flight: a later sweep deletes them
+			}
+			k.o.del(ctx, s3ShardKey(id))
+		}
+		if h.check(ctx) != nil {
+			return
 		}
 		k.o.del(ctx, key)
 	}
@@ -473,7 +492,8 @@ func (k *s3KV) sweep(ctx context.Context, root *s3Root, now time.Time) {
 // adopt lists the shard objects that root does not name and that were
 // written more than s3GCGrace before now (those of commits that died
 // before their root landed, and shards already retired) in a retired
-// list of their own, for a later sweep to delete. A retired shard so
+// list of their own, for a later sweep to delete; it lists none while a
+// migration is in flight (s3hold.go). A retired shard so
 // listed again is deleted twice, the second time no earlier than the
 // first: still s3GCGrace after it left the root. A shard of a commit in
 // flight is younger; a writer stalled for longer between its shards and
@@ -495,6 +515,9 @@ func (k *s3KV) adopt(ctx context.Context, root *s3Root, now time.Time) {
 		return nil
 	}) != nil || len(orphans) == 0 {
 		return
+	}
+	if h := (&s3Hold{k: k}); h.check(ctx) != nil {
+		return // a migration in flight: its shards are named by its root only
 	}
 	k.o.put(ctx, fmt.Sprintf("%s%012d-%016x-adopted", s3RetiredPrefix, now.Unix(), root.gen), encodeRetired(orphans), "", false)
 }

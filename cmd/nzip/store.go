@@ -72,7 +72,8 @@ write, and its reads once it reads the index again, with "migrated ...
 open it again": it never mixes the versions (a get running across the
 switch may fail when gc removes the old chunk files, never give other
 bytes). Old chunk files written in the last 10 minutes, and the objects
-of a failed migration, are left for a later gc.
+of a failed migration, are left for a later gc. gc and add may run
+meanwhile: while a migration is in flight they delete nothing.
 `
 
 func runStore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -406,6 +407,9 @@ func runStoreGC(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if st.Young > 0 {
 		fmt.Fprintf(stdout, "kept %d unused chunk files written in the last minutes (an add may be committing them); a later gc removes them\n", st.Young)
+	}
+	if st.Migrating > 0 {
+		fmt.Fprintf(stdout, "kept %d unused chunk files: a migration of the store is in flight (they may be its new ones); a gc after it removes those still unused\n", st.Migrating)
 	}
 	return nil
 }
