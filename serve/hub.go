@@ -285,7 +285,7 @@ func (src *storeSrc) hub(ctx context.Context) (*hubReader, map[string]hubPlace, 
 	if r != nil {
 		return r, places, nil
 	}
-	r, err := newHubReader(ctx, src.s)
+	r, err := newHubReader(ctx, src.store())
 	if err != nil {
 		return nil, nil, err
 	}

@@ -26,15 +26,19 @@ const DefaultStoreOrg = "local"
 // server, and the listing is read again when the index changed (fresh).
 type storeSrc struct {
 	loc   string
-	org   string // of one-part model names
-	s     *store.Store
+	org   string                      // of one-part model names
+	st    atomic.Pointer[store.Store] // the opened store (store()); another after a migration (reopen)
 	srv   *Server
 	close func() error // closes the store once, however many repositories share it
+
+	openMu sync.Mutex // closed and the swap of st (reopen); never held while a store opens
+	closed bool
 
 	mu           sync.Mutex    // the fields below; never held with Server.mu
 	version      string        // store.IndexVersion the listing was read at
 	stamp        indexStamp    // the index file when it was (directory stores)
 	checked      time.Time     // when the version was last read
+	failed       string        // the error of the last reading of the version ("" if none), logged once
 	refreshing   chan struct{} // while a reading runs (refresh); closed when it ends
 	refreshStart time.Time
 	models       map[string]*storeModel // by name
@@ -89,17 +93,49 @@ func (s *Server) openStore(loc string) (*storeSrc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %s: %w", loc, err)
 	}
-	src := &storeSrc{loc: loc, s: st, srv: s}
+	src := &storeSrc{loc: loc, srv: s}
+	src.st.Store(st)
 	var once sync.Once
 	var cerr error
 	src.close = func() error {
 		once.Do(func() {
+			src.openMu.Lock()
+			src.closed = true
+			st := src.store()
+			src.openMu.Unlock()
 			s.cache.forget(src)
 			cerr = st.Close()
 		})
 		return cerr
 	}
 	return src, nil
+}
+
+// store is the opened store.
+func (src *storeSrc) store() *store.Store { return src.st.Load() }
+
+// reopen opens the store again in place of old, which nzip store migrate
+// switched to another format version under it (store.ErrMigrated): new
+// requests read the new store; those under way on old may end with an
+// error. A source closed meanwhile keeps old (closed) and closes the new
+// one; Close never waits for the opening.
+func (src *storeSrc) reopen(old *store.Store) error {
+	st, err := store.Open(src.loc, store.Options{ReadOnly: true, Release: true, Threads: src.srv.threads()})
+	if err != nil {
+		return fmt.Errorf("opening the migrated store: %w", err)
+	}
+	src.openMu.Lock()
+	if src.closed || src.store() != old {
+		src.openMu.Unlock()
+		st.Close()
+		return nil
+	}
+	src.st.Store(st)
+	src.openMu.Unlock()
+	old.Close()
+	src.srv.cache.forget(src) // the old store's units
+	src.srv.logf("serve: %s: the store was migrated to format version %d: opened again", src.loc, st.Version())
+	return nil
 }
 
 // modified is the store's modification time: its index's (a directory
@@ -124,7 +160,7 @@ func (src *storeSrc) mayHaveChanged() bool {
 		return time.Since(src.checked) >= s3Poll
 	}
 	st, ok := src.statIndex()
-	if !ok { // the index cannot be looked at: try its version now and then
+	if !ok || src.failed != "" { // the index cannot be looked at or read: try its version now and then
 		return time.Since(src.checked) >= s3Poll
 	}
 	return !st.mod.Equal(src.stamp.mod) || src.stamp.seen.Sub(src.stamp.mod) < stampSettle
@@ -157,16 +193,26 @@ func (src *storeSrc) fresh(ctx context.Context) {
 	}
 }
 
-// refresh reads the index's version and, if it changed, the listing.
-// Errors are logged; the server keeps serving the listing it had.
+// refresh reads the index's version and, if it changed, the listing; a
+// store migrated meanwhile is opened again (reopen). An error reading the
+// version is logged once (until it changes) and the version read again
+// at most every s3Poll; the server keeps serving the listing it had.
 func (src *storeSrc) refresh(done chan struct{}) {
 	defer close(done)
 	stamp, _ := src.statIndex() // before the version: a later commit changes it again
-	v, err := src.s.IndexVersion()
+	st := src.store()
+	v, err := st.IndexVersion()
+	if errors.Is(err, store.ErrMigrated) {
+		if err = src.reopen(st); err == nil {
+			stamp, _ = src.statIndex()
+			v, err = src.store().IndexVersion()
+		}
+	}
 	src.mu.Lock()
 	changed := err == nil && v != src.version
+	logErr := err != nil && err.Error() != src.failed
 	src.mu.Unlock()
-	if err != nil {
+	if logErr {
 		src.srv.logf("serve: %s: %v", src.loc, err)
 	} else if changed {
 		if err := src.list(false); err != nil {
@@ -175,11 +221,14 @@ func (src *storeSrc) refresh(done chan struct{}) {
 	}
 	src.mu.Lock()
 	defer src.mu.Unlock()
+	src.stamp = stamp
 	if err == nil {
-		src.version, src.stamp = v, stamp
+		src.version, src.failed = v, ""
 		if changed {
 			src.hubR = nil // sizes and the matrix change with any write
 		}
+	} else {
+		src.failed = err.Error()
 	}
 	src.checked = time.Now()
 	src.refreshing = nil
@@ -255,7 +304,7 @@ func (s *Server) addStore(org, loc string) error {
 	src.org = org
 	src.list = func(first bool) error { return s.readStore(src, first) }
 	stamp, _ := src.statIndex()
-	v, err := src.s.IndexVersion()
+	v, err := src.store().IndexVersion()
 	if err == nil {
 		err = s.readStore(src, true)
 	}
@@ -284,7 +333,7 @@ func (s *Server) readStore(src *storeSrc, first bool) error {
 	src.mu.Unlock()
 	// one read of the index, whatever the number of models: the unit
 	// lengths of new and changed models only
-	listed, err := src.s.List(func(m *store.Manifest) bool {
+	listed, err := src.store().List(func(m *store.Manifest) bool {
 		old := oldModels[m.Name]
 		return old == nil || !sameManifest(old.m, m)
 	})
@@ -519,7 +568,7 @@ func (f *storeFile) lastRead() *atomic.Int64         { return &f.last }
 
 func (f *storeFile) decoder(bi int) func([]byte) error {
 	return func(dst []byte) error {
-		b, err := f.src.s.UnitBytes(f.units[bi]) // checked against its address
+		b, err := f.src.store().UnitBytes(f.units[bi]) // checked against its address
 		if err != nil {
 			return fmt.Errorf("model %q: %w", f.model, err)
 		}
@@ -538,7 +587,7 @@ func (f *storeFile) readAt(ctx context.Context, p []byte, off int64) (int, error
 func (f *storeFile) write(ctx context.Context, w io.Writer, off, n int64, whole bool) error {
 	if whole {
 		// the store's own get: units decoded on its threads, each checked
-		return f.src.s.WriteFile(f.m, f.fi, ctxWriter{ctx, w})
+		return f.src.store().WriteFile(f.m, f.fi, ctxWriter{ctx, w})
 	}
 	return writeBlocks(ctx, f, w, off, n)
 }
@@ -550,7 +599,7 @@ func (f *storeFile) sha256(context.Context) ([32]byte, error) { return f.m.Files
 // check reports ErrChanged when the model was removed from the store or
 // now holds another file under this name.
 func (f *storeFile) check() error {
-	m, err := f.src.s.Model(f.model)
+	m, err := f.src.store().Model(f.model)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("%w: model %q is no longer in %s", ErrChanged, f.model, f.src.loc)

@@ -22,7 +22,7 @@ func (s *Server) openStoreAll(loc string) (*storeSrc, error) {
 	}
 	src.list = src.readAll
 	stamp, _ := src.statIndex()
-	v, err := src.s.IndexVersion()
+	v, err := src.store().IndexVersion()
 	if err == nil {
 		err = src.readAll(true)
 	}
@@ -45,7 +45,7 @@ func (src *storeSrc) readAll(first bool) error {
 	src.mu.Lock()
 	old, oldAll := src.models, src.all
 	src.mu.Unlock()
-	listed, err := src.s.List(func(m *store.Manifest) bool {
+	listed, err := src.store().List(func(m *store.Manifest) bool {
 		o := old[m.Name]
 		return o == nil || !sameManifest(o.m, m)
 	})

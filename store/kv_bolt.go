@@ -40,7 +40,7 @@ func openBoltDB(path string, create bool, wait time.Duration) (k *boltKV, err er
 	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: wait, NoGrowSync: false, InitialMmapSize: initialMmap()})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
-			return nil, fmt.Errorf("store: %s: locked by another process (waited %v)", path, wait)
+			return nil, lockedError(path, wait)
 		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrIndexDamaged, path, err)
 	}
@@ -190,7 +190,22 @@ func openKV(path string, opt Options) (kv, error) {
 	return openBolt(path, false, opt.LockWait)
 }
 
-func openBoltRO(path string, wait time.Duration) (k *boltKV, err error) {
+func openBoltRO(path string, wait time.Duration) (*boltKV, error) {
+	k, err := tryBoltRO(path, wait)
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, lockedError(path, wait)
+	}
+	return k, err
+}
+
+// lockedError says that the index at path stayed locked for wait.
+func lockedError(path string, wait time.Duration) error {
+	return fmt.Errorf("store: %s: locked by another process (waited %v)", path, wait)
+}
+
+// tryBoltRO is openBoltRO, bolt.ErrTimeout itself when a writer held the
+// lock for wait (0: no limit).
+func tryBoltRO(path string, wait time.Duration) (k *boltKV, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			k, err = nil, fmt.Errorf("%w: %s: %v", ErrIndexDamaged, path, r)
@@ -199,7 +214,7 @@ func openBoltRO(path string, wait time.Duration) (k *boltKV, err error) {
 	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: wait, ReadOnly: true})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
-			return nil, fmt.Errorf("store: %s: locked by another process (waited %v)", path, wait)
+			return nil, err
 		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrIndexDamaged, path, err)
 	}

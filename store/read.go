@@ -45,7 +45,9 @@ func ModTime(loc string) (t time.Time, ok bool) {
 }
 
 // IndexVersion is a string that changes whenever a write to the index
-// commits (bbolt's transaction id; an s3:// store's root ETag, read again
+// commits (bbolt's transaction id, with Options.Release also the index
+// file's identity, since one renamed over it starts its ids again; an
+// s3:// store's root ETag, read again
 // by a conditional GET): a long-lived reader (a Release store) compares it
 // to know whether the models changed, without reading them.
 func (s *Store) IndexVersion() (string, error) {

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -147,7 +149,150 @@ func TestDecodeAgain(t *testing.T) {
 	}
 	got, _, err := r.decodeAgain(h, false, nil)
 	want := fileBytes(t, a)[0]
-	if err != nil || !bytes.Equal(got, want[:len(got)]) {
-		t.Fatalf("decodeAgain: %d bytes, %v", len(got), err)
+	if err != nil || int64(len(got)) != u.RawLen || !bytes.Equal(got, want[:u.RawLen]) {
+		t.Fatalf("decodeAgain: %d bytes (the unit holds %d), %v", len(got), u.RawLen, err)
+	}
+}
+
+// closeGuard is how long a test waits for what should end at once (a
+// deadlock guard, not a timing: a loaded machine is far quicker).
+const closeGuard = 30 * time.Second
+
+// TestReleaseCloseWhileLocked closes a Release store whose read waits
+// for the lock a writer holds (LockWait 0: without limit, as nzip serve
+// opens): Close returns at once, and the waiting read with
+// errReleasedClosed, although the writer still holds the index.
+func TestReleaseCloseWhileLocked(t *testing.T) {
+	dir := t.TempDir()
+	if err := Init(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := addModel(dir, "a", randomModel(5, 50_000), 0); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(dir, Options{ReadOnly: true, Release: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open(dir, Options{LockWait: time.Minute}) // the writer, until the end
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close() // also lets the old code's Close and read go on after a failure
+	read := make(chan error, 1)
+	go func() {
+		_, err := r.Names()
+		read <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // for the read to wait for the lock (either order passes)
+	closed := make(chan error, 1)
+	go func() { closed <- r.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(closeGuard):
+		t.Fatal("Close waits for the writer's lock")
+	}
+	select {
+	case err := <-read:
+		if !errors.Is(err, errReleasedClosed) {
+			t.Fatalf("read of a store closed while it waited: %v", err)
+		}
+	case <-time.After(closeGuard):
+		t.Fatal("a read waits for the writer's lock after Close")
+	}
+}
+
+// TestReleaseMigrated migrates a version 1 directory store under a
+// Release store that opened it: its reads are ErrMigrated (not a damaged
+// chunk: the new index's units have other addresses), and so is its
+// IndexVersion; the store opened again reads the model.
+func TestReleaseMigrated(t *testing.T) {
+	dir := t.TempDir()
+	if err := initVersion(dir, Version1); err != nil {
+		t.Fatal(err)
+	}
+	a := randomModel(6, 100_000)
+	if err := addModel(dir, "a", a, 0); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(dir, Options{ReadOnly: true, Release: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	m, err := r.Model("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Migrate(dir, Options{LockWait: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.UnitBytes(m.Files[0].Units[0]); !errors.Is(err, ErrMigrated) || errors.Is(err, ErrChunkDamaged) {
+		t.Fatalf("a unit read after the migration: %v", err)
+	}
+	if err := r.WriteFile(m, 0, new(bytes.Buffer)); !errors.Is(err, ErrMigrated) {
+		t.Fatalf("a file read after the migration: %v", err)
+	}
+	if _, err := r.IndexVersion(); !errors.Is(err, ErrMigrated) {
+		t.Fatalf("IndexVersion after the migration: %v", err)
+	}
+	n, err := Open(dir, Options{ReadOnly: true, Release: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if n.Version() != Version2 {
+		t.Fatalf("version %d after the migration", n.Version())
+	}
+	restore(t, n, "a", fileBytes(t, a))
+}
+
+// TestReleaseIndexReplaced renames a copy of the index over it: the same
+// transaction id in another file, which IndexVersion tells apart (a
+// migrated index starts its ids again).
+func TestReleaseIndexReplaced(t *testing.T) {
+	dir := t.TempDir()
+	if err := Init(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := addModel(dir, "a", randomModel(7, 50_000), 0); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(dir, Options{ReadOnly: true, Release: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	v0, err := r.IndexVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, indexName)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p+".copy", b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(p+".copy", p); err != nil {
+		t.Fatal(err)
+	}
+	// the old file stays open releaseLinger after the last read: the
+	// version changes once the next read opens the new one
+	for end := time.Now().Add(closeGuard); ; time.Sleep(10 * time.Millisecond) {
+		v, err := r.IndexVersion()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v != v0 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("IndexVersion %q of a new index file, as of the old", v)
+		}
 	}
 }

@@ -271,9 +271,10 @@ func (k *s3KV) view(fn func(tx) error) error {
 	return err
 }
 
-// ErrMigrated: an s3:// store was migrated to another format version
-// while this Store had it open (nzip store migrate switched its index):
-// open it again.
+// ErrMigrated: a store was migrated to another format version while this
+// Store had it open (nzip store migrate switched its index: an s3://
+// store's, or a directory store's opened with Options.Release): open it
+// again.
 var ErrMigrated = errors.New("store: the store was migrated to another format version while open (open it again)")
 
 // pinFormat makes every later view and update check that the root is of

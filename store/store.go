@@ -54,8 +54,11 @@ type Options struct {
 	// Close, and every read sees what the last writer committed. Reads
 	// that follow each other without a pause make room for a waiting
 	// writer (release.go). A chunk file that a writer removed after its
-	// record was read is looked up again in the index once. s3:// stores
-	// hold no lock: it changes nothing there.
+	// record was read is looked up again in the index once; an index
+	// migrated meanwhile (nzip store migrate) fails the reads with
+	// ErrMigrated. Close does not wait for a writer: reads waiting for
+	// the lock then fail. s3:// stores hold no lock: it changes nothing
+	// there.
 	Release bool
 	// LockWait bounds how long Open (and, with Release, each read) waits
 	// for another process holding the store; 0 waits as long as it takes.
