@@ -41,15 +41,7 @@ func (d *ArchiveDecoder) Decode(dst, archive []byte, opt DecodeOptions) ([]byte,
 	if err != nil {
 		return nil, err
 	}
-	if len(rd.idx.files) != 1 {
-		return nil, errFileCount(len(rd.idx.files))
-	}
-	if opt.Setup != nil {
-		if err := rd.UseSetup(opt.Setup); err != nil {
-			return nil, err
-		}
-	}
-	if err := rd.UseRef(opt.Ref); err != nil {
+	if err := rd.prepareOne(opt); err != nil {
 		return nil, err
 	}
 	if err := rd.needSetup(); err != nil {

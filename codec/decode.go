@@ -715,18 +715,25 @@ func DecompressBytesTo(ctx context.Context, dst, archive []byte, opt DecodeOptio
 		return nil, err
 	}
 	defer rd.Close()
-	if len(rd.idx.files) != 1 {
-		return nil, errFileCount(len(rd.idx.files))
-	}
-	if opt.Setup != nil {
-		if err := rd.UseSetup(opt.Setup); err != nil {
-			return nil, err
-		}
-	}
-	if err := rd.UseRef(opt.Ref); err != nil {
+	if err := rd.prepareOne(opt); err != nil {
 		return nil, err
 	}
 	return rd.ReadFileTo(ctx, dst, 0, opt)
+}
+
+// prepareOne readies an archive of one file for decoding with opt: its
+// file count checked, opt's setup and reference taken (DecompressBytesTo
+// and ArchiveDecoder alike, so that both give the same errors).
+func (rd *Reader) prepareOne(opt DecodeOptions) error {
+	if len(rd.idx.files) != 1 {
+		return errFileCount(len(rd.idx.files))
+	}
+	if opt.Setup != nil {
+		if err := rd.UseSetup(opt.Setup); err != nil {
+			return err
+		}
+	}
+	return rd.UseRef(opt.Ref)
 }
 
 // errFileCount is the error of an archive of n files where one was due.

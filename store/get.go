@@ -199,9 +199,7 @@ func (s *Store) decodeCheck(h Hash, u unit, depth int, check bool, r *restoring)
 		if err != nil {
 			return nil, false, err
 		}
-		ad := archiveDecoders.Get().(*codec.ArchiveDecoder)
-		out, err = ad.Decode(outBuf(u, bs), p, codec.DecodeOptions{Threads: 1, SkipHash: true})
-		archiveDecoders.Put(ad)
+		out, err = decodeUnit(outBuf(u, bs), p, nil)
 		bs.put(p)
 		if err != nil {
 			return nil, false, fmt.Errorf("%w: unit %s: %v", ErrChunkDamaged, h, err)
@@ -248,6 +246,14 @@ func (s *Store) decodeCheck(h Hash, u unit, depth int, check bool, r *restoring)
 // through the units decoded from it, which every get checks).
 var archiveDecoders = sync.Pool{New: func() any { return &codec.ArchiveDecoder{SkipCRC: true} }}
 
+// decodeUnit decodes a unit's archive p into dst (when it has the
+// capacity) with a pooled decoder, against ref where it is a delta.
+func decodeUnit(dst, p []byte, ref *codec.Reference) ([]byte, error) {
+	ad := archiveDecoders.Get().(*codec.ArchiveDecoder)
+	defer archiveDecoders.Put(ad)
+	return ad.Decode(dst, p, codec.DecodeOptions{Threads: 1, SkipHash: true, Ref: ref})
+}
+
 // outBuf is a buffer of bs's for the decoded bytes of unit u, or nil
 // (the codec then allocates what its archive makes plausible) when the
 // record's length is beyond the pools or far beyond what its payload
@@ -281,9 +287,7 @@ func (s *Store) fromBase(h Hash, u, bu unit, base []byte, bs *bufSet) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	ad := archiveDecoders.Get().(*codec.ArchiveDecoder)
-	out, err := ad.Decode(outBuf(u, bs), p, codec.DecodeOptions{Threads: 1, SkipHash: true, Ref: ref})
-	archiveDecoders.Put(ad)
+	out, err := decodeUnit(outBuf(u, bs), p, ref)
 	if err != nil {
 		return nil, fmt.Errorf("%w: unit %s: %v", ErrChunkDamaged, h, err)
 	}
